@@ -1,0 +1,119 @@
+// Package checkpoint defines how a graph run is persisted: the Saver interface, the records it
+// stores, an in-memory Saver and the serializer that turns states into bytes.
+//
+// A thread is one conversation with a graph; it holds a chain of checkpoints, one per superstep.
+// Each checkpoint records what is needed to continue the run from there: the next tasks (the
+// frontier, including Sends and their arguments), the progress of joins, and either a full snapshot
+// of the state or nothing, in which case the state is its parent's state with the parent's task
+// writes applied. Task writes are saved the moment each task finishes, so a run that stops in the
+// middle of a superstep resumes by running only the tasks that have not written.
+//
+// Savers store bytes and never interpret them; the graph package owns the encoding.
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by Saver.Get when the thread, namespace or checkpoint does not exist.
+var ErrNotFound = errors.New("checkpoint: not found")
+
+// Source says what created a checkpoint.
+type Source string
+
+// The sources of checkpoints.
+const (
+	SourceInput  Source = "input"  // the input of an invocation was applied
+	SourceLoop   Source = "loop"   // a superstep finished
+	SourceUpdate Source = "update" // the state was updated from outside the run
+	SourceFork   Source = "fork"   // a copy of another checkpoint, to branch from it
+)
+
+// Config addresses a thread, a namespace inside it (subgraphs keep their checkpoints under their own
+// namespace; the root graph's is ""), and optionally one checkpoint (empty means the latest).
+type Config struct {
+	ThreadID     string
+	NS           string
+	CheckpointID string
+}
+
+// Task is one entry of a checkpoint's frontier: a node to run in the next superstep. A task made by
+// a Send carries its argument; a task triggered by edges has none and reads the checkpoint's state.
+type Task struct {
+	ID   string // unique within the checkpoint
+	Node string
+	Arg  []byte // encoded argument of a Send; nil for edge-triggered tasks
+	Push bool   // true for a task made by a Send
+}
+
+// Checkpoint is the saved position of a run after a superstep.
+type Checkpoint struct {
+	ID       string // unique and increasing in creation order within a thread
+	ParentID string // the checkpoint this one continues from; empty for the first
+	Step     int    // supersteps done since the thread's first input, counting from 0
+	Source   Source
+	RunID    string // the invocation that wrote it
+
+	// State is a full snapshot of the encoded state, or nil when the state is the parent's state
+	// with the parent's update writes applied in the order of the parent's Next.
+	State []byte
+	// Next is the frontier: the tasks of the next superstep, in their deterministic order.
+	Next []Task
+	// Joins records, for each join target, the sources that have finished since it last ran.
+	Joins map[string][]string
+	// Meta holds free-form metadata (for example the nodes that ran, or who updated the state).
+	Meta map[string]string
+
+	CreatedAt time.Time
+}
+
+// WriteKind says what a task write records.
+type WriteKind string
+
+// The kinds of task writes.
+const (
+	WriteUpdate    WriteKind = "update"    // the task finished; Value is its encoded output
+	WriteError     WriteKind = "error"     // the task failed; Value is the error text
+	WriteInterrupt WriteKind = "interrupt" // the task paused for input; Value is the encoded interrupt
+	WriteResume    WriteKind = "resume"    // a value answering the task's interrupt number Idx
+)
+
+// Write is something a task of a checkpoint's frontier recorded. Writes are keyed by
+// (TaskID, Kind, Idx): putting the same key twice keeps the first, so retried saves are harmless.
+type Write struct {
+	TaskID string
+	Node   string
+	Kind   WriteKind
+	Idx    int
+	Value  []byte
+}
+
+// Tuple is a checkpoint with its address and the writes its frontier's tasks have recorded so far.
+type Tuple struct {
+	Config     Config // with CheckpointID set
+	Checkpoint Checkpoint
+	Writes     []Write // in the order they were put
+}
+
+// ListOptions narrows Saver.List.
+type ListOptions struct {
+	Before string // only checkpoints older than this ID
+	Limit  int    // at most this many; 0 means all
+}
+
+// Saver persists checkpoints and task writes. Implementations must be safe for concurrent use.
+type Saver interface {
+	// Put stores cp under cfg's thread and namespace and returns the config that addresses it.
+	Put(ctx context.Context, cfg Config, cp Checkpoint) (Config, error)
+	// PutWrites records writes of tasks of the checkpoint cfg addresses (CheckpointID required).
+	PutWrites(ctx context.Context, cfg Config, writes []Write) error
+	// Get returns the checkpoint cfg addresses, or the thread's latest in cfg.NS when
+	// cfg.CheckpointID is empty, with its writes. It returns ErrNotFound when there is none.
+	Get(ctx context.Context, cfg Config) (*Tuple, error)
+	// List returns the checkpoints of cfg's thread and namespace, newest first.
+	List(ctx context.Context, cfg Config, opts ListOptions) ([]Tuple, error)
+	// DeleteThread removes every checkpoint and write of a thread, in all namespaces.
+	DeleteThread(ctx context.Context, threadID string) error
+}

@@ -1,0 +1,195 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Memory is a Saver that keeps everything in process memory: for tests, and for runs that need
+// interrupts and history but not survival across restarts. The zero value is ready to use.
+type Memory struct {
+	mu      sync.RWMutex
+	threads map[string]map[string]*memNS // thread → namespace → checkpoints
+}
+
+type memNS struct {
+	order []string // checkpoint IDs, oldest first
+	byID  map[string]*memEntry
+}
+
+type memEntry struct {
+	cp     Checkpoint
+	writes []Write
+	keys   map[writeKey]bool
+}
+
+type writeKey struct {
+	task string
+	kind WriteKind
+	idx  int
+}
+
+// NewMemory returns an empty in-memory Saver.
+func NewMemory() *Memory { return &Memory{} }
+
+// Put stores a copy of cp.
+func (m *Memory) Put(ctx context.Context, cfg Config, cp Checkpoint) (Config, error) {
+	if err := ctx.Err(); err != nil {
+		return Config{}, err
+	}
+	if cfg.ThreadID == "" || cp.ID == "" {
+		return Config{}, fmt.Errorf("checkpoint: put needs a thread ID and a checkpoint ID (thread %q, checkpoint %q)", cfg.ThreadID, cp.ID)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.threads == nil {
+		m.threads = map[string]map[string]*memNS{}
+	}
+	spaces := m.threads[cfg.ThreadID]
+	if spaces == nil {
+		spaces = map[string]*memNS{}
+		m.threads[cfg.ThreadID] = spaces
+	}
+	ns := spaces[cfg.NS]
+	if ns == nil {
+		ns = &memNS{byID: map[string]*memEntry{}}
+		spaces[cfg.NS] = ns
+	}
+	if e, ok := ns.byID[cp.ID]; ok {
+		e.cp = cloneCheckpoint(cp)
+	} else {
+		ns.byID[cp.ID] = &memEntry{cp: cloneCheckpoint(cp), keys: map[writeKey]bool{}}
+		ns.order = append(ns.order, cp.ID)
+	}
+	return Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
+}
+
+// PutWrites records writes for the checkpoint cfg addresses, keeping the first of any duplicates.
+func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entry(cfg)
+	if e == nil {
+		return fmt.Errorf("checkpoint: put writes: thread %q namespace %q checkpoint %q: %w", cfg.ThreadID, cfg.NS, cfg.CheckpointID, ErrNotFound)
+	}
+	for _, w := range writes {
+		k := writeKey{w.TaskID, w.Kind, w.Idx}
+		if e.keys[k] {
+			continue
+		}
+		e.keys[k] = true
+		w.Value = slices.Clone(w.Value)
+		e.writes = append(e.writes, w)
+	}
+	return nil
+}
+
+// Get returns the addressed checkpoint, or the latest of the namespace.
+func (m *Memory) Get(ctx context.Context, cfg Config) (*Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e := m.entry(cfg)
+	if e == nil {
+		return nil, ErrNotFound
+	}
+	t := m.tuple(cfg, e)
+	return &t, nil
+}
+
+// List returns the namespace's checkpoints, newest first.
+func (m *Memory) List(ctx context.Context, cfg Config, opts ListOptions) ([]Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ns := m.threads[cfg.ThreadID][cfg.NS]
+	if ns == nil {
+		return nil, nil
+	}
+	var out []Tuple
+	before := opts.Before != ""
+	for i := len(ns.order) - 1; i >= 0; i-- {
+		id := ns.order[i]
+		if before {
+			if id == opts.Before {
+				before = false
+			}
+			continue
+		}
+		out = append(out, m.tuple(cfg, ns.byID[id]))
+		if opts.Limit > 0 && len(out) == opts.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// DeleteThread forgets a thread.
+func (m *Memory) DeleteThread(ctx context.Context, threadID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.threads, threadID)
+	return nil
+}
+
+func (m *Memory) entry(cfg Config) *memEntry {
+	ns := m.threads[cfg.ThreadID][cfg.NS]
+	if ns == nil || len(ns.order) == 0 {
+		return nil
+	}
+	id := cfg.CheckpointID
+	if id == "" {
+		id = ns.order[len(ns.order)-1]
+	}
+	return ns.byID[id]
+}
+
+func (m *Memory) tuple(cfg Config, e *memEntry) Tuple {
+	writes := make([]Write, len(e.writes))
+	for i, w := range e.writes {
+		w.Value = slices.Clone(w.Value)
+		writes[i] = w
+	}
+	return Tuple{
+		Config:     Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: e.cp.ID},
+		Checkpoint: cloneCheckpoint(e.cp),
+		Writes:     writes,
+	}
+}
+
+func cloneCheckpoint(cp Checkpoint) Checkpoint {
+	cp.State = slices.Clone(cp.State)
+	next := make([]Task, len(cp.Next))
+	for i, t := range cp.Next {
+		t.Arg = slices.Clone(t.Arg)
+		next[i] = t
+	}
+	cp.Next = next
+	if cp.Joins != nil {
+		joins := make(map[string][]string, len(cp.Joins))
+		for k, v := range cp.Joins {
+			joins[k] = slices.Clone(v)
+		}
+		cp.Joins = joins
+	}
+	if cp.Meta != nil {
+		meta := make(map[string]string, len(cp.Meta))
+		for k, v := range cp.Meta {
+			meta[k] = v
+		}
+		cp.Meta = meta
+	}
+	return cp
+}

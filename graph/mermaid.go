@@ -1,0 +1,67 @@
+package graph
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Mermaid draws the graph as a Mermaid flowchart: solid arrows for edges, dotted arrows for the
+// possible choices of routers and command nodes, thick arrows into joins, and subgraphs as boxes
+// holding their own nodes.
+func (g *Compiled[S]) Mermaid() string {
+	var b strings.Builder
+	b.WriteString("flowchart TD\n")
+	g.draw(&b, "", "\t")
+	return b.String()
+}
+
+// drawer is what a subgraph node needs from its compiled graph to be drawn.
+type drawer interface {
+	draw(b *strings.Builder, prefix, indent string)
+}
+
+var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+func (g *Compiled[S]) draw(b *strings.Builder, prefix, indent string) {
+	id := func(name string) string { return unsafeID.ReplaceAllString(prefix+name, "_") }
+	fmt.Fprintf(b, "%s%s([\"start\"])\n", indent, id(START))
+	for _, name := range g.order {
+		n := g.nodes[name]
+		if n.sub != nil {
+			fmt.Fprintf(b, "%ssubgraph %s [\"%s\"]\n", indent, id(name), name)
+			n.sub.draw(b, prefix+name+"/", indent+"\t")
+			fmt.Fprintf(b, "%send\n", indent)
+			continue
+		}
+		fmt.Fprintf(b, "%s%s[\"%s\"]\n", indent, id(name), name)
+	}
+	fmt.Fprintf(b, "%s%s([\"end\"])\n", indent, id(END))
+	arrow := func(from, style, to string) {
+		fmt.Fprintf(b, "%s%s %s %s\n", indent, id(from), style, id(to))
+	}
+	for _, from := range append([]string{START}, g.order...) {
+		for _, to := range g.edges[from] {
+			arrow(from, "-->", to)
+		}
+		for _, rt := range g.routers[from] {
+			targets := rt.targets
+			if len(targets) == 0 {
+				targets = append(append([]string{}, g.order...), END)
+			}
+			for _, to := range targets {
+				arrow(from, "-.->", to)
+			}
+		}
+		if n := g.nodes[from]; n != nil {
+			for _, to := range n.cfg.destinations {
+				arrow(from, "-.->", to)
+			}
+		}
+	}
+	for _, j := range g.joins {
+		for _, from := range j.sources {
+			arrow(from, "==>", j.target)
+		}
+	}
+}

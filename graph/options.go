@@ -1,0 +1,139 @@
+package graph
+
+import (
+	"time"
+
+	"github.com/agiraph/agiraph/checkpoint"
+)
+
+// Option configures runs. Options given to Compile are the defaults of every run of the compiled
+// graph; options given to Invoke, Resume or Stream override them for that run.
+type Option func(*config)
+
+type config struct {
+	saver           checkpoint.Saver
+	serde           checkpoint.Serializer
+	thread          string
+	runID           string
+	recursionLimit  int
+	maxConcurrency  int
+	snapshotEvery   int
+	modes           Mode
+	subgraphs       bool
+	interruptBefore map[string]bool
+	interruptAfter  map[string]bool
+}
+
+// DefaultRecursionLimit is the number of supersteps a run may take unless WithRecursionLimit says
+// otherwise.
+const DefaultRecursionLimit = 1000
+
+// DefaultSnapshotEvery is how often, in supersteps, a checkpoint holds a full snapshot of the state
+// unless WithSnapshotEvery says otherwise. Between snapshots only each task's update is stored.
+const DefaultSnapshotEvery = 100
+
+func defaultConfig() config {
+	return config{
+		serde:          checkpoint.JSON{},
+		recursionLimit: DefaultRecursionLimit,
+		snapshotEvery:  DefaultSnapshotEvery,
+	}
+}
+
+func (c config) with(opts []Option) config {
+	c.interruptBefore = cloneSet(c.interruptBefore)
+	c.interruptAfter = cloneSet(c.interruptAfter)
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+func cloneSet(m map[string]bool) map[string]bool {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// WithCheckpointer saves every superstep of runs that have a thread ID (see WithThread). It is
+// needed for Interrupt, InterruptBefore/After and Resume.
+func WithCheckpointer(s checkpoint.Saver) Option { return func(c *config) { c.saver = s } }
+
+// WithSerializer sets how states, updates and resume values are encoded in checkpoints
+// (default: checkpoint.JSON).
+func WithSerializer(s checkpoint.Serializer) Option { return func(c *config) { c.serde = s } }
+
+// WithThread names the thread a run belongs to; its checkpoints are saved under it.
+func WithThread(id string) Option { return func(c *config) { c.thread = id } }
+
+// WithRunID labels the checkpoints a run writes (default: a fresh ID per run).
+func WithRunID(id string) Option { return func(c *config) { c.runID = id } }
+
+// WithRecursionLimit bounds the number of supersteps of one run; past it the run fails with a
+// *RecursionLimitError.
+func WithRecursionLimit(n int) Option { return func(c *config) { c.recursionLimit = n } }
+
+// WithMaxConcurrency bounds how many tasks of a superstep run at once (0, the default: no bound).
+func WithMaxConcurrency(n int) Option { return func(c *config) { c.maxConcurrency = n } }
+
+// WithSnapshotEvery sets how often, in supersteps, a checkpoint stores the full state.
+func WithSnapshotEvery(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			n = 1
+		}
+		c.snapshotEvery = n
+	}
+}
+
+// WithStreamMode chooses what Stream yields (default ModeValues). Modes can be combined with |.
+func WithStreamMode(m Mode) Option { return func(c *config) { c.modes = m } }
+
+// WithSubgraphs makes Stream also yield the events of subgraphs, with their Namespace set.
+func WithSubgraphs() Option { return func(c *config) { c.subgraphs = true } }
+
+// WithInterruptBefore pauses a run before any of the named nodes runs. Resume continues it.
+func WithInterruptBefore(nodes ...string) Option {
+	return func(c *config) { c.interruptBefore = addSet(c.interruptBefore, nodes) }
+}
+
+// WithInterruptAfter pauses a run after a superstep in which any of the named nodes ran.
+func WithInterruptAfter(nodes ...string) Option {
+	return func(c *config) { c.interruptAfter = addSet(c.interruptAfter, nodes) }
+}
+
+func addSet(m map[string]bool, keys []string) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
+	}
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
+
+// NodeOption configures one node.
+type NodeOption func(*nodeConfig)
+
+type nodeConfig struct {
+	retry        *RetryPolicy
+	timeout      time.Duration
+	destinations []string
+}
+
+// WithRetry retries the node's failures as the policy says.
+func WithRetry(p RetryPolicy) NodeOption { return func(c *nodeConfig) { c.retry = &p } }
+
+// WithTimeout bounds each attempt of the node. An attempt that has not returned by then fails with
+// a *TimeoutError, even if the node ignores its context.
+func WithTimeout(d time.Duration) NodeOption { return func(c *nodeConfig) { c.timeout = d } }
+
+// Destinations declares where a command node may go (for validation and drawing).
+func Destinations(nodes ...string) NodeOption {
+	return func(c *nodeConfig) { c.destinations = append(c.destinations, nodes...) }
+}

@@ -1,0 +1,605 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agiraph/agiraph/checkpoint"
+)
+
+// Compiled is a validated graph, ready to run. It is safe for concurrent use: every run has its own
+// state.
+type Compiled[S any] struct {
+	nodes         map[string]*node[S]
+	order         []string
+	edges         map[string][]string
+	routers       map[string][]*router[S]
+	joins         []*join
+	joinsBySource map[string][]int
+	reducer       Reducer[S]
+	cfg           config
+}
+
+// Invoke runs the graph from input until it ends, fails or pauses, and returns the final state.
+//
+// With a checkpointer and a thread that already has checkpoints, input is merged into the thread's
+// latest state and the graph runs again from START. A paused run returns its state so far and an
+// *Interrupted error; continue it with Resume.
+func (g *Compiled[S]) Invoke(ctx context.Context, input S, opts ...Option) (S, error) {
+	r, err := g.newRun(g.cfg.with(opts), nil)
+	if err != nil {
+		var zero S
+		return zero, err
+	}
+	return r.start(ctx, input)
+}
+
+// Resume continues a thread from its latest checkpoint: after an interrupt, a failure, a crash or a
+// cancellation. Tasks of the interrupted superstep that finished are not run again.
+//
+// value answers the pending interrupt: with one interrupt raised by Interrupt pending, value is
+// what that call returns; with several, pass a ResumeByID. Interrupts from WithInterruptBefore and
+// WithInterruptAfter need no value.
+func (g *Compiled[S]) Resume(ctx context.Context, value any, opts ...Option) (S, error) {
+	r, err := g.newRun(g.cfg.with(opts), nil)
+	if err != nil {
+		var zero S
+		return zero, err
+	}
+	return r.resume(ctx, value)
+}
+
+// run is one invocation of a compiled graph.
+type run[S any] struct {
+	g      *Compiled[S]
+	cfg    config
+	parent *scope // the task that runs this graph as a subgraph; nil at the root
+	ns     string
+	saving bool
+	emit   func(Event) bool // nil when nobody listens
+	events chan Event       // tasks' custom and subgraph events, when someone listens
+	// trackDelta keeps delta, the sum of all updates of this run, for subgraphs of the same type.
+	trackDelta bool
+	stopped    bool // the stream's reader stopped
+
+	state     S
+	delta     S
+	step      int // the step of the latest checkpoint
+	stepsRun  int // supersteps run by this invocation
+	next      []*task[S]
+	joins     map[string][]string
+	cp        checkpoint.Config // the checkpoint the frontier belongs to
+	sinceSnap int               // supersteps since the last full snapshot
+	toParent  *Command[S]       // a command for the parent graph that ended this run
+}
+
+// task is one entry of the frontier.
+type task[S any] struct {
+	id   string
+	node *node[S]
+	arg  S // the Send's argument for push tasks
+	push bool
+
+	// Set when the run was loaded from a checkpoint.
+	done       bool       // the task's update was saved before
+	out        Command[S] // that update
+	resume     []any      // answers to its Interrupt calls
+	resuming   bool       // resume got a new answer in this invocation
+	skipBefore bool       // its WithInterruptBefore pause was already answered
+}
+
+var errStopped = errors.New("graph: stream reader stopped")
+
+func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
+	r := &run[S]{g: g, cfg: cfg, parent: parent}
+	if parent != nil {
+		r.ns = parent.path
+		r.cfg.saver, r.cfg.serde, r.cfg.thread = parent.saver, parent.serde, parent.thread
+		r.cfg.modes, r.cfg.subgraphs = parent.modes, parent.subs
+		if parent.subs && parent.emit != nil {
+			r.emit = parent.emit
+		}
+	} else if cfg.saver != nil && cfg.thread == "" {
+		return nil, errors.New("graph: a checkpointer is set but no thread: pass WithThread")
+	}
+	r.saving = r.cfg.saver != nil && r.cfg.thread != ""
+	if r.cfg.runID == "" {
+		r.cfg.runID = uuid.NewString()
+	}
+	return r, nil
+}
+
+// start begins a run from input.
+func (r *run[S]) start(ctx context.Context, input S) (S, error) {
+	var base S
+	if r.saving && r.parent == nil {
+		t, err := r.cfg.saver.Get(ctx, r.nsConfig(""))
+		switch {
+		case err == nil:
+			if base, _, err = r.stateAt(ctx, t); err != nil {
+				return base, err
+			}
+			r.cp, r.step = t.Config, t.Checkpoint.Step+1
+			r.joins = cloneJoins(t.Checkpoint.Joins)
+		case !errors.Is(err, checkpoint.ErrNotFound):
+			return base, fmt.Errorf("graph: thread %q: %w", r.cfg.thread, err)
+		}
+	}
+	r.setEvents()
+	r.state = r.g.reducer(base, input)
+	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}})
+	if err != nil {
+		return r.state, err
+	}
+	r.next = next
+	if !r.send(Event{Mode: ModeValues, Namespace: r.ns, Step: r.step, Data: r.state}) {
+		return r.state, errStopped
+	}
+	if err := r.commit(ctx, checkpoint.SourceInput, true); err != nil {
+		return r.state, err
+	}
+	return r.loop(ctx)
+}
+
+// setEvents opens the channel tasks use to reach the stream, when someone listens for them.
+func (r *run[S]) setEvents() {
+	if r.emit != nil && (r.cfg.modes&ModeCustom != 0 || r.cfg.subgraphs) {
+		r.events = make(chan Event)
+	}
+}
+
+// loop runs supersteps until the frontier is empty.
+func (r *run[S]) loop(ctx context.Context) (S, error) {
+	for len(r.next) > 0 {
+		if err := ctx.Err(); err != nil {
+			return r.state, fmt.Errorf("graph: run stopped before step %d: %w", r.step+1, context.Cause(ctx))
+		}
+		if r.stepsRun >= r.cfg.recursionLimit {
+			return r.state, &RecursionLimitError{Limit: r.cfg.recursionLimit}
+		}
+		if err := r.interruptBefore(ctx); err != nil {
+			return r.state, err
+		}
+		outs, err := r.superstep(ctx)
+		if err != nil {
+			return r.state, err
+		}
+		r.stepsRun++
+		r.step++
+		ran := r.next
+		for i, out := range outs {
+			r.state = r.g.reducer(r.state, out.Update)
+			if r.trackDelta {
+				r.delta = r.g.reducer(r.delta, out.Update)
+			}
+			if out.ToParent && r.toParent == nil {
+				r.toParent = &outs[i]
+			}
+		}
+		if r.toParent != nil {
+			r.next = nil
+		} else if r.next, err = r.plan(ctx, ran, outs); err != nil {
+			return r.state, err
+		}
+		if !r.send(Event{Mode: ModeValues, Namespace: r.ns, Step: r.step, Data: r.state}) {
+			return r.state, errStopped
+		}
+		if err := r.commit(ctx, checkpoint.SourceLoop, false); err != nil {
+			return r.state, err
+		}
+		if err := r.interruptAfter(ran); err != nil {
+			return r.state, err
+		}
+	}
+	return r.state, nil
+}
+
+// superstep runs the frontier's tasks and returns their outputs in frontier order.
+func (r *run[S]) superstep(ctx context.Context) ([]Command[S], error) {
+	tasks := r.next
+	outs := make([]Command[S], len(tasks))
+	todo := make([]int, 0, len(tasks))
+	for i, t := range tasks {
+		if t.done {
+			outs[i] = t.out
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	var (
+		firstErr   error
+		interrupts []InterruptInfo
+	)
+	finish := func(i int, out Command[S], err error) {
+		t := tasks[i]
+		var sig *interruptSignal
+		switch {
+		case errors.As(err, &sig):
+			interrupts = append(interrupts, sig.interrupts...)
+			r.send(Event{Mode: ModeTasks, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id,
+				Data: TaskEvent{Finished: true, Push: t.push, Interrupts: sig.interrupts}})
+		case err != nil:
+			if firstErr == nil {
+				firstErr = &NodeError{Node: t.node.name, Step: r.step + 1, TaskID: t.id, Err: err}
+			}
+			r.send(Event{Mode: ModeTasks, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id,
+				Data: TaskEvent{Finished: true, Push: t.push, Err: err}})
+		default:
+			outs[i] = out
+			r.send(Event{Mode: ModeTasks, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id,
+				Data: TaskEvent{Finished: true, Push: t.push}})
+			r.send(Event{Mode: ModeUpdates, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id, Data: out.Update})
+		}
+	}
+	started := func(i int) {
+		t := tasks[i]
+		ev := TaskEvent{Push: t.push}
+		if t.push {
+			ev.Input = t.arg
+		}
+		r.send(Event{Mode: ModeTasks, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id, Data: ev})
+	}
+
+	if len(todo) == 1 && r.events == nil && tasks[todo[0]].node.cfg.timeout == 0 {
+		// One task and nobody to hear from it while it runs: run it here, without a goroutine.
+		i := todo[0]
+		started(i)
+		out, err := r.execute(ctx, tasks[i])
+		finish(i, out, err)
+	} else if len(todo) > 0 {
+		stepCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type result struct {
+			i   int
+			out Command[S]
+			err error
+		}
+		done := make(chan result, len(todo))
+		limit := r.cfg.maxConcurrency
+		if limit <= 0 || limit > len(todo) {
+			limit = len(todo)
+		}
+		launched, running := 0, 0
+		launch := func() {
+			i := todo[launched]
+			launched++
+			running++
+			started(i)
+			go func() {
+				out, err := r.execute(stepCtx, tasks[i])
+				done <- result{i, out, err}
+			}()
+		}
+		for launched < limit {
+			launch()
+		}
+		for running > 0 {
+			select {
+			case res := <-done:
+				running--
+				finish(res.i, res.out, res.err)
+				if firstErr != nil || r.stopped {
+					cancel()
+				} else if launched < len(todo) && stepCtx.Err() == nil {
+					launch()
+				}
+			case ev := <-r.events:
+				if !r.send(ev) {
+					cancel()
+				}
+			}
+		}
+	}
+	switch {
+	case r.stopped:
+		return nil, errStopped
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("graph: run stopped in step %d: %w", r.step+1, context.Cause(ctx))
+	case firstErr != nil:
+		return nil, firstErr
+	case len(interrupts) > 0:
+		return nil, &Interrupted{Interrupts: interrupts}
+	}
+	return outs, nil
+}
+
+// send passes an event to the stream if its mode is listened to; false means the reader stopped.
+func (r *run[S]) send(ev Event) bool {
+	if r.emit == nil || r.cfg.modes&ev.Mode == 0 || r.stopped {
+		return !r.stopped
+	}
+	if !r.emit(ev) {
+		r.stopped = true
+	}
+	return !r.stopped
+}
+
+// execute runs one task with its retry policy and saves what it wrote.
+func (r *run[S]) execute(ctx context.Context, t *task[S]) (Command[S], error) {
+	policy := t.node.cfg.retry
+	for attempt := 1; ; attempt++ {
+		sc := r.newScope(ctx, t)
+		out, err := r.attempt(context.WithValue(ctx, scopeKey{}, sc), t)
+		if sig := sc.signal(err); sig != nil {
+			if werr := r.putWrite(ctx, t, checkpoint.WriteInterrupt, len(t.resume), sig.interrupts); werr != nil {
+				return Command[S]{}, werr
+			}
+			return Command[S]{}, sig
+		}
+		if err == nil {
+			if r.saving {
+				if err := r.putWrite(ctx, t, checkpoint.WriteUpdate, 0, taskRecordOf(out)); err != nil {
+					return Command[S]{}, err
+				}
+			}
+			return out, nil
+		}
+		if ctx.Err() != nil || policy == nil || attempt >= policy.attempts() || !policy.retryable(err) {
+			if attempt > 1 {
+				err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+			}
+			if r.saving && ctx.Err() == nil {
+				_ = r.cfg.saver.PutWrites(ctx, r.cp, []checkpoint.Write{{TaskID: t.id, Node: t.node.name, Kind: checkpoint.WriteError, Value: []byte(err.Error())}})
+			}
+			return Command[S]{}, err
+		}
+		if sleep(ctx, policy.wait(attempt)) != nil {
+			return Command[S]{}, err
+		}
+	}
+}
+
+// attempt calls the node once, bounded by its timeout. A node that overruns its timeout is left
+// behind: its result, if it ever returns, is dropped.
+func (r *run[S]) attempt(ctx context.Context, t *task[S]) (Command[S], error) {
+	input := r.state
+	if t.push {
+		input = t.arg
+	}
+	timeout := t.node.cfg.timeout
+	if timeout == 0 {
+		return call(ctx, t.node.run, input)
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type result struct {
+		out Command[S]
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		out, err := call(actx, t.node.run, input)
+		ch <- result{out, err}
+	}()
+	select {
+	case res := <-ch:
+		if res.err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+			return Command[S]{}, &TimeoutError{Node: t.node.name, Timeout: timeout}
+		}
+		return res.out, res.err
+	case <-actx.Done():
+		if ctx.Err() != nil {
+			return Command[S]{}, ctx.Err()
+		}
+		return Command[S]{}, &TimeoutError{Node: t.node.name, Timeout: timeout}
+	}
+}
+
+// call runs fn, turning a panic into a *PanicError.
+func call[S any](ctx context.Context, fn CommandFunc[S], input S) (out Command[S], err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn(ctx, input)
+}
+
+func (r *run[S]) newScope(ctx context.Context, t *task[S]) *scope {
+	sc := &scope{
+		node: t.node.name, step: r.step + 1, taskID: t.id, ns: r.ns, path: r.taskPath(t),
+		saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving,
+		modes: r.cfg.modes, subs: r.cfg.subgraphs, resume: t.resume, resuming: t.resuming,
+	}
+	if r.events != nil {
+		events := r.events
+		sc.emit = func(ev Event) bool {
+			select {
+			case events <- ev:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
+	return sc
+}
+
+// taskPath names a task uniquely within its thread: the namespace of its interrupts and subgraph.
+func (r *run[S]) taskPath(t *task[S]) string {
+	p := t.node.name + ":" + r.cp.CheckpointID + "." + t.id
+	if r.ns != "" {
+		p = r.ns + "/" + p
+	}
+	return p
+}
+
+// plan computes the next frontier from the tasks that ran and their outputs.
+func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S]) ([]*task[S], error) {
+	var next []*task[S]
+	pull := func(from, name string, declared []string) error {
+		if name == END {
+			return nil
+		}
+		n := r.g.nodes[name]
+		if n == nil {
+			return fmt.Errorf("graph: %s goes to unknown node %q", from, name)
+		}
+		if declared != nil && !slices.Contains(declared, name) {
+			return fmt.Errorf("graph: %s goes to %q, which is not among its declared targets %v", from, name, declared)
+		}
+		for _, t := range next {
+			if !t.push && t.node == n {
+				return nil
+			}
+		}
+		next = append(next, &task[S]{node: n})
+		return nil
+	}
+	push := func(from string, s Send[S], declared []string) error {
+		n := r.g.nodes[s.Node]
+		if n == nil {
+			return fmt.Errorf("graph: %s sends to unknown node %q", from, s.Node)
+		}
+		if declared != nil && !slices.Contains(declared, s.Node) {
+			return fmt.Errorf("graph: %s sends to %q, which is not among its declared targets %v", from, s.Node, declared)
+		}
+		next = append(next, &task[S]{node: n, arg: s.Arg, push: true})
+		return nil
+	}
+	for i, t := range ran {
+		name := t.node.name
+		from := "node " + strconv.Quote(name)
+		out := outs[i]
+		for _, to := range out.Goto {
+			if err := pull(from, to, nil); err != nil {
+				return nil, err
+			}
+		}
+		for _, s := range out.Sends {
+			if err := push(from, s, nil); err != nil {
+				return nil, err
+			}
+		}
+		for _, to := range r.g.edges[name] {
+			if err := pull(from, to, nil); err != nil {
+				return nil, err
+			}
+		}
+		for _, rt := range r.g.routers[name] {
+			nx, err := route(ctx, rt, r.state)
+			if err != nil {
+				return nil, fmt.Errorf("graph: router from %q (after step %d): %w", name, r.step, err)
+			}
+			what := "router from " + strconv.Quote(name)
+			var declared []string
+			if len(rt.targets) > 0 {
+				declared = rt.targets
+			}
+			for _, to := range nx.Goto {
+				if err := pull(what, to, declared); err != nil {
+					return nil, err
+				}
+			}
+			for _, s := range nx.Sends {
+				if err := push(what, s, declared); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for _, j := range r.g.joinsBySource[name] {
+			target := r.g.joins[j].target
+			if r.joins == nil {
+				r.joins = map[string][]string{}
+			}
+			key := joinKey(r.g.joins[j])
+			if !slices.Contains(r.joins[key], name) {
+				r.joins[key] = append(r.joins[key], name)
+			}
+			if len(r.joins[key]) == len(r.g.joins[j].sources) {
+				delete(r.joins, key)
+				if err := pull("join into "+strconv.Quote(target), target, nil); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for i, t := range next {
+		t.id = strconv.Itoa(i)
+	}
+	return next, nil
+}
+
+func joinKey(j *join) string { return fmt.Sprintf("%s<%v", j.target, j.sources) }
+
+// route calls a router, turning a panic into an error.
+func route[S any](ctx context.Context, rt *router[S], state S) (nx Next[S], err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return rt.route(ctx, state), nil
+}
+
+// interruptBefore pauses the run when the frontier holds a node listed in WithInterruptBefore.
+func (r *run[S]) interruptBefore(ctx context.Context) error {
+	if len(r.cfg.interruptBefore) == 0 {
+		return nil
+	}
+	var irs []InterruptInfo
+	for _, t := range r.next {
+		if t.done || t.skipBefore || !r.cfg.interruptBefore[t.node.name] {
+			continue
+		}
+		if !r.saving {
+			return fmt.Errorf("graph: interrupt before %q: %w", t.node.name, ErrNoCheckpointer)
+		}
+		it := InterruptInfo{ID: r.taskPath(t) + "#before", Node: t.node.name, NS: r.ns, When: "before"}
+		if err := r.putWrite(ctx, t, checkpoint.WriteInterrupt, beforeIdx, []InterruptInfo{it}); err != nil {
+			return err
+		}
+		irs = append(irs, it)
+	}
+	if len(irs) > 0 {
+		return &Interrupted{Interrupts: irs}
+	}
+	return nil
+}
+
+// beforeIdx is the write index of WithInterruptBefore pauses and their answers.
+const beforeIdx = -1
+
+// interruptAfter pauses the run after a superstep in which a node of WithInterruptAfter ran.
+func (r *run[S]) interruptAfter(ran []*task[S]) error {
+	if len(r.cfg.interruptAfter) == 0 || len(r.next) == 0 {
+		return nil
+	}
+	var irs []InterruptInfo
+	for _, t := range ran {
+		if r.cfg.interruptAfter[t.node.name] {
+			if !r.saving {
+				return fmt.Errorf("graph: interrupt after %q: %w", t.node.name, ErrNoCheckpointer)
+			}
+			irs = append(irs, InterruptInfo{ID: r.cp.CheckpointID + "#after:" + t.node.name, Node: t.node.name, NS: r.ns, When: "after"})
+		}
+	}
+	if len(irs) > 0 {
+		return &Interrupted{Interrupts: irs}
+	}
+	return nil
+}
+
+func cloneJoins(j map[string][]string) map[string][]string {
+	if j == nil {
+		return nil
+	}
+	out := maps.Clone(j)
+	for k, v := range out {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+// newCheckpointID returns an ID that sorts after every earlier one of this process.
+func newCheckpointID() string { return uuid.Must(uuid.NewV7()).String() }
+
+var timeNow = time.Now

@@ -1,0 +1,166 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+
+	"github.com/agiraph/agiraph/checkpoint"
+)
+
+// scope is what a running task knows about itself and its run; nodes reach it through their
+// context (Interrupt, Emit, subgraphs). Each attempt of a task has its own scope.
+type scope struct {
+	node   string
+	step   int
+	taskID string
+	ns     string // namespace of the graph the task belongs to
+	path   string // the task's own namespace: where its subgraph keeps checkpoints
+
+	saver  checkpoint.Saver
+	serde  checkpoint.Serializer
+	thread string
+	saving bool
+	modes  Mode
+	subs   bool             // stream subgraph events
+	emit   func(Event) bool // to the run's loop; nil when nobody listens
+	resume []any            // answers to the task's Interrupt calls, in order
+	// resuming is set when this attempt got a new answer, so a subgraph continues with it.
+	resuming bool
+
+	mu     sync.Mutex
+	calls  int
+	raised *interruptSignal
+}
+
+type scopeKey struct{}
+
+func scopeFrom(ctx context.Context) *scope {
+	sc, _ := ctx.Value(scopeKey{}).(*scope)
+	return sc
+}
+
+// interruptSignal is the error Interrupt returns; the engine turns it into a paused task.
+type interruptSignal struct {
+	interrupts []InterruptInfo
+}
+
+func (s *interruptSignal) Error() string {
+	return (&Interrupted{Interrupts: s.interrupts}).Error()
+}
+
+// signal returns the interrupt the attempt raised, whether or not the node passed the error on.
+func (sc *scope) signal(err error) *interruptSignal {
+	sc.mu.Lock()
+	raised := sc.raised
+	sc.mu.Unlock()
+	if raised != nil {
+		return raised
+	}
+	var sig *interruptSignal
+	if errors.As(err, &sig) {
+		return sig
+	}
+	return nil
+}
+
+// ResumeByID answers several pending interrupts at once, by Interrupt.ID.
+type ResumeByID map[string]any
+
+// Interrupt pauses the run to ask for input, typically from a human. The first time a node reaches
+// it, Interrupt returns an error that the node must return: the run stops and reports payload in an
+// *Interrupted error. When the thread is resumed with a value (Compiled.Resume), the node runs again
+// from the start and this call returns that value, decoded into T. A node may call Interrupt several
+// times; the calls are answered in order, one resume at a time.
+//
+// Interrupt needs a checkpointer and a thread ID; without them it returns ErrNoCheckpointer.
+func Interrupt[T any](ctx context.Context, payload any) (T, error) {
+	var zero T
+	sc := scopeFrom(ctx)
+	if sc == nil {
+		return zero, errors.New("graph: Interrupt called outside a running node")
+	}
+	if !sc.saving {
+		return zero, fmt.Errorf("graph: node %q: Interrupt: %w", sc.node, ErrNoCheckpointer)
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	i := sc.calls
+	sc.calls++
+	if i < len(sc.resume) {
+		var v T
+		if err := convert(sc.serde, sc.resume[i], &v); err != nil {
+			return zero, fmt.Errorf("graph: node %q: resume value %d does not fit %T: %w", sc.node, i, zero, err)
+		}
+		return v, nil
+	}
+	sig := &interruptSignal{interrupts: []InterruptInfo{{
+		ID: sc.path + "#" + strconv.Itoa(i), Node: sc.node, NS: sc.ns, Value: payload, When: "during",
+	}}}
+	if sc.raised == nil {
+		sc.raised = sig
+	}
+	return zero, sig
+}
+
+// convert stores v in the variable out points to, going through the serializer when the types differ
+// (as they do for values loaded from a checkpoint).
+func convert(serde checkpoint.Serializer, v any, out any) error {
+	if p, ok := out.(*any); ok {
+		*p = v
+		return nil
+	}
+	if err := assign(v, out); err == nil {
+		return nil
+	}
+	b, err := serde.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return serde.Unmarshal(b, out)
+}
+
+// Emit sends a value to the run's stream in ModeCustom, from inside a node: progress, tokens of a
+// model's answer, anything a watcher wants before the node returns. It does nothing when nobody
+// streams custom events, and blocks while the reader is busy.
+func Emit(ctx context.Context, v any) {
+	sc := scopeFrom(ctx)
+	if sc == nil || sc.emit == nil || sc.modes&ModeCustom == 0 {
+		return
+	}
+	sc.emit(Event{Mode: ModeCustom, Namespace: sc.ns, Step: sc.step, Node: sc.node, TaskID: sc.taskID, Data: v})
+}
+
+// TaskInfo describes the running task; nodes get it with CurrentTask.
+type TaskInfo struct {
+	Node      string
+	Step      int
+	TaskID    string
+	Namespace string
+}
+
+// CurrentTask tells a node which task it is running as; ok is false outside a node.
+func CurrentTask(ctx context.Context) (info TaskInfo, ok bool) {
+	sc := scopeFrom(ctx)
+	if sc == nil {
+		return TaskInfo{}, false
+	}
+	return TaskInfo{Node: sc.node, Step: sc.step, TaskID: sc.taskID, Namespace: sc.ns}, true
+}
+
+// assign sets *out to v when v's dynamic type is assignable to it.
+func assign(v any, out any) error {
+	dst := reflect.ValueOf(out).Elem()
+	if v == nil {
+		return errors.New("nil")
+	}
+	src := reflect.ValueOf(v)
+	if !src.Type().AssignableTo(dst.Type()) {
+		return errors.New("not assignable")
+	}
+	dst.Set(src)
+	return nil
+}

@@ -1,0 +1,100 @@
+package graph
+
+import (
+	"context"
+	"iter"
+
+	"github.com/agiraph/agiraph/checkpoint"
+)
+
+// Mode selects kinds of stream events; modes combine with |.
+type Mode uint8
+
+// The stream modes.
+const (
+	// ModeValues yields the whole state after the input is applied and after every superstep.
+	// Data is the state (the subgraph's state type for events of subgraphs).
+	ModeValues Mode = 1 << iota
+	// ModeUpdates yields each task's update as the task finishes. Data is the update.
+	ModeUpdates
+	// ModeCustom yields what nodes pass to Emit. Data is the emitted value.
+	ModeCustom
+	// ModeTasks yields the start and the end of every task. Data is a TaskEvent.
+	ModeTasks
+	// ModeCheckpoints yields every saved checkpoint. Data is a CheckpointEvent.
+	ModeCheckpoints
+	// ModeDebug is every mode but values and updates: tasks and checkpoints.
+	ModeDebug = ModeTasks | ModeCheckpoints
+)
+
+// Event is one item of a stream.
+type Event struct {
+	Mode Mode
+	// Namespace is "" for the graph that was invoked, and the path of subgraph tasks
+	// ("research:<checkpoint>.<task>/...") for events of subgraphs (see WithSubgraphs).
+	Namespace string
+	Step      int
+	Node      string // the node the event is about, where there is one
+	TaskID    string
+	Data      any
+}
+
+// TaskEvent is the Data of a ModeTasks event.
+type TaskEvent struct {
+	Finished   bool
+	Push       bool // the task was made by a Send
+	Input      any  // the Send's argument, for push tasks
+	Err        error
+	Interrupts []InterruptInfo
+}
+
+// CheckpointEvent is the Data of a ModeCheckpoints event.
+type CheckpointEvent struct {
+	Config checkpoint.Config
+	Source checkpoint.Source
+	Next   []string // the nodes of the next superstep
+}
+
+// Stream runs the graph from input, yielding events of the modes chosen with WithStreamMode
+// (default ModeValues). The run's error, if any, is yielded last with a zero Event. Stopping the
+// iteration cancels the run.
+func (g *Compiled[S]) Stream(ctx context.Context, input S, opts ...Option) iter.Seq2[Event, error] {
+	return g.stream(ctx, opts, func(ctx context.Context, r *run[S]) (S, error) { return r.start(ctx, input) })
+}
+
+// StreamResume is Resume with events, as Stream.
+func (g *Compiled[S]) StreamResume(ctx context.Context, value any, opts ...Option) iter.Seq2[Event, error] {
+	return g.stream(ctx, opts, func(ctx context.Context, r *run[S]) (S, error) { return r.resume(ctx, value) })
+}
+
+func (g *Compiled[S]) stream(ctx context.Context, opts []Option, body func(context.Context, *run[S]) (S, error)) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		cfg := g.cfg.with(opts)
+		if cfg.modes == 0 {
+			cfg.modes = ModeValues
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stopped := false
+		r, err := g.newRun(cfg, nil)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		r.emit = func(ev Event) bool {
+			if stopped {
+				return false
+			}
+			if !yield(ev, nil) {
+				stopped = true
+				cancel()
+				return false
+			}
+			return true
+		}
+		_, err = body(ctx, r)
+		if err != nil && !stopped {
+			yield(Event{}, err)
+		}
+	}
+}
