@@ -1,5 +1,7 @@
 module github.com/agiraph/agiraph
 
-go 1.26.8
+go 1.24
 
 require github.com/google/uuid v1.6.0
+
+require go.uber.org/goleak v1.3.0 // indirect

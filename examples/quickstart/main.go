@@ -1,0 +1,112 @@
+// Command quickstart runs a small graph that shows the engine's main moves: a planner fans work
+// out with Sends, the workers' results are merged deterministically, a reviewer loops until the
+// draft is long enough, a human approves it through an interrupt, and every superstep is saved
+// so the paused run is resumed from its checkpoint.
+//
+//	go run ./examples/quickstart "topic"
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/graph"
+)
+
+// State is the whole state of the run. Tags tell the default reducer how to merge updates.
+type State struct {
+	Topic    string
+	Aspect   string   // the argument of one worker's task
+	Notes    []string `graph:"append"`
+	Draft    string
+	Rounds   int
+	Approved bool
+}
+
+func build() (*graph.Compiled[State], error) {
+	g := graph.New[State]()
+	g.AddRouter(graph.START, func(_ context.Context, s State) graph.Next[State] {
+		var next graph.Next[State]
+		for _, a := range []string{"history", "methods", "open questions"} {
+			next.Sends = append(next.Sends, graph.Send[State]{Node: "research", Arg: State{Topic: s.Topic, Aspect: a}})
+		}
+		return next
+	}, "research")
+	g.AddNode("research", func(ctx context.Context, s State) (State, error) {
+		graph.Emit(ctx, "researching "+s.Aspect)
+		return State{Notes: []string{fmt.Sprintf("%s of %s", s.Aspect, s.Topic)}}, nil
+	})
+	g.AddNode("write", func(_ context.Context, s State) (State, error) {
+		if s.Draft == "" {
+			return State{Draft: "On " + s.Topic + ": " + strings.Join(s.Notes, "; ") + ".", Rounds: 1}, nil
+		}
+		return State{Draft: s.Draft + " (revised)", Rounds: s.Rounds + 1}, nil
+	})
+	g.AddNode("approve", func(ctx context.Context, s State) (State, error) {
+		ok, err := graph.Interrupt[bool](ctx, "approve this draft? "+s.Draft)
+		if err != nil {
+			return State{}, err
+		}
+		return State{Approved: ok}, nil
+	})
+	g.AddEdge("research", "write")
+	g.AddConditionalEdges("write", func(_ context.Context, s State) string {
+		if s.Rounds < 2 {
+			return "write"
+		}
+		return "approve"
+	}, "write", "approve")
+	g.AddEdge("approve", graph.END)
+	return g.Compile(graph.WithCheckpointer(checkpoint.NewMemory()))
+}
+
+func main() {
+	topic := "state graphs"
+	if len(os.Args) > 1 {
+		topic = strings.Join(os.Args[1:], " ")
+	}
+	if err := run(context.Background(), topic); err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, topic string) error {
+	g, err := build()
+	if err != nil {
+		return err
+	}
+	fmt.Println(g.Mermaid())
+
+	thread := graph.WithThread("quickstart")
+	modes := graph.WithStreamMode(graph.ModeUpdates | graph.ModeCustom)
+	var paused *graph.Interrupted
+	for ev, err := range g.Stream(ctx, State{Topic: topic}, thread, modes) {
+		if errors.As(err, &paused) {
+			break
+		} else if err != nil {
+			return err
+		}
+		switch ev.Mode {
+		case graph.ModeCustom:
+			fmt.Printf("step %d  %-8s says %v\n", ev.Step, ev.Node, ev.Data)
+		case graph.ModeUpdates:
+			fmt.Printf("step %d  %-8s returned %+v\n", ev.Step, ev.Node, ev.Data)
+		}
+	}
+	if paused == nil {
+		return errors.New("the run did not ask for approval")
+	}
+	fmt.Printf("paused for a human: %v\n", paused.Interrupts[0].Value)
+
+	final, err := g.Resume(ctx, true, thread)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("resumed and finished: approved=%v after %d rounds\n%s\n", final.Approved, final.Rounds, final.Draft)
+	return nil
+}

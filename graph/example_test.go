@@ -1,0 +1,167 @@
+package graph_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/graph"
+)
+
+type notes struct {
+	Topic string
+	Notes []string `graph:"append"`
+}
+
+// A graph fans work out with Sends and merges the results in Send order.
+func Example() {
+	g := graph.New[notes]()
+	g.AddRouter(graph.START, func(_ context.Context, s notes) graph.Next[notes] {
+		return graph.Next[notes]{Sends: []graph.Send[notes]{
+			{Node: "research", Arg: notes{Topic: s.Topic + " history"}},
+			{Node: "research", Arg: notes{Topic: s.Topic + " methods"}},
+		}}
+	}, "research")
+	g.AddNode("research", func(_ context.Context, s notes) (notes, error) {
+		return notes{Notes: []string{"notes on " + s.Topic}}, nil
+	})
+	g.AddEdge("research", graph.END)
+
+	compiled, err := g.Compile()
+	if err != nil {
+		panic(err)
+	}
+	final, err := compiled.Invoke(context.Background(), notes{Topic: "graphs"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(strings.Join(final.Notes, "; "))
+	// Output: notes on graphs history; notes on graphs methods
+}
+
+type counter struct{ N int }
+
+// A conditional edge loops until the state says to stop.
+func ExampleStateGraph_AddConditionalEdges() {
+	g := graph.New[counter]()
+	g.AddNode("inc", func(_ context.Context, s counter) (counter, error) { return counter{N: s.N + 1}, nil })
+	g.AddEdge(graph.START, "inc")
+	g.AddConditionalEdges("inc", func(_ context.Context, s counter) string {
+		if s.N < 5 {
+			return "inc"
+		}
+		return graph.END
+	}, "inc", graph.END)
+	compiled, _ := g.Compile()
+	final, _ := compiled.Invoke(context.Background(), counter{})
+	fmt.Println(final.N)
+	// Output: 5
+}
+
+type approval struct {
+	Draft    string
+	Approved bool
+}
+
+// A node asks a human with Interrupt; the run pauses and Resume answers it.
+func ExampleInterrupt() {
+	g := graph.New[approval]()
+	g.AddNode("review", func(ctx context.Context, s approval) (approval, error) {
+		ok, err := graph.Interrupt[bool](ctx, "approve "+s.Draft+"?")
+		if err != nil {
+			return approval{}, err
+		}
+		return approval{Approved: ok}, nil
+	})
+	g.AddEdge(graph.START, "review")
+	g.AddEdge("review", graph.END)
+	compiled, _ := g.Compile(graph.WithCheckpointer(checkpoint.NewMemory()))
+
+	ctx, thread := context.Background(), graph.WithThread("doc-42")
+	_, err := compiled.Invoke(ctx, approval{Draft: "v1"}, thread)
+	var paused *graph.Interrupted
+	if errors.As(err, &paused) {
+		fmt.Println("asked:", paused.Interrupts[0].Value)
+	}
+	final, _ := compiled.Resume(ctx, true, thread)
+	fmt.Println("approved:", final.Approved)
+	// Output:
+	// asked: approve v1?
+	// approved: true
+}
+
+// Stream yields events as the run goes: here each node's update, and what nodes Emit.
+func ExampleCompiled_Stream() {
+	g := graph.New[counter]()
+	g.AddNode("a", func(ctx context.Context, s counter) (counter, error) {
+		graph.Emit(ctx, "working")
+		return counter{N: s.N + 1}, nil
+	})
+	g.AddEdge(graph.START, "a")
+	g.AddEdge("a", graph.END)
+	compiled, _ := g.Compile()
+	for ev, err := range compiled.Stream(context.Background(), counter{}, graph.WithStreamMode(graph.ModeUpdates|graph.ModeCustom)) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("step %d %s: %v\n", ev.Step, ev.Node, ev.Data)
+	}
+	// Output:
+	// step 1 a: working
+	// step 1 a: {1}
+}
+
+// Mermaid draws a compiled graph.
+func ExampleCompiled_Mermaid() {
+	g := graph.New[counter]()
+	g.AddNode("plan", func(_ context.Context, s counter) (counter, error) { return s, nil })
+	g.AddNode("act", func(_ context.Context, s counter) (counter, error) { return s, nil })
+	g.AddEdge(graph.START, "plan")
+	g.AddConditionalEdges("plan", func(context.Context, counter) string { return "act" }, "act", graph.END)
+	g.AddEdge("act", "plan")
+	compiled, _ := g.Compile()
+	fmt.Print(compiled.Mermaid())
+	// Output:
+	// flowchart TD
+	// 	__start__(["start"])
+	// 	plan["plan"]
+	// 	act["act"]
+	// 	__end__(["end"])
+	// 	__start__ --> plan
+	// 	plan -.-> act
+	// 	plan -.-> __end__
+	// 	act --> plan
+}
+
+type outer struct {
+	Question string
+	Answer   string
+}
+
+type inner struct {
+	Q, A string
+}
+
+// A compiled graph with its own state type runs as a node of another graph.
+func ExampleAddMappedSubgraph() {
+	sub := graph.New[inner]()
+	sub.AddNode("answer", func(_ context.Context, s inner) (inner, error) {
+		return inner{A: strings.ToUpper(s.Q)}, nil
+	})
+	sub.AddEdge(graph.START, "answer")
+	sub.AddEdge("answer", graph.END)
+	child, _ := sub.Compile()
+
+	g := graph.New[outer]()
+	graph.AddMappedSubgraph(g, "expert", child,
+		func(p outer) inner { return inner{Q: p.Question} },
+		func(_ outer, c inner) outer { return outer{Answer: c.A} })
+	g.AddEdge(graph.START, "expert")
+	g.AddEdge("expert", graph.END)
+	compiled, _ := g.Compile()
+	final, _ := compiled.Invoke(context.Background(), outer{Question: "why?"})
+	fmt.Println(final.Answer)
+	// Output: WHY?
+}
