@@ -64,6 +64,7 @@ type run[S any] struct {
 	parent *scope // the task that runs this graph as a subgraph; nil at the root
 	ns     string
 	saving bool
+	env    *env
 	emit   func(Event) bool // nil when nobody listens
 	events chan Event       // tasks' custom and subgraph events, when someone listens
 	// trackDelta keeps delta, the sum of all updates of this run, for subgraphs of the same type.
@@ -101,16 +102,17 @@ var errStopped = errors.New("graph: stream reader stopped")
 func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	r := &run[S]{g: g, cfg: cfg, parent: parent}
 	if parent != nil {
-		r.ns = parent.path
+		r.ns = parent.path()
 		r.cfg.saver, r.cfg.serde, r.cfg.thread = parent.saver, parent.serde, parent.thread
 		r.cfg.modes, r.cfg.subgraphs = parent.modes, parent.subs
-		if parent.subs && parent.emit != nil {
+		if parent.subs && parent.events != nil {
 			r.emit = parent.emit
 		}
 	} else if cfg.saver != nil && cfg.thread == "" {
 		return nil, errors.New("graph: a checkpointer is set but no thread: pass WithThread")
 	}
 	r.saving = r.cfg.saver != nil && r.cfg.thread != ""
+	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs}
 	if r.cfg.runID == "" {
 		r.cfg.runID = uuid.NewString()
 	}
@@ -153,6 +155,7 @@ func (r *run[S]) start(ctx context.Context, input S) (S, error) {
 func (r *run[S]) setEvents() {
 	if r.emit != nil && (r.cfg.modes&ModeCustom != 0 || r.cfg.subgraphs) {
 		r.events = make(chan Event)
+		r.env.events = r.events
 	}
 }
 
@@ -327,7 +330,7 @@ func (r *run[S]) execute(ctx context.Context, t *task[S]) (Command[S], error) {
 	policy := t.node.cfg.retry
 	for attempt := 1; ; attempt++ {
 		sc := r.newScope(ctx, t)
-		out, err := r.attempt(context.WithValue(ctx, scopeKey{}, sc), t)
+		out, err := r.attempt(sc, t)
 		if sig := sc.signal(err); sig != nil {
 			if werr := r.putWrite(ctx, t, checkpoint.WriteInterrupt, len(t.resume), sig.interrupts); werr != nil {
 				return Command[S]{}, werr
@@ -404,32 +407,15 @@ func call[S any](ctx context.Context, fn CommandFunc[S], input S) (out Command[S
 }
 
 func (r *run[S]) newScope(ctx context.Context, t *task[S]) *scope {
-	sc := &scope{
-		node: t.node.name, step: r.step + 1, taskID: t.id, ns: r.ns, path: r.taskPath(t),
-		saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving,
-		modes: r.cfg.modes, subs: r.cfg.subgraphs, resume: t.resume, resuming: t.resuming,
+	return &scope{
+		Context: ctx, env: r.env, node: t.node.name, step: r.step + 1, taskID: t.id, ns: r.ns, cpID: r.cp.CheckpointID,
+		resume: t.resume, resuming: t.resuming,
 	}
-	if r.events != nil {
-		events := r.events
-		sc.emit = func(ev Event) bool {
-			select {
-			case events <- ev:
-				return true
-			case <-ctx.Done():
-				return false
-			}
-		}
-	}
-	return sc
 }
 
-// taskPath names a task uniquely within its thread: the namespace of its interrupts and subgraph.
+// taskPath is the path of t's scope (see scope.path).
 func (r *run[S]) taskPath(t *task[S]) string {
-	p := t.node.name + ":" + r.cp.CheckpointID + "." + t.id
-	if r.ns != "" {
-		p = r.ns + "/" + p
-	}
-	return p
+	return (&scope{node: t.node.name, ns: r.ns, cpID: r.cp.CheckpointID, taskID: t.id}).path()
 }
 
 // plan computes the next frontier from the tasks that ran and their outputs.

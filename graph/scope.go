@@ -11,29 +11,64 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 )
 
-// scope is what a running task knows about itself and its run; nodes reach it through their
-// context (Interrupt, Emit, subgraphs). Each attempt of a task has its own scope.
-type scope struct {
-	node   string
-	step   int
-	taskID string
-	ns     string // namespace of the graph the task belongs to
-	path   string // the task's own namespace: where its subgraph keeps checkpoints
-
+// env is what all tasks of a run share.
+type env struct {
 	saver  checkpoint.Saver
 	serde  checkpoint.Serializer
 	thread string
 	saving bool
 	modes  Mode
-	subs   bool             // stream subgraph events
-	emit   func(Event) bool // to the run's loop; nil when nobody listens
-	resume []any            // answers to the task's Interrupt calls, in order
+	subs   bool         // stream subgraph events
+	events chan<- Event // to the run's loop; nil when nobody listens
+}
+
+// scope is what a running task knows about itself and its run. It is the context the task's node
+// gets, so Interrupt, Emit and subgraphs find it there. Each attempt of a task has its own scope.
+type scope struct {
+	context.Context
+	*env
+	node   string
+	step   int
+	taskID string
+	ns     string // namespace of the graph the task belongs to
+	cpID   string // the checkpoint whose frontier holds the task
+	resume []any  // answers to the task's Interrupt calls, in order
 	// resuming is set when this attempt got a new answer, so a subgraph continues with it.
 	resuming bool
 
 	mu     sync.Mutex
 	calls  int
 	raised *interruptSignal
+}
+
+// path names the task uniquely within its thread: the namespace of its interrupts and subgraph.
+func (sc *scope) path() string {
+	p := sc.node + ":" + sc.cpID + "." + sc.taskID
+	if sc.ns != "" {
+		p = sc.ns + "/" + p
+	}
+	return p
+}
+
+// emit passes an event to the run's loop; false when nobody listens or the task is over.
+func (sc *scope) emit(ev Event) bool {
+	if sc.events == nil {
+		return false
+	}
+	select {
+	case sc.events <- ev:
+		return true
+	case <-sc.Done():
+		return false
+	}
+}
+
+// Value makes the scope findable from the node's context and everything derived from it.
+func (sc *scope) Value(key any) any {
+	if key == (scopeKey{}) {
+		return sc
+	}
+	return sc.Context.Value(key)
 }
 
 type scopeKey struct{}
@@ -98,7 +133,7 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 		return v, nil
 	}
 	sig := &interruptSignal{interrupts: []InterruptInfo{{
-		ID: sc.path + "#" + strconv.Itoa(i), Node: sc.node, NS: sc.ns, Value: payload, When: "during",
+		ID: sc.path() + "#" + strconv.Itoa(i), Node: sc.node, NS: sc.ns, Value: payload, When: "during",
 	}}}
 	if sc.raised == nil {
 		sc.raised = sig
@@ -128,7 +163,7 @@ func convert(serde checkpoint.Serializer, v any, out any) error {
 // streams custom events, and blocks while the reader is busy.
 func Emit(ctx context.Context, v any) {
 	sc := scopeFrom(ctx)
-	if sc == nil || sc.emit == nil || sc.modes&ModeCustom == 0 {
+	if sc == nil || sc.modes&ModeCustom == 0 {
 		return
 	}
 	sc.emit(Event{Mode: ModeCustom, Namespace: sc.ns, Step: sc.step, Node: sc.node, TaskID: sc.taskID, Data: v})

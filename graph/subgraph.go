@@ -81,7 +81,7 @@ func (g *Compiled[S]) runNested(ctx context.Context, input S) (final, delta S, t
 			final, err = r.resumeWith(ctx, answer, sc.resuming)
 			return final, r.delta, r.toParent, err
 		case err != nil && !errors.Is(err, checkpoint.ErrNotFound):
-			return final, delta, nil, fmt.Errorf("graph: subgraph %q: %w", sc.path, err)
+			return final, delta, nil, fmt.Errorf("graph: subgraph %q: %w", sc.path(), err)
 		}
 	}
 	final, err = r.start(ctx, input)
