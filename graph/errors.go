@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,6 +47,9 @@ func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("node %q did not finish within %s", e.Node, e.Timeout)
 }
 
+// Unwrap makes errors.Is(err, context.DeadlineExceeded) hold for timeouts.
+func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
 // RecursionLimitError is returned when a run would take more supersteps than its limit.
 type RecursionLimitError struct{ Limit int }
 
@@ -78,7 +82,11 @@ func (e *Interrupted) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "graph: run interrupted, waiting for %d resume value(s):", len(e.Interrupts))
 	for _, it := range e.Interrupts {
-		fmt.Fprintf(&b, " [%s %s %q: %v]", it.When, it.Node, it.ID, it.Value)
+		v := fmt.Sprint(it.Value)
+		if len(v) > 80 {
+			v = v[:77] + "..."
+		}
+		fmt.Fprintf(&b, " [%s %s %q: %s]", it.When, it.Node, it.ID, v)
 	}
 	return b.String()
 }

@@ -113,7 +113,7 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	}
 	r.saving = r.cfg.saver != nil && r.cfg.thread != ""
 	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs}
-	if r.cfg.runID == "" {
+	if r.saving && r.cfg.runID == "" {
 		r.cfg.runID = uuid.NewString()
 	}
 	return r, nil
