@@ -10,6 +10,32 @@ import (
 	"github.com/agiraph/agiraph/graph"
 )
 
+// bench compiles g and invokes it once per iteration from input, failing on an error or on a final
+// state that check rejects, and reports the time per unit (a step or a task; perOp of them per run).
+// runOpts, when set, gives the options of each run.
+func bench[S any](b *testing.B, g *graph.StateGraph[S], input S, perOp int, unit string, check func(S) error, runOpts func() []graph.Option, opts ...graph.Option) {
+	c, err := g.Compile(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		var o []graph.Option
+		if runOpts != nil {
+			o = runOpts()
+		}
+		out, err := c.Invoke(ctx, input, o...)
+		if err == nil {
+			err = check(out)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N*perOp), unit)
+}
+
 type chainState struct{ Count int }
 
 // BenchmarkChain: 100 nodes in a line, each adding one.
@@ -26,20 +52,12 @@ func BenchmarkChain(b *testing.B) {
 	}
 	g.AddEdge(graph.START, "n0")
 	g.AddEdge(fmt.Sprintf("n%d", n-1), graph.END)
-	c, err := g.Compile()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		out, err := c.Invoke(ctx, chainState{})
-		if err != nil || out.Count != n {
-			b.Fatalf("count %d, err %v", out.Count, err)
+	bench(b, g, chainState{}, n, "us/step", func(s chainState) error {
+		if s.Count != n {
+			return fmt.Errorf("count %d, want %d", s.Count, n)
 		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "us/step")
+		return nil
+	}, nil)
 }
 
 type fanState struct {
@@ -71,20 +89,12 @@ func BenchmarkFanout(b *testing.B) {
 	})
 	g.AddEdge("worker", "collect")
 	g.AddEdge("collect", graph.END)
-	c, err := g.Compile()
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		out, err := c.Invoke(ctx, fanState{})
-		if err != nil || len(out.Items) != n || out.Total != n*(n-1) {
-			b.Fatalf("items %d total %d, err %v", len(out.Items), out.Total, err)
+	bench(b, g, fanState{}, n, "us/task", func(s fanState) error {
+		if len(s.Items) != n || s.Total != n*(n-1) {
+			return fmt.Errorf("%d items totalling %d, want %d totalling %d", len(s.Items), s.Total, n, n*(n-1))
 		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "us/task")
+		return nil
+	}, nil)
 }
 
 type loopState struct {
@@ -92,8 +102,9 @@ type loopState struct {
 	Log []string `graph:"append"`
 }
 
-// loopGraph is one node looping on itself until i reaches steps, appending a log line each time.
-func loopGraph(steps int) *graph.StateGraph[loopState] {
+// benchLoop runs one node looping on itself until i reaches steps, appending a 100-byte log line
+// each time.
+func benchLoop(b *testing.B, steps int, runOpts func() []graph.Option) {
 	pad := strings.Repeat("x", 100)
 	g := graph.New[loopState]()
 	g.AddNode("step", func(_ context.Context, s loopState) (loopState, error) {
@@ -106,29 +117,12 @@ func loopGraph(steps int) *graph.StateGraph[loopState] {
 		}
 		return "step"
 	}, "step", graph.END)
-	return g
-}
-
-// benchLoop runs loopGraph; opts, called before each run, gives that run's options.
-func benchLoop(b *testing.B, steps int, opts func() []graph.Option) {
-	c, err := loopGraph(steps).Compile(graph.WithRecursionLimit(steps + 1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		var runOpts []graph.Option
-		if opts != nil {
-			runOpts = opts()
+	bench(b, g, loopState{}, steps, "us/step", func(s loopState) error {
+		if s.I != steps || len(s.Log) != steps || s.Log[steps-1] != fmt.Sprintf("entry %d %s", steps-1, pad) {
+			return fmt.Errorf("i %d with %d log entries, want %d", s.I, len(s.Log), steps)
 		}
-		out, err := c.Invoke(ctx, loopState{}, runOpts...)
-		if err != nil || out.I != steps || len(out.Log) != steps {
-			b.Fatalf("i %d log %d, err %v", out.I, len(out.Log), err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*steps), "us/step")
+		return nil
+	}, runOpts, graph.WithRecursionLimit(steps+1))
 }
 
 // BenchmarkLoop: 1000 steps of a self-loop through a conditional edge, no checkpointer.
