@@ -344,12 +344,11 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 // answer matches value to the pending interrupts and saves the answers.
 func (r *run[S]) answer(ctx context.Context, pending []pendingInterrupt[S], value any, isAnswer bool) error {
 	byID, isMap := value.(ResumeByID)
-	var during []pendingInterrupt[S]
+	during := 0 // interrupts raised by Interrupt calls, which need a value
 	for _, p := range pending {
-		if p.idx == beforeIdx {
-			continue
+		if p.idx != beforeIdx {
+			during += len(p.its)
 		}
-		during = append(during, p)
 	}
 	if r.parent == nil {
 		switch {
@@ -365,18 +364,18 @@ func (r *run[S]) answer(ctx context.Context, pending []pendingInterrupt[S], valu
 					return fmt.Errorf("graph: resume thread %q: no pending interrupt has ID %q (pending: %v)", r.cfg.thread, id, slices.Sorted(mapsKeys(known)))
 				}
 			}
-		case len(during) > 1:
-			return fmt.Errorf("graph: resume thread %q: %d interrupts are waiting; answer them with a ResumeByID", r.cfg.thread, len(during))
-		case len(during) == 0 && value != nil:
+		case during > 1:
+			return fmt.Errorf("graph: resume thread %q: %d interrupts are waiting; answer them with a ResumeByID", r.cfg.thread, during)
+		case during == 0 && value != nil:
 			return fmt.Errorf("graph: resume thread %q: no interrupt is waiting for the value %v", r.cfg.thread, value)
 		}
 	}
 	for _, p := range pending {
 		var v any
 		switch {
-		case p.idx == beforeIdx:
 		case !isAnswer:
 			continue
+		case p.idx == beforeIdx:
 		case isMap:
 			sub := ResumeByID{}
 			for _, it := range p.its {
