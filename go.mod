@@ -4,4 +4,4 @@ go 1.25
 
 require github.com/google/uuid v1.6.0
 
-require go.uber.org/goleak v1.3.0 // indirect
+require go.uber.org/goleak v1.3.0

@@ -25,16 +25,18 @@ var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_]`)
 
 func (g *Compiled[S]) draw(b *strings.Builder, prefix, indent string) {
 	id := func(name string) string { return unsafeID.ReplaceAllString(prefix+name, "_") }
+	// A quote would end the label early: Mermaid writes it as an entity.
+	label := func(name string) string { return strings.ReplaceAll(name, `"`, "#quot;") }
 	fmt.Fprintf(b, "%s%s([\"start\"])\n", indent, id(START))
 	for _, name := range g.order {
 		n := g.nodes[name]
 		if n.sub != nil {
-			fmt.Fprintf(b, "%ssubgraph %s [\"%s\"]\n", indent, id(name), name)
+			fmt.Fprintf(b, "%ssubgraph %s [\"%s\"]\n", indent, id(name), label(name))
 			n.sub.draw(b, prefix+name+"/", indent+"\t")
 			fmt.Fprintf(b, "%send\n", indent)
 			continue
 		}
-		fmt.Fprintf(b, "%s%s[\"%s\"]\n", indent, id(name), name)
+		fmt.Fprintf(b, "%s%s[\"%s\"]\n", indent, id(name), label(name))
 	}
 	fmt.Fprintf(b, "%s%s([\"end\"])\n", indent, id(END))
 	arrow := func(from, style, to string) {

@@ -47,8 +47,11 @@ func tagReducer[S any]() (Reducer[S], error) {
 			op = opAppend
 		}
 		return func(cur, update S) S {
-			c, u := reflect.ValueOf(&cur).Elem(), reflect.ValueOf(update)
-			return reduceValue(c, u, op).Interface().(S)
+			// Through pointers, so that an interface type S holding nil is a zero Value, not an
+			// invalid one.
+			c, u := reflect.ValueOf(&cur).Elem(), reflect.ValueOf(&update).Elem()
+			c.Set(reduceValue(c, u, op))
+			return cur
 		}, nil
 	}
 	var plan []fieldPlan

@@ -255,8 +255,10 @@ func (r *run[S]) superstep(ctx context.Context) ([]Command[S], error) {
 		// One task and nobody to hear from it while it runs: run it here, without a goroutine.
 		i := todo[0]
 		started(i)
-		out, err := r.execute(ctx, tasks[i])
-		finish(i, out, err)
+		if !r.stopped { // the reader may stop at the task's start event: then it does not run
+			out, err := r.execute(ctx, tasks[i])
+			finish(i, out, err)
+		}
 	} else if len(todo) > 0 {
 		stepCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -274,14 +276,17 @@ func (r *run[S]) superstep(ctx context.Context) ([]Command[S], error) {
 		launch := func() {
 			i := todo[launched]
 			launched++
+			if started(i); r.stopped {
+				cancel() // the reader stopped at this task's start event: launch no more
+				return
+			}
 			running++
-			started(i)
 			go func() {
 				out, err := r.execute(stepCtx, tasks[i])
 				done <- result{i, out, err}
 			}()
 		}
-		for launched < limit {
+		for launched < limit && !r.stopped {
 			launch()
 		}
 		for running > 0 {
