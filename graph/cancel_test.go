@@ -257,6 +257,9 @@ func TestCancelCause(t *testing.T) {
 	if !errors.Is(err, cause) {
 		t.Errorf("error %v does not wrap the cancellation's cause", err)
 	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v does not wrap context.Canceled", err)
+	}
 }
 
 // After a run that failed, timed out or was cancelled, no goroutine of the engine is left.

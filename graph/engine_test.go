@@ -472,6 +472,36 @@ func TestEngineRoutingErrors(t *testing.T) {
 			want: []string{`sends to "w"`, "not among its declared targets"},
 		},
 		{
+			name: "command goes to a node outside its destinations",
+			build: func(g *graph.StateGraph[engState]) {
+				g.AddCommandNode("cmd", func(context.Context, engState) (graph.Command[engState], error) {
+					return graph.Command[engState]{Goto: []string{"zed"}}, nil
+				}, graph.Destinations("b"))
+				g.AddNode("b", engLog("b"))
+				g.AddNode("zed", engLog("zed"))
+				g.AddEdge(graph.START, "cmd")
+				g.AddEdge(graph.START, "zed")
+				g.AddEdge("b", graph.END)
+				g.AddEdge("zed", graph.END)
+			},
+			want: []string{`node "cmd" goes to "zed"`, "not among its declared targets"},
+		},
+		{
+			name: "command sends to a node outside its destinations",
+			build: func(g *graph.StateGraph[engState]) {
+				g.AddCommandNode("cmd", func(context.Context, engState) (graph.Command[engState], error) {
+					return graph.Command[engState]{Sends: []graph.Send[engState]{{Node: "zed"}}}, nil
+				}, graph.Destinations("b"))
+				g.AddNode("b", engLog("b"))
+				g.AddNode("zed", engLog("zed"))
+				g.AddEdge(graph.START, "cmd")
+				g.AddEdge(graph.START, "zed")
+				g.AddEdge("b", graph.END)
+				g.AddEdge("zed", graph.END)
+			},
+			want: []string{`node "cmd" sends to "zed"`, "not among its declared targets"},
+		},
+		{
 			name: "router to an unknown node",
 			build: func(g *graph.StateGraph[engState]) {
 				g.AddNode("a", engLog("a"))

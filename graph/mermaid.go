@@ -12,19 +12,39 @@ import (
 func (g *Compiled[S]) Mermaid() string {
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
-	g.draw(&b, "", "\t")
+	g.draw(&b, &mermaidIDs{byPath: map[string]string{}, taken: map[string]bool{}}, "", "\t")
 	return b.String()
 }
 
 // drawer is what a subgraph node needs from its compiled graph to be drawn.
 type drawer interface {
-	draw(b *strings.Builder, prefix, indent string)
+	draw(b *strings.Builder, ids *mermaidIDs, prefix, indent string)
+}
+
+// mermaidIDs gives every node of a drawing, subgraphs included, its own Mermaid ID: the node's
+// path with unsafe characters replaced, and a number added where two paths would look the same.
+type mermaidIDs struct {
+	byPath map[string]string
+	taken  map[string]bool
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_]`)
 
-func (g *Compiled[S]) draw(b *strings.Builder, prefix, indent string) {
-	id := func(name string) string { return unsafeID.ReplaceAllString(prefix+name, "_") }
+func (m *mermaidIDs) of(path string) string {
+	if id, ok := m.byPath[path]; ok {
+		return id
+	}
+	base := unsafeID.ReplaceAllString(path, "_")
+	id := base
+	for i := 2; m.taken[id]; i++ {
+		id = fmt.Sprintf("%s_%d", base, i)
+	}
+	m.byPath[path], m.taken[id] = id, true
+	return id
+}
+
+func (g *Compiled[S]) draw(b *strings.Builder, ids *mermaidIDs, prefix, indent string) {
+	id := func(name string) string { return ids.of(prefix + name) }
 	// A quote would end the label early: Mermaid writes it as an entity.
 	label := func(name string) string { return strings.ReplaceAll(name, `"`, "#quot;") }
 	fmt.Fprintf(b, "%s%s([\"start\"])\n", indent, id(START))
@@ -32,7 +52,7 @@ func (g *Compiled[S]) draw(b *strings.Builder, prefix, indent string) {
 		n := g.nodes[name]
 		if n.sub != nil {
 			fmt.Fprintf(b, "%ssubgraph %s [\"%s\"]\n", indent, id(name), label(name))
-			n.sub.draw(b, prefix+name+"/", indent+"\t")
+			n.sub.draw(b, ids, prefix+name+"/", indent+"\t")
 			fmt.Fprintf(b, "%send\n", indent)
 			continue
 		}

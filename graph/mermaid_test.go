@@ -48,6 +48,27 @@ func TestMermaid(t *testing.T) {
 `,
 		},
 		{
+			name: "names that clean up to the same ID get different IDs",
+			build: func(t *testing.T) string {
+				g := graph.New[merState]()
+				g.AddNode("my-tool", merNode)
+				g.AddNode("my_tool", merNode)
+				g.AddEdge(graph.START, "my-tool")
+				g.AddEdge("my-tool", "my_tool")
+				g.AddEdge("my_tool", graph.END)
+				return merCompile(t, g).Mermaid()
+			},
+			want: `flowchart TD
+	__start__(["start"])
+	my_tool["my-tool"]
+	my_tool_2["my_tool"]
+	__end__(["end"])
+	__start__ --> my_tool
+	my_tool --> my_tool_2
+	my_tool_2 --> __end__
+`,
+		},
+		{
 			name: "edges, conditional edge, join, command destinations and a mapped subgraph",
 			build: func(t *testing.T) string {
 				child := graph.New[int]()

@@ -163,7 +163,7 @@ func (r *run[S]) setEvents() {
 func (r *run[S]) loop(ctx context.Context) (S, error) {
 	for len(r.next) > 0 {
 		if err := ctx.Err(); err != nil {
-			return r.state, fmt.Errorf("graph: run stopped before step %d: %w", r.step+1, context.Cause(ctx))
+			return r.state, stopError(ctx, "before", r.step+1)
 		}
 		if r.stepsRun >= r.cfg.recursionLimit {
 			return r.state, &RecursionLimitError{Limit: r.cfg.recursionLimit}
@@ -310,13 +310,21 @@ func (r *run[S]) superstep(ctx context.Context) ([]Command[S], error) {
 	case r.stopped:
 		return nil, errStopped
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("graph: run stopped in step %d: %w", r.step+1, context.Cause(ctx))
+		return nil, stopError(ctx, "in", r.step+1)
 	case firstErr != nil:
 		return nil, firstErr
 	case len(interrupts) > 0:
 		return nil, &Interrupted{Interrupts: interrupts}
 	}
 	return outs, nil
+}
+
+// stopError reports a cancelled run; it matches both ctx.Err() and the cancellation's cause.
+func stopError(ctx context.Context, where string, step int) error {
+	if cause := context.Cause(ctx); cause != ctx.Err() {
+		return fmt.Errorf("graph: run stopped %s step %d: %w: %w", where, step, ctx.Err(), cause)
+	}
+	return fmt.Errorf("graph: run stopped %s step %d: %w", where, step, ctx.Err())
 }
 
 // send passes an event to the stream if its mode is listened to; false means the reader stopped.
@@ -460,13 +468,17 @@ func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S]) ([
 		name := t.node.name
 		from := "node " + strconv.Quote(name)
 		out := outs[i]
+		var destinations []string // nil when the node did not declare them
+		if len(t.node.cfg.destinations) > 0 {
+			destinations = t.node.cfg.destinations
+		}
 		for _, to := range out.Goto {
-			if err := pull(from, to, nil); err != nil {
+			if err := pull(from, to, destinations); err != nil {
 				return nil, err
 			}
 		}
 		for _, s := range out.Sends {
-			if err := push(from, s, nil); err != nil {
+			if err := push(from, s, destinations); err != nil {
 				return nil, err
 			}
 		}
