@@ -178,10 +178,13 @@ func (r *run[S]) replay(s S, chain []*checkpoint.Tuple) (S, error) {
 				return s, r.corrupt(t, fmt.Errorf("task %s (%s) has no saved update, so the state after it cannot be rebuilt", task.ID, task.Node))
 			}
 			var rec taskRecord[S]
-			if err := r.cfg.serde.Unmarshal(b, &rec); err != nil {
+			err := r.cfg.serde.Unmarshal(b, &rec)
+			if err != nil {
 				return s, r.corrupt(t, fmt.Errorf("update of task %s (%s): %w", task.ID, task.Node, err))
 			}
-			s = r.g.reducer(s, rec.Update)
+			if s, err = r.g.reduce(s, rec.Update, task.Node, t.Checkpoint.Step+1); err != nil {
+				return s, r.corrupt(t, err)
+			}
 		}
 	}
 	return s, nil

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -378,6 +379,33 @@ func TestReducerCustomSeesZeroUpdates(t *testing.T) {
 	}
 	if out.N != 0 {
 		t.Errorf("N = %d, want 0", out.N)
+	}
+}
+
+// A reducer that panics fails the run with an error naming the update it was merging.
+func TestReducerPanicIsAnError(t *testing.T) {
+	type st struct{ N int }
+	g := graph.New[st]()
+	g.SetReducer(func(cur, u st) st {
+		if u.N == 13 {
+			panic("unlucky")
+		}
+		return st{N: cur.N + u.N}
+	})
+	g.AddNode("unlucky", func(context.Context, st) (st, error) { return st{N: 13}, nil })
+	g.AddEdge(graph.START, "unlucky")
+	g.AddEdge("unlucky", graph.END)
+	c := engCompile(t, g)
+	_, err := c.Invoke(context.Background(), st{N: 1})
+	var pe *graph.PanicError
+	if !errors.As(err, &pe) || pe.Value != "unlucky" {
+		t.Fatalf("err = %v, want a PanicError with the panic value", err)
+	}
+	if !strings.Contains(err.Error(), `node "unlucky" (step 1)`) {
+		t.Errorf("err = %v, want it to name the node and step", err)
+	}
+	if _, err := c.Invoke(context.Background(), st{N: 13}); err == nil || !strings.Contains(err.Error(), "the input") {
+		t.Errorf("err = %v, want a reducer error about the input", err)
 	}
 }
 

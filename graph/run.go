@@ -119,11 +119,30 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	return r, nil
 }
 
+// reduce merges update into cur with the graph's reducer, turning a panic into an error that
+// names the update's node and step (node "" for the input).
+func (g *Compiled[S]) reduce(cur, update S, node string, step int) (merged S, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			what := "the input"
+			if node != "" {
+				what = fmt.Sprintf("the update of node %q (step %d)", node, step)
+			}
+			err = fmt.Errorf("graph: the reducer panicked merging %s: %w", what, &PanicError{Value: v, Stack: debug.Stack()})
+		}
+	}()
+	return g.reducer(cur, update), nil
+}
+
 // start begins a run from input.
 func (r *run[S]) start(ctx context.Context, input S) (S, error) {
-	var base S
+	var (
+		base S
+		err  error
+	)
 	if r.saving && r.parent == nil {
-		t, err := r.cfg.saver.Get(ctx, r.nsConfig(""))
+		var t *checkpoint.Tuple
+		t, err = r.cfg.saver.Get(ctx, r.nsConfig(""))
 		switch {
 		case err == nil:
 			if base, _, err = r.stateAt(ctx, t); err != nil {
@@ -136,7 +155,9 @@ func (r *run[S]) start(ctx context.Context, input S) (S, error) {
 		}
 	}
 	r.setEvents()
-	r.state = r.g.reducer(base, input)
+	if r.state, err = r.g.reduce(base, input, "", r.step); err != nil {
+		return base, err
+	}
 	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}})
 	if err != nil {
 		return r.state, err
@@ -179,9 +200,13 @@ func (r *run[S]) loop(ctx context.Context) (S, error) {
 		r.step++
 		ran := r.next
 		for i, out := range outs {
-			r.state = r.g.reducer(r.state, out.Update)
+			if r.state, err = r.g.reduce(r.state, out.Update, ran[i].node.name, r.step); err != nil {
+				return r.state, err
+			}
 			if r.trackDelta {
-				r.delta = r.g.reducer(r.delta, out.Update)
+				if r.delta, err = r.g.reduce(r.delta, out.Update, ran[i].node.name, r.step); err != nil {
+					return r.state, err
+				}
 			}
 			if out.ToParent && r.toParent == nil {
 				r.toParent = &outs[i]

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -69,18 +70,18 @@ func main() {
 	if len(os.Args) > 1 {
 		topic = strings.Join(os.Args[1:], " ")
 	}
-	if err := run(context.Background(), topic); err != nil {
+	if err := run(context.Background(), os.Stdout, topic); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, topic string) error {
+func run(ctx context.Context, w io.Writer, topic string) error {
 	g, err := build()
 	if err != nil {
 		return err
 	}
-	fmt.Println(g.Mermaid())
+	fmt.Fprintln(w, g.Mermaid())
 
 	thread := graph.WithThread("quickstart")
 	modes := graph.WithStreamMode(graph.ModeUpdates | graph.ModeCustom)
@@ -93,20 +94,20 @@ func run(ctx context.Context, topic string) error {
 		}
 		switch ev.Mode {
 		case graph.ModeCustom:
-			fmt.Printf("step %d  %-8s says %v\n", ev.Step, ev.Node, ev.Data)
+			fmt.Fprintf(w, "step %d  %-8s says %v\n", ev.Step, ev.Node, ev.Data)
 		case graph.ModeUpdates:
-			fmt.Printf("step %d  %-8s returned %+v\n", ev.Step, ev.Node, ev.Data)
+			fmt.Fprintf(w, "step %d  %-8s returned %+v\n", ev.Step, ev.Node, ev.Data)
 		}
 	}
 	if paused == nil {
 		return errors.New("the run did not ask for approval")
 	}
-	fmt.Printf("paused for a human: %v\n", paused.Interrupts[0].Value)
+	fmt.Fprintf(w, "paused for a human: %v\n", paused.Interrupts[0].Value)
 
 	final, err := g.Resume(ctx, true, thread)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("resumed and finished: approved=%v after %d rounds\n%s\n", final.Approved, final.Rounds, final.Draft)
+	fmt.Fprintf(w, "resumed and finished: approved=%v after %d rounds\n%s\n", final.Approved, final.Rounds, final.Draft)
 	return nil
 }
