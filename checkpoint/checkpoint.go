@@ -66,6 +66,10 @@ type Checkpoint struct {
 	// Meta holds free-form metadata (for example the nodes that ran, or who updated the state).
 	Meta map[string]string
 
+	// Format is the version of the encoding of State, Next's arguments and the task writes, set by
+	// the writer; a reader refuses a version it does not know instead of misreading it.
+	Format int
+
 	CreatedAt time.Time
 }
 
@@ -97,13 +101,34 @@ type Tuple struct {
 	Writes     []Write // in the order they were put
 }
 
-// ListOptions narrows Saver.List.
+// ListOptions narrows Saver.List. Every filter that is set must match.
 type ListOptions struct {
-	Before string // only checkpoints older than this ID
-	Limit  int    // at most this many; 0 means all
+	Before string            // only checkpoints older than this ID
+	Limit  int               // at most this many; 0 means all
+	Source Source            // only checkpoints from this source
+	RunID  string            // only checkpoints written by this run
+	Meta   map[string]string // only checkpoints whose Meta has all these entries
 }
 
-// Saver persists checkpoints and task writes. Implementations must be safe for concurrent use.
+// Match reports whether cp passes the filters of o (Source, RunID, Meta); Before and Limit are
+// about position and are not checked. Savers that cannot filter in their store use it.
+func (o ListOptions) Match(cp *Checkpoint) bool {
+	if o.Source != "" && cp.Source != o.Source || o.RunID != "" && cp.RunID != o.RunID {
+		return false
+	}
+	for k, v := range o.Meta {
+		if got, ok := cp.Meta[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Saver persists checkpoints and task writes. Implementations must be safe for concurrent use, and
+// must pass the conformance suite in package checkpointtest.
+//
+// A thread's checkpoint IDs increase in the order the checkpoints were created (the graph package
+// uses time-ordered UUIDs); "latest" and "newest first" follow that order.
 type Saver interface {
 	// Put stores cp under cfg's thread and namespace and returns the config that addresses it.
 	Put(ctx context.Context, cfg Config, cp Checkpoint) (Config, error)

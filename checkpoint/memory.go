@@ -15,7 +15,7 @@ type Memory struct {
 }
 
 type memNS struct {
-	order []string // checkpoint IDs, oldest first
+	order []string // checkpoint IDs, sorted: oldest first
 	byID  map[string]*memEntry
 }
 
@@ -61,7 +61,8 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp Checkpoint) (Config, er
 		e.cp = cloneCheckpoint(cp)
 	} else {
 		ns.byID[cp.ID] = &memEntry{cp: cloneCheckpoint(cp), keys: map[writeKey]bool{}}
-		ns.order = append(ns.order, cp.ID)
+		i, _ := slices.BinarySearch(ns.order, cp.ID)
+		ns.order = slices.Insert(ns.order, i, cp.ID)
 	}
 	return Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
 }
@@ -125,7 +126,11 @@ func (m *Memory) List(ctx context.Context, cfg Config, opts ListOptions) ([]Tupl
 			}
 			continue
 		}
-		out = append(out, m.tuple(cfg, ns.byID[id]))
+		e := ns.byID[id]
+		if !opts.Match(&e.cp) {
+			continue
+		}
+		out = append(out, m.tuple(cfg, e))
 		if opts.Limit > 0 && len(out) == opts.Limit {
 			break
 		}
