@@ -22,6 +22,8 @@ type config struct {
 	subgraphs       bool
 	interruptBefore map[string]bool
 	interruptAfter  map[string]bool
+	durability      Durability
+	checkpointID    string
 }
 
 // DefaultRecursionLimit is the number of supersteps a run may take unless WithRecursionLimit says
@@ -70,6 +72,12 @@ func WithSerializer(s checkpoint.Serializer) Option { return func(c *config) { c
 
 // WithThread names the thread a run belongs to; its checkpoints are saved under it.
 func WithThread(id string) Option { return func(c *config) { c.thread = id } }
+
+// WithCheckpointID makes a run, State or UpdateState start from the given checkpoint of the thread
+// instead of its latest one: time travel. Invoke merges its input into the state of that checkpoint;
+// Resume re-runs that checkpoint's next tasks from scratch on a new branch (the old one stays);
+// UpdateState forks from it.
+func WithCheckpointID(id string) Option { return func(c *config) { c.checkpointID = id } }
 
 // WithRunID labels the checkpoints a run writes (default: a fresh ID per run).
 func WithRunID(id string) Option { return func(c *config) { c.runID = id } }

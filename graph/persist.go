@@ -9,6 +9,10 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 )
 
+// formatVersion is the version of how states, task outputs, interrupts and resume values are
+// encoded in checkpoints. A checkpoint of another version is refused, not misread.
+const formatVersion = 1
+
 // taskRecord is how a task's output is saved.
 type taskRecord[S any] struct {
 	Update   S               `json:"update"`
@@ -62,7 +66,7 @@ func (r *run[S]) putWrite(ctx context.Context, t *task[S], kind checkpoint.Write
 		return fmt.Errorf("graph: save %s of node %q: %w", kind, t.node.name, err)
 	}
 	w := checkpoint.Write{TaskID: t.id, Node: t.node.name, Kind: kind, Idx: idx, Value: b}
-	if err := r.cfg.saver.PutWrites(ctx, r.cp, []checkpoint.Write{w}); err != nil {
+	if err := r.w.putWrites(ctx, r.cp, []checkpoint.Write{w}); err != nil {
 		return fmt.Errorf("graph: save %s of node %q in thread %q: %w", kind, t.node.name, r.cfg.thread, err)
 	}
 	return nil
@@ -80,6 +84,8 @@ func (r *run[S]) commit(ctx context.Context, source checkpoint.Source, snapshot 
 		Source:    source,
 		RunID:     r.cfg.runID,
 		Joins:     cloneJoins(r.joins),
+		Meta:      r.meta,
+		Format:    formatVersion,
 		CreatedAt: timeNow(),
 	}
 	r.sinceSnap++
@@ -103,7 +109,7 @@ func (r *run[S]) commit(ctx context.Context, source checkpoint.Source, snapshot 
 		}
 		cp.Next[i] = ct
 	}
-	cfg, err := r.cfg.saver.Put(ctx, r.nsConfig(""), cp)
+	cfg, err := r.w.put(ctx, r.nsConfig(""), cp)
 	if err != nil {
 		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
 	}
@@ -147,6 +153,9 @@ func (r *run[S]) deltaAt(ctx context.Context, t *checkpoint.Tuple) (S, error) {
 // ancestors returns t and its parents, newest first, up to and including the first for which stop
 // is true.
 func (r *run[S]) ancestors(ctx context.Context, t *checkpoint.Tuple, stop func(*checkpoint.Checkpoint) bool) ([]*checkpoint.Tuple, error) {
+	if err := r.checkFormat(t); err != nil {
+		return nil, err
+	}
 	chain := []*checkpoint.Tuple{t}
 	for cur := t; !stop(&cur.Checkpoint); {
 		if cur.Checkpoint.ParentID == "" {
@@ -155,6 +164,9 @@ func (r *run[S]) ancestors(ctx context.Context, t *checkpoint.Tuple, stop func(*
 		p, err := r.cfg.saver.Get(ctx, r.nsConfig(cur.Checkpoint.ParentID))
 		if err != nil {
 			return nil, r.corrupt(cur, fmt.Errorf("load its parent %s: %w", cur.Checkpoint.ParentID, err))
+		}
+		if err := r.checkFormat(p); err != nil {
+			return nil, err
 		}
 		chain = append(chain, p)
 		cur = p
@@ -190,6 +202,14 @@ func (r *run[S]) replay(s S, chain []*checkpoint.Tuple) (S, error) {
 	return s, nil
 }
 
+// checkFormat refuses a checkpoint written in an encoding this build does not know.
+func (r *run[S]) checkFormat(t *checkpoint.Tuple) error {
+	if t.Checkpoint.Format != formatVersion {
+		return r.corrupt(t, fmt.Errorf("it is in format version %d; this build reads version %d", t.Checkpoint.Format, formatVersion))
+	}
+	return nil
+}
+
 // CorruptCheckpointError is a checkpoint that cannot be read back into a run.
 type CorruptCheckpointError struct {
 	Thread, NS, CheckpointID string
@@ -220,16 +240,17 @@ func (r *run[S]) resume(ctx context.Context, value any) (S, error) {
 	return r.resumeWith(ctx, value, true)
 }
 
-func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (S, error) {
+func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (_ S, err error) {
 	var zero S
 	if !r.saving {
 		return zero, fmt.Errorf("graph: resume: %w", ErrNoCheckpointer)
 	}
-	t, err := r.cfg.saver.Get(ctx, r.nsConfig(""))
-	if errors.Is(err, checkpoint.ErrNotFound) {
+	t, err := r.load(ctx)
+	if err != nil {
+		return zero, err
+	}
+	if t == nil {
 		return zero, fmt.Errorf("%w: thread %q has no checkpoint", ErrNothingToResume, r.cfg.thread)
-	} else if err != nil {
-		return zero, fmt.Errorf("graph: resume thread %q: %w", r.cfg.thread, err)
 	}
 	if len(t.Checkpoint.Next) == 0 {
 		s, _, err := r.stateAt(ctx, t)
@@ -246,10 +267,17 @@ func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (S, err
 			return r.state, err
 		}
 	}
-	r.cp, r.step, r.joins = t.Config, t.Checkpoint.Step, cloneJoins(t.Checkpoint.Joins)
-	pending, err := r.loadFrontier(t)
+	r.at(t)
+	defer func() { err = r.finish(ctx, err) }()
+	forked, err := r.fork(ctx, t)
 	if err != nil {
 		return r.state, err
+	}
+	var pending []pendingInterrupt[S]
+	if !forked {
+		if pending, err = r.loadFrontier(t); err != nil {
+			return r.state, err
+		}
 	}
 	if err := r.answer(ctx, pending, value, answer); err != nil {
 		return r.state, err
@@ -258,9 +286,33 @@ func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (S, err
 	return r.loop(ctx)
 }
 
+// fork starts a new branch at the loaded checkpoint t when WithCheckpointID named it and it is not
+// the thread's latest: a copy of t whose next tasks have written nothing, so they all run again.
+func (r *run[S]) fork(ctx context.Context, t *checkpoint.Tuple) (bool, error) {
+	if r.cfg.checkpointID == "" {
+		return false, nil
+	}
+	latest, err := r.cfg.saver.Get(ctx, r.nsConfig(""))
+	if err != nil {
+		return false, fmt.Errorf("graph: thread %q: %w", r.cfg.thread, err)
+	}
+	if latest.Checkpoint.ID == t.Checkpoint.ID {
+		return false, nil
+	}
+	if _, err := r.loadFrontier(&checkpoint.Tuple{Config: t.Config, Checkpoint: t.Checkpoint}); err != nil {
+		return false, err
+	}
+	r.meta = map[string]string{"forked_from": t.Checkpoint.ID}
+	defer func() { r.meta = nil }()
+	return true, r.commit(ctx, checkpoint.SourceFork, true)
+}
+
 // loadFrontier rebuilds the tasks of a checkpoint with what they had written, and returns the
 // interrupts still waiting for an answer.
 func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error) {
+	if err := r.checkFormat(t); err != nil {
+		return nil, err
+	}
 	byID := map[string]*task[S]{}
 	r.next = make([]*task[S], len(t.Checkpoint.Next))
 	for i, ct := range t.Checkpoint.Next {

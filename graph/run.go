@@ -64,6 +64,7 @@ type run[S any] struct {
 	parent *scope // the task that runs this graph as a subgraph; nil at the root
 	ns     string
 	saving bool
+	w      *writer // the way to the saver, when saving
 	env    *env
 	emit   func(Event) bool // nil when nobody listens
 	events chan Event       // tasks' custom and subgraph events, when someone listens
@@ -80,6 +81,7 @@ type run[S any] struct {
 	cp        checkpoint.Config // the checkpoint the frontier belongs to
 	sinceSnap int               // supersteps since the last full snapshot
 	toParent  *Command[S]       // a command for the parent graph that ended this run
+	meta      map[string]string // metadata of the next checkpoint
 }
 
 // task is one entry of the frontier.
@@ -103,6 +105,7 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	r := &run[S]{g: g, cfg: cfg, parent: parent}
 	if parent != nil {
 		r.ns = parent.path()
+		r.cfg.checkpointID = ""
 		r.cfg.saver, r.cfg.serde, r.cfg.thread = parent.saver, parent.serde, parent.thread
 		r.cfg.modes, r.cfg.subgraphs = parent.modes, parent.subs
 		if parent.subs && parent.events != nil {
@@ -112,6 +115,9 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 		return nil, errors.New("graph: a checkpointer is set but no thread: pass WithThread")
 	}
 	r.saving = r.cfg.saver != nil && r.cfg.thread != ""
+	if r.saving {
+		r.w = newWriter(r.cfg.saver, r.cfg.durability)
+	}
 	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs}
 	if r.saving && r.cfg.runID == "" {
 		r.cfg.runID = uuid.NewString()
@@ -135,25 +141,22 @@ func (g *Compiled[S]) reduce(cur, update S, node string, step int) (merged S, er
 }
 
 // start begins a run from input.
-func (r *run[S]) start(ctx context.Context, input S) (S, error) {
-	var (
-		base S
-		err  error
-	)
+func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
+	var base S
 	if r.saving && r.parent == nil {
-		var t *checkpoint.Tuple
-		t, err = r.cfg.saver.Get(ctx, r.nsConfig(""))
-		switch {
-		case err == nil:
+		t, err := r.load(ctx)
+		if err != nil {
+			return base, err
+		}
+		if t != nil {
 			if base, _, err = r.stateAt(ctx, t); err != nil {
 				return base, err
 			}
-			r.cp, r.step = t.Config, t.Checkpoint.Step+1
-			r.joins = cloneJoins(t.Checkpoint.Joins)
-		case !errors.Is(err, checkpoint.ErrNotFound):
-			return base, fmt.Errorf("graph: thread %q: %w", r.cfg.thread, err)
+			r.at(t)
+			r.step++
 		}
 	}
+	defer func() { err = r.finish(ctx, err) }()
 	r.setEvents()
 	if r.state, err = r.g.reduce(base, input, "", r.step); err != nil {
 		return base, err
@@ -172,6 +175,39 @@ func (r *run[S]) start(ctx context.Context, input S) (S, error) {
 	return r.loop(ctx)
 }
 
+// load returns the checkpoint the run starts from: the one WithCheckpointID names, or the
+// namespace's latest; nil when the thread has none.
+func (r *run[S]) load(ctx context.Context) (*checkpoint.Tuple, error) {
+	t, err := r.cfg.saver.Get(ctx, r.nsConfig(r.cfg.checkpointID))
+	switch {
+	case err == nil:
+		return t, nil
+	case !errors.Is(err, checkpoint.ErrNotFound):
+		return nil, fmt.Errorf("graph: thread %q: %w", r.cfg.thread, err)
+	case r.cfg.checkpointID != "":
+		return nil, fmt.Errorf("graph: thread %q has no checkpoint %q: %w", r.cfg.thread, r.cfg.checkpointID, err)
+	}
+	return nil, nil
+}
+
+// at positions the run at a loaded checkpoint.
+func (r *run[S]) at(t *checkpoint.Tuple) {
+	r.cp, r.step, r.joins = t.Config, t.Checkpoint.Step, cloneJoins(t.Checkpoint.Joins)
+	r.w.savedID = t.Checkpoint.ID
+}
+
+// finish saves what the durability mode left unsaved and adds any failure to err.
+func (r *run[S]) finish(ctx context.Context, err error) error {
+	if !r.saving {
+		return err
+	}
+	ferr := r.w.flush(ctx, r.cp, func() ([]byte, error) { return r.cfg.serde.Marshal(r.state) })
+	if ferr != nil {
+		ferr = fmt.Errorf("graph: save thread %q: %w", r.cfg.thread, ferr)
+	}
+	return errors.Join(err, ferr)
+}
+
 // setEvents opens the channel tasks use to reach the stream, when someone listens for them.
 func (r *run[S]) setEvents() {
 	if r.emit != nil && (r.cfg.modes&ModeCustom != 0 || r.cfg.subgraphs) {
@@ -185,6 +221,11 @@ func (r *run[S]) loop(ctx context.Context) (S, error) {
 	for len(r.next) > 0 {
 		if err := ctx.Err(); err != nil {
 			return r.state, stopError(ctx, "before", r.step+1)
+		}
+		if r.saving {
+			if err := r.w.failed(); err != nil {
+				return r.state, err
+			}
 		}
 		if r.stepsRun >= r.cfg.recursionLimit {
 			return r.state, &RecursionLimitError{Limit: r.cfg.recursionLimit}
@@ -388,7 +429,7 @@ func (r *run[S]) execute(ctx context.Context, t *task[S]) (Command[S], error) {
 				err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 			}
 			if r.saving && ctx.Err() == nil {
-				_ = r.cfg.saver.PutWrites(ctx, r.cp, []checkpoint.Write{{TaskID: t.id, Node: t.node.name, Kind: checkpoint.WriteError, Value: []byte(err.Error())}})
+				_ = r.w.putWrites(ctx, r.cp, []checkpoint.Write{{TaskID: t.id, Node: t.node.name, Kind: checkpoint.WriteError, Value: []byte(err.Error())}})
 			}
 			return Command[S]{}, err
 		}

@@ -1,0 +1,173 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agiraph/agiraph/checkpoint"
+)
+
+// Durability says when a run's checkpoints and task writes reach the saver.
+type Durability uint8
+
+// The durability modes.
+const (
+	// DurabilitySync saves every task write and checkpoint before the run goes on: a crash loses at
+	// most the tasks that were running. The default.
+	DurabilitySync Durability = iota
+	// DurabilityAsync saves them in order from a background writer while the run goes on; all are
+	// saved before the run returns. A crash may lose the last few steps, never the order.
+	DurabilityAsync
+	// DurabilityExit saves only the run's last position (with a full snapshot of the state), when
+	// the run ends, fails, pauses or is cancelled. A crash loses the whole run.
+	DurabilityExit
+)
+
+// WithDurability chooses when checkpoints are saved (default DurabilitySync).
+func WithDurability(d Durability) Option { return func(c *config) { c.durability = d } }
+
+// flushTimeout bounds the final saves of a run whose context was cancelled.
+const flushTimeout = 30 * time.Second
+
+// writer is a run's way to the saver, honouring its durability mode.
+type writer struct {
+	saver checkpoint.Saver
+	mode  Durability
+
+	// DurabilityAsync: operations run in order by one goroutine.
+	ops  chan func(context.Context) error
+	done chan struct{}
+
+	mu  sync.Mutex
+	err error // the first failure of an asynchronous save
+	// DurabilityExit: the latest checkpoint and the writes of tasks, not saved yet.
+	pending   *checkpoint.Checkpoint
+	pendingNS checkpoint.Config
+	writes    []checkpoint.Write
+	savedID   string // the newest checkpoint of this run's namespace that is in the saver
+}
+
+func newWriter(saver checkpoint.Saver, mode Durability) *writer {
+	return &writer{saver: saver, mode: mode}
+}
+
+// put saves cp under ns (thread and namespace) and returns the config addressing it.
+func (w *writer) put(ctx context.Context, ns checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
+	cfg := checkpoint.Config{ThreadID: ns.ThreadID, NS: ns.NS, CheckpointID: cp.ID}
+	switch w.mode {
+	case DurabilityAsync:
+		return cfg, w.enqueue(func(ctx context.Context) error {
+			_, err := w.saver.Put(ctx, ns, cp)
+			return err
+		})
+	case DurabilityExit:
+		w.mu.Lock()
+		w.pending, w.pendingNS, w.writes = &cp, ns, nil
+		w.mu.Unlock()
+		return cfg, nil
+	}
+	saved, err := w.saver.Put(ctx, ns, cp)
+	if err == nil {
+		w.savedID = cp.ID
+	}
+	return saved, err
+}
+
+// putWrites saves writes of tasks of the checkpoint cfg addresses.
+func (w *writer) putWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
+	switch w.mode {
+	case DurabilityAsync:
+		return w.enqueue(func(ctx context.Context) error { return w.saver.PutWrites(ctx, cfg, writes) })
+	case DurabilityExit:
+		w.mu.Lock()
+		w.writes = append(w.writes, writes...)
+		w.mu.Unlock()
+		return nil
+	}
+	return w.saver.PutWrites(ctx, cfg, writes)
+}
+
+func (w *writer) enqueue(op func(context.Context) error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if w.ops == nil {
+		w.ops, w.done = make(chan func(context.Context) error, 1024), make(chan struct{})
+		go w.drain(w.ops, w.done)
+	}
+	w.ops <- op
+	return nil
+}
+
+// drain runs the queued operations in order; after a failure it skips the rest, so the saved
+// checkpoints are always a consistent prefix of the run.
+func (w *writer) drain(ops <-chan func(context.Context) error, done chan<- struct{}) {
+	defer close(done)
+	ctx := context.Background()
+	for op := range ops {
+		w.mu.Lock()
+		failed := w.err != nil
+		w.mu.Unlock()
+		if failed {
+			continue
+		}
+		if err := op(ctx); err != nil {
+			w.mu.Lock()
+			w.err = fmt.Errorf("graph: background save: %w", err)
+			w.mu.Unlock()
+		}
+	}
+}
+
+// failed returns the error of a background save, if one failed.
+func (w *writer) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// flush saves what is still unsaved when the run returns; state encodes the run's current state
+// (the state of its latest checkpoint) for DurabilityExit.
+func (w *writer) flush(ctx context.Context, latest checkpoint.Config, state func() ([]byte, error)) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
+	switch w.mode {
+	case DurabilityAsync:
+		w.mu.Lock()
+		ops, done := w.ops, w.done
+		w.ops = nil
+		w.mu.Unlock()
+		if ops != nil {
+			close(ops)
+			<-done
+		}
+		return w.failed()
+	case DurabilityExit:
+		w.mu.Lock()
+		cp, ns, writes := w.pending, w.pendingNS, w.writes
+		w.pending, w.writes = nil, nil
+		w.mu.Unlock()
+		if cp != nil {
+			if cp.State == nil {
+				b, err := state()
+				if err != nil {
+					return err
+				}
+				cp.State = b
+			}
+			cp.ParentID = w.savedID
+			if _, err := w.saver.Put(ctx, ns, *cp); err != nil {
+				return err
+			}
+			w.savedID = cp.ID
+		}
+		if len(writes) > 0 && latest.CheckpointID == w.savedID {
+			return w.saver.PutWrites(ctx, latest, writes)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agiraph/agiraph/checkpoint"
+)
+
+// Snapshot is a thread's state at one checkpoint.
+type Snapshot[S any] struct {
+	Values S
+	// Next lists the nodes of the next superstep; it is empty when the run has finished.
+	Next []string
+	// Interrupts are the requests for input the run is waiting for at this checkpoint.
+	Interrupts []InterruptInfo
+	Config     checkpoint.Config // addresses this checkpoint
+	ParentID   string
+	Step       int
+	Source     checkpoint.Source
+	RunID      string
+	Meta       map[string]string
+	CreatedAt  time.Time
+}
+
+// threadRun is a run used to read or change a thread outside of an invocation.
+func (g *Compiled[S]) threadRun(opts []Option) (*run[S], error) {
+	r, err := g.newRun(g.cfg.with(opts), nil)
+	if err != nil {
+		return nil, err
+	}
+	if !r.saving {
+		return nil, ErrNoCheckpointer
+	}
+	return r, nil
+}
+
+// State returns the thread's latest snapshot (or the one WithCheckpointID names). A thread with no
+// checkpoint gives an error wrapping checkpoint.ErrNotFound.
+func (g *Compiled[S]) State(ctx context.Context, opts ...Option) (Snapshot[S], error) {
+	r, err := g.threadRun(opts)
+	if err != nil {
+		return Snapshot[S]{}, err
+	}
+	t, err := r.load(ctx)
+	if err != nil {
+		return Snapshot[S]{}, err
+	}
+	if t == nil {
+		return Snapshot[S]{}, fmt.Errorf("graph: thread %q: %w", r.cfg.thread, checkpoint.ErrNotFound)
+	}
+	s, _, err := r.stateAt(ctx, t)
+	if err != nil {
+		return Snapshot[S]{}, err
+	}
+	return r.snapshot(t, s)
+}
+
+// History returns the thread's snapshots, newest first, narrowed by filter (limit, before, source,
+// run, metadata).
+func (g *Compiled[S]) History(ctx context.Context, filter checkpoint.ListOptions, opts ...Option) ([]Snapshot[S], error) {
+	r, err := g.threadRun(opts)
+	if err != nil {
+		return nil, err
+	}
+	tuples, err := r.cfg.saver.List(ctx, r.nsConfig(""), filter)
+	if err != nil {
+		return nil, fmt.Errorf("graph: history of thread %q: %w", r.cfg.thread, err)
+	}
+	// Rebuild states oldest first, so each checkpoint that stores only updates reuses its parent's.
+	type built struct {
+		tuple *checkpoint.Tuple
+		state S
+	}
+	byID := map[string]built{}
+	out := make([]Snapshot[S], len(tuples))
+	for i := len(tuples) - 1; i >= 0; i-- {
+		t := &tuples[i]
+		var s S
+		if p, ok := byID[t.Checkpoint.ParentID]; ok && t.Checkpoint.State == nil {
+			if err := r.checkFormat(t); err != nil {
+				return nil, err
+			}
+			s, err = r.replay(p.state, []*checkpoint.Tuple{p.tuple})
+		} else {
+			s, _, err = r.stateAt(ctx, t)
+		}
+		if err != nil {
+			return nil, err
+		}
+		byID[t.Checkpoint.ID] = built{t, s}
+		if out[i], err = r.snapshot(t, s); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// snapshot describes checkpoint t, whose state is s.
+func (r *run[S]) snapshot(t *checkpoint.Tuple, s S) (Snapshot[S], error) {
+	pending, err := r.loadFrontier(t)
+	if err != nil {
+		return Snapshot[S]{}, err
+	}
+	snap := Snapshot[S]{
+		Values: s, Config: t.Config, ParentID: t.Checkpoint.ParentID, Step: t.Checkpoint.Step,
+		Source: t.Checkpoint.Source, RunID: t.Checkpoint.RunID, Meta: t.Checkpoint.Meta, CreatedAt: t.Checkpoint.CreatedAt,
+	}
+	for _, task := range r.next {
+		snap.Next = append(snap.Next, task.node.name)
+	}
+	for _, p := range pending {
+		snap.Interrupts = append(snap.Interrupts, p.its...)
+	}
+	return snap, nil
+}
+
+// UpdateState changes a thread's state from outside a run, as if node asNode had returned update:
+// the update is merged by the reducer into the latest state (or the state of the checkpoint
+// WithCheckpointID names: a fork, the old branch stays), and a new checkpoint is saved whose next
+// tasks are where asNode's edges and routers lead. With asNode "" the next tasks stay those of the
+// checkpoint updated (they run again from scratch); with END nothing runs next. Resume continues
+// from the new checkpoint, whose config is returned. When the run was paused before nodes
+// (WithInterruptBefore), the update counts as the answer: those nodes run on Resume without pausing
+// again.
+func (g *Compiled[S]) UpdateState(ctx context.Context, update S, asNode string, opts ...Option) (checkpoint.Config, error) {
+	r, err := g.threadRun(opts)
+	if err != nil {
+		return checkpoint.Config{}, err
+	}
+	var from *node[S]
+	switch {
+	case asNode == START:
+		from = &node[S]{name: START}
+	case asNode != "" && asNode != END:
+		if from = g.nodes[asNode]; from == nil {
+			return checkpoint.Config{}, fmt.Errorf("graph: update state as unknown node %q", asNode)
+		}
+	}
+	t, err := r.load(ctx)
+	if err != nil {
+		return checkpoint.Config{}, err
+	}
+	var (
+		base   S
+		paused map[string]bool
+	)
+	if t != nil {
+		if base, _, err = r.stateAt(ctx, t); err != nil {
+			return checkpoint.Config{}, err
+		}
+		r.at(t)
+		r.step++
+		if paused, err = r.pausedBefore(t); err != nil {
+			return checkpoint.Config{}, err
+		}
+		if asNode == "" {
+			if _, err := r.loadFrontier(&checkpoint.Tuple{Config: t.Config, Checkpoint: t.Checkpoint}); err != nil {
+				return checkpoint.Config{}, err
+			}
+		}
+	}
+	if r.state, err = g.reduce(base, update, asNode, r.step); err != nil {
+		return checkpoint.Config{}, err
+	}
+	if from != nil {
+		if r.next, err = r.plan(ctx, []*task[S]{{node: from}}, []Command[S]{{Update: update}}); err != nil {
+			return checkpoint.Config{}, err
+		}
+	} else if asNode == END {
+		r.next = nil
+	}
+	r.meta = map[string]string{"as_node": asNode}
+	err = r.commit(ctx, checkpoint.SourceUpdate, true)
+	if err == nil && len(paused) > 0 {
+		err = r.keepAnswered(ctx, paused)
+	}
+	if err = r.finish(ctx, err); err != nil {
+		return checkpoint.Config{}, err
+	}
+	return r.cp, nil
+}
+
+// pausedBefore returns the nodes checkpoint t is paused before (WithInterruptBefore).
+func (r *run[S]) pausedBefore(t *checkpoint.Tuple) (map[string]bool, error) {
+	pending, err := r.loadFrontier(t)
+	if err != nil {
+		return nil, err
+	}
+	paused := map[string]bool{}
+	for _, p := range pending {
+		if p.idx == beforeIdx {
+			paused[p.task.node.name] = true
+		}
+	}
+	return paused, nil
+}
+
+// keepAnswered marks the new frontier's tasks of nodes the run was paused before as already past
+// their pause: updating the state of a paused run is how a human answers it.
+func (r *run[S]) keepAnswered(ctx context.Context, paused map[string]bool) error {
+	for _, t := range r.next {
+		if paused[t.node.name] {
+			if err := r.putWrite(ctx, t, checkpoint.WriteResume, beforeIdx, resumeRecord{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// DeleteThread removes every checkpoint of a thread from the graph's checkpointer.
+func (g *Compiled[S]) DeleteThread(ctx context.Context, thread string) error {
+	if g.cfg.saver == nil {
+		return ErrNoCheckpointer
+	}
+	if thread == "" {
+		return errors.New("graph: delete thread: no thread ID")
+	}
+	return g.cfg.saver.DeleteThread(ctx, thread)
+}
