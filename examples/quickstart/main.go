@@ -9,12 +9,16 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/graph"
 )
 
@@ -28,7 +32,7 @@ type State struct {
 	Approved bool
 }
 
-func build() (*graph.Compiled[State], error) {
+func build(saver checkpoint.Saver) (*graph.Compiled[State], error) {
 	g := graph.New[State]()
 	g.AddRouter(graph.START, func(_ context.Context, s State) graph.Next[State] {
 		var next graph.Next[State]
@@ -62,28 +66,37 @@ func build() (*graph.Compiled[State], error) {
 		return "approve"
 	}, "write", "approve")
 	g.AddEdge("approve", graph.END)
-	return g.Compile(graph.WithCheckpointer(checkpoint.NewMemory()))
+	return g.Compile(graph.WithCheckpointer(saver))
 }
 
 func main() {
+	dir := flag.String("dir", filepath.Join(".agiraph", "runs", "quickstart"), "the run directory, which holds the checkpoint database")
+	flag.Parse()
 	topic := "state graphs"
-	if len(os.Args) > 1 {
-		topic = strings.Join(os.Args[1:], " ")
+	if flag.NArg() > 0 {
+		topic = strings.Join(flag.Args(), " ")
 	}
-	if err := run(context.Background(), os.Stdout, topic); err != nil {
+	if err := run(context.Background(), os.Stdout, topic, filepath.Join(*dir, "checkpoints.db")); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, w io.Writer, topic string) error {
-	g, err := build()
+func run(ctx context.Context, w io.Writer, topic, db string) error {
+	saver, err := sqlite.Open(db)
+	if err != nil {
+		return err
+	}
+	defer saver.Close()
+	g, err := build(saver)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(w, g.Mermaid())
 
-	thread := graph.WithThread("quickstart")
+	id := fmt.Sprintf("%s-%d", topic, time.Now().UnixNano())
+	fmt.Fprintf(w, "thread %q, saved in %s\n", id, db)
+	thread := graph.WithThread(id)
 	modes := graph.WithStreamMode(graph.ModeUpdates | graph.ModeCustom)
 	var paused *graph.Interrupted
 	for ev, err := range g.Stream(ctx, State{Topic: topic}, thread, modes) {
@@ -104,6 +117,12 @@ func run(ctx context.Context, w io.Writer, topic string) error {
 	}
 	fmt.Fprintf(w, "paused for a human: %v\n", paused.Interrupts[0].Value)
 
+	// The question is saved: any process could answer it. This one reads it back and answers.
+	snap, err := g.State(ctx, thread)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "saved at step %d, waiting in %v\n", snap.Step, snap.Next)
 	final, err := g.Resume(ctx, true, thread)
 	if err != nil {
 		return err

@@ -1,0 +1,307 @@
+package sqlite_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/graph"
+)
+
+// The tests here run graphs in child processes (this test binary, started again with
+// crashRoleEnv set; see TestMain) that are killed or exit, and continue them in other processes.
+
+const (
+	crashRoleEnv = "AGIRAPH_CRASH_ROLE" // which child to be
+	crashDirEnv  = "AGIRAPH_CRASH_DIR"  // where the database and the side-effect logs are
+	crashThread  = "crash"
+)
+
+// crashState is the state of the crash graph: prepare, then four parallel workers, then collect.
+type crashState struct {
+	Worker  string
+	Results []string `graph:"append"`
+	Summary string
+}
+
+var crashWorkers = []string{"fast-1", "slow-1", "fast-2", "slow-2"}
+
+// crashGraph records every node's start and completion in dir/<task>.log. In the first process
+// (blockSlow) the slow workers never finish: that process is killed while they run.
+func crashGraph(dir string, blockSlow bool) *graph.StateGraph[crashState] {
+	effect := func(task, what string) error {
+		f, err := os.OpenFile(filepath.Join(dir, task+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = fmt.Fprintf(f, "%s %d\n", what, os.Getpid())
+		return err
+	}
+	g := graph.New[crashState]()
+	g.AddNode("prepare", func(context.Context, crashState) (crashState, error) {
+		return crashState{}, errors.Join(effect("prepare", "started"), effect("prepare", "done"))
+	})
+	g.AddRouter("prepare", func(context.Context, crashState) graph.Next[crashState] {
+		var next graph.Next[crashState]
+		for _, w := range crashWorkers {
+			next.Sends = append(next.Sends, graph.Send[crashState]{Node: "work", Arg: crashState{Worker: w}})
+		}
+		return next
+	}, "work")
+	g.AddNode("work", func(ctx context.Context, s crashState) (crashState, error) {
+		if err := effect(s.Worker, "started"); err != nil {
+			return crashState{}, err
+		}
+		if blockSlow && strings.HasPrefix(s.Worker, "slow") {
+			<-ctx.Done() // killed before this ends
+			return crashState{}, ctx.Err()
+		}
+		return crashState{Results: []string{"result of " + s.Worker}}, effect(s.Worker, "done")
+	})
+	g.AddNode("collect", func(_ context.Context, s crashState) (crashState, error) {
+		return crashState{Summary: strings.Join(s.Results, ", ")}, errors.Join(effect("collect", "started"), effect("collect", "done"))
+	})
+	g.AddEdge(graph.START, "prepare")
+	g.AddEdge("work", "collect")
+	g.AddEdge("collect", graph.END)
+	return g
+}
+
+// askGraph asks a human for approval and records the answer.
+func askGraph() *graph.StateGraph[crashState] {
+	g := graph.New[crashState]()
+	g.AddNode("draft", func(context.Context, crashState) (crashState, error) {
+		return crashState{Results: []string{"draft by " + fmt.Sprint(os.Getpid())}}, nil
+	})
+	g.AddNode("approve", func(ctx context.Context, s crashState) (crashState, error) {
+		answer, err := graph.Interrupt[string](ctx, "approve "+s.Results[0]+"?")
+		if err != nil {
+			return crashState{}, err
+		}
+		return crashState{Summary: answer + " in " + fmt.Sprint(os.Getpid())}, nil
+	})
+	g.AddEdge(graph.START, "draft")
+	g.AddEdge("draft", "approve")
+	g.AddEdge("approve", graph.END)
+	return g
+}
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(crashRoleEnv); role != "" {
+		if err := crashChild(role, os.Getenv(crashDirEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// crashChild plays one process of a test and prints the final state as JSON when there is one.
+func crashChild(role, dir string) error {
+	saver, err := sqlite.Open(filepath.Join(dir, "runs.db"))
+	if err != nil {
+		return err
+	}
+	defer saver.Close()
+	ctx := context.Background()
+	thread := graph.WithThread(crashThread)
+	var g *graph.StateGraph[crashState]
+	switch role {
+	case "run", "resume":
+		g = crashGraph(dir, role == "run")
+	case "ask", "answer":
+		g = askGraph()
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	c, err := g.Compile(graph.WithCheckpointer(saver))
+	if err != nil {
+		return err
+	}
+	var out crashState
+	switch role {
+	case "run", "ask":
+		out, err = c.Invoke(ctx, crashState{}, thread)
+		var ir *graph.Interrupted
+		if role == "ask" && errors.As(err, &ir) {
+			return nil // the question is saved; this process is done
+		}
+	case "resume":
+		out, err = c.Resume(ctx, nil, thread)
+	case "answer":
+		out, err = c.Resume(ctx, "approved", thread)
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+func crashCommand(t *testing.T, role, dir string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashRoleEnv+"="+role, crashDirEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+func runChild(t *testing.T, role, dir string) crashState {
+	t.Helper()
+	out, err := crashCommand(t, role, dir).Output()
+	if err != nil {
+		t.Fatalf("child %s: %v", role, err)
+	}
+	var s crashState
+	if len(out) > 0 {
+		if err := json.Unmarshal(out, &s); err != nil {
+			t.Fatalf("child %s printed %q: %v", role, out, err)
+		}
+	}
+	return s
+}
+
+// effects returns the lines of dir/<task>.log.
+func effects(t *testing.T, dir, task string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, task+".log"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(strings.ReplaceAll(string(b), "\n", " "))
+}
+
+func countWord(lines []string, word string) int {
+	n := 0
+	for _, l := range lines {
+		if l == word {
+			n++
+		}
+	}
+	return n
+}
+
+// A process is killed with SIGKILL in the middle of a superstep of four parallel tasks, two of
+// which have finished and saved their output; a new process resumes the thread. Every task runs to
+// completion exactly once, and the final state is the state of an uninterrupted run.
+func TestKillMidSuperstepAndResume(t *testing.T) {
+	dir := t.TempDir()
+	cmd := crashCommand(t, "run", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	// Wait until the fast workers' outputs are in the database and the slow ones are running.
+	saver, err := sqlite.Open(filepath.Join(dir, "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer saver.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		saved := 0
+		if tp, err := saver.Get(context.Background(), checkpoint.Config{ThreadID: crashThread}); err == nil {
+			for _, w := range tp.Writes {
+				if w.Kind == checkpoint.WriteUpdate && w.Node == "work" {
+					saved++
+				}
+			}
+		}
+		running := countWord(effects(t, dir, "slow-1"), "started") + countWord(effects(t, dir, "slow-2"), "started")
+		if saved == 2 && running == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first process did not reach the middle of the superstep (%d outputs saved, %d slow tasks running)", saved, running)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("first process ended with %v, want it killed", err)
+	}
+	if countWord(effects(t, dir, "collect"), "started") != 0 {
+		t.Fatal("collect ran before the kill")
+	}
+
+	final := runChild(t, "resume", dir)
+
+	for _, task := range append([]string{"prepare", "collect"}, crashWorkers...) {
+		lines := effects(t, dir, task)
+		if n := countWord(lines, "done"); n != 1 {
+			t.Errorf("%s completed %d times, want exactly once (log %q)", task, n, lines)
+		}
+	}
+	for _, w := range []string{"slow-1", "slow-2"} {
+		if n := countWord(effects(t, dir, w), "started"); n != 2 {
+			t.Errorf("%s started %d times, want twice (once in each process)", w, n)
+		}
+	}
+	for _, w := range []string{"fast-1", "fast-2"} {
+		if n := countWord(effects(t, dir, w), "started"); n != 1 {
+			t.Errorf("%s started %d times, want once: its saved output should have been reused", w, n)
+		}
+	}
+
+	// The same graph, uninterrupted, in this process.
+	want, err := crashGraph(t.TempDir(), false).Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantState, err := want.Invoke(context.Background(), crashState{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Summary != wantState.Summary || !slices.Equal(final.Results, wantState.Results) {
+		t.Errorf("resumed run ended with %+v, want %+v", final, wantState)
+	}
+}
+
+// A process asks a human and exits; another process, started later, answers and finishes the run.
+func TestInterruptInOneProcessAnswerInAnother(t *testing.T) {
+	dir := t.TempDir()
+	if s := runChild(t, "ask", dir); s.Summary != "" {
+		t.Fatalf("the asking process finished the run: %+v", s)
+	}
+	saver, err := sqlite.Open(filepath.Join(dir, "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := askGraph().Compile(graph.WithCheckpointer(saver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := c.State(context.Background(), graph.WithThread(crashThread))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saver.Close()
+	if len(snap.Interrupts) != 1 || !strings.HasPrefix(fmt.Sprint(snap.Interrupts[0].Value), "approve draft by ") {
+		t.Fatalf("saved state %+v, want one pending question", snap)
+	}
+	asker := strings.TrimSuffix(strings.TrimPrefix(fmt.Sprint(snap.Interrupts[0].Value), "approve draft by "), "?")
+
+	final := runChild(t, "answer", dir)
+	answerer := strings.TrimPrefix(final.Summary, "approved in ")
+	if !strings.HasPrefix(final.Summary, "approved in ") || answerer == asker {
+		t.Errorf("final state %+v: want it approved in a process other than %s", final, asker)
+	}
+	if want := []string{"draft by " + asker}; !slices.Equal(final.Results, want) {
+		t.Errorf("results %q, want %q: the draft must not be redone", final.Results, want)
+	}
+}

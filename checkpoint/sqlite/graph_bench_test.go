@@ -1,0 +1,137 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/internal/workload"
+)
+
+// dbBytes is the size of the database file and its write-ahead log.
+func dbBytes(b *testing.B, path string) int64 {
+	var n int64
+	for _, p := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// BenchmarkLoopSQLite: BenchmarkLoop (see package graph) with 500 steps, checkpointed to a SQLite
+// file with sync durability. Each run gets a new database; db_bytes is its size (database and log,
+// the saver still open) when the run has ended.
+func BenchmarkLoopSQLite(b *testing.B) {
+	const steps = 500
+	g, check := workload.Loop(steps)
+	c, err := g.Compile(graph.WithRecursionLimit(steps + 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	var bytes int64
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		i++
+		path := filepath.Join(dir, fmt.Sprintf("loop-%d.db", i))
+		saver, err := sqlite.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		out, err := c.Invoke(ctx, workload.LoopState{}, graph.WithCheckpointer(saver), graph.WithThread("loop"))
+		b.StopTimer()
+		if err == nil {
+			err = check(out)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += dbBytes(b, path)
+		saver.Close()
+		os.Remove(path)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N*steps), "us/step")
+	b.ReportMetric(float64(bytes)/float64(b.N), "db_bytes")
+}
+
+// longThread makes a thread of 10,000 checkpoints: a counter loop that logs a short entry per step
+// and pauses before its last step.
+func longThread(b *testing.B, saver checkpoint.Saver) *graph.Compiled[workload.LoopState] {
+	const steps = 10_000
+	g := graph.New[workload.LoopState]()
+	g.AddNode("step", func(_ context.Context, s workload.LoopState) (workload.LoopState, error) {
+		return workload.LoopState{I: s.I + 1, Log: []string{fmt.Sprint("e", s.I)}}, nil
+	})
+	g.AddNode("last", func(_ context.Context, s workload.LoopState) (workload.LoopState, error) {
+		return workload.LoopState{I: s.I + 1}, nil
+	})
+	g.AddEdge(graph.START, "step")
+	g.AddConditionalEdges("step", func(_ context.Context, s workload.LoopState) string {
+		if s.I < steps-1 {
+			return "step"
+		}
+		return "last"
+	}, "step", "last")
+	g.AddEdge("last", graph.END)
+	c, err := g.Compile(graph.WithCheckpointer(saver), graph.WithRecursionLimit(steps+1), graph.WithInterruptBefore("last"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = c.Invoke(context.Background(), workload.LoopState{}, graph.WithThread("long"), graph.WithDurability(graph.DurabilityAsync))
+	if _, ok := err.(*graph.Interrupted); !ok {
+		b.Fatalf("setting up the thread: %v", err)
+	}
+	return c
+}
+
+// BenchmarkResume10k: what Resume does before running anything, on a thread of 10,000 checkpoints:
+// find the latest checkpoint, rebuild its state (the nearest snapshot and the updates after it)
+// and its next tasks and pending interrupts. Measured through State, which does exactly that.
+func BenchmarkResume10k(b *testing.B) {
+	saver, err := sqlite.Open(filepath.Join(b.TempDir(), "long.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer saver.Close()
+	c := longThread(b, saver)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		snap, err := c.State(ctx, graph.WithThread("long"))
+		if err != nil || snap.Values.I != 9_999 || len(snap.Values.Log) != 9_999 || len(snap.Interrupts) != 1 {
+			b.Fatalf("state %d with %d entries and %d interrupts, err %v", snap.Values.I, len(snap.Values.Log), len(snap.Interrupts), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/resume")
+}
+
+// BenchmarkHistory10k: listing the 100 newest snapshots, states rebuilt, of a thread of 10,000
+// checkpoints.
+func BenchmarkHistory10k(b *testing.B) {
+	saver, err := sqlite.Open(filepath.Join(b.TempDir(), "long.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer saver.Close()
+	c := longThread(b, saver)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		h, err := c.History(ctx, checkpoint.ListOptions{Limit: 100}, graph.WithThread("long"))
+		if err != nil || len(h) != 100 || h[99].Values.I != 9_999-99 {
+			b.Fatalf("%d snapshots, err %v", len(h), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N), "ms/op")
+}

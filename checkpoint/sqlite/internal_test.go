@@ -1,0 +1,403 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agiraph/agiraph/checkpoint"
+)
+
+// rawWriteDB opens path with the write connection's settings but without a Saver: a database that
+// migrate can bring to any version.
+func rawWriteDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(path, options{busyTimeout: time.Minute, autocheckpoint: DefaultWALAutocheckpoint}, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func userVersion(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// seeds write a checkpoint with two writes into a database at a schema version, with plain SQL of
+// that version, as an older program would have. A new migration that changes these tables adds the
+// seed of its version, so that TestMigrateFromEveryVersion keeps proving that old data survives.
+var seeds = map[int]func(t *testing.T, db *sql.DB){
+	1: func(t *testing.T, db *sql.DB) {
+		for _, q := range []string{
+			`INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
+			 VALUES ('old', '', 'c1', '', 3, 'loop', 'run', 1, 1700000000000000, x'0101013001610200', NULL, x'0101016b0176', x'7b7d')`,
+			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = 'c1'), '0', 'update', 0, 'a', x'31')`,
+			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = 'c1'), '0', 'resume', -1, 'a', NULL)`,
+		} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatalf("seed: %s: %v", q, err)
+			}
+		}
+	},
+}
+
+// checkSeed checks what a seed wrote, read by a Saver of the current version.
+func checkSeed(t *testing.T, s *Saver) {
+	t.Helper()
+	tu, err := s.Get(context.Background(), checkpoint.Config{ThreadID: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := checkpoint.Checkpoint{
+		ID: "c1", Step: 3, Source: checkpoint.SourceLoop, RunID: "run", Format: 1,
+		CreatedAt: time.UnixMicro(1700000000000000).UTC(), State: []byte("{}"),
+		Next: []checkpoint.Task{{ID: "0", Node: "a", Arg: []byte{}, Push: false}},
+		Meta: map[string]string{"k": "v"},
+	}
+	if got := fmt.Sprintf("%+v", tu.Checkpoint); got != fmt.Sprintf("%+v", want) {
+		t.Errorf("the old checkpoint reads as\n%s\nwant\n%+v", got, want)
+	}
+	if len(tu.Writes) != 2 || string(tu.Writes[0].Value) != "1" || tu.Writes[1].Idx != -1 || tu.Writes[1].Value != nil {
+		t.Errorf("the old writes read as %+v", tu.Writes)
+	}
+}
+
+// TestMigrateFromEveryVersion: a database left at any older schema version, with data written at
+// that version, opens, is brought to the current version, and its data reads back.
+func TestMigrateFromEveryVersion(t *testing.T) {
+	for from := 0; from < len(migrations); from++ {
+		t.Run(fmt.Sprint("from version ", from), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "old.db")
+			db := rawWriteDB(t, path)
+			if err := migrate(context.Background(), db, path, migrations[:from]); err != nil {
+				t.Fatal(err)
+			}
+			if got := userVersion(t, db); got != from {
+				t.Fatalf("user_version %d after migrating to %d", got, from)
+			}
+			seed := seeds[from]
+			if seed != nil {
+				seed(t, db)
+			}
+			db.Close()
+
+			s, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := userVersion(t, s.wdb); got != schemaVersion() {
+				t.Errorf("user_version %d after Open, want %d", got, schemaVersion())
+			}
+			if seed != nil {
+				checkSeed(t, s)
+			}
+		})
+	}
+}
+
+// TestMigrateToANewVersion: with a migration added to the list (as a later release would), a
+// database of the current version is upgraded in place, its data kept; migrating again does
+// nothing; and this release's Open refuses the upgraded file.
+func TestMigrateToANewVersion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds[1](t, s.wdb)
+	s.Close()
+
+	next := append(slices.Clone(migrations), migration{
+		name: "test: notes on checkpoints",
+		stmts: []string{
+			`ALTER TABLE checkpoints ADD COLUMN note TEXT NOT NULL DEFAULT ''`,
+			`UPDATE checkpoints SET note = 'migrated ' || id`,
+		},
+	})
+	db := rawWriteDB(t, path)
+	for range 2 {
+		if err := migrate(ctx, db, path, next); err != nil {
+			t.Fatal(err)
+		}
+		if got := userVersion(t, db); got != len(next) {
+			t.Fatalf("user_version %d, want %d", got, len(next))
+		}
+		var note string
+		if err := db.QueryRow(`SELECT note FROM checkpoints WHERE id = 'c1'`).Scan(&note); err != nil || note != "migrated c1" {
+			t.Fatalf("note %q, %v", note, err)
+		}
+	}
+	db.Close()
+
+	_, err = Open(path)
+	var sv *SchemaVersionError
+	if !errors.As(err, &sv) || sv.Version != len(next) || sv.Supported != len(migrations) {
+		t.Fatalf("Open of the upgraded file: %v", err)
+	}
+}
+
+// TestFailedMigrationRollsBack: a migration that fails leaves the database at its old version,
+// without any of that migration's changes, and the error names the version and the migration.
+func TestFailedMigrationRollsBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db := rawWriteDB(t, path)
+	bad := append(slices.Clone(migrations), migration{
+		name:  "test: half good",
+		stmts: []string{`CREATE TABLE extra (x)`, `THIS IS NOT SQL`},
+	})
+	err := migrate(context.Background(), db, path, bad)
+	if err == nil {
+		t.Fatal("a broken migration succeeded")
+	}
+	for _, part := range []string{path, fmt.Sprint("version ", len(bad)), "test: half good"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error %q does not name %q", err, part)
+		}
+	}
+	// All of it was rolled back, the migrations before the broken one included: they run in one
+	// transaction.
+	if got := userVersion(t, db); got != 0 {
+		t.Errorf("user_version %d after the failure, want 0", got)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'table'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d tables after the failure (%v), want none", n, err)
+	}
+	// The good migrations still apply.
+	if err := migrate(context.Background(), db, path, migrations); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPragmas: the connections have the settings the package documentation promises.
+func TestPragmas(t *testing.T) {
+	for _, tc := range []struct {
+		opts           []Option
+		sync           int
+		busy           int
+		autocheckpoint int
+	}{
+		{nil, 1, 5000, DefaultWALAutocheckpoint},
+		{[]Option{WithSynchronous(SyncFull), WithBusyTimeout(1500 * time.Millisecond), WithWALAutocheckpoint(64)}, 2, 1500, 64},
+	} {
+		s, err := Open(filepath.Join(t.TempDir(), "db"), tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pragma := func(db *sql.DB, name string) string {
+			var v string
+			if err := db.QueryRow("PRAGMA " + name).Scan(&v); err != nil {
+				t.Fatalf("PRAGMA %s: %v", name, err)
+			}
+			return v
+		}
+		for name, want := range map[string]string{
+			"journal_mode":       "wal",
+			"page_size":          fmt.Sprint(pageSize),
+			"synchronous":        fmt.Sprint(tc.sync),
+			"busy_timeout":       fmt.Sprint(tc.busy),
+			"foreign_keys":       "1",
+			"wal_autocheckpoint": fmt.Sprint(tc.autocheckpoint),
+			"journal_size_limit": fmt.Sprint(journalSizeLimit(tc.autocheckpoint)),
+			"application_id":     fmt.Sprint(applicationID),
+			"query_only":         "0",
+		} {
+			if got := pragma(s.wdb, name); got != want {
+				t.Errorf("writer: %s = %s, want %s", name, got, want)
+			}
+		}
+		for name, want := range map[string]string{
+			"synchronous":  fmt.Sprint(tc.sync),
+			"busy_timeout": fmt.Sprint(tc.busy),
+			"query_only":   "1",
+		} {
+			if got := pragma(s.rdb, name); got != want {
+				t.Errorf("reader: %s = %s, want %s", name, got, want)
+			}
+		}
+		if _, err := s.rdb.Exec(`DELETE FROM checkpoints`); err == nil {
+			t.Error("a reader connection could write")
+		}
+		s.Close()
+	}
+}
+
+// TestLogStaysSmall: after many steps the write-ahead log is no larger than journal_size_limit
+// allows, and a large state makes it grow only until the next restart of the log.
+func TestLogStaysSmall(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	limit := int64(journalSizeLimit(DefaultWALAutocheckpoint))
+	walSize := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	cfg := checkpoint.Config{ThreadID: "t"}
+	value := bytes.Repeat([]byte("v"), 150)
+	for i := range 1500 {
+		var state []byte
+		if i == 700 {
+			state = bytes.Repeat([]byte("s"), 2<<20) // a 2 MiB state goes through the log
+		}
+		at, err := s.Put(ctx, cfg, checkpoint.Checkpoint{ID: fmt.Sprintf("c%05d", i), Next: []checkpoint.Task{{ID: "0", Node: "n"}}, State: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 700 {
+			if got := walSize(); got < 2<<20 {
+				t.Fatalf("the log is %d bytes after a 2 MiB state", got)
+			}
+		}
+		// The next commit restarts the log, which is truncated to the limit.
+		if err := s.PutWrites(ctx, at, []checkpoint.Write{{TaskID: "0", Node: "n", Kind: checkpoint.WriteUpdate, Value: value}}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 700 {
+			if got := walSize(); got > limit {
+				t.Fatalf("the log is still %d bytes after the commit that followed the large state (limit %d)", got, limit)
+			}
+		}
+		if i%50 == 0 {
+			if got := walSize(); got > limit {
+				t.Fatalf("after step %d the log is %d bytes, more than the limit %d", i, got, limit)
+			}
+		}
+	}
+}
+
+// TestCodec: the encodings of the frontier, joins and metadata round-trip, keep nil and empty
+// arguments apart, and are empty for empty values.
+func TestCodec(t *testing.T) {
+	next := []checkpoint.Task{
+		{ID: "0", Node: "a"},
+		{ID: "1", Node: "b", Arg: []byte{}, Push: true},
+		{ID: "2", Node: "ç\x00\xff", Arg: []byte{0, 1, 2, 255}, Push: true},
+		{ID: "", Node: "", Arg: bytes.Repeat([]byte{7}, 300)},
+	}
+	got, err := decodeNext(encodeNext(next))
+	if err != nil || fmt.Sprintf("%#v", got) != fmt.Sprintf("%#v", next) {
+		t.Errorf("next: %#v, %v", got, err)
+	}
+	for i := range got {
+		if (got[i].Arg == nil) != (next[i].Arg == nil) {
+			t.Errorf("next[%d].Arg nil: %v, want %v", i, got[i].Arg == nil, next[i].Arg == nil)
+		}
+	}
+	joins := map[string][]string{"a": {"x", "y"}, "b": nil, "": {""}}
+	gotJ, err := decodeJoins(encodeJoins(joins))
+	if err != nil || fmt.Sprint(gotJ) != fmt.Sprint(joins) || len(gotJ) != 3 {
+		t.Errorf("joins: %v, %v", gotJ, err)
+	}
+	meta := map[string]string{"k": "v", "": "", "ü": "\x00"}
+	gotM, err := decodeMeta(encodeMeta(meta))
+	if err != nil || fmt.Sprint(gotM) != fmt.Sprint(meta) {
+		t.Errorf("meta: %v, %v", gotM, err)
+	}
+	if encodeNext(nil) != nil || encodeNext([]checkpoint.Task{}) != nil || encodeJoins(map[string][]string{}) != nil || encodeMeta(nil) != nil {
+		t.Error("an empty value has an encoding")
+	}
+	// The encoding of maps does not depend on their order.
+	if !bytes.Equal(encodeMeta(meta), encodeMeta(map[string]string{"ü": "\x00", "k": "v", "": ""})) {
+		t.Error("the encoding of a map depends on its order")
+	}
+}
+
+// FuzzDecode: no input makes a decoder panic; what decodes survives an encoding and a decoding.
+func FuzzDecode(f *testing.F) {
+	f.Add(encodeNext([]checkpoint.Task{{ID: "0", Node: "a", Arg: []byte("x"), Push: true}, {ID: "1", Arg: []byte{}}}))
+	f.Add(encodeJoins(map[string][]string{"j": {"a", "b"}, "k": nil}))
+	f.Add(encodeMeta(map[string]string{"k": "v"}))
+	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if next, err := decodeNext(b); err == nil {
+			again, err := decodeNext(encodeNext(next))
+			if err != nil || fmt.Sprintf("%#v", again) != fmt.Sprintf("%#v", next) && len(next) > 0 {
+				t.Errorf("next %x: %#v, then %#v, %v", b, next, again, err)
+			}
+		}
+		if joins, err := decodeJoins(b); err == nil {
+			again, err := decodeJoins(encodeJoins(joins))
+			if err != nil || fmt.Sprint(again) != fmt.Sprint(joins) {
+				t.Errorf("joins %x: %v, then %v, %v", b, joins, again, err)
+			}
+		}
+		if meta, err := decodeMeta(b); err == nil {
+			again, err := decodeMeta(encodeMeta(meta))
+			if err != nil || fmt.Sprint(again) != fmt.Sprint(meta) {
+				t.Errorf("meta %x: %v, then %v, %v", b, meta, again, err)
+			}
+		}
+	})
+}
+
+// TestDecodeRandom: random and truncated inputs are errors, never panics.
+func TestDecodeRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	valid := [][]byte{
+		encodeNext([]checkpoint.Task{{ID: "0", Node: "agent", Arg: []byte("arg"), Push: true}, {ID: "1", Node: "b"}}),
+		encodeJoins(map[string][]string{"j": {"a", "b"}, "k": {"c"}}),
+		encodeMeta(map[string]string{"k": "v", "k2": "v2"}),
+	}
+	for _, v := range valid {
+		for n := range len(v) {
+			if _, err := decodeNext(v[:n]); err == nil && n > 0 {
+				t.Errorf("truncated next %x decoded", v[:n])
+			}
+			decodeJoins(v[:n])
+			decodeMeta(v[:n])
+		}
+	}
+	for range 20000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		if r.IntN(2) == 0 && len(b) > 0 {
+			b[0] = codecVersion
+		}
+		decodeNext(b)
+		decodeJoins(b)
+		decodeMeta(b)
+	}
+}
+
+func TestEscapePath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/tmp/a b/c.db":       "/tmp/a b/c.db",
+		"/x?y#z%w":            "/x%3Fy%23z%25w",
+		"/tab\there":          "/tab%09here",
+		"/ü/ok":               "/ü/ok",
+		"C:/Users/me/data.db": "/C:/Users/me/data.db",
+	} {
+		if got := escapePath(in, !strings.HasPrefix(in, "/")); got != want {
+			t.Errorf("escapePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,770 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	sqlitedrv "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agiraph/agiraph/checkpoint"
+)
+
+// Synchronous is how hard SQLite works to make a commit survive a power failure (PRAGMA
+// synchronous). See the package documentation for the trade-off.
+type Synchronous int
+
+const (
+	// SyncNormal syncs the write-ahead log only when it is copied into the database: commits are
+	// atomic and the database cannot be corrupted, but a power failure or an operating system
+	// crash may lose the last commits. A crash of the process alone loses nothing. The default.
+	SyncNormal Synchronous = iota
+	// SyncFull syncs the write-ahead log at every commit: a commit that returned survives a power
+	// failure, at the price of one fsync per Put and per PutWrites.
+	SyncFull
+)
+
+func (s Synchronous) pragma() string {
+	if s == SyncFull {
+		return "FULL"
+	}
+	return "NORMAL"
+}
+
+// Defaults of the options.
+const (
+	DefaultBusyTimeout       = 5 * time.Second
+	DefaultWALAutocheckpoint = 256 // pages, so a log of about 256 KiB in a new database
+)
+
+// pageSize is the page size of new databases. Each commit appends every page it changed to the
+// write-ahead log, so small pages keep a step's log writes, and the log, small; states of many
+// pages are rare, and SQLite handles them with overflow pages.
+const pageSize = 1024
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	busyTimeout    time.Duration
+	sync           Synchronous
+	autocheckpoint int
+	readers        int
+}
+
+// WithBusyTimeout sets how long a call waits for a lock another process (or another Saver on the
+// same file) holds before failing with SQLITE_BUSY (default DefaultBusyTimeout). Writers of one
+// Saver never wait on each other this way: they queue for its single writing connection.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busyTimeout = d }
+}
+
+// WithSynchronous chooses the durability of commits (default SyncNormal).
+func WithSynchronous(s Synchronous) Option {
+	return func(o *options) { o.sync = s }
+}
+
+// WithWALAutocheckpoint sets after how many pages (of 1 KiB in a database this package created)
+// in the write-ahead log a commit copies the log into the database (PRAGMA wal_autocheckpoint,
+// default DefaultWALAutocheckpoint); a log file that grew larger than a quarter more than that is
+// truncated when it is reused (PRAGMA journal_size_limit). A larger value means fewer checkpoints,
+// so faster steps on average, and a larger log file; 0 or less keeps the default.
+func WithWALAutocheckpoint(pages int) Option {
+	return func(o *options) { o.autocheckpoint = pages }
+}
+
+// WithMaxReaders sets how many connections may read at once (default: GOMAXPROCS, at least 2).
+// Reads never wait for writes, nor writes for reads.
+func WithMaxReaders(n int) Option {
+	return func(o *options) { o.readers = n }
+}
+
+// Saver is a checkpoint.Saver that keeps checkpoints in a SQLite database file. It is safe for
+// concurrent use, and several Savers, in one process or in several, may use the same file.
+type Saver struct {
+	path string
+	wdb  *sql.DB // one connection: writes queue for it
+	rdb  *sql.DB // reads, in read-only transactions
+
+	putCheckpoint, putWriteSelect, putWrite, lookup, deleteWrites, deleteCheckpoints *sql.Stmt
+	getByID, getLatest, getWrites                                                    *sql.Stmt
+	list                                                                             [8]*sql.Stmt // by the bits of listBefore, listSource, listRunID
+}
+
+var _ checkpoint.Saver = (*Saver)(nil)
+
+// Open opens the checkpoint database at path, creating the file and its parent directories if
+// they are missing, and brings its schema up to date. It fails with an error wrapping
+// ErrNotDatabase for a file that is not a SQLite database, ErrForeignDatabase for a database
+// another application made, and a *SchemaVersionError for a database of a newer version of this
+// package. Close the Saver when done.
+func Open(path string, opts ...Option) (*Saver, error) {
+	o := options{busyTimeout: DefaultBusyTimeout, autocheckpoint: DefaultWALAutocheckpoint, readers: max(2, runtime.GOMAXPROCS(0))}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	o.busyTimeout = max(0, o.busyTimeout)
+	if o.autocheckpoint <= 0 {
+		o.autocheckpoint = DefaultWALAutocheckpoint
+	}
+	if o.readers < 1 {
+		o.readers = 1
+	}
+	if path == "" {
+		return nil, errors.New("checkpoint/sqlite: open: the database path is empty")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint/sqlite: open %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoint/sqlite: open %s: %w", path, err)
+	}
+	// Create a missing file privately (SQLite would use 0644): checkpoints hold the states of
+	// conversations. The log and shared-memory files take the database file's permissions.
+	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("checkpoint/sqlite: open %s: %w", path, err)
+	}
+
+	s := &Saver{path: path}
+	if err := s.open(abs, o); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Saver) open(abs string, o options) error {
+	ctx := context.Background()
+	var err error
+	if s.wdb, err = sql.Open("sqlite", dsn(abs, o, true)); err != nil {
+		return fmt.Errorf("checkpoint/sqlite: open %s: %w", s.path, err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxIdleTime(0)
+	s.wdb.SetConnMaxLifetime(0)
+	if s.rdb, err = sql.Open("sqlite", dsn(abs, o, false)); err != nil {
+		return fmt.Errorf("checkpoint/sqlite: open %s: %w", s.path, err)
+	}
+	s.rdb.SetMaxOpenConns(o.readers)
+	s.rdb.SetMaxIdleConns(o.readers)
+
+	// Connections that open a new file at the same time race to switch it to WAL and to create the
+	// schema; SQLite answers some of them SQLITE_BUSY at once, without waiting (to avoid a
+	// deadlock between two readers that both want to write), so the setup is retried for as long
+	// as the busy timeout allows.
+	err = retryBusy(o.busyTimeout, func() error {
+		if err := s.wdb.PingContext(ctx); err != nil {
+			return openError(s.path, err)
+		}
+		if err := migrate(ctx, s.wdb, s.path, migrations); err != nil {
+			if e := notADatabase(s.path, err); e != nil {
+				return e
+			}
+			return err
+		}
+		if err := s.rdb.PingContext(ctx); err != nil {
+			return openError(s.path, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.prepare(ctx)
+}
+
+// retryBusy calls f until it returns anything but SQLITE_BUSY or SQLITE_LOCKED, or timeout has
+// passed.
+func retryBusy(timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		err := f()
+		var se *sqlitedrv.Error
+		if err == nil || !errors.As(err, &se) || time.Now().After(deadline) {
+			return err
+		}
+		if code := se.Code() & 0xff; code != sqlite3.SQLITE_BUSY && code != sqlite3.SQLITE_LOCKED {
+			return err
+		}
+		time.Sleep(delay)
+	}
+}
+
+// dsn is the data source name of the connections of one pool; every connection applies its
+// settings when it opens. The driver applies _busy_timeout first, so that what follows waits for
+// locks, then the _pragma list, then _foreign_keys, _journal_mode, _synchronous and _query_only:
+// page_size (in the list) thus comes before journal_mode, as it must, since WAL fixes the page
+// size of a new database.
+func dsn(abs string, o options, write bool) string {
+	slash := filepath.ToSlash(abs)
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(o.busyTimeout.Milliseconds(), 10))
+	q.Set("_synchronous", o.sync.pragma())
+	if write {
+		q["_pragma"] = []string{
+			fmt.Sprintf("page_size(%d)", pageSize),
+			fmt.Sprintf("wal_autocheckpoint(%d)", o.autocheckpoint),
+			fmt.Sprintf("journal_size_limit(%d)", journalSizeLimit(o.autocheckpoint)),
+		}
+		q.Set("_foreign_keys", "1")
+		q.Set("_journal_mode", "WAL")
+		q.Set("_txlock", "immediate")
+	} else {
+		// Readers do not write; the last connection to close checkpoints the log, which
+		// query_only does not prevent.
+		q.Set("_query_only", "1")
+	}
+	return "file:" + escapePath(slash, !strings.HasPrefix(slash, "/")) + "?" + q.Encode()
+}
+
+// journalSizeLimit is the size the write-ahead log is truncated to when it restarts: a little more
+// than the autocheckpoint threshold, so that the log is truncated only after a commit made it
+// grow past its usual size (a large state, say).
+func journalSizeLimit(autocheckpoint int) int {
+	return 32 + autocheckpoint*5/4*(pageSize+24)
+}
+
+// escapePath escapes what a SQLite URI reserves ('?', '#', '%') and control characters; SQLite
+// decodes %XX. A path that does not start with a slash (Windows) gets one.
+func escapePath(p string, leadingSlash bool) string {
+	var b strings.Builder
+	if leadingSlash {
+		b.WriteByte('/')
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c == '?' || c == '#' || c == '%' || c < 0x20 || c == 0x7f {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// openError explains an error of opening or pinging the database.
+func openError(path string, err error) error {
+	if e := notADatabase(path, err); e != nil {
+		return e
+	}
+	return fmt.Errorf("checkpoint/sqlite: open %s: %w", path, err)
+}
+
+// notADatabase returns the error of Open for a file that is not a database, if err says so.
+func notADatabase(path string, err error) error {
+	var se *sqlitedrv.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB {
+		return &fileError{msg: fmt.Sprintf("checkpoint/sqlite: %s is not a SQLite database (%v)", path, err), kind: ErrNotDatabase, err: err}
+	}
+	return nil
+}
+
+const cpColumns = `pk, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state, state IS NULL`
+
+// The list statements, one per combination of the filters SQL applies (these bits), so that each
+// uses the (thread_id, ns, id) index for its range and its order.
+const (
+	listBefore = 1 << iota
+	listSource
+	listRunID
+)
+
+func listQuery(variant int) string {
+	q := `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ?`
+	if variant&listBefore != 0 {
+		q += ` AND id < ?`
+	}
+	if variant&listSource != 0 {
+		q += ` AND source = ?`
+	}
+	if variant&listRunID != 0 {
+		q += ` AND run_id = ?`
+	}
+	return q + ` ORDER BY id DESC LIMIT ?`
+}
+
+// prepare prepares the statements once; database/sql prepares each again on every connection of
+// its pool the first time it runs there, and keeps it.
+func (s *Saver) prepare(ctx context.Context) error {
+	type stmt struct {
+		db   *sql.DB
+		dst  **sql.Stmt
+		text string
+	}
+	stmts := []stmt{
+		{s.wdb, &s.putCheckpoint, `INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (thread_id, ns, id) DO UPDATE SET parent_id = excluded.parent_id, step = excluded.step,
+				source = excluded.source, run_id = excluded.run_id, format = excluded.format, created_at = excluded.created_at,
+				next = excluded.next, joins = excluded.joins, meta = excluded.meta, state = excluded.state`},
+		{s.wdb, &s.putWriteSelect, `INSERT INTO writes (checkpoint, task_id, kind, idx, node, value)
+			SELECT pk, ?, ?, ?, ?, ? FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?
+			ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING`},
+		{s.wdb, &s.putWrite, `INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING`},
+		{s.wdb, &s.lookup, `SELECT pk FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`},
+		{s.wdb, &s.deleteWrites, `DELETE FROM writes WHERE checkpoint IN (SELECT pk FROM checkpoints WHERE thread_id = ?)`},
+		{s.wdb, &s.deleteCheckpoints, `DELETE FROM checkpoints WHERE thread_id = ?`},
+		{s.rdb, &s.getByID, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`},
+		{s.rdb, &s.getLatest, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ? ORDER BY id DESC LIMIT 1`},
+		{s.rdb, &s.getWrites, `SELECT task_id, kind, idx, node, value, value IS NULL FROM writes WHERE checkpoint = ? ORDER BY seq`},
+	}
+	for v := range s.list {
+		stmts = append(stmts, stmt{s.rdb, &s.list[v], listQuery(v)})
+	}
+	for _, st := range stmts {
+		p, err := st.db.PrepareContext(ctx, st.text)
+		if err != nil {
+			return fmt.Errorf("checkpoint/sqlite: open %s: prepare %q: %w", s.path, st.text, err)
+		}
+		*st.dst = p
+	}
+	return nil
+}
+
+// Close closes the database. Calls after Close fail. When it is the last connection to the file,
+// SQLite copies the write-ahead log into the database and removes it.
+func (s *Saver) Close() error {
+	var errs []error
+	for _, st := range append([]*sql.Stmt{s.putCheckpoint, s.putWriteSelect, s.putWrite, s.lookup, s.deleteWrites,
+		s.deleteCheckpoints, s.getByID, s.getLatest, s.getWrites}, s.list[:]...) {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	// Readers first, so that the writer's connection is the last and checkpoints the log.
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.wdb != nil {
+		errs = append(errs, s.wdb.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("checkpoint/sqlite: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Put stores cp under cfg's thread and namespace; a checkpoint with the same ID there is replaced
+// and keeps its writes.
+func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.Config{}, err
+	}
+	if cfg.ThreadID == "" || cp.ID == "" {
+		return checkpoint.Config{}, fmt.Errorf("checkpoint/sqlite: put needs a thread ID and a checkpoint ID (thread %q, checkpoint %q)", cfg.ThreadID, cp.ID)
+	}
+	var created any
+	if !cp.CreatedAt.IsZero() {
+		created = cp.CreatedAt.UnixMicro()
+	}
+	_, err := s.putCheckpoint.ExecContext(ctx, cfg.ThreadID, cfg.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.RunID,
+		cp.Format, created, encodeNext(cp.Next), encodeJoins(cp.Joins), encodeMeta(cp.Meta), blob(cp.State))
+	if err != nil {
+		return checkpoint.Config{}, fmt.Errorf("checkpoint/sqlite: put checkpoint %s of thread %q namespace %q: %w", cp.ID, cfg.ThreadID, cfg.NS, err)
+	}
+	return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
+}
+
+// blob is b as a query argument: NULL for nil, the bytes otherwise. An empty slice is passed as
+// empty text, which SQLite stores as a zero-length value that is not NULL, whatever the driver
+// makes of a zero-length buffer.
+func blob(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	return b
+}
+
+// PutWrites records writes of tasks of the checkpoint cfg addresses, in their order, ignoring a
+// write whose (TaskID, Kind, Idx) the checkpoint already has. It fails with an error wrapping
+// checkpoint.ErrNotFound when the checkpoint does not exist. The writes of one call are saved
+// together or not at all.
+func (s *Saver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if cfg.CheckpointID == "" {
+		return fmt.Errorf("checkpoint/sqlite: put writes of thread %q namespace %q: the config names no checkpoint", cfg.ThreadID, cfg.NS)
+	}
+	if len(writes) == 0 {
+		return s.checkExists(ctx, s.lookup, cfg)
+	}
+	if len(writes) == 1 {
+		// The common case, one statement: the checkpoint is looked up while inserting.
+		w := writes[0]
+		res, err := s.putWriteSelect.ExecContext(ctx, w.TaskID, string(w.Kind), w.Idx, w.Node, blob(w.Value), cfg.ThreadID, cfg.NS, cfg.CheckpointID)
+		if err != nil {
+			return s.writesError(cfg, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		// Nothing was inserted: the write is a duplicate, or the checkpoint does not exist.
+		return s.checkExists(ctx, s.lookup, cfg)
+	}
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return s.writesError(cfg, err)
+	}
+	defer tx.Rollback()
+	var pk int64
+	if err := tx.StmtContext(ctx, s.lookup).QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID).Scan(&pk); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			err = checkpoint.ErrNotFound
+		}
+		return s.writesError(cfg, err)
+	}
+	stmt := tx.StmtContext(ctx, s.putWrite)
+	for _, w := range writes {
+		if _, err := stmt.ExecContext(ctx, pk, w.TaskID, string(w.Kind), w.Idx, w.Node, blob(w.Value)); err != nil {
+			return s.writesError(cfg, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.writesError(cfg, err)
+	}
+	return nil
+}
+
+func (s *Saver) checkExists(ctx context.Context, lookup *sql.Stmt, cfg checkpoint.Config) error {
+	var pk int64
+	err := lookup.QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID).Scan(&pk)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = checkpoint.ErrNotFound
+	}
+	if err != nil {
+		return s.writesError(cfg, err)
+	}
+	return nil
+}
+
+func (s *Saver) writesError(cfg checkpoint.Config, err error) error {
+	return fmt.Errorf("checkpoint/sqlite: put writes of thread %q namespace %q checkpoint %q: %w", cfg.ThreadID, cfg.NS, cfg.CheckpointID, err)
+}
+
+// Get returns the checkpoint cfg addresses, or the latest of its namespace (the greatest ID) when
+// cfg.CheckpointID is empty, with its writes, read in one transaction. It returns an error
+// wrapping checkpoint.ErrNotFound when there is none, and a *CorruptError for a row that cannot be
+// decoded.
+func (s *Saver) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, s.getError(cfg, err)
+	}
+	defer tx.Rollback()
+	var row *sql.Row
+	if cfg.CheckpointID == "" {
+		row = tx.StmtContext(ctx, s.getLatest).QueryRowContext(ctx, cfg.ThreadID, cfg.NS)
+	} else {
+		row = tx.StmtContext(ctx, s.getByID).QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID)
+	}
+	var r cpRow
+	if err := r.scan(row); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			err = checkpoint.ErrNotFound
+		}
+		return nil, s.getError(cfg, err)
+	}
+	t, pk, err := r.tuple(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if t.Writes, err = s.writes(ctx, tx, pk, cfg, t.Checkpoint.ID); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.getError(cfg, err)
+	}
+	return t, nil
+}
+
+func (s *Saver) getError(cfg checkpoint.Config, err error) error {
+	what := "the latest checkpoint"
+	if cfg.CheckpointID != "" {
+		what = "checkpoint " + cfg.CheckpointID
+	}
+	return fmt.Errorf("checkpoint/sqlite: get %s of thread %q namespace %q: %w", what, cfg.ThreadID, cfg.NS, err)
+}
+
+// List returns the checkpoints of cfg's thread and namespace, newest (greatest ID) first, with
+// their writes, read in one transaction. Before, Source and RunID are applied by SQLite, Meta by
+// ListOptions.Match; Limit counts the checkpoints that pass every filter.
+func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint.ListOptions) ([]checkpoint.Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	variant, args := 0, []any{cfg.ThreadID, cfg.NS}
+	if opts.Before != "" {
+		variant |= listBefore
+		args = append(args, opts.Before)
+	}
+	if opts.Source != "" {
+		variant |= listSource
+		args = append(args, string(opts.Source))
+	}
+	if opts.RunID != "" {
+		variant |= listRunID
+		args = append(args, opts.RunID)
+	}
+	limit := opts.Limit
+	if limit <= 0 || len(opts.Meta) > 0 {
+		limit = -1 // no limit in SQL: the Meta filter is applied while reading
+	}
+	args = append(args, limit)
+
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, s.listError(cfg, err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.StmtContext(ctx, s.list[variant]).QueryContext(ctx, args...)
+	if err != nil {
+		return nil, s.listError(cfg, err)
+	}
+	var out []checkpoint.Tuple
+	var pks []int64
+	for rows.Next() {
+		var r cpRow
+		if err := r.scan(rows); err != nil {
+			rows.Close()
+			return nil, s.listError(cfg, err)
+		}
+		t, pk, err := r.tuple(cfg)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if !opts.Match(&t.Checkpoint) {
+			continue
+		}
+		out = append(out, *t)
+		pks = append(pks, pk)
+		if opts.Limit > 0 && len(out) == opts.Limit {
+			break
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, s.listError(cfg, err)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.listError(cfg, err)
+	}
+	for i := range out {
+		if out[i].Writes, err = s.writes(ctx, tx, pks[i], cfg, out[i].Checkpoint.ID); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.listError(cfg, err)
+	}
+	return out, nil
+}
+
+func (s *Saver) listError(cfg checkpoint.Config, err error) error {
+	return fmt.Errorf("checkpoint/sqlite: list checkpoints of thread %q namespace %q: %w", cfg.ThreadID, cfg.NS, err)
+}
+
+// DeleteThread removes every checkpoint and write of a thread, in all namespaces, in one
+// transaction. Deleting a thread that has nothing is not an error.
+func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := func() error {
+		tx, err := s.wdb.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.StmtContext(ctx, s.deleteWrites).ExecContext(ctx, threadID); err != nil {
+			return err
+		}
+		if _, err := tx.StmtContext(ctx, s.deleteCheckpoints).ExecContext(ctx, threadID); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}()
+	if err != nil {
+		return fmt.Errorf("checkpoint/sqlite: delete thread %q: %w", threadID, err)
+	}
+	return nil
+}
+
+// writes reads the writes of the checkpoint whose row is pk, in the order they were put.
+func (s *Saver) writes(ctx context.Context, tx *sql.Tx, pk int64, cfg checkpoint.Config, id string) ([]checkpoint.Write, error) {
+	rows, err := tx.StmtContext(ctx, s.getWrites).QueryContext(ctx, pk)
+	if err != nil {
+		return nil, s.readError(cfg, id, err)
+	}
+	defer rows.Close()
+	var out []checkpoint.Write
+	var v [6]any
+	for rows.Next() {
+		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]); err != nil {
+			return nil, s.readError(cfg, id, err)
+		}
+		d := rowDecoder{cfg: cfg, id: id, table: "writes"}
+		w := checkpoint.Write{
+			TaskID: d.text(v[0], "task_id"),
+			Kind:   checkpoint.WriteKind(d.text(v[1], "kind")),
+			Idx:    d.integer(v[2], "idx"),
+			Node:   d.text(v[3], "node"),
+			Value:  d.blob(v[4], v[5], "value"),
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readError(cfg, id, err)
+	}
+	return out, nil
+}
+
+func (s *Saver) readError(cfg checkpoint.Config, id string, err error) error {
+	return fmt.Errorf("checkpoint/sqlite: read thread %q namespace %q checkpoint %q: %w", cfg.ThreadID, cfg.NS, id, err)
+}
+
+// cpRow is a row of the checkpoints table as cpColumns reads it: raw values, decoded by tuple, so
+// that a value of the wrong type is reported as corruption of its column.
+type cpRow [13]any
+
+func (r *cpRow) scan(sc interface{ Scan(...any) error }) error {
+	return sc.Scan(&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6], &r[7], &r[8], &r[9], &r[10], &r[11], &r[12])
+}
+
+// tuple decodes the row; it also returns the row's pk.
+func (r *cpRow) tuple(cfg checkpoint.Config) (*checkpoint.Tuple, int64, error) {
+	id, _ := r[1].(string) // for the error messages; checked below
+	d := rowDecoder{cfg: cfg, id: id, table: "checkpoints"}
+	pk := d.integer64(r[0], "pk")
+	cp := checkpoint.Checkpoint{
+		ID:       d.text(r[1], "id"),
+		ParentID: d.text(r[2], "parent_id"),
+		Step:     d.integer(r[3], "step"),
+		Source:   checkpoint.Source(d.text(r[4], "source")),
+		RunID:    d.text(r[5], "run_id"),
+		Format:   d.integer(r[6], "format"),
+		State:    d.blob(r[11], r[12], "state"),
+	}
+	if r[7] != nil {
+		cp.CreatedAt = time.UnixMicro(d.integer64(r[7], "created_at")).UTC()
+	}
+	var err error
+	if cp.Next, err = decodeNext(d.raw(r[8], "next")); err != nil {
+		d.fail("next", err)
+	}
+	if cp.Joins, err = decodeJoins(d.raw(r[9], "joins")); err != nil {
+		d.fail("joins", err)
+	}
+	if cp.Meta, err = decodeMeta(d.raw(r[10], "meta")); err != nil {
+		d.fail("meta", err)
+	}
+	if d.err != nil {
+		return nil, 0, d.err
+	}
+	return &checkpoint.Tuple{Config: checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, Checkpoint: cp}, pk, nil
+}
+
+// rowDecoder converts the raw values of a row; the first failure is kept as a *CorruptError.
+type rowDecoder struct {
+	cfg   checkpoint.Config
+	id    string
+	table string
+	err   error
+}
+
+func (d *rowDecoder) fail(column string, err error) {
+	if d.err == nil {
+		d.err = &CorruptError{ThreadID: d.cfg.ThreadID, NS: d.cfg.NS, CheckpointID: d.id, Column: d.table + "." + column, Err: err}
+	}
+}
+
+func describe(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return fmt.Sprintf("a blob of %d bytes", len(v))
+	case string:
+		if len(v) > 20 {
+			v = v[:20] + "..."
+		}
+		return fmt.Sprintf("the text %q", v)
+	default:
+		return fmt.Sprintf("the %T %v", v, v)
+	}
+}
+
+func (d *rowDecoder) text(v any, column string) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	d.fail(column, fmt.Errorf("holds %s, not text", describe(v)))
+	return ""
+}
+
+func (d *rowDecoder) integer64(v any, column string) int64 {
+	if n, ok := v.(int64); ok {
+		return n
+	}
+	d.fail(column, fmt.Errorf("holds %s, not an integer", describe(v)))
+	return 0
+}
+
+func (d *rowDecoder) integer(v any, column string) int {
+	n := d.integer64(v, column)
+	if int64(int(n)) != n {
+		d.fail(column, fmt.Errorf("holds %d, too large for an int", n))
+	}
+	return int(n)
+}
+
+// raw returns the bytes of a blob column, nil for NULL.
+func (d *rowDecoder) raw(v any, column string) []byte {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case []byte:
+		return v
+	case string:
+		return []byte(v)
+	}
+	d.fail(column, fmt.Errorf("holds %s, not a blob", describe(v)))
+	return nil
+}
+
+// blob returns the bytes of a blob column, keeping NULL (nil) and empty (non-nil) apart: the
+// driver reads both as nil, so isNull (the column's "IS NULL") tells them apart.
+func (d *rowDecoder) blob(v, isNull any, column string) []byte {
+	b := d.raw(v, column)
+	if b == nil && isNull == int64(0) {
+		b = []byte{}
+	}
+	return b
+}
