@@ -91,15 +91,17 @@ func (w *writer) putWrites(ctx context.Context, cfg checkpoint.Config, writes []
 
 func (w *writer) enqueue(op func(context.Context) error) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.err != nil {
+		w.mu.Unlock()
 		return w.err
 	}
 	if w.ops == nil {
 		w.ops, w.done = make(chan func(context.Context) error, 1024), make(chan struct{})
 		go w.drain(w.ops, w.done)
 	}
-	w.ops <- op
+	ops := w.ops
+	w.mu.Unlock()
+	ops <- op // waits while the queue is full; flush closes it only after the run's last save
 	return nil
 }
 
@@ -108,16 +110,14 @@ func (w *writer) enqueue(op func(context.Context) error) error {
 func (w *writer) drain(ops <-chan func(context.Context) error, done chan<- struct{}) {
 	defer close(done)
 	ctx := context.Background()
+	var failed error
 	for op := range ops {
-		w.mu.Lock()
-		failed := w.err != nil
-		w.mu.Unlock()
-		if failed {
+		if failed != nil {
 			continue
 		}
-		if err := op(ctx); err != nil {
+		if failed = op(ctx); failed != nil {
 			w.mu.Lock()
-			w.err = fmt.Errorf("graph: background save: %w", err)
+			w.err = fmt.Errorf("graph: background save: %w", failed)
 			w.mu.Unlock()
 		}
 	}

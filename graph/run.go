@@ -202,10 +202,10 @@ func (r *run[S]) finish(ctx context.Context, err error) error {
 		return err
 	}
 	ferr := r.w.flush(ctx, r.cp, func() ([]byte, error) { return r.cfg.serde.Marshal(r.state) })
-	if ferr != nil {
-		ferr = fmt.Errorf("graph: save thread %q: %w", r.cfg.thread, ferr)
+	if ferr == nil {
+		return err
 	}
-	return errors.Join(err, ferr)
+	return errors.Join(err, fmt.Errorf("graph: save thread %q: %w", r.cfg.thread, ferr))
 }
 
 // setEvents opens the channel tasks use to reach the stream, when someone listens for them.

@@ -383,6 +383,19 @@ func TestDurability(t *testing.T) {
 		}
 	})
 
+	t.Run("async run with more saves than its queue holds", func(t *testing.T) {
+		var calls atomic.Int32
+		saver := checkpoint.NewMemory()
+		c := thCompile(t, thLoop(1500, &calls, nil), graph.WithCheckpointer(saver), graph.WithDurability(graph.DurabilityAsync), graph.WithRecursionLimit(2000))
+		if out, err := c.Invoke(ctx, thState{}, graph.WithThread("long")); err != nil || out.N != 1500 {
+			t.Fatalf("run: N %d, %v", out.N, err)
+		}
+		list, _ := saver.List(ctx, checkpoint.Config{ThreadID: "long"}, checkpoint.ListOptions{})
+		if len(list) != 1501 {
+			t.Errorf("%d checkpoints saved, want 1501", len(list))
+		}
+	})
+
 	t.Run("a failed background save fails the run", func(t *testing.T) {
 		var calls atomic.Int32
 		saver := &failingSaver{Saver: checkpoint.NewMemory()}

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,7 +90,8 @@ func longThread(b *testing.B, saver checkpoint.Saver) *graph.Compiled[workload.L
 		b.Fatal(err)
 	}
 	_, err = c.Invoke(context.Background(), workload.LoopState{}, graph.WithThread("long"), graph.WithDurability(graph.DurabilityAsync))
-	if _, ok := err.(*graph.Interrupted); !ok {
+	var paused *graph.Interrupted
+	if !errors.As(err, &paused) {
 		b.Fatalf("setting up the thread: %v", err)
 	}
 	return c
