@@ -44,7 +44,7 @@ type Config struct {
 type Task struct {
 	ID   string // unique within the checkpoint
 	Node string
-	Arg  []byte // encoded argument of a Send; nil for edge-triggered tasks
+	Arg  []byte // encoded argument of a Send; nil for edge-triggered tasks (kept apart from empty)
 	Push bool   // true for a task made by a Send
 }
 
@@ -57,7 +57,8 @@ type Checkpoint struct {
 	RunID    string // the invocation that wrote it
 
 	// State is a full snapshot of the encoded state, or nil when the state is the parent's state
-	// with the parent's update writes applied in the order of the parent's Next.
+	// with the parent's update writes applied in the order of the parent's Next. Savers keep nil
+	// and empty apart: an empty snapshot is a state encoded as zero bytes.
 	State []byte
 	// Next is the frontier: the tasks of the next superstep, in their deterministic order.
 	Next []Task
@@ -70,7 +71,7 @@ type Checkpoint struct {
 	// the writer; a reader refuses a version it does not know instead of misreading it.
 	Format int
 
-	CreatedAt time.Time
+	CreatedAt time.Time // kept to at least the millisecond
 }
 
 // WriteKind says what a task write records.
@@ -103,7 +104,7 @@ type Tuple struct {
 
 // ListOptions narrows Saver.List. Every filter that is set must match.
 type ListOptions struct {
-	Before string            // only checkpoints older than this ID
+	Before string            // only checkpoints whose ID is smaller than this one (stored or not)
 	Limit  int               // at most this many; 0 means all
 	Source Source            // only checkpoints from this source
 	RunID  string            // only checkpoints written by this run
@@ -131,11 +132,15 @@ func (o ListOptions) Match(cp *Checkpoint) bool {
 // uses time-ordered UUIDs); "latest" and "newest first" follow that order.
 type Saver interface {
 	// Put stores cp under cfg's thread and namespace and returns the config that addresses it.
+	// Putting an ID that exists replaces that checkpoint and keeps its writes.
 	Put(ctx context.Context, cfg Config, cp Checkpoint) (Config, error)
-	// PutWrites records writes of tasks of the checkpoint cfg addresses (CheckpointID required).
+	// PutWrites records writes of tasks of the checkpoint cfg addresses; a config without a
+	// CheckpointID is refused, and one naming no stored checkpoint fails with an error wrapping
+	// ErrNotFound.
 	PutWrites(ctx context.Context, cfg Config, writes []Write) error
 	// Get returns the checkpoint cfg addresses, or the thread's latest in cfg.NS when
-	// cfg.CheckpointID is empty, with its writes. It returns ErrNotFound when there is none.
+	// cfg.CheckpointID is empty, with its writes. When there is none it returns an error for which
+	// errors.Is(err, ErrNotFound) holds.
 	Get(ctx context.Context, cfg Config) (*Tuple, error)
 	// List returns the checkpoints of cfg's thread and namespace, newest first.
 	List(ctx context.Context, cfg Config, opts ListOptions) ([]Tuple, error)

@@ -72,6 +72,9 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if cfg.CheckpointID == "" {
+		return fmt.Errorf("checkpoint: put writes of thread %q namespace %q: the config names no checkpoint", cfg.ThreadID, cfg.NS)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.entry(cfg)
@@ -117,13 +120,9 @@ func (m *Memory) List(ctx context.Context, cfg Config, opts ListOptions) ([]Tupl
 		return nil, nil
 	}
 	var out []Tuple
-	before := opts.Before != ""
 	for i := len(ns.order) - 1; i >= 0; i-- {
 		id := ns.order[i]
-		if before {
-			if id == opts.Before {
-				before = false
-			}
+		if opts.Before != "" && id >= opts.Before {
 			continue
 		}
 		e := ns.byID[id]
