@@ -97,7 +97,12 @@ func askGraph() *graph.StateGraph[crashState] {
 	return g
 }
 
+// TestMain runs this binary as one of the child processes of the tests when the environment says
+// so, and as the tests otherwise.
 func TestMain(m *testing.M) {
+	if path := os.Getenv(helperEnv); path != "" {
+		os.Exit(writerChild(path))
+	}
 	if role := os.Getenv(crashRoleEnv); role != "" {
 		if err := crashChild(role, os.Getenv(crashDirEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)

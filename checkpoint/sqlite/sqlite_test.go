@@ -271,22 +271,18 @@ func TestTwoSaversOneFile(t *testing.T) {
 
 const helperEnv = "AGIRAPH_SQLITE_HELPER_DB"
 
-// TestHelperProcess is the second process of TestTwoProcesses; it does nothing in a normal run.
-// It opens the database, says "ready", waits for a line on its standard input, then writes.
-func TestHelperProcess(t *testing.T) {
-	path := os.Getenv(helperEnv)
-	if path == "" {
-		return
-	}
+// writerChild is the second process of TestTwoProcesses (see TestMain): it opens the database at
+// path, says "ready", waits for a line on its standard input, then writes. It returns the exit code.
+func writerChild(path string) int {
 	s, err := sqlite.Open(path, sqlite.WithBusyTimeout(time.Minute))
 	if err != nil {
 		fmt.Println("open:", err)
-		os.Exit(2)
+		return 2
 	}
 	fmt.Println("ready")
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		fmt.Println("stdin:", err)
-		os.Exit(2)
+		return 2
 	}
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -312,20 +308,17 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Println("close:", err)
 		code = 1
 	}
-	os.Exit(code)
+	return code
 }
 
-// TestTwoProcesses: this test's binary runs again as a second process (TestHelperProcess) that
-// writes to the same file while this one does; both sets of checkpoints and writes are there.
+// TestTwoProcesses: this test's binary runs again as a second process (writerChild) that writes
+// to the same file while this one does; both sets of checkpoints and writes are there.
 func TestTwoProcesses(t *testing.T) {
-	if os.Getenv(helperEnv) != "" {
-		t.Skip("in the helper process")
-	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shared.db")
 	s := open(t, path, sqlite.WithBusyTimeout(time.Minute))
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1", "-test.v=false")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+path)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
