@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -66,40 +67,28 @@ func encodeNext(next []checkpoint.Task) []byte {
 }
 
 func encodeJoins(joins map[string][]string) []byte {
-	if len(joins) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(joins))
-	for k := range joins {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b := []byte{codecVersion}
-	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
-		b = appendString(b, k)
-		b = binary.AppendUvarint(b, uint64(len(joins[k])))
-		for _, s := range joins[k] {
+	return encodeMap(joins, func(b []byte, sources []string) []byte {
+		b = binary.AppendUvarint(b, uint64(len(sources)))
+		for _, s := range sources {
 			b = appendString(b, s)
 		}
-	}
-	return b
+		return b
+	})
 }
 
-func encodeMeta(meta map[string]string) []byte {
-	if len(meta) == 0 {
+func encodeMeta(meta map[string]string) []byte { return encodeMap(meta, appendString) }
+
+// encodeMap writes a map as its size and, in key order, each key followed by its value; an empty
+// map is nil.
+func encodeMap[V any](m map[string]V, appendValue func([]byte, V) []byte) []byte {
+	if len(m) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(meta))
-	for k := range meta {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	b := []byte{codecVersion}
-	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
+	b = binary.AppendUvarint(b, uint64(len(m)))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		b = appendString(b, k)
-		b = appendString(b, meta[k])
+		b = appendValue(b, m[k])
 	}
 	return b
 }
