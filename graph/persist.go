@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -377,23 +378,13 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 			}
 			nt.resume = append(nt.resume, v)
 		}
-		for _, idx := range slices.Sorted(mapsKeys(asked[nt])) {
+		for _, idx := range slices.Sorted(maps.Keys(asked[nt])) {
 			if _, ok := ans[idx]; !ok {
 				pending = append(pending, pendingInterrupt[S]{task: nt, idx: idx, its: asked[nt][idx]})
 			}
 		}
 	}
 	return pending, nil
-}
-
-func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // answer matches value to the pending interrupts and saves the answers.
@@ -416,7 +407,7 @@ func (r *run[S]) answer(ctx context.Context, pending []pendingInterrupt[S], valu
 			}
 			for id := range byID {
 				if !known[id] {
-					return fmt.Errorf("graph: resume thread %q: no pending interrupt has ID %q (pending: %v)", r.cfg.thread, id, slices.Sorted(mapsKeys(known)))
+					return fmt.Errorf("graph: resume thread %q: no pending interrupt has ID %q (pending: %v)", r.cfg.thread, id, slices.Sorted(maps.Keys(known)))
 				}
 			}
 		case during > 1:
