@@ -234,13 +234,14 @@ type pendingInterrupt[S any] struct {
 	its  []InterruptInfo
 }
 
-// resume loads the thread's latest checkpoint of this namespace and continues the run. answer is
-// false when value is not an answer (a subgraph re-run without new input): pending interrupts of
-// Interrupt calls are then raised again.
+// resume loads the thread's latest checkpoint of this namespace (or the one WithCheckpointID names)
+// and continues the run, value answering the pending interrupts.
 func (r *run[S]) resume(ctx context.Context, value any) (S, error) {
 	return r.resumeWith(ctx, value, true)
 }
 
+// resumeWith is resume; answer is false when value is not an answer (a subgraph run again without
+// new input), so pending interrupts of Interrupt calls are raised again.
 func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (_ S, err error) {
 	var zero S
 	if !r.saving {
