@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync"
 
@@ -126,8 +125,8 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 	i := sc.calls
 	sc.calls++
 	if i < len(sc.resume) {
-		var v T
-		if err := convert(sc.serde, sc.resume[i], &v); err != nil {
+		v, err := decodeAs[T](sc.serde, sc.resume[i])
+		if err != nil {
 			return zero, fmt.Errorf("graph: node %q: resume value %d does not fit %T: %w", sc.node, i, zero, err)
 		}
 		return v, nil
@@ -141,21 +140,19 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 	return zero, sig
 }
 
-// convert stores v in the variable out points to, going through the serializer when the types differ
-// (as they do for values loaded from a checkpoint).
-func convert(serde checkpoint.Serializer, v any, out any) error {
-	if p, ok := out.(*any); ok {
-		*p = v
-		return nil
+// decodeAs returns v as a T: itself when it is one, or else through the serializer (as for
+// values loaded from a checkpoint, which come back untyped).
+func decodeAs[T any](serde checkpoint.Serializer, v any) (T, error) {
+	if t, ok := v.(T); ok {
+		return t, nil
 	}
-	if err := assign(v, out); err == nil {
-		return nil
-	}
+	var t T
 	b, err := serde.Marshal(v)
 	if err != nil {
-		return err
+		return t, err
 	}
-	return serde.Unmarshal(b, out)
+	err = serde.Unmarshal(b, &t)
+	return t, err
 }
 
 // Emit sends a value to the run's stream in ModeCustom, from inside a node: progress, tokens of a
@@ -184,18 +181,4 @@ func CurrentTask(ctx context.Context) (info TaskInfo, ok bool) {
 		return TaskInfo{}, false
 	}
 	return TaskInfo{Node: sc.node, Step: sc.step, TaskID: sc.taskID, Namespace: sc.ns}, true
-}
-
-// assign sets *out to v when v's dynamic type is assignable to it.
-func assign(v any, out any) error {
-	dst := reflect.ValueOf(out).Elem()
-	if v == nil {
-		return errors.New("nil")
-	}
-	src := reflect.ValueOf(v)
-	if !src.Type().AssignableTo(dst.Type()) {
-		return errors.New("not assignable")
-	}
-	dst.Set(src)
-	return nil
 }
