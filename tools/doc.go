@@ -12,7 +12,7 @@
 // model can read them and fix its next call.
 //
 //	type ReadArgs struct {
-//		Path  string `json:"path" jsonschema:"description=File to read, relative to the workspace"`
+//		Path  string `json:"path" jsonschema:"description=File to read (relative to the workspace)"`
 //		Limit int    `json:"limit,omitempty" jsonschema:"description=Maximum lines to return,minimum=1"`
 //	}
 //
