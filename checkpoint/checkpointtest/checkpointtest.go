@@ -63,25 +63,6 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 )
 
-// Option changes how Run runs the suite.
-type Option func(*config)
-
-type config struct {
-	skip map[string]string
-}
-
-// Skip skips the property (the subtest) called name, saying why. It is for a Saver with a known,
-// reported deviation from the contract, so that its other properties stay checked; the skip shows
-// in the test output with its reason.
-func Skip(name, reason string) Option {
-	return func(c *config) {
-		if c.skip == nil {
-			c.skip = map[string]string{}
-		}
-		c.skip[name] = reason
-	}
-}
-
 // A property is one subtest of the suite.
 type property struct {
 	name string
@@ -113,26 +94,10 @@ var properties = []property{
 // Run checks that the savers newSaver makes follow the contract of checkpoint.Saver. newSaver is
 // called once per property and must return a new, empty saver; it may register its cleanup with
 // t.Cleanup.
-func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver, opts ...Option) {
+func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 	t.Helper()
-	var c config
-	for _, o := range opts {
-		o(&c)
-	}
-	known := map[string]bool{}
-	for _, p := range properties {
-		known[p.name] = true
-	}
-	for name := range c.skip {
-		if !known[name] {
-			t.Errorf("checkpointtest: Skip names an unknown property %q", name)
-		}
-	}
 	for _, p := range properties {
 		t.Run(p.name, func(t *testing.T) {
-			if reason, ok := c.skip[p.name]; ok {
-				t.Skip(reason)
-			}
 			s := newSaver(t)
 			if s == nil {
 				t.Fatal("checkpointtest: newSaver returned nil")
