@@ -1,0 +1,160 @@
+// Package scripted is a deterministic providers.Model: it plays a script of answers, or answers
+// with a function of the conversation. Tests and the offline demo use it in place of a real
+// model; a Recorder captures a real model's answers as such a script.
+package scripted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// ErrScriptEnded is returned by a Model asked for more answers than its script has.
+var ErrScriptEnded = errors.New("scripted: the script has no more answers")
+
+// Turn is one scripted answer: text, tool calls, or both; or an error.
+type Turn struct {
+	Text  string       `json:"text,omitempty"`
+	Calls []tools.Call `json:"calls,omitempty"`
+	// Stop defaults to tool_use when there are calls and to end otherwise.
+	Stop  providers.StopReason `json:"stop,omitempty"`
+	Usage providers.Usage      `json:"usage,omitempty"`
+	// Err, when set, is returned instead of an answer (for example a *providers.Error).
+	Err error `json:"-"`
+}
+
+// Response turns the turn into the answer a model would give.
+func (t Turn) Response(model string) providers.Response {
+	msg := providers.Message{Role: providers.Assistant}
+	if t.Text != "" {
+		msg.Parts = append(msg.Parts, providers.Text(t.Text))
+	}
+	for i := range t.Calls {
+		c := t.Calls[i]
+		msg.Parts = append(msg.Parts, providers.Part{Type: providers.ToolCallPart, ToolCall: &c})
+	}
+	stop := t.Stop
+	if stop == "" {
+		stop = providers.StopEnd
+		if len(t.Calls) > 0 {
+			stop = providers.StopToolUse
+		}
+	}
+	return providers.Response{Message: msg, StopReason: stop, Usage: t.Usage, Model: model}
+}
+
+// Func answers a request; it sees the whole conversation.
+type Func func(ctx context.Context, req providers.Request) (Turn, error)
+
+// Model plays a script. It is safe for concurrent use: turns are handed out in the order the calls
+// arrive.
+type Model struct {
+	name string
+	fn   Func
+
+	mu       sync.Mutex
+	turns    []Turn
+	next     int
+	requests []providers.Request
+}
+
+// New returns a model named "scripted/<name>" that answers with turns, one per call, in order,
+// and fails with ErrScriptEnded after the last.
+func New(name string, turns ...Turn) *Model {
+	return &Model{name: name, turns: turns}
+}
+
+// NewFunc returns a model named "scripted/<name>" that answers every call with fn.
+func NewFunc(name string, fn Func) *Model {
+	return &Model{name: name, fn: fn}
+}
+
+// Name returns "scripted/<name>".
+func (m *Model) Name() string { return "scripted/" + m.name }
+
+// Generate answers with the next turn (or the function). Text is streamed to req.OnText word by
+// word, as a real model would.
+func (m *Model) Generate(ctx context.Context, req providers.Request) (providers.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return providers.Response{}, err
+	}
+	m.mu.Lock()
+	m.requests = append(m.requests, req)
+	var (
+		turn Turn
+		err  error
+	)
+	if m.fn == nil {
+		if m.next >= len(m.turns) {
+			err = fmt.Errorf("%w (%s played all %d)", ErrScriptEnded, m.Name(), len(m.turns))
+		} else {
+			turn = m.turns[m.next]
+			m.next++
+		}
+	}
+	m.mu.Unlock()
+	if m.fn != nil {
+		turn, err = m.fn(ctx, req)
+	}
+	if err == nil {
+		err = turn.Err
+	}
+	if err != nil {
+		return providers.Response{}, err
+	}
+	if req.OnText != nil && turn.Text != "" {
+		for _, w := range strings.SplitAfter(turn.Text, " ") {
+			req.OnText(w)
+		}
+	}
+	return turn.Response(m.Name()), nil
+}
+
+// Requests returns the requests the model got, in order.
+func (m *Model) Requests() []providers.Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]providers.Request(nil), m.requests...)
+}
+
+// Remaining returns how many scripted turns have not been played.
+func (m *Model) Remaining() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.turns) - m.next
+}
+
+// Recorder wraps a model and keeps its answers as turns, to be replayed later by New.
+type Recorder struct {
+	providers.Model
+	mu    sync.Mutex
+	turns []Turn
+}
+
+// Record returns a Recorder around m.
+func Record(m providers.Model) *Recorder { return &Recorder{Model: m} }
+
+// Generate calls the wrapped model and records its answer. Opaque provider blocks are not part of
+// a turn and are not recorded.
+func (r *Recorder) Generate(ctx context.Context, req providers.Request) (providers.Response, error) {
+	resp, err := r.Model.Generate(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	r.mu.Lock()
+	r.turns = append(r.turns, Turn{Text: resp.Message.Text(), Calls: resp.Message.ToolCalls(), Stop: resp.StopReason, Usage: resp.Usage})
+	r.mu.Unlock()
+	return resp, nil
+}
+
+// Script returns the recorded turns, in the order the answers came.
+func (r *Recorder) Script() []Turn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Turn(nil), r.turns...)
+}
