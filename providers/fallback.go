@@ -21,7 +21,8 @@ const (
 
 // WithTextTools gives tool calling to a model that has none natively, through the prompt.
 //
-// The returned Model has m's name. A request without tools goes to m unchanged. A request with
+// The returned Model has m's name. A request without tools goes to m with its conversation
+// rewritten as text (see below) and its answer unparsed. A request with
 // tools goes to m without them: its system prompt gains a section that lists each tool (name,
 // description, JSON schema), explains the call format
 //
@@ -48,6 +49,9 @@ func (t *textTools) Name() string { return t.inner.Name() }
 
 func (t *textTools) Generate(ctx context.Context, req Request) (Response, error) {
 	if len(req.Tools) == 0 {
+		// No tools offered: nothing to parse back, but earlier calls and results of the
+		// conversation must still reach m as text it can read.
+		req.Messages = textConversation(req.Messages)
 		return t.inner.Generate(ctx, req)
 	}
 	in := req

@@ -200,6 +200,32 @@ func TestTextToolsPassThroughWithoutTools(t *testing.T) {
 	}
 }
 
+// Without tools in the request, earlier calls and results of the conversation still reach the
+// inner model as text.
+func TestTextToolsWithoutToolsRendersEarlierCalls(t *testing.T) {
+	inner := scripted.New("inner", scripted.Turn{Text: "ok"})
+	call := tools.Call{ID: "c1", Name: "read", Args: json.RawMessage(`{"path":"a"}`)}
+	req := providers.Request{Messages: []providers.Message{
+		providers.UserText("read a"),
+		{Role: providers.Assistant, Parts: []providers.Part{{Type: providers.ToolCallPart, ToolCall: &call}}},
+		providers.ToolResults([]tools.Result{{CallID: "c1", Name: "read", Content: "hello"}}),
+	}}
+	if _, err := providers.WithTextTools(inner).Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	got := inner.Requests()[0].Messages
+	for _, m := range got {
+		for _, p := range m.Parts {
+			if p.Type != providers.TextPart {
+				t.Fatalf("a %s part reached the inner model: %+v", p.Type, got)
+			}
+		}
+	}
+	if !strings.Contains(got[1].Text(), "<tool_call>") || !strings.Contains(got[2].Text(), "hello") {
+		t.Errorf("conversation not rendered: %+v", got)
+	}
+}
+
 func TestTextToolsConversation(t *testing.T) {
 	inner := scripted.New("inner", scripted.Turn{Text: "done"})
 	msgs := []providers.Message{
