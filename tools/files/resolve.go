@@ -1,0 +1,154 @@
+package files
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// access is what a tool wants to do with a path.
+type access int
+
+const (
+	accessNone  access = iota // resolve only, no policy check
+	accessRead                // CanRead
+	accessWrite               // CanWrite
+	accessEdit                // CanRead and CanWrite
+	accessList                // CanRead, or CanList if the policy is a Lister
+)
+
+// workspace is the root and policy the tools share.
+type workspace struct {
+	root   string // absolute, possibly through symlinks
+	policy Policy
+}
+
+// target is a resolved path.
+type target struct {
+	rel    string // the path as given, cleaned and slash-separated
+	real   string // its real location relative to the real root, slash-separated ("." for the root)
+	exists bool   // whether the whole path exists
+}
+
+// resolve is the single gate every tool passes a path through: it cleans the path, refuses
+// absolute paths and ".." escapes, resolves symlinks on the longest existing prefix, refuses a
+// real location outside the real root, and asks the policy (for a). realRoot is the root's real
+// path, to open an [os.Root] on.
+func (w *workspace) resolve(p string, a access) (t target, realRoot string, err error) {
+	shown := p
+	if p == "" {
+		p = "."
+	}
+	if strings.ContainsRune(p, 0) {
+		return target{}, "", denied("path %q contains a NUL byte", shown)
+	}
+	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || filepath.VolumeName(p) != "" {
+		return target{}, "", denied("path %q is absolute: give paths relative to the workspace root, like \"notes/todo.md\"", shown)
+	}
+	rel := path.Clean(filepath.ToSlash(p))
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		return target{}, "", denied("path %q leads outside the workspace: paths are relative to the workspace root and may not climb above it with \"..\"", shown)
+	}
+	realRoot, err = filepath.EvalSymlinks(w.root)
+	if err != nil {
+		return target{}, "", fmt.Errorf("the workspace root is not available: %v", unwrapPath(err))
+	}
+
+	var parts []string
+	if rel != "." {
+		parts = strings.Split(rel, "/")
+	}
+	realPrefix := ""
+	i := len(parts)
+	for ; i >= 0; i-- {
+		cand := filepath.Join(realRoot, filepath.FromSlash(strings.Join(parts[:i], "/")))
+		r, err := filepath.EvalSymlinks(cand)
+		if err == nil {
+			realPrefix = r
+			break
+		}
+		switch {
+		case errors.Is(err, syscall.ENOTDIR):
+			return target{}, "", fmt.Errorf("path %q goes through a file as if it were a directory", rel)
+		case !errors.Is(err, fs.ErrNotExist):
+			return target{}, "", fmt.Errorf("cannot resolve path %q: %v", rel, unwrapPath(err))
+		}
+		if _, lerr := os.Lstat(cand); lerr == nil {
+			// It exists but cannot be resolved: a symlink whose target is missing.
+			return target{}, "", denied("path %q goes through a broken symbolic link (%q); it cannot be used",
+				rel, strings.Join(parts[:i], "/"))
+		}
+	}
+	if i < 0 { // cannot happen: the real root itself exists
+		return target{}, "", fmt.Errorf("cannot resolve path %q", rel)
+	}
+	full := filepath.Join(append([]string{realPrefix}, parts[i:]...)...)
+	realRel, err := filepath.Rel(realRoot, full)
+	if err != nil || realRel == ".." || strings.HasPrefix(realRel, ".."+string(filepath.Separator)) || filepath.IsAbs(realRel) {
+		return target{}, "", denied("path %q is a symbolic link (or goes through one) that leads outside the workspace; only files inside the workspace can be used", rel)
+	}
+	t = target{rel: rel, real: filepath.ToSlash(realRel), exists: i == len(parts)}
+	if err := w.allow(t.rel, t.real, a); err != nil {
+		return target{}, "", err
+	}
+	return t, realRoot, nil
+}
+
+// allow asks the policy about rel and, if a symlink makes it differ, about real.
+func (w *workspace) allow(rel, real string, a access) error {
+	if a == accessNone {
+		return nil
+	}
+	if err := w.check(rel, a); err != nil {
+		return err
+	}
+	if real != rel {
+		if err := w.check(real, a); err != nil {
+			return fmt.Errorf("%q is a symbolic link to %q, and %w", rel, real, err)
+		}
+	}
+	return nil
+}
+
+func (w *workspace) check(rel string, a access) error {
+	switch a {
+	case accessRead:
+		return w.policy.CanRead(rel)
+	case accessWrite:
+		return w.policy.CanWrite(rel)
+	case accessEdit:
+		if err := w.policy.CanRead(rel); err != nil {
+			return err
+		}
+		return w.policy.CanWrite(rel)
+	case accessList:
+		err := w.policy.CanRead(rel)
+		if err == nil {
+			return nil
+		}
+		if l, ok := w.policy.(Lister); ok {
+			return l.CanList(rel)
+		}
+		return err
+	}
+	return nil
+}
+
+// unwrapPath drops the absolute host path from a *fs.PathError, leaving the cause, so that
+// messages to the model do not reveal where the workspace lives.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
