@@ -7,6 +7,7 @@ require github.com/google/uuid v1.6.0
 require (
 	github.com/invopop/jsonschema v0.14.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/net v0.62.0
 	modernc.org/sqlite v1.61.1
 )
 
