@@ -133,22 +133,30 @@ func Tavily(apiKey string, opts ...BackendOption) Backend {
 			return nil, err
 		}
 		req.Header.Set("Authorization", "Bearer "+b.key)
-		var resp struct {
-			Results []struct {
-				Title   string `json:"title"`
-				URL     string `json:"url"`
-				Content string `json:"content"`
-			} `json:"results"`
-		}
+		var resp contentResults
 		if err := b.do(req, &resp); err != nil {
 			return nil, err
 		}
-		out := make([]Result, 0, len(resp.Results))
-		for _, r := range resp.Results {
-			out = append(out, Result{Title: r.Title, URL: r.URL, Snippet: r.Content})
-		}
-		return out, nil
+		return resp.first(n), nil
 	})
+}
+
+// contentResults is the response shape Tavily and SearXNG share.
+type contentResults struct {
+	Results []struct {
+		Title   string `json:"title"`
+		URL     string `json:"url"`
+		Content string `json:"content"`
+	} `json:"results"`
+}
+
+// first returns up to n of the results.
+func (c contentResults) first(n int) []Result {
+	out := make([]Result, 0, min(n, len(c.Results)))
+	for _, r := range c.Results[:min(n, len(c.Results))] {
+		out = append(out, Result{Title: r.Title, URL: r.URL, Snippet: r.Content})
+	}
+	return out
 }
 
 // SearXNG returns a backend for a SearXNG instance at baseURL (GET <baseURL>/search?q=...&
@@ -168,27 +176,14 @@ func SearXNG(baseURL string, opts ...BackendOption) Backend {
 		if err != nil {
 			return nil, fmt.Errorf("SearXNG search: %v", err)
 		}
-		var resp struct {
-			Results []struct {
-				Title   string `json:"title"`
-				URL     string `json:"url"`
-				Content string `json:"content"`
-			} `json:"results"`
-		}
+		var resp contentResults
 		if err := b.do(req, &resp); err != nil {
 			if strings.Contains(err.Error(), "HTTP 403") {
 				err = fmt.Errorf("%w (is the json format enabled in the instance's settings.yml, search.formats?)", err)
 			}
 			return nil, err
 		}
-		out := make([]Result, 0, min(n, len(resp.Results)))
-		for _, r := range resp.Results {
-			if len(out) == n {
-				break
-			}
-			out = append(out, Result{Title: r.Title, URL: r.URL, Snippet: r.Content})
-		}
-		return out, nil
+		return resp.first(n), nil
 	})
 }
 
