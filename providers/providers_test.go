@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -79,5 +80,26 @@ func TestMessagesRoundTripAsJSON(t *testing.T) {
 	specs := providers.Specs([]tools.Tool{{Name: "a", Description: "does a", Schema: json.RawMessage(`{"type":"object"}`)}})
 	if len(specs) != 1 || specs[0].Name != "a" || string(specs[0].Schema) != `{"type":"object"}` {
 		t.Errorf("specs %+v", specs)
+	}
+}
+
+func TestPricesLongestPrefixAndCost(t *testing.T) {
+	ps := providers.Prices{
+		"claude-sonnet":     {Input: 1},
+		"claude-sonnet-4-5": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	}
+	p, ok := ps.Lookup("claude-sonnet-4-5-20250929")
+	if !ok || p.Input != 3 {
+		t.Fatalf("Lookup = %+v, %v; want the longest prefix, claude-sonnet-4-5", p, ok)
+	}
+	if _, ok := ps.Lookup("gpt-4o"); ok {
+		t.Fatal("Lookup matched a model with no price")
+	}
+	u := ps.Priced("claude-sonnet-4-5", providers.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 1_000_000, CacheWriteTokens: 1_000_000})
+	if want := 3 + 1.5 + 0.3 + 3.75; math.Abs(u.CostUSD-want) > 1e-9 {
+		t.Fatalf("CostUSD = %v, want %v", u.CostUSD, want)
+	}
+	if u := ps.Priced("mystery", providers.Usage{InputTokens: 10}); u.CostUSD != 0 {
+		t.Fatalf("unknown model priced at %v", u.CostUSD)
 	}
 }
