@@ -1,0 +1,88 @@
+package runtime
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/agiraph/agiraph/providers"
+)
+
+// Kind says what an Event reports.
+type Kind string
+
+// The event kinds.
+const (
+	Started         Kind = "started"          // the assignment began (Text: the runtime's account of how)
+	ModelTurn       Kind = "model_turn"       // the model answered (Text: its text; Usage: the turn's)
+	ToolCalled      Kind = "tool_called"      // a tool was called (Tool: name, id, args)
+	ToolResult      Kind = "tool_result"      // a tool answered (Tool: with Result and IsError)
+	MessageSent     Kind = "message_sent"     // the worker sent a message (Message)
+	MessageReceived Kind = "message_received" // a message reached the worker (Message)
+	AskedHuman      Kind = "asked_human"      // the worker asked the human (Text: the question)
+	Retrying        Kind = "retrying"         // a failed call is being tried again (Text: why)
+	Compacted       Kind = "compacted"        // the conversation was compacted (Text: where the old one went)
+	Output          Kind = "output"           // a line a CLI agent printed outside its protocol (Text)
+	Ended           Kind = "ended"            // the assignment ended (Status; Text: the summary or the error; Usage: the total)
+)
+
+// Event is one thing that happened during an assignment.
+type Event struct {
+	Time       time.Time        `json:"time"`
+	Kind       Kind             `json:"kind"`
+	Assignment string           `json:"assignment"`
+	Node       string           `json:"node,omitempty"`
+	Worker     string           `json:"worker,omitempty"`
+	Text       string           `json:"text,omitempty"`
+	Tool       *ToolEvent       `json:"tool,omitempty"`
+	Message    *Message         `json:"message,omitempty"`
+	Usage      *providers.Usage `json:"usage,omitempty"`
+	Status     Status           `json:"status,omitempty"` // for Ended
+}
+
+// ToolEvent describes a tool call and, once it answered, its result.
+type ToolEvent struct {
+	ID      string          `json:"id,omitempty"`
+	Name    string          `json:"name"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Result  string          `json:"result,omitempty"`
+	IsError bool            `json:"is_error,omitempty"`
+}
+
+// Sink receives events. It must not block for long: the worker waits for it.
+type Sink func(Event)
+
+// Reporter stamps events with their assignment's identity and time and passes them to a sink;
+// a nil sink drops them. Adapters use one per Run.
+type Reporter struct {
+	a    Assignment
+	sink Sink
+	now  func() time.Time
+}
+
+// NewReporter returns a Reporter for a's events.
+func NewReporter(a Assignment, sink Sink) *Reporter {
+	return &Reporter{a: a, sink: sink, now: time.Now}
+}
+
+// Emit reports e, filling its time, assignment, node and worker.
+func (r *Reporter) Emit(e Event) {
+	if r.sink == nil {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time = r.now()
+	}
+	e.Assignment, e.Node, e.Worker = r.a.ID, r.a.Node, r.a.Worker
+	r.sink(e)
+}
+
+// End reports the end of the assignment, with the summary or err's text, and returns o and err
+// unchanged, so adapters can end Run with it.
+func (r *Reporter) End(o Outcome, err error) (Outcome, error) {
+	u, text := o.Usage, o.Summary
+	if err != nil {
+		text = err.Error()
+	}
+	r.Emit(Event{Kind: Ended, Text: text, Usage: &u, Status: o.Status})
+	return o, err
+}

@@ -1,0 +1,177 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/agiraph/agiraph/tools"
+)
+
+// Report collects, through the work tools, how a worker ends its assignment and what it asks of
+// the coordinator. It is safe for concurrent use.
+type Report struct {
+	mu sync.Mutex
+	o  Outcome
+}
+
+// NewReport returns a report that starts from what an earlier part of the same assignment
+// reported (its Status, Summary, Published, Suggestions and SubNodes), for a worker that resumes.
+func NewReport(prev Outcome) *Report {
+	return &Report{o: Outcome{
+		Status: prev.Status, Summary: prev.Summary,
+		Published:   append([]string(nil), prev.Published...),
+		Suggestions: append([]string(nil), prev.Suggestions...),
+		SubNodes:    append([]SubNode(nil), prev.SubNodes...),
+	}}
+}
+
+// Outcome returns what the worker reported so far.
+func (r *Report) Outcome() Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.o
+	o.Published = append([]string(nil), o.Published...)
+	o.Suggestions = append([]string(nil), o.Suggestions...)
+	o.SubNodes = append([]SubNode(nil), o.SubNodes...)
+	return o
+}
+
+// Done reports whether the worker published or checkpointed.
+func (r *Report) Done() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.o.Status == Published || r.o.Status == Checkpointed
+}
+
+// end records the end the worker chose; it fails if the worker already ended.
+func (r *Report) end(s Status, summary string, published []string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.o.Status == Published || r.o.Status == Checkpointed {
+		return fmt.Errorf("this assignment already ended (%s)", r.o.Status)
+	}
+	r.o.Status, r.o.Summary, r.o.Published = s, summary, published
+	return nil
+}
+
+// The arguments of the work tools.
+type (
+	// PublishArgs are publish's arguments.
+	PublishArgs struct {
+		Summary string `json:"summary" jsonschema:"description=What you produced and where it is, in a few sentences"`
+	}
+	// CheckpointArgs are checkpoint's arguments.
+	CheckpointArgs struct {
+		Summary string `json:"summary" jsonschema:"description=What this stage achieved and what remains"`
+	}
+	// SuggestArgs are suggest_next's arguments.
+	SuggestArgs struct {
+		Suggestion string `json:"suggestion" jsonschema:"description=What work should be done next and why"`
+	}
+	// SubNodeArgs are create_work_node's arguments.
+	SubNodeArgs struct {
+		Task string            `json:"task" jsonschema:"description=The sub-task: what to do and what to produce"`
+		Refs map[string]string `json:"refs,omitempty" jsonschema:"description=Inputs it needs: a name for each and the path of another node's published output"`
+	}
+	// SendArgs are send_message's arguments.
+	SendArgs struct {
+		To      string `json:"to" jsonschema:"description=The recipient: a worker's name or role, coordinator, human, or * for everyone"`
+		Content string `json:"content"`
+	}
+	// NoArgs are the arguments of a tool that takes none.
+	NoArgs struct{}
+)
+
+// WorkTools returns the tools through which a worker ends its assignment and talks to the rest
+// of the run: publish, checkpoint, suggest_next and create_work_node report into r;
+// send_message and check_messages use a.Mailbox (they are left out when it is nil). Events for
+// the messages go to rep.
+func WorkTools(a Assignment, r *Report, rep *Reporter) []tools.Tool {
+	ts := []tools.Tool{
+		tools.Func("publish", "Finish this assignment: move your outputs from scratch/ to published/, where other nodes can read them.",
+			func(ctx context.Context, args PublishArgs) (string, error) {
+				if r.Done() {
+					return "", errors.New("this assignment already ended")
+				}
+				files, err := a.Dir.Publish()
+				if err != nil {
+					return "", err
+				}
+				if err := r.end(Published, args.Summary, files); err != nil {
+					return "", err
+				}
+				if len(files) == 0 {
+					return "Published (scratch/ held no files).", nil
+				}
+				return "Published: " + strings.Join(files, ", "), nil
+			},
+			tools.WithGuidance("Call publish once, when your outputs are complete and written to files in your scratch directory; the assignment ends with it. Published files cannot be changed afterwards.")),
+		tools.Func("checkpoint", "End this stage of the work with a summary; the node stays open and may be assigned again.",
+			func(ctx context.Context, args CheckpointArgs) (string, error) {
+				if err := r.end(Checkpointed, args.Summary, nil); err != nil {
+					return "", err
+				}
+				return "Checkpointed.", nil
+			},
+			tools.WithGuidance("Call checkpoint instead of publish when a stage is done but the work is not: for example after asking for sub-tasks with create_work_node, to wait for them.")),
+		tools.Func("suggest_next", "Suggest follow-up work to the coordinator, who decides whether to do it.",
+			func(ctx context.Context, args SuggestArgs) (string, error) {
+				r.mu.Lock()
+				r.o.Suggestions = append(r.o.Suggestions, args.Suggestion)
+				r.mu.Unlock()
+				return "Noted; the coordinator will see it when this assignment ends.", nil
+			}),
+		tools.Func("create_work_node", "Ask for a sub-task to be put on the work board and picked up by a worker.",
+			func(ctx context.Context, args SubNodeArgs) (string, error) {
+				if strings.TrimSpace(args.Task) == "" {
+					return "", errors.New("task is empty")
+				}
+				r.mu.Lock()
+				r.o.SubNodes = append(r.o.SubNodes, SubNode(args))
+				n := len(r.o.SubNodes)
+				r.mu.Unlock()
+				return fmt.Sprintf("Sub-task %d requested; it is created when this assignment ends. Checkpoint to wait for its result.", n), nil
+			}),
+	}
+	if a.Mailbox == nil {
+		return ts
+	}
+	return append(ts,
+		tools.Func("send_message", "Send a message to another worker, the coordinator or the human.",
+			func(ctx context.Context, args SendArgs) (string, error) {
+				if err := a.Mailbox.Send(ctx, args.To, args.Content); err != nil {
+					return "", err
+				}
+				rep.Emit(Event{Kind: MessageSent, Message: &Message{From: a.Worker, To: args.To, Body: args.Content}})
+				return "Sent to " + args.To + ".", nil
+			},
+			tools.WithGuidance("Messages sent to you appear in the conversation as they arrive, marked [Message from NAME]; check_messages fetches any that came in meanwhile.")),
+		tools.Func("check_messages", "Fetch messages that arrived for you.",
+			func(ctx context.Context, _ NoArgs) (string, error) {
+				msgs := a.Mailbox.Receive()
+				if len(msgs) == 0 {
+					return "No new messages.", nil
+				}
+				for i := range msgs {
+					rep.Emit(Event{Kind: MessageReceived, Message: &msgs[i]})
+				}
+				return FormatMessages(msgs), nil
+			}, tools.Safe()),
+	)
+}
+
+// FormatMessages renders messages the way workers see them: "[Message from NAME]: body", one
+// per paragraph.
+func FormatMessages(msgs []Message) string {
+	var b strings.Builder
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "[Message from %s]: %s", m.From, m.Body)
+	}
+	return b.String()
+}
