@@ -1,0 +1,255 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/tools"
+)
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPublishMovesOutputsAndLeavesProtocolFiles(t *testing.T) {
+	d := runtime.NodeDir(t.TempDir())
+	write(t, filepath.Join(d.Scratch(), "report.md"), "report")
+	write(t, filepath.Join(d.Scratch(), "data", "a.json"), "{}")
+	write(t, filepath.Join(d.Scratch(), "_outbox.md"), "protocol")
+	write(t, filepath.Join(d.Scratch(), ".hidden"), "x")
+
+	files, err := d.Publish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"data/a.json", "report.md"}; !reflect.DeepEqual(files, want) {
+		t.Fatalf("published %v, want %v", files, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(d.Published(), "report.md")); err != nil || string(b) != "report" {
+		t.Fatalf("published report.md = %q, %v", b, err)
+	}
+	info, err := os.Stat(filepath.Join(d.Published(), "report.md"))
+	if err != nil || info.Mode().Perm()&0o222 != 0 {
+		t.Fatalf("published file mode %v, %v; want read-only", info.Mode(), err)
+	}
+	for _, stays := range []string{"_outbox.md", ".hidden"} {
+		if _, err := os.Stat(filepath.Join(d.Scratch(), stays)); err != nil {
+			t.Errorf("%s left scratch/: %v", stays, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(d.Scratch(), "report.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("report.md still in scratch/: %v", err)
+	}
+}
+
+func TestPublishNeverReplacesAPublishedFile(t *testing.T) {
+	d := runtime.NodeDir(t.TempDir())
+	write(t, filepath.Join(d.Scratch(), "report.md"), "v1")
+	if _, err := d.Publish(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(d.Scratch(), "report.md"), "v2")
+	write(t, filepath.Join(d.Scratch(), "other.md"), "other")
+	_, err := d.Publish()
+	if err == nil || !strings.Contains(err.Error(), "report.md") {
+		t.Fatalf("second publish: err = %v, want one naming report.md", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(d.Published(), "report.md")); string(b) != "v1" {
+		t.Fatalf("published report.md = %q, want v1 kept", b)
+	}
+	if _, err := os.Stat(filepath.Join(d.Published(), "other.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a refused publish moved other files")
+	}
+}
+
+// mailbox is a Mailbox over slices.
+type mailbox struct {
+	mu   sync.Mutex
+	in   []runtime.Message
+	sent []runtime.Message
+}
+
+func (m *mailbox) Receive() []runtime.Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in := m.in
+	m.in = nil
+	return in
+}
+
+func (m *mailbox) Send(_ context.Context, to, body string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent = append(m.sent, runtime.Message{To: to, Body: body})
+	return nil
+}
+
+func run(t *testing.T, reg *tools.Registry, name string, args any) tools.Result {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	return reg.Run(context.Background(), []tools.Call{{ID: "1", Name: name, Args: raw}})[0]
+}
+
+func TestWorkToolsReportTheEnd(t *testing.T) {
+	d := runtime.NodeDir(t.TempDir())
+	write(t, filepath.Join(d.Scratch(), "findings.md"), "found")
+	mb := &mailbox{in: []runtime.Message{{From: "bob", Body: "hi"}}}
+	var events []runtime.Event
+	a := runtime.Assignment{ID: "a1", Node: "n1", Worker: "alice", Dir: d, Mailbox: mb}
+	rep := runtime.NewReporter(a, func(e runtime.Event) { events = append(events, e) })
+	report := runtime.NewReport(runtime.Outcome{})
+	reg, err := tools.NewRegistry(runtime.WorkTools(a, report, rep))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if r := run(t, reg, "suggest_next", runtime.SuggestArgs{Suggestion: "check AMD too"}); r.IsError {
+		t.Fatal(r.Content)
+	}
+	if r := run(t, reg, "create_work_node", runtime.SubNodeArgs{Task: "benchmark", Refs: map[string]string{"in": "n1/published/findings.md"}}); r.IsError {
+		t.Fatal(r.Content)
+	}
+	if r := run(t, reg, "create_work_node", runtime.SubNodeArgs{Task: "  "}); !r.IsError {
+		t.Fatal("an empty sub-task was accepted")
+	}
+	if r := run(t, reg, "send_message", runtime.SendArgs{To: "coordinator", Content: "halfway"}); r.IsError {
+		t.Fatal(r.Content)
+	}
+	if r := run(t, reg, "check_messages", runtime.NoArgs{}); r.Content != "[Message from bob]: hi" {
+		t.Fatalf("check_messages = %q", r.Content)
+	}
+	if r := run(t, reg, "check_messages", runtime.NoArgs{}); r.Content != "No new messages." {
+		t.Fatalf("second check_messages = %q", r.Content)
+	}
+	if report.Done() {
+		t.Fatal("done before publishing")
+	}
+	if r := run(t, reg, "publish", runtime.PublishArgs{Summary: "all found"}); r.IsError || !strings.Contains(r.Content, "findings.md") {
+		t.Fatalf("publish = %+v", r)
+	}
+	if r := run(t, reg, "checkpoint", runtime.CheckpointArgs{Summary: "again"}); !r.IsError {
+		t.Fatal("checkpoint after publish was accepted")
+	}
+
+	o := report.Outcome()
+	want := runtime.Outcome{
+		Status: runtime.Published, Summary: "all found", Published: []string{"findings.md"},
+		Suggestions: []string{"check AMD too"},
+		SubNodes:    []runtime.SubNode{{Task: "benchmark", Refs: map[string]string{"in": "n1/published/findings.md"}}},
+	}
+	if !reflect.DeepEqual(o, want) {
+		t.Fatalf("outcome %+v\nwant    %+v", o, want)
+	}
+	if len(mb.sent) != 1 || mb.sent[0].To != "coordinator" {
+		t.Fatalf("sent %+v", mb.sent)
+	}
+	var kinds []runtime.Kind
+	for _, e := range events {
+		kinds = append(kinds, e.Kind)
+		if e.Assignment != "a1" || e.Node != "n1" || e.Worker != "alice" || e.Time.IsZero() {
+			t.Errorf("event not stamped: %+v", e)
+		}
+	}
+	if want := []runtime.Kind{runtime.MessageSent, runtime.MessageReceived}; !reflect.DeepEqual(kinds, want) {
+		t.Fatalf("events %v, want %v", kinds, want)
+	}
+
+	// A worker that resumes starts from what it reported.
+	again := runtime.NewReport(o)
+	if !again.Done() || !reflect.DeepEqual(again.Outcome(), o) {
+		t.Fatalf("NewReport lost the earlier report: %+v", again.Outcome())
+	}
+}
+
+func TestWorkToolsWithoutMailboxHaveNoMessaging(t *testing.T) {
+	a := runtime.Assignment{Dir: runtime.NodeDir(t.TempDir())}
+	for _, tool := range runtime.WorkTools(a, runtime.NewReport(runtime.Outcome{}), runtime.NewReporter(a, nil)) {
+		if tool.Name == "send_message" || tool.Name == "check_messages" {
+			t.Fatalf("%s offered without a mailbox", tool.Name)
+		}
+	}
+}
+
+// runtimeFunc is a Runtime from a function.
+type runtimeFunc func(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error)
+
+func (f runtimeFunc) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+	return f(ctx, a, sink)
+}
+
+func TestWatchStopsASilentAssignment(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	silent := runtimeFunc(func(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+		sink(runtime.Event{Kind: runtime.ToolCalled, Tool: &runtime.ToolEvent{Name: "bash"}})
+		<-ctx.Done()
+		err := context.Cause(ctx)
+		return runtime.Outcome{Status: runtime.StatusOf(ctx, err)}, err
+	})
+	o, err := runtime.Watch(silent, 50*time.Millisecond).Run(context.Background(), runtime.Assignment{Dir: runtime.NodeDir(t.TempDir())}, nil)
+	if o.Status != runtime.Stalled || !errors.Is(err, runtime.ErrStalled) {
+		t.Fatalf("outcome %v, err %v; want stalled", o.Status, err)
+	}
+	if !strings.Contains(err.Error(), "tool_called bash") {
+		t.Fatalf("error %q does not say what the worker last did", err)
+	}
+}
+
+func TestWatchCountsFileWritesAsProgress(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	d := runtime.NodeDir(t.TempDir())
+	// The worker emits no events but writes a file at every tick for well over the stall time;
+	// the watchdog must let it finish.
+	busy := runtimeFunc(func(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+		for i := range 30 {
+			write(t, filepath.Join(a.Dir.Scratch(), "log.txt"), strings.Repeat("x", i))
+			select {
+			case <-ctx.Done():
+				return runtime.Outcome{Status: runtime.StatusOf(ctx, ctx.Err())}, context.Cause(ctx)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		return runtime.Outcome{Status: runtime.Published, Summary: "done"}, nil
+	})
+	o, err := runtime.Watch(busy, 150*time.Millisecond).Run(context.Background(), runtime.Assignment{Dir: d}, nil)
+	if err != nil || o.Status != runtime.Published {
+		t.Fatalf("outcome %v, err %v; want published", o.Status, err)
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dl, cancel2 := context.WithDeadline(context.Background(), time.Now())
+	defer cancel2()
+	for _, c := range []struct {
+		ctx  context.Context
+		err  error
+		want runtime.Status
+	}{
+		{context.Background(), errors.New("boom"), runtime.Failed},
+		{ctx, ctx.Err(), runtime.Cancelled},
+		{dl, dl.Err(), runtime.TimedOut},
+		{context.Background(), runtime.ErrStalled, runtime.Stalled},
+	} {
+		if got := runtime.StatusOf(c.ctx, c.err); got != c.want {
+			t.Errorf("StatusOf(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
