@@ -1,0 +1,294 @@
+package langchain
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxRecorded bounds the bytes of a body the transport keeps.
+const maxRecorded = 1 << 20
+
+// recorder holds what the transport saw of one Generate's HTTP exchange. langchaingo keeps only
+// an error's message; the recorder keeps the status, the retry-after header and the error body,
+// notices errors sent inside a stream, and reads the answering model's name.
+type recorder struct {
+	// dropTemperature removes the temperature langchaingo always sends (0 when unset).
+	dropTemperature bool
+
+	mu         sync.Mutex
+	status     int
+	retryAfter time.Duration
+	apiErr     *apiError // the error body, or the error chunk of a stream
+	inStream   bool      // apiErr came inside a stream
+	connErr    error     // the request or the body's reading failed
+	model      string
+}
+
+type recorderKey struct{}
+
+func withRecorder(ctx context.Context, r *recorder) context.Context {
+	return context.WithValue(ctx, recorderKey{}, r)
+}
+
+func recorderFrom(ctx context.Context) *recorder {
+	r, _ := ctx.Value(recorderKey{}).(*recorder)
+	return r
+}
+
+// apiError is the error object of OpenAI-style error bodies and stream chunks.
+type apiError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    any    `json:"code"` // a string, a number (some compatible servers) or null
+}
+
+// code returns the error's code as text.
+func (e *apiError) code() string {
+	switch c := e.Code.(type) {
+	case string:
+		return c
+	case float64:
+		return strconv.Itoa(int(c))
+	}
+	return ""
+}
+
+// sniffed is what the transport reads of a body or a chunk.
+type sniffed struct {
+	Model string    `json:"model"`
+	Error *apiError `json:"error"`
+}
+
+// streamError returns the error chunk of a stream, which langchaingo skips, as an error.
+func (r *recorder) streamError() error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.apiErr != nil && r.inStream {
+		return errors.New(r.apiErr.Message)
+	}
+	return nil
+}
+
+// answerModel returns the model named in the answer ("" if unknown).
+func (r *recorder) answerModel() string {
+	if r == nil {
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.model
+}
+
+// snapshot returns a copy of the recorded facts, for reading without the lock.
+func (r *recorder) snapshot() (status int, retryAfter time.Duration, apiErr *apiError, connErr error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status, r.retryAfter, r.apiErr, r.connErr
+}
+
+func (r *recorder) sniff(data []byte, inStream bool) {
+	var s sniffed
+	if json.Unmarshal(data, &s) != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.model == "" {
+		r.model = s.Model
+	}
+	if s.Error != nil && r.apiErr == nil {
+		r.apiErr, r.inStream = s.Error, inStream
+	}
+}
+
+func (r *recorder) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.connErr == nil {
+		r.connErr = err
+	}
+}
+
+// transport is the RoundTripper of services' HTTP clients: it fills the recorder found in the
+// request's context, if any.
+type transport struct {
+	base http.RoundTripper
+}
+
+// recordingClient returns a copy of c (http.DefaultClient's settings when nil) whose transport
+// records calls.
+func recordingClient(c *http.Client) *http.Client {
+	out := &http.Client{}
+	if c != nil {
+		*out = *c
+	}
+	base := out.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	out.Transport = &transport{base: base}
+	return out
+}
+
+// RoundTrip sends req and records its answer.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := recorderFrom(req.Context())
+	if rec == nil {
+		return t.base.RoundTrip(req)
+	}
+	if rec.dropTemperature {
+		var err error
+		if req, err = withoutTemperature(req); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		rec.fail(err)
+		return nil, err
+	}
+	rec.mu.Lock()
+	rec.status = resp.StatusCode
+	rec.retryAfter = retryAfter(resp.Header)
+	rec.mu.Unlock()
+	if resp.StatusCode >= 400 {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxRecorded))
+		resp.Body.Close()
+		if err != nil {
+			rec.fail(err)
+		}
+		rec.sniff(body, false)
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return resp, nil
+	}
+	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	resp.Body = &sniffer{ReadCloser: resp.Body, rec: rec, stream: stream}
+	return resp, nil
+}
+
+// withoutTemperature returns a copy of req whose JSON body has no "temperature".
+func withoutTemperature(req *http.Request) (*http.Request, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, nil
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) == nil && fields != nil {
+		if _, ok := fields["temperature"]; ok {
+			delete(fields, "temperature")
+			if b, err := json.Marshal(fields); err == nil {
+				body = b
+			}
+		}
+	}
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return out, nil
+}
+
+// retryAfter reads a retry-after header: seconds, or an HTTP date.
+func retryAfter(h http.Header) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// sniffer reads a successful body through to the recorder: each "data:" line of a stream, or
+// the whole JSON body (on EOF or close, whichever comes first).
+type sniffer struct {
+	io.ReadCloser
+	rec    *recorder
+	stream bool
+
+	mu   sync.Mutex
+	buf  []byte
+	done bool
+}
+
+func (s *sniffer) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done {
+		s.buf = append(s.buf, p[:n]...)
+		if s.stream {
+			s.lines()
+		} else if len(s.buf) > maxRecorded {
+			s.buf, s.done = nil, true
+		}
+	}
+	switch {
+	case err == io.EOF:
+		s.end()
+	case err != nil:
+		s.rec.fail(err)
+	}
+	return n, err
+}
+
+func (s *sniffer) Close() error {
+	s.mu.Lock()
+	s.end()
+	s.mu.Unlock()
+	return s.ReadCloser.Close()
+}
+
+// lines sniffs the complete lines of a stream read so far.
+func (s *sniffer) lines() {
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			return
+		}
+		line := bytes.TrimSpace(s.buf[:i])
+		s.buf = s.buf[i+1:]
+		if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			data = bytes.TrimSpace(data)
+			// Once the model is known only error chunks matter: skip decoding the others.
+			known := s.rec.answerModel() != "" && !bytes.Contains(data, []byte(`"error"`))
+			if len(data) > 0 && data[0] == '{' && !known {
+				s.rec.sniff(data, true)
+			}
+		}
+	}
+}
+
+// end sniffs what is left, once.
+func (s *sniffer) end() {
+	if s.done {
+		return
+	}
+	s.done = true
+	if s.stream {
+		s.buf = append(s.buf, '\n')
+		s.lines()
+	} else {
+		s.rec.sniff(s.buf, false)
+	}
+	s.buf = nil
+}
