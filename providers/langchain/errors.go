@@ -36,8 +36,10 @@ func (m *Model) fromRecorder(err error, rec *recorder) *providers.Error {
 		e := m.fail(refine(kindOfType(apiErr), apiErr), apiErr.Message, nil)
 		e.Status = status
 		return e
-	case connErr != nil:
-		return m.fail(providers.ErrConnection, "", connErr)
+	case connErr != nil: // no answer, or a body cut short (Status 200)
+		e := m.fail(providers.ErrConnection, "", connErr)
+		e.Status = status
+		return e
 	}
 	return nil
 }
