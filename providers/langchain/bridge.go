@@ -127,13 +127,19 @@ func (m *Model) response(resp *llms.ContentResponse, rec *recorder) (providers.R
 	}
 	c := resp.Choices[0]
 	msg := answer(c)
+	reason := c.StopReason
+	if calls, finish := rec.streamed(); len(calls) > 0 || finish != "" {
+		// langchaingo assembles streamed calls by position, not index, and keeps the finish
+		// reason of the last chunk: the transport's reading is right.
+		msg, reason = withCalls(msg, calls), finish
+	}
 	model := rec.answerModel()
 	if model == "" {
 		model = m.model
 	}
 	return providers.Response{
 		Message:    msg,
-		StopReason: stopReason(c.StopReason, len(msg.ToolCalls()) > 0),
+		StopReason: stopReason(reason, len(msg.ToolCalls()) > 0),
 		Usage:      m.prices.Priced(m.model, usage(c.GenerationInfo)),
 		Model:      model,
 	}, nil

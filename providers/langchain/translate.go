@@ -154,6 +154,21 @@ func answer(c *llms.ContentChoice) providers.Message {
 	return msg
 }
 
+// withCalls returns msg with its tool calls replaced by calls (empty arguments as {}).
+func withCalls(msg providers.Message, calls []tools.Call) providers.Message {
+	out := providers.Message{Role: msg.Role}
+	for _, p := range msg.Parts {
+		if p.Type != providers.ToolCallPart {
+			out.Parts = append(out.Parts, p)
+		}
+	}
+	for _, c := range calls {
+		c.Args = json.RawMessage(arguments(c.Args))
+		out.Parts = append(out.Parts, providers.Part{Type: providers.ToolCallPart, ToolCall: &c})
+	}
+	return out
+}
+
 // stopReason translates a finish reason (OpenAI's, or Anthropic's through other langchaingo
 // models). An answer with tool calls waits for their results, unless it was cut at the token
 // limit (its last call may then be incomplete).

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agiraph/agiraph/tools"
 )
 
 // maxRecorded bounds the bytes of a body the transport keeps.
@@ -30,6 +33,8 @@ type recorder struct {
 	inStream   bool      // apiErr came inside a stream
 	connErr    error     // the request or the body's reading failed
 	model      string
+	calls      []tools.Call // a stream's tool calls, assembled by index
+	finish     string       // a stream's last finish reason
 }
 
 type recorderKey struct{}
@@ -61,10 +66,26 @@ func (e *apiError) code() string {
 	return ""
 }
 
-// sniffed is what the transport reads of a body or a chunk.
+// sniffed is what the transport reads of a body or a stream's chunk.
 type sniffed struct {
-	Model string    `json:"model"`
-	Error *apiError `json:"error"`
+	Model   string    `json:"model"`
+	Error   *apiError `json:"error"`
+	Choices []struct {
+		Delta struct {
+			ToolCalls []callDelta `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+// callDelta is a piece of a streamed tool call.
+type callDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // streamError returns the error chunk of a stream, which langchaingo skips, as an error.
@@ -110,6 +131,53 @@ func (r *recorder) sniff(data []byte, inStream bool) {
 	if s.Error != nil && r.apiErr == nil {
 		r.apiErr, r.inStream = s.Error, inStream
 	}
+	if !inStream || len(s.Choices) == 0 {
+		return
+	}
+	for _, d := range s.Choices[0].Delta.ToolCalls {
+		r.addCallDelta(d)
+	}
+	if f := s.Choices[0].FinishReason; f != "" {
+		r.finish = f
+	}
+}
+
+// addCallDelta adds a piece of a streamed tool call to the call of its index (langchaingo
+// ignores the index and appends arguments to the last call). A delta without an index
+// continues the last call unless it has an id; one with the index of a call that has another id
+// starts a new call, as some servers number every call 0.
+func (r *recorder) addCallDelta(d callDelta) {
+	i := len(r.calls) - 1
+	switch {
+	case d.Index != nil && *d.Index >= 0:
+		i = *d.Index
+		if i < len(r.calls) && d.ID != "" && r.calls[i].ID != "" && r.calls[i].ID != d.ID {
+			i = len(r.calls)
+		}
+	case d.ID != "" || i < 0:
+		i = len(r.calls)
+	}
+	for len(r.calls) <= i {
+		r.calls = append(r.calls, tools.Call{})
+	}
+	c := &r.calls[i]
+	if d.ID != "" {
+		c.ID = d.ID
+	}
+	if d.Function.Name != "" {
+		c.Name = d.Function.Name
+	}
+	c.Args = append(c.Args, d.Function.Arguments...)
+}
+
+// streamed returns a stream's tool calls and finish reason, as the transport assembled them.
+func (r *recorder) streamed() ([]tools.Call, string) {
+	if r == nil {
+		return nil, ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls), r.finish
 }
 
 func (r *recorder) fail(err error) {
@@ -268,10 +336,7 @@ func (s *sniffer) lines() {
 		line := bytes.TrimSpace(s.buf[:i])
 		s.buf = s.buf[i+1:]
 		if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			data = bytes.TrimSpace(data)
-			// Once the model is known only error chunks matter: skip decoding the others.
-			known := s.rec.answerModel() != "" && !bytes.Contains(data, []byte(`"error"`))
-			if len(data) > 0 && data[0] == '{' && !known {
+			if data = bytes.TrimSpace(data); len(data) > 0 && data[0] == '{' {
 				s.rec.sniff(data, true)
 			}
 		}
