@@ -234,3 +234,19 @@ func TestOpaqueDropped(t *testing.T) {
 		map[string]any{"role": "user", "content": "again"},
 	})
 }
+
+// TestAnswerModel checks that Response.Model is the model the service says answered, streamed or
+// not, which langchaingo does not pass on.
+func TestAnswerModel(t *testing.T) {
+	reply := providertest.Reply{Text: "ok", Model: "gpt-4o-2024-08-06", Usage: providers.Usage{InputTokens: 10, OutputTokens: 1}}
+	s := providertest.NewOpenAI(t, reply, reply)
+	m := service(t, s, "openai", "gpt-4o")
+	for _, req := range []providers.Request{hi, streaming(hi)} {
+		resp, err := m.Generate(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, "model", resp.Model, "gpt-4o-2024-08-06")
+		eq(t, "cost", resp.Usage.CostUSD, (10*2.5+1*10)/1e6)
+	}
+}

@@ -49,6 +49,16 @@
 //     tool-call delta is sent once the answer is complete.
 //   - An error chunk in a stream is skipped and the stream returns an empty success: the
 //     services' transport records it and Generate returns it as an error.
+//   - Streamed tool calls are assembled by position, not by their index: arguments always go to
+//     the last call (interleaved parallel calls get mixed up, and a call whose first delta has
+//     arguments but no "type" is merged into the one before or dropped), and the finish reason
+//     is that of the last chunk with choices. The services' transport assembles the calls by
+//     index (a new id at a used index starting a new call) and keeps the last finish reason
+//     given, and the bridge takes those.
+//   - The answering model's name is not passed on: the services' transport reads it.
+//   - For models matching ^o[13](-mini|-preview)?$ (o1, o3, o3-mini, ...) langchaingo merges the
+//     system prompt into the first user message, and drops the temperature of o1-*, o3 and
+//     gpt-5*; the bridge leaves this as it is.
 //   - Only max_completion_tokens is sent by default; OpenRouter, Ollama and Gemini get the
 //     older max_tokens, which they all accept.
 package langchain

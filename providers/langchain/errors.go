@@ -75,17 +75,19 @@ func refine(kind error, e *apiError) error {
 // kindOfType returns the kind of an error that came without an HTTP status (inside a stream),
 // from its type and code. An unknown one is a server error: the stream had started well.
 func kindOfType(e *apiError) error {
-	switch t := strings.ToLower(e.Type + " " + e.code()); {
-	case strings.Contains(t, "rate_limit"), strings.Contains(t, "requests"), strings.Contains(t, "tokens"):
+	typ, code := strings.ToLower(e.Type), strings.ToLower(e.code())
+	switch {
+	// OpenAI's rate-limit errors have the type of the limit hit: "requests" or "tokens".
+	case typ == "requests", typ == "tokens", strings.Contains(typ+code, "rate_limit"):
 		return providers.ErrRateLimit
-	case strings.Contains(t, "overloaded"):
+	case strings.Contains(typ+code, "overloaded"):
 		return providers.ErrOverloaded
-	case strings.Contains(t, "authentication"), strings.Contains(t, "permission"):
+	case strings.Contains(typ, "authentication"), strings.Contains(typ, "permission"):
 		return providers.ErrAuth
-	case strings.Contains(t, "invalid_request"):
+	case strings.Contains(typ, "invalid_request"):
 		return providers.ErrBadRequest
 	}
-	if n, err := strconv.Atoi(e.code()); err == nil && n >= 400 {
+	if n, err := strconv.Atoi(code); err == nil && n >= 400 {
 		return providers.KindOfStatus(n)
 	}
 	return providers.ErrServer
