@@ -2,6 +2,7 @@ package langchain
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -47,17 +48,17 @@ var (
 )
 
 // Services returns the OpenAI-compatible services: OpenAI, OpenRouter, Ollama and Gemini, in
-// that order.
+// that order. Each call returns fresh values, which the caller may change.
 func Services() []Service {
 	return []Service{
 		{Provider: "openai", BaseURL: "https://api.openai.com/v1", BaseURLEnv: "OPENAI_BASE_URL",
-			KeyEnv: []string{"OPENAI_API_KEY"}, Prices: openAIPrices},
+			KeyEnv: []string{"OPENAI_API_KEY"}, Prices: maps.Clone(openAIPrices)},
 		{Provider: "openrouter", BaseURL: "https://openrouter.ai/api/v1",
 			KeyEnv: []string{"OPENROUTER_API_KEY"}, legacyMaxTokens: true},
 		{Provider: "ollama", BaseURL: "http://localhost:11434/v1", BaseURLEnv: "OLLAMA_HOST",
 			legacyMaxTokens: true},
 		{Provider: "gemini", BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai/",
-			KeyEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}, Prices: geminiPrices, legacyMaxTokens: true},
+			KeyEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}, Prices: maps.Clone(geminiPrices), legacyMaxTokens: true},
 	}
 }
 
