@@ -1,0 +1,485 @@
+// Package autonomous is the runtime adapter for any CLI agent — Codex, Gemini CLI, Aider, a
+// shell script — driven through files in its working directory.
+//
+// # The command
+//
+// [New] takes the agent's command line as a template: each argument is a text/template over
+// [Vars], so {{.TaskFile}}, {{.Prompt}}, {{.Scratch}}, {{.Worker}} and the other fields of Vars
+// are replaced by the assignment's values ({{.Task}} is the bare task; {{.Prompt}} a short
+// instruction to read _task.md, which holds the task and the protocol). A placeholder that is
+// not a field of Vars makes the template invalid: [Runtime.Err] reports it, naming it, and
+// every Run fails with that error without starting anything. [Codex], [Gemini], [Aider] and
+// [Script] are example templates.
+//
+// The process runs in the node's scratch directory (Assignment.Dir.Scratch()), in its own
+// process group, with stdin empty (/dev/null) and the environment of the current process plus
+// AGIRAPH_ASSIGNMENT, AGIRAPH_NODE, AGIRAPH_WORKER, AGIRAPH_SCRATCH and [WithEnv]'s entries.
+// Its stdout and stderr are reported line by line as runtime.Output events (a line is cut at
+// 4 KiB) and their last bytes are kept for the error of a failed run ([WithOutputTail]).
+//
+// # The protocol
+//
+// Before starting the agent, Run writes into the scratch directory:
+//
+//	_task.md       the task, the worker's instructions (Assignment.System), the human's
+//	               answer (Assignment.Answer), where the previous stage ended, and the protocol
+//	_context.json  the assignment's ids, the node folder's paths, the protocol files' names
+//	               and the node's refs (_refs.json)
+//	_inbox.md      empty: messages for the agent are appended as "[Message from X]: text"
+//	_outbox.md     empty: the agent appends "TO: name" blocks, each ended by a "---" line
+//
+// A _result.md or _checkpoint.md left by an earlier run of the node is removed (the
+// checkpoint's text goes into _task.md as where the previous stage ended).
+//
+// While the agent runs, Run polls the directory ([WithPollInterval], 200ms by default):
+//
+//   - Messages from Assignment.Mailbox are appended to _inbox.md (a MessageReceived event
+//     each).
+//   - Each new complete block of _outbox.md is sent with Mailbox.Send (a MessageSent event
+//     each), exactly once. A block is complete when a line holding only "---" follows it;
+//     when the agent has exited, an unterminated last block is complete too. A block without
+//     a "TO:" line, or one the mailbox refuses, is not sent: a note saying why is appended to
+//     _inbox.md. Without a mailbox, _outbox.md is not read and _task.md does not mention
+//     messages.
+//   - _result.md ends the run once it is complete: when two successive polls found it with the
+//     same size and modification time (an agent that writes it by renaming a finished file
+//     is thus read whole), or at once when the agent has exited. The agent's process group is
+//     then stopped (SIGTERM, then SIGKILL after [WithStopGrace]), the scratch files whose names
+//     do not start with "_" or "." are published (runtime.NodeDir.Publish), and the outcome is
+//     Published with _result.md's text as its summary.
+//   - _checkpoint.md, under the same rule, ends the run as Checkpointed with its text as the
+//     summary; nothing is published. _result.md wins when both are there.
+//
+// An agent that exits without either file fails: the error wraps runtime.ErrNoResult and gives
+// the exit status and the tail of the output. Cancelling the context (or passing its deadline,
+// or runtime.Watch's stall) stops the process group the same way and ends with the status
+// runtime.StatusOf gives. In every case the process group is killed with SIGKILL before Run
+// returns, so nothing the agent started in its group outlives the run.
+//
+// Usage is unknown for generic agents: outcomes report none.
+package autonomous
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agiraph/agiraph/runtime"
+)
+
+// Defaults of the options.
+const (
+	DefaultPollInterval = 200 * time.Millisecond
+	DefaultStopGrace    = 3 * time.Second
+	DefaultOutputTail   = 4 << 10
+)
+
+// pipeGrace is how long Run waits for the output pipe to close after the process group was
+// killed; only a process that left the group can keep it open.
+const pipeGrace = 2 * time.Second
+
+// Example command templates. They are examples: check them against the version of the agent
+// you run, and add the flags (model, sandbox, approvals) your deployment needs.
+
+// Codex runs OpenAI's Codex CLI non-interactively, printing its events as JSON lines, allowed
+// to write in its working directory.
+func Codex() []string {
+	return []string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "{{.Prompt}}"}
+}
+
+// Gemini runs Google's Gemini CLI non-interactively, approving its own tool calls.
+func Gemini() []string {
+	return []string{"gemini", "--yolo", "-p", "{{.Prompt}}"}
+}
+
+// Aider runs Aider on one message, with _task.md as read-only context, without git.
+func Aider() []string {
+	return []string{"aider", "--yes-always", "--no-git", "--read", "{{.TaskFile}}", "--message", "{{.Prompt}}"}
+}
+
+// Script runs an executable (a shell script, say) with the path of _task.md as its argument.
+func Script(path string) []string {
+	return []string{path, "{{.TaskFile}}"}
+}
+
+// Option configures a Runtime.
+type Option func(*Runtime)
+
+// WithEnv adds entries ("KEY=value") to the agent's environment; they override the inherited
+// ones.
+func WithEnv(extra []string) Option {
+	return func(r *Runtime) { r.env = append(r.env, extra...) }
+}
+
+// WithPollInterval sets how often Run bridges messages and looks for _result.md and
+// _checkpoint.md (default DefaultPollInterval). d <= 0 means the default.
+func WithPollInterval(d time.Duration) Option {
+	return func(r *Runtime) {
+		if d > 0 {
+			r.poll = d
+		}
+	}
+}
+
+// WithStopGrace sets how long a stopped agent has between SIGTERM and SIGKILL (default
+// DefaultStopGrace). d <= 0 sends SIGKILL at once.
+func WithStopGrace(d time.Duration) Option {
+	return func(r *Runtime) { r.grace = max(d, 0) }
+}
+
+// WithOutputTail sets how many bytes of the agent's last output a failure reports (default
+// DefaultOutputTail). n <= 0 means the default.
+func WithOutputTail(n int) Option {
+	return func(r *Runtime) {
+		if n > 0 {
+			r.tail = n
+		}
+	}
+}
+
+// Runtime runs a CLI agent per assignment. It is safe for concurrent use.
+type Runtime struct {
+	argv  []string
+	cmd   *command
+	err   error
+	env   []string
+	poll  time.Duration
+	grace time.Duration
+	tail  int
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// New returns a Runtime that runs the command template command (see the package
+// documentation). A bad template does not fail here: Err reports it, and Run fails with it.
+func New(command []string, opts ...Option) *Runtime {
+	r := &Runtime{argv: append([]string(nil), command...), poll: DefaultPollInterval, grace: DefaultStopGrace, tail: DefaultOutputTail}
+	r.cmd, r.err = parseCommand(r.argv)
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Err returns the error of the command template (wrapping ErrTemplate), or nil when it is
+// valid.
+func (r *Runtime) Err() error { return r.err }
+
+// Run runs a's agent to its end. See the package documentation.
+func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+	var mu sync.Mutex // the output goroutine and this one both emit
+	rep := runtime.NewReporter(a, sink)
+	emit := func(e runtime.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		rep.Emit(e)
+	}
+	end := func(o runtime.Outcome, err error) (runtime.Outcome, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return rep.End(o, err)
+	}
+	fail := func(err error) (runtime.Outcome, error) {
+		return end(runtime.Outcome{Status: runtime.StatusOf(ctx, err), Summary: err.Error()}, err)
+	}
+	if r.err != nil {
+		return fail(r.err)
+	}
+	if a.Dir == "" {
+		return fail(errors.New("autonomous: the assignment has no node folder"))
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(fmt.Errorf("autonomous: not started: %w", context.Cause(ctx)))
+	}
+	argv, v, err := r.prepare(a)
+	if err != nil {
+		return fail(err)
+	}
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fail(fmt.Errorf("autonomous: output pipe: %w", err))
+	}
+	defer pr.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = v.Scratch
+	cmd.Env = append(os.Environ(),
+		"AGIRAPH_ASSIGNMENT="+a.ID, "AGIRAPH_NODE="+a.Node, "AGIRAPH_WORKER="+a.Worker,
+		"AGIRAPH_SCRATCH="+v.Scratch)
+	cmd.Env = append(cmd.Env, r.env...)
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return fail(fmt.Errorf("autonomous: starting %s: %w", argv[0], err))
+	}
+	pgid := cmd.Process.Pid
+	emit(runtime.Event{Kind: runtime.Started, Text: fmt.Sprintf("%s (pid %d) in %s", describeArgv(argv), pgid, v.Scratch)})
+
+	out := &output{limit: r.tail, line: func(s string) { emit(runtime.Event{Kind: runtime.Output, Text: s}) }}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := pr.Read(buf)
+			if n > 0 {
+				out.Write(buf[:n])
+			}
+			if err != nil {
+				break
+			}
+		}
+		out.flush()
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var waitErr error
+	exited := false
+	// stop ends the process group, gracefully if there is a grace, and reaps the agent.
+	stop := func() {
+		if exited {
+			return
+		}
+		if r.grace > 0 {
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			t := time.NewTimer(r.grace)
+			select {
+			case waitErr = <-waited:
+				exited = true
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		if !exited {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			waitErr = <-waited
+			exited = true
+		}
+	}
+	// finish kills what is left of the group and drains the output; after it, no goroutine
+	// of this run is left and out may be read.
+	finish := func() {
+		stop()
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = pr.SetReadDeadline(time.Now().Add(pipeGrace))
+		<-copied
+	}
+
+	b := &bridge{a: a, scratch: v.Scratch, emit: emit, outbox: &outbox{path: filepath.Join(v.Scratch, OutboxFile)}}
+	result := &watchFile{path: filepath.Join(v.Scratch, ResultFile)}
+	checkpoint := &watchFile{path: filepath.Join(v.Scratch, CheckpointFile)}
+	ticker := time.NewTicker(r.poll)
+	defer ticker.Stop()
+	for {
+		var done bool
+		select {
+		case <-ctx.Done():
+			finish()
+			err := fmt.Errorf("autonomous: agent stopped: %w", context.Cause(ctx))
+			return end(runtime.Outcome{Status: runtime.StatusOf(ctx, err), Summary: err.Error()}, err)
+		case waitErr = <-waited:
+			exited, done = true, true
+		case <-ticker.C:
+			b.run(ctx, false)
+			done = result.complete() || checkpoint.complete()
+		}
+		if !done {
+			continue
+		}
+		finish()
+		b.run(ctx, true)
+		if o, ok, err := r.ended(a, result.path, checkpoint.path); ok {
+			return end(o, err)
+		}
+		err := fmt.Errorf("autonomous: %w: %s", runtime.ErrNoResult, exitStatus(waitErr))
+		if t := strings.TrimSpace(out.last()); t != "" {
+			err = fmt.Errorf("%w; last output:\n%s", err, t)
+		} else {
+			err = fmt.Errorf("%w; no output", err)
+		}
+		return end(runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
+	}
+}
+
+// prepare creates the node folder, writes the protocol files and renders the command.
+func (r *Runtime) prepare(a runtime.Assignment) ([]string, Vars, error) {
+	if err := a.Dir.Create(); err != nil {
+		return nil, Vars{}, err
+	}
+	abs := func(p string) string {
+		if q, err := filepath.Abs(p); err == nil {
+			return q
+		}
+		return p
+	}
+	scratch := abs(a.Dir.Scratch())
+	v := Vars{
+		Task: a.Task, Prompt: Prompt,
+		TaskFile: filepath.Join(scratch, TaskFile), ContextFile: filepath.Join(scratch, ContextFile),
+		Dir: abs(string(a.Dir)), Scratch: scratch, Published: abs(a.Dir.Published()),
+		ID: a.ID, Run: a.Run, Node: a.Node, Worker: a.Worker,
+	}
+	argv, err := r.cmd.render(v)
+	if err != nil {
+		return nil, v, err
+	}
+	var previous string
+	if data, err := os.ReadFile(filepath.Join(scratch, CheckpointFile)); err == nil {
+		previous = string(data)
+	}
+	for _, name := range []string{ResultFile, CheckpointFile} {
+		if err := os.Remove(filepath.Join(scratch, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, v, fmt.Errorf("autonomous: %w", err)
+		}
+	}
+	ctxJSON, err := contextJSON(a, v)
+	if err != nil {
+		return nil, v, fmt.Errorf("autonomous: %s: %w", ContextFile, err)
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{
+		{TaskFile, []byte(taskText(a, scratch, previous))},
+		{ContextFile, ctxJSON},
+		{InboxFile, nil},
+		{OutboxFile, nil},
+	}
+	for _, f := range files {
+		if err := writeFile(scratch, f.name, f.data); err != nil {
+			return nil, v, fmt.Errorf("autonomous: %w", err)
+		}
+	}
+	return argv, v, nil
+}
+
+// ended reads how the agent ended: published (result), checkpointed, or neither (ok false).
+func (r *Runtime) ended(a runtime.Assignment, result, checkpoint string) (runtime.Outcome, bool, error) {
+	if data, err := os.ReadFile(result); err == nil {
+		o := runtime.Outcome{Status: runtime.Published, Summary: strings.TrimSpace(string(data))}
+		files, err := a.Dir.Publish()
+		o.Published = files
+		if err != nil {
+			err = fmt.Errorf("autonomous: the agent finished but publishing failed: %w", err)
+			o.Status, o.Summary = runtime.Failed, err.Error()
+			return o, true, err
+		}
+		return o, true, nil
+	}
+	if data, err := os.ReadFile(checkpoint); err == nil {
+		return runtime.Outcome{Status: runtime.Checkpointed, Summary: strings.TrimSpace(string(data))}, true, nil
+	}
+	return runtime.Outcome{}, false, nil
+}
+
+// bridge carries messages between the mailbox and the inbox and outbox files.
+type bridge struct {
+	a       runtime.Assignment
+	scratch string
+	emit    func(runtime.Event)
+	outbox  *outbox
+}
+
+// run delivers the messages that arrived and sends the outbox's new complete blocks (final:
+// the agent has exited, so an unterminated last block is complete).
+func (b *bridge) run(ctx context.Context, final bool) {
+	if b.a.Mailbox == nil {
+		return
+	}
+	inbox := filepath.Join(b.scratch, InboxFile)
+	var notes []string
+	for _, m := range b.outbox.next(final) {
+		if m.to == "" {
+			notes = append(notes, fmt.Sprintf("[Message from runtime]: this block of %s was not sent: it has no \"TO: name\" line:\n%s", OutboxFile, m.raw))
+			continue
+		}
+		if err := b.a.Mailbox.Send(ctx, m.to, m.body); err != nil {
+			notes = append(notes, fmt.Sprintf("[Message from runtime]: your message to %s was not sent: %v", m.to, err))
+			continue
+		}
+		b.emit(runtime.Event{Kind: runtime.MessageSent, Message: &runtime.Message{From: b.a.Worker, To: m.to, Body: m.body, Time: time.Now()}})
+	}
+	if final {
+		return
+	}
+	msgs := b.a.Mailbox.Receive()
+	var text strings.Builder
+	for _, n := range notes {
+		text.WriteString(n + "\n\n")
+	}
+	if len(msgs) > 0 {
+		text.WriteString(runtime.FormatMessages(msgs) + "\n\n")
+	}
+	if text.Len() > 0 {
+		if err := appendFile(inbox, text.String()); err != nil {
+			b.emit(runtime.Event{Kind: runtime.Output, Text: fmt.Sprintf("autonomous: could not write %s: %v", InboxFile, err)})
+		}
+	}
+	for i := range msgs {
+		b.emit(runtime.Event{Kind: runtime.MessageReceived, Message: &msgs[i]})
+	}
+}
+
+// watchFile tells when a file the agent writes is complete: present, with the same size and
+// modification time at two successive polls.
+type watchFile struct {
+	path string
+	seen bool
+	size int64
+	mod  time.Time
+}
+
+func (w *watchFile) complete() bool {
+	info, err := os.Stat(w.path)
+	if err != nil || !info.Mode().IsRegular() {
+		w.seen = false
+		return false
+	}
+	if w.seen && info.Size() == w.size && info.ModTime().Equal(w.mod) {
+		return true
+	}
+	w.seen, w.size, w.mod = true, info.Size(), info.ModTime()
+	return false
+}
+
+// exitStatus says how the agent's process ended.
+func exitStatus(err error) string {
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "the agent was killed by signal " + ws.Signal().String()
+		}
+		return fmt.Sprintf("the agent exited with exit status %d", exitErr.ExitCode())
+	}
+	if err != nil {
+		return "waiting for the agent: " + err.Error()
+	}
+	return "the agent exited with exit status 0"
+}
+
+// describeArgv renders a command line for an event, each argument cut to a readable length.
+func describeArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if len(a) > 80 {
+			a = a[:80] + "…"
+		}
+		if strings.ContainsAny(a, " \t\n\"'") || a == "" {
+			a = fmt.Sprintf("%q", a)
+		}
+		parts[i] = a
+	}
+	return strings.Join(parts, " ")
+}

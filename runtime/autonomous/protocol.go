@@ -1,0 +1,212 @@
+package autonomous
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agiraph/agiraph/runtime"
+)
+
+// The protocol files, in the agent's working directory (the node's scratch directory). Their
+// names start with "_", so publishing leaves them behind.
+const (
+	TaskFile       = "_task.md"       // written by the runtime: the task and this protocol
+	ContextFile    = "_context.json"  // written by the runtime: ids and paths, as JSON
+	InboxFile      = "_inbox.md"      // appended to by the runtime: messages for the agent
+	OutboxFile     = "_outbox.md"     // appended to by the agent: messages to send
+	ResultFile     = "_result.md"     // written by the agent: done, publish (its summary)
+	CheckpointFile = "_checkpoint.md" // written by the agent: stage done, do not publish
+)
+
+// Prompt is what {{.Prompt}} renders to: it points the agent at _task.md, which holds
+// everything else.
+const Prompt = "Your assignment is in the file _task.md in your current working directory. " +
+	"Read it now and follow it exactly, including its protocol for finishing " +
+	"(_result.md or _checkpoint.md) and for messages (_outbox.md, _inbox.md)."
+
+// taskText renders _task.md: the task, the worker's instructions, the human's answer, where
+// the previous stage ended, and the file protocol.
+func taskText(a runtime.Assignment, scratch, previous string) string {
+	var b strings.Builder
+	b.WriteString("# Task\n\n")
+	b.WriteString(strings.TrimSpace(a.Task))
+	b.WriteString("\n")
+	if s := strings.TrimSpace(a.System); s != "" {
+		b.WriteString("\n# Instructions\n\n")
+		b.WriteString(s)
+		b.WriteString("\n")
+	}
+	if s := strings.TrimSpace(previous); s != "" {
+		b.WriteString("\n# Where the previous stage ended\n\n")
+		b.WriteString(s)
+		b.WriteString("\n")
+	}
+	if s := strings.TrimSpace(a.Answer); s != "" {
+		b.WriteString("\n# The human's answer to your question\n\n")
+		b.WriteString(s)
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, `
+# How to work here
+
+You work in the directory %s. The runtime watches it.
+
+- Write your outputs as files in this directory. When you finish they are published: moved to
+  the node's published/ folder, where others read them. Files whose names start with "_" or
+  "." are never published: use them for notes and temporary files.
+- When the work is complete, write a summary of what you produced to %s. Write it last, in
+  one go (best: write %s.tmp, then rename it to %s). As soon as it appears you are
+  stopped and your outputs are published.
+- To end a stage without publishing (for example to wait for other work), write what this
+  stage achieved and what remains to %s instead. You are stopped; the node stays open.
+- Exiting without writing either file is a failure.
+- %s describes this assignment (ids and paths) as JSON.
+`, scratch, ResultFile, ResultFile, ResultFile, CheckpointFile, ContextFile)
+	if a.Mailbox != nil {
+		fmt.Fprintf(&b, `
+# Messages
+
+- To send a message, append a block to %s: a line "TO: <name>" (a worker's name or role,
+  coordinator, human, or * for everyone), the message on the lines after it, and a line
+  "---" that ends the block. Each block is sent once, when its "---" line is written.
+  Example:
+
+  TO: coordinator
+  I need the dataset's location.
+  ---
+
+- Messages for you are appended to %s as they arrive, each as
+  "[Message from NAME]: text". Read it from time to time; when you wait for a reply, poll it.
+`, OutboxFile, InboxFile)
+	}
+	return b.String()
+}
+
+// contextJSON renders _context.json.
+func contextJSON(a runtime.Assignment, v Vars) ([]byte, error) {
+	c := struct {
+		Assignment string            `json:"assignment"`
+		Run        string            `json:"run,omitempty"`
+		Node       string            `json:"node,omitempty"`
+		Worker     string            `json:"worker,omitempty"`
+		Dir        string            `json:"dir"`
+		Scratch    string            `json:"scratch"`
+		Published  string            `json:"published"`
+		Files      map[string]string `json:"files"`
+		Refs       json.RawMessage   `json:"refs,omitempty"`
+		Messaging  bool              `json:"messaging"`
+	}{
+		Assignment: a.ID, Run: a.Run, Node: a.Node, Worker: a.Worker,
+		Dir: v.Dir, Scratch: v.Scratch, Published: v.Published,
+		Files: map[string]string{
+			"task": TaskFile, "context": ContextFile, "inbox": InboxFile, "outbox": OutboxFile,
+			"result": ResultFile, "checkpoint": CheckpointFile,
+		},
+		Messaging: a.Mailbox != nil,
+	}
+	if refs, err := os.ReadFile(a.Dir.Path("_refs.json")); err == nil && json.Valid(refs) {
+		var compact bytes.Buffer
+		if json.Compact(&compact, refs) == nil {
+			c.Refs = compact.Bytes()
+		}
+	}
+	out, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+// block is one message of the outbox.
+type block struct {
+	to, body string
+	raw      string // the block as written, for error notes
+}
+
+// outbox reads _outbox.md and returns the blocks it holds that were not returned before.
+//
+// A block is complete when a line holding only "---" follows it, or, once the agent has
+// exited (final), at the end of the file. Blocks are counted from the start of the file, and
+// the part already consumed is remembered: if the agent rewrites the file so that it no longer
+// starts with that part (it cleared or replaced it), reading starts again from the beginning
+// of the new content. A block is thus never sent twice while the agent only appends.
+type outbox struct {
+	path     string
+	consumed []byte // the prefix of the file already turned into blocks
+}
+
+func (o *outbox) next(final bool) []block {
+	data, err := os.ReadFile(o.path)
+	if err != nil {
+		return nil
+	}
+	if !bytes.HasPrefix(data, o.consumed) {
+		o.consumed = nil
+	}
+	rest := data[len(o.consumed):]
+	var blocks []block
+	for len(rest) > 0 {
+		end, next := -1, -1
+		for i := 0; i < len(rest); {
+			j := bytes.IndexByte(rest[i:], '\n')
+			line, lineEnd := rest[i:], len(rest)
+			if j >= 0 {
+				line, lineEnd = rest[i:i+j], i+j+1
+			}
+			if strings.TrimSpace(string(line)) == "---" && (j >= 0 || final) {
+				end, next = i, lineEnd
+				break
+			}
+			i = lineEnd
+		}
+		if end < 0 {
+			if !final {
+				break
+			}
+			end, next = len(rest), len(rest)
+		}
+		if b, ok := parseBlock(string(rest[:end])); ok {
+			blocks = append(blocks, b)
+		}
+		o.consumed = data[:len(data)-len(rest)+next]
+		rest = rest[next:]
+	}
+	o.consumed = bytes.Clone(o.consumed)
+	return blocks
+}
+
+// parseBlock parses one block: blank lines, "TO: name", the body. A block without a TO: line
+// has an empty to; a block of blank lines is no block.
+func parseBlock(s string) (block, bool) {
+	raw := strings.TrimSpace(s)
+	if raw == "" {
+		return block{}, false
+	}
+	first, body, _ := strings.Cut(raw, "\n")
+	if len(first) >= 3 && strings.EqualFold(first[:3], "to:") {
+		return block{to: strings.TrimSpace(first[3:]), body: strings.TrimSpace(body), raw: raw}, true
+	}
+	return block{body: raw, raw: raw}, true
+}
+
+// appendFile appends text to the file at path, creating it.
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeFile writes a protocol file in dir.
+func writeFile(dir, name string, data []byte) error {
+	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+}
