@@ -1,0 +1,204 @@
+// Package harnessed runs a worker in process: a ReAct loop in which a providers.Model thinks and
+// the assignment's tools act, until the worker publishes or checkpoints.
+//
+// The loop is itself a graph (a model node and a tools node) run on a checkpoint.Saver, one thread
+// per assignment ID, so every model turn and every tool call is saved as it finishes. Running an
+// assignment again after a crash, a cancellation or a failure continues its conversation from the
+// last saved step: finished tool calls are not repeated and the model is not asked again for a
+// turn it already answered.
+//
+// Around the model and the tools, the loop provides what a worker needs to live in a squad:
+//
+//   - Yield points. Before every model call and between tool calls the worker's mailbox is
+//     drained; messages that arrive during tool calls are held until the turn's results are
+//     complete (tool results must follow the call that asked for them) and then shown as
+//     "[Message from NAME]: ..." text.
+//   - The work tools (runtime.WorkTools: publish, checkpoint, suggest_next, create_work_node,
+//     send_message, check_messages) and ask_human, which stops the assignment with status
+//     Waiting until it is run again with the human's Answer — across restarts, since the
+//     question is saved like any other step.
+//   - Compaction. When the conversation nears the model's context limit the worker is first asked
+//     to write what it must keep to files, then the conversation is archived in the node folder
+//     (never deleted) and rebuilt from the task, a summary of the scratch files and the last
+//     turns.
+//   - Failure handling. A failed model call is tried once more; if it fails again the worker
+//     writes failure_notes.md, with the conversation, into the node folder and the assignment
+//     fails. A worker that has not finished after MaxIterations model turns fails too.
+//
+// Single-inference mode (WithSingleInference) makes one model call without tools and publishes
+// its answer as result.md.
+package harnessed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// ErrMaxIterations is the cause of an assignment that used up its model turns.
+var ErrMaxIterations = errors.New("harnessed: reached the maximum number of model turns without finishing")
+
+// Runtime runs assignments with one model. It is safe for concurrent use.
+type Runtime struct {
+	model providers.Model
+	cfg   config
+}
+
+type config struct {
+	saver         checkpoint.Saver
+	maxIterations int
+	single        bool
+	contextLimit  int
+	compactAt     float64
+	keepMessages  int
+	maxTokens     int
+	maxOutput     int
+}
+
+// Option configures a Runtime.
+type Option func(*config)
+
+// WithSaver sets where the worker's conversation is checkpointed (default: in memory, which
+// survives a cancelled or failed run but not the process).
+func WithSaver(s checkpoint.Saver) Option { return func(c *config) { c.saver = s } }
+
+// WithMaxIterations bounds the model turns of an assignment (default 50).
+func WithMaxIterations(n int) Option { return func(c *config) { c.maxIterations = n } }
+
+// WithSingleInference makes every assignment one model call without tools; the answer is
+// published as result.md.
+func WithSingleInference() Option { return func(c *config) { c.single = true } }
+
+// WithContextLimit sets the model's context window in tokens (default 200,000). The conversation
+// is compacted when it reaches 80% of it.
+func WithContextLimit(tokens int) Option { return func(c *config) { c.contextLimit = tokens } }
+
+// WithKeepMessages sets how many of the latest messages survive a compaction (default 6).
+func WithKeepMessages(n int) Option { return func(c *config) { c.keepMessages = n } }
+
+// WithMaxTokens bounds each answer of the model (default: the model adapter's).
+func WithMaxTokens(n int) Option { return func(c *config) { c.maxTokens = n } }
+
+// WithMaxToolOutput caps what one tool call returns to the model, in bytes (default 32 KiB).
+func WithMaxToolOutput(n int) Option { return func(c *config) { c.maxOutput = n } }
+
+// New returns a runtime whose workers think with model.
+func New(model providers.Model, opts ...Option) *Runtime {
+	c := config{maxIterations: 50, contextLimit: 200_000, compactAt: 0.8, keepMessages: 6, maxOutput: 32 << 10}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.saver == nil {
+		c.saver = checkpoint.NewMemory()
+	}
+	return &Runtime{model: model, cfg: c}
+}
+
+// Run runs a to its end, or continues it from its last saved step when a.ID has run before (an
+// assignment that already ended returns its outcome again without running).
+func (rt *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+	if a.ID == "" {
+		return runtime.Outcome{Status: runtime.Failed}, errors.New("harnessed: assignment has no ID")
+	}
+	rep := runtime.NewReporter(a, sink)
+	w, err := rt.worker(ctx, a, rep)
+	if err != nil {
+		return rep.End(runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
+	}
+	return w.run(ctx)
+}
+
+// worker prepares one Run: the saved state, the report, the tools and the graph.
+func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtime.Reporter) (*worker, error) {
+	w := &worker{rt: rt, a: a, rep: rep}
+	if err := a.Dir.Create(); err != nil {
+		return nil, err
+	}
+	g, err := w.graph()
+	if err != nil {
+		return nil, err
+	}
+	w.g = g
+	snap, err := g.State(ctx)
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		w.fresh = true
+	case err != nil:
+		return nil, fmt.Errorf("harnessed: assignment %s: %w", a.ID, err)
+	default:
+		w.snap = snap
+	}
+	w.report = runtime.NewReport(w.snap.Values.Report)
+	if rt.cfg.single {
+		return w, nil
+	}
+	ts := append(runtime.WorkTools(a, w.report, rep), askHuman)
+	ts = append(ts, a.Tools...)
+	w.reg, err = tools.NewRegistry(ts, tools.WithMaxOutput(rt.cfg.maxOutput))
+	if err != nil {
+		return nil, fmt.Errorf("harnessed: assignment %s: %w", a.ID, err)
+	}
+	return w, nil
+}
+
+// worker is one Run of one assignment.
+type worker struct {
+	rt     *Runtime
+	a      runtime.Assignment
+	rep    *runtime.Reporter
+	report *runtime.Report
+	reg    *tools.Registry
+	g      *graph.Compiled[state]
+	fresh  bool
+	snap   graph.Snapshot[state]
+}
+
+func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {
+	var err error
+	switch {
+	case w.fresh:
+		w.rep.Emit(runtime.Event{Kind: runtime.Started, Text: "model " + w.rt.model.Name()})
+		_, err = w.g.Invoke(ctx, state{Conversation: []providers.Message{providers.UserText(w.a.Task)}})
+	case len(w.snap.Next) == 0:
+		return w.outcome(ctx, nil) // it ended before
+	case len(w.snap.Interrupts) > 0 && w.a.Answer == "":
+		return w.outcome(ctx, &graph.Interrupted{Interrupts: w.snap.Interrupts}) // still waiting
+	default:
+		w.rep.Emit(runtime.Event{Kind: runtime.Started, Text: fmt.Sprintf("model %s, resumed after %d turns", w.rt.model.Name(), w.snap.Values.Turns)})
+		var answer any
+		if len(w.snap.Interrupts) > 0 {
+			answer = w.a.Answer
+			w.rep.Emit(runtime.Event{Kind: runtime.MessageReceived, Message: &runtime.Message{From: "human", To: w.a.Worker, Body: w.a.Answer}})
+		}
+		_, err = w.g.Resume(ctx, answer)
+	}
+	return w.outcome(ctx, err)
+}
+
+// outcome reads the assignment's saved state and reports how the run ended.
+func (w *worker) outcome(ctx context.Context, runErr error) (runtime.Outcome, error) {
+	snap, err := w.g.State(context.WithoutCancel(ctx))
+	if err != nil && runErr == nil {
+		runErr = err
+	}
+	s := snap.Values
+	o := s.Report
+	o.Usage, o.Turns, o.Session = s.Usage, s.Turns, w.a.ID
+	var in *graph.Interrupted
+	switch {
+	case errors.As(runErr, &in):
+		o.Status, o.Question = runtime.Waiting, fmt.Sprint(in.Interrupts[0].Value)
+		return w.rep.End(o, nil)
+	case runErr != nil:
+		o.Status = runtime.StatusOf(ctx, runErr)
+		o.Summary = runErr.Error()
+		return w.rep.End(o, fmt.Errorf("harnessed: assignment %s: %w", w.a.ID, runErr))
+	}
+	return w.rep.End(o, nil)
+}

@@ -1,0 +1,508 @@
+package harnessed_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/harnessed"
+	"github.com/agiraph/agiraph/tools"
+	"github.com/agiraph/agiraph/tools/files"
+	"github.com/agiraph/agiraph/tools/shell"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// call makes a tool call with JSON arguments.
+func call(id, name string, args any) tools.Call {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		panic(err)
+	}
+	return tools.Call{ID: id, Name: name, Args: raw}
+}
+
+// assignment returns an assignment whose worker may read and write its scratch directory and
+// run bash there.
+func assignment(t *testing.T, id, task string) runtime.Assignment {
+	t.Helper()
+	dir := runtime.NodeDir(filepath.Join(t.TempDir(), id))
+	if err := dir.Create(); err != nil {
+		t.Fatal(err)
+	}
+	scope := files.Scope{Root: dir.Scratch(), Read: []string{""}, Write: []string{""}}
+	return runtime.Assignment{
+		ID: id, Run: "r1", Node: "n1", Worker: "alice", Task: task, System: "You are Alice.", Dir: dir,
+		Tools: append(scope.Tools(), shell.Bash(shell.Dir(dir.Scratch()))),
+	}
+}
+
+// recorder collects events.
+type recorder struct {
+	mu     sync.Mutex
+	events []runtime.Event
+}
+
+func (r *recorder) sink(e runtime.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) kinds() []runtime.Kind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ks []runtime.Kind
+	for _, e := range r.events {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+func (r *recorder) tools(kind runtime.Kind) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for _, e := range r.events {
+		if e.Kind == kind && e.Tool != nil {
+			names = append(names, e.Tool.Name)
+		}
+	}
+	return names
+}
+
+// lastResult returns the content of the tool results in the last message of req.
+func lastResults(req providers.Request) []tools.Result {
+	last := req.Messages[len(req.Messages)-1]
+	var rs []tools.Result
+	for _, p := range last.Parts {
+		if p.ToolResult != nil {
+			rs = append(rs, *p.ToolResult)
+		}
+	}
+	return rs
+}
+
+// Seed scenario 1: write a program, run it with bash, read its output, publish.
+func TestWriteRunReadPublish(t *testing.T) {
+	a := assignment(t, "a1", "Write hello.py that prints 42, run it, and report the output.")
+	var sawOutput atomic.Bool
+	model := scripted.NewFunc("coder", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		turn := 0
+		for _, m := range req.Messages {
+			if m.Role == providers.Assistant {
+				turn++
+			}
+		}
+		switch turn {
+		case 0:
+			return scripted.Turn{Text: "I'll write it.", Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "hello.py", Content: "print(6*7)\n"})}}, nil
+		case 1:
+			return scripted.Turn{Calls: []tools.Call{call("c2", "bash", shell.Args{Command: "python3 hello.py > out.txt || echo 42 > out.txt"})}}, nil
+		case 2:
+			return scripted.Turn{Calls: []tools.Call{call("c3", "read_file", files.ReadArgs{Path: "out.txt"})}}, nil
+		case 3:
+			if rs := lastResults(req); len(rs) == 1 && strings.Contains(rs[0].Content, "42") {
+				sawOutput.Store(true)
+			}
+			return scripted.Turn{Calls: []tools.Call{call("c4", "publish", runtime.PublishArgs{Summary: "hello.py prints 42"})}}, nil
+		}
+		return scripted.Turn{}, fmt.Errorf("unexpected turn %d", turn)
+	})
+	var rec recorder
+	o, err := harnessed.New(model).Run(context.Background(), a, rec.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Status != runtime.Published || o.Summary != "hello.py prints 42" || o.Turns != 4 {
+		t.Fatalf("outcome %+v", o)
+	}
+	if want := []string{"hello.py", "out.txt"}; !slices.Equal(o.Published, want) {
+		t.Fatalf("published %v, want %v", o.Published, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(a.Dir.Published(), "out.txt")); err != nil || strings.TrimSpace(string(b)) != "42" {
+		t.Fatalf("published out.txt = %q, %v", b, err)
+	}
+	if !sawOutput.Load() {
+		t.Fatal("the model never saw the program's output")
+	}
+	if want := []string{"write_file", "bash", "read_file", "publish"}; !slices.Equal(rec.tools(runtime.ToolResult), want) {
+		t.Fatalf("tool results %v, want %v", rec.tools(runtime.ToolResult), want)
+	}
+	ks := rec.kinds()
+	if ks[0] != runtime.Started || ks[len(ks)-1] != runtime.Ended {
+		t.Fatalf("events %v: want started first and ended last", ks)
+	}
+	// The system prompt carries the assignment's, the protocol and the tools' guidance.
+	sys := model.Requests()[0].System
+	for _, want := range []string{"You are Alice.", a.Dir.Scratch(), "call publish"} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("system prompt lacks %q", want)
+		}
+	}
+}
+
+// mailbox is a Mailbox whose incoming messages the test adds.
+type mailbox struct {
+	mu   sync.Mutex
+	in   []runtime.Message
+	sent []runtime.Message
+}
+
+func (m *mailbox) deliver(from, body string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.in = append(m.in, runtime.Message{From: from, Body: body})
+}
+
+func (m *mailbox) Receive() []runtime.Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	in := m.in
+	m.in = nil
+	return in
+}
+
+func (m *mailbox) Send(_ context.Context, to, body string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent = append(m.sent, runtime.Message{To: to, Body: body})
+	return nil
+}
+
+// A message that arrives while a tool runs is shown at the next yield point: after the turn's
+// tool results, in the same message, before the next model call.
+func TestMessageArrivingMidLoopIsSeenAtTheNextYieldPoint(t *testing.T) {
+	a := assignment(t, "a2", "Research, then publish.")
+	mb := &mailbox{}
+	a.Mailbox = mb
+	slow := tools.Func("survey", "Survey the field.", func(context.Context, struct{}) (string, error) {
+		mb.deliver("bob", "use the 2024 numbers")
+		return "surveyed", nil
+	})
+	a.Tools = append(a.Tools, slow)
+	model := scripted.New("w",
+		scripted.Turn{Calls: []tools.Call{call("c1", "survey", struct{}{}), call("c2", "write_file", files.WriteArgs{Path: "notes.md", Content: "n"})}},
+		scripted.Turn{Calls: []tools.Call{call("c3", "publish", runtime.PublishArgs{Summary: "done"})}},
+	)
+	var rec recorder
+	if _, err := harnessed.New(model).Run(context.Background(), a, rec.sink); err != nil {
+		t.Fatal(err)
+	}
+	second := model.Requests()[1].Messages
+	last := second[len(second)-1]
+	if len(last.Parts) != 3 || last.Parts[0].ToolResult == nil || last.Parts[1].ToolResult == nil {
+		t.Fatalf("last message %+v: want both tool results first", last)
+	}
+	if last.Parts[2].Text != "[Message from bob]: use the 2024 numbers" {
+		t.Fatalf("message shown as %q", last.Parts[2].Text)
+	}
+	if !slices.Contains(rec.kinds(), runtime.MessageReceived) {
+		t.Fatal("no message_received event")
+	}
+	// A message waiting before a model call is shown before it.
+	b := assignment(t, "a2b", "Reply to mail.")
+	mb2 := &mailbox{}
+	mb2.deliver("coordinator", "hurry")
+	b.Mailbox = mb2
+	m2 := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}})
+	o, err := harnessed.New(m2).Run(context.Background(), b, nil)
+	if err != nil || o.Status != runtime.Checkpointed {
+		t.Fatalf("outcome %+v, %v", o, err)
+	}
+	if msgs := m2.Requests()[0].Messages; len(msgs) != 2 || msgs[1].Text() != "[Message from coordinator]: hurry" {
+		t.Fatalf("first request %+v", msgs)
+	}
+}
+
+// A worker stopped in the middle of its conversation continues from its last saved step when
+// run again: finished tool calls are not repeated and answered turns are not asked again.
+func TestResumeContinuesTheConversation(t *testing.T) {
+	saver, err := sqlite.Open(filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer saver.Close()
+	a := assignment(t, "a3", "Count twice, then publish.")
+	var counted atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	count := tools.Func("count", "Count.", func(context.Context, struct{}) (string, error) {
+		return fmt.Sprint(counted.Add(1)), nil
+	})
+	block := tools.Func("block", "Wait.", func(ctx context.Context, _ struct{}) (string, error) {
+		cancel() // the process is stopped while this tool runs
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	a.Tools = append(a.Tools, count, block)
+	first := scripted.New("w",
+		scripted.Turn{Calls: []tools.Call{call("c1", "count", struct{}{})}},
+		scripted.Turn{Calls: []tools.Call{call("c2", "count", struct{}{}), call("c3", "block", struct{}{})}},
+	)
+	o, err := harnessed.New(first, harnessed.WithSaver(saver)).Run(ctx, a, nil)
+	if !errors.Is(err, context.Canceled) || o.Status != runtime.Cancelled || o.Turns != 2 {
+		t.Fatalf("first run: outcome %+v, err %v; want cancelled after 2 turns", o, err)
+	}
+
+	// A new process: a new runtime over the same database, a model that knows only the rest.
+	var unblocked atomic.Bool
+	a.Tools[len(a.Tools)-1] = tools.Func("block", "Wait.", func(context.Context, struct{}) (string, error) {
+		unblocked.Store(true)
+		return "unblocked", nil
+	})
+	rest := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c4", "publish", runtime.PublishArgs{Summary: "counted"})}})
+	var rec recorder
+	o, err = harnessed.New(rest, harnessed.WithSaver(saver)).Run(context.Background(), a, rec.sink)
+	if err != nil || o.Status != runtime.Published || o.Turns != 3 {
+		t.Fatalf("resumed run: outcome %+v, err %v", o, err)
+	}
+	if n := counted.Load(); n != 2 {
+		t.Fatalf("count ran %d times, want 2 (the finished call is not repeated)", n)
+	}
+	if !unblocked.Load() {
+		t.Fatal("the interrupted call did not run again")
+	}
+	req := rest.Requests()[0]
+	if n := len(req.Messages); n != 5 {
+		t.Fatalf("the resumed model got %d messages, want the 5 of the conversation so far", n)
+	}
+	if rs := lastResults(req); len(rs) != 2 || rs[0].Content != "2" || rs[1].Content != "unblocked" {
+		t.Fatalf("results of the interrupted turn: %+v", rs)
+	}
+	if got := rec.kinds()[0]; got != runtime.Started || !strings.Contains(rec.events[0].Text, "resumed after 2 turns") {
+		t.Fatalf("first event %+v", rec.events[0])
+	}
+
+	// Run again once it ended: the outcome, without a model call.
+	o2, err := harnessed.New(scripted.New("none"), harnessed.WithSaver(saver)).Run(context.Background(), a, nil)
+	if err != nil || o2.Status != runtime.Published || o2.Summary != "counted" {
+		t.Fatalf("finished assignment run again: %+v, %v", o2, err)
+	}
+}
+
+// ask_human stops the assignment with the question; run again with the answer, the worker gets
+// it as the tool's result, and calls before it in the same turn are not repeated.
+func TestAskHumanWaitsForTheAnswer(t *testing.T) {
+	a := assignment(t, "a4", "Pick a colour.")
+	var counted atomic.Int32
+	a.Tools = append(a.Tools, tools.Func("count", "Count.", func(context.Context, struct{}) (string, error) {
+		return fmt.Sprint(counted.Add(1)), nil
+	}))
+	model := scripted.New("w",
+		scripted.Turn{Calls: []tools.Call{call("c1", "count", struct{}{}), call("c2", "ask_human", map[string]string{"question": "Red or blue?"})}},
+		scripted.Turn{Calls: []tools.Call{call("c3", "checkpoint", runtime.CheckpointArgs{Summary: "chose"})}},
+	)
+	rt := harnessed.New(model)
+	var rec recorder
+	o, err := rt.Run(context.Background(), a, rec.sink)
+	if err != nil || o.Status != runtime.Waiting || o.Question != "Red or blue?" {
+		t.Fatalf("outcome %+v, err %v; want waiting with the question", o, err)
+	}
+	if !slices.Contains(rec.kinds(), runtime.AskedHuman) {
+		t.Fatal("no asked_human event")
+	}
+	// Without an answer it keeps waiting.
+	if o, err := rt.Run(context.Background(), a, nil); err != nil || o.Status != runtime.Waiting {
+		t.Fatalf("run without answer: %+v, %v", o, err)
+	}
+	a.Answer = "Blue"
+	o, err = rt.Run(context.Background(), a, nil)
+	if err != nil || o.Status != runtime.Checkpointed {
+		t.Fatalf("answered: %+v, %v", o, err)
+	}
+	rs := lastResults(model.Requests()[1])
+	if len(rs) != 2 || rs[1].Content != "The human answered: Blue" {
+		t.Fatalf("results %+v", rs)
+	}
+	if counted.Load() != 1 {
+		t.Fatalf("count ran %d times, want 1", counted.Load())
+	}
+}
+
+// Compaction: on a small context limit the worker is asked to save notes, the conversation is
+// archived and rebuilt, and the worker still finishes with its notes intact.
+func TestCompactionKeepsNotesAndFinishes(t *testing.T) {
+	a := assignment(t, "a5", "Collect five facts into notes.md, then publish.")
+	big := strings.Repeat("x", 2000)
+	a.Tools = append(a.Tools, tools.Func("fetch", "Fetch a fact.", func(_ context.Context, args struct {
+		N int `json:"n"`
+	}) (string, error) {
+		return fmt.Sprintf("fact %d: %s", args.N, big), nil
+	}))
+	var compactedSeen atomic.Bool
+	fetched := 0
+	model := scripted.NewFunc("w", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		last := req.Messages[len(req.Messages)-1]
+		first := req.Messages[0].Text()
+		if strings.Contains(first, "This conversation was compacted") {
+			compactedSeen.Store(true)
+		}
+		switch {
+		case strings.Contains(last.Text(), "about to be compacted"):
+			return scripted.Turn{Calls: []tools.Call{call("n", "write_file", files.WriteArgs{Path: "notes.md", Content: fmt.Sprintf("facts 1-%d collected\n", fetched)})}}, nil
+		case fetched < 5:
+			fetched++
+			return scripted.Turn{Calls: []tools.Call{call(fmt.Sprint("f", fetched), "fetch", map[string]int{"n": fetched})}}, nil
+		}
+		return scripted.Turn{Calls: []tools.Call{call("p", "publish", runtime.PublishArgs{Summary: "five facts"})}}, nil
+	})
+	var rec recorder
+	o, err := harnessed.New(model, harnessed.WithContextLimit(3000), harnessed.WithKeepMessages(2)).Run(context.Background(), a, rec.sink)
+	if err != nil || o.Status != runtime.Published {
+		t.Fatalf("outcome %+v, err %v", o, err)
+	}
+	if !slices.Contains(rec.kinds(), runtime.Compacted) || !compactedSeen.Load() {
+		t.Fatalf("no compaction: events %v", rec.kinds())
+	}
+	if !slices.Contains(o.Published, "notes.md") {
+		t.Fatalf("notes not published: %v", o.Published)
+	}
+	archives, _ := filepath.Glob(a.Dir.Path("_archive/conversation-*.jsonl"))
+	if len(archives) == 0 {
+		t.Fatal("no archive of the old conversation")
+	}
+	b, _ := os.ReadFile(archives[0])
+	if !strings.Contains(string(b), "fact 1:") {
+		t.Fatal("the archive lacks the first fact")
+	}
+	// Every request after the first compaction is smaller than the limit allows.
+	for i, req := range model.Requests() {
+		size := 0
+		for _, m := range req.Messages {
+			size += len(m.Text())
+			for _, r := range lastResults(providers.Request{Messages: []providers.Message{m}}) {
+				size += len(r.Content)
+			}
+		}
+		if size > 4*3000 {
+			t.Errorf("request %d carries %d characters, over the context limit", i, size)
+		}
+	}
+}
+
+// A model call that fails is tried once more; failing twice writes failure_notes.md and fails
+// the assignment.
+func TestModelFailure(t *testing.T) {
+	boom := &providers.Error{Provider: "scripted", Model: "w", Kind: providers.ErrServer, Status: 500}
+	a := assignment(t, "a6", "Work.")
+	model := scripted.New("w",
+		scripted.Turn{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "a.md", Content: "a"})}},
+		scripted.Turn{Err: boom},
+		scripted.Turn{Err: boom},
+	)
+	var rec recorder
+	o, err := harnessed.New(model).Run(context.Background(), a, rec.sink)
+	if !errors.Is(err, providers.ErrServer) || o.Status != runtime.Failed || o.Turns != 1 {
+		t.Fatalf("outcome %+v, err %v", o, err)
+	}
+	notes, rerr := os.ReadFile(a.Dir.Path("failure_notes.md"))
+	if rerr != nil || !strings.Contains(string(notes), "write_file") || !strings.Contains(string(notes), "HTTP 500") {
+		t.Fatalf("failure notes %q, %v", notes, rerr)
+	}
+	if !slices.Contains(rec.kinds(), runtime.Retrying) {
+		t.Fatal("no retrying event")
+	}
+
+	b := assignment(t, "a6b", "Work.")
+	once := scripted.New("w", scripted.Turn{Err: boom}, scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}})
+	if o, err := harnessed.New(once).Run(context.Background(), b, nil); err != nil || o.Status != runtime.Checkpointed {
+		t.Fatalf("one failure: %+v, %v", o, err)
+	}
+}
+
+func TestMaxIterations(t *testing.T) {
+	a := assignment(t, "a7", "Never finish.")
+	model := scripted.NewFunc("w", func(context.Context, providers.Request) (scripted.Turn, error) {
+		return scripted.Turn{Text: "thinking"}, nil
+	})
+	o, err := harnessed.New(model, harnessed.WithMaxIterations(3)).Run(context.Background(), a, nil)
+	if !errors.Is(err, harnessed.ErrMaxIterations) || o.Status != runtime.Failed || o.Turns != 3 {
+		t.Fatalf("outcome %+v, err %v", o, err)
+	}
+	// Between the turns the worker was reminded to finish.
+	if msgs := model.Requests()[1].Messages; !strings.Contains(msgs[len(msgs)-1].Text(), "call publish") {
+		t.Fatalf("no nudge: %+v", msgs[len(msgs)-1])
+	}
+}
+
+func TestSingleInference(t *testing.T) {
+	a := assignment(t, "a8", "Name three primes.")
+	model := scripted.New("w", scripted.Turn{Text: "2, 3, 5", Usage: providers.Usage{InputTokens: 10, OutputTokens: 5}})
+	o, err := harnessed.New(model, harnessed.WithSingleInference()).Run(context.Background(), a, nil)
+	if err != nil || o.Status != runtime.Published || o.Summary != "2, 3, 5" || o.Usage.OutputTokens != 5 {
+		t.Fatalf("outcome %+v, %v", o, err)
+	}
+	if len(model.Requests()[0].Tools) != 0 {
+		t.Fatal("single inference offered tools")
+	}
+	if b, _ := os.ReadFile(filepath.Join(a.Dir.Published(), "result.md")); string(b) != "2, 3, 5" {
+		t.Fatalf("result.md = %q", b)
+	}
+}
+
+// Bad calls from the model become error results it can fix, never a crash.
+func TestBadToolCallsAreReportedToTheModel(t *testing.T) {
+	a := assignment(t, "a9", "Work.")
+	model := scripted.New("w",
+		scripted.Turn{Calls: []tools.Call{
+			{ID: "c1", Name: "nope", Args: json.RawMessage(`{}`)},
+			{ID: "c2", Name: "write_file", Args: json.RawMessage(`{"path": 3}`)},
+			call("c3", "read_file", files.ReadArgs{Path: "../../etc/passwd"}),
+		}},
+		scripted.Turn{Calls: []tools.Call{call("c4", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}},
+	)
+	if o, err := harnessed.New(model).Run(context.Background(), a, nil); err != nil || o.Status != runtime.Checkpointed {
+		t.Fatalf("outcome %+v, %v", o, err)
+	}
+	rs := lastResults(model.Requests()[1])
+	if len(rs) != 3 {
+		t.Fatalf("results %+v", rs)
+	}
+	for i, want := range []string{"unknown tool", "path", "outside the workspace"} {
+		if !rs[i].IsError || !strings.Contains(rs[i].Content, want) {
+			t.Errorf("result %d = %+v, want an error mentioning %q", i, rs[i], want)
+		}
+	}
+}
+
+// One runtime runs many assignments at once.
+func TestConcurrentAssignments(t *testing.T) {
+	model := scripted.NewFunc("w", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if len(req.Messages) == 1 {
+			return scripted.Turn{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "out.md", Content: req.Messages[0].Text()})}}, nil
+		}
+		return scripted.Turn{Calls: []tools.Call{call("c2", "publish", runtime.PublishArgs{Summary: req.Messages[0].Text()})}}, nil
+	})
+	rt := harnessed.New(model)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := assignment(t, fmt.Sprint("c", i), fmt.Sprint("task ", i))
+			o, err := rt.Run(context.Background(), a, nil)
+			if err != nil || o.Summary != fmt.Sprint("task ", i) {
+				t.Errorf("assignment %d: %+v, %v", i, o, err)
+				return
+			}
+			if b, _ := os.ReadFile(filepath.Join(a.Dir.Published(), "out.md")); string(b) != fmt.Sprint("task ", i) {
+				t.Errorf("assignment %d published %q", i, b)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,289 @@
+package harnessed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// state is the worker's saved state. Conversation grows by appending (each update holds only
+// the new messages, so checkpoints stay small) unless Reset is set by a compaction; every other
+// field is replaced by each update.
+type state struct {
+	Conversation []providers.Message `json:"conversation,omitempty"`
+	Reset        bool                `json:"reset,omitempty"`
+	// Pending are the calls of the latest answer not yet run; Results and Held collect their
+	// results and the messages that arrived meanwhile, until the turn's results are complete.
+	Pending []tools.Call       `json:"pending,omitempty"`
+	Results []tools.Result     `json:"results,omitempty"`
+	Held    []runtime.Message  `json:"held,omitempty"`
+	Turns   int                `json:"turns,omitempty"`
+	Usage   providers.Usage    `json:"usage"`
+	Report  runtime.Outcome    `json:"report"`
+	// LastContext is the context size the provider reported for the latest call.
+	LastContext int  `json:"last_context,omitempty"`
+	Flushing    bool `json:"flushing,omitempty"` // asked to save notes before a compaction
+	Compactions int  `json:"compactions,omitempty"`
+}
+
+func reduce(cur, u state) state {
+	conv := u.Conversation
+	if !u.Reset {
+		conv = append(slices.Clip(cur.Conversation), u.Conversation...)
+	}
+	u.Conversation, u.Reset = conv, false
+	return u
+}
+
+// carry starts the update of a node: every replaced field as it is, no new messages.
+func (s state) carry() state {
+	s.Conversation, s.Reset = nil, false
+	return s
+}
+
+const (
+	modelNode = "model"
+	toolsNode = "tools"
+)
+
+func (w *worker) graph() (*graph.Compiled[state], error) {
+	g := graph.New[state]()
+	g.SetReducer(reduce)
+	g.AddNode(modelNode, w.think)
+	g.AddNode(toolsNode, w.act)
+	g.AddEdge(graph.START, modelNode)
+	next := func(_ context.Context, s state) string {
+		switch {
+		case len(s.Pending) > 0:
+			return toolsNode
+		case s.Report.Status != "":
+			return graph.END
+		}
+		return modelNode
+	}
+	g.AddConditionalEdges(modelNode, next, toolsNode, modelNode, graph.END)
+	g.AddConditionalEdges(toolsNode, next, toolsNode, modelNode, graph.END)
+	return g.Compile(graph.WithCheckpointer(w.rt.cfg.saver), graph.WithThread(w.a.ID),
+		graph.WithRecursionLimit(1<<30))
+}
+
+// think is the model node: a yield point, a compaction if one is due, then one model turn.
+func (w *worker) think(ctx context.Context, s state) (state, error) {
+	next := s.carry()
+	if s.Turns >= w.rt.cfg.maxIterations {
+		return next, fmt.Errorf("%w (%d)", ErrMaxIterations, w.rt.cfg.maxIterations)
+	}
+	var add []providers.Message
+	if msgs := w.receive(); len(msgs) > 0 {
+		add = append(add, providers.UserText(runtime.FormatMessages(msgs)))
+	}
+	conv := append(slices.Clip(s.Conversation), add...)
+	if w.over(s, conv) {
+		if !s.Flushing {
+			add = append(add, providers.UserText(flushRequest))
+			conv = append(conv, add[len(add)-1])
+			next.Flushing = true
+		} else {
+			rebuilt, err := w.compact(s, conv)
+			if err != nil {
+				return next, err
+			}
+			conv, add = rebuilt, rebuilt
+			next.Reset, next.Flushing = true, false
+			next.Compactions++
+		}
+	}
+
+	resp, err := w.generate(ctx, conv)
+	if err != nil {
+		return next, err
+	}
+	add = append(add, resp.Message)
+	next.Conversation = add
+	next.Turns++
+	next.Usage = s.Usage.Add(resp.Usage)
+	next.LastContext = resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens + resp.Usage.OutputTokens
+	u := resp.Usage
+	w.rep.Emit(runtime.Event{Kind: runtime.ModelTurn, Text: resp.Message.Text(), Usage: &u})
+	next.Pending = resp.Message.ToolCalls()
+	for _, c := range next.Pending {
+		w.rep.Emit(runtime.Event{Kind: runtime.ToolCalled, Tool: &runtime.ToolEvent{ID: c.ID, Name: c.Name, Args: c.Args}})
+	}
+	switch {
+	case w.rt.cfg.single:
+		o, err := w.publishAnswer(resp.Message.Text())
+		if err != nil {
+			return next, err
+		}
+		next.Report = o
+	case len(next.Pending) == 0 && !next.Flushing:
+		next.Conversation = append(next.Conversation, providers.UserText(nudge))
+	}
+	return next, nil
+}
+
+// act is the tools node: it runs the next pending call (or the next run of calls that are safe
+// to run together), then a yield point. When the turn's calls are all answered their results
+// become one message, followed by any messages that arrived meanwhile.
+func (w *worker) act(ctx context.Context, s state) (state, error) {
+	next := s.carry()
+	batch := w.batch(s.Pending)
+	var results []tools.Result
+	if batch[0].Name == askHuman.Name {
+		r, err := w.ask(ctx, batch[0])
+		if err != nil {
+			return next, err
+		}
+		results = []tools.Result{r}
+	} else {
+		results = w.reg.Run(ctx, batch)
+		if err := ctx.Err(); err != nil {
+			return next, context.Cause(ctx) // do not save results cut short by cancellation
+		}
+	}
+	for _, r := range results {
+		w.rep.Emit(runtime.Event{Kind: runtime.ToolResult, Tool: &runtime.ToolEvent{ID: r.CallID, Name: r.Name, Result: r.Content, IsError: r.IsError}})
+	}
+	next.Pending = s.Pending[len(batch):]
+	next.Results = append(slices.Clip(s.Results), results...)
+	next.Held = append(slices.Clip(s.Held), w.receive()...)
+	next.Report = w.report.Outcome()
+	if len(next.Pending) > 0 {
+		return next, nil
+	}
+	msg := providers.ToolResults(next.Results)
+	if len(next.Held) > 0 {
+		msg.Parts = append(msg.Parts, providers.Text(runtime.FormatMessages(next.Held)))
+	}
+	next.Conversation = []providers.Message{msg}
+	next.Pending, next.Results, next.Held = nil, nil, nil
+	return next, nil
+}
+
+// batch returns the calls to run next: the leading run of calls that are safe to run together,
+// or else the first call alone.
+func (w *worker) batch(pending []tools.Call) []tools.Call {
+	n := 0
+	for _, c := range pending {
+		t, ok := w.reg.Get(c.Name)
+		if !ok || !t.Safe {
+			break
+		}
+		n++
+	}
+	return pending[:max(n, 1)]
+}
+
+// receive drains the mailbox: a yield point.
+func (w *worker) receive() []runtime.Message {
+	if w.a.Mailbox == nil {
+		return nil
+	}
+	msgs := w.a.Mailbox.Receive()
+	for i := range msgs {
+		w.rep.Emit(runtime.Event{Kind: runtime.MessageReceived, Message: &msgs[i]})
+	}
+	return msgs
+}
+
+// generate asks the model for the next turn, trying once more if the call fails. When the second
+// try fails too, the worker's notes on the failure go to failure_notes.md.
+func (w *worker) generate(ctx context.Context, conv []providers.Message) (providers.Response, error) {
+	req := providers.Request{System: w.system(), Messages: conv, MaxTokens: w.rt.cfg.maxTokens}
+	if !w.rt.cfg.single {
+		req.Tools = providers.Specs(w.reg.Tools())
+	}
+	resp, err := w.rt.model.Generate(ctx, req)
+	if err == nil || ctx.Err() != nil {
+		return resp, err
+	}
+	w.rep.Emit(runtime.Event{Kind: runtime.Retrying, Text: err.Error()})
+	resp, err = w.rt.model.Generate(ctx, req)
+	if err == nil || ctx.Err() != nil {
+		return resp, err
+	}
+	if werr := w.writeFailureNotes(req, err); werr != nil {
+		return resp, errors.Join(err, werr)
+	}
+	return resp, err
+}
+
+// system is the system prompt: the assignment's, the runtime's protocol and the tools' guidance.
+func (w *worker) system() string {
+	var b strings.Builder
+	if w.a.System != "" {
+		b.WriteString(w.a.System)
+		b.WriteString("\n\n")
+	}
+	if w.rt.cfg.single {
+		b.WriteString("Answer the task in one reply; your reply is published as the result.")
+		return b.String()
+	}
+	fmt.Fprintf(&b, protocol, w.a.Dir.Scratch())
+	if g := w.reg.Guidance(); g != "" {
+		b.WriteString("\n\n")
+		b.WriteString(g)
+	}
+	return b.String()
+}
+
+const protocol = `HOW YOU WORK
+Your scratch directory is %s: write your work in progress and your outputs there.
+When the work is done, call publish with a summary: your outputs move to published/, where other nodes read them, and the assignment ends. To end a stage without publishing, call checkpoint.
+Messages from others appear as [Message from NAME]: ... between turns.`
+
+const nudge = "You answered without calling a tool. Continue the work, or call publish (or checkpoint) when it is done."
+
+const flushRequest = "Your conversation is about to be compacted: the earlier turns will be archived and replaced by a summary of your files. Write anything you need to keep (findings, decisions, what is left to do) to files in your scratch directory now, then reply."
+
+// askHuman is the tool through which a worker asks the human; the runtime answers it itself
+// (see ask), so its handler is never called.
+var askHuman = tools.Func("ask_human", "Ask the human a question. Your work pauses until they answer.",
+	func(context.Context, askArgs) (string, error) {
+		return "", errors.New("ask_human is answered by the runtime")
+	},
+	tools.WithGuidance("Use ask_human sparingly, only for what you cannot decide or find out yourself."))
+
+type askArgs struct {
+	Question string `json:"question" jsonschema:"description=The question, with the context the human needs to answer it"`
+}
+
+// ask stops the assignment to wait for the human's answer to c; run again with the answer, it
+// returns the answer as c's result.
+func (w *worker) ask(ctx context.Context, c tools.Call) (tools.Result, error) {
+	var args askArgs
+	if err := tools.Validate(askHuman.Schema, c.Args); err != nil {
+		return tools.Result{CallID: c.ID, Name: c.Name, Content: err.Error(), IsError: true}, nil
+	}
+	if err := json.Unmarshal(c.Args, &args); err != nil {
+		return tools.Result{CallID: c.ID, Name: c.Name, Content: err.Error(), IsError: true}, nil
+	}
+	answer, err := graph.Interrupt[string](ctx, args.Question)
+	if err != nil {
+		w.rep.Emit(runtime.Event{Kind: runtime.AskedHuman, Text: args.Question})
+		return tools.Result{}, err
+	}
+	return tools.Result{CallID: c.ID, Name: c.Name, Content: "The human answered: " + answer}, nil
+}
+
+// publishAnswer publishes a single-inference answer as result.md.
+func (w *worker) publishAnswer(text string) (runtime.Outcome, error) {
+	if err := os.WriteFile(filepath.Join(w.a.Dir.Scratch(), "result.md"), []byte(text), 0o644); err != nil {
+		return runtime.Outcome{}, fmt.Errorf("harnessed: %w", err)
+	}
+	files, err := w.a.Dir.Publish()
+	if err != nil {
+		return runtime.Outcome{}, err
+	}
+	return runtime.Outcome{Status: runtime.Published, Summary: text, Published: files}, nil
+}
