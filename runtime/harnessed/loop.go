@@ -24,12 +24,12 @@ type state struct {
 	Reset        bool                `json:"reset,omitempty"`
 	// Pending are the calls of the latest answer not yet run; Results and Held collect their
 	// results and the messages that arrived meanwhile, until the turn's results are complete.
-	Pending []tools.Call       `json:"pending,omitempty"`
-	Results []tools.Result     `json:"results,omitempty"`
-	Held    []runtime.Message  `json:"held,omitempty"`
-	Turns   int                `json:"turns,omitempty"`
-	Usage   providers.Usage    `json:"usage"`
-	Report  runtime.Outcome    `json:"report"`
+	Pending []tools.Call      `json:"pending,omitempty"`
+	Results []tools.Result    `json:"results,omitempty"`
+	Held    []runtime.Message `json:"held,omitempty"`
+	Turns   int               `json:"turns,omitempty"`
+	Usage   providers.Usage   `json:"usage"`
+	Report  runtime.Outcome   `json:"report"`
 	// LastContext is the context size the provider reported for the latest call.
 	LastContext int  `json:"last_context,omitempty"`
 	Flushing    bool `json:"flushing,omitempty"` // asked to save notes before a compaction
