@@ -292,8 +292,11 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		case waitErr = <-waited:
 			exited, done = true, true
 		case <-ticker.C:
-			b.run(ctx, false)
-			done = result.complete() || checkpoint.complete()
+			// Look for the end first: a finishing agent is not handed messages it will not
+			// read (they stay in the mailbox); its outbox is still sent below.
+			if done = result.complete() || checkpoint.complete(); !done {
+				b.run(ctx, false)
+			}
 		}
 		if !done {
 			continue
@@ -411,10 +414,10 @@ func (b *bridge) run(ctx context.Context, final bool) {
 		}
 		b.emit(runtime.Event{Kind: runtime.MessageSent, Message: &runtime.Message{From: b.a.Worker, To: m.to, Body: m.body, Time: time.Now()}})
 	}
-	if final {
-		return
+	var msgs []runtime.Message
+	if !final {
+		msgs = b.a.Mailbox.Receive()
 	}
-	msgs := b.a.Mailbox.Receive()
 	var text strings.Builder
 	for _, n := range notes {
 		text.WriteString(n + "\n\n")

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -47,20 +48,19 @@ func assignment(t *testing.T, task string) runtime.Assignment {
 
 // recorder collects events and checks they never arrive concurrently.
 type recorder struct {
+	in     atomic.Int32
 	mu     sync.Mutex
-	busy   bool
 	events []runtime.Event
 	t      *testing.T
 }
 
 func (r *recorder) sink(e runtime.Event) {
-	r.mu.Lock()
-	if r.busy {
+	if r.in.Add(1) != 1 {
 		r.t.Errorf("events reported concurrently")
 	}
-	r.busy = true
+	defer r.in.Add(-1)
+	r.mu.Lock()
 	r.events = append(r.events, e)
-	r.busy = false
 	r.mu.Unlock()
 }
 
@@ -575,5 +575,53 @@ echo "node $AGIRAPH_NODE done" > _result.md
 		if got := readFile(t, filepath.Join(base, node, "published", "out.txt")); got != node+"\n" {
 			t.Errorf("%s: out.txt = %q", node, got)
 		}
+	}
+}
+
+func TestRewrittenOutboxIsReadAfresh(t *testing.T) {
+	// The agent replaces its outbox after the first message went out (it got the reply):
+	// the new content is sent, the old block not again.
+	cmd := script(t, `
+printf 'TO: bob\nfirst\n---\n' >> _outbox.md
+n=0
+until grep -q 'Message from bob' _inbox.md; do
+  n=$((n+1)); [ $n -gt 600 ] && { echo "no reply"; exit 6; }
+  sleep 0.05
+done
+printf 'TO: bob\nsecond\n---\n' > _outbox.md
+sleep 0.2
+echo done > _result.md
+`)
+	mb := &mailbox{reply: "ok"}
+	a := assignment(t, "talk")
+	a.Mailbox = mb
+	if _, err := autonomous.New(cmd, fast...).Run(context.Background(), a, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []runtime.Message{{To: "bob", Body: "first"}, {To: "bob", Body: "second"}}
+	if got := mb.sentMessages(); !slices.Equal(got, want) {
+		t.Errorf("sent = %+v, want %+v", got, want)
+	}
+}
+
+func TestLongOutputLinesAreCut(t *testing.T) {
+	cmd := script(t, `
+i=0
+while [ $i -lt 1000 ]; do printf 'xxxxxxxxxx'; i=$((i+1)); done
+exit 1
+`)
+	rec := &recorder{t: t}
+	if _, err := autonomous.New(cmd, fast...).Run(context.Background(), assignment(t, "x"), rec.sink); !errors.Is(err, runtime.ErrNoResult) {
+		t.Fatalf("err = %v", err)
+	}
+	total := 0
+	for _, e := range rec.of(runtime.Output) {
+		if len(e.Text) > 4<<10 {
+			t.Errorf("an Output event of %d bytes", len(e.Text))
+		}
+		total += len(e.Text)
+	}
+	if total != 10000 {
+		t.Errorf("Output events carry %d bytes, want 10000", total)
 	}
 }
