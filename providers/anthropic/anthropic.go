@@ -40,7 +40,7 @@ func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
 
 // WithBaseURL sets the API's base URL, the root without /v1. By default it is
 // $ANTHROPIC_BASE_URL, or else the SDK's (https://api.anthropic.com/).
-func WithBaseURL(url string) Option { return func(c *config) { c.baseURL = url } }
+func WithBaseURL(baseURL string) Option { return func(c *config) { c.baseURL = baseURL } }
 
 // WithHTTPClient sets the HTTP client requests go through (by default http.DefaultClient).
 func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }

@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -258,9 +259,13 @@ func TestRequestOptions(t *testing.T) {
 		check func(t *testing.T, r providertest.Request)
 	}{
 		{"choice any", nil, providers.Request{Tools: toolSpecs, Choice: providers.ToolChoice{Mode: providers.ChooseAny}},
-			func(t *testing.T, r providertest.Request) { jsonEq(t, "tool_choice", r.JSON["tool_choice"], `{"type":"any"}`) }},
+			func(t *testing.T, r providertest.Request) {
+				jsonEq(t, "tool_choice", r.JSON["tool_choice"], `{"type":"any"}`)
+			}},
 		{"choice none", nil, providers.Request{Tools: toolSpecs, Choice: providers.ToolChoice{Mode: providers.ChooseNone}},
-			func(t *testing.T, r providertest.Request) { jsonEq(t, "tool_choice", r.JSON["tool_choice"], `{"type":"none"}`) }},
+			func(t *testing.T, r providertest.Request) {
+				jsonEq(t, "tool_choice", r.JSON["tool_choice"], `{"type":"none"}`)
+			}},
 		{"choice tool", nil, providers.Request{Tools: toolSpecs, Choice: providers.ToolChoice{Mode: providers.ChooseTool, Name: "get_time"}},
 			func(t *testing.T, r providertest.Request) {
 				jsonEq(t, "tool_choice", r.JSON["tool_choice"], `{"type":"tool","name":"get_time"}`)
@@ -345,4 +350,35 @@ func TestStopReasons(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestConcurrent checks that one Model serves concurrent calls, each getting its own answer.
+func TestConcurrent(t *testing.T) {
+	s := providertest.NewAnthropicFunc(t, func(r providertest.Request) providertest.Reply {
+		text, _ := get(r.JSON, "messages", 0, "content", 0, "text").(string)
+		return providertest.Reply{Text: "echo " + text}
+	})
+	m := newModel(t, s)
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			in := fmt.Sprint("message ", i)
+			req := providers.Request{Messages: []providers.Message{providers.UserText(in)}}
+			if i%2 == 1 {
+				req.OnText = func(string) {}
+			}
+			resp, err := m.Generate(context.Background(), req)
+			if err == nil && resp.Message.Text() != "echo "+in {
+				err = fmt.Errorf("answer to %q is %q", in, resp.Message.Text())
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	requests(t, s, n)
 }

@@ -50,6 +50,9 @@ func isTransport(err error) bool {
 		errors.Is(err, context.DeadlineExceeded)
 }
 
+// maxRawMessage bounds the part of an error body that is not the API's kept as the message.
+const maxRawMessage = 500
+
 // apiErrorBody is the body of an API error: {"type":"error","error":{"type":...,"message":...}}.
 type apiErrorBody struct {
 	Error struct {
@@ -67,8 +70,11 @@ func (m *Model) apiError(e *sdk.Error) *providers.Error {
 	if typ == "" {
 		typ = string(e.Type())
 	}
-	if msg == "" {
+	if msg == "" { // not the API's error body (a proxy's page, say): keep its start
 		msg = e.RawJSON()
+		if len(msg) > maxRawMessage {
+			msg = msg[:maxRawMessage] + "..."
+		}
 	}
 	status := e.StatusCode
 	if status < http.StatusBadRequest {
