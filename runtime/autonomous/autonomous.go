@@ -29,15 +29,19 @@
 //	_outbox.md     empty: the agent appends "TO: name" blocks, each ended by a "---" line
 //
 // A _result.md or _checkpoint.md left by an earlier run of the node is removed (the
-// checkpoint's text goes into _task.md as where the previous stage ended).
+// checkpoint's text goes into _task.md as where the previous stage ended); _inbox.md and
+// _outbox.md start empty at every run.
 //
 // While the agent runs, Run polls the directory ([WithPollInterval], 200ms by default):
 //
 //   - Messages from Assignment.Mailbox are appended to _inbox.md (a MessageReceived event
-//     each).
+//     each). Once the agent has finished, messages are no longer taken: they stay in the
+//     mailbox.
 //   - Each new complete block of _outbox.md is sent with Mailbox.Send (a MessageSent event
 //     each), exactly once. A block is complete when a line holding only "---" follows it;
-//     when the agent has exited, an unterminated last block is complete too. A block without
+//     when the agent has exited, an unterminated last block is complete too. The agent may
+//     clear or rewrite the file: when it no longer begins with what was already read,
+//     reading starts again at its beginning. A block without
 //     a "TO:" line, or one the mailbox refuses, is not sent: a note saying why is appended to
 //     _inbox.md. Without a mailbox, _outbox.md is not read and _task.md does not mention
 //     messages.
