@@ -39,11 +39,11 @@
 //     mailbox.
 //   - Each new complete block of _outbox.md is sent with Mailbox.Send (a MessageSent event
 //     each), exactly once. A block is complete when a line holding only "---" follows it;
-//     when the agent has exited, an unterminated last block is complete too. The agent may
-//     clear or rewrite the file: when it no longer begins with what was already read,
-//     reading starts again at its beginning. A block without
-//     a "TO:" line, or one the mailbox refuses, is not sent: a note saying why is appended to
-//     _inbox.md. Without a mailbox, _outbox.md is not read and _task.md does not mention
+//     once the agent has exited or been stopped, an unterminated last block is complete too.
+//     The agent may clear or rewrite the file: when it no longer begins with what was
+//     already read, reading starts again at its beginning. A block without a "TO:" line, or
+//     one the mailbox refuses, is not sent: a note saying why is appended to _inbox.md.
+//     Without a mailbox, _outbox.md is not read and _task.md does not mention
 //     messages.
 //   - _result.md ends the run once it is complete: when two successive polls found it with the
 //     same size and modification time (an agent that writes it by renaming a finished file
