@@ -41,8 +41,10 @@ func (d NodeDir) Create() error {
 
 // Publish moves the worker's outputs from scratch/ to published/ and makes them read-only: every
 // entry of scratch/ except those whose names start with "_" or "." (protocol and hidden files,
-// which stay). It returns the published files relative to published/, sorted. A file that is
-// already published is not replaced: Publish fails naming it, before moving anything.
+// which stay). It returns every file in published/ afterwards, relative to it, sorted — so
+// publishing again after a crash that came between the move and its record gives the same
+// answer. A file that is already published is not replaced: Publish fails naming it, before
+// moving anything.
 func (d NodeDir) Publish() ([]string, error) {
 	if err := d.Create(); err != nil {
 		return nil, err
@@ -64,25 +66,25 @@ func (d NodeDir) Publish() ([]string, error) {
 			return nil, fmt.Errorf("runtime: publish %s: %w", d, err)
 		}
 	}
-	var files []string
 	for _, n := range names {
 		if err := os.Rename(filepath.Join(d.Scratch(), n), filepath.Join(d.Published(), n)); err != nil {
-			return files, fmt.Errorf("runtime: publish %s: %w", d, err)
+			return nil, fmt.Errorf("runtime: publish %s: %w", d, err)
 		}
-		err := filepath.WalkDir(filepath.Join(d.Published(), n), func(p string, e fs.DirEntry, err error) error {
-			if err != nil || e.IsDir() {
-				return err
-			}
-			rel, _ := filepath.Rel(d.Published(), p)
-			files = append(files, filepath.ToSlash(rel))
-			if e.Type().IsRegular() {
-				return os.Chmod(p, 0o444)
-			}
-			return nil
-		})
-		if err != nil {
-			return files, fmt.Errorf("runtime: publish %s: %w", d, err)
+	}
+	var files []string
+	err = filepath.WalkDir(d.Published(), func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
 		}
+		rel, _ := filepath.Rel(d.Published(), p)
+		files = append(files, filepath.ToSlash(rel))
+		if e.Type().IsRegular() {
+			return os.Chmod(p, 0o444)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: publish %s: %w", d, err)
 	}
 	slices.Sort(files)
 	return files, nil

@@ -253,3 +253,33 @@ func TestStatusOf(t *testing.T) {
 		}
 	}
 }
+
+func TestPublishAgainAnswersTheSame(t *testing.T) {
+	d := runtime.NodeDir(t.TempDir())
+	write(t, filepath.Join(d.Scratch(), "a.md"), "a")
+	first, err := d.Publish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := d.Publish()
+	if err != nil || !reflect.DeepEqual(first, again) {
+		t.Fatalf("publishing again gave %v, %v; want %v", again, err, first)
+	}
+}
+
+func TestReportTravelsInTheContext(t *testing.T) {
+	r := runtime.NewReport(runtime.Outcome{})
+	got, ok := runtime.ReportFrom(runtime.WithReport(context.Background(), r))
+	if !ok || got != r {
+		t.Fatal("ReportFrom lost the report")
+	}
+	if err := got.End(runtime.Checkpointed, "done"); err != nil || !r.Done() {
+		t.Fatalf("End: %v", err)
+	}
+	if err := got.End(runtime.Published, "again"); err == nil {
+		t.Fatal("a second End was accepted")
+	}
+	if _, ok := runtime.ReportFrom(context.Background()); ok {
+		t.Fatal("ReportFrom found a report in a bare context")
+	}
+}

@@ -46,7 +46,10 @@ func (r *Report) Done() bool {
 	return r.o.Status == Published || r.o.Status == Checkpointed
 }
 
-// end records the end the worker chose; it fails if the worker already ended.
+// End records that the worker ended its assignment with status s (Published or Checkpointed)
+// and a summary; it fails if the worker already ended. Runtimes stop the assignment once it has.
+func (r *Report) End(s Status, summary string) error { return r.end(s, summary, nil) }
+
 func (r *Report) end(s Status, summary string, published []string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -55,6 +58,21 @@ func (r *Report) end(s Status, summary string, published []string) error {
 	}
 	r.o.Status, r.o.Summary, r.o.Published = s, summary, published
 	return nil
+}
+
+type reportKey struct{}
+
+// WithReport returns ctx carrying r, the report of the assignment a tool runs for; runtimes that
+// call tools themselves pass it to them, so tools built before the assignment (a coordinator's,
+// say) can end it.
+func WithReport(ctx context.Context, r *Report) context.Context {
+	return context.WithValue(ctx, reportKey{}, r)
+}
+
+// ReportFrom returns the report WithReport put in ctx.
+func ReportFrom(ctx context.Context) (*Report, bool) {
+	r, ok := ctx.Value(reportKey{}).(*Report)
+	return r, ok
 }
 
 // The arguments of the work tools.

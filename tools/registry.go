@@ -237,11 +237,20 @@ func (r *Registry) runOne(ctx context.Context, c Call) Result {
 		}
 		return r.finish(c, fmt.Sprintf("invalid arguments for tool %q: %v; send the arguments as one JSON object matching the tool's schema", c.Name, err), true)
 	}
-	out, err := callHandler(ctx, e.tool, args)
+	out, err := callHandler(context.WithValue(ctx, callKey{}, c), e.tool, args)
 	if err != nil {
 		return r.finish(c, err.Error(), true)
 	}
 	return r.finish(c, out, false)
+}
+
+type callKey struct{}
+
+// CallFrom returns the call a handler is answering, when the handler runs under Registry.Run:
+// its ID is a natural idempotency key for a handler whose call may be repeated after a crash.
+func CallFrom(ctx context.Context) (Call, bool) {
+	c, ok := ctx.Value(callKey{}).(Call)
+	return c, ok
 }
 
 // panicError reports a handler's panic.

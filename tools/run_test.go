@@ -290,3 +290,29 @@ func TestRunConcurrentUse(t *testing.T) {
 		t.Errorf("%d tools, want 5", len(r.Tools()))
 	}
 }
+
+func TestHandlersSeeTheirCall(t *testing.T) {
+	var seen []string
+	var mu sync.Mutex
+	tool := tools.Func("who", "Say the call ID.", func(ctx context.Context, _ struct{}) (string, error) {
+		c, ok := tools.CallFrom(ctx)
+		if !ok {
+			return "", errors.New("no call in the context")
+		}
+		mu.Lock()
+		seen = append(seen, c.ID)
+		mu.Unlock()
+		return c.ID, nil
+	}, tools.Safe())
+	reg, err := tools.NewRegistry([]tools.Tool{tool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := reg.Run(context.Background(), []tools.Call{{ID: "a", Name: "who"}, {ID: "b", Name: "who"}})
+	if rs[0].Content != "a" || rs[1].Content != "b" || len(seen) != 2 {
+		t.Fatalf("results %+v, seen %v", rs, seen)
+	}
+	if _, ok := tools.CallFrom(context.Background()); ok {
+		t.Fatal("CallFrom found a call in a bare context")
+	}
+}

@@ -59,6 +59,7 @@ type config struct {
 	keepMessages  int
 	maxTokens     int
 	maxOutput     int
+	textEndsTurn  bool
 }
 
 // Option configures a Runtime.
@@ -88,6 +89,11 @@ func WithMaxTokens(n int) Option { return func(c *config) { c.maxTokens = n } }
 // WithMaxToolOutput caps what one tool call returns to the model, in bytes (default 32 KiB).
 func WithMaxToolOutput(n int) Option { return func(c *config) { c.maxOutput = n } }
 
+// WithTextEndsTurn makes an answer without tool calls end the assignment (status Checkpointed,
+// the answer as its summary) instead of reminding the worker to publish: for a conversational
+// agent, such as a coordinator, whose text is its reply.
+func WithTextEndsTurn() Option { return func(c *config) { c.textEndsTurn = true } }
+
 // New returns a runtime whose workers think with model.
 func New(model providers.Model, opts ...Option) *Runtime {
 	c := config{maxIterations: 50, contextLimit: 200_000, compactAt: 0.8, keepMessages: 6, maxOutput: 32 << 10}
@@ -100,8 +106,12 @@ func New(model providers.Model, opts ...Option) *Runtime {
 	return &Runtime{model: model, cfg: c}
 }
 
-// Run runs a to its end, or continues it from its last saved step when a.ID has run before (an
-// assignment that already ended returns its outcome again without running).
+// Run runs a to its end, or continues it from its last saved step when a.ID has run before.
+//
+// An assignment that already ended returns its outcome again without running — unless its
+// mailbox holds new messages: then the worker wakes up with them, in the same conversation, and
+// works until it ends again (a mailbox revive). The outcome's usage and turns count the whole
+// conversation.
 func (rt *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 	if a.ID == "" {
 		return runtime.Outcome{Status: runtime.Failed}, errors.New("harnessed: assignment has no ID")
@@ -135,6 +145,11 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 		w.snap = snap
 	}
 	w.report = runtime.NewReport(w.snap.Values.Report)
+	if !w.fresh && len(w.snap.Next) == 0 {
+		if w.revive = w.receive(); len(w.revive) > 0 {
+			w.report = runtime.NewReport(runtime.Outcome{})
+		}
+	}
 	if rt.cfg.single {
 		return w, nil
 	}
@@ -157,6 +172,7 @@ type worker struct {
 	g      *graph.Compiled[state]
 	fresh  bool
 	snap   graph.Snapshot[state]
+	revive []runtime.Message // messages that wake an ended assignment
 }
 
 func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {
@@ -165,6 +181,12 @@ func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {
 	case w.fresh:
 		w.rep.Emit(runtime.Event{Kind: runtime.Started, Text: "model " + w.rt.model.Name()})
 		_, err = w.g.Invoke(ctx, state{Conversation: []providers.Message{providers.UserText(w.a.Task)}})
+	case len(w.snap.Next) == 0 && len(w.revive) > 0:
+		w.rep.Emit(runtime.Event{Kind: runtime.Started, Text: fmt.Sprintf("model %s, woken by %d message(s) after %d turns", w.rt.model.Name(), len(w.revive), w.snap.Values.Turns)})
+		input := w.snap.Values.carry()
+		input.Report = runtime.Outcome{}
+		input.Conversation = []providers.Message{providers.UserText(runtime.FormatMessages(w.revive))}
+		_, err = w.g.Invoke(ctx, input)
 	case len(w.snap.Next) == 0:
 		return w.outcome(ctx, nil) // it ended before
 	case len(w.snap.Interrupts) > 0 && w.a.Answer == "":

@@ -506,3 +506,40 @@ func TestConcurrentAssignments(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A conversational worker (a coordinator) ends its turn with text, is woken by mail in the same
+// conversation, and its own tools can end its turn through the report in their context.
+func TestTextEndsTurnAndMailRevives(t *testing.T) {
+	a := assignment(t, "a10", "You coordinate.")
+	mb := &mailbox{}
+	a.Mailbox = mb
+	a.Tools = append(a.Tools, tools.Func("wait", "Wait for news.", func(ctx context.Context, _ struct{}) (string, error) {
+		r, ok := runtime.ReportFrom(ctx)
+		if !ok {
+			return "", errors.New("no report in the context")
+		}
+		return "waiting", r.End(runtime.Checkpointed, "waiting for news")
+	}))
+	model := scripted.New("coord",
+		scripted.Turn{Text: "Hello, I am ready."},
+		scripted.Turn{Calls: []tools.Call{call("w1", "wait", struct{}{})}},
+	)
+	rt := harnessed.New(model, harnessed.WithTextEndsTurn())
+	o, err := rt.Run(context.Background(), a, nil)
+	if err != nil || o.Status != runtime.Checkpointed || o.Summary != "Hello, I am ready." {
+		t.Fatalf("first turn: %+v, %v", o, err)
+	}
+	// Nothing new: the stored outcome, no model call.
+	if o, err := rt.Run(context.Background(), a, nil); err != nil || o.Summary != "Hello, I am ready." || len(model.Requests()) != 1 {
+		t.Fatalf("idle run: %+v, %v, %d calls", o, err, len(model.Requests()))
+	}
+	mb.deliver("human", "status?")
+	o, err = rt.Run(context.Background(), a, nil)
+	if err != nil || o.Status != runtime.Checkpointed || o.Summary != "waiting for news" || o.Turns != 2 {
+		t.Fatalf("woken turn: %+v, %v", o, err)
+	}
+	msgs := model.Requests()[1].Messages
+	if len(msgs) != 3 || msgs[1].Text() != "Hello, I am ready." || msgs[2].Text() != "[Message from human]: status?" {
+		t.Fatalf("the woken worker did not continue its conversation: %+v", msgs)
+	}
+}

@@ -126,6 +126,11 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 			return next, err
 		}
 		next.Report = o
+	case len(next.Pending) == 0 && w.rt.cfg.textEndsTurn && !next.Flushing:
+		if err := w.report.End(runtime.Checkpointed, resp.Message.Text()); err != nil {
+			return next, err
+		}
+		next.Report, next.Flushing = w.report.Outcome(), false
 	case len(next.Pending) == 0 && !next.Flushing:
 		next.Conversation = append(next.Conversation, providers.UserText(nudge))
 	}
@@ -146,7 +151,7 @@ func (w *worker) act(ctx context.Context, s state) (state, error) {
 		}
 		results = []tools.Result{r}
 	} else {
-		results = w.reg.Run(ctx, batch)
+		results = w.reg.Run(runtime.WithReport(ctx, w.report), batch)
 		if err := ctx.Err(); err != nil {
 			return next, context.Cause(ctx) // do not save results cut short by cancellation
 		}
