@@ -1,0 +1,517 @@
+// Package eventlog is the event log of an agent: everything a squad run does is an Event — typed,
+// numbered, appended as one JSON line to a file (events.jsonl), readable by page and subscribable
+// in process.
+//
+// A Log numbers events 1, 2, 3... in the order they are appended; the numbering continues when
+// the file is opened again. The order of the lines in the file, the order of the sequence
+// numbers and the order in which subscribers receive events are one and the same. Each event is
+// written with a single write call before Append returns, so a crash can leave at most the last
+// line torn; Open drops such a line (and truncates it away) instead of failing.
+//
+// Event types are those of the seed's §9 (see Types). Custom types are accepted when they are
+// prefixed "x." (for example "x.build.finished"); any other unknown type is rejected, so that
+// typos do not make their way into the log.
+//
+// A Log assumes it is the only writer of its file: open a file once per process, and not from
+// several processes at a time.
+package eventlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Type names an event: "node.completed".
+type Type string
+
+// The event types of the seed's §9.
+const (
+	AgentCreated   Type = "agent.created"   // an agent was created
+	AgentStarted   Type = "agent.started"   // an agent started working
+	AgentPaused    Type = "agent.paused"    // an agent was paused
+	AgentResumed   Type = "agent.resumed"   // a paused agent resumed
+	AgentCompleted Type = "agent.completed" // an agent finished its goal
+
+	NodeCreated   Type = "node.created"   // a work node was added to the graph
+	NodeAssigned  Type = "node.assigned"  // a work node was assigned to a worker
+	NodeStarted   Type = "node.started"   // work on a node began
+	NodeCompleted Type = "node.completed" // a node's work was published
+	NodeFailed    Type = "node.failed"    // a node's work failed
+
+	WorkerSpawned Type = "worker.spawned" // a worker was created
+	WorkerIdle    Type = "worker.idle"    // a worker has nothing to do
+	WorkerBusy    Type = "worker.busy"    // a worker took up work
+	WorkerStopped Type = "worker.stopped" // a worker was stopped
+
+	MessageSent     Type = "message.sent"     // a message was sent
+	MessageReceived Type = "message.received" // a message was delivered
+
+	ToolCalled Type = "tool.called" // a tool was called
+	ToolResult Type = "tool.result" // a tool answered
+
+	HumanQuestion Type = "human.question" // a question was put to the human
+	HumanResponse Type = "human.response" // the human answered
+	HumanNudge    Type = "human.nudge"    // the human intervened unasked
+
+	StageStarted    Type = "stage.started"    // a stage of the run began
+	StageReconvened Type = "stage.reconvened" // the coordinator reconvened after a stage
+	StageCompleted  Type = "stage.completed"  // a stage of the run ended
+
+	MemoryWritten   Type = "memory.written"   // something was written to memory
+	MemoryCompacted Type = "memory.compacted" // memory or a conversation was compacted
+)
+
+// customTypePrefix marks the custom types Append accepts besides Types.
+const customTypePrefix = "x."
+
+var types = []Type{
+	AgentCreated, AgentStarted, AgentPaused, AgentResumed, AgentCompleted,
+	NodeCreated, NodeAssigned, NodeStarted, NodeCompleted, NodeFailed,
+	WorkerSpawned, WorkerIdle, WorkerBusy, WorkerStopped,
+	MessageSent, MessageReceived,
+	ToolCalled, ToolResult,
+	HumanQuestion, HumanResponse, HumanNudge,
+	StageStarted, StageReconvened, StageCompleted,
+	MemoryWritten, MemoryCompacted,
+}
+
+var known = func() map[Type]bool {
+	m := make(map[Type]bool, len(types))
+	for _, t := range types {
+		m[t] = true
+	}
+	return m
+}()
+
+// Types returns all the event types of the seed's §9, in the order the seed lists them. Custom
+// "x."-prefixed types are not among them.
+func Types() []Type {
+	return append([]Type(nil), types...)
+}
+
+// Valid reports whether Append accepts t: one of Types, or a custom type prefixed "x." with
+// something after the prefix.
+func (t Type) Valid() bool {
+	return known[t] || (strings.HasPrefix(string(t), customTypePrefix) && len(t) > len(customTypePrefix))
+}
+
+// ErrUnknownType is wrapped by the error Append returns for an empty or unknown type.
+var ErrUnknownType = errors.New("unknown event type")
+
+// ErrClosed is returned by the methods of a closed Log.
+var ErrClosed = errors.New("eventlog: log is closed")
+
+// Event is one thing that happened. It is stored as one line of JSON.
+type Event struct {
+	Seq    int64           `json:"seq"`              // 1, 2, 3... in append order, continuing across reopen
+	Time   time.Time       `json:"time"`             // when it happened (Append sets it if zero)
+	Type   Type            `json:"type"`             // what happened
+	Agent  string          `json:"agent,omitempty"`  // the agent it concerns
+	Run    string          `json:"run,omitempty"`    // the squad run it belongs to
+	Node   string          `json:"node,omitempty"`   // the work node it concerns
+	Worker string          `json:"worker,omitempty"` // the worker it concerns
+	Text   string          `json:"text,omitempty"`   // a human-readable line: the summary, the message, the question
+	Data   json.RawMessage `json:"data,omitempty"`   // type-specific details, any JSON value
+}
+
+// New returns an event of type t with text and data marshalled to JSON. A nil data (or one
+// that marshals to null) leaves Data nil. New never panics: if data cannot be marshalled, Data
+// is {"error": "..."} with the reason, so that the event can still be logged.
+func New(t Type, text string, data any) Event {
+	e := Event{Type: t, Text: text}
+	if data == nil {
+		return e
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": "eventlog: cannot marshal data: " + err.Error()})
+	}
+	if string(b) != "null" {
+		e.Data = b
+	}
+	return e
+}
+
+// Decode unmarshals e.Data into v. An event without data leaves v unchanged and returns nil.
+func (e Event) Decode(v any) error {
+	if len(e.Data) == 0 {
+		return nil
+	}
+	return json.Unmarshal(e.Data, v)
+}
+
+type config struct {
+	now func() time.Time
+}
+
+// Option configures Open.
+type Option func(*config)
+
+// WithClock makes Append take the time of events whose Time is zero from now instead of
+// time.Now. A nil now is ignored.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// entry locates one event in the file.
+type entry struct {
+	seq int64
+	off int64 // offset of its line
+}
+
+// Log is an append-only event log backed by a JSONL file. Its methods are safe for concurrent
+// use.
+type Log struct {
+	path string
+	now  func() time.Time
+
+	mu     sync.Mutex
+	f      *os.File
+	size   int64   // bytes of complete lines in the file
+	index  []entry // one per event, in Seq order; only ever appended to
+	last   int64
+	subs   map[*subscriber]struct{}
+	closed bool
+	broken error // set when a failed write could not be undone; Append then fails
+}
+
+// Open opens the log file at path, creating it (but not its directory) if it does not exist.
+// Sequence numbers continue after the last event in the file. A last line without its final
+// newline — what a crash in the middle of a write leaves — is dropped and truncated away; any
+// other line that is not a JSON event, or whose seq is not greater than the one before, makes
+// Open fail with an error naming the line number. Blank lines are ignored.
+func Open(path string, opts ...Option) (*Log, error) {
+	c := config{now: time.Now}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	l := &Log{path: path, now: c.now, f: f, subs: make(map[*subscriber]struct{})}
+	if err := l.load(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// load reads the file, builds the index and drops a torn last line.
+func (l *Log) load() error {
+	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("eventlog: %s: %w", l.path, err)
+	}
+	r := bufio.NewReaderSize(l.f, 64<<10)
+	var off int64
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			if len(line) > 0 { // torn last line: drop it
+				if terr := l.f.Truncate(off); terr != nil {
+					return fmt.Errorf("eventlog: %s: dropping torn line %d: %w", l.path, n, terr)
+				}
+			}
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("eventlog: %s: line %d: %w", l.path, n, err)
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			var e Event
+			if err := json.Unmarshal(line, &e); err != nil {
+				return fmt.Errorf("eventlog: %s: line %d: corrupt event: %w", l.path, n, err)
+			}
+			if e.Seq <= l.last {
+				return fmt.Errorf("eventlog: %s: line %d: seq %d does not follow %d", l.path, n, e.Seq, l.last)
+			}
+			l.index = append(l.index, entry{seq: e.Seq, off: off})
+			l.last = e.Seq
+		}
+		off += int64(len(line))
+	}
+	l.size = off
+	return nil
+}
+
+// Append validates e, sets its Seq to the next number and its Time (if zero) from the clock,
+// writes it to the file as one line with a single write call, hands it to the subscribers, and
+// returns it as written. A Seq already set in e is overwritten. The Type must be one of Types or
+// prefixed "x."; an empty or unknown type is an error wrapping ErrUnknownType. Data, if any,
+// must be valid JSON (it is stored compacted). If the write fails, what it wrote is truncated away and the Seq is
+// not used.
+func (l *Log) Append(e Event) (Event, error) {
+	if e.Type == "" {
+		return Event{}, fmt.Errorf("eventlog: event has no type: %w", ErrUnknownType)
+	}
+	if !e.Type.Valid() {
+		return Event{}, fmt.Errorf("eventlog: %w %q (custom types must be prefixed %q)", ErrUnknownType, e.Type, customTypePrefix)
+	}
+	if len(e.Data) > 0 {
+		var c bytes.Buffer
+		if err := json.Compact(&c, e.Data); err != nil {
+			return Event{}, fmt.Errorf("eventlog: %s event: data is not valid JSON: %w", e.Type, err)
+		}
+		e.Data = c.Bytes()
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return Event{}, ErrClosed
+	}
+	if l.broken != nil {
+		return Event{}, l.broken
+	}
+	e.Seq = l.last + 1
+	if e.Time.IsZero() {
+		e.Time = l.now()
+	}
+	e.Time = e.Time.Round(0) // no monotonic reading: the event equals what is read back
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil { // one line, newline-terminated
+		return Event{}, fmt.Errorf("eventlog: %s event: %w", e.Type, err)
+	}
+	if n, err := l.f.Write(buf.Bytes()); err != nil {
+		err = fmt.Errorf("eventlog: %s: writing event %d: %w", l.path, e.Seq, err)
+		if n > 0 {
+			if terr := l.f.Truncate(l.size); terr != nil {
+				l.broken = fmt.Errorf("eventlog: %s: a failed write left a partial line: %w", l.path, terr)
+			}
+		}
+		return Event{}, err
+	}
+	l.index = append(l.index, entry{seq: e.Seq, off: l.size})
+	l.size += int64(buf.Len())
+	l.last = e.Seq
+	for s := range l.subs {
+		s.push(e)
+	}
+	return e, nil
+}
+
+// Read returns a page: up to limit events with Seq > after, in order (limit <= 0: all of them).
+// An after at or beyond Last gives an empty page.
+func (l *Log) Read(after int64, limit int) ([]Event, error) {
+	return l.read(after, -1, limit)
+}
+
+// read returns up to limit events with after < Seq <= upto (upto < 0: no upper bound).
+func (l *Log) read(after, upto int64, limit int) ([]Event, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, ErrClosed
+	}
+	idx, size, f := l.index, l.size, l.f
+	l.mu.Unlock()
+
+	start := sort.Search(len(idx), func(i int) bool { return idx[i].seq > after })
+	end := len(idx)
+	if upto >= 0 {
+		end = sort.Search(len(idx), func(i int) bool { return idx[i].seq > upto })
+	}
+	if limit > 0 && end-start > limit {
+		end = start + limit
+	}
+	if start >= end {
+		return nil, nil
+	}
+	from, to := idx[start].off, size
+	if end < len(idx) {
+		to = idx[end].off
+	}
+	buf := make([]byte, to-from)
+	if _, err := f.ReadAt(buf, from); err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("eventlog: %s: %w", l.path, err)
+	}
+	out := make([]Event, 0, end-start)
+	for len(buf) > 0 {
+		line := buf
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			line, buf = buf[:i], buf[i+1:]
+		} else {
+			buf = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return nil, fmt.Errorf("eventlog: %s: event after %d: %w", l.path, after, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Last returns the Seq of the last event appended (0 for an empty log).
+func (l *Log) Last() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// Path returns the path of the log's file.
+func (l *Log) Path() string { return l.path }
+
+// Close stops all subscriptions (closing their channels) and closes the file. Later calls to
+// Append and Read return ErrClosed; Close itself may be called again and returns nil.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	subs := l.subs
+	l.subs = nil
+	l.mu.Unlock()
+	for s := range subs {
+		s.stop()
+	}
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	return nil
+}
+
+// catchUpPage is how many past events a subscriber reads from the file at a time.
+const catchUpPage = 256
+
+// Subscribe returns a channel that receives, in order and each exactly once, every event with
+// Seq > after: first those already in the log (read from the file, a page at a time), then the
+// ones appended from now on. Events appended while the subscriber catches up are queued, not
+// lost. The queue is unbounded, so a subscriber that does not read never blocks Append (it only
+// costs memory). The returned func unsubscribes and closes the channel; it may be called more
+// than once, and from any goroutine. Close closes all channels. On a closed log, the channel is
+// closed at once. Should the file fail to be read while catching up, the channel is closed
+// early.
+func (l *Log) Subscribe(after int64) (<-chan Event, func()) {
+	s := &subscriber{
+		out:    make(chan Event),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		close(s.out)
+		return s.out, func() {}
+	}
+	upto := l.last // history from the file; everything after it arrives through the queue
+	l.subs[s] = struct{}{}
+	l.mu.Unlock()
+
+	go s.run(l, after, upto)
+	return s.out, func() {
+		l.mu.Lock()
+		if l.subs != nil {
+			delete(l.subs, s)
+		}
+		l.mu.Unlock()
+		s.stop()
+	}
+}
+
+// subscriber forwards events to out from its own goroutine.
+type subscriber struct {
+	mu    sync.Mutex
+	queue []Event // live events not yet sent
+
+	out      chan Event
+	wake     chan struct{} // signalled when the queue grows
+	done     chan struct{} // closed to stop
+	exited   chan struct{} // closed when run returned
+	stopOnce sync.Once
+}
+
+func (s *subscriber) push(e Event) {
+	s.mu.Lock()
+	s.queue = append(s.queue, e)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the subscriber's goroutine and waits for it; the channel is then closed.
+func (s *subscriber) stop() {
+	s.stopOnce.Do(func() { close(s.done) })
+	<-s.exited
+}
+
+func (s *subscriber) send(e Event) bool {
+	select {
+	case s.out <- e:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+func (s *subscriber) run(l *Log, after, upto int64) {
+	defer close(s.exited)
+	defer close(s.out)
+	for cur := after; cur < upto; {
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+		page, err := l.read(cur, upto, catchUpPage)
+		if err != nil || len(page) == 0 {
+			return
+		}
+		for _, e := range page {
+			if !s.send(e) {
+				return
+			}
+			cur = e.Seq
+		}
+	}
+	for {
+		s.mu.Lock()
+		q := s.queue
+		s.queue = nil
+		s.mu.Unlock()
+		if len(q) == 0 {
+			select {
+			case <-s.wake:
+				continue
+			case <-s.done:
+				return
+			}
+		}
+		for _, e := range q {
+			if e.Seq <= after {
+				continue
+			}
+			if !s.send(e) {
+				return
+			}
+		}
+	}
+}
