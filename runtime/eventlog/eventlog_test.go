@@ -635,3 +635,63 @@ func TestNewAndDecode(t *testing.T) {
 		t.Fatalf("appending an event from New: %v", err)
 	}
 }
+
+func TestBlankLinesIgnored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	content := `{"seq":1,"time":"2025-03-01T12:00:00Z","type":"node.created"}
+
+{"seq":2,"time":"2025-03-01T12:00:01Z","type":"node.started","data":{"k":1}}
+   
+`
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := open(t, path)
+	defer l.Close()
+	if _, err := l.Append(eventlog.Event{Type: eventlog.NodeCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := l.Read(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 || all[1].Type != eventlog.NodeStarted || string(all[1].Data) != `{"k":1}` {
+		t.Fatalf("read %+v", all)
+	}
+	checkSeqs(t, "with blank lines", all, 1)
+	if page, err := l.Read(1, 1); err != nil || len(page) != 1 || page[0].Seq != 2 {
+		t.Fatalf("Read(1, 1) = %+v, %v", page, err)
+	}
+}
+
+func TestReadWhileAppending(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	l := open(t, path)
+	defer l.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 2000; i++ {
+			if _, err := l.Append(eventlog.Event{Type: eventlog.MemoryWritten}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for reading := true; reading; {
+		select {
+		case <-done:
+			reading = false
+		default:
+		}
+		last := l.Last()
+		all, err := l.Read(0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(all)) < last {
+			t.Fatalf("Read returned %d events after Last was %d", len(all), last)
+		}
+		checkSeqs(t, "concurrent Read", all, 1)
+	}
+}
