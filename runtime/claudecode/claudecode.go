@@ -1,0 +1,472 @@
+// Package claudecode runs the Claude Code CLI (claude, the npm package @anthropic-ai/claude-code)
+// as a worker: an adapter of the runtime.Runtime port.
+//
+// # The process
+//
+// Each Run starts one process:
+//
+//	claude -p --output-format stream-json --verbose [--model M]
+//	       --append-system-prompt <the assignment's System + the file protocol below>
+//	       --permission-mode <mode> [--allowedTools T...] [--max-turns N] [--resume SESSION]
+//	       -- <the Task, and the human's Answer when there is one>
+//
+// in the node's scratch directory (the CLI has no flag for its working directory), with stdin
+// closed and the environment of this process plus WithEnv's entries (so ANTHROPIC_BASE_URL,
+// ANTHROPIC_API_KEY and the like pass through). The process leads its own process group: when
+// the context is cancelled or its deadline passes, the whole group is killed, and so is any
+// straggler left in the group once the CLI has exited.
+//
+// Claude Code refuses to bypass permissions as root unless IS_SANDBOX=1 is set; the default
+// permission mode is bypassPermissions, and when this process runs as root the child gets
+// IS_SANDBOX=1. With an explicit allow-list (WithAllowedTools) the default mode is dontAsk
+// instead: the listed tools run, anything else is denied without a prompt (nobody could answer
+// one), and the denials are reported.
+//
+// # The stream
+//
+// The CLI prints one JSON object per line (NDJSON). Each becomes port events:
+//
+//	{"type":"system","subtype":"init",...}        Started (model, session, tools)
+//	{"type":"system","subtype":"api_retry",...}   Retrying (attempt, status, delay)
+//	{"type":"system","subtype":"compact_boundary"} Compacted
+//	{"type":"assistant","message":{...}}          ModelTurn (text, usage), ToolCalled per tool_use block
+//	{"type":"user","message":{...}}               ToolResult per tool_result block (with is_error)
+//	{"type":"result",...}                         the Outcome: result text, session_id, num_turns,
+//	                                              usage, total_cost_usd, is_error, permission_denials
+//
+// Other lines that are JSON objects are reported as Output and otherwise ignored. A line that is
+// not JSON ends the run as Failed (the process group is killed), naming the line; so does a crash
+// or an exit without a result event (the error wraps runtime.ErrNoResult). Failures carry the
+// exit status and the last few KiB of the CLI's stderr.
+//
+// # The file protocol
+//
+// The appended system prompt tells the agent how to talk to the rest of the run through files in
+// its working directory, which a bridge loop polls while the process runs (WithBridgeInterval)
+// and once more after it exits:
+//
+//   - _inbox.md: messages for the worker (from its Mailbox) are appended as
+//     "[Message from NAME]: body" paragraphs (runtime.FormatMessages); the agent reads it.
+//   - _outbox.md: the agent appends blocks "TO: <recipient>", the body, then a line "---"; each
+//     complete block is sent once through the Mailbox (blocks already in the file when a Run
+//     starts count as sent by an earlier run).
+//   - _checkpoint.md: written with a summary, it ends the stage without publishing: the Outcome
+//     is Checkpointed with that summary. It is removed when a Run starts.
+//
+// A successful result without a checkpoint publishes: the scratch files (not those starting with
+// "_" or ".") move to published/ (runtime.NodeDir.Publish) and the Outcome is Published.
+package claudecode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agiraph/agiraph/runtime"
+)
+
+// The protocol files, in the scratch directory.
+const (
+	InboxFile      = "_inbox.md"
+	OutboxFile     = "_outbox.md"
+	CheckpointFile = "_checkpoint.md"
+)
+
+// DefaultBridgeInterval is how often the inbox and outbox are bridged by default.
+const DefaultBridgeInterval = time.Second
+
+// stderrTail is how much of the CLI's stderr is kept for error messages.
+const stderrTail = 4 << 10
+
+// Runtime runs assignments with the Claude Code CLI. It is safe for concurrent use: each Run
+// starts its own process.
+type Runtime struct {
+	binary   string
+	model    string
+	allowed  []string
+	mode     string
+	maxTurns int
+	env      []string
+	interval time.Duration
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// Option configures a Runtime.
+type Option func(*Runtime)
+
+// WithBinary sets the CLI to run: a path, or a name looked up on PATH. The default is "claude".
+func WithBinary(path string) Option { return func(r *Runtime) { r.binary = path } }
+
+// WithModel sets the model, an alias ("sonnet", "opus", "haiku") or a full id
+// ("claude-sonnet-4-5"). By default the CLI picks.
+func WithModel(model string) Option { return func(r *Runtime) { r.model = model } }
+
+// WithAllowedTools sets the tools the agent may use without asking, in the CLI's syntax ("Read",
+// "Write", "Bash(git *)"). With a list and no WithPermissionMode, the permission mode is dontAsk:
+// other tools are denied.
+func WithAllowedTools(tools []string) Option {
+	return func(r *Runtime) { r.allowed = append([]string(nil), tools...) }
+}
+
+// WithPermissionMode sets the CLI's permission mode (acceptEdits, bypassPermissions, dontAsk,
+// plan, ...). The default is bypassPermissions, or dontAsk with WithAllowedTools. With
+// bypassPermissions, a child of a root process gets IS_SANDBOX=1, without which the CLI refuses.
+func WithPermissionMode(mode string) Option { return func(r *Runtime) { r.mode = mode } }
+
+// WithMaxTurns limits the agent's turns (--max-turns); zero or less means the CLI's default. A run
+// that reaches the limit fails.
+func WithMaxTurns(n int) Option { return func(r *Runtime) { r.maxTurns = n } }
+
+// WithEnv adds "KEY=value" entries to the child's environment, after os.Environ() (so they win
+// over it), for example ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY or HOME.
+func WithEnv(extra []string) Option {
+	return func(r *Runtime) { r.env = append(r.env, extra...) }
+}
+
+// WithBridgeInterval sets how often, while the CLI runs, incoming messages are appended to
+// _inbox.md and new blocks of _outbox.md are sent. Zero or less means DefaultBridgeInterval.
+func WithBridgeInterval(d time.Duration) Option { return func(r *Runtime) { r.interval = d } }
+
+// New returns a Runtime with the options applied.
+func New(opts ...Option) *Runtime {
+	r := &Runtime{binary: "claude"}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.interval <= 0 {
+		r.interval = DefaultBridgeInterval
+	}
+	return r
+}
+
+// permissionMode returns the permission mode a run uses.
+func (r *Runtime) permissionMode() string {
+	switch {
+	case r.mode != "":
+		return r.mode
+	case len(r.allowed) > 0:
+		return "dontAsk"
+	}
+	return "bypassPermissions"
+}
+
+// args returns the CLI's arguments for a.
+func (r *Runtime) args(a runtime.Assignment) []string {
+	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	if r.model != "" {
+		args = append(args, "--model", r.model)
+	}
+	args = append(args, "--append-system-prompt", SystemPrompt(a), "--permission-mode", r.permissionMode())
+	if r.maxTurns > 0 {
+		args = append(args, "--max-turns", fmt.Sprint(r.maxTurns))
+	}
+	if a.Session != "" {
+		args = append(args, "--resume", a.Session)
+	}
+	if len(r.allowed) > 0 {
+		// --allowedTools takes any number of values: "--" ends them before the prompt.
+		args = append(args, "--allowedTools")
+		args = append(args, r.allowed...)
+	}
+	return append(args, "--", Prompt(a))
+}
+
+// environ returns the child's environment.
+func (r *Runtime) environ() []string {
+	env := os.Environ()
+	if r.permissionMode() == "bypassPermissions" && os.Geteuid() == 0 {
+		env = append(env, "IS_SANDBOX=1")
+	}
+	return append(env, r.env...)
+}
+
+// Prompt returns the prompt a Run gives the CLI for a: its Task, followed by the human's Answer
+// when it has one.
+func Prompt(a runtime.Assignment) string {
+	if a.Answer == "" {
+		return a.Task
+	}
+	return a.Task + "\n\nYou asked the human a question earlier; their answer:\n" + a.Answer
+}
+
+// SystemPrompt returns the system prompt a Run appends to Claude Code's own: a's System followed
+// by the file protocol.
+func SystemPrompt(a runtime.Assignment) string {
+	var b strings.Builder
+	if s := strings.TrimSpace(a.System); s != "" {
+		b.WriteString(s)
+		b.WriteString("\n\n")
+	}
+	fmt.Fprintf(&b, `# How this assignment works
+
+Your working directory (%s) is your scratch folder. Write every output of your work there, as files.
+
+- When you finish normally, every file in the working directory whose name does not start with "_" or "." is published: it becomes read-only and other workers can read it. End with a short summary of what you produced and where.
+- To end this stage without publishing (you are blocked, or a stage is done and more work remains), write %s with a summary of what was achieved and what remains, then stop.
+- Messages for you are appended to %s, one paragraph each: "[Message from NAME]: text". Read it when you start, while you wait for an answer, and before you finish. Do not edit it.
+- To send a message, append a block to %s (never change blocks already written):
+
+TO: <recipient: a worker's name or role, coordinator, human, or * for everyone>
+<the message>
+---
+
+  Each block is sent once, as soon as its closing "---" line is written.
+`, a.Dir.Scratch(), CheckpointFile, InboxFile, OutboxFile)
+	return b.String()
+}
+
+// Run runs a with the CLI in a.Dir's scratch directory; see the package documentation.
+func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+	var mu sync.Mutex // the port wants events in order, never concurrently
+	rep := runtime.NewReporter(a, func(e runtime.Event) {
+		if sink != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			sink(e)
+		}
+	})
+	fail := func(err error) (runtime.Outcome, error) {
+		return rep.End(runtime.Outcome{Status: runtime.StatusOf(ctx, err), Summary: err.Error()}, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(fmt.Errorf("claudecode: not started: %w", context.Cause(ctx)))
+	}
+	if err := a.Dir.Create(); err != nil {
+		return fail(fmt.Errorf("claudecode: %w", err))
+	}
+	br, err := newBridge(ctx, a, rep)
+	if err != nil {
+		return fail(fmt.Errorf("claudecode: %w", err))
+	}
+
+	p, err := r.start(a)
+	if err != nil {
+		return fail(err)
+	}
+	st := &stream{rep: rep, tools: map[string]string{}, turns: map[string]bool{}, kill: p.kill}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); st.read(p.stdout) }()
+	go func() { defer wg.Done(); p.tail.readFrom(p.stderr) }()
+
+	exited := make(chan struct{})
+	wg.Add(2)
+	go func() { // the context ends the whole group
+		defer wg.Done()
+		select {
+		case <-ctx.Done():
+			p.kill()
+		case <-exited:
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(r.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-exited:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				br.step(ctx, false)
+			}
+		}
+	}()
+
+	waitErr := p.cmd.Wait()
+	p.kill() // stragglers the CLI left in its group
+	close(exited)
+	// The pipes close once the group is gone; one held by a process that left the group is
+	// closed here, after a grace period for what is already buffered in it.
+	readers := make(chan struct{})
+	go func() { wg.Wait(); close(readers) }()
+	select {
+	case <-readers:
+	case <-time.After(2 * time.Second):
+		p.stdout.Close()
+		p.stderr.Close()
+		<-readers
+	}
+	p.stdout.Close()
+	p.stderr.Close()
+
+	if ctx.Err() == nil {
+		br.step(ctx, true) // the final bridge: blocks written just before the end
+	}
+	return rep.End(r.outcome(ctx, a, st, waitErr, p.tail.String()))
+}
+
+// outcome decides how a run ended once the process and its readers are done.
+func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream, waitErr error, stderr string) (runtime.Outcome, error) {
+	o := runtime.Outcome{Status: runtime.Failed, Usage: st.usage(), Session: st.session}
+	res := st.result
+	if res != nil {
+		o.Turns = res.NumTurns
+		if res.SessionID != "" {
+			o.Session = res.SessionID
+		}
+	}
+	withStderr := func(msg string) string {
+		if s := strings.TrimSpace(stderr); s != "" {
+			return msg + "; stderr: " + s
+		}
+		return msg + " (no stderr)"
+	}
+	switch {
+	case st.bad != "":
+		err := fmt.Errorf("claudecode: %s printed a line that is not JSON: %q", r.binary, st.bad)
+		err = fmt.Errorf("%s", withStderr(err.Error()))
+		o.Summary = err.Error()
+		return o, err
+	case res == nil && ctx.Err() != nil:
+		err := fmt.Errorf("claudecode: %s stopped: %w", r.binary, context.Cause(ctx))
+		if !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w (%w)", err, ctx.Err())
+		}
+		o.Status, o.Summary = runtime.StatusOf(ctx, err), err.Error()
+		return o, err
+	case res == nil:
+		how := "exited with status 0"
+		if waitErr != nil {
+			how = waitErr.Error()
+		}
+		if st.readErr != nil {
+			how += fmt.Sprintf(" (reading its output: %v)", st.readErr)
+		}
+		err := fmt.Errorf("claudecode: %w: %s %s before its result event; %s", runtime.ErrNoResult, r.binary, how, withStderr("last event: "+st.lastKind()))
+		o.Summary = err.Error()
+		return o, err
+	}
+	denials := res.denials()
+	if res.IsError || strings.HasPrefix(res.Subtype, "error") {
+		msg := res.Result
+		if msg == "" && len(res.Errors) > 0 {
+			msg = strings.Join(res.Errors, "; ")
+		}
+		if msg == "" {
+			msg = "no message"
+		}
+		if res.APIErrorStatus != nil {
+			msg += fmt.Sprintf(" (API status %d)", *res.APIErrorStatus)
+		}
+		if denials != "" {
+			msg += "; " + denials
+		}
+		err := fmt.Errorf("claudecode: %s failed (%s): %s", r.binary, res.Subtype, msg)
+		if waitErr != nil {
+			err = fmt.Errorf("%s", withStderr(fmt.Sprintf("%v; %v", err, waitErr)))
+		}
+		o.Summary = err.Error()
+		return o, err
+	}
+	o.Summary = res.Result
+	if denials != "" {
+		o.Summary = strings.TrimSpace(o.Summary + "\n\n" + denials)
+	}
+	cp, err := os.ReadFile(a.Dir.Path("scratch/" + CheckpointFile))
+	switch {
+	case err == nil:
+		o.Status = runtime.Checkpointed
+		if s := strings.TrimSpace(string(cp)); s != "" {
+			o.Summary = s
+			if denials != "" {
+				o.Summary += "\n\n" + denials
+			}
+		}
+		return o, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		err = fmt.Errorf("claudecode: reading %s: %w", CheckpointFile, err)
+		o.Summary = err.Error()
+		return o, err
+	}
+	files, err := a.Dir.Publish()
+	o.Published = files
+	if err != nil {
+		err = fmt.Errorf("claudecode: %w", err)
+		o.Summary = err.Error()
+		return o, err
+	}
+	o.Status = runtime.Published
+	return o, nil
+}
+
+// process is a started CLI.
+type process struct {
+	cmd            *exec.Cmd
+	stdout, stderr *os.File // the read ends of its pipes
+	tail           *tail
+}
+
+// kill kills the process's whole group; it may be called any number of times, from any goroutine.
+func (p *process) kill() {
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// start starts the CLI for a, in its own process group, with stdin closed.
+func (r *Runtime) start(a runtime.Assignment) (*process, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("claudecode: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("claudecode: %w", err)
+	}
+	cmd := exec.Command(r.binary, r.args(a)...)
+	cmd.Dir = a.Dir.Scratch()
+	cmd.Env = r.environ()
+	cmd.Stdin = nil // /dev/null: the prompt is an argument
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("claudecode: starting %s: %w", r.binary, err)
+	}
+	return &process{cmd: cmd, stdout: outR, stderr: errR, tail: &tail{}}, nil
+}
+
+// tail keeps the last stderrTail bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) readFrom(f *os.File) {
+	b := make([]byte, 4096)
+	for {
+		n, err := f.Read(b)
+		if n > 0 {
+			t.mu.Lock()
+			t.buf = append(t.buf, b[:n]...)
+			if len(t.buf) > stderrTail {
+				t.buf = append(t.buf[:0], t.buf[len(t.buf)-stderrTail:]...)
+			}
+			t.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,224 @@
+package claudecode_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agiraph/agiraph/runtime"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// claudeVersion is the Claude Code release the tests run.
+const claudeVersion = "2.1.330"
+
+// repoRoot returns the module's root directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+var installMu sync.Mutex
+
+// claudeBinary returns the real CLI: $CLAUDE_BIN, or the copy in <repo>/.cache/claude-code,
+// installed with npm when it is missing.
+func claudeBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CLAUDE_BIN"); p != "" {
+		return p
+	}
+	installMu.Lock()
+	defer installMu.Unlock()
+	prefix := filepath.Join(repoRoot(t), ".cache", "claude-code")
+	bin := filepath.Join(prefix, "node_modules", ".bin", "claude")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	pkg := "@anthropic-ai/claude-code@" + claudeVersion
+	t.Logf("installing the Claude Code CLI: npm install --prefix %s %s", prefix, pkg)
+	out, err := exec.Command("npm", "install", "--prefix", prefix, pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("npm install --prefix %s %s: %v\n%s", prefix, pkg, err, out)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("npm installed %s but %s is missing: %v\n%s", pkg, bin, err, out)
+	}
+	return bin
+}
+
+// fakeCLI writes a shell script standing in for claude and returns its path.
+func fakeCLI(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// assignment returns an assignment with a fresh node folder.
+func assignment(t *testing.T, task string) runtime.Assignment {
+	t.Helper()
+	dir := runtime.NodeDir(filepath.Join(t.TempDir(), "node"))
+	if err := dir.Create(); err != nil {
+		t.Fatal(err)
+	}
+	return runtime.Assignment{ID: "a1", Run: "r1", Node: "n1", Worker: "ada", Task: task, System: "You are Ada, a careful analyst.", Dir: dir}
+}
+
+// recorder collects events and fails the test if the sink is ever called concurrently.
+type recorder struct {
+	t      *testing.T
+	mu     sync.Mutex
+	events []runtime.Event
+	inside atomic.Int32
+}
+
+func newRecorder(t *testing.T) *recorder { return &recorder{t: t} }
+
+func (r *recorder) sink(e runtime.Event) {
+	if r.inside.Add(1) != 1 {
+		r.t.Errorf("the sink was called concurrently (event %s)", e.Kind)
+	}
+	defer r.inside.Add(-1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) all() []runtime.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]runtime.Event(nil), r.events...)
+}
+
+func (r *recorder) of(k runtime.Kind) []runtime.Event {
+	var out []runtime.Event
+	for _, e := range r.all() {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (r *recorder) kinds() string {
+	var ks []string
+	for _, e := range r.all() {
+		ks = append(ks, string(e.Kind))
+	}
+	return strings.Join(ks, " ")
+}
+
+// mailbox is a Mailbox whose coordinator answers every message.
+type mailbox struct {
+	mu    sync.Mutex
+	queue []runtime.Message
+	sent  []runtime.Message
+	reply func(to, body string) *runtime.Message
+}
+
+func (m *mailbox) Receive() []runtime.Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queue
+	m.queue = nil
+	return q
+}
+
+func (m *mailbox) Send(ctx context.Context, to, body string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent = append(m.sent, runtime.Message{To: to, Body: body})
+	if m.reply != nil {
+		if r := m.reply(to, body); r != nil {
+			m.queue = append(m.queue, *r)
+		}
+	}
+	return nil
+}
+
+func (m *mailbox) sentMessages() []runtime.Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]runtime.Message(nil), m.sent...)
+}
+
+// waitFile polls until path exists and returns its content.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// assertGone fails unless the process whose id is in pidFile has ended (a zombie waiting for a
+// reaper that is not us counts as ended).
+func assertGone(t *testing.T, pidFile string) {
+	t.Helper()
+	pid, err := strconv.Atoi(strings.TrimSpace(waitFile(t, pidFile)))
+	if err != nil {
+		t.Fatalf("pid file %s: %v", pidFile, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := syscall.Kill(pid, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+			if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d (from %s) is still running", pid, pidFile)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func eq[T comparable](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
+
+func contains(t *testing.T, what, s, sub string) {
+	t.Helper()
+	if !strings.Contains(s, sub) {
+		t.Errorf("%s does not contain %q:\n%s", what, sub, s)
+	}
+}
