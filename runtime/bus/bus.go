@@ -1,0 +1,704 @@
+// Package bus is the message bus of a squad run: workers, the coordinator and the human send
+// each other messages through it.
+//
+// Every participant has a name (unique, compared case-insensitively) and a role. A message is
+// addressed to a participant's name, to a role (every participant with that role but the
+// sender), to Everyone ("*": every participant but the sender and the human), to Human or to
+// Coordinator; the coordinator and the human are always members. Each recipient gets its own
+// copy, a runtime.Message with its own sequence-based ID ("m0007"), queued until the recipient
+// receives it. A Receive drains the recipient's queue, oldest first, so each copy is delivered
+// once.
+//
+// A bus lives in a directory (a run's _messages folder). Its truth is an append-only JSON Lines
+// log, log.jsonl, of three kinds of record:
+//
+//	{"type":"join","name":"alice","role":"researcher"}
+//	{"type":"send","n":3,"to":"researcher","messages":[{"id":"m0004","from":"bob","to":"alice",...}]}
+//	{"type":"received","name":"alice","upto":"m0004"}
+//
+// Each record is written and fsynced before the Send, Join or Receive that made it returns, and
+// Open replays the log, so after a restart the participants, the history and the queues of
+// undelivered messages are as they were, and nothing received before is delivered again. A
+// torn last line (a crash in the middle of an append) is ignored and cut off.
+//
+// For people, each Send also leaves a markdown file in the directory, named after a counter,
+// the sender and the addressee — 0001_alice_to_bob.md, 0002_coordinator_to_all.md,
+// 0003_bob_to_researcher.md — with From, To and Time header lines and the body. The counter
+// continues across restarts; no file name is used twice.
+//
+// A Bus is safe for concurrent use. One process at a time may open a directory.
+package bus
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/agiraph/agiraph/runtime"
+)
+
+// Participant is someone who can send and receive: a worker, the coordinator, the human.
+type Participant struct {
+	// Name addresses the participant; unique among a bus's participants, case-insensitively.
+	Name string `json:"name"`
+	// Role addresses the participant together with everyone else who has it; may be empty.
+	Role string `json:"role,omitempty"`
+}
+
+// Names with a meaning of their own. Coordinator and Human are always participants, each with
+// its name as its role.
+const (
+	Coordinator = "coordinator" // the run's coordinator
+	Human       = "human"       // the person the run works for
+	Everyone    = "*"           // every participant but the sender and the human
+)
+
+// LogFile is the name of the bus's log in its directory.
+const LogFile = "log.jsonl"
+
+// Errors returned by the bus; the errors it returns wrap them, with details.
+var (
+	ErrClosed           = errors.New("bus: closed")
+	ErrInvalidName      = errors.New("bus: invalid participant")
+	ErrUnknownSender    = errors.New("bus: unknown sender")
+	ErrUnknownRecipient = errors.New("bus: unknown recipient")
+	ErrNoRecipient      = errors.New("bus: no recipient")
+	ErrSelf             = errors.New("bus: sending to oneself")
+	ErrEmptyBody        = errors.New("bus: empty message body")
+)
+
+// Event kinds.
+const (
+	Sent     = "sent"     // a message copy was stored and queued for its recipient
+	Received = "received" // a message copy was delivered to its recipient
+)
+
+// Event is something that happened to one message copy, reported to the observer (see
+// WithObserver).
+type Event struct {
+	Kind    string // Sent or Received
+	Message runtime.Message
+}
+
+type config struct {
+	now      func() time.Time
+	observer func(Event)
+}
+
+// Option configures Open.
+type Option func(*config)
+
+// WithClock makes the bus take messages' times from now instead of time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// WithObserver makes the bus call fn after each message copy is stored (a Sent event, once per
+// recipient copy) and after each delivery (a Received event per message a Receive returns).
+// fn is called outside the bus's lock, one call at a time, in the order the events happened,
+// either from the goroutine whose Send or Receive made the event or from another one that is
+// reporting events at that moment; fn may call the bus (even Send) but should return promptly.
+func WithObserver(fn func(Event)) Option {
+	return func(c *config) { c.observer = fn }
+}
+
+// member is a participant and its queue of undelivered messages.
+type member struct {
+	Participant
+	queue []runtime.Message
+}
+
+// Bus is a run's message bus. Create it with Open; it is safe for concurrent use.
+type Bus struct {
+	dir    string
+	cfg    config
+	notify chan struct{}
+
+	mu      sync.Mutex
+	log     *os.File
+	size    int64 // bytes of whole records in log
+	closed  bool
+	members []*member          // in order of joining; the coordinator and the human first
+	byKey   map[string]*member // by lower-case name
+	seq     int                // the last message copy's number
+	sends   int                // the last Send's number (markdown counter)
+	history []runtime.Message
+	events  []Event // not yet reported to the observer
+
+	obsMu sync.Mutex // held by whoever is reporting events
+}
+
+// record is a line of the log.
+type record struct {
+	Type     string            `json:"type"` // "join", "send" or "received"
+	Name     string            `json:"name,omitempty"`
+	Role     string            `json:"role,omitempty"`
+	N        int               `json:"n,omitempty"`
+	To       string            `json:"to,omitempty"`
+	Messages []runtime.Message `json:"messages,omitempty"`
+	Upto     string            `json:"upto,omitempty"`
+}
+
+// Open opens the bus whose log lives in dir, creating dir and the log if needed, and replays
+// the log: participants, history, queued and delivered messages are as they were when the
+// bus was last used. A torn last line of the log is ignored (and cut off); any other line that
+// cannot be read is an error.
+func Open(dir string, opts ...Option) (*Bus, error) {
+	b := &Bus{
+		dir:    dir,
+		cfg:    config{now: time.Now},
+		notify: make(chan struct{}, 1),
+		byKey:  map[string]*member{},
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&b.cfg)
+		}
+	}
+	b.addMember(Participant{Name: Coordinator, Role: Coordinator})
+	b.addMember(Participant{Name: Human, Role: Human})
+
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("bus: %w", err)
+	}
+	path := filepath.Join(dir, LogFile)
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("bus: %w", err)
+	}
+	good, err := b.replay(data)
+	if err != nil {
+		return nil, fmt.Errorf("bus: %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("bus: %w", err)
+	}
+	if good < int64(len(data)) {
+		// Cut the torn tail off, so the next record starts on a line of its own.
+		if err := f.Truncate(good); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("bus: cutting the torn end of %s: %w", path, err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("bus: %w", err)
+		}
+	}
+	if data == nil {
+		syncDir(dir)
+	}
+	b.log = f
+	b.size = good
+	if n := lastMarkdownNumber(dir); n > b.sends {
+		b.sends = n
+	}
+	return b, nil
+}
+
+// replay applies the log's records and returns the length of its readable prefix.
+func (b *Bus) replay(data []byte) (int64, error) {
+	var off int64
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return off, nil // a torn last line: the append never finished
+		}
+		line := bytes.TrimSpace(data[:i])
+		rest := data[i+1:]
+		if len(line) > 0 {
+			var r record
+			if err := json.Unmarshal(line, &r); err != nil {
+				if len(bytes.TrimSpace(rest)) == 0 {
+					return off, nil // a torn last line
+				}
+				return 0, fmt.Errorf("line at byte %d: %w", off, err)
+			}
+			if err := b.apply(r); err != nil {
+				return 0, fmt.Errorf("line at byte %d: %w", off, err)
+			}
+		}
+		off += int64(i + 1)
+		data = rest
+	}
+	return off, nil
+}
+
+// apply applies one replayed record.
+func (b *Bus) apply(r record) error {
+	switch r.Type {
+	case "join":
+		if b.byKey[key(r.Name)] == nil {
+			b.addMember(Participant{Name: r.Name, Role: r.Role})
+		}
+	case "send":
+		b.sends = max(b.sends, r.N)
+		for _, m := range r.Messages {
+			n, ok := idNumber(m.ID)
+			if !ok {
+				return fmt.Errorf("message id %q", m.ID)
+			}
+			b.seq = max(b.seq, n)
+			b.history = append(b.history, m)
+			if mb := b.byKey[key(m.To)]; mb != nil {
+				mb.queue = append(mb.queue, m)
+			}
+		}
+	case "received":
+		upto, ok := idNumber(r.Upto)
+		if !ok {
+			return fmt.Errorf("message id %q", r.Upto)
+		}
+		if mb := b.byKey[key(r.Name)]; mb != nil {
+			i := 0
+			for i < len(mb.queue) {
+				if n, _ := idNumber(mb.queue[i].ID); n > upto {
+					break
+				}
+				i++
+			}
+			mb.queue = append([]runtime.Message(nil), mb.queue[i:]...)
+		}
+	default:
+		return fmt.Errorf("unknown record type %q", r.Type)
+	}
+	return nil
+}
+
+func (b *Bus) addMember(p Participant) *member {
+	m := &member{Participant: p}
+	b.members = append(b.members, m)
+	b.byKey[key(p.Name)] = m
+	return m
+}
+
+// Join adds p to the bus's participants. Names are unique, compared case-insensitively; joining
+// again with a name already there (in this process or before a restart, and always for the
+// coordinator and the human) changes nothing, the first role stays, and is not an error. A name
+// or role must not be empty (a role may be), "*", or hold control characters; surrounding
+// spaces are trimmed.
+func (b *Bus) Join(p Participant) error {
+	p.Name = strings.TrimSpace(p.Name)
+	p.Role = strings.TrimSpace(p.Role)
+	if p.Name == "" || p.Name == Everyone || hasControl(p.Name) {
+		return fmt.Errorf("%w: name %q", ErrInvalidName, p.Name)
+	}
+	if p.Role == Everyone || hasControl(p.Role) {
+		return fmt.Errorf("%w: role %q", ErrInvalidName, p.Role)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	if b.byKey[key(p.Name)] != nil {
+		return nil
+	}
+	if err := b.appendRecord(record{Type: "join", Name: p.Name, Role: p.Role}); err != nil {
+		return err
+	}
+	b.addMember(p)
+	return nil
+}
+
+// Participants returns the participants in the order they joined, the coordinator and the human
+// first.
+func (b *Bus) Participants() []Participant {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ps := make([]Participant, len(b.members))
+	for i, m := range b.members {
+		ps[i] = m.Participant
+	}
+	return ps
+}
+
+// Send sends body from the participant from to to, which is a participant's name (compared
+// case-insensitively), a role (every participant with that role but the sender), Everyone
+// (every participant but the sender and the human), Human or Coordinator. A name takes
+// precedence over a role spelled the same. It returns the copies it queued, one per
+// recipient, in the order of the participants. When Send returns without an error the copies
+// are in the log and will be delivered, once each, even after a restart; when it returns an
+// error nothing was sent. Sending to oneself (by name, or to a role no one else has), an
+// empty body, an unknown sender or an unknown recipient is an error; the latter names the
+// recipient and lists the known names and roles.
+func (b *Bus) Send(ctx context.Context, from, to, body string) ([]runtime.Message, error) {
+	if ctx != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if strings.TrimSpace(body) == "" {
+		return nil, fmt.Errorf("%w (from %q to %q)", ErrEmptyBody, from, to)
+	}
+	to = strings.TrimSpace(to)
+
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	sender := b.byKey[key(from)]
+	if sender == nil {
+		err := fmt.Errorf("%w %q; %s", ErrUnknownSender, from, b.known())
+		b.mu.Unlock()
+		return nil, err
+	}
+	recipients, label, err := b.route(sender, to)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	now := b.cfg.now().Round(0)
+	msgs := make([]runtime.Message, len(recipients))
+	for i, r := range recipients {
+		msgs[i] = runtime.Message{
+			ID:   formatID(b.seq + 1 + i),
+			From: sender.Name,
+			To:   r.Name,
+			Body: body,
+			Time: now,
+		}
+	}
+	n, mdPath, err := b.writeMarkdown(sender.Name, label, recipients, now, body)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	if err := b.appendRecord(record{Type: "send", N: n, To: to, Messages: msgs}); err != nil {
+		os.Remove(mdPath)
+		b.mu.Unlock()
+		return nil, err
+	}
+	b.sends = n
+	b.seq += len(msgs)
+	for i, r := range recipients {
+		r.queue = append(r.queue, msgs[i])
+		b.history = append(b.history, msgs[i])
+		if b.cfg.observer != nil {
+			b.events = append(b.events, Event{Kind: Sent, Message: msgs[i]})
+		}
+	}
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+	b.mu.Unlock()
+	b.report()
+	return append([]runtime.Message(nil), msgs...), nil
+}
+
+// route resolves to for sender: the recipients and the addressee's label for file names.
+func (b *Bus) route(sender *member, to string) ([]*member, string, error) {
+	if to == Everyone {
+		var rs []*member
+		for _, m := range b.members {
+			if m != sender && key(m.Name) != Human {
+				rs = append(rs, m)
+			}
+		}
+		if len(rs) == 0 {
+			return nil, "", fmt.Errorf("%w: no one but %s to send to %q", ErrNoRecipient, sender.Name, to)
+		}
+		return rs, "all", nil
+	}
+	if m := b.byKey[key(to)]; m != nil {
+		if m == sender {
+			return nil, "", fmt.Errorf("%w: %s sends to %q", ErrSelf, sender.Name, to)
+		}
+		return []*member{m}, m.Name, nil
+	}
+	var rs []*member
+	role := false
+	for _, m := range b.members {
+		if m.Role != "" && strings.EqualFold(m.Role, to) {
+			role = true
+			if m != sender {
+				rs = append(rs, m)
+			}
+		}
+	}
+	if !role {
+		return nil, "", fmt.Errorf("%w %q; %s", ErrUnknownRecipient, to, b.known())
+	}
+	if len(rs) == 0 {
+		return nil, "", fmt.Errorf("%w: %s is the only %q", ErrSelf, sender.Name, to)
+	}
+	return rs, rs[0].Role, nil
+}
+
+// known describes the names and roles messages can be sent to.
+func (b *Bus) known() string {
+	var names, roles []string
+	seen := map[string]bool{}
+	for _, m := range b.members {
+		names = append(names, m.Name)
+		if k := key(m.Role); m.Role != "" && !seen[k] {
+			seen[k] = true
+			roles = append(roles, m.Role)
+		}
+	}
+	return fmt.Sprintf("known names: %s; roles: %s; or %q for everyone",
+		strings.Join(names, ", "), strings.Join(roles, ", "), Everyone)
+}
+
+// Receive returns and removes the messages queued for the participant name (compared
+// case-insensitively), oldest first; nil when there are none or name is no participant. The
+// delivery is in the log before Receive returns, so the messages are never delivered again;
+// when it cannot be logged, Receive returns the error and the messages stay queued.
+func (b *Bus) Receive(name string) ([]runtime.Message, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	m := b.byKey[key(name)]
+	if m == nil || len(m.queue) == 0 {
+		b.mu.Unlock()
+		return nil, nil
+	}
+	msgs := m.queue
+	if err := b.appendRecord(record{Type: "received", Name: m.Name, Upto: msgs[len(msgs)-1].ID}); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	m.queue = nil
+	if b.cfg.observer != nil {
+		for _, msg := range msgs {
+			b.events = append(b.events, Event{Kind: Received, Message: msg})
+		}
+	}
+	b.mu.Unlock()
+	b.report()
+	return msgs, nil
+}
+
+// Mailbox returns the participant name's connection to the bus: Receive drains name's queue
+// (see Bus.Receive; an error there reads as no messages, which stay queued) and Send sends
+// from name (see Bus.Send).
+func (b *Bus) Mailbox(name string) runtime.Mailbox {
+	return mailbox{b: b, name: name}
+}
+
+type mailbox struct {
+	b    *Bus
+	name string
+}
+
+func (m mailbox) Receive() []runtime.Message {
+	msgs, _ := m.b.Receive(m.name)
+	return msgs
+}
+
+func (m mailbox) Send(ctx context.Context, to, body string) error {
+	_, err := m.b.Send(ctx, m.name, to, body)
+	return err
+}
+
+// Pending returns how many messages are queued for the participant name, not yet received.
+func (b *Bus) Pending(name string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if m := b.byKey[key(name)]; m != nil {
+		return len(m.queue)
+	}
+	return 0
+}
+
+// Notify returns a channel that receives whenever a message is queued for anyone. Signals
+// coalesce (the channel's buffer holds one), so a receiver woken by it should look at every
+// queue it cares about. The channel is never closed.
+func (b *Bus) Notify() <-chan struct{} {
+	return b.notify
+}
+
+// Messages returns every message copy ever sent, in the order they were sent, delivered or
+// not, including those sent before a restart.
+func (b *Bus) Messages() ([]runtime.Message, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]runtime.Message(nil), b.history...), nil
+}
+
+// Close closes the bus's log. Afterwards Join, Send and Receive return ErrClosed; the other
+// methods still answer from memory. Closing again does nothing.
+func (b *Bus) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	return b.log.Close()
+}
+
+// report passes pending events to the observer, one call at a time and in order. Whoever
+// holds obsMu reports; a goroutine that finds it held leaves its events to the holder, which
+// looks for more after letting go.
+func (b *Bus) report() {
+	if b.cfg.observer == nil {
+		return
+	}
+	for {
+		if !b.obsMu.TryLock() {
+			return
+		}
+		for {
+			b.mu.Lock()
+			evs := b.events
+			b.events = nil
+			b.mu.Unlock()
+			if len(evs) == 0 {
+				break
+			}
+			for _, e := range evs {
+				b.cfg.observer(e)
+			}
+		}
+		b.obsMu.Unlock()
+		b.mu.Lock()
+		more := len(b.events) > 0
+		b.mu.Unlock()
+		if !more {
+			return
+		}
+	}
+}
+
+// appendRecord writes r to the log and syncs it; on failure it cuts off what it wrote. The
+// caller holds mu.
+func (b *Bus) appendRecord(r record) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("bus: %w", err)
+	}
+	line = append(line, '\n')
+	if _, err := b.log.Write(line); err != nil {
+		b.log.Truncate(b.size)
+		return fmt.Errorf("bus: writing the log: %w", err)
+	}
+	if err := b.log.Sync(); err != nil {
+		b.log.Truncate(b.size)
+		return fmt.Errorf("bus: syncing the log: %w", err)
+	}
+	b.size += int64(len(line))
+	return nil
+}
+
+// writeMarkdown writes the next Send's markdown file and returns its number and path. The
+// caller holds mu.
+func (b *Bus) writeMarkdown(from, label string, rs []*member, t time.Time, body string) (int, string, error) {
+	header := label
+	if len(rs) > 1 || label != rs[0].Name {
+		names := make([]string, len(rs))
+		for i, r := range rs {
+			names[i] = r.Name
+		}
+		header = fmt.Sprintf("%s (%s)", label, strings.Join(names, ", "))
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "From: %s\nTo: %s\nTime: %s\n\n%s", from, header, t.Format(time.RFC3339), body)
+	if !strings.HasSuffix(body, "\n") {
+		sb.WriteByte('\n')
+	}
+	for n := b.sends + 1; ; n++ {
+		path := filepath.Join(b.dir, fmt.Sprintf("%04d_%s_to_%s.md", n, fileName(from), fileName(label)))
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return 0, "", fmt.Errorf("bus: %w", err)
+		}
+		_, err = f.WriteString(sb.String())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+			return 0, "", fmt.Errorf("bus: %w", err)
+		}
+		return n, path, nil
+	}
+}
+
+// lastMarkdownNumber returns the highest counter among the markdown files in dir.
+func lastMarkdownNumber(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	last := 0
+	for _, e := range entries {
+		name := e.Name()
+		i := strings.IndexByte(name, '_')
+		if i < 4 || !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		if n, err := strconv.Atoi(name[:i]); err == nil && n > last {
+			last = n
+		}
+	}
+	return last
+}
+
+// fileName makes s safe for a part of a file name: letters, digits, '-' and '.' stay, runs of
+// anything else become one '-'.
+func fileName(s string) string {
+	var sb strings.Builder
+	dash := false
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '-' {
+			sb.WriteRune(r)
+			dash = false
+		} else if !dash {
+			sb.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.Trim(sb.String(), "-.")
+	if r := []rune(out); len(r) > 40 {
+		out = string(r[:40])
+	}
+	if out == "" {
+		out = "x"
+	}
+	return out
+}
+
+func key(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
+
+func formatID(n int) string { return fmt.Sprintf("m%04d", n) }
+
+func idNumber(id string) (int, bool) {
+	if !strings.HasPrefix(id, "m") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(id[1:])
+	return n, err == nil && n > 0
+}
+
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, unicode.IsControl) >= 0
+}
+
+// syncDir syncs dir so a newly created log survives a crash; best effort.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
