@@ -1,0 +1,206 @@
+package workspace_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// entries returns the names in dir.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "_plan.md")
+	must(t, workspace.WriteFile(p, []byte("one")))
+	if got, _ := os.ReadFile(p); string(got) != "one" {
+		t.Fatalf("content = %q", got)
+	}
+	st, err := os.Stat(p)
+	must(t, err)
+	if st.Mode().Perm() != 0o644 {
+		t.Errorf("new file mode = %v, want 0644", st.Mode().Perm())
+	}
+
+	// Replacing keeps the permissions and replaces the file by a rename: a reader holding
+	// the old file keeps seeing the old content.
+	must(t, os.Chmod(p, 0o600))
+	old, err := os.Open(p)
+	must(t, err)
+	defer old.Close()
+	must(t, workspace.WriteFile(p, []byte("two, longer")))
+	if got, _ := os.ReadFile(p); string(got) != "two, longer" {
+		t.Fatalf("content = %q", got)
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
+		t.Errorf("replaced file mode = %v, want 0600 kept", st.Mode().Perm())
+	}
+	buf := make([]byte, 64)
+	n, _ := old.Read(buf)
+	if string(buf[:n]) != "one" {
+		t.Errorf("reader of the old file sees %q; want %q (the file must be replaced, not rewritten)", buf[:n], "one")
+	}
+	if names := entries(t, dir); len(names) != 1 || names[0] != "_plan.md" {
+		t.Errorf("directory holds %q, want only _plan.md (no temporary files)", names)
+	}
+
+	// Failures name the file and leave nothing behind.
+	err = workspace.WriteFile(filepath.Join(dir, "missing", "x.md"), []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "missing", "x.md")) {
+		t.Errorf("write in a missing directory: err = %v, want one naming the file", err)
+	}
+	must(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	err = workspace.WriteFile(filepath.Join(dir, "sub"), []byte("x"))
+	if err == nil {
+		t.Error("writing over a directory: no error")
+	}
+	if names := entries(t, dir); len(names) != 2 {
+		t.Errorf("directory holds %q after failed writes, want _plan.md and sub", names)
+	}
+}
+
+func TestWriteFileConcurrentReaders(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "state.json")
+	a, b := strings.Repeat("a", 1<<16), strings.Repeat("b", 1<<16)
+	must(t, workspace.WriteFile(p, []byte(a)))
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for i := 0; i < 50; i++ {
+			must(t, workspace.WriteFile(p, []byte([]string{a, b}[i%2])))
+		}
+		close(stop)
+	})
+	for {
+		select {
+		case <-stop:
+			wg.Wait()
+			if names := entries(t, filepath.Dir(p)); len(names) != 1 {
+				t.Errorf("directory holds %q, want only state.json", names)
+			}
+			return
+		default:
+		}
+		got, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("reader: %v", err)
+		}
+		if s := string(got); s != a && s != b {
+			t.Fatalf("reader saw a partial or mixed file of %d bytes", len(got))
+		}
+	}
+}
+
+type state struct {
+	Name  string   `json:"name"`
+	Nodes []string `json:"nodes"`
+}
+
+func TestJSON(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "history.json")
+	in := state{Name: "w1", Nodes: []string{"n1", "n2"}}
+	must(t, workspace.WriteJSON(p, in))
+	raw, _ := os.ReadFile(p)
+	if want := "{\n  \"name\": \"w1\",\n  \"nodes\": [\n    \"n1\",\n    \"n2\"\n  ]\n}\n"; string(raw) != want {
+		t.Errorf("file = %q, want %q", raw, want)
+	}
+	var out state
+	must(t, workspace.ReadJSON(p, &out))
+	if out.Name != in.Name || fmt.Sprint(out.Nodes) != fmt.Sprint(in.Nodes) {
+		t.Errorf("read back %+v, want %+v", out, in)
+	}
+
+	// Errors name the file.
+	missing := filepath.Join(dir, "nope.json")
+	err := workspace.ReadJSON(missing, &out)
+	if err == nil || !strings.Contains(err.Error(), missing) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: err = %v, want fs.ErrNotExist naming %s", err, missing)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	must(t, os.WriteFile(bad, []byte(`{"name": `), 0o644))
+	if err := workspace.ReadJSON(bad, &out); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("truncated JSON: err = %v, want one naming %s", err, bad)
+	}
+	must(t, os.WriteFile(bad, []byte(`{"name": 3}`), 0o644))
+	if err := workspace.ReadJSON(bad, &out); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("mistyped JSON: err = %v, want one naming %s", err, bad)
+	}
+	if err := workspace.WriteJSON(filepath.Join(dir, "f.json"), func() {}); err == nil || !strings.Contains(err.Error(), "f.json") {
+		t.Errorf("unencodable value: err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "f.json")); !os.IsNotExist(err) {
+		t.Error("a failed WriteJSON left a file")
+	}
+}
+
+func TestAppendJSONL(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "log.jsonl")
+	must(t, workspace.AppendJSONL(p, map[string]string{"text": "line\nbreak"}))
+	must(t, workspace.AppendJSONL(p, state{Name: "x"}))
+	raw, _ := os.ReadFile(p)
+	if want := "{\"text\":\"line\\nbreak\"}\n{\"name\":\"x\",\"nodes\":null}\n"; string(raw) != want {
+		t.Errorf("file = %q, want %q", raw, want)
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o644 {
+		t.Errorf("mode = %v, want 0644", st.Mode().Perm())
+	}
+
+	// Concurrent appends make whole lines.
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				if err := workspace.AppendJSONL(p, state{Name: fmt.Sprintf("%d-%d", g, i), Nodes: []string{strings.Repeat("z", 500)}}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	f, err := os.Open(p)
+	must(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		if lines <= 2 {
+			continue
+		}
+		var s state
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil || len(s.Nodes) != 1 {
+			t.Fatalf("line %d is not a whole record: %v", lines, err)
+		}
+	}
+	if lines != 2+8*50 {
+		t.Errorf("%d lines, want %d", lines, 2+8*50)
+	}
+
+	if err := workspace.AppendJSONL(filepath.Join(p, "x"), 1); err == nil || !strings.Contains(err.Error(), filepath.Join(p, "x")) {
+		t.Errorf("append under a file: err = %v, want one naming the path", err)
+	}
+	if err := workspace.AppendJSONL(p, make(chan int)); err == nil {
+		t.Error("unencodable value: no error")
+	}
+}

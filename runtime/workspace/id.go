@@ -1,0 +1,27 @@
+package workspace
+
+import "fmt"
+
+// MaxIDLen is the longest node or worker id [ValidID] accepts, in bytes.
+const MaxIDLen = 64
+
+// ValidID checks that id can name a node or a worker: a single, safe path component of 1 to
+// [MaxIDLen] ASCII letters, digits, '-', '_' and '.', not starting with '.' (so not "." or
+// "..", and never hidden). The error names the id and says what is allowed.
+func ValidID(id string) error {
+	const rule = "ids are 1 to 64 ASCII letters, digits, '-', '_' and '.', not starting with '.'"
+	switch {
+	case id == "":
+		return fmt.Errorf("workspace: invalid id %q: it is empty; %s", id, rule)
+	case len(id) > MaxIDLen:
+		return fmt.Errorf("workspace: invalid id %q: it is %d bytes long; %s", id, len(id), rule)
+	case id[0] == '.':
+		return fmt.Errorf("workspace: invalid id %q: it starts with '.'; %s", id, rule)
+	}
+	for _, c := range id {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("workspace: invalid id %q: it contains %q; %s", id, c, rule)
+		}
+	}
+	return nil
+}
