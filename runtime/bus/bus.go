@@ -417,7 +417,7 @@ func (b *Bus) route(sender *member, to string) ([]*member, string, error) {
 	}
 	if m := b.byKey[key(to)]; m != nil {
 		if m == sender {
-			return nil, "", fmt.Errorf("%w: %s sends to %q", ErrSelf, sender.Name, to)
+			return nil, "", fmt.Errorf("%w: %s sends to %q; %s", ErrSelf, sender.Name, to, b.known())
 		}
 		return []*member{m}, m.Name, nil
 	}
@@ -435,7 +435,7 @@ func (b *Bus) route(sender *member, to string) ([]*member, string, error) {
 		return nil, "", fmt.Errorf("%w %q; %s", ErrUnknownRecipient, to, b.known())
 	}
 	if len(rs) == 0 {
-		return nil, "", fmt.Errorf("%w: %s is the only %q", ErrSelf, sender.Name, to)
+		return nil, "", fmt.Errorf("%w: %s is the only %q; %s", ErrSelf, sender.Name, to, b.known())
 	}
 	return rs, rs[0].Role, nil
 }

@@ -163,6 +163,12 @@ func TestSendErrors(t *testing.T) {
 	if _, err := b.Send(ctx, "dave", "editor", "me"); !errors.Is(err, bus.ErrSelf) {
 		t.Errorf("self by role: err = %v", err)
 	}
+	if _, err := b.Send(ctx, "", "*", "hi"); !errors.Is(err, bus.ErrUnknownSender) {
+		t.Errorf("empty sender: err = %v", err)
+	}
+	if _, err := b.Send(ctx, "alice", "", "hi"); !errors.Is(err, bus.ErrUnknownRecipient) {
+		t.Errorf("empty recipient: err = %v", err)
+	}
 	if _, err := b.Send(ctx, "mallory", "bob", "hi"); !errors.Is(err, bus.ErrUnknownSender) {
 		t.Errorf("unknown sender: err = %v", err)
 	}
@@ -527,7 +533,18 @@ func TestCorruptLog(t *testing.T) {
 
 func TestConcurrent(t *testing.T) {
 	const senders, each = 8, 100
-	b := open(t, t.TempDir())
+	var omu sync.Mutex
+	state := map[string]string{} // message ID → last event kind
+	var badEvents []string
+	b := open(t, t.TempDir(), bus.WithObserver(func(e bus.Event) {
+		omu.Lock()
+		defer omu.Unlock()
+		prev := state[e.Message.ID]
+		if (e.Kind == bus.Sent && prev != "") || (e.Kind == bus.Received && prev != bus.Sent) {
+			badEvents = append(badEvents, fmt.Sprintf("%s %s after %q", e.Kind, e.Message.ID, prev))
+		}
+		state[e.Message.ID] = e.Kind
+	}))
 	join(t, b, bob)
 	for i := range senders {
 		join(t, b, bus.Participant{Name: fmt.Sprint("w", i), Role: "worker"})
@@ -599,6 +616,16 @@ func TestConcurrent(t *testing.T) {
 	if got := b.Mailbox("bob").Receive(); len(got) != 0 {
 		t.Errorf("left over: %d", len(got))
 	}
+	omu.Lock()
+	defer omu.Unlock()
+	if len(badEvents) > 0 {
+		t.Errorf("observer saw events out of order: %v", badEvents[:min(len(badEvents), 5)])
+	}
+	for _, m := range all {
+		if state[m.ID] != bus.Received {
+			t.Fatalf("observer: %s ended as %q, want received", m.ID, state[m.ID])
+		}
+	}
 }
 
 // A markdown file whose Send never reached the log (a crash between the two) keeps its number.
@@ -619,5 +646,37 @@ func TestMarkdownCounterSkipsStrayFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "0003_alice_to_Bob.md")); err != nil {
 		t.Errorf("next file: %v", err)
+	}
+}
+
+func TestBroadcastToNoOne(t *testing.T) {
+	b := open(t, t.TempDir())
+	if _, err := b.Send(context.Background(), "coordinator", "*", "anyone?"); !errors.Is(err, bus.ErrNoRecipient) {
+		t.Errorf("coordinator alone to *: err = %v", err)
+	}
+	if msgs := send(t, b, "human", "*", "hi"); !slices.Equal(recipients(msgs), []string{"coordinator"}) {
+		t.Errorf("human to * with no workers: %v", recipients(msgs))
+	}
+}
+
+func TestClosed(t *testing.T) {
+	b := open(t, t.TempDir())
+	join(t, b, alice, bob)
+	send(t, b, "alice", "bob", "1")
+	b.Close()
+	if err := b.Join(carol); !errors.Is(err, bus.ErrClosed) {
+		t.Errorf("Join after Close: %v", err)
+	}
+	if _, err := b.Receive("bob"); !errors.Is(err, bus.ErrClosed) {
+		t.Errorf("Receive after Close: %v", err)
+	}
+	if got := b.Mailbox("bob").Receive(); len(got) != 0 {
+		t.Errorf("Mailbox.Receive after Close: %v", got)
+	}
+	if n := b.Pending("bob"); n != 1 {
+		t.Errorf("Pending after Close = %d, want 1", n)
+	}
+	if all, err := b.Messages(); err != nil || len(all) != 1 {
+		t.Errorf("Messages after Close = %v, %v", all, err)
 	}
 }
