@@ -104,9 +104,8 @@ type (
 )
 
 // WorkTools returns the tools through which a worker ends its assignment and talks to the rest
-// of the run: publish, checkpoint, suggest_next and create_work_node report into r;
-// send_message and check_messages use a.Mailbox (they are left out when it is nil). Events for
-// the messages go to rep.
+// of the run: publish, checkpoint, suggest_next and create_work_node report into r; and the
+// MessageTools.
 func WorkTools(a Assignment, r *Report, rep *Reporter) []tools.Tool {
 	ts := []tools.Tool{
 		tools.Func("publish", "Finish this assignment: move your outputs from scratch/ to published/, where other nodes can read them.",
@@ -154,10 +153,16 @@ func WorkTools(a Assignment, r *Report, rep *Reporter) []tools.Tool {
 				return fmt.Sprintf("Sub-task %d requested; it is created when this assignment ends. Checkpoint to wait for its result.", n), nil
 			}),
 	}
+	return append(ts, MessageTools(a, rep)...)
+}
+
+// MessageTools returns send_message and check_messages over a.Mailbox (none when it is nil);
+// events for the messages go to rep.
+func MessageTools(a Assignment, rep *Reporter) []tools.Tool {
 	if a.Mailbox == nil {
-		return ts
+		return nil
 	}
-	return append(ts,
+	return []tools.Tool{
 		tools.Func("send_message", "Send a message to another worker, the coordinator or the human.",
 			func(ctx context.Context, args SendArgs) (string, error) {
 				if err := a.Mailbox.Send(ctx, args.To, args.Content); err != nil {
@@ -178,7 +183,7 @@ func WorkTools(a Assignment, r *Report, rep *Reporter) []tools.Tool {
 				}
 				return FormatMessages(msgs), nil
 			}, tools.Safe()),
-	)
+	}
 }
 
 // FormatMessages renders messages the way workers see them: "[Message from NAME]: body", one

@@ -60,6 +60,7 @@ type config struct {
 	maxTokens     int
 	maxOutput     int
 	textEndsTurn  bool
+	ownTools      bool
 }
 
 // Option configures a Runtime.
@@ -93,6 +94,10 @@ func WithMaxToolOutput(n int) Option { return func(c *config) { c.maxOutput = n 
 // the answer as its summary) instead of reminding the worker to publish: for a conversational
 // agent, such as a coordinator, whose text is its reply.
 func WithTextEndsTurn() Option { return func(c *config) { c.textEndsTurn = true } }
+
+// WithoutWorkTools leaves out runtime.WorkTools: the worker gets only the assignment's tools and
+// ask_human, and its tools end the assignment through runtime.ReportFrom (a coordinator, say).
+func WithoutWorkTools() Option { return func(c *config) { c.ownTools = true } }
 
 // New returns a runtime whose workers think with model.
 func New(model providers.Model, opts ...Option) *Runtime {
@@ -153,7 +158,10 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 	if rt.cfg.single {
 		return w, nil
 	}
-	ts := append(runtime.WorkTools(a, w.report, rep), askHuman)
+	ts := []tools.Tool{askHuman}
+	if !rt.cfg.ownTools {
+		ts = append(ts, runtime.WorkTools(a, w.report, rep)...)
+	}
 	ts = append(ts, a.Tools...)
 	w.reg, err = tools.NewRegistry(ts, tools.WithMaxOutput(rt.cfg.maxOutput))
 	if err != nil {
