@@ -402,3 +402,17 @@ func TestCoordinatorScopeThroughFileTools(t *testing.T) {
 		t.Errorf("coordinator list . = %q, want everything", got)
 	}
 }
+
+func TestScopeAccessors(t *testing.T) {
+	w := workspace.WorkerScope("n1", "w1")
+	if w.Node() != "n1" || w.Worker() != "w1" || w.String() != `worker "w1" on node "n1"` {
+		t.Errorf("worker scope: Node %q, Worker %q, String %q", w.Node(), w.Worker(), w.String())
+	}
+	c := workspace.CoordinatorScope()
+	if c.Node() != "" || c.Worker() != "" || c.String() != "coordinator" {
+		t.Errorf("coordinator scope: Node %q, Worker %q, String %q", c.Node(), c.Worker(), c.String())
+	}
+	if s := (workspace.Scope{}).String(); s != "no access" {
+		t.Errorf("zero scope String = %q", s)
+	}
+}
