@@ -3,6 +3,7 @@ package claudecode_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -65,6 +66,14 @@ func TestRealCLI(t *testing.T) {
 			return providertest.Reply{Text: "Now the report.", Calls: []tools.Call{{ID: "toolu_write", Name: "Write", Args: args}}, Usage: usage}
 		case strings.Contains(last, `"tool_use_id":"toolu_write"`):
 			return providertest.Reply{Text: "Wrote report.md and out.txt.", Usage: usage}
+		case strings.Contains(last, `"tool_use_id":"toolu_outbox"`):
+			args, _ := json.Marshal(map[string]string{"file_path": filepath.Join(scratch, "_checkpoint.md"), "content": "Stage 2: told the coordinator; waiting for review.\n"})
+			return providertest.Reply{Calls: []tools.Call{{ID: "toolu_checkpoint", Name: "Write", Args: args}}, Usage: usage}
+		case strings.Contains(last, `"tool_use_id":"toolu_checkpoint"`):
+			return providertest.Reply{Text: "Checkpointed.", Usage: usage}
+		case strings.Contains(last, "Tell the coordinator."):
+			args, _ := json.Marshal(map[string]string{"file_path": filepath.Join(scratch, "_outbox.md"), "content": "TO: coordinator\nThe widget report is published.\n---\n"})
+			return providertest.Reply{Calls: []tools.Call{{ID: "toolu_outbox", Name: "Write", Args: args}}, Usage: usage}
 		case strings.Contains(last, "Make the report about the widgets."):
 			return providertest.Reply{Text: "Counting widgets.", Calls: []tools.Call{{ID: "toolu_bash", Name: "Bash", Args: json.RawMessage(`{"command":"echo hi > out.txt","description":"Write out.txt"}`)}}, Usage: usage}
 		}
@@ -91,8 +100,9 @@ func TestRealCLI(t *testing.T) {
 	defer front.Close()
 
 	rec := newRecorder(t)
+	env := offlineEnv(t, front.URL)
 	rt := claudecode.New(claudecode.WithBinary(bin), claudecode.WithModel("claude-sonnet-4-5"),
-		claudecode.WithEnv(offlineEnv(t, front.URL)), claudecode.WithMaxTurns(10))
+		claudecode.WithEnv(env), claudecode.WithMaxTurns(10), claudecode.WithBridgeInterval(50*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	o, err := rt.Run(ctx, a, rec.sink)
@@ -173,4 +183,29 @@ func TestRealCLI(t *testing.T) {
 	if !sawSystem || !sawBash || !sawWrite {
 		t.Errorf("requests: system prompt with protocol %v, Bash result %v, Write result %v", sawSystem, sawBash, sawWrite)
 	}
+
+	// Resuming the session: the CLI sends the earlier conversation; the agent messages the
+	// coordinator through _outbox.md and checkpoints with _checkpoint.md.
+	before := len(fake.Requests())
+	b := a
+	b.Task, b.Session = "Tell the coordinator.", o.Session
+	mb := &mailbox{}
+	b.Mailbox = mb
+	rec2 := newRecorder(t)
+	o2, err := rt.Run(ctx, b, rec2.sink)
+	if err != nil {
+		t.Fatalf("resumed Run: %v\nevents %s", err, rec2.kinds())
+	}
+	eq(t, "resumed status", o2.Status, runtime.Checkpointed)
+	eq(t, "resumed summary", o2.Summary, "Stage 2: told the coordinator; waiting for review.")
+	eq(t, "resumed session", o2.Session, o.Session)
+	eq(t, "sent", fmt.Sprint(mb.sentMessages()), fmt.Sprint([]runtime.Message{{To: "coordinator", Body: "The widget report is published."}}))
+	eq(t, "message events", len(rec2.of(runtime.MessageSent)), 1)
+	reqs := fake.Requests()[before:]
+	if len(reqs) == 0 {
+		t.Fatal("the resumed run made no request")
+	}
+	first, _ := json.Marshal(reqs[0].Messages())
+	contains(t, "resumed conversation", string(first), "Counting widgets.")
+	contains(t, "resumed conversation", string(first), "Tell the coordinator.")
 }
