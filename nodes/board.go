@@ -1,0 +1,508 @@
+package nodes
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// NodeStatus is where a work node is in its life.
+type NodeStatus string
+
+// The node statuses.
+const (
+	NodePending      NodeStatus = "pending"      // waiting for its dependencies or a worker
+	NodeAssigned     NodeStatus = "assigned"     // a worker was chosen; not started yet
+	NodeRunning      NodeStatus = "running"      // a worker is on it
+	NodeWaiting      NodeStatus = "waiting"      // its worker waits for the human, or for sub-nodes
+	NodeCheckpointed NodeStatus = "checkpointed" // a stage of it is done; it may be picked up again
+	NodeCompleted    NodeStatus = "completed"    // published
+	NodeFailed       NodeStatus = "failed"
+)
+
+// done reports whether a node with status s satisfies the nodes that depend on it.
+func (s NodeStatus) done() bool { return s == NodeCompleted || s == NodeCheckpointed }
+
+// Node is a work node: a piece of work with its own folder of truth.
+type Node struct {
+	ID   string `json:"id"`
+	Task string `json:"task"`
+	// Deps are the nodes that must be done before this one starts.
+	Deps []string `json:"deps,omitempty"`
+	// Refs name other nodes' published outputs this one reads: name → path relative to the run.
+	Refs     map[string]string `json:"refs,omitempty"`
+	Parent   string            `json:"parent,omitempty"`
+	Children []string          `json:"children,omitempty"`
+	Stage    int               `json:"stage"`
+	Status   NodeStatus        `json:"status"`
+	// Worker is the worker assigned to the node (chosen by the coordinator, or by the squad).
+	Worker string `json:"worker,omitempty"`
+	// Assignment names the node's current assignment; Attempts counts its assignments.
+	Assignment string   `json:"assignment,omitempty"`
+	Attempts   int      `json:"attempts,omitempty"`
+	Summary    string   `json:"summary,omitempty"`
+	Published  []string `json:"published,omitempty"`
+	Question   string   `json:"question,omitempty"` // what its worker asked the human, while waiting
+	Answer     string   `json:"answer,omitempty"`   // the human's answer, until the worker has it
+	// WaitingFor lists the sub-nodes the node waits for, when it checkpointed to wait for them.
+	WaitingFor []string  `json:"waiting_for,omitempty"`
+	CreatedBy  string    `json:"created_by"`
+	Key        string    `json:"key,omitempty"` // the tool call that created it, so a repeated call does not create it twice
+	Created    time.Time `json:"created"`
+	Updated    time.Time `json:"updated"`
+}
+
+// WorkerStatus is what a worker is doing.
+type WorkerStatus string
+
+// The worker statuses.
+const (
+	WorkerIdle    WorkerStatus = "idle"
+	WorkerBusy    WorkerStatus = "busy"
+	WorkerWaiting WorkerStatus = "waiting_for_human"
+	WorkerStopped WorkerStatus = "stopped"
+)
+
+// The kinds of workers: how they run.
+const (
+	Harnessed  = "harnessed"   // an in-process ReAct loop over a model
+	ClaudeCode = "claude-code" // the Claude Code CLI
+	Autonomous = "autonomous"  // any CLI agent, through files
+)
+
+// Worker is an executor with its own identity, memory, notebook and history, independent of the
+// nodes it works on.
+type Worker struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role,omitempty"`
+	// Kind says how it runs: Harnessed, ClaudeCode or Autonomous.
+	Kind string `json:"kind"`
+	// Model is the model of a harnessed worker ("anthropic/claude-sonnet-4-5") or of Claude Code.
+	Model string `json:"model,omitempty"`
+	// Command is an autonomous worker's command template.
+	Command []string `json:"command,omitempty"`
+	// Single makes a harnessed worker answer in one model call, without tools.
+	Single bool         `json:"single,omitempty"`
+	Status WorkerStatus `json:"status"`
+	// Node is the node it works on, while busy or waiting.
+	Node string `json:"node,omitempty"`
+	// Last is its latest assignment, which a message can wake it back into.
+	Last    string    `json:"last,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// Board is the run's work board: its nodes and workers. Every change is written through to the
+// run's folder (nodes/{id}/_node.json with _spec.md, _refs.json and _status.md beside it;
+// workers/{id}/worker.json), so the folder is the board's truth and a restarted process reads it
+// back. A Board is safe for concurrent use.
+type Board struct {
+	run workspace.Run
+	now func() time.Time
+
+	mu      sync.Mutex
+	nodes   map[string]*Node
+	workers map[string]*Worker
+	seq     int // for node ids
+}
+
+const (
+	nodeFile   = "_node.json"
+	workerFile = "worker.json"
+)
+
+// openBoard reads the board of run from its folder.
+func openBoard(run workspace.Run, now func() time.Time) (*Board, error) {
+	b := &Board{run: run, now: now, nodes: map[string]*Node{}, workers: map[string]*Worker{}}
+	ids, err := run.NodeIDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		var n Node
+		err := workspace.ReadJSON(run.Node(id).Path(nodeFile), &n)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("nodes: board of run %s: %w", run.ID(), err)
+		}
+		b.nodes[id] = &n
+		b.seq = max(b.seq, nodeNumber(id))
+	}
+	ids, err = run.WorkerIDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		var w Worker
+		err := workspace.ReadJSON(filepath.Join(string(run.Worker(id)), workerFile), &w)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("nodes: board of run %s: %w", run.ID(), err)
+		}
+		b.workers[id] = &w
+	}
+	return b, nil
+}
+
+// nodeNumber returns n of a node id "nN", or 0.
+func nodeNumber(id string) int {
+	var n int
+	if _, err := fmt.Sscanf(id, "n%d", &n); err != nil {
+		return 0
+	}
+	return n
+}
+
+// Snapshot is a copy of the board at one moment.
+type Snapshot struct {
+	Nodes   []Node   `json:"nodes"`
+	Workers []Worker `json:"workers"`
+}
+
+// Node returns the node with id, if there is one.
+func (s Snapshot) Node(id string) (Node, bool) {
+	for _, n := range s.Nodes {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// Worker returns the worker with id or name, if there is one.
+func (s Snapshot) Worker(idOrName string) (Worker, bool) {
+	for _, w := range s.Workers {
+		if w.ID == idOrName || strings.EqualFold(w.Name, idOrName) {
+			return w, true
+		}
+	}
+	return Worker{}, false
+}
+
+// Snapshot returns a copy of the board, nodes in creation order, workers by id.
+func (b *Board) Snapshot() Snapshot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var s Snapshot
+	for _, n := range b.nodes {
+		s.Nodes = append(s.Nodes, cloneNode(n))
+	}
+	sort.Slice(s.Nodes, func(i, j int) bool {
+		if a, c := nodeNumber(s.Nodes[i].ID), nodeNumber(s.Nodes[j].ID); a != c {
+			return a < c
+		}
+		return s.Nodes[i].ID < s.Nodes[j].ID
+	})
+	for _, w := range b.workers {
+		s.Workers = append(s.Workers, *w)
+	}
+	sort.Slice(s.Workers, func(i, j int) bool { return s.Workers[i].Created.Before(s.Workers[j].Created) || (s.Workers[i].Created.Equal(s.Workers[j].Created) && s.Workers[i].ID < s.Workers[j].ID) })
+	return s
+}
+
+func cloneNode(n *Node) Node {
+	c := *n
+	c.Deps = slices.Clone(n.Deps)
+	c.Children = slices.Clone(n.Children)
+	c.Published = slices.Clone(n.Published)
+	c.WaitingFor = slices.Clone(n.WaitingFor)
+	if n.Refs != nil {
+		c.Refs = make(map[string]string, len(n.Refs))
+		for k, v := range n.Refs {
+			c.Refs[k] = v
+		}
+	}
+	return c
+}
+
+// NewNode is what a new work node needs.
+type NewNode struct {
+	Task   string
+	Deps   []string
+	Refs   map[string]string
+	Parent string
+	Worker string // a worker to assign it to (id or name), optional
+	Stage  int
+	By     string // who created it
+	Key    string // an idempotency key: a second create with the same key returns the first node
+}
+
+// create adds a node, writes its folder and returns it; created is false when a node with the
+// same key existed.
+func (b *Board) create(nn NewNode) (n Node, created bool, err error) {
+	if strings.TrimSpace(nn.Task) == "" {
+		return Node{}, false, errors.New("the task is empty")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if nn.Key != "" {
+		for _, n := range b.nodes {
+			if n.Key == nn.Key {
+				return cloneNode(n), false, nil
+			}
+		}
+	}
+	for _, d := range nn.Deps {
+		if _, ok := b.nodes[d]; !ok {
+			return Node{}, false, fmt.Errorf("dependency %q is not a node on the board (nodes: %s)", d, b.nodeList())
+		}
+	}
+	if nn.Parent != "" {
+		if _, ok := b.nodes[nn.Parent]; !ok {
+			return Node{}, false, fmt.Errorf("parent %q is not a node on the board", nn.Parent)
+		}
+	}
+	for name, ref := range nn.Refs {
+		if err := b.checkRef(ref); err != nil {
+			return Node{}, false, fmt.Errorf("ref %q: %w", name, err)
+		}
+	}
+	worker := ""
+	if nn.Worker != "" {
+		w := b.findWorker(nn.Worker)
+		if w == nil {
+			return Node{}, false, fmt.Errorf("worker %q does not exist (workers: %s)", nn.Worker, b.workerList())
+		}
+		worker = w.ID
+	}
+	b.seq++
+	now := b.now()
+	node := &Node{
+		ID: fmt.Sprintf("n%d", b.seq), Task: nn.Task, Deps: slices.Clone(nn.Deps), Refs: nn.Refs,
+		Parent: nn.Parent, Stage: nn.Stage, Status: NodePending, Worker: worker,
+		CreatedBy: nn.By, Key: nn.Key, Created: now, Updated: now,
+	}
+	dir := b.run.Node(node.ID)
+	if err := dir.Create(); err != nil {
+		return Node{}, false, err
+	}
+	if err := workspace.WriteFile(workspace.Spec(dir), []byte(specText(node))); err != nil {
+		return Node{}, false, err
+	}
+	refs := node.Refs
+	if refs == nil {
+		refs = map[string]string{}
+	}
+	if err := workspace.WriteJSON(workspace.Refs(dir), refs); err != nil {
+		return Node{}, false, err
+	}
+	if err := b.saveNode(node); err != nil {
+		return Node{}, false, err
+	}
+	b.nodes[node.ID] = node
+	if p := b.nodes[nn.Parent]; p != nil {
+		p.Children = append(p.Children, node.ID)
+		if err := b.saveNode(p); err != nil {
+			return Node{}, false, err
+		}
+	}
+	return cloneNode(node), true, nil
+}
+
+// checkRef checks that ref is a path to another node's published output.
+func (b *Board) checkRef(ref string) error {
+	parts := strings.Split(strings.Trim(ref, "/"), "/")
+	if len(parts) < 3 || parts[0] != "nodes" || parts[2] != "published" {
+		return fmt.Errorf("%q is not a path of the form nodes/<node>/published[/file]", ref)
+	}
+	if _, ok := b.nodes[parts[1]]; !ok {
+		return fmt.Errorf("%q names node %q, which is not on the board", ref, parts[1])
+	}
+	return nil
+}
+
+func specText(n *Node) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "# %s\n\n%s\n", n.ID, n.Task)
+	if len(n.Deps) > 0 {
+		fmt.Fprintf(&s, "\nDepends on: %s\n", strings.Join(n.Deps, ", "))
+	}
+	if n.Parent != "" {
+		fmt.Fprintf(&s, "\nPart of: %s\n", n.Parent)
+	}
+	return s.String()
+}
+
+// update changes node id with fn and writes it back, with _status.md.
+func (b *Board) update(id string, fn func(n *Node) error) (Node, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, ok := b.nodes[id]
+	if !ok {
+		return Node{}, fmt.Errorf("node %q is not on the board (nodes: %s)", id, b.nodeList())
+	}
+	c := cloneNode(n)
+	if err := fn(&c); err != nil {
+		return Node{}, err
+	}
+	c.Updated = b.now()
+	if err := b.saveNode(&c); err != nil {
+		return Node{}, err
+	}
+	*n = c
+	return cloneNode(n), nil
+}
+
+// saveNode writes n's _node.json and _status.md; b.mu is held.
+func (b *Board) saveNode(n *Node) error {
+	dir := b.run.Node(n.ID)
+	if err := workspace.WriteJSON(dir.Path(nodeFile), n); err != nil {
+		return err
+	}
+	status := strings.ToUpper(string(n.Status))
+	if n.Worker != "" {
+		status += " (worker " + n.Worker + ")"
+	}
+	if n.Summary != "" {
+		status += "\n\n" + n.Summary
+	}
+	return workspace.WriteFile(workspace.Status(dir), []byte(status+"\n"))
+}
+
+// NewWorker is what a new worker needs.
+type NewWorker struct {
+	Name, Role, Kind, Model string
+	Command                 []string
+	Single                  bool
+	Identity                string
+}
+
+// spawn adds a worker and makes its folder; a worker of the same name is returned as it is.
+func (b *Board) spawn(nw NewWorker) (w Worker, created bool, err error) {
+	name := strings.TrimSpace(nw.Name)
+	if name == "" {
+		return Worker{}, false, errors.New("the worker needs a name")
+	}
+	switch nw.Kind {
+	case "":
+		nw.Kind = Harnessed
+	case Harnessed, ClaudeCode:
+	case Autonomous:
+		if len(nw.Command) == 0 {
+			return Worker{}, false, errors.New("an autonomous worker needs a command")
+		}
+	default:
+		return Worker{}, false, fmt.Errorf("unknown worker kind %q (kinds: %s, %s, %s)", nw.Kind, Harnessed, ClaudeCode, Autonomous)
+	}
+	id := strings.ToLower(strings.Join(strings.Fields(name), "_"))
+	if err := workspace.ValidID(id); err != nil {
+		return Worker{}, false, fmt.Errorf("worker name %q: %w", name, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if old := b.findWorker(name); old != nil {
+		return *old, false, nil
+	}
+	if name == "coordinator" || name == "human" || name == "*" {
+		return Worker{}, false, fmt.Errorf("%q is reserved", name)
+	}
+	wk := &Worker{ID: id, Name: name, Role: nw.Role, Kind: nw.Kind, Model: nw.Model, Command: nw.Command,
+		Single: nw.Single, Status: WorkerIdle, Created: b.now()}
+	dir := b.run.Worker(id)
+	if err := dir.Create(); err != nil {
+		return Worker{}, false, err
+	}
+	identity := nw.Identity
+	if identity == "" {
+		identity = fmt.Sprintf("You are %s", name)
+		if nw.Role != "" {
+			identity += ", the team's " + nw.Role
+		}
+		identity += "."
+	}
+	for path, content := range map[string]string{
+		dir.Identity(): identity + "\n", dir.Memory(): "", dir.Notebook(): "",
+	} {
+		if err := workspace.WriteFile(path, []byte(content)); err != nil {
+			return Worker{}, false, err
+		}
+	}
+	if err := workspace.WriteJSON(dir.History(), []historyEntry{}); err != nil {
+		return Worker{}, false, err
+	}
+	if err := b.saveWorker(wk); err != nil {
+		return Worker{}, false, err
+	}
+	b.workers[id] = wk
+	return *wk, true, nil
+}
+
+// updateWorker changes worker id with fn and writes it back.
+func (b *Board) updateWorker(id string, fn func(w *Worker)) (Worker, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w := b.findWorker(id)
+	if w == nil {
+		return Worker{}, fmt.Errorf("worker %q does not exist (workers: %s)", id, b.workerList())
+	}
+	c := *w
+	fn(&c)
+	if err := b.saveWorker(&c); err != nil {
+		return Worker{}, err
+	}
+	*w = c
+	return c, nil
+}
+
+func (b *Board) saveWorker(w *Worker) error {
+	return workspace.WriteJSON(filepath.Join(string(b.run.Worker(w.ID)), workerFile), w)
+}
+
+// findWorker finds a worker by id or name (case-insensitive); b.mu is held.
+func (b *Board) findWorker(idOrName string) *Worker {
+	if w, ok := b.workers[idOrName]; ok {
+		return w
+	}
+	for _, w := range b.workers {
+		if strings.EqualFold(w.Name, idOrName) || strings.EqualFold(w.ID, idOrName) {
+			return w
+		}
+	}
+	return nil
+}
+
+func (b *Board) nodeList() string {
+	if len(b.nodes) == 0 {
+		return "none yet"
+	}
+	ids := make([]string, 0, len(b.nodes))
+	for id := range b.nodes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ", ")
+}
+
+func (b *Board) workerList() string {
+	if len(b.workers) == 0 {
+		return "none yet"
+	}
+	var names []string
+	for _, w := range b.workers {
+		names = append(names, w.Name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// historyEntry is one line of a worker's history.json.
+type historyEntry struct {
+	Node    string         `json:"node"`
+	Task    string         `json:"task"`
+	Status  runtime.Status `json:"status"`
+	Summary string         `json:"summary,omitempty"`
+	Time    time.Time      `json:"time"`
+}

@@ -1,0 +1,294 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/bus"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/harnessed"
+	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// coordinate gives the coordinator a turn: the first one with the goal, later ones woken by its
+// mail (or by the human's answer to its question), all in one conversation.
+func (r *run) coordinate(ctx context.Context, goal string) (runtime.Outcome, error) {
+	model, err := r.cfg.resolve(r.cfg.coordModel)
+	if err != nil {
+		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
+	}
+	rt := harnessed.New(model, harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
+		harnessed.WithMaxIterations(1000))
+	r.mu.Lock()
+	answer := r.coordAnswer
+	r.coordAnswer = ""
+	r.mu.Unlock()
+	a := runtime.Assignment{
+		ID: r.id + ".coordinator", Run: r.id, Worker: bus.Coordinator,
+		Task: "GOAL: " + goal, System: r.coordinatorSystem(), Dir: runtime.NodeDir(r.dir.Coordinator()),
+		Mailbox: r.bus.Mailbox(bus.Coordinator), Answer: answer,
+	}
+	a.Tools = r.coordinatorTools(a)
+	o, err := rt.Run(ctx, a, r.sink(filepath.Join(r.dir.Coordinator(), "log.jsonl"), "", bus.Coordinator))
+	if err != nil {
+		return o, fmt.Errorf("nodes: coordinator: %w", err)
+	}
+	return o, nil
+}
+
+// coordinatorSystem assembles the coordinator's system prompt from the agent's home: identity,
+// goal, date, memory, and the operating rules.
+func (r *run) coordinatorSystem() string {
+	home := r.s.home
+	var sections []string
+	soul := readText(home.Soul())
+	if soul == "" {
+		soul = "You are the coordinator of a team of AI workers: you plan the work, hand it out, follow it, and answer for the result."
+	}
+	sections = append(sections, soul)
+	if g := readText(home.Goal()); g != "" {
+		sections = append(sections, "YOUR STANDING GOAL:\n"+g)
+	}
+	sections = append(sections, "Today is "+r.cfg.now().Format("Monday, 2 January 2006")+".")
+	if m := readText(home.Memory()); m != "" {
+		sections = append(sections, "YOUR MEMORY:\n"+m)
+	}
+	sections = append(sections, fmt.Sprintf(operatingRules, r.dir))
+	return strings.Join(sections, "\n\n---\n\n")
+}
+
+const operatingRules = `OPERATING RULES
+- You run a team. Break the goal into work nodes with create_work_node; nodes without dependencies run in parallel. A node can depend on others and read their published outputs through refs (paths "nodes/<id>/published/<file>").
+- Workers are spawned for nodes that have none. Use spawn_worker to choose a name, a role, a model, or a CLI agent (kind claude-code or autonomous), and the node's worker parameter (or assign_worker) to hand it a node.
+- After handing out work, call wait. You are woken when something happens: a node completes or fails, a worker messages you, the human writes.
+- When a stage's nodes are done, read their outputs (read_file), then reconvene to start the next stage, or finish.
+- Write the plan in _plan.md. File paths are relative to the run folder, %s.
+- A reply without tool calls goes to the human and ends your turn; keep it short.
+- finish ends the run with the final answer, written to _output.md.`
+
+// The coordinator's tool arguments.
+type (
+	createArgs struct {
+		Task   string            `json:"task" jsonschema:"description=What to do and what to produce; the worker sees only this and the inputs"`
+		Deps   []string          `json:"deps,omitempty" jsonschema:"description=Ids of nodes that must be done first"`
+		Refs   map[string]string `json:"refs,omitempty" jsonschema:"description=Inputs: a name for each and the path of another node's published output (nodes/<id>/published/<file>)"`
+		Worker string            `json:"worker,omitempty" jsonschema:"description=The worker to give it to (name); by default any free worker"`
+	}
+	spawnArgs struct {
+		Name     string   `json:"name" jsonschema:"description=A first name, unique in the team"`
+		Role     string   `json:"role,omitempty" jsonschema:"description=A role others can address messages to (researcher, coder...)"`
+		Kind     string   `json:"kind,omitempty" jsonschema:"enum=harnessed,enum=claude-code,enum=autonomous,description=How it runs (default harnessed: a model with tools)"`
+		Model    string   `json:"model,omitempty" jsonschema:"description=For harnessed workers a provider/model name; for claude-code a Claude model"`
+		Command  []string `json:"command,omitempty" jsonschema:"description=For autonomous workers: the command template"`
+		Single   bool     `json:"single,omitempty" jsonschema:"description=Answer in one model call without tools (cheap, for small well-defined tasks)"`
+		Identity string   `json:"identity,omitempty" jsonschema:"description=Who the worker is and what it is good at"`
+	}
+	assignArgs struct {
+		Node   string `json:"node"`
+		Worker string `json:"worker"`
+	}
+	retireArgs struct {
+		Worker string `json:"worker"`
+	}
+	reconveneArgs struct {
+		Assessment    string `json:"assessment" jsonschema:"description=What the stage achieved and what comes next"`
+		Policy        string `json:"policy,omitempty" jsonschema:"enum=all,enum=majority,enum=any,description=When the next stage counts as complete (default all)"`
+		MaxIterations int    `json:"max_iterations,omitempty" jsonschema:"description=Model turns each node may take in the next stage"`
+		TimeoutSec    int    `json:"timeout_seconds,omitempty" jsonschema:"description=Time each node may take in the next stage"`
+	}
+	finishArgs struct {
+		Output string `json:"output" jsonschema:"description=The final answer: the complete deliverable for the human"`
+	}
+	waitArgs struct {
+		Reason string `json:"reason,omitempty"`
+	}
+)
+
+// coordinatorTools are the coordinator's tools: the board, the team, messages, the run's files,
+// stages, and the end of its turn or of the run.
+func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
+	ts := []tools.Tool{
+		tools.Func("create_work_node", "Put a piece of work on the board.", r.toolCreate,
+			tools.WithGuidance("Give each node a self-contained task: the worker knows nothing else. Say what file to produce. Use deps and refs for work that builds on other nodes' outputs.")),
+		tools.Func("spawn_worker", "Add a worker to the team.", r.toolSpawn),
+		tools.Func("assign_worker", "Give a pending node to a worker.", r.toolAssign),
+		tools.Func("retire_worker", "Take an idle worker off the team.", r.toolRetire),
+		tools.Func("check_board", "See every node and worker and their status.", r.toolBoard, tools.Safe()),
+		tools.Func("reconvene", "End the current stage and start the next.", r.toolReconvene),
+		tools.Func("wait", "End your turn until something happens.", func(ctx context.Context, _ waitArgs) (string, error) {
+			return "Waiting.", endTurn(ctx, "")
+		}),
+		tools.Func("finish", "End the run with the final answer.", r.toolFinish),
+	}
+	ts = append(ts, runtime.MessageTools(a, runtime.NewReporter(a, nil))...)
+	return append(ts, workspace.CoordinatorScope().Tools(r.dir)...)
+}
+
+func endTurn(ctx context.Context, summary string) error {
+	rep, ok := runtime.ReportFrom(ctx)
+	if !ok {
+		return errors.New("no assignment to end")
+	}
+	return rep.End(runtime.Checkpointed, summary)
+}
+
+func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
+	key := ""
+	if c, ok := tools.CallFrom(ctx); ok && c.ID != "" {
+		key = r.id + ".coordinator." + c.ID
+	}
+	r.mu.Lock()
+	stage := r.stage
+	r.mu.Unlock()
+	n, created, err := r.board.create(NewNode{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker, Stage: stage, By: bus.Coordinator, Key: key})
+	if err != nil {
+		return "", err
+	}
+	if created {
+		r.emit(eventlog.Event{Type: eventlog.NodeCreated, Node: n.ID, Text: firstLine(n.Task)})
+	}
+	return fmt.Sprintf("Created node %s (stage %d).", n.ID, n.Stage), nil
+}
+
+func (r *run) toolSpawn(ctx context.Context, args spawnArgs) (string, error) {
+	w, created, err := r.spawn(NewWorker{Name: args.Name, Role: args.Role, Kind: args.Kind, Model: args.Model, Command: args.Command, Single: args.Single, Identity: args.Identity})
+	if err != nil {
+		return "", err
+	}
+	if !created {
+		return fmt.Sprintf("%s is already on the team (%s, %s).", w.Name, w.Kind, w.Status), nil
+	}
+	return fmt.Sprintf("Spawned %s (%s).", w.Name, w.Kind), nil
+}
+
+func (r *run) toolAssign(ctx context.Context, args assignArgs) (string, error) {
+	w, ok := r.board.Snapshot().Worker(args.Worker)
+	if !ok {
+		return "", fmt.Errorf("worker %q does not exist", args.Worker)
+	}
+	_, err := r.board.update(args.Node, func(n *Node) error {
+		if n.Status != NodePending {
+			return fmt.Errorf("node %s is %s; only pending nodes can be assigned", n.ID, n.Status)
+		}
+		n.Worker = w.ID
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s goes to %s.", args.Node, w.Name), nil
+}
+
+func (r *run) toolRetire(ctx context.Context, args retireArgs) (string, error) {
+	w, err := r.board.updateWorker(args.Worker, func(w *Worker) {
+		if w.Status == WorkerIdle {
+			w.Status = WorkerStopped
+		}
+	})
+	if err != nil {
+		return "", err
+	}
+	if w.Status != WorkerStopped {
+		return "", fmt.Errorf("%s is %s; only idle workers can be retired", w.Name, w.Status)
+	}
+	r.emit(eventlog.Event{Type: eventlog.WorkerStopped, Worker: w.ID, Text: "retired"})
+	return w.Name + " is retired.", nil
+}
+
+func (r *run) toolBoard(ctx context.Context, _ struct{}) (string, error) {
+	snap := r.board.Snapshot()
+	var b strings.Builder
+	r.mu.Lock()
+	fmt.Fprintf(&b, "Stage %d (policy %s).\n\nNODES\n", r.stage, policyName(r.contract.Policy))
+	r.mu.Unlock()
+	if len(snap.Nodes) == 0 {
+		b.WriteString("(none)\n")
+	}
+	for _, n := range snap.Nodes {
+		fmt.Fprintf(&b, "- %s [%s] stage %d", n.ID, n.Status, n.Stage)
+		if n.Worker != "" {
+			fmt.Fprintf(&b, ", worker %s", n.Worker)
+		}
+		if len(n.Deps) > 0 {
+			fmt.Fprintf(&b, ", after %s", strings.Join(n.Deps, ","))
+		}
+		if n.Parent != "" {
+			fmt.Fprintf(&b, ", part of %s", n.Parent)
+		}
+		fmt.Fprintf(&b, ": %s\n", firstLine(n.Task))
+		if n.Summary != "" {
+			fmt.Fprintf(&b, "  summary: %s\n", firstLine(n.Summary))
+		}
+		for _, f := range n.Published {
+			fmt.Fprintf(&b, "  published: nodes/%s/published/%s\n", n.ID, f)
+		}
+		if n.Question != "" {
+			fmt.Fprintf(&b, "  asked the human: %s\n", n.Question)
+		}
+	}
+	b.WriteString("\nWORKERS\n")
+	if len(snap.Workers) == 0 {
+		b.WriteString("(none)\n")
+	}
+	for _, w := range snap.Workers {
+		fmt.Fprintf(&b, "- %s (%s", w.Name, w.Kind)
+		if w.Model != "" {
+			fmt.Fprintf(&b, " %s", w.Model)
+		}
+		if w.Role != "" {
+			fmt.Fprintf(&b, ", %s", w.Role)
+		}
+		fmt.Fprintf(&b, ") %s", w.Status)
+		if w.Node != "" {
+			fmt.Fprintf(&b, " on %s", w.Node)
+		}
+		b.WriteString("\n")
+	}
+	return b.String(), nil
+}
+
+func (r *run) toolReconvene(ctx context.Context, args reconveneArgs) (string, error) {
+	switch args.Policy {
+	case "", "all", "majority", "any":
+	default:
+		return "", fmt.Errorf("unknown policy %q: use all, majority or any", args.Policy)
+	}
+	r.mu.Lock()
+	old := r.stage
+	r.stage++
+	if args.Policy != "" {
+		r.contract.Policy = args.Policy
+	}
+	if args.MaxIterations > 0 {
+		r.contract.MaxIterations = args.MaxIterations
+	}
+	if args.TimeoutSec > 0 {
+		r.contract.Timeout = time.Duration(args.TimeoutSec) * time.Second
+	}
+	r.reconvened = true
+	stage := r.stage
+	r.mu.Unlock()
+	r.emit(eventlog.Event{Type: eventlog.StageReconvened, Text: args.Assessment})
+	r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", old)})
+	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: fmt.Sprintf("stage %d", stage)})
+	return fmt.Sprintf("Stage %d started; nodes you create now belong to it.", stage), nil
+}
+
+func (r *run) toolFinish(ctx context.Context, args finishArgs) (string, error) {
+	if strings.TrimSpace(args.Output) == "" {
+		return "", errors.New("the output is empty")
+	}
+	if err := workspace.WriteFile(filepath.Join(string(r.dir), outputFile), []byte(args.Output+"\n")); err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	r.finished, r.output = true, args.Output
+	r.mu.Unlock()
+	return "The run is finished; the output is in " + outputFile + ".", endTurn(ctx, "")
+}

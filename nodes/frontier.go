@@ -1,0 +1,323 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/bus"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// plan chooses the assignments to start this tick, within the pool's free places: first those
+// to resume (after a restart, or with the human's answer), then workers woken by mail, then
+// ready nodes, each matched to its chosen worker or an idle one, spawning workers as needed.
+func (r *run) plan(st tick) ([]launch, error) {
+	snap := r.board.Snapshot()
+	free := r.cfg.maxConcurrent - r.pool.size()
+	var out []launch
+	taken := map[string]bool{}
+	add := func(n Node, worker, assignment string) {
+		out = append(out, launch{Node: n.ID, Worker: worker, Assignment: assignment})
+		taken[worker] = true
+		free--
+	}
+	for _, n := range snap.Nodes {
+		if free <= 0 {
+			break
+		}
+		if !r.resumable(n) {
+			continue
+		}
+		if r.hasOutcome(n) { // it ended before the process did: collect it
+			r.pool.finish(n.Assignment)
+			continue
+		}
+		add(n, n.Worker, n.Assignment)
+	}
+	for _, w := range snap.Workers {
+		if free <= 0 {
+			break
+		}
+		if n, ok := r.revivable(snap, w); ok && !taken[w.ID] {
+			add(n, w.ID, w.Last)
+		}
+	}
+	reserved := map[string]bool{}
+	for _, n := range snap.Nodes {
+		if n.Status == NodePending && n.Worker != "" {
+			reserved[n.Worker] = true
+		}
+	}
+	for _, n := range snap.Nodes {
+		if free <= 0 {
+			break
+		}
+		if !ready(snap, n) {
+			continue
+		}
+		worker := n.Worker
+		if worker != "" {
+			if w, ok := snap.Worker(worker); !ok || w.Status != WorkerIdle || taken[worker] {
+				continue
+			}
+		} else {
+			w, err := r.pickWorker(snap, taken, reserved)
+			if err != nil {
+				return nil, err
+			}
+			worker = w.ID
+			snap.Workers = append(snap.Workers, w)
+		}
+		assignment := n.Assignment
+		if assignment == "" {
+			assignment = fmt.Sprintf("%s.%s.%d", r.id, n.ID, n.Attempts+1)
+		}
+		add(n, worker, assignment)
+	}
+	for _, l := range out {
+		if err := r.assign(l); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// resumable reports whether n has an assignment to pick up again: one that was running when
+// the process stopped, or one whose question the human answered.
+func (r *run) resumable(n Node) bool {
+	if n.Assignment == "" || r.pool.running(n.Assignment) {
+		return false
+	}
+	switch n.Status {
+	case NodeRunning, NodeAssigned:
+		return !r.pool.hasEnded(n.Assignment) // an ended one waits for reconcile
+	case NodeWaiting:
+		return n.Question != "" && n.Answer != ""
+	}
+	return false
+}
+
+// revivable returns the node a worker's mail wakes it back into: an idle worker with mail,
+// whose last assignment checkpointed its node.
+func (r *run) revivable(snap Snapshot, w Worker) (Node, bool) {
+	if w.Status != WorkerIdle || w.Last == "" || r.bus.Pending(w.Name) == 0 {
+		return Node{}, false
+	}
+	for _, n := range snap.Nodes {
+		if n.Assignment == w.Last && n.Status == NodeCheckpointed && !r.pool.running(w.Last) {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// ready reports whether n can start: pending, not waiting for sub-nodes, dependencies done.
+func ready(snap Snapshot, n Node) bool {
+	if n.Status != NodePending || len(n.WaitingFor) > 0 {
+		return false
+	}
+	for _, d := range n.Deps {
+		if dn, ok := snap.Node(d); !ok || !dn.Status.done() {
+			return false
+		}
+	}
+	return true
+}
+
+// pickWorker returns an idle harnessed worker no node waits for, or spawns one.
+func (r *run) pickWorker(snap Snapshot, taken, reserved map[string]bool) (Worker, error) {
+	for _, w := range snap.Workers {
+		if w.Kind == Harnessed && w.Status == WorkerIdle && !taken[w.ID] && !reserved[w.ID] {
+			return w, nil
+		}
+	}
+	name := ""
+	for _, candidate := range r.cfg.names {
+		if _, ok := snap.Worker(candidate); !ok {
+			name = candidate
+			break
+		}
+	}
+	if name == "" {
+		name = fmt.Sprintf("worker%d", len(snap.Workers)+1)
+	}
+	w, _, err := r.spawn(NewWorker{Name: name, Kind: Harnessed, Role: "worker"})
+	return w, err
+}
+
+// spawn adds a worker to the board and the bus.
+func (r *run) spawn(nw NewWorker) (Worker, bool, error) {
+	w, created, err := r.board.spawn(nw)
+	if err != nil {
+		return Worker{}, false, err
+	}
+	if err := r.bus.Join(bus.Participant{Name: w.Name, Role: w.Role}); err != nil {
+		return Worker{}, false, err
+	}
+	if created {
+		r.emitAt(eventlog.WorkerSpawned, "", w.ID, fmt.Sprintf("%s (%s %s)", w.Name, w.Kind, w.Model), w)
+	}
+	return w, created, nil
+}
+
+// assign records a launch on the board.
+func (r *run) assign(l launch) error {
+	n, err := r.board.update(l.Node, func(n *Node) error {
+		if n.Assignment != l.Assignment {
+			n.Attempts++
+			n.Assignment = l.Assignment
+		}
+		n.Worker = l.Worker
+		if n.Status != NodeWaiting { // a waiting node keeps its question until its answer is handed over
+			n.Status = NodeAssigned
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := r.board.updateWorker(l.Worker, func(w *Worker) {
+		w.Status, w.Node, w.Last = WorkerBusy, l.Node, l.Assignment
+	}); err != nil {
+		return err
+	}
+	r.emit(eventlog.Event{Type: eventlog.NodeAssigned, Node: n.ID, Worker: l.Worker, Text: firstLine(n.Task)})
+	r.emit(eventlog.Event{Type: eventlog.WorkerBusy, Node: n.ID, Worker: l.Worker})
+	return nil
+}
+
+// outcomeRecord is an assignment's outcome as saved in its node's folder.
+type outcomeRecord struct {
+	Assignment string          `json:"assignment"`
+	Outcome    runtime.Outcome `json:"outcome"`
+	Error      string          `json:"error,omitempty"`
+}
+
+func (r *run) readOutcome(node string) (outcomeRecord, error) {
+	var rec outcomeRecord
+	err := workspace.ReadJSON(r.dir.Node(node).Path(outcomeFile), &rec)
+	return rec, err
+}
+
+func (r *run) hasOutcome(n Node) bool {
+	rec, err := r.readOutcome(n.ID)
+	return err == nil && rec.Assignment == n.Assignment
+}
+
+// saveOutcome records how an assignment ended, before the squad hears of it, so a restart
+// finds it.
+func (r *run) saveOutcome(node, assignment string, o runtime.Outcome, err error) {
+	rec := outcomeRecord{Assignment: assignment, Outcome: o}
+	if err != nil {
+		rec.Error = err.Error()
+		if o.Status == "" {
+			rec.Outcome.Status = runtime.Failed
+		}
+	}
+	if werr := workspace.WriteJSON(r.dir.Node(node).Path(outcomeFile), rec); werr != nil {
+		fmt.Fprintf(os.Stderr, "nodes: run %s: outcome of %s: %v\n", r.id, assignment, werr)
+	}
+}
+
+// start begins a launch's assignment in the background.
+func (r *run) start(l launch) error {
+	snap := r.board.Snapshot()
+	n, ok := snap.Node(l.Node)
+	if !ok {
+		return fmt.Errorf("nodes: dispatch: node %q is not on the board", l.Node)
+	}
+	w, ok := snap.Worker(l.Worker)
+	if !ok {
+		return fmt.Errorf("nodes: dispatch: worker %q does not exist", l.Worker)
+	}
+	if r.pool.running(l.Assignment) {
+		return nil
+	}
+	a, aerr := r.assignment(n, w)
+	a.ID = l.Assignment
+	rt, rerr := r.runtimeFor(w)
+	if _, err := r.board.update(n.ID, func(n *Node) error {
+		n.Status, n.Question, n.Answer = NodeRunning, "", ""
+		return nil
+	}); err != nil {
+		return err
+	}
+	r.emit(eventlog.Event{Type: eventlog.NodeStarted, Node: n.ID, Worker: w.ID, Text: fmt.Sprintf("%s (%s) on %s", w.Name, w.Kind, n.ID)})
+	if err := errors.Join(aerr, rerr); err != nil {
+		r.saveOutcome(n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
+		r.pool.finish(l.Assignment)
+		return nil
+	}
+	timeout := r.currentContract().Timeout
+	r.pool.start(r.ctx, l.Assignment, func(ctx context.Context) {
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		o, err := rt.Run(ctx, a, r.sink(workspace.Log(r.dir.Node(n.ID)), n.ID, w.ID))
+		r.saveOutcome(n.ID, l.Assignment, o, err)
+	})
+	return nil
+}
+
+func (r *run) currentContract() Contract {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.contract
+}
+
+// sink records an assignment's events in a log (its node's log.jsonl) and the agent's event log.
+func (r *run) sink(logPath, node, worker string) runtime.Sink {
+	return func(e runtime.Event) {
+		if err := workspace.AppendJSONL(logPath, e); err != nil {
+			fmt.Fprintf(os.Stderr, "nodes: run %s: node log %s: %v\n", r.id, node, err)
+		}
+		if ev, ok := translate(e); ok {
+			ev.Node, ev.Worker = node, worker
+			r.emit(ev)
+		}
+	}
+}
+
+// translate turns an assignment's event into the agent's, when it has one there (messages,
+// questions, starts and ends are reported by the bus and the board instead).
+func translate(e runtime.Event) (eventlog.Event, bool) {
+	switch e.Kind {
+	case runtime.ToolCalled:
+		return eventlog.New(eventlog.ToolCalled, e.Tool.Name+" "+clip(string(e.Tool.Args), 200), e.Tool), true
+	case runtime.ToolResult:
+		return eventlog.New(eventlog.ToolResult, e.Tool.Name+": "+clip(e.Tool.Result, 200), e.Tool), true
+	case runtime.Compacted:
+		return eventlog.New(eventlog.MemoryCompacted, e.Text, nil), true
+	case runtime.ModelTurn:
+		return eventlog.New("x.model_turn", clip(e.Text, 500), e.Usage), true
+	case runtime.Retrying:
+		return eventlog.New("x.retrying", e.Text, nil), true
+	case runtime.Output:
+		return eventlog.New("x.output", clip(e.Text, 500), nil), true
+	}
+	return eventlog.Event{}, false
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// refsText lists a node's refs for its worker.
+func refsText(refs map[string]string) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	b, _ := json.MarshalIndent(refs, "", "  ")
+	return strings.TrimSpace(string(b))
+}

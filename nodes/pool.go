@@ -1,0 +1,112 @@
+package nodes
+
+import (
+	"context"
+	"sync"
+)
+
+// pool runs assignments in the background: each on its own goroutine, cancellable, and
+// reported as done (by id) once its outcome is saved.
+type pool struct {
+	mu   sync.Mutex
+	live  map[string]context.CancelFunc
+	done  []string
+	ended map[string]bool // every assignment that ended in this process
+	wake chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newPool() *pool {
+	return &pool{live: map[string]context.CancelFunc{}, ended: map[string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+// start runs fn for assignment id unless it is already running; ctx is cancelled by cancel.
+func (p *pool) start(ctx context.Context, id string, fn func(ctx context.Context)) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.live[id]; ok {
+		return false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	p.live[id] = cancel
+	delete(p.ended, id)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		fn(ctx)
+		cancel()
+		p.finish(id)
+	}()
+	return true
+}
+
+// finish reports id as done, once.
+func (p *pool) finish(id string) {
+	p.mu.Lock()
+	delete(p.live, id)
+	if !p.ended[id] {
+		p.ended[id] = true
+		p.done = append(p.done, id)
+	}
+	p.mu.Unlock()
+	p.signal()
+}
+
+// hasEnded reports whether id ended in this process and was not started again since.
+func (p *pool) hasEnded(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ended[id]
+}
+
+func (p *pool) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// running reports whether assignment id is running.
+func (p *pool) running(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.live[id]
+	return ok
+}
+
+// size returns how many assignments are running.
+func (p *pool) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.live)
+}
+
+// drain returns the assignments that ended since the last drain.
+func (p *pool) drain() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.done
+	p.done = nil
+	return d
+}
+
+// cancel cancels assignment id, if it runs.
+func (p *pool) cancel(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.live[id]; ok {
+		c()
+	}
+}
+
+// cancelAll cancels every running assignment.
+func (p *pool) cancelAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.live {
+		c()
+	}
+}
+
+// wait waits for every assignment to return.
+func (p *pool) wait() { p.wg.Wait() }

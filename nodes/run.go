@@ -1,0 +1,449 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/bus"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// tick is the squad graph's state: what a run knows between ticks beyond its board (which is
+// in its folder) and its messages (which are in the bus).
+type tick struct {
+	// Full marks an update that replaces the state; dispatch tasks return empty updates.
+	Full     bool     `json:"full,omitempty"`
+	Run      string   `json:"run"`
+	Goal     string   `json:"goal"`
+	Tick     int      `json:"tick"`
+	Started  bool     `json:"started,omitempty"`
+	Stage    int      `json:"stage"`
+	Contract Contract `json:"contract"`
+	// Announced is set once the coordinator was told the stage is complete.
+	Announced bool `json:"announced,omitempty"`
+	Finished  bool `json:"finished,omitempty"`
+	Output    string          `json:"output,omitempty"`
+	Nudged    bool            `json:"nudged,omitempty"` // the coordinator was told the board is idle
+	Usage     providers.Usage `json:"usage"`
+	// CoordQuestion is the coordinator's question to the human, until answered.
+	CoordQuestion string `json:"coord_question,omitempty"`
+	// CoordUsage is the coordinator's conversation's usage so far, to add only what is new.
+	CoordUsage providers.Usage `json:"coord_usage"`
+	Launches   []launch        `json:"launches,omitempty"`
+	Done       []string        `json:"done,omitempty"`
+	// Launch is the one launch of a dispatch task (a Send's argument).
+	Launch *launch `json:"launch,omitempty"`
+}
+
+// launch is an assignment route_frontier decided to start.
+type launch struct {
+	Node       string `json:"node"`
+	Worker     string `json:"worker"`
+	Assignment string `json:"assignment"`
+}
+
+func reduceTick(cur, u tick) tick {
+	if !u.Full {
+		return cur
+	}
+	return u
+}
+
+// The squad graph's nodes.
+const (
+	intakeNode    = "intake"
+	routeNode     = "route_frontier"
+	dispatchNode  = "dispatch"
+	collectNode   = "collect"
+	reconcileNode = "reconcile_inbox"
+	decideNode    = "decide_next"
+)
+
+// run is one run in progress.
+type run struct {
+	s     *Squad
+	cfg   config
+	id    string
+	goal  string
+	dir   workspace.Run
+	board *Board
+	bus   *bus.Bus
+	log   *eventlog.Log
+	pool  *pool
+	g     *graph.Compiled[tick]
+	ctx   context.Context // the run's context, which assignments run under
+	wake  chan struct{}   // something the human did
+
+	mu          sync.Mutex
+	stopped     bool
+	stage       int
+	contract    Contract
+	reconvened  bool
+	finished    bool
+	output      string
+	coordAnswer   string
+	coordQuestion string
+}
+
+const (
+	squadName   = "squad" // the sender of the squad's own notes to the coordinator
+	outcomeFile = "_outcome.json"
+	outputFile  = "_output.md"
+)
+
+// open prepares run id; a non-empty goal starts a new run, an empty one resumes.
+func (s *Squad) open(id, goal string) (*run, error) {
+	dir := s.home.Run(id)
+	if goal == "" {
+		if _, err := os.Stat(string(dir)); err != nil {
+			return nil, fmt.Errorf("nodes: resume run %q: %w", id, err)
+		}
+	} else if _, err := os.Stat(string(dir)); err == nil {
+		return nil, fmt.Errorf("nodes: run %q already exists; resume it instead", id)
+	}
+	if err := dir.Create(); err != nil {
+		return nil, err
+	}
+	r := &run{s: s, cfg: s.cfg, id: id, goal: goal, dir: dir, log: s.log, pool: newPool(), wake: make(chan struct{}, 1)}
+	board, err := openBoard(dir, s.cfg.now)
+	if err != nil {
+		return nil, err
+	}
+	r.board = board
+	b, err := bus.Open(dir.Messages(), bus.WithClock(s.cfg.now), bus.WithObserver(r.observeMessage))
+	if err != nil {
+		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
+	}
+	r.bus = b
+	if err := b.Join(bus.Participant{Name: squadName, Role: "system"}); err != nil {
+		b.Close()
+		return nil, err
+	}
+	for _, w := range board.Snapshot().Workers {
+		if err := b.Join(bus.Participant{Name: w.Name, Role: w.Role}); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	g := graph.New[tick]()
+	g.SetReducer(reduceTick)
+	g.AddNode(intakeNode, r.intake)
+	g.AddNode(routeNode, r.routeFrontier)
+	g.AddNode(dispatchNode, r.dispatch)
+	g.AddNode(collectNode, r.collect)
+	g.AddNode(reconcileNode, r.reconcile)
+	g.AddNode(decideNode, r.decideNext)
+	g.AddEdge(graph.START, intakeNode)
+	g.AddEdge(intakeNode, routeNode)
+	g.AddRouter(routeNode, func(_ context.Context, st tick) graph.Next[tick] {
+		if len(st.Launches) == 0 {
+			return graph.Goto[tick](collectNode)
+		}
+		var next graph.Next[tick]
+		for i := range st.Launches {
+			next.Sends = append(next.Sends, graph.Send[tick]{Node: dispatchNode, Arg: tick{Launch: &st.Launches[i]}})
+		}
+		return next
+	}, dispatchNode, collectNode)
+	g.AddEdge(dispatchNode, collectNode)
+	g.AddEdge(collectNode, reconcileNode)
+	g.AddEdge(reconcileNode, decideNode)
+	g.AddConditionalEdges(decideNode, func(_ context.Context, st tick) string {
+		if st.Finished {
+			return graph.END
+		}
+		return routeNode
+	}, routeNode, graph.END)
+	compiled, err := g.Compile(graph.WithCheckpointer(s.saver), graph.WithThread("squad/"+id), graph.WithRecursionLimit(1<<30))
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	r.g = compiled
+	return r, nil
+}
+
+// execute runs or resumes the run's graph and reports how it ended.
+func (r *run) execute(ctx context.Context) (res Result, err error) {
+	r.ctx = ctx
+	defer func() {
+		r.pool.cancelAll()
+		r.pool.wait()
+		err = errors.Join(err, r.bus.Close())
+	}()
+	snap, serr := r.g.State(ctx)
+	var final tick
+	switch {
+	case errors.Is(serr, checkpoint.ErrNotFound):
+		if r.goal == "" {
+			return Result{RunID: r.id}, fmt.Errorf("nodes: run %q has no saved tick to resume from", r.id)
+		}
+		final, err = r.g.Invoke(ctx, tick{})
+	case serr != nil:
+		return Result{RunID: r.id}, serr
+	case len(snap.Next) == 0:
+		final = snap.Values
+	default:
+		r.restore(snap.Values)
+		final, err = r.g.Resume(ctx, nil)
+	}
+	if err != nil {
+		if snap, serr := r.g.State(context.WithoutCancel(ctx)); serr == nil {
+			final = snap.Values
+		}
+	}
+	res = Result{RunID: r.id, Output: final.Output, Board: r.board.Snapshot(), Usage: final.Usage}
+	if final.Finished {
+		res.OutputPath = filepath.Join(string(r.dir), outputFile)
+	}
+	return res, err
+}
+
+// restore takes the run-level settings back from a saved tick.
+func (r *run) restore(st tick) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.goal, r.stage, r.contract, r.coordQuestion = st.Goal, st.Stage, st.Contract, st.CoordQuestion
+}
+
+// next returns st as the base of a full update.
+func next(st tick) tick {
+	st.Full, st.Launch = true, nil
+	return st
+}
+
+// intake starts the run: the goal, the first stage, and the events that say so.
+func (r *run) intake(ctx context.Context, st tick) (tick, error) {
+	n := next(st)
+	if st.Started {
+		r.emit(eventlog.Event{Type: eventlog.AgentResumed, Text: "resumed at tick " + fmt.Sprint(st.Tick)})
+		return n, nil
+	}
+	n.Run, n.Goal, n.Started, n.Stage, n.Contract = r.id, r.goal, true, 1, r.cfg.contract
+	r.restore(n)
+	if err := workspace.WriteFile(r.dir.Plan(), []byte("# Plan\n\nGoal: "+r.goal+"\n")); err != nil {
+		return n, err
+	}
+	if err := r.converse("human", bus.Coordinator, r.goal); err != nil {
+		return n, err
+	}
+	r.emit(eventlog.Event{Type: eventlog.AgentStarted, Text: r.goal})
+	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: "stage 1"})
+	return n, nil
+}
+
+// routeFrontier decides which assignments start now.
+func (r *run) routeFrontier(ctx context.Context, st tick) (tick, error) {
+	n := next(st)
+	n.Launches = nil
+	if r.isStopped() {
+		return n, nil
+	}
+	launches, err := r.plan(st)
+	if err != nil {
+		return n, err
+	}
+	n.Launches = launches
+	return n, nil
+}
+
+// dispatch starts one assignment; it runs on after the tick.
+func (r *run) dispatch(ctx context.Context, st tick) (tick, error) {
+	if st.Launch == nil {
+		return tick{}, nil
+	}
+	return tick{}, r.start(*st.Launch)
+}
+
+// collect waits for the first thing that needs attention.
+func (r *run) collect(ctx context.Context, st tick) (tick, error) {
+	n := next(st)
+	for {
+		n.Done = append(n.Done, r.pool.drain()...)
+		news := st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToRestart()
+		if news {
+			n.Nudged = false
+			return n, nil
+		}
+		if r.idle() && !st.Nudged && !r.isStopped() {
+			n.Nudged = true
+			_, err := r.bus.Send(ctx, squadName, bus.Coordinator, "Nothing is running and no work is ready. Create work nodes, wait for the human, or finish.")
+			return n, err
+		}
+		timer := time.NewTimer(r.cfg.tick)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return n, context.Cause(ctx)
+		case <-r.pool.wake:
+		case <-r.bus.Notify():
+		case <-r.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// reconcile applies what ended to the board and tells the coordinator.
+func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
+	n := next(st)
+	for _, id := range st.Done {
+		u, err := r.apply(ctx, id, st.Stage)
+		if err != nil {
+			return n, err
+		}
+		n.Usage = n.Usage.Add(u)
+	}
+	n.Done = nil
+	if err := r.wakeParents(ctx); err != nil {
+		return n, err
+	}
+	if !st.Announced {
+		if text, ok := r.stageComplete(st.Stage, st.Contract.Policy); ok {
+			n.Announced = true
+			if _, err := r.bus.Send(ctx, squadName, bus.Coordinator, text); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// decideNext lets the coordinator react, when there is something to react to.
+func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
+	n := next(st)
+	n.Tick++
+	if st.Tick > 0 && !r.coordinatorHasNews() {
+		return n, nil
+	}
+	n.CoordQuestion = ""
+	o, err := r.coordinate(ctx, st.Goal)
+	n.Usage = n.Usage.Add(usageSince(o.Usage, st.CoordUsage))
+	n.CoordUsage = o.Usage
+	if err != nil {
+		return n, err
+	}
+	r.mu.Lock()
+	if r.reconvened {
+		n.Stage, n.Contract, n.Announced = r.stage, r.contract, false
+		r.reconvened = false
+	}
+	finished, output := r.finished, r.output
+	r.mu.Unlock()
+	if out := filepath.Join(string(r.dir), outputFile); !finished && fileExists(out) {
+		finished, output = true, strings.TrimSpace(readText(out)) // finished before a restart
+	}
+	switch {
+	case finished:
+		n.Finished, n.Output = true, output
+		r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", n.Stage)})
+		r.emit(eventlog.Event{Type: eventlog.AgentCompleted, Text: firstLine(output)})
+	case o.Status == runtime.Waiting:
+		n.CoordQuestion = o.Question
+		r.mu.Lock()
+		r.coordQuestion = o.Question
+		r.mu.Unlock()
+		if _, err := r.bus.Send(ctx, bus.Coordinator, bus.Human, o.Question); err != nil {
+			return n, err
+		}
+		r.emit(eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question})
+	case strings.TrimSpace(o.Summary) != "":
+		if err := r.converse(bus.Coordinator, bus.Human, o.Summary); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// usageSince returns now minus before: what a growing total added.
+func usageSince(now, before providers.Usage) providers.Usage {
+	return providers.Usage{
+		InputTokens: now.InputTokens - before.InputTokens, OutputTokens: now.OutputTokens - before.OutputTokens,
+		CacheReadTokens: now.CacheReadTokens - before.CacheReadTokens, CacheWriteTokens: now.CacheWriteTokens - before.CacheWriteTokens,
+		CostUSD: now.CostUSD - before.CostUSD,
+	}
+}
+
+// converse sends a message of the human ↔ coordinator conversation and appends it to the
+// agent's conversation.jsonl.
+func (r *run) converse(from, to, body string) error {
+	if from != "human" {
+		if _, err := r.bus.Send(r.ctxOrBackground(), from, to, body); err != nil {
+			return err
+		}
+	}
+	return workspace.AppendJSONL(r.s.home.Conversation(), map[string]any{
+		"time": r.cfg.now().UTC(), "run": r.id, "from": from, "to": to, "content": body,
+	})
+}
+
+func (r *run) ctxOrBackground() context.Context {
+	if r.ctx != nil {
+		return r.ctx
+	}
+	return context.Background()
+}
+
+// emitAt appends an event about a node and a worker, with details.
+func (r *run) emitAt(t eventlog.Type, node, worker, text string, data any) {
+	e := eventlog.New(t, text, data)
+	e.Node, e.Worker = node, worker
+	r.emit(e)
+}
+
+// emit appends an event of the run to the agent's log.
+func (r *run) emit(e eventlog.Event) {
+	e.Run = r.id
+	if _, err := r.log.Append(e); err != nil {
+		fmt.Fprintf(os.Stderr, "nodes: run %s: event %s: %v\n", r.id, e.Type, err)
+	}
+}
+
+// observeMessage turns the bus's deliveries into events.
+func (r *run) observeMessage(e bus.Event) {
+	t := eventlog.MessageSent
+	if e.Kind == bus.Received {
+		t = eventlog.MessageReceived
+	}
+	ev := eventlog.New(t, e.Message.Body, e.Message)
+	ev.Worker = e.Message.From
+	if e.Kind == bus.Received {
+		ev.Worker = e.Message.To
+	}
+	r.emit(ev)
+}
+
+func (r *run) isStopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
+}
+
+func (r *run) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,356 @@
+// Package nodes runs a squad: a coordinator that grows a work board while the run goes on, and
+// workers of any runtime that do the work, talk to each other and to a human, and publish.
+//
+// A run is a graph whose superstep is a tick:
+//
+//	intake → route_frontier → dispatch (fan-out) → collect → reconcile_inbox → decide_next ─┐
+//	            ▲                                                                          │
+//	            └──────────────────────────────────────────────────────────────────────────┘
+//
+//   - intake loads the agent's home (SOUL.md, GOAL.md, MEMORY.md) and the goal.
+//   - route_frontier matches ready work nodes (pending, dependencies done) to idle workers,
+//     spawning workers when none is free, within the pool's concurrency limit; it also picks up
+//     assignments to resume: after a restart, after a human's answer, or for a worker woken by mail.
+//   - dispatch starts each assignment on its worker's runtime. Assignments run on their own:
+//     a long one keeps running across ticks.
+//   - collect waits for the first thing that needs attention — an assignment that ended, a
+//     message, a human's word — never for the slowest worker.
+//   - reconcile_inbox applies what ended to the board (publish, sub-nodes, questions, failures
+//     with one retry) and tells the coordinator.
+//   - decide_next lets the coordinator, a harnessed worker with the coordinator's tools, react:
+//     create nodes, spawn workers, message, reconvene, ask the human, or finish.
+//
+// Every tick is checkpointed (SQLite by default), the board lives in the run's folder as files
+// (see runtime/workspace for the layout), messages go through a durable bus, and every event is
+// appended to the agent's events.jsonl: a killed run resumes by its id without redoing finished
+// work or losing a message.
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/autonomous"
+	"github.com/agiraph/agiraph/runtime/claudecode"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// Contract bounds the work of a stage.
+type Contract struct {
+	// MaxIterations bounds each harnessed assignment's model turns (default 30).
+	MaxIterations int
+	// Timeout bounds each assignment (0: none).
+	Timeout time.Duration
+	// Policy says when a stage is complete: "all" of its nodes done (the default), a
+	// "majority", or "any" one.
+	Policy string
+}
+
+// Option configures a Squad.
+type Option func(*config)
+
+type config struct {
+	home          string
+	model         string
+	coordModel    string
+	resolve       func(name string) (providers.Model, error)
+	modelOpts     []models.Option
+	saver         checkpoint.Saver
+	maxConcurrent int
+	tick          time.Duration
+	stall         time.Duration
+	contract      Contract
+	maxAttempts   int
+	tools         func(w Worker, n Node) []tools.Tool
+	claude        []claudecode.Option
+	auto          []autonomous.Option
+	runtimes      map[string]func(w Worker) (runtime.Runtime, error)
+	now           func() time.Time
+	names         []string
+}
+
+// WithHome sets the agent's home folder (default ".agiraph/agent").
+func WithHome(dir string) Option { return func(c *config) { c.home = dir } }
+
+// WithModel sets the model of the coordinator and of harnessed workers that name none, as
+// "provider/model" (default "anthropic/claude-sonnet-4-5").
+func WithModel(name string) Option { return func(c *config) { c.model = name } }
+
+// WithCoordinatorModel sets the coordinator's model, when it differs from WithModel's.
+func WithCoordinatorModel(name string) Option { return func(c *config) { c.coordModel = name } }
+
+// WithModelOptions passes options to models.New when model names are resolved (for example
+// models.WithModels to serve scripted models by name).
+func WithModelOptions(opts ...models.Option) Option {
+	return func(c *config) { c.modelOpts = append(c.modelOpts, opts...) }
+}
+
+// WithModelResolver replaces models.New for turning model names into models.
+func WithModelResolver(fn func(name string) (providers.Model, error)) Option {
+	return func(c *config) { c.resolve = fn }
+}
+
+// WithSaver sets where ticks and harnessed conversations are checkpointed (default: SQLite in
+// the home folder, state.db).
+func WithSaver(s checkpoint.Saver) Option { return func(c *config) { c.saver = s } }
+
+// WithMaxConcurrent bounds the assignments running at once (default 4).
+func WithMaxConcurrent(n int) Option { return func(c *config) { c.maxConcurrent = n } }
+
+// WithTick sets how long collect waits at most before looking again (default 1s); it also
+// wakes at once for anything that needs attention.
+func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
+
+// WithStall stops an assignment that shows no sign of progress for d (see runtime.Watch;
+// default 10 minutes; 0 turns the watchdog off).
+func WithStall(d time.Duration) Option { return func(c *config) { c.stall = d } }
+
+// WithContract sets the first stage's contract; the coordinator may set another at reconvene.
+func WithContract(ct Contract) Option { return func(c *config) { c.contract = ct } }
+
+// WithMaxAttempts sets how many times a failing node is tried (default 2: one retry).
+func WithMaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = n } }
+
+// WithWorkerTools gives harnessed workers tools beyond the built-in ones (files, bash, web,
+// the work tools), chosen per worker and node.
+func WithWorkerTools(fn func(w Worker, n Node) []tools.Tool) Option {
+	return func(c *config) { c.tools = fn }
+}
+
+// WithClaudeCode passes options to the Claude Code runtime of claude-code workers.
+func WithClaudeCode(opts ...claudecode.Option) Option {
+	return func(c *config) { c.claude = append(c.claude, opts...) }
+}
+
+// WithAutonomous passes options to the runtime of autonomous workers.
+func WithAutonomous(opts ...autonomous.Option) Option {
+	return func(c *config) { c.auto = append(c.auto, opts...) }
+}
+
+// WithRuntime makes workers of kind run on the runtime fn returns for them, in place of the
+// built-in one (or for a kind of one's own).
+func WithRuntime(kind string, fn func(w Worker) (runtime.Runtime, error)) Option {
+	return func(c *config) { c.runtimes[kind] = fn }
+}
+
+// WithClock sets the clock of events, messages and the board.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithWorkerNames sets the names given to workers the squad spawns by itself.
+func WithWorkerNames(names ...string) Option { return func(c *config) { c.names = names } }
+
+// Squad runs an agent's work: one run at a time, each toward a goal. Its methods are safe for
+// concurrent use; Send, Answer, Stop, Board and Subscribe act on the run in progress.
+type Squad struct {
+	cfg   config
+	home  workspace.Home
+	saver checkpoint.Saver
+	owned bool // the squad opened the saver and closes it
+	log   *eventlog.Log
+
+	mu  sync.Mutex
+	cur *run
+}
+
+// New returns a squad working from the agent's home folder (created if needed).
+func New(opts ...Option) (*Squad, error) {
+	c := config{
+		home: filepath.Join(".agiraph", "agent"), model: "anthropic/claude-sonnet-4-5",
+		maxConcurrent: 4, tick: time.Second, stall: 10 * time.Minute, maxAttempts: 2,
+		contract: Contract{MaxIterations: 30, Policy: "all"},
+		runtimes: map[string]func(Worker) (runtime.Runtime, error){}, now: time.Now,
+		names: []string{"Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy"},
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.coordModel == "" {
+		c.coordModel = c.model
+	}
+	if c.resolve == nil {
+		modelOpts := c.modelOpts
+		c.resolve = func(name string) (providers.Model, error) { return models.New(name, modelOpts...) }
+	}
+	if c.contract.MaxIterations <= 0 {
+		c.contract.MaxIterations = 30
+	}
+	if c.contract.Policy == "" {
+		c.contract.Policy = "all"
+	}
+	s := &Squad{cfg: c, home: workspace.Home(c.home)}
+	if err := s.home.Create(); err != nil {
+		return nil, err
+	}
+	s.saver = c.saver
+	if s.saver == nil {
+		db, err := sqlite.Open(filepath.Join(c.home, "state.db"))
+		if err != nil {
+			return nil, fmt.Errorf("nodes: %w", err)
+		}
+		s.saver, s.owned = db, true
+	}
+	log, err := eventlog.Open(s.home.Events(), eventlog.WithClock(c.now))
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	s.log = log
+	return s, nil
+}
+
+// Close releases the squad's files. Call it once no run is in progress.
+func (s *Squad) Close() error {
+	var errs []error
+	if s.log != nil {
+		errs = append(errs, s.log.Close())
+	}
+	if s.owned {
+		if c, ok := s.saver.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Home returns the agent's home folder.
+func (s *Squad) Home() workspace.Home { return s.home }
+
+// Result is how a run ended.
+type Result struct {
+	RunID string
+	// Output is the coordinator's final answer, also in the run's _output.md.
+	Output     string
+	OutputPath string
+	Board      Snapshot
+	Usage      providers.Usage
+}
+
+// ErrRunning is returned when a run is started while another is in progress.
+var ErrRunning = errors.New("nodes: a run is already in progress")
+
+// ErrNoRun is returned by the methods that act on the run in progress when there is none.
+var ErrNoRun = errors.New("nodes: no run in progress")
+
+// Run starts a new run toward goal and returns when the coordinator finishes, the run fails, or
+// ctx ends (a cancelled run can be resumed with Resume and its id, which events carry).
+func (s *Squad) Run(ctx context.Context, goal string) (Result, error) {
+	id := s.cfg.now().UTC().Format("20060102-150405.000")
+	id = "r" + id[:8] + id[9:15] + id[16:]
+	return s.start(ctx, id, goal)
+}
+
+// RunID starts a new run with the given id (see Run).
+func (s *Squad) RunID(ctx context.Context, id, goal string) (Result, error) {
+	if err := workspace.ValidID(id); err != nil {
+		return Result{}, fmt.Errorf("nodes: run id: %w", err)
+	}
+	return s.start(ctx, id, goal)
+}
+
+// Resume continues the run id from its last tick. Work that finished is not done again; work
+// that was running continues (harnessed workers from their last step).
+func (s *Squad) Resume(ctx context.Context, id string) (Result, error) {
+	return s.start(ctx, id, "")
+}
+
+func (s *Squad) start(ctx context.Context, id, goal string) (Result, error) {
+	s.mu.Lock()
+	if s.cur != nil {
+		s.mu.Unlock()
+		return Result{}, ErrRunning
+	}
+	r, err := s.open(id, goal)
+	if err != nil {
+		s.mu.Unlock()
+		return Result{}, err
+	}
+	s.cur = r
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cur = nil
+		s.mu.Unlock()
+	}()
+	return r.execute(ctx)
+}
+
+func (s *Squad) current() (*run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return nil, ErrNoRun
+	}
+	return s.cur, nil
+}
+
+// Send sends the human's message to a participant of the run in progress: "" or "coordinator"
+// for the coordinator, a worker's name or role, or "*" for everyone. A message to a worker
+// that waits for the human's answer is that answer.
+func (s *Squad) Send(to, body string) error {
+	r, err := s.current()
+	if err != nil {
+		return err
+	}
+	return r.humanSays(to, body)
+}
+
+// Answer answers the question a worker (or the coordinator) asked the human.
+func (s *Squad) Answer(worker, answer string) error {
+	r, err := s.current()
+	if err != nil {
+		return err
+	}
+	return r.answer(worker, answer)
+}
+
+// Stop stops the workers of the run in progress; their nodes go back to the board and resume
+// later. The coordinator keeps its conversation and the run waits: the human's next message
+// sets it going again.
+func (s *Squad) Stop() error {
+	r, err := s.current()
+	if err != nil {
+		return err
+	}
+	r.stop()
+	return nil
+}
+
+// Board returns the board of the run in progress.
+func (s *Squad) Board() (Snapshot, error) {
+	r, err := s.current()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return r.board.Snapshot(), nil
+}
+
+// ReadBoard reads the board of any run of the agent from its folder.
+func (s *Squad) ReadBoard(runID string) (Snapshot, error) {
+	b, err := openBoard(s.home.Run(runID), s.cfg.now)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return b.Snapshot(), nil
+}
+
+// Subscribe returns the agent's events after seq, in order: first those already logged, then
+// new ones as they happen, until the returned func is called or the squad is closed.
+func (s *Squad) Subscribe(after int64) (<-chan eventlog.Event, func()) {
+	return s.log.Subscribe(after)
+}
+
+// Events returns the logged events after seq, up to limit (0: all).
+func (s *Squad) Events(after int64, limit int) ([]eventlog.Event, error) {
+	return s.log.Read(after, limit)
+}

@@ -1,0 +1,130 @@
+package nodes_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+)
+
+// newSquad returns a squad in a temporary home playing the demo team, plus options.
+func newSquad(t *testing.T, opts ...nodes.Option) *nodes.Squad {
+	t.Helper()
+	base := []nodes.Option{
+		nodes.WithHome(t.TempDir()),
+		nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
+		nodes.WithModelOptions(models.WithModels(demo.Models()...), models.WithoutRetry()),
+		nodes.WithTick(20 * time.Millisecond),
+	}
+	s, err := nodes.New(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func run(t *testing.T, s *nodes.Squad, goal string) nodes.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.Run(ctx, goal)
+	if err != nil {
+		dump(t, s)
+		t.Fatalf("run: %v", err)
+	}
+	return res
+}
+
+func types(t *testing.T, s *nodes.Squad) []eventlog.Type {
+	t.Helper()
+	evs, err := s.Events(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []eventlog.Type
+	for _, e := range evs {
+		ts = append(ts, e.Type)
+	}
+	return ts
+}
+
+// Seed scenario 3: the coordinator grows the board — three parallel research nodes, a
+// reconvene, a synthesis node that reads their published outputs — and finishes with the report.
+func TestDeepResearch(t *testing.T) {
+	s := newSquad(t)
+	res := run(t, s, "AI chips")
+	if !strings.Contains(res.Output, "# Report") {
+		t.Fatalf("output %q", res.Output)
+	}
+	for _, a := range demo.Aspects {
+		if !strings.Contains(res.Output, a) {
+			t.Errorf("the report lacks the %s", a)
+		}
+	}
+	if b, err := os.ReadFile(res.OutputPath); err != nil || !strings.Contains(string(b), "# Report") {
+		t.Fatalf("_output.md: %q, %v", b, err)
+	}
+	if len(res.Board.Nodes) != 4 {
+		t.Fatalf("board has %d nodes, want 4", len(res.Board.Nodes))
+	}
+	for _, n := range res.Board.Nodes {
+		if n.Status != nodes.NodeCompleted {
+			t.Errorf("node %s is %s", n.ID, n.Status)
+		}
+	}
+	if n4, _ := res.Board.Node("n4"); n4.Stage != 2 || !slices.Equal(n4.Deps, []string{"n1", "n2", "n3"}) {
+		t.Errorf("synthesis node %+v", n4)
+	}
+	workers := map[string]bool{}
+	for _, n := range res.Board.Nodes[:3] {
+		workers[n.Worker] = true
+	}
+	if len(workers) != 3 {
+		t.Errorf("the research nodes ran on %d workers, want 3 in parallel", len(workers))
+	}
+	ts := types(t, s)
+	for _, want := range []eventlog.Type{eventlog.AgentStarted, eventlog.NodeCreated, eventlog.WorkerSpawned, eventlog.NodeAssigned,
+		eventlog.NodeStarted, eventlog.ToolCalled, eventlog.NodeCompleted, eventlog.MessageSent, eventlog.MessageReceived,
+		eventlog.StageReconvened, eventlog.StageStarted, eventlog.AgentCompleted} {
+		if !slices.Contains(ts, want) {
+			t.Errorf("no %s event", want)
+		}
+	}
+	// The folder layout of the seed design.
+	run := filepath.Join(string(s.Home()), "runs", res.RunID)
+	for _, p := range []string{"_plan.md", "nodes/n1/_spec.md", "nodes/n1/_refs.json", "nodes/n1/_status.md", "nodes/n1/log.jsonl",
+		"nodes/n1/published/findings.md", "nodes/n4/published/report.md", "_messages/log.jsonl"} {
+		if _, err := os.Stat(filepath.Join(run, p)); err != nil {
+			t.Errorf("missing %s", p)
+		}
+	}
+	msgs, _ := filepath.Glob(filepath.Join(run, "_messages", "0*_*.md"))
+	if len(msgs) == 0 {
+		t.Error("no message files in _messages/")
+	}
+}
+
+// dump logs the squad's events, to see what a failed run did.
+func dump(t *testing.T, s *nodes.Squad) {
+	evs, _ := s.Events(0, 0)
+	for _, e := range evs {
+		t.Logf("%d %s node=%s worker=%s %s", e.Seq, e.Type, e.Node, e.Worker, clip(e.Text))
+	}
+}
+
+func clip(s string) string {
+	s = strings.ReplaceAll(s, "\n", " | ")
+	if len(s) > 160 {
+		return s[:160] + "…"
+	}
+	return s
+}

@@ -1,0 +1,139 @@
+package nodes
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/autonomous"
+	"github.com/agiraph/agiraph/runtime/claudecode"
+	"github.com/agiraph/agiraph/runtime/harnessed"
+	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/tools"
+	"github.com/agiraph/agiraph/tools/shell"
+	"github.com/agiraph/agiraph/tools/web"
+)
+
+// assignment builds what worker w needs to work on node n: the task (the spec, the inputs, the
+// results of its sub-nodes), its standing instructions (identity, memory, the rules of the
+// folders), its tools, its mailbox, and the human's answer if it asked.
+func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
+	dir := r.dir.Node(n.ID)
+	spec, err := os.ReadFile(workspace.Spec(dir))
+	if err != nil {
+		return runtime.Assignment{}, fmt.Errorf("nodes: node %s: %w", n.ID, err)
+	}
+	var task strings.Builder
+	task.WriteString(strings.TrimSpace(string(spec)))
+	if len(n.Refs) > 0 {
+		fmt.Fprintf(&task, "\n\nInputs (paths relative to the run folder, %s):\n%s", r.dir, refsText(n.Refs))
+	}
+	if len(n.Children) > 0 {
+		snap := r.board.Snapshot()
+		task.WriteString("\n\nYour sub-tasks have ended:")
+		for _, c := range n.Children {
+			cn, _ := snap.Node(c)
+			fmt.Fprintf(&task, "\n- %s (%s): %s", c, cn.Status, firstLine(cn.Summary))
+			for _, f := range cn.Published {
+				fmt.Fprintf(&task, "\n  nodes/%s/published/%s", c, f)
+			}
+		}
+		task.WriteString("\nIntegrate their results, then publish.")
+	}
+	a := runtime.Assignment{
+		Run: r.id, Node: n.ID, Worker: w.ID, Task: task.String(), System: r.workerSystem(n, w), Dir: dir,
+		Mailbox: r.bus.Mailbox(w.Name), Answer: n.Answer,
+	}
+	if w.Kind == Harnessed || r.cfg.runtimes[w.Kind] != nil {
+		a.Tools = r.workerTools(n, w)
+	}
+	return a, nil
+}
+
+// workerSystem is a worker's standing instructions for a node.
+func (r *run) workerSystem(n Node, w Worker) string {
+	wd := r.dir.Worker(w.ID)
+	identity := readText(wd.Identity())
+	memory := readText(wd.Memory())
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are %s. %s\n", w.Name, identity)
+	if memory != "" {
+		fmt.Fprintf(&b, "\nYOUR MEMORY (from past work):\n%s\n", memory)
+	}
+	fmt.Fprintf(&b, `
+---
+You are a worker in a team run by a coordinator. You are on work node %[1]s.
+The run folder is %[2]s; file paths are relative to it.
+- Your task is in nodes/%[1]s/_spec.md; the outputs of other nodes are in nodes/<id>/published/.
+- Write your work in progress and your outputs in nodes/%[1]s/scratch/ (your working directory for commands).
+- Your own files: workers/%[3]s/notebook.md (scratchpad) and workers/%[3]s/memory.md (what you learn, kept for your next assignments).
+- You cannot read other workers' files or other nodes' scratch folders, and published outputs cannot be changed.
+- When you are done, publish: your scratch files become the node's published output.
+`, n.ID, r.dir, w.ID)
+	return b.String()
+}
+
+func readText(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// workerTools are a harnessed worker's tools on a node: the file tools confined to what it may
+// touch, bash in its scratch folder, the web tools, and the squad's extra tools.
+func (r *run) workerTools(n Node, w Worker) []tools.Tool {
+	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
+	ts = append(ts, shell.Bash(shell.Dir(r.dir.Node(n.ID).Scratch())))
+	ts = append(ts, web.Fetch())
+	if backend, err := web.BackendFromEnv(os.Getenv); err == nil {
+		ts = append(ts, web.Search(backend))
+	}
+	if r.cfg.tools != nil {
+		ts = append(ts, r.cfg.tools(w, n)...)
+	}
+	return ts
+}
+
+// runtimeFor returns the runtime worker w runs on.
+func (r *run) runtimeFor(w Worker) (runtime.Runtime, error) {
+	var rt runtime.Runtime
+	switch fn := r.cfg.runtimes[w.Kind]; {
+	case fn != nil:
+		var err error
+		if rt, err = fn(w); err != nil {
+			return nil, fmt.Errorf("nodes: worker %s: %w", w.Name, err)
+		}
+	case w.Kind == Harnessed:
+		name := w.Model
+		if name == "" {
+			name = r.cfg.model
+		}
+		model, err := r.cfg.resolve(name)
+		if err != nil {
+			return nil, fmt.Errorf("nodes: worker %s: %w", w.Name, err)
+		}
+		opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithMaxIterations(r.currentContract().MaxIterations)}
+		if w.Single {
+			opts = append(opts, harnessed.WithSingleInference())
+		}
+		rt = harnessed.New(model, opts...)
+	case w.Kind == ClaudeCode:
+		opts := append([]claudecode.Option(nil), r.cfg.claude...)
+		if w.Model != "" {
+			opts = append(opts, claudecode.WithModel(w.Model))
+		}
+		rt = claudecode.New(opts...)
+	case w.Kind == Autonomous:
+		a := autonomous.New(w.Command, r.cfg.auto...)
+		if err := a.Err(); err != nil {
+			return nil, fmt.Errorf("nodes: worker %s: %w", w.Name, err)
+		}
+		rt = a
+	default:
+		return nil, fmt.Errorf("nodes: worker %s: no runtime for kind %q", w.Name, w.Kind)
+	}
+	return runtime.Watch(rt, r.cfg.stall), nil
+}
