@@ -209,7 +209,9 @@ func (b *Board) Snapshot() Snapshot {
 	for _, w := range b.workers {
 		s.Workers = append(s.Workers, *w)
 	}
-	sort.Slice(s.Workers, func(i, j int) bool { return s.Workers[i].Created.Before(s.Workers[j].Created) || (s.Workers[i].Created.Equal(s.Workers[j].Created) && s.Workers[i].ID < s.Workers[j].ID) })
+	sort.Slice(s.Workers, func(i, j int) bool {
+		return s.Workers[i].Created.Before(s.Workers[j].Created) || (s.Workers[i].Created.Equal(s.Workers[j].Created) && s.Workers[i].ID < s.Workers[j].ID)
+	})
 	return s
 }
 

@@ -8,12 +8,12 @@ import (
 // pool runs assignments in the background: each on its own goroutine, cancellable, and
 // reported as done (by id) once its outcome is saved.
 type pool struct {
-	mu   sync.Mutex
+	mu    sync.Mutex
 	live  map[string]context.CancelFunc
 	done  []string
 	ended map[string]bool // every assignment that ended in this process
-	wake chan struct{}
-	wg   sync.WaitGroup
+	wake  chan struct{}
+	wg    sync.WaitGroup
 }
 
 func newPool() *pool {

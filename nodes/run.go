@@ -31,8 +31,8 @@ type tick struct {
 	Stage    int      `json:"stage"`
 	Contract Contract `json:"contract"`
 	// Announced is set once the coordinator was told the stage is complete.
-	Announced bool `json:"announced,omitempty"`
-	Finished  bool `json:"finished,omitempty"`
+	Announced bool            `json:"announced,omitempty"`
+	Finished  bool            `json:"finished,omitempty"`
 	Output    string          `json:"output,omitempty"`
 	Nudged    bool            `json:"nudged,omitempty"` // the coordinator was told the board is idle
 	Usage     providers.Usage `json:"usage"`
@@ -85,13 +85,13 @@ type run struct {
 	ctx   context.Context // the run's context, which assignments run under
 	wake  chan struct{}   // something the human did
 
-	mu          sync.Mutex
-	stopped     bool
-	stage       int
-	contract    Contract
-	reconvened  bool
-	finished    bool
-	output      string
+	mu            sync.Mutex
+	stopped       bool
+	stage         int
+	contract      Contract
+	reconvened    bool
+	finished      bool
+	output        string
 	coordAnswer   string
 	coordQuestion string
 }

@@ -3,22 +3,22 @@
 //
 // A run is a graph whose superstep is a tick:
 //
-//	intake → route_frontier → dispatch (fan-out) → collect → reconcile_inbox → decide_next ─┐
-//	            ▲                                                                          │
-//	            └──────────────────────────────────────────────────────────────────────────┘
+//		intake → route_frontier → dispatch (fan-out) → collect → reconcile_inbox → decide_next ─┐
+//		            ▲                                                                          │
+//		            └──────────────────────────────────────────────────────────────────────────┘
 //
-//   - intake loads the agent's home (SOUL.md, GOAL.md, MEMORY.md) and the goal.
-//   - route_frontier matches ready work nodes (pending, dependencies done) to idle workers,
-//     spawning workers when none is free, within the pool's concurrency limit; it also picks up
-//     assignments to resume: after a restart, after a human's answer, or for a worker woken by mail.
-//   - dispatch starts each assignment on its worker's runtime. Assignments run on their own:
-//     a long one keeps running across ticks.
-//   - collect waits for the first thing that needs attention — an assignment that ended, a
-//     message, a human's word — never for the slowest worker.
-//   - reconcile_inbox applies what ended to the board (publish, sub-nodes, questions, failures
-//     with one retry) and tells the coordinator.
-//   - decide_next lets the coordinator, a harnessed worker with the coordinator's tools, react:
-//     create nodes, spawn workers, message, reconvene, ask the human, or finish.
+//	  - intake loads the agent's home (SOUL.md, GOAL.md, MEMORY.md) and the goal.
+//	  - route_frontier matches ready work nodes (pending, dependencies done) to idle workers,
+//	    spawning workers when none is free, within the pool's concurrency limit; it also picks up
+//	    assignments to resume: after a restart, after a human's answer, or for a worker woken by mail.
+//	  - dispatch starts each assignment on its worker's runtime. Assignments run on their own:
+//	    a long one keeps running across ticks.
+//	  - collect waits for the first thing that needs attention — an assignment that ended, a
+//	    message, a human's word — never for the slowest worker.
+//	  - reconcile_inbox applies what ended to the board (publish, sub-nodes, questions, failures
+//	    with one retry) and tells the coordinator.
+//	  - decide_next lets the coordinator, a harnessed worker with the coordinator's tools, react:
+//	    create nodes, spawn workers, message, reconvene, ask the human, or finish.
 //
 // Every tick is checkpointed (SQLite by default), the board lives in the run's folder as files
 // (see runtime/workspace for the layout), messages go through a durable bus, and every event is
