@@ -26,13 +26,19 @@
 //
 // The CLI prints one JSON object per line (NDJSON). Each becomes port events:
 //
-//	{"type":"system","subtype":"init",...}        Started (model, session, tools)
-//	{"type":"system","subtype":"api_retry",...}   Retrying (attempt, status, delay)
-//	{"type":"system","subtype":"compact_boundary"} Compacted
-//	{"type":"assistant","message":{...}}          ModelTurn (text, usage), ToolCalled per tool_use block
-//	{"type":"user","message":{...}}               ToolResult per tool_result block (with is_error)
-//	{"type":"result",...}                         the Outcome: result text, session_id, num_turns,
-//	                                              usage, total_cost_usd, is_error, permission_denials
+//	{"type":"system","subtype":"init",...}              Started (model, session, tools)
+//	{"type":"system","subtype":"api_retry",...}         Retrying (attempt, status, delay)
+//	{"type":"system","subtype":"compact_boundary",...}  Compacted
+//	{"type":"assistant","message":{...}}                ModelTurn (text, usage); ToolCalled per tool_use block
+//	{"type":"user","message":{...}}                     ToolResult per tool_result block (with is_error)
+//	{"type":"result",...}                               the Outcome: result text, session_id, num_turns,
+//	                                                    usage, total_cost_usd, is_error, permission_denials
+//
+// The CLI prints one assistant event per content block of a model message, all with the
+// message's id: the first reports the turn (with the usage of the message's start), the others
+// only their text. A result with is_error true (an API error after the CLI's own retries, for
+// example) or a subtype error_* (error_max_turns, error_during_execution) fails the run with its
+// message, whatever the exit status; permission denials are listed in the summary or the error.
 //
 // Other lines that are JSON objects are reported as Output and otherwise ignored. A line that is
 // not JSON ends the run as Failed (the process group is killed), naming the line; so does a crash
