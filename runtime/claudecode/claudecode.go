@@ -314,7 +314,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 
 // outcome decides how a run ended once the process and its readers are done.
 func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream, waitErr error, stderr string) (runtime.Outcome, error) {
-	o := runtime.Outcome{Status: runtime.Failed, Usage: st.usage(), Session: st.session}
+	o := runtime.Outcome{Status: runtime.Failed, Usage: st.usage(), Session: st.session, Turns: len(st.perMsg)}
 	res := st.result
 	if res != nil {
 		o.Turns = res.NumTurns

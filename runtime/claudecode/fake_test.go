@@ -187,6 +187,7 @@ exit 1
 	contains(t, "error", err.Error(), "TypeError: cannot read properties of undefined")
 	eq(t, "session", o.Session, "sess-1")
 	eq(t, "usage of the turns seen", o.Usage.InputTokens, 40)
+	eq(t, "turns seen", o.Turns, 1)
 	eq(t, "kinds", rec.kinds(), "started model_turn ended")
 	contains(t, "ended text", rec.all()[2].Text, "TypeError")
 }
