@@ -161,7 +161,7 @@ func (r *run) spawn(nw NewWorker) (Worker, bool, error) {
 		return Worker{}, false, err
 	}
 	if created {
-		r.emitAt(eventlog.WorkerSpawned, "", w.ID, fmt.Sprintf("%s (%s %s)", w.Name, w.Kind, w.Model), w)
+		r.emitAt(eventlog.WorkerSpawned, "", w.ID, fmt.Sprintf("%s (%s)", w.Name, strings.TrimSpace(w.Kind+" "+w.Model)), w)
 	}
 	return w, created, nil
 }

@@ -245,8 +245,11 @@ var ErrNoRun = errors.New("nodes: no run in progress")
 // Run starts a new run toward goal and returns when the coordinator finishes, the run fails, or
 // ctx ends (a cancelled run can be resumed with Resume and its id, which events carry).
 func (s *Squad) Run(ctx context.Context, goal string) (Result, error) {
-	id := s.cfg.now().UTC().Format("20060102-150405.000")
-	id = "r" + id[:8] + id[9:15] + id[16:]
+	base := s.cfg.now().UTC().Format("20060102-150405")
+	id := base
+	for i := 2; fileExists(string(s.home.Run(id))); i++ {
+		id = fmt.Sprintf("%s-%d", base, i)
+	}
 	return s.start(ctx, id, goal)
 }
 

@@ -1,0 +1,249 @@
+// Command research runs a squad on a research goal: a coordinator grows a work board, workers
+// research in parallel and publish their findings, a synthesis node writes the report, and
+// the coordinator finishes with it in _output.md. Progress is printed as it happens.
+//
+//	go run ./examples/research "the state of AI chips"
+//
+// With no API key it plays a deterministic offline team, so it runs anywhere. With
+// ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or GEMINI_API_KEY set, a reachable
+// Ollama, or -model, it uses real models (and real web search when BRAVE_API_KEY,
+// SERPER_API_KEY, TAVILY_API_KEY or SEARXNG_URL is set). Lines typed while it runs go to the
+// coordinator ("@name text" to a worker). Ctrl-C stops it; the same command with -run <id>
+// resumes it.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "research:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	home, model, coordModel, runID string
+	workers                        int
+	offline, quiet                 bool
+	timeout                        time.Duration
+}
+
+func parse(args []string, stderr io.Writer) (options, string, error) {
+	fs := flag.NewFlagSet("research", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.home, "home", ".agiraph/research", "the agent's home folder: runs, events, memory and checkpoints live here")
+	fs.StringVar(&o.model, "model", "", "the model of the coordinator and the workers, as provider/model (default: chosen from the API keys set, else the offline team)")
+	fs.StringVar(&o.coordModel, "coordinator-model", "", "a different model for the coordinator")
+	fs.StringVar(&o.runID, "run", "", "resume the run with this id instead of starting one")
+	fs.IntVar(&o.workers, "workers", 4, "how many assignments run at once")
+	fs.BoolVar(&o.offline, "offline", false, "play the offline team even when a model is available")
+	fs.BoolVar(&o.quiet, "quiet", false, "print only the result")
+	fs.DurationVar(&o.timeout, "timeout", 0, "stop after this long (0: no limit); resume later with -run")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: research [flags] \"goal\"\n       research [flags] -run <id>\n\n")
+		fmt.Fprintf(stderr, "Runs a squad of agents on a research goal and writes the report to _output.md.\n")
+		fmt.Fprintf(stderr, "Without an API key (or with -offline) a scripted offline team plays the run.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, "", err
+	}
+	goal := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if goal == "" && o.runID == "" {
+		fs.Usage()
+		return o, "", errors.New("give a goal, or -run <id> to resume")
+	}
+	return o, goal, nil
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
+	o, goal, err := parse(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	model := o.model
+	if model == "" && !o.offline {
+		model = pickModel(getenv)
+	}
+	opts := []nodes.Option{nodes.WithHome(o.home), nodes.WithMaxConcurrent(o.workers)}
+	team := "offline team"
+	if model == "" {
+		opts = append(opts, nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
+			nodes.WithModelOptions(models.WithModels(demo.Models()...)))
+	} else {
+		team = model
+		opts = append(opts, nodes.WithModel(model))
+		if o.coordModel != "" {
+			opts = append(opts, nodes.WithCoordinatorModel(o.coordModel))
+			team += ", coordinator " + o.coordModel
+		}
+	}
+	squad, err := nodes.New(opts...)
+	if err != nil {
+		return err
+	}
+	defer squad.Close()
+
+	last, _ := squad.Events(0, 0)
+	var after int64
+	if len(last) > 0 {
+		after = last[len(last)-1].Seq
+	}
+	events, unsubscribe := squad.Subscribe(after)
+	printed := make(chan struct{})
+	go func() {
+		defer close(printed)
+		for e := range events {
+			if !o.quiet {
+				printEvent(stdout, e)
+			}
+		}
+	}()
+	go forwardInput(stdin, squad)
+
+	var res nodes.Result
+	if o.runID != "" {
+		fmt.Fprintf(stdout, "Resuming run %s (%s) in %s\n", o.runID, team, o.home)
+		res, err = squad.Resume(ctx, o.runID)
+	} else {
+		fmt.Fprintf(stdout, "Goal: %s (%s) in %s\n", goal, team, o.home)
+		res, err = squad.Run(ctx, goal)
+	}
+	unsubscribe()
+	<-printed
+	if err != nil {
+		if ctx.Err() != nil && res.RunID != "" {
+			fmt.Fprintf(stdout, "\nStopped. Resume with: go run ./examples/research -home %s -run %s\n", o.home, res.RunID)
+			return nil
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "\nRun %s finished: %s\n\n%s\n", res.RunID, res.OutputPath, res.Output)
+	if res.Usage.InputTokens+res.Usage.OutputTokens > 0 {
+		fmt.Fprintf(stdout, "\nTokens: %d in, %d out; cost $%.4f\n", res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.CostUSD)
+	}
+	return nil
+}
+
+// pickModel chooses a model from the keys in the environment, or a reachable Ollama; "" when
+// none is available.
+func pickModel(getenv func(string) string) string {
+	switch {
+	case getenv("ANTHROPIC_API_KEY") != "":
+		return "anthropic/claude-sonnet-4-5"
+	case getenv("OPENAI_API_KEY") != "":
+		return "openai/gpt-4o"
+	case getenv("OPENROUTER_API_KEY") != "":
+		return "openrouter/anthropic/claude-sonnet-4.5"
+	case getenv("GEMINI_API_KEY") != "" || getenv("GOOGLE_API_KEY") != "":
+		return "gemini/gemini-2.5-flash"
+	}
+	if m := ollamaModel(getenv("OLLAMA_HOST")); m != "" {
+		return "ollama/" + m
+	}
+	return ""
+}
+
+// ollamaModel returns the first model a local Ollama serves, or "" when none answers quickly.
+func ollamaModel(host string) string {
+	base := "http://127.0.0.1:11434"
+	if host != "" {
+		base = host
+		if !strings.Contains(base, "://") {
+			base = "http://" + base
+		}
+	}
+	client := &http.Client{Timeout: 300 * time.Millisecond}
+	resp, err := client.Get(strings.TrimRight(base, "/") + "/api/tags")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var tags struct {
+		Models []struct {
+			Name string `json:"name"`
+		} `json:"models"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&tags) != nil || len(tags.Models) == 0 {
+		return ""
+	}
+	return tags.Models[0].Name
+}
+
+// forwardInput sends each line typed to the coordinator, or to a worker with "@name text".
+func forwardInput(stdin io.Reader, squad *nodes.Squad) {
+	if stdin == nil {
+		return
+	}
+	sc := bufio.NewScanner(stdin)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		to := ""
+		if strings.HasPrefix(line, "@") {
+			name, rest, _ := strings.Cut(line[1:], " ")
+			to, line = name, strings.TrimSpace(rest)
+		}
+		if err := squad.Send(to, line); err != nil {
+			fmt.Fprintln(os.Stderr, "research:", err)
+		}
+	}
+}
+
+// printEvent prints the events a person follows a run by.
+func printEvent(w io.Writer, e eventlog.Event) {
+	who := e.Worker
+	if e.Node != "" {
+		who = strings.TrimSpace(e.Node + " " + e.Worker)
+	}
+	text := strings.ReplaceAll(strings.TrimSpace(e.Text), "\n", " ")
+	if len(text) > 140 {
+		text = text[:140] + "…"
+	}
+	switch e.Type {
+	case eventlog.AgentStarted, eventlog.AgentResumed, eventlog.AgentPaused, eventlog.AgentCompleted,
+		eventlog.StageStarted, eventlog.StageReconvened,
+		eventlog.NodeCreated, eventlog.NodeStarted, eventlog.NodeCompleted, eventlog.NodeFailed,
+		eventlog.WorkerSpawned, eventlog.HumanQuestion, eventlog.HumanResponse:
+		fmt.Fprintf(w, "%s  %-17s %-12s %s\n", e.Time.Format("15:04:05"), e.Type, who, text)
+	case eventlog.MessageSent:
+		var m struct{ From, To string }
+		_ = e.Decode(&m)
+		fmt.Fprintf(w, "%s  %-17s %-12s → %s: %s\n", e.Time.Format("15:04:05"), "message", m.From, m.To, text)
+	case eventlog.ToolCalled:
+		fmt.Fprintf(w, "%s  %-17s %-12s %s\n", e.Time.Format("15:04:05"), "tool", who, text)
+	}
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func noEnv(string) string { return "" }
+
+// The example runs on a fresh machine: no key, the offline team, a report in _output.md; and
+// the same command with -run answers with the finished run.
+func TestResearchOffline(t *testing.T) {
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	if err := run(ctx, []string{"-home", home, "the state of AI chips"}, nil, &out, noEnv); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"offline team", "node.created", "message", "stage.reconvened", "agent.completed", "# Report"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	m := regexp.MustCompile(`Run (\S+) finished: (\S+)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no result line:\n%s", out.String())
+	}
+	report, err := os.ReadFile(m[2])
+	if err != nil || !strings.Contains(string(report), "current state") {
+		t.Fatalf("_output.md = %q, %v", report, err)
+	}
+	if m[2] != filepath.Join(home, "runs", m[1], "_output.md") {
+		t.Errorf("output at %s", m[2])
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"-home", home, "-quiet", "-run", m[1]}, nil, &out, noEnv); err != nil {
+		t.Fatalf("resume a finished run: %v", err)
+	}
+	if !strings.Contains(out.String(), "Run "+m[1]+" finished") {
+		t.Fatalf("resume output:\n%s", out.String())
+	}
+}
+
+func TestFlags(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-help"}, nil, &out, noEnv); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"-home", "-model", "-coordinator-model", "-run", "-workers", "-offline", "-timeout"} {
+		if !strings.Contains(out.String(), flag) {
+			t.Errorf("-help does not explain %s", flag)
+		}
+	}
+	if err := run(context.Background(), nil, nil, &out, noEnv); err == nil {
+		t.Error("no goal and no -run was accepted")
+	}
+	if got := pickModel(func(k string) string {
+		if k == "OPENAI_API_KEY" {
+			return "k"
+		}
+		return ""
+	}); got != "openai/gpt-4o" {
+		t.Errorf("pickModel with OPENAI_API_KEY = %q", got)
+	}
+}
