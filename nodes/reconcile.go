@@ -73,7 +73,7 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 	case runtime.Checkpointed:
 		var children []string
 		for i, sub := range o.SubNodes {
-			c, created, err := r.board.create(NewNode{Task: sub.Task, Refs: sub.Refs, Parent: node.ID, Stage: stage, By: worker.Name, Key: fmt.Sprintf("%s#%d", id, i)})
+			c, created, err := r.board.create(NewNode{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: node.ID, Stage: stage, By: worker.Name, Key: fmt.Sprintf("%s#%d", id, i)})
 			if err != nil {
 				if terr := tell(fmt.Sprintf("Sub-node %d asked for by %s on %s was refused: %v", i+1, worker.Name, node.ID, err)); terr != nil {
 					return o.Usage, terr

@@ -97,6 +97,8 @@ type SubNode struct {
 	Task string `json:"task"`
 	// Refs name other nodes' published outputs the sub-task needs: ref name → path.
 	Refs map[string]string `json:"refs,omitempty"`
+	// Worker names the worker the sub-task should go to, when the asker has one in mind.
+	Worker string `json:"worker,omitempty"`
 }
 
 // Message is a message between participants of a run: workers, the coordinator, the human.

@@ -91,8 +91,9 @@ type (
 	}
 	// SubNodeArgs are create_work_node's arguments.
 	SubNodeArgs struct {
-		Task string            `json:"task" jsonschema:"description=The sub-task: what to do and what to produce"`
-		Refs map[string]string `json:"refs,omitempty" jsonschema:"description=Inputs it needs: a name for each and the path of another node's published output"`
+		Task   string            `json:"task" jsonschema:"description=The sub-task: what to do and what to produce"`
+		Refs   map[string]string `json:"refs,omitempty" jsonschema:"description=Inputs it needs: a name for each and the path of another node's published output"`
+		Worker string            `json:"worker,omitempty" jsonschema:"description=The worker to give it to, by name (default: whoever is free)"`
 	}
 	// SendArgs are send_message's arguments.
 	SendArgs struct {

@@ -234,11 +234,11 @@ func (w *worker) system() string {
 		b.WriteString("Answer the task in one reply; your reply is published as the result.")
 		return b.String()
 	}
-	fmt.Fprintf(&b, protocol, w.a.Dir.Scratch())
-	if g := w.reg.Guidance(); g != "" {
+	if !w.rt.cfg.ownTools {
+		fmt.Fprintf(&b, protocol, w.a.Dir.Scratch())
 		b.WriteString("\n\n")
-		b.WriteString(g)
 	}
+	b.WriteString(w.reg.Guidance())
 	return b.String()
 }
 
