@@ -47,12 +47,14 @@ type Node struct {
 	// Worker is the worker assigned to the node (chosen by the coordinator, or by the squad).
 	Worker string `json:"worker,omitempty"`
 	// Assignment names the node's current assignment; Attempts counts its assignments.
-	Assignment string   `json:"assignment,omitempty"`
-	Attempts   int      `json:"attempts,omitempty"`
-	Summary    string   `json:"summary,omitempty"`
-	Published  []string `json:"published,omitempty"`
-	Question   string   `json:"question,omitempty"` // what its worker asked the human, while waiting
-	Answer     string   `json:"answer,omitempty"`   // the human's answer, until the worker has it
+	Assignment string `json:"assignment,omitempty"`
+	Attempts   int    `json:"attempts,omitempty"`
+	// Applied is the last assignment whose outcome was applied to the node.
+	Applied   string   `json:"applied,omitempty"`
+	Summary   string   `json:"summary,omitempty"`
+	Published []string `json:"published,omitempty"`
+	Question  string   `json:"question,omitempty"` // what its worker asked the human, while waiting
+	Answer    string   `json:"answer,omitempty"`   // the human's answer, until the worker has it
 	// WaitingFor lists the sub-nodes the node waits for, when it checkpointed to wait for them.
 	WaitingFor []string  `json:"waiting_for,omitempty"`
 	CreatedBy  string    `json:"created_by"`

@@ -34,7 +34,7 @@ func (r *run) plan(st tick) ([]launch, error) {
 		if !r.resumable(n) {
 			continue
 		}
-		if r.hasOutcome(n) { // it ended before the process did: collect it
+		if n.Status != NodeWaiting && r.hasOutcome(n) { // it ended before the process did: collect it
 			r.pool.finish(n.Assignment)
 			continue
 		}
@@ -243,7 +243,7 @@ func (r *run) start(l launch) error {
 	a.ID = l.Assignment
 	rt, rerr := r.runtimeFor(w)
 	if _, err := r.board.update(n.ID, func(n *Node) error {
-		n.Status, n.Question, n.Answer = NodeRunning, "", ""
+		n.Status, n.Question, n.Answer, n.Applied = NodeRunning, "", "", ""
 		return nil
 	}); err != nil {
 		return err

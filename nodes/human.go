@@ -54,8 +54,13 @@ func (r *run) answer(worker, text string) error {
 			return fmt.Errorf("nodes: %w", err)
 		}
 	}
-	r.emit(eventlog.Event{Type: eventlog.HumanResponse, Worker: worker, Text: text})
-	if err := r.converse(bus.Human, worker, text); err != nil {
+	to := bus.Coordinator
+	if !strings.EqualFold(worker, bus.Coordinator) {
+		w, _ := r.board.Snapshot().Worker(worker)
+		to = w.ID
+	}
+	r.emit(eventlog.Event{Type: eventlog.HumanResponse, Worker: to, Text: text})
+	if err := r.converse(bus.Human, to, text); err != nil {
 		return err
 	}
 	r.resume()

@@ -15,17 +15,23 @@ import (
 )
 
 // apply applies the outcome of assignment id to the board, tells the coordinator, and returns
-// the assignment's usage.
+// the assignment's usage. It may run again for the same assignment after a crash: board changes
+// are made once (the node records the assignment it applied), messages are sent once (keyed by
+// the assignment), so a second run completes what the first one left half done.
 func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage, error) {
 	var node Node
 	found := false
 	for _, n := range r.board.Snapshot().Nodes {
-		if n.Assignment == id {
+		if n.Assignment == id || n.Applied == id {
 			node, found = n, true
 			break
 		}
 	}
-	if !found || node.Status != NodeRunning { // not this node's assignment, or applied already
+	if !found {
+		return providers.Usage{}, nil
+	}
+	already := node.Applied == id
+	if !already && node.Status != NodeRunning {
 		return providers.Usage{}, nil
 	}
 	rec, err := r.readOutcome(node.ID)
@@ -37,6 +43,110 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 	}
 	o := rec.Outcome
 	worker, _ := r.board.Snapshot().Worker(node.Worker)
+	tell := func(what, from, to, text string) error {
+		_, err := r.bus.SendOnce(ctx, id+"/"+what, from, to, text)
+		return err
+	}
+	if !already {
+		if node, err = r.record(node, worker, id, rec, stage); err != nil {
+			return o.Usage, err
+		}
+	}
+	switch o.Status {
+	case runtime.Published:
+		var files []string
+		for _, f := range o.Published {
+			files = append(files, "nodes/"+node.ID+"/published/"+f)
+		}
+		if err := tell("done", squadName, bus.Coordinator, fmt.Sprintf("Node %s (%s) completed: %s\nPublished: %s", node.ID, worker.Name, o.Summary, strings.Join(files, ", "))); err != nil {
+			return o.Usage, err
+		}
+	case runtime.Checkpointed:
+		text := fmt.Sprintf("Node %s (%s) checkpointed: %s", node.ID, worker.Name, o.Summary)
+		if len(node.WaitingFor) > 0 {
+			text += fmt.Sprintf("\nIt waits for its sub-nodes %s.", strings.Join(node.WaitingFor, ", "))
+		}
+		if err := tell("done", squadName, bus.Coordinator, text); err != nil {
+			return o.Usage, err
+		}
+	case runtime.Waiting:
+		if err := tell("question", worker.Name, bus.Human, o.Question); err != nil {
+			return o.Usage, err
+		}
+		if !already {
+			if err := r.converse(worker.ID, bus.Human, o.Question); err != nil {
+				return o.Usage, err
+			}
+		}
+	case runtime.Cancelled:
+	default:
+		text := fmt.Sprintf("Node %s (%s) %s: %s", node.ID, worker.Name, o.Status, rec.Error)
+		if notes := r.dir.Node(node.ID).Path("failure_notes.md"); fileExists(notes) {
+			text += "\nFailure notes: nodes/" + node.ID + "/failure_notes.md"
+		}
+		if node.Status == NodePending {
+			text += "\nIt will be tried again."
+		}
+		if err := tell("failed", squadName, bus.Coordinator, text); err != nil {
+			return o.Usage, err
+		}
+	}
+	for i, s := range o.Suggestions {
+		if err := tell(fmt.Sprintf("suggestion%d", i), worker.Name, bus.Coordinator, "Suggestion: "+s); err != nil {
+			return o.Usage, err
+		}
+	}
+	return o.Usage, nil
+}
+
+// record applies an outcome to the board: the node's new status, its sub-nodes, the worker's
+// status, history and memory, and the events that say so. It returns the node as it is now.
+func (r *run) record(node Node, worker Worker, id string, rec outcomeRecord, stage int) (Node, error) {
+	o := rec.Outcome
+	var children []string
+	if o.Status == runtime.Checkpointed {
+		for i, sub := range o.SubNodes {
+			c, created, err := r.board.create(NewNode{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: node.ID, Stage: stage, By: worker.Name, Key: fmt.Sprintf("%s#%d", id, i)})
+			if err != nil {
+				if _, serr := r.bus.SendOnce(r.ctxOrBackground(), fmt.Sprintf("%s/refused%d", id, i), squadName, bus.Coordinator,
+					fmt.Sprintf("Sub-node %d asked for by %s on %s was refused: %v", i+1, worker.Name, node.ID, err)); serr != nil {
+					return node, serr
+				}
+				continue
+			}
+			if created {
+				r.emitAt(eventlog.NodeCreated, c.ID, worker.ID, firstLine(c.Task), nil)
+			}
+			children = append(children, c.ID)
+		}
+	}
+	retry := node.Attempts < r.cfg.maxAttempts
+	n, err := r.board.update(node.ID, func(n *Node) error {
+		n.Applied = id
+		switch o.Status {
+		case runtime.Published:
+			n.Status, n.Summary, n.Published = NodeCompleted, o.Summary, o.Published
+		case runtime.Checkpointed:
+			n.Status, n.Summary, n.WaitingFor = NodeCheckpointed, o.Summary, children
+			if len(children) > 0 {
+				n.Status = NodeWaiting
+			}
+		case runtime.Waiting:
+			n.Status, n.Question, n.Answer = NodeWaiting, o.Question, ""
+		case runtime.Cancelled:
+			n.Status = NodePending // its assignment is kept, to be resumed
+		default:
+			n.Summary = fmt.Sprintf("attempt %d %s: %s", n.Attempts, o.Status, rec.Error)
+			n.Status = NodeFailed
+			if retry {
+				n.Status, n.Assignment = NodePending, ""
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return node, err
+	}
 	workerStatus := WorkerIdle
 	if o.Status == runtime.Waiting {
 		workerStatus = WorkerWaiting
@@ -47,108 +157,28 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 			w.Node = node.ID
 		}
 	}); err != nil {
-		return o.Usage, err
-	}
-	tell := func(text string) error {
-		_, err := r.bus.Send(ctx, squadName, bus.Coordinator, text)
-		return err
+		return n, err
 	}
 	switch o.Status {
-	case runtime.Published:
-		n, err := r.setNode(node.ID, func(n *Node) { n.Status, n.Summary, n.Published = NodeCompleted, o.Summary, o.Published })
-		if err != nil {
-			return o.Usage, err
+	case runtime.Published, runtime.Checkpointed:
+		text := o.Summary
+		if o.Status == runtime.Checkpointed {
+			text = "checkpointed: " + text
 		}
-		r.emitAt(eventlog.NodeCompleted, n.ID, worker.ID, o.Summary, map[string]any{"published": o.Published, "status": o.Status})
+		r.emitAt(eventlog.NodeCompleted, n.ID, worker.ID, text, map[string]any{"status": o.Status, "published": o.Published})
 		if err := r.remember(worker, n, o); err != nil {
-			return o.Usage, err
-		}
-		var files []string
-		for _, f := range o.Published {
-			files = append(files, "nodes/"+n.ID+"/published/"+f)
-		}
-		if err := tell(fmt.Sprintf("Node %s (%s) completed: %s\nPublished: %s", n.ID, worker.Name, o.Summary, strings.Join(files, ", "))); err != nil {
-			return o.Usage, err
-		}
-	case runtime.Checkpointed:
-		var children []string
-		for i, sub := range o.SubNodes {
-			c, created, err := r.board.create(NewNode{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: node.ID, Stage: stage, By: worker.Name, Key: fmt.Sprintf("%s#%d", id, i)})
-			if err != nil {
-				if terr := tell(fmt.Sprintf("Sub-node %d asked for by %s on %s was refused: %v", i+1, worker.Name, node.ID, err)); terr != nil {
-					return o.Usage, terr
-				}
-				continue
-			}
-			if created {
-				r.emit(eventlog.Event{Type: eventlog.NodeCreated, Node: c.ID, Worker: worker.ID, Text: firstLine(c.Task)})
-			}
-			children = append(children, c.ID)
-		}
-		status := NodeCheckpointed
-		if len(children) > 0 {
-			status = NodeWaiting
-		}
-		n, err := r.setNode(node.ID, func(n *Node) { n.Status, n.Summary, n.WaitingFor = status, o.Summary, children })
-		if err != nil {
-			return o.Usage, err
-		}
-		r.emit(eventlog.Event{Type: eventlog.NodeCompleted, Node: n.ID, Worker: worker.ID, Text: "checkpointed: " + o.Summary})
-		if err := r.remember(worker, n, o); err != nil {
-			return o.Usage, err
-		}
-		text := fmt.Sprintf("Node %s (%s) checkpointed: %s", n.ID, worker.Name, o.Summary)
-		if len(children) > 0 {
-			text += fmt.Sprintf("\nIt waits for its sub-nodes %s.", strings.Join(children, ", "))
-		}
-		if err := tell(text); err != nil {
-			return o.Usage, err
+			return n, err
 		}
 	case runtime.Waiting:
-		if _, err := r.setNode(node.ID, func(n *Node) { n.Status, n.Question, n.Answer = NodeWaiting, o.Question, "" }); err != nil {
-			return o.Usage, err
-		}
-		if _, err := r.bus.Send(ctx, worker.Name, bus.Human, o.Question); err != nil {
-			return o.Usage, err
-		}
-		r.emit(eventlog.Event{Type: eventlog.HumanQuestion, Node: node.ID, Worker: worker.ID, Text: o.Question})
+		r.emitAt(eventlog.HumanQuestion, n.ID, worker.ID, o.Question, nil)
 	case runtime.Cancelled:
-		if _, err := r.setNode(node.ID, func(n *Node) { n.Status = NodePending }); err != nil {
-			return o.Usage, err
-		}
 	default:
-		retry := node.Attempts < r.cfg.maxAttempts
-		if _, err := r.setNode(node.ID, func(n *Node) {
-			n.Summary = fmt.Sprintf("attempt %d %s: %s", n.Attempts, o.Status, rec.Error)
-			if retry {
-				n.Status, n.Assignment = NodePending, ""
-			} else {
-				n.Status = NodeFailed
-			}
-		}); err != nil {
-			return o.Usage, err
-		}
-		r.emitAt(eventlog.NodeFailed, node.ID, worker.ID, fmt.Sprintf("%s: %s", o.Status, rec.Error), map[string]any{"retry": retry, "attempt": node.Attempts})
-		text := fmt.Sprintf("Node %s (%s) %s: %s", node.ID, worker.Name, o.Status, rec.Error)
-		if notes := r.dir.Node(node.ID).Path("failure_notes.md"); fileExists(notes) {
-			text += "\nFailure notes: nodes/" + node.ID + "/failure_notes.md"
-		}
-		if retry {
-			text += "\nIt will be tried again."
-		}
-		if err := tell(text); err != nil {
-			return o.Usage, err
-		}
-	}
-	for _, s := range o.Suggestions {
-		if _, err := r.bus.Send(ctx, worker.Name, bus.Coordinator, "Suggestion: "+s); err != nil {
-			return o.Usage, err
-		}
+		r.emitAt(eventlog.NodeFailed, n.ID, worker.ID, fmt.Sprintf("%s: %s", o.Status, rec.Error), map[string]any{"retry": retry, "attempt": node.Attempts})
 	}
 	if workerStatus == WorkerIdle {
-		r.emit(eventlog.Event{Type: eventlog.WorkerIdle, Worker: worker.ID})
+		r.emitAt(eventlog.WorkerIdle, "", worker.ID, "", nil)
 	}
-	return o.Usage, nil
+	return n, nil
 }
 
 // setNode changes a node and stamps the events that follow with it.
@@ -202,10 +232,16 @@ func (r *run) wakeParents(ctx context.Context) error {
 // stageComplete reports whether the stage's nodes are done as policy asks, with the note that
 // tells the coordinator.
 func (r *run) stageComplete(stage int, policy string) (string, bool) {
+	snap := r.board.Snapshot()
 	var in []Node
-	for _, n := range r.board.Snapshot().Nodes {
+	for _, n := range snap.Nodes {
 		if n.Stage == stage && n.Parent == "" {
 			in = append(in, n)
+		}
+	}
+	for _, w := range snap.Workers {
+		if _, ok := r.revivable(snap, w); ok {
+			return "", false // a worker has mail to wake up to first
 		}
 	}
 	if len(in) == 0 {

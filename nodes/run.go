@@ -72,18 +72,19 @@ const (
 
 // run is one run in progress.
 type run struct {
-	s     *Squad
-	cfg   config
-	id    string
-	goal  string
-	dir   workspace.Run
-	board *Board
-	bus   *bus.Bus
-	log   *eventlog.Log
-	pool  *pool
-	g     *graph.Compiled[tick]
-	ctx   context.Context // the run's context, which assignments run under
-	wake  chan struct{}   // something the human did
+	s       *Squad
+	cfg     config
+	id      string
+	goal    string
+	dir     workspace.Run
+	board   *Board
+	bus     *bus.Bus
+	log     *eventlog.Log
+	pool    *pool
+	g       *graph.Compiled[tick]
+	ctx     context.Context // the run's context, which assignments run under
+	started time.Time       // when this process took the run up
+	wake    chan struct{}   // something the human did
 
 	mu            sync.Mutex
 	stopped       bool
@@ -115,7 +116,7 @@ func (s *Squad) open(id, goal string) (*run, error) {
 	if err := dir.Create(); err != nil {
 		return nil, err
 	}
-	r := &run{s: s, cfg: s.cfg, id: id, goal: goal, dir: dir, log: s.log, pool: newPool(), wake: make(chan struct{}, 1)}
+	r := &run{s: s, cfg: s.cfg, id: id, goal: goal, dir: dir, log: s.log, pool: newPool(), wake: make(chan struct{}, 1), started: s.cfg.now()}
 	board, err := openBoard(dir, s.cfg.now)
 	if err != nil {
 		return nil, err
@@ -278,7 +279,7 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 		}
 		if r.idle() && !st.Nudged && !r.isStopped() {
 			n.Nudged = true
-			_, err := r.bus.Send(ctx, squadName, bus.Coordinator, "Nothing is running and no work is ready. Create work nodes, wait for the human, or finish.")
+			_, err := r.bus.SendOnce(ctx, fmt.Sprintf("tick%d/idle", st.Tick), squadName, bus.Coordinator, "Nothing is running and no work is ready. Create work nodes, wait for the human, or finish.")
 			return n, err
 		}
 		timer := time.NewTimer(r.cfg.tick)
@@ -347,6 +348,9 @@ func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 	switch {
 	case finished:
 		n.Finished, n.Output = true, output
+		if err := r.converse(bus.Coordinator, bus.Human, output); err != nil {
+			return n, err
+		}
 		r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", n.Stage)})
 		r.emit(eventlog.Event{Type: eventlog.AgentCompleted, Text: firstLine(output)})
 	case o.Status == runtime.Waiting:
@@ -354,12 +358,15 @@ func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 		r.mu.Lock()
 		r.coordQuestion = o.Question
 		r.mu.Unlock()
-		if _, err := r.bus.Send(ctx, bus.Coordinator, bus.Human, o.Question); err != nil {
+		if _, err := r.bus.SendOnce(ctx, fmt.Sprintf("coordinator%d/question", o.Turns), bus.Coordinator, bus.Human, o.Question); err != nil {
+			return n, err
+		}
+		if err := r.converse(bus.Coordinator, bus.Human, o.Question); err != nil {
 			return n, err
 		}
 		r.emit(eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question})
 	case strings.TrimSpace(o.Summary) != "":
-		if err := r.converse(bus.Coordinator, bus.Human, o.Summary); err != nil {
+		if err := r.reply(fmt.Sprintf("coordinator%d/reply", o.Turns), o.Summary); err != nil {
 			return n, err
 		}
 	}
@@ -375,14 +382,22 @@ func usageSince(now, before providers.Usage) providers.Usage {
 	}
 }
 
-// converse sends a message of the human ↔ coordinator conversation and appends it to the
-// agent's conversation.jsonl.
-func (r *run) converse(from, to, body string) error {
-	if from != "human" {
-		if _, err := r.bus.Send(r.ctxOrBackground(), from, to, body); err != nil {
-			return err
-		}
+// reply sends the coordinator's reply to the human, once per key, and adds it to the
+// conversation.
+func (r *run) reply(key, body string) error {
+	sent, err := r.bus.SendOnce(r.ctxOrBackground(), key, bus.Coordinator, bus.Human, body)
+	if err != nil {
+		return err
 	}
+	if len(sent) > 0 && sent[0].Time.Before(r.started) { // sent before a restart, and logged then
+		return nil
+	}
+	return r.converse(bus.Coordinator, bus.Human, body)
+}
+
+// converse appends a message of the human ↔ coordinator conversation to the agent's
+// conversation.jsonl.
+func (r *run) converse(from, to, body string) error {
 	return workspace.AppendJSONL(r.s.home.Conversation(), map[string]any{
 		"time": r.cfg.now().UTC(), "run": r.id, "from": from, "to": to, "content": body,
 	})

@@ -992,3 +992,144 @@ func TestWorkerCannotReadAnotherWorkersNotes(t *testing.T) {
 		t.Errorf("n1 published %v", n1.Published)
 	}
 }
+
+// Seed Test 5: a worker asks the human; the run waits; the human answers (with Answer, or with
+// Send to the worker by name); the worker continues in the same conversation with the answer.
+func TestHumanInTheLoop(t *testing.T) {
+	const (
+		question = "Should I use PostgreSQL or SQLite?"
+		answer   = "PostgreSQL, it's for a production web app"
+	)
+	for _, how := range []string{"Answer", "Send"} {
+		t.Run(how, func(t *testing.T) {
+			coord := scCoordinator("hitl-coordinator", func() []tools.Call {
+				return []tools.Call{
+					scCall("spawn_worker", map[string]any{"name": "Dana", "role": "dba"}),
+					scCall("create_work_node", map[string]any{"task": "Set up a database for our project: write db.md in your scratch folder, then publish.", "worker": "Dana"}),
+				}
+			}, "nodes/n1/published/db.md", func(content string) string { return content })
+			worker := scripted.NewFunc("hitl-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+				called := scCalled(req)
+				switch {
+				case called["ask_human"] == 0:
+					return scTurn(req, scCall("ask_human", map[string]string{"question": question})), nil
+				case called["write_file"] == 0:
+					said := scResults(req, "ask_human")[0].Content
+					choice := "SQLite"
+					if strings.Contains(said, "PostgreSQL") {
+						choice = "PostgreSQL"
+					}
+					return scTurn(req, scCall("write_file", map[string]string{
+						"path":    "nodes/" + scNode(req) + "/scratch/db.md",
+						"content": "# Database\n\nChoice: " + choice + "\n\n" + said + "\n",
+					})), nil
+				}
+				return scTurn(req, scCall("publish", map[string]string{"summary": "db.md: the database set-up"})), nil
+			})
+			s := scSquad(t, coord, []providers.Model{worker})
+			events, stop := s.Subscribe(0)
+			defer stop()
+			ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+			defer cancel()
+			type result struct {
+				res nodes.Result
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res, err := s.Run(ctx, "Set up a database for our project.")
+				done <- result{res, err}
+			}()
+			var asked eventlog.Event
+		watch:
+			for {
+				select {
+				case e := <-events:
+					if e.Type == eventlog.HumanQuestion {
+						asked = e
+						break watch
+					}
+				case r := <-done:
+					dump(t, s)
+					t.Fatalf("the run ended before the question: %+v, %v", r.res.Output, r.err)
+				case <-ctx.Done():
+					dump(t, s)
+					t.Fatal("no human.question event")
+				}
+			}
+			if asked.Text != question || asked.Node != "n1" || asked.Worker != "dana" {
+				t.Errorf("human.question %+v", asked)
+			}
+			b, err := s.Board()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n1, _ := b.Node("n1")
+			dana, _ := b.Worker("Dana")
+			if n1.Status != nodes.NodeWaiting || n1.Question != question || dana.Status != nodes.WorkerWaiting || dana.Node != "n1" {
+				t.Errorf("while waiting: n1 %s %q, Dana %s on %q", n1.Status, n1.Question, dana.Status, dana.Node)
+			}
+			if n := len(worker.Requests()); n != 1 {
+				t.Errorf("the worker was asked %d times before the answer, want 1", n)
+			}
+			if how == "Answer" {
+				err = s.Answer("Dana", answer)
+			} else {
+				err = s.Send("Dana", answer)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r result
+			select {
+			case r = <-done:
+			case <-ctx.Done():
+				dump(t, s)
+				t.Fatal("the run did not end after the answer")
+			}
+			if r.err != nil {
+				dump(t, s)
+				t.Fatal(r.err)
+			}
+			if !strings.Contains(r.res.Output, "Choice: PostgreSQL") {
+				t.Errorf("output %q", r.res.Output)
+			}
+			dir := scRunDir(s, r.res)
+			if db := scRead(t, filepath.Join(dir, "nodes", "n1", "published", "db.md")); !strings.Contains(db, "Choice: PostgreSQL") || !strings.Contains(db, answer) {
+				t.Errorf("db.md %q", db)
+			}
+			n1, _ = r.res.Board.Node("n1")
+			if n1.Status != nodes.NodeCompleted || n1.Question != "" || n1.Answer != "" || n1.Attempts != 1 {
+				t.Errorf("n1 after the answer %+v", n1)
+			}
+			reqs := worker.Requests()
+			if len(reqs) < 2 {
+				t.Fatalf("the worker made %d requests", len(reqs))
+			}
+			if reqs[1].Messages[0].Text() != reqs[0].Messages[0].Text() || scCalled(reqs[1])["ask_human"] != 1 {
+				t.Error("the worker did not continue its conversation")
+			}
+			if rs := scResults(reqs[1], "ask_human"); len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content, answer) {
+				t.Errorf("ask_human's result in the second request: %+v", rs)
+			}
+			evs := scEvents(t, s)
+			scInOrder(t, evs, eventlog.NodeStarted, eventlog.HumanQuestion, eventlog.HumanResponse, eventlog.NodeStarted, eventlog.NodeCompleted, eventlog.AgentCompleted)
+			for _, e := range evs {
+				if e.Type == eventlog.HumanResponse && (e.Text != answer || !strings.EqualFold(e.Worker, "dana")) {
+					t.Errorf("human.response %+v", e)
+				}
+			}
+			msgs := scMessages(t, evs)
+			if !slices.ContainsFunc(msgs, func(m runtime.Message) bool { return m.From == "Dana" && m.To == "human" && m.Body == question }) {
+				t.Errorf("the question did not go to the human through the bus: %+v", msgs)
+			}
+			conv := scConversation(t, s)
+			if !scSaid(conv, "human", "dana", answer) {
+				t.Errorf("conversation.jsonl lacks the answer: %v", conv)
+			}
+			if !scSaid(conv, "dana", "human", question) {
+				t.Errorf("conversation.jsonl lacks the question: %v", conv)
+			}
+		})
+	}
+}

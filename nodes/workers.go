@@ -3,6 +3,7 @@ package nodes
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/agiraph/agiraph/runtime"
@@ -87,14 +88,20 @@ func readText(path string) string {
 func (r *run) workerTools(n Node, w Worker) []tools.Tool {
 	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
 	ts = append(ts, shell.Bash(shell.Dir(r.dir.Node(n.ID).Scratch())))
-	ts = append(ts, web.Fetch())
-	if backend, err := web.BackendFromEnv(os.Getenv); err == nil {
+	var extra []tools.Tool
+	if r.cfg.tools != nil {
+		extra = r.cfg.tools(w, n)
+	}
+	has := func(name string) bool {
+		return slices.ContainsFunc(extra, func(t tools.Tool) bool { return t.Name == name })
+	}
+	if !has("web_fetch") {
+		ts = append(ts, web.Fetch())
+	}
+	if backend, err := web.BackendFromEnv(os.Getenv); err == nil && !has("web_search") {
 		ts = append(ts, web.Search(backend))
 	}
-	if r.cfg.tools != nil {
-		ts = append(ts, r.cfg.tools(w, n)...)
-	}
-	return ts
+	return append(ts, extra...)
 }
 
 // runtimeFor returns the runtime worker w runs on.

@@ -136,7 +136,8 @@ type Bus struct {
 	seq     int                // the last message copy's number
 	sends   int                // the last Send's number (markdown counter)
 	history []runtime.Message
-	events  []Event // not yet reported to the observer
+	events  []Event                      // not yet reported to the observer
+	keys    map[string][]runtime.Message // the copies of each keyed send
 
 	obsMu sync.Mutex // held by whoever is reporting events
 }
@@ -150,6 +151,7 @@ type record struct {
 	To       string            `json:"to,omitempty"`
 	Messages []runtime.Message `json:"messages,omitempty"`
 	Upto     string            `json:"upto,omitempty"`
+	Key      string            `json:"key,omitempty"` // the idempotency key of a send (SendOnce)
 }
 
 // Open opens the bus whose log lives in dir, creating dir and the log if needed, and replays
@@ -162,6 +164,7 @@ func Open(dir string, opts ...Option) (*Bus, error) {
 		cfg:    config{now: time.Now},
 		notify: make(chan struct{}, 1),
 		byKey:  map[string]*member{},
+		keys:   map[string][]runtime.Message{},
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -246,6 +249,9 @@ func (b *Bus) apply(r record) error {
 		}
 	case "send":
 		b.sends = max(b.sends, r.N)
+		if r.Key != "" {
+			b.keys[r.Key] = r.Messages
+		}
 		for _, m := range r.Messages {
 			n, ok := idNumber(m.ID)
 			if !ok {
@@ -336,6 +342,21 @@ func (b *Bus) Participants() []Participant {
 // empty body, an unknown sender or an unknown recipient is an error; the latter names the
 // recipient and lists the known names and roles.
 func (b *Bus) Send(ctx context.Context, from, to, body string) ([]runtime.Message, error) {
+	return b.send(ctx, "", from, to, body)
+}
+
+// SendOnce is Send with an idempotency key: the first call with a key sends, and every later
+// call with the same key — in this process or after a restart — returns the copies the first
+// one sent, without sending again. A step that sends and may be run again after a crash sends
+// with a key derived from what it is doing.
+func (b *Bus) SendOnce(ctx context.Context, key, from, to, body string) ([]runtime.Message, error) {
+	if key == "" {
+		return nil, fmt.Errorf("bus: SendOnce from %q to %q: empty key", from, to)
+	}
+	return b.send(ctx, key, from, to, body)
+}
+
+func (b *Bus) send(ctx context.Context, idem, from, to, body string) ([]runtime.Message, error) {
 	if ctx != nil {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -350,6 +371,10 @@ func (b *Bus) Send(ctx context.Context, from, to, body string) ([]runtime.Messag
 	if b.closed {
 		b.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if sent, ok := b.keys[idem]; ok && idem != "" {
+		b.mu.Unlock()
+		return append([]runtime.Message(nil), sent...), nil
 	}
 	sender := b.byKey[key(from)]
 	if sender == nil {
@@ -378,10 +403,13 @@ func (b *Bus) Send(ctx context.Context, from, to, body string) ([]runtime.Messag
 		b.mu.Unlock()
 		return nil, err
 	}
-	if err := b.appendRecord(record{Type: "send", N: n, To: to, Messages: msgs}); err != nil {
+	if err := b.appendRecord(record{Type: "send", N: n, To: to, Messages: msgs, Key: idem}); err != nil {
 		os.Remove(mdPath)
 		b.mu.Unlock()
 		return nil, err
+	}
+	if idem != "" {
+		b.keys[idem] = msgs
 	}
 	b.sends = n
 	b.seq += len(msgs)

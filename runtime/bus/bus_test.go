@@ -680,3 +680,41 @@ func TestClosed(t *testing.T) {
 		t.Errorf("Messages after Close = %v, %v", all, err)
 	}
 }
+
+func TestSendOnceSendsOnceAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	b, err := bus.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Join(bus.Participant{Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := b.SendOnce(context.Background(), "k1", "alice", "coordinator", "done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.SendOnce(context.Background(), "k1", "alice", "coordinator", "done")
+	if err != nil || len(again) != 1 || again[0].ID != first[0].ID {
+		t.Fatalf("second SendOnce = %+v, %v; want the first copies", again, err)
+	}
+	if _, err := b.SendOnce(context.Background(), "", "alice", "coordinator", "x"); err == nil {
+		t.Fatal("an empty key was accepted")
+	}
+	b.Close()
+	b, err = bus.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.SendOnce(context.Background(), "k1", "alice", "coordinator", "done"); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.Pending("coordinator"); n != 1 {
+		t.Fatalf("coordinator has %d messages, want 1 after three sends with one key", n)
+	}
+	msgs, _ := b.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages stored", len(msgs))
+	}
+}

@@ -161,8 +161,10 @@ func (w *worker) act(ctx context.Context, s state) (state, error) {
 	}
 	next.Pending = s.Pending[len(batch):]
 	next.Results = append(slices.Clip(s.Results), results...)
-	next.Held = append(slices.Clip(s.Held), w.receive()...)
 	next.Report = w.report.Outcome()
+	if !w.report.Done() { // a worker that has ended leaves its mail for its next turn
+		next.Held = append(slices.Clip(s.Held), w.receive()...)
+	}
 	if len(next.Pending) > 0 {
 		return next, nil
 	}

@@ -1,0 +1,273 @@
+package nodes_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/runtime/bus"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// twoNodeSquad returns a squad playing the two-node team in home, whose block tool waits for
+// release.
+func twoNodeSquad(t testing.TB, home string, fx *effects, release <-chan struct{}) *nodes.Squad {
+	t.Helper()
+	s, err := nodes.New(
+		nodes.WithHome(home),
+		nodes.WithModel("scripted/worker"), nodes.WithCoordinatorModel("scripted/coord"),
+		nodes.WithModelOptions(models.WithModels(twoNodeCoordinator(), twoNodeWorker()), models.WithoutRetry()),
+		nodes.WithTick(20*time.Millisecond),
+		nodes.WithWorkerTools(func(nodes.Worker, nodes.Node) []tools.Tool { return []tools.Tool{fx.note(), blocker(fx, release)} }),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// waitFor reads events until one matches, or fails the test after a generous deadline.
+func waitFor(t *testing.T, events <-chan eventlog.Event, what string, match func(eventlog.Event) bool) eventlog.Event {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatalf("events ended before %s", what)
+			}
+			if match(e) {
+				return e
+			}
+		case <-deadline:
+			t.Fatalf("no %s", what)
+		}
+	}
+}
+
+// runAsync runs the squad on goal in the background.
+func runAsync(s *nodes.Squad, goal string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := s.Run(ctx, goal)
+		done <- err
+	}()
+	return done
+}
+
+// A slow worker must not stop the coordinator from reacting to another worker's result, or to
+// the human: both get through while the slow node is still running.
+func TestSlowWorkerDoesNotDelayTheCoordinator(t *testing.T) {
+	fx := &effects{path: filepath.Join(t.TempDir(), "effects")}
+	release := make(chan struct{})
+	s := twoNodeSquad(t, t.TempDir(), fx, release)
+	defer s.Close()
+	events, stop := s.Subscribe(0)
+	defer stop()
+	done := runAsync(s, "two nodes")
+
+	waitFor(t, events, "the slow node blocking", func(e eventlog.Event) bool {
+		return e.Type == eventlog.ToolCalled && e.Node == "n1" && strings.HasPrefix(e.Text, "block")
+	})
+	waitFor(t, events, "the coordinator reacting to n2", func(e eventlog.Event) bool {
+		return e.Type == eventlog.MessageSent && e.Worker == bus.Coordinator && e.Text == "n2 is done"
+	})
+	if err := s.Send("", "how is it going?"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, events, "the coordinator's reply to the human", func(e eventlog.Event) bool {
+		return e.Type == eventlog.MessageSent && e.Worker == bus.Coordinator && strings.HasPrefix(e.Text, "Status:")
+	})
+	board, err := s.Board()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n1, _ := board.Node("n1"); n1.Status != nodes.NodeRunning {
+		t.Fatalf("n1 is %s while its worker blocks; the coordinator should have reacted meanwhile", n1.Status)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The human's message and the reply are in the agent's conversation.
+	conv, _ := os.ReadFile(s.Home().Conversation())
+	if !strings.Contains(string(conv), "how is it going?") || !strings.Contains(string(conv), "Status: the fast node") {
+		t.Fatalf("conversation.jsonl lacks the exchange:\n%s", conv)
+	}
+}
+
+// Stop cancels the workers; the coordinator keeps its conversation; the human's next message
+// sets the run going again, and the stopped worker continues its conversation.
+func TestStopAndResumeByMessage(t *testing.T) {
+	fx := &effects{path: filepath.Join(t.TempDir(), "effects")}
+	release := make(chan struct{})
+	s := twoNodeSquad(t, t.TempDir(), fx, release)
+	defer s.Close()
+	events, unsubscribe := s.Subscribe(0)
+	defer unsubscribe()
+	done := runAsync(s, "two nodes")
+
+	// The block tool has started (its call event comes before it runs).
+	for deadline := time.Now().Add(30 * time.Second); fx.count("block") == 0; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow node never blocked")
+		}
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, events, "agent.paused", func(e eventlog.Event) bool { return e.Type == eventlog.AgentPaused })
+	// The stopped node goes back on the board, keeping its assignment.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := s.Board()
+		if n1, _ := b.Node("n1"); n1.Status == nodes.NodePending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("n1 did not go back to pending after Stop")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	if err := s.Send("", "carry on"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, events, "agent.resumed", func(e eventlog.Event) bool { return e.Type == eventlog.AgentResumed })
+	if err := <-done; err != nil {
+		dump(t, s)
+		t.Fatal(err)
+	}
+	if n := fx.count("n1 wrote"); n != 1 {
+		t.Fatalf("n1's first step ran %d times; the resumed worker should continue, not start over", n)
+	}
+	if n := fx.count("block"); n != 2 {
+		t.Fatalf("block ran %d times, want 2 (the stopped call, then again)", n)
+	}
+}
+
+const childEnv = "NODES_TEST_CHILD_HOME"
+
+// TestMain runs the child process of the kill test when asked to.
+func TestMain(m *testing.M) {
+	if home := os.Getenv(childEnv); home != "" {
+		os.Exit(runChild(home))
+	}
+	os.Exit(m.Run())
+}
+
+// runChild runs the two-node team until it is killed: its slow node never gets released.
+func runChild(home string) int {
+	fx := &effects{path: filepath.Join(home, "effects")}
+	s := twoNodeSquad(fakeTB{}, home, fx, make(chan struct{}))
+	_, err := s.RunID(context.Background(), "killed", "two nodes")
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
+	return 0
+}
+
+// fakeTB lets the child use the test helpers outside a test.
+type fakeTB struct{ testing.TB }
+
+func (fakeTB) Helper()                   {}
+func (fakeTB) Fatal(args ...any)         { panic(args) }
+func (fakeTB) Fatalf(f string, a ...any) { panic(f) }
+
+// A run killed with SIGKILL in the middle of a tick resumes in a new process: finished nodes
+// are not done again, the interrupted one continues, and no message is lost or sent twice.
+func TestKillAndResume(t *testing.T) {
+	home := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(exe, "-test.run=^$")
+	child.Env = append(os.Environ(), childEnv+"="+home)
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until n2 has completed and n1 blocks, then kill the process.
+	fx := &effects{path: filepath.Join(home, "effects")}
+	deadline := time.Now().Add(30 * time.Second)
+	for !(fx.count("block") == 1 && completed(t, home, "n2")) {
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatal("the child never reached the point to kill it at")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+
+	release := make(chan struct{})
+	close(release)
+	s := twoNodeSquad(t, home, fx, release)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := s.Resume(ctx, "killed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != "both nodes are done" {
+		t.Fatalf("output %q", res.Output)
+	}
+	for _, step := range []string{"n1 wrote", "n2 wrote"} {
+		if n := fx.count(step); n != 1 {
+			t.Errorf("%q happened %d times, want once", step, n)
+		}
+	}
+	if n := fx.count("block"); n != 2 {
+		t.Errorf("block ran %d times, want 2 (killed, then resumed)", n)
+	}
+	b, err := bus.Open(filepath.Join(home, "runs", "killed", "_messages"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	msgs, _ := b.Messages()
+	seen := map[string]int{}
+	for _, m := range msgs {
+		seen[m.From+"→"+m.To+": "+m.Body]++
+	}
+	for text, n := range seen {
+		if n > 1 {
+			t.Errorf("message sent %d times: %s", n, text)
+		}
+	}
+	for _, want := range []string{"Node n1 (", "Node n2 (", "Stage 1 is complete"} {
+		found := false
+		for text := range seen {
+			if strings.Contains(text, want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no message %q reached the coordinator", want)
+		}
+	}
+	if b.Pending(bus.Coordinator) != 0 {
+		t.Errorf("%d messages for the coordinator were never delivered", b.Pending(bus.Coordinator))
+	}
+}
+
+// completed reports whether node is completed on the board of the killed run, read from disk.
+func completed(t *testing.T, home, node string) bool {
+	b, err := os.ReadFile(filepath.Join(home, "runs", "killed", "nodes", node, "_node.json"))
+	return err == nil && strings.Contains(string(b), `"status": "completed"`)
+}
