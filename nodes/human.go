@@ -29,6 +29,9 @@ func (r *run) humanSays(to, body string) error {
 	if err := r.converse(bus.Human, to, body); err != nil {
 		return err
 	}
+	if !strings.EqualFold(to, bus.Coordinator) {
+		r.emit(eventlog.Event{Type: eventlog.HumanNudge, Worker: to, Text: body})
+	}
 	r.resume()
 	return nil
 }

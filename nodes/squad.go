@@ -64,6 +64,7 @@ type config struct {
 	home          string
 	model         string
 	coordModel    string
+	roleModels    map[string]string
 	resolve       func(name string) (providers.Model, error)
 	modelOpts     []models.Option
 	saver         checkpoint.Saver
@@ -89,6 +90,12 @@ func WithModel(name string) Option { return func(c *config) { c.model = name } }
 
 // WithCoordinatorModel sets the coordinator's model, when it differs from WithModel's.
 func WithCoordinatorModel(name string) Option { return func(c *config) { c.coordModel = name } }
+
+// WithRoleModel sets the model of harnessed workers with the given role that name none
+// ("researcher" → "openai/gpt-4o"), ahead of WithModel's.
+func WithRoleModel(role, model string) Option {
+	return func(c *config) { c.roleModels[role] = model }
+}
 
 // WithModelOptions passes options to models.New when model names are resolved (for example
 // models.WithModels to serve scripted models by name).
@@ -169,7 +176,7 @@ func New(opts ...Option) (*Squad, error) {
 		home: filepath.Join(".agiraph", "agent"), model: "anthropic/claude-sonnet-4-5",
 		maxConcurrent: 4, tick: time.Second, stall: 10 * time.Minute, maxAttempts: 2,
 		contract: Contract{MaxIterations: 30, Policy: "all"},
-		runtimes: map[string]func(Worker) (runtime.Runtime, error){}, now: time.Now,
+		runtimes: map[string]func(Worker) (runtime.Runtime, error){}, now: time.Now, roleModels: map[string]string{},
 		names: []string{"Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy"},
 	}
 	for _, o := range opts {
@@ -206,6 +213,12 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	s.log = log
+	if log.Last() == 0 {
+		if _, err := log.Append(eventlog.Event{Type: eventlog.AgentCreated, Text: c.home}); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("nodes: %w", err)
+		}
+	}
 	return s, nil
 }
 

@@ -57,7 +57,7 @@ func types(t *testing.T, s *nodes.Squad) []eventlog.Type {
 	return ts
 }
 
-// Seed scenario 3: the coordinator grows the board — three parallel research nodes, a
+// Scenario 3: the coordinator grows the board — three parallel research nodes, a
 // reconvene, a synthesis node that reads their published outputs — and finishes with the report.
 func TestDeepResearch(t *testing.T) {
 	s := newSquad(t)
@@ -99,7 +99,7 @@ func TestDeepResearch(t *testing.T) {
 			t.Errorf("no %s event", want)
 		}
 	}
-	// The folder layout of the seed design.
+	// The folder layout.
 	run := filepath.Join(string(s.Home()), "runs", res.RunID)
 	for _, p := range []string{"_plan.md", "nodes/n1/_spec.md", "nodes/n1/_refs.json", "nodes/n1/_status.md", "nodes/n1/log.jsonl",
 		"nodes/n1/published/findings.md", "nodes/n4/published/report.md", "_messages/log.jsonl"} {

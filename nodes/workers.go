@@ -1,6 +1,8 @@
 package nodes
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -87,7 +89,7 @@ func readText(path string) string {
 // touch, bash in its scratch folder, the web tools, and the squad's extra tools.
 func (r *run) workerTools(n Node, w Worker) []tools.Tool {
 	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
-	ts = append(ts, shell.Bash(shell.Dir(r.dir.Node(n.ID).Scratch())))
+	ts = append(ts, readRef(n, ts[0]), shell.Bash(shell.Dir(r.dir.Node(n.ID).Scratch())))
 	var extra []tools.Tool
 	if r.cfg.tools != nil {
 		extra = r.cfg.tools(w, n)
@@ -104,6 +106,33 @@ func (r *run) workerTools(n Node, w Worker) []tools.Tool {
 	return append(ts, extra...)
 }
 
+// refArgs are read_ref's arguments.
+type refArgs struct {
+	Name   string `json:"name" jsonschema:"description=The ref's name, as the task lists it"`
+	Offset int    `json:"offset,omitempty" jsonschema:"description=The first line to read (default 1)"`
+}
+
+// readRef is read_ref: read_file (readFile, so the worker's scope applies) on a ref by name.
+func readRef(n Node, readFile tools.Tool) tools.Tool {
+	return tools.Func("read_ref", "Read an input of this node (another node's published output) by its ref name.",
+		func(ctx context.Context, a refArgs) (string, error) {
+			path, ok := n.Refs[a.Name]
+			if !ok {
+				names := make([]string, 0, len(n.Refs))
+				for k := range n.Refs {
+					names = append(names, k)
+				}
+				slices.Sort(names)
+				if len(names) == 0 {
+					return "", fmt.Errorf("node %s has no refs", n.ID)
+				}
+				return "", fmt.Errorf("no ref %q; this node's refs: %s", a.Name, strings.Join(names, ", "))
+			}
+			args, _ := json.Marshal(map[string]any{"path": path, "offset": a.Offset})
+			return readFile.Handler(ctx, args)
+		}, tools.Safe())
+}
+
 // runtimeFor returns the runtime worker w runs on.
 func (r *run) runtimeFor(w Worker) (runtime.Runtime, error) {
 	var rt runtime.Runtime
@@ -115,6 +144,9 @@ func (r *run) runtimeFor(w Worker) (runtime.Runtime, error) {
 		}
 	case w.Kind == Harnessed:
 		name := w.Model
+		if name == "" {
+			name = r.cfg.roleModels[w.Role]
+		}
 		if name == "" {
 			name = r.cfg.model
 		}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -121,12 +122,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		after = last[len(last)-1].Seq
 	}
 	events, unsubscribe := squad.Subscribe(after)
-	printed := make(chan struct{})
+	var seen atomic.Int64 // the last event printed
+	progress, printed := make(chan struct{}, 1), make(chan struct{})
 	go func() {
 		defer close(printed)
 		for e := range events {
 			if !o.quiet {
 				printEvent(stdout, e)
+			}
+			seen.Store(e.Seq)
+			select {
+			case progress <- struct{}{}:
+			default:
 			}
 		}
 	}()
@@ -139,6 +146,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	} else {
 		fmt.Fprintf(stdout, "Goal: %s (%s) in %s\n", goal, team, o.home)
 		res, err = squad.Run(ctx, goal)
+	}
+	// Print every event up to the run's last before the result.
+	if evs, _ := squad.Events(after, 0); len(evs) > 0 {
+	wait:
+		for last := evs[len(evs)-1].Seq; seen.Load() < last; {
+			select {
+			case <-progress:
+			case <-printed:
+				break wait
+			}
+		}
 	}
 	unsubscribe()
 	<-printed

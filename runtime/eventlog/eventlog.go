@@ -8,7 +8,7 @@
 // written with a single write call before Append returns, so a crash can leave at most the last
 // line torn; Open drops such a line (and truncates it away) instead of failing.
 //
-// Event types are those of the seed's §9 (see Types). Custom types are accepted when they are
+// Event types are the squad's fixed set (see Types). Custom types are accepted when they are
 // prefixed "x." (for example "x.build.finished"); any other unknown type is rejected, so that
 // typos do not make their way into the log.
 //
@@ -33,7 +33,7 @@ import (
 // Type names an event: "node.completed".
 type Type string
 
-// The event types of the seed's §9.
+// The event types: the agent, nodes, workers, messages, tools, the human, stages, memory.
 const (
 	AgentCreated   Type = "agent.created"   // an agent was created
 	AgentStarted   Type = "agent.started"   // an agent started working
@@ -92,7 +92,7 @@ var known = func() map[Type]bool {
 	return m
 }()
 
-// Types returns all the event types of the seed's §9, in the order the seed lists them. Custom
+// Types returns all the event types, in a fixed order. Custom
 // "x."-prefixed types are not among them.
 func Types() []Type {
 	return append([]Type(nil), types...)
