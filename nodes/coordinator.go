@@ -116,15 +116,20 @@ func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 	ts := []tools.Tool{
 		tools.Func("create_work_node", "Put a piece of work on the board.", r.toolCreate,
 			tools.WithGuidance("Give each node a self-contained task: the worker knows nothing else. Say what file to produce. Use deps and refs for work that builds on other nodes' outputs.")),
-		tools.Func("spawn_worker", "Add a worker to the team.", r.toolSpawn),
-		tools.Func("assign_worker", "Give a pending node to a worker.", r.toolAssign),
+		tools.Func("spawn_worker", "Add a worker to the team.", r.toolSpawn,
+			tools.WithGuidance("Workers are spawned for you when a node has none; spawn one yourself to pick its name, role and model, to use a CLI agent (claude-code for coding work, autonomous for another agent's command), or a single-inference worker for small well-defined tasks. A worker keeps its memory from node to node.")),
+		tools.Func("assign_worker", "Give a pending node to a worker.", r.toolAssign,
+			tools.WithGuidance("assign_worker hands a pending node to a particular worker, for example one who already knows the subject; create_work_node's worker parameter does the same when you create it.")),
 		tools.Func("retire_worker", "Take an idle worker off the team.", r.toolRetire),
-		tools.Func("check_board", "See every node and worker and their status.", r.toolBoard, tools.Safe()),
-		tools.Func("reconvene", "End the current stage and start the next.", r.toolReconvene),
+		tools.Func("check_board", "See every node and worker and their status.", r.toolBoard, tools.Safe(),
+			tools.WithGuidance("check_board shows every node (status, worker, summary, published files) and every worker; look at it before planning a stage.")),
+		tools.Func("reconvene", "End the current stage and start the next.", r.toolReconvene,
+			tools.WithGuidance("Reconvene when a stage is complete: assess what it produced, then create the next stage's nodes. You may set the next stage's contract: when it counts as complete (all, majority or any node done), and the turns and time each node may take.")),
 		tools.Func("wait", "End your turn until something happens.", func(ctx context.Context, _ waitArgs) (string, error) {
 			return "Waiting.", endTurn(ctx, "")
-		}),
-		tools.Func("finish", "End the run with the final answer.", r.toolFinish),
+		}, tools.WithGuidance("Call wait after handing out work; do not poll the board. You are woken by results, messages and the human.")),
+		tools.Func("finish", "End the run with the final answer.", r.toolFinish,
+			tools.WithGuidance("finish only when the goal is met: the output is the complete deliverable (usually the final report's content), not a pointer to it.")),
 	}
 	ts = append(ts, runtime.MessageTools(a, runtime.NewReporter(a, nil))...)
 	return append(ts, workspace.CoordinatorScope().Tools(r.dir)...)

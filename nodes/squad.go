@@ -195,6 +195,11 @@ func New(opts ...Option) (*Squad, error) {
 	if c.contract.Policy == "" {
 		c.contract.Policy = "all"
 	}
+	for _, name := range []string{c.coordModel, c.model} {
+		if _, err := c.resolve(name); err != nil {
+			return nil, fmt.Errorf("nodes: model %s: %w", name, err)
+		}
+	}
 	s := &Squad{cfg: c, home: workspace.Home(c.home)}
 	if err := s.home.Create(); err != nil {
 		return nil, err

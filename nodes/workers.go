@@ -130,7 +130,8 @@ func readRef(n Node, readFile tools.Tool) tools.Tool {
 			}
 			args, _ := json.Marshal(map[string]any{"path": path, "offset": a.Offset})
 			return readFile.Handler(ctx, args)
-		}, tools.Safe())
+		}, tools.Safe(),
+		tools.WithGuidance("Your task lists its inputs by name; read_ref reads one (read_file works too, with its path)."))
 }
 
 // runtimeFor returns the runtime worker w runs on.

@@ -141,7 +141,8 @@ func WorkTools(a Assignment, r *Report, rep *Reporter) []tools.Tool {
 				r.o.Suggestions = append(r.o.Suggestions, args.Suggestion)
 				r.mu.Unlock()
 				return "Noted; the coordinator will see it when this assignment ends.", nil
-			}),
+			},
+			tools.WithGuidance("Use suggest_next when you find work beyond your task that should be done (a lead to follow, a gap, a check): say what and why. The coordinator decides; do not do that work yourself.")),
 		tools.Func("create_work_node", "Ask for a sub-task to be put on the work board and picked up by a worker.",
 			func(ctx context.Context, args SubNodeArgs) (string, error) {
 				if strings.TrimSpace(args.Task) == "" {
@@ -152,7 +153,8 @@ func WorkTools(a Assignment, r *Report, rep *Reporter) []tools.Tool {
 				n := len(r.o.SubNodes)
 				r.mu.Unlock()
 				return fmt.Sprintf("Sub-task %d requested; it is created when this assignment ends. Checkpoint to wait for its result.", n), nil
-			}),
+			},
+			tools.WithGuidance("When your task is too big for one worker, split it: call create_work_node once per self-contained sub-task (say what to produce), then checkpoint. You get the node back with the sub-tasks' results listed, to integrate them and publish.")),
 	}
 	return append(ts, MessageTools(a, rep)...)
 }
@@ -183,7 +185,8 @@ func MessageTools(a Assignment, rep *Reporter) []tools.Tool {
 					rep.Emit(Event{Kind: MessageReceived, Message: &msgs[i]})
 				}
 				return FormatMessages(msgs), nil
-			}, tools.Safe()),
+			}, tools.Safe(),
+			tools.WithGuidance("You rarely need check_messages: messages are shown to you between turns. Call it when you are waiting for an answer from someone.")),
 	}
 }
 
