@@ -91,6 +91,11 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 			return o.Usage, err
 		}
 	}
+	for i, m := range o.Unread { // back in the worker's mailbox, to wake it or wait for its next node
+		if err := tell(fmt.Sprintf("unread%d", i), m.From, worker.Name, m.Body); err != nil {
+			return o.Usage, err
+		}
+	}
 	for i, s := range o.Suggestions {
 		if err := tell(fmt.Sprintf("suggestion%d", i), worker.Name, bus.Coordinator, "Suggestion: "+s); err != nil {
 			return o.Usage, err

@@ -90,6 +90,9 @@ type Outcome struct {
 	Session string
 	// Turns counts the model turns the assignment took, where the runtime knows.
 	Turns int
+	// Unread are messages the worker received but had no turn left to read: they arrived as
+	// its last turn ended. Whoever runs it next should hand them over again.
+	Unread []Message
 }
 
 // SubNode is a sub-task a worker asks for.

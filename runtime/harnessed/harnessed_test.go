@@ -543,3 +543,43 @@ func TestTextEndsTurnAndMailRevives(t *testing.T) {
 		t.Fatalf("the woken worker did not continue its conversation: %+v", msgs)
 	}
 }
+
+// Mail that arrives while a worker's last turn ends is not lost: the outcome hands it back.
+func TestMailArrivingAsTheTurnEndsIsHandedBack(t *testing.T) {
+	a := assignment(t, "a11", "Finish up.")
+	mb := &mailbox{}
+	a.Mailbox = mb
+	a.Tools = append(a.Tools, tools.Func("cleanup", "Clean up.", func(context.Context, struct{}) (string, error) {
+		mb.deliver("bob", "one more thing")
+		return "clean", nil
+	}))
+	model := scripted.New("w", scripted.Turn{Calls: []tools.Call{
+		call("c1", "cleanup", struct{}{}),
+		call("c2", "checkpoint", runtime.CheckpointArgs{Summary: "stage done"}),
+	}})
+	o, err := harnessed.New(model).Run(context.Background(), a, nil)
+	if err != nil || o.Status != runtime.Checkpointed {
+		t.Fatalf("outcome %+v, %v", o, err)
+	}
+	if len(o.Unread) != 1 || o.Unread[0].Body != "one more thing" {
+		t.Fatalf("unread %+v, want the message that came during cleanup", o.Unread)
+	}
+	// Mail that arrives after the worker ended stays in its mailbox.
+	b := assignment(t, "a12", "Finish up.")
+	mb2 := &mailbox{}
+	b.Mailbox = mb2
+	b.Tools = append(b.Tools, tools.Func("cleanup", "Clean up.", func(context.Context, struct{}) (string, error) {
+		mb2.deliver("bob", "late")
+		return "clean", nil
+	}))
+	m2 := scripted.New("w", scripted.Turn{Calls: []tools.Call{
+		call("c1", "checkpoint", runtime.CheckpointArgs{Summary: "stage done"}),
+		call("c2", "cleanup", struct{}{}),
+	}})
+	if o, err := harnessed.New(m2).Run(context.Background(), b, nil); err != nil || len(o.Unread) != 0 {
+		t.Fatalf("outcome %+v, %v", o, err)
+	}
+	if got := mb2.Receive(); len(got) != 1 || got[0].Body != "late" {
+		t.Fatalf("mailbox after the end: %+v, want the late message still there", got)
+	}
+}

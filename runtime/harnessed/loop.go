@@ -169,7 +169,10 @@ func (w *worker) act(ctx context.Context, s state) (state, error) {
 		return next, nil
 	}
 	msg := providers.ToolResults(next.Results)
-	if len(next.Held) > 0 {
+	switch {
+	case len(next.Held) > 0 && next.Report.Status != "":
+		next.Report.Unread = next.Held // the turn ended: no model call will see them
+	case len(next.Held) > 0:
 		msg.Parts = append(msg.Parts, providers.Text(runtime.FormatMessages(next.Held)))
 	}
 	next.Conversation = []providers.Message{msg}
