@@ -1133,3 +1133,41 @@ func TestHumanInTheLoop(t *testing.T) {
 		})
 	}
 }
+
+// Workers of one team think with different models: one named at spawn_worker, one by its role
+// (WithRoleModel), the rest with the squad's default.
+func TestWorkersOnDifferentModels(t *testing.T) {
+	scNoSearchEnv(t)
+	writer := func(name string) *scripted.Model {
+		return scripted.NewFunc(name, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+			if scCalled(req)["write_file"] == 0 {
+				return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/" + scNode(req) + "/scratch/by.md", "content": name})), nil
+			}
+			return scTurn(req, scCall("publish", map[string]string{"summary": "written by " + name})), nil
+		})
+	}
+	def, named, byRole := writer("default"), writer("named"), writer("analyst")
+	coord := scCoordinator("mix-coordinator", func() []tools.Call {
+		return []tools.Call{
+			scCall("spawn_worker", map[string]any{"name": "Nia", "model": "scripted/named"}),
+			scCall("spawn_worker", map[string]any{"name": "Ray", "role": "analyst"}),
+			scCall("create_work_node", map[string]any{"task": "Write by.md.", "worker": "Nia"}),
+			scCall("create_work_node", map[string]any{"task": "Write by.md.", "worker": "Ray"}),
+			scCall("create_work_node", map[string]any{"task": "Write by.md."}),
+		}
+	}, "nodes/n1/published/by.md", func(content string) string { return content })
+	s := scSquad(t, coord, []providers.Model{def, named, byRole}, nodes.WithRoleModel("analyst", "scripted/analyst"))
+	res := scRun(t, s, "Three writers.")
+	want := map[string]string{"n1": "named", "n2": "analyst", "n3": "default"}
+	for id, model := range want {
+		n, _ := res.Board.Node(id)
+		if n.Summary != "written by "+model {
+			t.Errorf("%s was written by %q, want %s", id, n.Summary, model)
+		}
+	}
+	for _, m := range []*scripted.Model{def, named, byRole} {
+		if len(m.Requests()) == 0 {
+			t.Errorf("model %s was never used", m.Name())
+		}
+	}
+}
