@@ -23,8 +23,12 @@ func (r *run) coordinate(ctx context.Context, goal string) (runtime.Outcome, err
 	if err != nil {
 		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
 	}
-	rt := harnessed.New(model, harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
-		harnessed.WithMaxIterations(1000))
+	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
+		harnessed.WithMaxIterations(1000)}
+	if r.cfg.contextLimit > 0 {
+		opts = append(opts, harnessed.WithContextLimit(r.cfg.contextLimit))
+	}
+	rt := harnessed.New(model, opts...)
 	r.mu.Lock()
 	answer := r.coordAnswer
 	r.coordAnswer = ""
@@ -60,6 +64,9 @@ func (r *run) coordinatorSystem() string {
 		sections = append(sections, "YOUR MEMORY:\n"+m)
 	}
 	sections = append(sections, fmt.Sprintf(operatingRules, r.dir))
+	if r.cfg.mode == Infinite {
+		sections = append(sections, infiniteRules)
+	}
 	return strings.Join(sections, "\n\n---\n\n")
 }
 
@@ -71,6 +78,9 @@ const operatingRules = `OPERATING RULES
 - Write the plan in _plan.md. File paths are relative to the run folder, %s.
 - A reply without tool calls goes to the human and ends your turn; keep it short.
 - finish ends the run with the final answer, written to _output.md.`
+
+const infiniteRules = `YOU WORK IN CYCLES
+This goal has no end: each time you are woken — by a trigger you scheduled, or by the human — do one cycle of work, then call finish with the cycle's report. You then sleep until the next wake-up; your conversation and memory carry over. Keep track of what you already reported so a cycle reports only what is new.`
 
 // The coordinator's tool arguments.
 type (

@@ -100,6 +100,21 @@ func (r *run) stop() {
 	r.signal()
 }
 
+// end makes the run end at its next tick, its workers stopped.
+func (r *run) end() {
+	r.mu.Lock()
+	r.ending = true
+	r.mu.Unlock()
+	r.pool.cancelAll()
+	r.signal()
+}
+
+func (r *run) isEnding() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ending
+}
+
 // coordinatorWaiting reports whether the coordinator waits for the human's answer.
 func (r *run) coordinatorWaiting() bool {
 	r.mu.Lock()

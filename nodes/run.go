@@ -35,6 +35,8 @@ type tick struct {
 	Finished  bool            `json:"finished,omitempty"`
 	Output    string          `json:"output,omitempty"`
 	Nudged    bool            `json:"nudged,omitempty"` // the coordinator was told the board is idle
+	Cycle     int             `json:"cycle,omitempty"`  // cycles an infinite run has finished
+	Sleeping  bool            `json:"sleeping,omitempty"`
 	Usage     providers.Usage `json:"usage"`
 	// CoordQuestion is the coordinator's question to the human, until answered.
 	CoordQuestion string `json:"coord_question,omitempty"`
@@ -95,6 +97,7 @@ type run struct {
 	output        string
 	coordAnswer   string
 	coordQuestion string
+	ending        bool
 }
 
 const (
@@ -205,8 +208,8 @@ func (r *run) execute(ctx context.Context) (res Result, err error) {
 		}
 	}
 	res = Result{RunID: r.id, Output: final.Output, Board: r.board.Snapshot(), Usage: final.Usage}
-	if final.Finished {
-		res.OutputPath = filepath.Join(string(r.dir), outputFile)
+	if p := filepath.Join(string(r.dir), outputFile); final.Finished && fileExists(p) {
+		res.OutputPath = p
 	}
 	return res, err
 }
@@ -272,12 +275,12 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	for {
 		n.Done = append(n.Done, r.pool.drain()...)
-		news := st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToRestart()
+		news := st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToRestart() || r.isEnding()
 		if news {
 			n.Nudged = false
 			return n, nil
 		}
-		if r.idle() && !st.Nudged && !r.isStopped() {
+		if r.idle() && !st.Nudged && !st.Sleeping && !r.isStopped() {
 			n.Nudged = true
 			_, err := r.bus.SendOnce(ctx, fmt.Sprintf("tick%d/idle", st.Tick), squadName, bus.Coordinator, "Nothing is running and no work is ready. Create work nodes, wait for the human, or finish.")
 			return n, err
@@ -325,9 +328,18 @@ func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	n.Tick++
+	if r.isEnding() {
+		n.Finished = true
+		if out := strings.TrimSpace(readText(filepath.Join(string(r.dir), outputFile))); out != "" {
+			n.Output = out
+		}
+		r.emit(eventlog.Event{Type: eventlog.AgentCompleted, Text: "ended: " + firstLine(n.Output)})
+		return n, nil
+	}
 	if st.Tick > 0 && !r.coordinatorHasNews() {
 		return n, nil
 	}
+	n.Sleeping = false
 	n.CoordQuestion = ""
 	o, err := r.coordinate(ctx, st.Goal)
 	n.Usage = n.Usage.Add(usageSince(o.Usage, st.CoordUsage))
@@ -346,6 +358,19 @@ func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 		finished, output = true, strings.TrimSpace(readText(out)) // finished before a restart
 	}
 	switch {
+	case finished && r.cfg.mode == Infinite:
+		r.mu.Lock()
+		r.finished = false
+		r.mu.Unlock()
+		n.Cycle++
+		n.Output, n.Sleeping = output, true
+		if err := r.converse(bus.Coordinator, bus.Human, output); err != nil {
+			return n, err
+		}
+		if err := os.Rename(filepath.Join(string(r.dir), outputFile), filepath.Join(string(r.dir), fmt.Sprintf("_output.cycle%03d.md", n.Cycle))); err != nil {
+			return n, fmt.Errorf("nodes: cycle %d: %w", n.Cycle, err)
+		}
+		r.emit(eventlog.Event{Type: "x.cycle_completed", Text: fmt.Sprintf("cycle %d: %s", n.Cycle, firstLine(output))})
 	case finished:
 		n.Finished, n.Output = true, output
 		if err := r.converse(bus.Coordinator, bus.Human, output); err != nil {
@@ -398,9 +423,7 @@ func (r *run) reply(key, body string) error {
 // converse appends a message of the human ↔ coordinator conversation to the agent's
 // conversation.jsonl.
 func (r *run) converse(from, to, body string) error {
-	return workspace.AppendJSONL(r.s.home.Conversation(), map[string]any{
-		"time": r.cfg.now().UTC(), "run": r.id, "from": from, "to": to, "content": body,
-	})
+	return r.s.conv.add(r.id, from, to, body)
 }
 
 func (r *run) ctxOrBackground() context.Context {

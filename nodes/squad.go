@@ -57,6 +57,18 @@ type Contract struct {
 	Policy string
 }
 
+// Mode says whether a run ends when the coordinator finishes.
+type Mode string
+
+// The modes.
+const (
+	// Finite runs end when the coordinator calls finish.
+	Finite Mode = "finite"
+	// Infinite runs work in cycles: finish ends a cycle, and the agent sleeps until a trigger or
+	// the human wakes it for the next. They end when End is called (or their context ends).
+	Infinite Mode = "infinite"
+)
+
 // Option configures a Squad.
 type Option func(*config)
 
@@ -79,6 +91,8 @@ type config struct {
 	runtimes      map[string]func(w Worker) (runtime.Runtime, error)
 	now           func() time.Time
 	names         []string
+	mode          Mode
+	contextLimit  int
 }
 
 // WithHome sets the agent's home folder (default ".agiraph/agent").
@@ -154,6 +168,13 @@ func WithRuntime(kind string, fn func(w Worker) (runtime.Runtime, error)) Option
 // WithClock sets the clock of events, messages and the board.
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
+// WithMode sets whether runs are finite (the default) or infinite (see Mode).
+func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
+
+// WithContextLimit sets the context window, in tokens, of the coordinator and harnessed
+// workers; conversations are compacted near it (default: the harnessed runtime's).
+func WithContextLimit(tokens int) Option { return func(c *config) { c.contextLimit = tokens } }
+
 // WithWorkerNames sets the names given to workers the squad spawns by itself.
 func WithWorkerNames(names ...string) Option { return func(c *config) { c.names = names } }
 
@@ -165,6 +186,7 @@ type Squad struct {
 	saver checkpoint.Saver
 	owned bool // the squad opened the saver and closes it
 	log   *eventlog.Log
+	conv  *conversation
 
 	mu  sync.Mutex
 	cur *run
@@ -175,7 +197,7 @@ func New(opts ...Option) (*Squad, error) {
 	c := config{
 		home: filepath.Join(".agiraph", "agent"), model: "anthropic/claude-sonnet-4-5",
 		maxConcurrent: 4, tick: time.Second, stall: 10 * time.Minute, maxAttempts: 2,
-		contract: Contract{MaxIterations: 30, Policy: "all"},
+		contract: Contract{MaxIterations: 30, Policy: "all"}, mode: Finite,
 		runtimes: map[string]func(Worker) (runtime.Runtime, error){}, now: time.Now, roleModels: map[string]string{},
 		names: []string{"Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy"},
 	}
@@ -212,6 +234,12 @@ func New(opts ...Option) (*Squad, error) {
 		}
 		s.saver, s.owned = db, true
 	}
+	conv, err := openConversation(s.home.Conversation(), c.now)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.conv = conv
 	log, err := eventlog.Open(s.home.Events(), eventlog.WithClock(c.now))
 	if err != nil {
 		s.Close()
@@ -344,6 +372,18 @@ func (s *Squad) Stop() error {
 		return err
 	}
 	r.stop()
+	return nil
+}
+
+// End ends the run in progress cleanly: its workers are stopped (their progress is kept), the
+// coordinator's conversation is kept, and Run returns with the latest output. It is how an
+// infinite run stops.
+func (s *Squad) End() error {
+	r, err := s.current()
+	if err != nil {
+		return err
+	}
+	r.end()
 	return nil
 }
 

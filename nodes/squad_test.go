@@ -140,3 +140,36 @@ func TestNewChecksTheModels(t *testing.T) {
 		t.Fatal("an unknown provider was accepted")
 	}
 }
+
+// The conversation with the human goes on across runs, numbered, and is read a page at a time.
+func TestConversationAcrossRuns(t *testing.T) {
+	s := newSquad(t)
+	run(t, s, "first goal")
+	run(t, s, "second goal")
+	all, total, err := s.Conversation(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != len(all) || total < 4 {
+		t.Fatalf("%d entries, total %d", len(all), total)
+	}
+	for i, e := range all {
+		if e.Seq != i+1 {
+			t.Fatalf("entry %d has seq %d", i, e.Seq)
+		}
+	}
+	if all[0].Content != "first goal" || all[0].From != "human" {
+		t.Fatalf("first entry %+v", all[0])
+	}
+	runs := map[string]bool{}
+	for _, e := range all {
+		runs[e.Run] = true
+	}
+	if len(runs) != 2 {
+		t.Fatalf("entries of %d runs, want 2", len(runs))
+	}
+	page, _, err := s.Conversation(2, 2)
+	if err != nil || len(page) != 2 || page[0].Seq != 3 || page[1].Seq != 4 {
+		t.Fatalf("page after 2: %+v, %v", page, err)
+	}
+}

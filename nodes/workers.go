@@ -159,6 +159,9 @@ func (r *run) runtimeFor(w Worker) (runtime.Runtime, error) {
 		if w.Single {
 			opts = append(opts, harnessed.WithSingleInference())
 		}
+		if r.cfg.contextLimit > 0 {
+			opts = append(opts, harnessed.WithContextLimit(r.cfg.contextLimit))
+		}
 		rt = harnessed.New(model, opts...)
 	case w.Kind == ClaudeCode:
 		opts := append([]claudecode.Option(nil), r.cfg.claude...)
