@@ -357,6 +357,22 @@ func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 	if out := filepath.Join(string(r.dir), outputFile); !finished && fileExists(out) {
 		finished, output = true, strings.TrimSpace(readText(out)) // finished before a restart
 	}
+	if finished {
+		// A last turn to store what is worth remembering, before the run (or cycle) ends.
+		key := fmt.Sprintf("flush/cycle%d", n.Cycle)
+		if _, err := r.bus.SendOnce(ctx, key, squadName, bus.Coordinator, flushNote); err != nil {
+			return n, err
+		}
+		fo, err := r.coordinate(ctx, st.Goal)
+		n.Usage = n.Usage.Add(usageSince(fo.Usage, o.Usage))
+		n.CoordUsage = fo.Usage
+		if err != nil {
+			return n, err
+		}
+		r.mu.Lock()
+		r.finished = false // a finish during the flush turn changes nothing
+		r.mu.Unlock()
+	}
 	switch {
 	case finished && r.cfg.mode == Infinite:
 		r.mu.Lock()
@@ -397,6 +413,9 @@ func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 	}
 	return n, nil
 }
+
+// flushNote asks the coordinator to store durable notes before its run or cycle ends.
+const flushNote = "The run is ending. Store what is worth remembering for future runs — facts in knowledge/, what worked or did not in experiences/, the essentials in MEMORY.md — with memory_write, then reply with one line."
 
 // usageSince returns now minus before: what a growing total added.
 func usageSince(now, before providers.Usage) providers.Usage {
