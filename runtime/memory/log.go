@@ -1,0 +1,115 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// dateLayout names the daily logs: memory/2006-01-02.md.
+const dateLayout = "2006-01-02"
+
+// DailyLog returns the path of the daily log of the day of t, relative to memory/
+// ("2026-02-11.md").
+func DailyLog(t time.Time) string { return t.Format(dateLayout) + ".md" }
+
+// Log appends "- HH:MM by: entry" to today's daily log, memory/YYYY-MM-DD.md, with the date
+// and time read from the store's clock. Lines after the first of a multi-line entry are
+// indented so the entry stays one list item. An empty by leaves out "by: "; an empty entry
+// is an error.
+func (s *Store) Log(by, entry string) error {
+	entry = strings.TrimSpace(entry)
+	if entry == "" {
+		return errors.New("memory: log: the entry is empty")
+	}
+	now := s.cfg.now()
+	name := DailyLog(now)
+	line := "- " + now.Format("15:04") + " "
+	if by != "" {
+		line += by + ": "
+	}
+	line += strings.ReplaceAll(strings.ReplaceAll(entry, "\r\n", "\n"), "\n", "\n  ") + "\n"
+
+	var w Write
+	err := func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		root, err := os.OpenRoot(s.home.MemoryDir())
+		if err != nil {
+			return fmt.Errorf("memory: log: the memory folder is not available: %v", unwrapPath(err))
+		}
+		defer root.Close()
+		n, err := appendFile(root, name, line)
+		if err != nil {
+			return fmt.Errorf("memory: log to %s: %v", name, unwrapPath(err))
+		}
+		w = Write{Path: name, Bytes: n, Append: true, By: by}
+		return nil
+	}()
+	if err != nil {
+		return err
+	}
+	s.notify([]Write{w})
+	return nil
+}
+
+// Recent returns the daily logs of the last days days, today (by the store's clock)
+// included, oldest first, each headed by "### YYYY-MM-DD". Days without a log are left out;
+// it returns "" when there are none.
+func (s *Store) Recent(days int) string {
+	now := s.cfg.now()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var parts []string
+	for d := days - 1; d >= 0; d-- {
+		day := now.AddDate(0, 0, -d)
+		text := s.readPlain(filepath.Join(s.home.MemoryDir(), DailyLog(day)))
+		if text == "" {
+			continue
+		}
+		parts = append(parts, "### "+day.Format(dateLayout)+"\n"+text)
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// Prompt returns the memory that goes into a coordinator's system prompt at session start:
+// MEMORY.md, memory/index.md and the daily logs of today and yesterday, each in a section
+// headed "## ...". Empty files, and an index.md still as [Open] created it, are left out; it
+// returns "" when all are.
+func (s *Store) Prompt() string {
+	recent := s.Recent(2)
+	s.mu.RLock()
+	curated := s.readPlain(s.home.Memory())
+	index := s.readPlain(filepath.Join(s.home.MemoryDir(), IndexFile))
+	s.mu.RUnlock()
+	if index == strings.TrimSpace(indexTemplate) {
+		index = ""
+	}
+	var parts []string
+	if curated != "" {
+		parts = append(parts, "## Long-term memory (MEMORY.md)\n\n"+curated)
+	}
+	if index != "" {
+		parts = append(parts, "## Memory index (memory/index.md)\n\nSearch these with memory_search, or read one with memory_read.\n\n"+index)
+	}
+	if recent != "" {
+		parts = append(parts, "## Recent daily logs (memory/YYYY-MM-DD.md)\n\n"+recent)
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// readPlain returns the trimmed content of the regular file p (not a symbolic link), or "".
+func (s *Store) readPlain(p string) string {
+	st, err := os.Lstat(p)
+	if err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
