@@ -669,3 +669,36 @@ func TestConcurrentAppends(t *testing.T) {
 		t.Errorf("observer saw %d writes, want %d", count, writers*lines+1)
 	}
 }
+
+func TestSearchSectionBoundaries(t *testing.T) {
+	s, home := open(t, memory.WithBudget(300))
+	mustWrite(t, s, "knowledge/shell.md", "Preamble about quokka habits.\n\n## Scripts\nA quokka script:\n```\n## not a header, inside a fence\necho quokka\n```\nend of scripts.\n\n### Other\nnothing\n", false)
+	mustWrite(t, s, "knowledge/pad.md", "## Pad\n"+strings.Repeat("padding ", 50), false)
+	out, err := s.Search("quokka", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := blocks(out)
+	if len(bs) != 2 {
+		t.Fatalf("want 2 sections:\n%s", out)
+	}
+	if !strings.HasPrefix(bs[0], "**knowledge/shell.md**\n## Scripts\n") || !strings.HasSuffix(bs[0], "end of scripts.") {
+		t.Errorf("fenced section split or cut: %q", bs[0])
+	}
+	if bs[1] != "**knowledge/shell.md** (beginning of the file)\nPreamble about quokka habits." {
+		t.Errorf("preamble section: %q", bs[1])
+	}
+	// A MEMORY.md that is a symbolic link (here to SOUL.md) is refused.
+	if err := os.WriteFile(home.Soul(), []byte("soul"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(home.Soul(), home.Memory()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write("x", "MEMORY.md", "overwrite the soul", false); err == nil || !strings.Contains(err.Error(), `"MEMORY.md"`) {
+		t.Errorf("write through a MEMORY.md symlink: %v", err)
+	}
+	if data, _ := os.ReadFile(home.Soul()); string(data) != "soul" {
+		t.Errorf("SOUL.md changed: %q", data)
+	}
+}

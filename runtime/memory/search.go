@@ -37,11 +37,11 @@ var stopWords = map[string]bool{
 // the first header is a section too) and scores each section by the query's keywords:
 // lower-cased words, without stop-words, each matching at the start of a word ("async"
 // matches "asyncio"; a plural keyword matches its singular), in the section or its file's
-// path (index.md, which names every file, is not searched this way). Sections matching more distinct keywords rank first, then those with more
-// occurrences, then those of more recently modified files. The best whole sections are
-// returned, each headed by its path and starting with its header line: at most limit of them
-// (default [DefaultLimit] when limit <= 0) and, past the first, no more than the budget in
-// bytes.
+// path. index.md, which names every file, is not searched this way. Sections matching more
+// distinct keywords rank first, then those with more occurrences, then those of more
+// recently modified files. The best whole sections are returned, each headed by its path
+// and starting with its header line: at most limit of them (default [DefaultLimit] when
+// limit <= 0) and, past the first, no more than the budget in bytes.
 //
 // When nothing matches the result is a text beginning "no memory matches", not an error. A
 // query without any word is an error.
