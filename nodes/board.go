@@ -94,7 +94,9 @@ type Worker struct {
 	// Command is an autonomous worker's command template.
 	Command []string `json:"command,omitempty"`
 	// Single makes a harnessed worker answer in one model call, without tools.
-	Single bool         `json:"single,omitempty"`
+	Single bool `json:"single,omitempty"`
+	// Memory lets the worker write to the agent's long-term memory.
+	Memory bool         `json:"agent_memory,omitempty"`
 	Status WorkerStatus `json:"status"`
 	// Node is the node it works on, while busy or waiting.
 	Node string `json:"node,omitempty"`
@@ -380,7 +382,7 @@ func (b *Board) saveNode(n *Node) error {
 type NewWorker struct {
 	Name, Role, Kind, Model string
 	Command                 []string
-	Single                  bool
+	Single, Memory          bool
 	Identity                string
 }
 
@@ -414,7 +416,7 @@ func (b *Board) spawn(nw NewWorker) (w Worker, created bool, err error) {
 		return Worker{}, false, fmt.Errorf("%q is reserved", name)
 	}
 	wk := &Worker{ID: id, Name: name, Role: nw.Role, Kind: nw.Kind, Model: nw.Model, Command: nw.Command,
-		Single: nw.Single, Status: WorkerIdle, Created: b.now()}
+		Single: nw.Single, Memory: nw.Memory, Status: WorkerIdle, Created: b.now()}
 	dir := b.run.Worker(id)
 	if err := dir.Create(); err != nil {
 		return Worker{}, false, err

@@ -12,6 +12,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/harnessed"
+	"github.com/agiraph/agiraph/runtime/memory"
 	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
 )
@@ -60,8 +61,8 @@ func (r *run) coordinatorSystem() string {
 		sections = append(sections, "YOUR STANDING GOAL:\n"+g)
 	}
 	sections = append(sections, "Today is "+r.cfg.now().Format("Monday, 2 January 2006")+".")
-	if m := readText(home.Memory()); m != "" {
-		sections = append(sections, "YOUR MEMORY:\n"+m)
+	if m := r.s.mem.Prompt(); m != "" {
+		sections = append(sections, "YOUR MEMORY\n"+m)
 	}
 	sections = append(sections, fmt.Sprintf(operatingRules, r.dir))
 	if r.cfg.mode == Infinite {
@@ -97,6 +98,7 @@ type (
 		Model    string   `json:"model,omitempty" jsonschema:"description=For harnessed workers a provider/model name; for claude-code a Claude model"`
 		Command  []string `json:"command,omitempty" jsonschema:"description=For autonomous workers: the command template"`
 		Single   bool     `json:"single,omitempty" jsonschema:"description=Answer in one model call without tools (cheap, for small well-defined tasks)"`
+		Memory   bool     `json:"agent_memory,omitempty" jsonschema:"description=Let the worker write to your long-term memory (it can always search and read it)"`
 		Identity string   `json:"identity,omitempty" jsonschema:"description=Who the worker is and what it is good at"`
 	}
 	assignArgs struct {
@@ -142,6 +144,7 @@ func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 			tools.WithGuidance("finish only when the goal is met: the output is the complete deliverable (usually the final report's content), not a pointer to it.")),
 	}
 	ts = append(ts, runtime.MessageTools(a, runtime.NewReporter(a, nil))...)
+	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: bus.Coordinator, CanWrite: true})...)
 	return append(ts, workspace.CoordinatorScope().Tools(r.dir)...)
 }
 
@@ -172,7 +175,7 @@ func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
 }
 
 func (r *run) toolSpawn(ctx context.Context, args spawnArgs) (string, error) {
-	w, created, err := r.spawn(NewWorker{Name: args.Name, Role: args.Role, Kind: args.Kind, Model: args.Model, Command: args.Command, Single: args.Single, Identity: args.Identity})
+	w, created, err := r.spawn(NewWorker{Name: args.Name, Role: args.Role, Kind: args.Kind, Model: args.Model, Command: args.Command, Single: args.Single, Identity: args.Identity, Memory: args.Memory})
 	if err != nil {
 		return "", err
 	}
@@ -290,9 +293,12 @@ func (r *run) toolReconvene(ctx context.Context, args reconveneArgs) (string, er
 	stage := r.stage
 	r.mu.Unlock()
 	r.emit(eventlog.Event{Type: eventlog.StageReconvened, Text: args.Assessment})
+	if err := r.s.mem.Log(bus.Coordinator, fmt.Sprintf("run %s: stage %d done: %s", r.id, old, firstLine(args.Assessment))); err != nil {
+		return "", err
+	}
 	r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", old)})
 	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: fmt.Sprintf("stage %d", stage)})
-	return fmt.Sprintf("Stage %d started; nodes you create now belong to it.", stage), nil
+	return fmt.Sprintf("Stage %d started; nodes you create now belong to it. Before you plan it, store what this stage taught you with memory_write.", stage), nil
 }
 
 func (r *run) toolFinish(ctx context.Context, args finishArgs) (string, error) {

@@ -243,6 +243,9 @@ func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 		return n, err
 	}
 	r.emit(eventlog.Event{Type: eventlog.AgentStarted, Text: r.goal})
+	if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s started: %s", r.id, firstLine(r.goal))); err != nil {
+		return n, err
+	}
 	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: "stage 1"})
 	return n, nil
 }
@@ -387,9 +390,15 @@ func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 			return n, fmt.Errorf("nodes: cycle %d: %w", n.Cycle, err)
 		}
 		r.emit(eventlog.Event{Type: "x.cycle_completed", Text: fmt.Sprintf("cycle %d: %s", n.Cycle, firstLine(output))})
+		if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s cycle %d: %s", r.id, n.Cycle, firstLine(output))); err != nil {
+			return n, err
+		}
 	case finished:
 		n.Finished, n.Output = true, output
 		if err := r.converse(bus.Coordinator, bus.Human, output); err != nil {
+			return n, err
+		}
+		if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s finished: %s", r.id, firstLine(output))); err != nil {
 			return n, err
 		}
 		r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", n.Stage)})

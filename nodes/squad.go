@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/autonomous"
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/memory"
 	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
 )
@@ -187,6 +189,7 @@ type Squad struct {
 	owned bool // the squad opened the saver and closes it
 	log   *eventlog.Log
 	conv  *conversation
+	mem   *memory.Store
 
 	mu  sync.Mutex
 	cur *run
@@ -246,6 +249,12 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	s.log = log
+	mem, err := memory.Open(s.home, memory.WithClock(c.now), memory.WithObserver(s.memoryWritten))
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	s.mem = mem
 	if log.Last() == 0 {
 		if _, err := log.Append(eventlog.Event{Type: eventlog.AgentCreated, Text: c.home}); err != nil {
 			s.Close()
@@ -268,6 +277,23 @@ func (s *Squad) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// memoryWritten turns a write to the agent's memory into an event of the run in progress.
+func (s *Squad) memoryWritten(w memory.Write) {
+	e := eventlog.New(eventlog.MemoryWritten, w.Path, w)
+	e.Worker = w.By
+	s.mu.Lock()
+	if s.cur != nil {
+		e.Run = s.cur.id
+	}
+	s.mu.Unlock()
+	if _, err := s.log.Append(e); err != nil {
+		fmt.Fprintf(os.Stderr, "nodes: event %s: %v\n", e.Type, err)
+	}
+}
+
+// Memory returns the agent's long-term memory.
+func (s *Squad) Memory() *memory.Store { return s.mem }
 
 // Home returns the agent's home folder.
 func (s *Squad) Home() workspace.Home { return s.home }

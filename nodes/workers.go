@@ -12,6 +12,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/autonomous"
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/harnessed"
+	"github.com/agiraph/agiraph/runtime/memory"
 	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/shell"
@@ -90,6 +91,7 @@ func readText(path string) string {
 func (r *run) workerTools(n Node, w Worker) []tools.Tool {
 	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
 	ts = append(ts, readRef(n, ts[0]), shell.Bash(shell.Dir(r.dir.Node(n.ID).Scratch())))
+	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: w.Name, CanWrite: w.Memory})...)
 	var extra []tools.Tool
 	if r.cfg.tools != nil {
 		extra = r.cfg.tools(w, n)
