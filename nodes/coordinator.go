@@ -26,9 +26,6 @@ func (r *run) coordinate(ctx context.Context, goal string) (runtime.Outcome, err
 	}
 	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
 		harnessed.WithMaxIterations(1000)}
-	if r.cfg.contextLimit > 0 {
-		opts = append(opts, harnessed.WithContextLimit(r.cfg.contextLimit))
-	}
 	rt := harnessed.New(model, opts...)
 	r.mu.Lock()
 	answer := r.coordAnswer

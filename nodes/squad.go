@@ -173,8 +173,8 @@ func WithClock(now func() time.Time) Option { return func(c *config) { c.now = n
 // WithMode sets whether runs are finite (the default) or infinite (see Mode).
 func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
 
-// WithContextLimit sets the context window, in tokens, of the coordinator and harnessed
-// workers; conversations are compacted near it (default: the harnessed runtime's).
+// WithContextLimit sets the context window, in tokens, of harnessed workers; their
+// conversations are compacted near it (default: the harnessed runtime's).
 func WithContextLimit(tokens int) Option { return func(c *config) { c.contextLimit = tokens } }
 
 // WithWorkerNames sets the names given to workers the squad spawns by itself.

@@ -17,6 +17,9 @@ import (
 // compacted. The size is the larger of what the provider reported for the latest call and an
 // estimate of four characters per token over the system prompt, the tools and conv.
 func (w *worker) over(s state, conv []providers.Message) bool {
+	if len(conv) <= w.rt.cfg.keepMessages+1 {
+		return false // nothing a compaction could drop
+	}
 	chars := len(w.system())
 	if w.reg != nil {
 		for _, t := range w.reg.Tools() {
@@ -79,15 +82,21 @@ func hasToolResults(m providers.Message) bool {
 	return false
 }
 
-// archive writes conv, a message per line, to _archive/conversation-NNN.jsonl in the node
-// folder and returns the file's path.
+// archive writes conv, a message per line, to _archive/<assignment>.NNN.jsonl in the node
+// folder and returns the file's path. Archives are never overwritten.
 func (w *worker) archive(n int, conv []providers.Message) (string, error) {
 	dir := w.a.Dir.Path("_archive")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("harnessed: archive: %w", err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("conversation-%03d.jsonl", n))
-	f, err := os.Create(path)
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == os.PathSeparator {
+			return '_'
+		}
+		return r
+	}, w.a.ID)
+	path := filepath.Join(dir, fmt.Sprintf("%s.%03d.jsonl", name, n))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", fmt.Errorf("harnessed: archive: %w", err)
 	}

@@ -371,7 +371,7 @@ func TestCompactionKeepsNotesAndFinishes(t *testing.T) {
 	if !slices.Contains(o.Published, "notes.md") {
 		t.Fatalf("notes not published: %v", o.Published)
 	}
-	archives, _ := filepath.Glob(a.Dir.Path("_archive/conversation-*.jsonl"))
+	archives, _ := filepath.Glob(a.Dir.Path("_archive/a5.*.jsonl"))
 	if len(archives) == 0 {
 		t.Fatal("no archive of the old conversation")
 	}
