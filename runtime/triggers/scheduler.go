@@ -71,6 +71,7 @@ type Scheduler struct {
 	nextID   int
 	queue    []queued        // on_event firings not yet handed out
 	late     map[string]bool // triggers that came due while the process was down
+	loaded   map[string]bool // triggers read from the file by Open
 	dirty    bool            // activity moved an on_idle trigger since the last save
 	err      error           // the first error saving from the loop
 	started  bool
@@ -107,6 +108,7 @@ func Open(path string, fire func(Firing), opts ...Option) (*Scheduler, error) {
 		byID:   map[string]*Trigger{},
 		scheds: map[string]cron.Schedule{},
 		late:   map[string]bool{},
+		loaded: map[string]bool{},
 		nextID: 1,
 		wake:   make(chan struct{}, 1),
 	}
@@ -134,6 +136,7 @@ func Open(path string, fire func(Firing), opts ...Option) (*Scheduler, error) {
 		}
 		s.triggers = append(s.triggers, &t)
 		s.byID[t.ID] = &t
+		s.loaded[t.ID] = true
 	}
 	return s, nil
 }
@@ -143,8 +146,9 @@ func Open(path string, fire func(Firing), opts ...Option) (*Scheduler, error) {
 func (s *Scheduler) now() time.Time { return s.clock.Now().Round(0) }
 
 // Start starts the loop that fires triggers; it runs until ctx ends or Close is called. Triggers
-// that came due while the process was down fire once, at once, with [Firing.Late] set; recurring
-// ones then continue from now. Calling Start again, or after Close, does nothing.
+// read by Open that came due while the process was down fire once, at once, with [Firing.Late]
+// set; recurring ones then continue from now. (A trigger added since Open is never late, even
+// an at_time one whose At had passed.) Calling Start again, or after Close, does nothing.
 func (s *Scheduler) Start(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,7 +158,7 @@ func (s *Scheduler) Start(ctx context.Context) {
 	s.started = true
 	now := s.now()
 	for _, t := range s.triggers {
-		if t.Status == Active && t.Type.timed() && !t.Next.IsZero() && t.Next.Before(now) {
+		if s.loaded[t.ID] && t.Status == Active && t.Type.timed() && !t.Next.IsZero() && t.Next.Before(now) {
 			s.late[t.ID] = true
 		}
 	}

@@ -44,7 +44,7 @@ const scheduleGuidance = `Use schedule to act later or on a condition — you ar
 // Tools returns the tools an agent uses to manage its triggers: schedule, list_triggers and
 // cancel_trigger. Triggers made by schedule record by as their creator.
 func (s *Scheduler) Tools(by string) []tools.Tool {
-	schedule := tools.Func("schedule",
+	scheduleTool := tools.Func("schedule",
 		"Schedule a future action: a one-off reminder (delayed, at_time), a recurring one (scheduled cron, heartbeat), or a reaction to an event (on_event) or to inactivity (on_idle).",
 		func(ctx context.Context, a scheduleArgs) (string, error) {
 			t, err := a.trigger(by)
@@ -78,7 +78,7 @@ func (s *Scheduler) Tools(by string) []tools.Tool {
 			}
 			return fmt.Sprintf("Cancelled trigger %s.", id), nil
 		}, tools.WithGuidance("Cancel a recurring trigger (scheduled, heartbeat, on_event, on_idle) once it has served its purpose; one-off triggers end by themselves after firing."))
-	return []tools.Tool{schedule, list, cancel}
+	return []tools.Tool{scheduleTool, list, cancel}
 }
 
 // argNames maps the fields of a Trigger to the schedule tool's arguments.

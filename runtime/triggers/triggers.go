@@ -33,6 +33,15 @@
 // clock moved a long way at once), a recurring trigger fires once and continues from the time it
 // fired.
 //
+// The file is {"next_id": N, "triggers": [...]}, each trigger as [Trigger] marshals it: times in
+// RFC 3339, durations (delay, interval, idle) in seconds (see [Duration]). next_id keeps ids
+// from being reused after a restart.
+//
+// # Tools
+//
+// [Scheduler.Tools] returns schedule, list_triggers and cancel_trigger, the tools through which
+// an agent manages its own triggers; their errors name the argument to fix.
+//
 // # Time
 //
 // The scheduler reads time from a [Clock] (the system clock unless [WithClock] is given). Tests

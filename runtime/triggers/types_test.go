@@ -1,7 +1,9 @@
 package triggers_test
 
 import (
+	"context"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -122,6 +124,20 @@ func TestAtTime(t *testing.T) {
 	f = h.one(h.drain(), past.ID, base, "past at")
 	if f.Late {
 		t.Fatal("a past at_time added while running fired with Late set")
+	}
+}
+
+func TestPastAtTimeAddedBeforeStartIsNotLate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "triggers.json")
+	clock := triggers.NewFakeClock(base)
+	h := open(t, path, clock, false)
+	h.add(triggers.Trigger{Type: triggers.AtTime, At: base.Add(-time.Hour), Action: wake("overdue")})
+	h.add(triggers.Trigger{Type: triggers.Delayed, Delay: triggers.Duration(time.Minute), Action: wake("soon")})
+	clock.Advance(2 * time.Minute)
+	h.s.Start(context.Background())
+	fs := h.drain()
+	if len(fs) != 2 || fs[0].Trigger.ID != "t1" || fs[1].Trigger.ID != "t2" || fs[0].Late || fs[1].Late {
+		t.Fatalf("firings %+v, want t1 then t2, neither late", fs)
 	}
 }
 
