@@ -7,6 +7,7 @@ require github.com/google/uuid v1.6.0
 require (
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/invopop/jsonschema v0.14.0
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/tmc/langchaingo v0.1.14
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.62.0

@@ -142,6 +142,8 @@ func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 	}
 	ts = append(ts, runtime.MessageTools(a, runtime.NewReporter(a, nil))...)
 	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: bus.Coordinator, CanWrite: true})...)
+	ts = append(ts, r.sched.ToolsFor(bus.Coordinator, a.ID)...)
+	ts = append(ts, r.cfg.coordTools...)
 	return append(ts, workspace.CoordinatorScope().Tools(r.dir)...)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/triggers"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
@@ -83,6 +84,7 @@ type run struct {
 	bus     *bus.Bus
 	log     *eventlog.Log
 	pool    *pool
+	sched   *triggers.Scheduler
 	g       *graph.Compiled[tick]
 	ctx     context.Context // the run's context, which assignments run under
 	started time.Time       // when this process took the run up
@@ -130,6 +132,12 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
 	}
 	r.bus = b
+	sched, err := triggers.Open(s.home.Triggers(), r.fire, triggers.WithClock(s.cfg.triggerClock))
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
+	}
+	r.sched = sched
 	if err := b.Join(bus.Participant{Name: squadName, Role: "system"}); err != nil {
 		b.Close()
 		return nil, err
@@ -181,7 +189,9 @@ func (s *Squad) open(id, goal string) (*run, error) {
 // execute runs or resumes the run's graph and reports how it ended.
 func (r *run) execute(ctx context.Context) (res Result, err error) {
 	r.ctx = ctx
+	r.sched.Start(ctx)
 	defer func() {
+		err = errors.Join(err, r.sched.Close())
 		r.pool.cancelAll()
 		r.pool.wait()
 		err = errors.Join(err, r.bus.Close())
@@ -468,12 +478,15 @@ func (r *run) emitAt(t eventlog.Type, node, worker, text string, data any) {
 	r.emit(e)
 }
 
-// emit appends an event of the run to the agent's log.
+// emit appends an event of the run to the agent's log, and shows it to the triggers.
 func (r *run) emit(e eventlog.Event) {
 	e.Run = r.id
-	if _, err := r.log.Append(e); err != nil {
+	e, err := r.log.Append(e)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "nodes: run %s: event %s: %v\n", r.id, e.Type, err)
+		return
 	}
+	r.sched.Observe(e)
 }
 
 // observeMessage turns the bus's deliveries into events.

@@ -44,6 +44,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
+	"github.com/agiraph/agiraph/runtime/triggers"
 	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
 )
@@ -95,6 +96,8 @@ type config struct {
 	names         []string
 	mode          Mode
 	contextLimit  int
+	triggerClock  triggers.Clock
+	coordTools    []tools.Tool
 }
 
 // WithHome sets the agent's home folder (default ".agiraph/agent").
@@ -177,6 +180,15 @@ func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
 // conversations are compacted near it (default: the harnessed runtime's).
 func WithContextLimit(tokens int) Option { return func(c *config) { c.contextLimit = tokens } }
 
+// WithTriggerClock sets the clock triggers run on (default: the real one); tests pass a
+// triggers.FakeClock to make time pass at will.
+func WithTriggerClock(c triggers.Clock) Option { return func(c2 *config) { c2.triggerClock = c } }
+
+// WithCoordinatorTools gives the coordinator tools beyond its own.
+func WithCoordinatorTools(ts ...tools.Tool) Option {
+	return func(c *config) { c.coordTools = append(c.coordTools, ts...) }
+}
+
 // WithWorkerNames sets the names given to workers the squad spawns by itself.
 func WithWorkerNames(names ...string) Option { return func(c *config) { c.names = names } }
 
@@ -200,7 +212,7 @@ func New(opts ...Option) (*Squad, error) {
 	c := config{
 		home: filepath.Join(".agiraph", "agent"), model: "anthropic/claude-sonnet-4-5",
 		maxConcurrent: 4, tick: time.Second, stall: 10 * time.Minute, maxAttempts: 2,
-		contract: Contract{MaxIterations: 30, Policy: "all"}, mode: Finite,
+		contract: Contract{MaxIterations: 30, Policy: "all"}, mode: Finite, triggerClock: triggers.RealClock(),
 		runtimes: map[string]func(Worker) (runtime.Runtime, error){}, now: time.Now, roleModels: map[string]string{},
 		names: []string{"Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy"},
 	}
@@ -429,6 +441,20 @@ func (s *Squad) ReadBoard(runID string) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	return b.Snapshot(), nil
+}
+
+// Triggers returns the agent's triggers (those of the run in progress' scheduler), or reads
+// them from the home folder when no run is in progress.
+func (s *Squad) Triggers() ([]triggers.Trigger, error) {
+	if r, err := s.current(); err == nil {
+		return r.sched.List(), nil
+	}
+	sched, err := triggers.Open(s.home.Triggers(), func(triggers.Firing) {}, triggers.WithClock(s.cfg.triggerClock))
+	if err != nil {
+		return nil, err
+	}
+	defer sched.Close()
+	return sched.List(), nil
 }
 
 // Subscribe returns the agent's events after seq, in order: first those already logged, then

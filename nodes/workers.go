@@ -92,6 +92,7 @@ func (r *run) workerTools(n Node, w Worker) []tools.Tool {
 	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
 	ts = append(ts, readRef(n, ts[0]), shell.Bash(shell.Dir(r.dir.Node(n.ID).Scratch())))
 	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: w.Name, CanWrite: w.Memory})...)
+	ts = append(ts, r.sched.ToolsFor(w.Name, n.Assignment)...)
 	var extra []tools.Tool
 	if r.cfg.tools != nil {
 		extra = r.cfg.tools(w, n)

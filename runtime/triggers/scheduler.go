@@ -206,6 +206,13 @@ func (s *Scheduler) Add(t Trigger) (Trigger, error) {
 	if s.closed {
 		return Trigger{}, ErrClosed
 	}
+	if t.Key != "" {
+		for _, old := range s.triggers {
+			if old.Key == t.Key {
+				return old.clone(), nil
+			}
+		}
+	}
 	now := s.now()
 	t.ID = fmt.Sprintf("t%d", s.nextID)
 	t.Status = Active

@@ -26,6 +26,7 @@ type scheduleArgs struct {
 	Action          string            `json:"action,omitempty" jsonschema_description:"What you will do when it fires: the task you are woken with. Required unless you give 'to' and 'message'."`
 	To              string            `json:"to,omitempty" jsonschema_description:"To send a message instead of waking you: the recipient. Give 'message' too."`
 	Message         string            `json:"message,omitempty" jsonschema_description:"The text of the message to send to 'to' when it fires."`
+	Node            string            `json:"node,omitempty" jsonschema_description:"To run a work node again instead of waking you: its id. The node goes back on the board when it fires."`
 }
 
 // cancelArgs are the arguments of the cancel_trigger tool.
@@ -37,19 +38,28 @@ type listArgs struct{}
 
 const scheduleGuidance = `Use schedule to act later or on a condition — you are not running all the time; triggers wake you.
 - Pick the type: delayed (a reminder: delay_seconds), at_time (an alarm: at, RFC 3339), scheduled (recurring on cron, in tz, default UTC), heartbeat (a periodic check-in: interval_seconds; often you will find nothing to do), on_event (react to an event: pattern such as "node.completed", and filter such as {"node": "n2"}), on_idle (a dead man's switch: idle_seconds without activity).
-- action is the task you will be woken with: write it so that you will know what to do without remembering why, e.g. "Check whether the build of n4 finished; if it failed, reassign it." To send a message instead, give to and message.
+- action is the task you will be woken with: write it so that you will know what to do without remembering why, e.g. "Check whether the build of n4 finished; if it failed, reassign it." To send a message instead, give to and message; to put a work node back on the board (run it again), give node.
 - Give only the fields of the type you picked. Examples: {"type":"delayed","delay_seconds":1800,"action":"Check the build."}; {"type":"scheduled","cron":"0 9 * * MON","tz":"Europe/Paris","action":"Write the weekly report."}; {"type":"on_event","pattern":"node.completed","filter":{"node":"n2"},"action":"Start the synthesis."}.
 - Recurring triggers keep firing until you cancel them: use list_triggers to see yours and cancel_trigger when one is no longer needed.`
 
 // Tools returns the tools an agent uses to manage its triggers: schedule, list_triggers and
 // cancel_trigger. Triggers made by schedule record by as their creator.
-func (s *Scheduler) Tools(by string) []tools.Tool {
+func (s *Scheduler) Tools(by string) []tools.Tool { return s.ToolsFor(by, "") }
+
+// ToolsFor is Tools for an agent whose tool calls may be repeated after a crash: schedule keys
+// each trigger by scope and the call's ID (tools.CallFrom), so a repeated call finds the
+// trigger its first run made. scope must name the conversation the call IDs come from (its
+// assignment, say), since IDs are unique only within one.
+func (s *Scheduler) ToolsFor(by, scope string) []tools.Tool {
 	scheduleTool := tools.Func("schedule",
 		"Schedule a future action: a one-off reminder (delayed, at_time), a recurring one (scheduled cron, heartbeat), or a reaction to an event (on_event) or to inactivity (on_idle).",
 		func(ctx context.Context, a scheduleArgs) (string, error) {
 			t, err := a.trigger(by)
 			if err != nil {
 				return "", err
+			}
+			if c, ok := tools.CallFrom(ctx); ok && scope != "" && c.ID != "" {
+				t.Key = scope + "/" + c.ID
 			}
 			added, err := s.Add(t)
 			if err != nil {
@@ -147,6 +157,11 @@ func (a scheduleArgs) trigger(by string) (Trigger, error) {
 		}
 	}
 	switch {
+	case strings.TrimSpace(a.Node) != "":
+		if a.To != "" || a.Message != "" {
+			return Trigger{}, errors.New("node: give either node (run a node) or to and message (send a message), not both")
+		}
+		t.Action = Action{Kind: RunNode, Node: strings.TrimSpace(a.Node), Task: a.Action}
 	case a.To != "" || a.Message != "":
 		if strings.TrimSpace(a.To) == "" {
 			return Trigger{}, errors.New("to: required with message: who gets the message")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,30 @@ func TestScheduleToolErrors(t *testing.T) {
 	}
 	if res := call(t, reg, "list_triggers", `{}`); res.Content != "No active triggers." {
 		t.Fatalf("empty list: %q", res.Content)
+	}
+}
+
+// A schedule call repeated (after a crash, the same call runs again) finds its trigger.
+func TestScheduleCallRepeatedSchedulesOnce(t *testing.T) {
+	clock := triggers.NewFakeClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	s, err := triggers.Open(filepath.Join(t.TempDir(), "triggers.json"), func(triggers.Firing) {}, triggers.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	reg, err := tools.NewRegistry(s.ToolsFor("coordinator", "run1.coordinator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := tools.Call{ID: "c7", Name: "schedule", Args: json.RawMessage(`{"type":"delayed","delay_seconds":60,"action":"Check."}`)}
+	first := reg.Run(context.Background(), []tools.Call{call})[0]
+	again := reg.Run(context.Background(), []tools.Call{call})[0]
+	if first.IsError || again.IsError || len(s.List()) != 1 {
+		t.Fatalf("results %q / %q; %d triggers, want 1", first.Content, again.Content, len(s.List()))
+	}
+	call.ID = "c8"
+	reg.Run(context.Background(), []tools.Call{call})
+	if n := len(s.List()); n != 2 {
+		t.Fatalf("a new call made %d triggers in all, want 2", n)
 	}
 }

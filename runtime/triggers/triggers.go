@@ -167,6 +167,10 @@ type Trigger struct {
 	Action Action `json:"action"`       // what it does
 	Status Status `json:"status"`       // active, fired or cancelled
 	By     string `json:"by,omitempty"` // who created it
+	// Key, when set, makes Add idempotent: adding a trigger with the key of an existing one
+	// returns that one. Tools set it from the call that asks, so a call repeated after a crash
+	// does not schedule twice.
+	Key string `json:"key,omitempty"`
 
 	Cron string `json:"cron,omitempty"` // Scheduled: the cron expression
 	TZ   string `json:"tz,omitempty"`   // Scheduled: IANA time zone of Cron (default UTC)
