@@ -12,6 +12,7 @@ import (
 
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools"
@@ -20,18 +21,25 @@ import (
 // twoNodeSquad returns a squad playing the two-node team in home, whose block tool waits for
 // release.
 func twoNodeSquad(t testing.TB, home string, fx *effects, release <-chan struct{}) *nodes.Squad {
+	s, _ := twoNodeSquadWith(t, home, fx, release)
+	return s
+}
+
+// twoNodeSquadWith is twoNodeSquad that also returns the coordinator's model.
+func twoNodeSquadWith(t testing.TB, home string, fx *effects, release <-chan struct{}) (*nodes.Squad, *scripted.Model) {
 	t.Helper()
+	coord := twoNodeCoordinator()
 	s, err := nodes.New(
 		nodes.WithHome(home),
 		nodes.WithModel("scripted/worker"), nodes.WithCoordinatorModel("scripted/coord"),
-		nodes.WithModelOptions(models.WithModels(twoNodeCoordinator(), twoNodeWorker()), models.WithoutRetry()),
+		nodes.WithModelOptions(models.WithModels(coord, twoNodeWorker()), models.WithoutRetry()),
 		nodes.WithTick(20*time.Millisecond),
 		nodes.WithWorkerTools(func(nodes.Worker, nodes.Node) []tools.Tool { return []tools.Tool{fx.note(), blocker(fx, release)} }),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, coord
 }
 
 // waitFor reads events until one matches, or fails the test after a generous deadline.
@@ -111,7 +119,7 @@ func TestSlowWorkerDoesNotDelayTheCoordinator(t *testing.T) {
 func TestStopAndResumeByMessage(t *testing.T) {
 	fx := &effects{path: filepath.Join(t.TempDir(), "effects")}
 	release := make(chan struct{})
-	s := twoNodeSquad(t, t.TempDir(), fx, release)
+	s, coord := twoNodeSquadWith(t, t.TempDir(), fx, release)
 	defer s.Close()
 	events, unsubscribe := s.Subscribe(0)
 	defer unsubscribe()
@@ -150,6 +158,14 @@ func TestStopAndResumeByMessage(t *testing.T) {
 	}
 	if n := fx.count("n1 wrote"); n != 1 {
 		t.Fatalf("n1's first step ran %d times; the resumed worker should continue, not start over", n)
+	}
+	// The coordinator kept its conversation through the stop: its last turn still holds the goal,
+	// the note of the stop and the human's message.
+	reqs := coord.Requests()
+	last := reqs[len(reqs)-1]
+	all := teamAllText(last)
+	if last.Messages[0].Text() != "GOAL: two nodes" || !strings.Contains(all, "stopped all workers") || !strings.Contains(all, "carry on") {
+		t.Fatalf("the coordinator lost its conversation across the stop:\n%s", all)
 	}
 	if n := fx.count("block"); n != 2 {
 		t.Fatalf("block ran %d times, want 2 (the stopped call, then again)", n)

@@ -54,7 +54,21 @@ func teamLastResults(req providers.Request) []tools.Result {
 }
 
 // twoNodeCoordinator plays the coordinator of the two-node team.
-func twoNodeCoordinator() providers.Model {
+// teamAllText returns every text and tool result of a request's conversation.
+func teamAllText(req providers.Request) string {
+	var b strings.Builder
+	for _, m := range req.Messages {
+		for _, p := range m.Parts {
+			b.WriteString(p.Text + "\n")
+			if p.ToolResult != nil {
+				b.WriteString(p.ToolResult.Content + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+func twoNodeCoordinator() *scripted.Model {
 	return scripted.NewFunc("coord", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		text := teamLastText(req)
 		switch {

@@ -254,7 +254,7 @@ Messages from others appear as [Message from NAME]: ... between turns.`
 
 const nudge = "You answered without calling a tool. Continue the work, or call publish (or checkpoint) when it is done."
 
-const flushRequest = "Your conversation is about to be compacted: the earlier turns will be archived and replaced by a summary of your files. Write anything you need to keep (findings, decisions, what is left to do) to files in your scratch directory now, then reply."
+const flushRequest = "Your conversation is about to be compacted: the earlier turns will be archived and replaced by a summary of your files. Write anything you need to keep (findings, decisions, what is left to do) to files now — your scratch directory, and memory_write for what should outlast this work if you have it — then reply."
 
 // askHuman is the tool through which a worker asks the human; the runtime answers it itself
 // (see ask), so its handler is never called.
