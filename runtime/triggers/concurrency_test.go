@@ -2,6 +2,7 @@ package triggers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -53,7 +54,8 @@ func TestConcurrentUse(t *testing.T) {
 				s.Observe(eventlog.Event{Type: eventlog.NodeStarted, Worker: fmt.Sprint(w)})
 				s.Activity(time.Time{})
 				if i%5 == 0 {
-					if err := s.Cancel(got.ID); err != nil {
+					// A one-shot may fire (the clock moves meanwhile) before it is cancelled.
+					if err := s.Cancel(got.ID); err != nil && !errors.Is(err, triggers.ErrNotActive) {
 						t.Error(err)
 					}
 				}
