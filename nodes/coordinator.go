@@ -37,7 +37,7 @@ func (r *run) coordinate(ctx context.Context, goal string) (runtime.Outcome, err
 		Mailbox: r.bus.Mailbox(bus.Coordinator), Answer: answer,
 	}
 	a.Tools = r.coordinatorTools(a)
-	o, err := rt.Run(ctx, a, r.sink(filepath.Join(r.dir.Coordinator(), "log.jsonl"), "", bus.Coordinator))
+	o, err := rt.Run(ctx, a, r.sink(filepath.Join(r.dir.Coordinator(), "log.jsonl"), filepath.Join(r.dir.Coordinator(), "conversation.jsonl"), "", bus.Coordinator))
 	if err != nil {
 		return o, fmt.Errorf("nodes: coordinator: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/bus"
@@ -261,7 +262,7 @@ func (r *run) start(l launch) error {
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
-		o, err := rt.Run(ctx, a, r.sink(workspace.Log(r.dir.Node(n.ID)), n.ID, w.ID))
+		o, err := rt.Run(ctx, a, r.sink(workspace.Log(r.dir.Node(n.ID)), r.dir.Worker(w.ID).Conversation(), n.ID, w.ID))
 		r.saveOutcome(n.ID, l.Assignment, o, err)
 	})
 	return nil
@@ -273,17 +274,54 @@ func (r *run) currentContract() Contract {
 	return r.contract
 }
 
-// sink records an assignment's events in a log (its node's log.jsonl) and the agent's event log.
-func (r *run) sink(logPath, node, worker string) runtime.Sink {
+// sink records an assignment's events in a log (its node's log.jsonl), the worker's side of
+// them in its conversation file (a worker's conversation.jsonl, readable by people; the
+// conversation itself is checkpointed), and the agent's event log.
+func (r *run) sink(logPath, convPath, node, worker string) runtime.Sink {
 	return func(e runtime.Event) {
 		if err := workspace.AppendJSONL(logPath, e); err != nil {
 			fmt.Fprintf(os.Stderr, "nodes: run %s: node log %s: %v\n", r.id, node, err)
+		}
+		if line, ok := conversationLine(e); ok {
+			if err := workspace.AppendJSONL(convPath, line); err != nil {
+				fmt.Fprintf(os.Stderr, "nodes: run %s: conversation of %s: %v\n", r.id, worker, err)
+			}
 		}
 		if ev, ok := translate(e); ok {
 			ev.Node, ev.Worker = node, worker
 			r.emit(ev)
 		}
 	}
+}
+
+// convLine is a line of a worker's conversation.jsonl.
+type convLine struct {
+	Time    time.Time          `json:"time"`
+	Node    string             `json:"node,omitempty"`
+	Role    string             `json:"role"` // assistant, tool, message
+	Content string             `json:"content,omitempty"`
+	Tool    *runtime.ToolEvent `json:"tool,omitempty"`
+	Message *runtime.Message   `json:"message,omitempty"`
+}
+
+// conversationLine returns the conversation line an event makes, if any.
+func conversationLine(e runtime.Event) (convLine, bool) {
+	l := convLine{Time: e.Time, Node: e.Node}
+	switch e.Kind {
+	case runtime.ModelTurn:
+		l.Role, l.Content = "assistant", e.Text
+	case runtime.ToolCalled:
+		l.Role, l.Tool = "assistant", e.Tool
+	case runtime.ToolResult:
+		l.Role, l.Tool = "tool", e.Tool
+	case runtime.MessageReceived, runtime.MessageSent:
+		l.Role, l.Message = "message", e.Message
+	case runtime.Compacted:
+		l.Role, l.Content = "system", "compacted; the earlier turns are in "+e.Text
+	default:
+		return l, false
+	}
+	return l, true
 }
 
 // translate turns an assignment's event into the agent's, when it has one there (messages,
