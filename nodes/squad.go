@@ -234,7 +234,7 @@ func New(opts ...Option) (*Squad, error) {
 	}
 	for _, name := range []string{c.coordModel, c.model} {
 		if _, err := c.resolve(name); err != nil {
-			return nil, fmt.Errorf("nodes: model %s: %w", name, err)
+			return nil, fmt.Errorf("nodes: %w", err)
 		}
 	}
 	s := &Squad{cfg: c, home: workspace.Home(c.home)}

@@ -31,7 +31,9 @@ import (
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/providers/anthropic"
 	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/tools/web"
 )
 
 func main() {
@@ -105,6 +107,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	} else {
 		team = model
 		opts = append(opts, nodes.WithModel(model))
+		if strings.HasPrefix(model, "anthropic/") && !searchConfigured(getenv) {
+			// No search backend: let Claude search the web with Anthropic's own server tool.
+			opts = append(opts, nodes.WithModelOptions(models.WithAnthropic(anthropic.WithWebSearch(anthropic.WebSearch{MaxUses: 5}))))
+			team += " with Anthropic web search"
+		}
 		if o.coordModel != "" {
 			opts = append(opts, nodes.WithCoordinatorModel(o.coordModel))
 			team += ", coordinator " + o.coordModel
@@ -172,6 +179,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		fmt.Fprintf(stdout, "\nTokens: %d in, %d out; cost $%.4f\n", res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.CostUSD)
 	}
 	return nil
+}
+
+// searchConfigured reports whether a web search backend is set in the environment.
+func searchConfigured(getenv func(string) string) bool {
+	for _, v := range []string{web.EnvBrave, web.EnvSerper, web.EnvTavily, web.EnvSearXNG} {
+		if getenv(v) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // pickModel chooses a model from the keys in the environment, or a reachable Ollama; "" when
