@@ -20,11 +20,9 @@ func (w *worker) over(s state, conv []providers.Message) bool {
 	if len(conv) <= w.rt.cfg.keepMessages+1 {
 		return false // nothing a compaction could drop
 	}
-	chars := len(w.system())
-	if w.reg != nil {
-		for _, t := range w.reg.Tools() {
-			chars += len(t.Name) + len(t.Description) + len(t.Schema)
-		}
+	chars := len(w.prompt)
+	for _, t := range w.specs {
+		chars += len(t.Name) + len(t.Description) + len(t.Schema)
 	}
 	for _, m := range conv {
 		chars += messageChars(m)

@@ -156,6 +156,7 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 		}
 	}
 	if rt.cfg.single {
+		w.prompt = w.system()
 		return w, nil
 	}
 	ts := []tools.Tool{askHuman}
@@ -167,6 +168,7 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 	if err != nil {
 		return nil, fmt.Errorf("harnessed: assignment %s: %w", a.ID, err)
 	}
+	w.prompt, w.specs = w.system(), providers.Specs(w.reg.Tools())
 	return w, nil
 }
 
@@ -181,6 +183,8 @@ type worker struct {
 	fresh  bool
 	snap   graph.Snapshot[state]
 	revive []runtime.Message // messages that wake an ended assignment
+	prompt string            // the system prompt
+	specs  []providers.ToolSpec
 }
 
 func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {

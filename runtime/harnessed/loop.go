@@ -209,10 +209,7 @@ func (w *worker) receive() []runtime.Message {
 // generate asks the model for the next turn, trying once more if the call fails. When the second
 // try fails too, the worker's notes on the failure go to failure_notes.md.
 func (w *worker) generate(ctx context.Context, conv []providers.Message) (providers.Response, error) {
-	req := providers.Request{System: w.system(), Messages: conv, MaxTokens: w.rt.cfg.maxTokens}
-	if !w.rt.cfg.single {
-		req.Tools = providers.Specs(w.reg.Tools())
-	}
+	req := providers.Request{System: w.prompt, Messages: conv, MaxTokens: w.rt.cfg.maxTokens, Tools: w.specs}
 	resp, err := w.rt.model.Generate(ctx, req)
 	if err == nil || ctx.Err() != nil {
 		return resp, err
