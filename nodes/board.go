@@ -105,11 +105,11 @@ type Worker struct {
 	Created time.Time `json:"created"`
 }
 
-// Board is the run's work board: its nodes and workers. Every change is written through to the
+// board is the run's work board: its nodes and workers. Every change is written through to the
 // run's folder (nodes/{id}/_node.json with _spec.md, _refs.json and _status.md beside it;
 // workers/{id}/worker.json), so the folder is the board's truth and a restarted process reads it
-// back. A Board is safe for concurrent use.
-type Board struct {
+// back. A board is safe for concurrent use.
+type board struct {
 	run workspace.Run
 	now func() time.Time
 
@@ -125,8 +125,8 @@ const (
 )
 
 // openBoard reads the board of run from its folder.
-func openBoard(run workspace.Run, now func() time.Time) (*Board, error) {
-	b := &Board{run: run, now: now, nodes: map[string]*Node{}, workers: map[string]*Worker{}}
+func openBoard(run workspace.Run, now func() time.Time) (*board, error) {
+	b := &board{run: run, now: now, nodes: map[string]*Node{}, workers: map[string]*Worker{}}
 	ids, err := run.NodeIDs()
 	if err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func (s Snapshot) Worker(idOrName string) (Worker, bool) {
 }
 
 // Snapshot returns a copy of the board, nodes in creation order, workers by id.
-func (b *Board) Snapshot() Snapshot {
+func (b *board) Snapshot() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var s Snapshot
@@ -234,8 +234,8 @@ func cloneNode(n *Node) Node {
 	return c
 }
 
-// NewNode is what a new work node needs.
-type NewNode struct {
+// nodeSpec is what a new work node needs.
+type nodeSpec struct {
 	Task   string
 	Deps   []string
 	Refs   map[string]string
@@ -248,7 +248,7 @@ type NewNode struct {
 
 // create adds a node, writes its folder and returns it; created is false when a node with the
 // same key existed.
-func (b *Board) create(nn NewNode) (n Node, created bool, err error) {
+func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
 	if strings.TrimSpace(nn.Task) == "" {
 		return Node{}, false, errors.New("the task is empty")
 	}
@@ -319,7 +319,7 @@ func (b *Board) create(nn NewNode) (n Node, created bool, err error) {
 }
 
 // checkRef checks that ref is a path to another node's published output.
-func (b *Board) checkRef(ref string) error {
+func (b *board) checkRef(ref string) error {
 	parts := strings.Split(strings.Trim(ref, "/"), "/")
 	if len(parts) < 3 || parts[0] != "nodes" || parts[2] != "published" {
 		return fmt.Errorf("%q is not a path of the form nodes/<node>/published[/file]", ref)
@@ -343,7 +343,7 @@ func specText(n *Node) string {
 }
 
 // update changes node id with fn and writes it back, with _status.md.
-func (b *Board) update(id string, fn func(n *Node) error) (Node, error) {
+func (b *board) update(id string, fn func(n *Node) error) (Node, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, ok := b.nodes[id]
@@ -363,7 +363,7 @@ func (b *Board) update(id string, fn func(n *Node) error) (Node, error) {
 }
 
 // saveNode writes n's _node.json and _status.md; b.mu is held.
-func (b *Board) saveNode(n *Node) error {
+func (b *board) saveNode(n *Node) error {
 	dir := b.run.Node(n.ID)
 	if err := workspace.WriteJSON(dir.Path(nodeFile), n); err != nil {
 		return err
@@ -378,8 +378,8 @@ func (b *Board) saveNode(n *Node) error {
 	return workspace.WriteFile(workspace.Status(dir), []byte(status+"\n"))
 }
 
-// NewWorker is what a new worker needs.
-type NewWorker struct {
+// workerSpec is what a new worker needs.
+type workerSpec struct {
 	Name, Role, Kind, Model string
 	Command                 []string
 	Single, Memory          bool
@@ -387,7 +387,7 @@ type NewWorker struct {
 }
 
 // spawn adds a worker and makes its folder; a worker of the same name is returned as it is.
-func (b *Board) spawn(nw NewWorker) (w Worker, created bool, err error) {
+func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
 	name := strings.TrimSpace(nw.Name)
 	if name == "" {
 		return Worker{}, false, errors.New("the worker needs a name")
@@ -447,7 +447,7 @@ func (b *Board) spawn(nw NewWorker) (w Worker, created bool, err error) {
 }
 
 // updateWorker changes worker id with fn and writes it back.
-func (b *Board) updateWorker(id string, fn func(w *Worker)) (Worker, error) {
+func (b *board) updateWorker(id string, fn func(w *Worker)) (Worker, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	w := b.findWorker(id)
@@ -463,12 +463,12 @@ func (b *Board) updateWorker(id string, fn func(w *Worker)) (Worker, error) {
 	return c, nil
 }
 
-func (b *Board) saveWorker(w *Worker) error {
+func (b *board) saveWorker(w *Worker) error {
 	return workspace.WriteJSON(filepath.Join(string(b.run.Worker(w.ID)), workerFile), w)
 }
 
 // findWorker finds a worker by id or name (case-insensitive); b.mu is held.
-func (b *Board) findWorker(idOrName string) *Worker {
+func (b *board) findWorker(idOrName string) *Worker {
 	if w, ok := b.workers[idOrName]; ok {
 		return w
 	}
@@ -480,7 +480,7 @@ func (b *Board) findWorker(idOrName string) *Worker {
 	return nil
 }
 
-func (b *Board) nodeList() string {
+func (b *board) nodeList() string {
 	if len(b.nodes) == 0 {
 		return "none yet"
 	}
@@ -492,7 +492,7 @@ func (b *Board) nodeList() string {
 	return strings.Join(ids, ", ")
 }
 
-func (b *Board) workerList() string {
+func (b *board) workerList() string {
 	if len(b.workers) == 0 {
 		return "none yet"
 	}

@@ -163,7 +163,7 @@ func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
 	r.mu.Lock()
 	stage := r.stage
 	r.mu.Unlock()
-	n, created, err := r.board.create(NewNode{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker, Stage: stage, By: bus.Coordinator, Key: key})
+	n, created, err := r.board.create(nodeSpec{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker, Stage: stage, By: bus.Coordinator, Key: key})
 	if err != nil {
 		return "", err
 	}
@@ -174,7 +174,7 @@ func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
 }
 
 func (r *run) toolSpawn(ctx context.Context, args spawnArgs) (string, error) {
-	w, created, err := r.spawn(NewWorker{Name: args.Name, Role: args.Role, Kind: args.Kind, Model: args.Model, Command: args.Command, Single: args.Single, Identity: args.Identity, Memory: args.Memory})
+	w, created, err := r.spawn(workerSpec{Name: args.Name, Role: args.Role, Kind: args.Kind, Model: args.Model, Command: args.Command, Single: args.Single, Identity: args.Identity, Memory: args.Memory})
 	if err != nil {
 		return "", err
 	}

@@ -148,12 +148,12 @@ func (r *run) pickWorker(snap Snapshot, taken, reserved map[string]bool) (Worker
 	if name == "" {
 		name = fmt.Sprintf("worker%d", len(snap.Workers)+1)
 	}
-	w, _, err := r.spawn(NewWorker{Name: name, Kind: Harnessed, Role: "worker"})
+	w, _, err := r.spawn(workerSpec{Name: name, Kind: Harnessed, Role: "worker"})
 	return w, err
 }
 
 // spawn adds a worker to the board and the bus.
-func (r *run) spawn(nw NewWorker) (Worker, bool, error) {
+func (r *run) spawn(nw workerSpec) (Worker, bool, error) {
 	w, created, err := r.board.spawn(nw)
 	if err != nil {
 		return Worker{}, false, err

@@ -111,7 +111,7 @@ func (r *run) record(node Node, worker Worker, id string, rec outcomeRecord, sta
 	var children []string
 	if o.Status == runtime.Checkpointed {
 		for i, sub := range o.SubNodes {
-			c, created, err := r.board.create(NewNode{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: node.ID, Stage: stage, By: worker.Name, Key: fmt.Sprintf("%s#%d", id, i)})
+			c, created, err := r.board.create(nodeSpec{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: node.ID, Stage: stage, By: worker.Name, Key: fmt.Sprintf("%s#%d", id, i)})
 			if err != nil {
 				if _, serr := r.bus.SendOnce(r.ctxOrBackground(), fmt.Sprintf("%s/refused%d", id, i), squadName, bus.Coordinator,
 					fmt.Sprintf("Sub-node %d asked for by %s on %s was refused: %v", i+1, worker.Name, node.ID, err)); serr != nil {

@@ -80,7 +80,7 @@ type run struct {
 	id      string
 	goal    string
 	dir     workspace.Run
-	board   *Board
+	board   *board
 	bus     *bus.Bus
 	log     *eventlog.Log
 	pool    *pool
