@@ -1,0 +1,52 @@
+package nodes_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
+)
+
+// A squad playing the offline demo team on a goal: the coordinator grows the board, workers
+// publish, and the run ends with the coordinator's report.
+func Example() {
+	home, _ := os.MkdirTemp("", "agent")
+	defer os.RemoveAll(home)
+	squad, err := nodes.New(
+		nodes.WithHome(home),
+		nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
+		nodes.WithModelOptions(models.WithModels(demo.Models()...)),
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer squad.Close()
+	res, err := squad.Run(context.Background(), "the history of the transistor")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, n := range res.Board.Nodes {
+		fmt.Println(n.ID, n.Status, firstTaskWords(n.Task))
+	}
+	fmt.Println(strings.SplitN(res.Output, "\n", 2)[0])
+	// Output:
+	// n1 completed Research the background and history
+	// n2 completed Research the current state of:
+	// n3 completed Research the open questions and
+	// n4 completed Synthesize the findings of the
+	// # Report
+}
+
+func firstTaskWords(task string) string {
+	w := strings.Fields(task)
+	if len(w) > 5 {
+		w = w[:5]
+	}
+	return strings.Join(w, " ")
+}
