@@ -24,6 +24,7 @@ import (
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/autonomous"
+	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/web"
@@ -1169,5 +1170,47 @@ func TestWorkersOnDifferentModels(t *testing.T) {
 		if len(m.Requests()) == 0 {
 			t.Errorf("model %s was never used", m.Name())
 		}
+	}
+}
+
+// A claude-code worker in a squad: the coordinator spawns it and hands it a node; the CLI (a
+// stand-in script speaking stream-json) writes its program in the node's scratch folder; the
+// node publishes it, with the CLI's summary, usage and cost.
+func TestClaudeCodeWorker(t *testing.T) {
+	scNoSearchEnv(t)
+	bin, err := filepath.Abs(filepath.Join("testdata", "scenarios", "fake_claude.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord := scCoordinator("cc-coordinator", func() []tools.Call {
+		return []tools.Call{
+			scCall("spawn_worker", map[string]any{"name": "Cody", "kind": "claude-code", "model": "sonnet"}),
+			scCall("create_work_node", map[string]any{"task": "Write a CLI that converts CSV to JSON.", "worker": "Cody"}),
+		}
+	}, "nodes/n1/published/csv2json.sh", func(content string) string { return content })
+	s := scSquad(t, coord, []providers.Model{scripted.New("unused")}, nodes.WithClaudeCode(claudecode.WithBinary(bin)))
+	res := scRun(t, s, "A CSV to JSON converter.")
+	n1, _ := res.Board.Node("n1")
+	if n1.Status != nodes.NodeCompleted || n1.Summary != "csv2json.sh converts CSV on stdin to JSON lines." || !slices.Equal(n1.Published, []string{"csv2json.sh"}) {
+		t.Fatalf("n1 %+v", n1)
+	}
+	if res.Usage.CostUSD < 0.004 {
+		t.Errorf("usage %+v: want the CLI's cost counted", res.Usage)
+	}
+	prog := filepath.Join(scRunDir(s, res), "nodes", "n1", "published", "csv2json.sh")
+	cmd := exec.Command("sh", prog)
+	cmd.Stdin = strings.NewReader("name,lang\nada,go\n")
+	out, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) != `{"name":"ada","lang":"go"}` {
+		t.Fatalf("the program printed %q, %v", out, err)
+	}
+	var sawCall bool
+	for _, e := range scEvents(t, s) {
+		if e.Type == eventlog.ToolCalled && e.Node == "n1" && strings.HasPrefix(e.Text, "Write") {
+			sawCall = true
+		}
+	}
+	if !sawCall {
+		t.Error("the CLI's tool call did not reach the events")
 	}
 }
