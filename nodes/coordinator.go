@@ -174,7 +174,7 @@ func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
 }
 
 func (r *run) toolSpawn(ctx context.Context, args spawnArgs) (string, error) {
-	w, created, err := r.spawn(workerSpec{Name: args.Name, Role: args.Role, Kind: args.Kind, Model: args.Model, Command: args.Command, Single: args.Single, Identity: args.Identity, Memory: args.Memory})
+	w, created, err := r.spawn(workerSpec(args))
 	if err != nil {
 		return "", err
 	}

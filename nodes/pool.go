@@ -90,15 +90,6 @@ func (p *pool) drain() []string {
 	return d
 }
 
-// cancel cancels assignment id, if it runs.
-func (p *pool) cancel(id string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c, ok := p.live[id]; ok {
-		c()
-	}
-}
-
 // cancelAll cancels every running assignment.
 func (p *pool) cancelAll() {
 	p.mu.Lock()

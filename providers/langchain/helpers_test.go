@@ -18,24 +18,6 @@ func eq(t *testing.T, what string, got, want any) {
 	}
 }
 
-// get walks decoded JSON by keys and indexes; nil when a step is missing.
-func get(v any, path ...any) any {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, _ := v.(map[string]any)
-			v = m[k]
-		case int:
-			a, _ := v.([]any)
-			if k >= len(a) {
-				return nil
-			}
-			v = a[k]
-		}
-	}
-	return v
-}
-
 // decoded returns v as decoded JSON.
 func decoded(t *testing.T, v any) any {
 	t.Helper()

@@ -112,12 +112,3 @@ func (h *harness) one(fs []triggers.Firing, id string, at time.Time, when string
 }
 
 func wake(task string) triggers.Action { return triggers.Action{Kind: triggers.Wake, Task: task} }
-
-func find(list []triggers.Trigger, id string) (triggers.Trigger, bool) {
-	for _, t := range list {
-		if t.ID == id {
-			return t, true
-		}
-	}
-	return triggers.Trigger{}, false
-}

@@ -92,9 +92,6 @@ func (t Type) Valid() bool {
 // timed reports whether triggers of type t fire at a time (Next), rather than on an event.
 func (t Type) timed() bool { return t != OnEvent }
 
-// oneShot reports whether triggers of type t fire once.
-func (t Type) oneShot() bool { return t == Delayed || t == AtTime }
-
 // ActionKind is what a trigger does when it fires.
 type ActionKind string
 
