@@ -96,6 +96,13 @@ func TestSlowWorkerDoesNotDelayTheCoordinator(t *testing.T) {
 	waitFor(t, events, "the coordinator's reply to the human", func(e eventlog.Event) bool {
 		return e.Type == eventlog.MessageSent && e.Worker == bus.Coordinator && strings.HasPrefix(e.Text, "Status:")
 	})
+	inbox, err := s.Inbox()
+	if err != nil || len(inbox) != 2 || inbox[0].Body != "n2 is done" || !strings.HasPrefix(inbox[1].Body, "Status:") {
+		t.Fatalf("the human's inbox: %+v, %v", inbox, err)
+	}
+	if again, _ := s.Inbox(); len(again) != 0 {
+		t.Fatalf("the inbox gave %d messages twice", len(again))
+	}
 	board, err := s.Board()
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/autonomous"
+	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
@@ -390,6 +391,17 @@ func (s *Squad) Send(to, body string) error {
 		return err
 	}
 	return r.humanSays(to, body)
+}
+
+// Inbox returns the messages for the human that arrived since the last call, oldest first:
+// replies of the coordinator, questions, messages from workers. (They are also events, for
+// those who follow the run by its events.)
+func (s *Squad) Inbox() ([]runtime.Message, error) {
+	r, err := s.current()
+	if err != nil {
+		return nil, err
+	}
+	return r.bus.Receive(bus.Human)
 }
 
 // Answer answers the question a worker (or the coordinator) asked the human.
