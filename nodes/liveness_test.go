@@ -284,6 +284,16 @@ func TestKillAndResume(t *testing.T) {
 			t.Errorf("no message %q reached the coordinator", want)
 		}
 	}
+	evs, _ := s.Events(0, 0)
+	resumed := 0
+	for _, e := range evs {
+		if e.Type == eventlog.AgentResumed {
+			resumed++
+		}
+	}
+	if resumed != 1 {
+		t.Errorf("%d agent.resumed events, want 1", resumed)
+	}
 	if b.Pending(bus.Coordinator) != 0 {
 		t.Errorf("%d messages for the coordinator were never delivered", b.Pending(bus.Coordinator))
 	}

@@ -210,6 +210,7 @@ func (r *run) execute(ctx context.Context) (res Result, err error) {
 		final = snap.Values
 	default:
 		r.restore(snap.Values)
+		r.emit(eventlog.Event{Type: eventlog.AgentResumed, Text: fmt.Sprintf("resumed at tick %d", snap.Values.Tick)})
 		final, err = r.g.Resume(ctx, nil)
 	}
 	if err != nil {
@@ -240,8 +241,7 @@ func next(st tick) tick {
 // intake starts the run: the goal, the first stage, and the events that say so.
 func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
-	if st.Started {
-		r.emit(eventlog.Event{Type: eventlog.AgentResumed, Text: "resumed at tick " + fmt.Sprint(st.Tick)})
+	if st.Started { // a run resumed from before its first tick was saved
 		return n, nil
 	}
 	n.Run, n.Goal, n.Started, n.Stage, n.Contract = r.id, r.goal, true, 1, r.cfg.contract
