@@ -174,3 +174,24 @@ func TestConversationAcrossRuns(t *testing.T) {
 		t.Fatalf("page after 2: %+v, %v", page, err)
 	}
 }
+
+// A damaged board file stops a resume with an error that names it, and changes nothing.
+func TestDamagedBoardFileIsNamed(t *testing.T) {
+	s := newSquad(t)
+	res := run(t, s, "AI chips")
+	path := filepath.Join(string(s.Home()), "runs", res.RunID, "nodes", "n2", "_node.json")
+	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.ReadBoard(res.RunID)
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("ReadBoard = %v, want an error naming %s", err, path)
+	}
+	_, err = s.Resume(context.Background(), res.RunID)
+	if err == nil || !strings.Contains(err.Error(), "_node.json") {
+		t.Fatalf("Resume = %v, want an error naming the damaged file", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "{not json" {
+		t.Fatal("the damaged file was changed")
+	}
+}
