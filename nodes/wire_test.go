@@ -119,3 +119,66 @@ func TestSquadOverTheAnthropicWire(t *testing.T) {
 		}
 	}
 }
+
+// The same squad over OpenAI Chat Completions (langchaingo's client behind the bridge), with
+// the coordinator and the worker as openai/* models.
+func TestSquadOverTheOpenAIWire(t *testing.T) {
+	srv := providertest.NewOpenAIFunc(t, func(r providertest.Request) providertest.Reply {
+		msgs := r.Messages()
+		system, _ := msgs[0]["content"].(string)
+		var last string
+		results := 0
+		for i := len(msgs) - 1; i >= 0 && msgs[i]["role"] != "assistant"; i-- {
+			if msgs[i]["role"] == "tool" {
+				results++
+			}
+			if c, ok := msgs[i]["content"].(string); ok {
+				last = c + "\n" + last
+			}
+		}
+		usage := providers.Usage{InputTokens: 100, OutputTokens: 20}
+		if strings.Contains(system, "OPERATING RULES") {
+			switch {
+			case len(msgs) == 2:
+				return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("create_work_node", map[string]string{"task": "Write hello.md saying hello, then publish."})}}
+			case strings.Contains(last, "Stage 1 is complete"):
+				return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("finish", map[string]string{"output": "hello.md is published"})}}
+			case strings.Contains(last, "The run is ending"):
+				return providertest.Reply{Text: "Nothing to store.", Usage: usage}
+			}
+			return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("wait", map[string]string{})}}
+		}
+		if results == 0 {
+			return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("write_file", map[string]string{"path": "nodes/n1/scratch/hello.md", "content": "hello"})}}
+		}
+		return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("publish", map[string]string{"summary": "said hello"})}}
+	})
+	s, err := nodes.New(
+		nodes.WithHome(t.TempDir()),
+		nodes.WithModel("openai/gpt-4o"),
+		nodes.WithModelOptions(models.WithAPIKey("test-key"), models.WithBaseURL(srv.URL())),
+		nodes.WithTick(20*time.Millisecond),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := s.Run(ctx, "Say hello in a file.")
+	if err != nil {
+		dump(t, s)
+		t.Fatal(err)
+	}
+	if res.Output != "hello.md is published" {
+		t.Fatalf("output %q", res.Output)
+	}
+	if res.Usage.CostUSD == 0 {
+		t.Fatalf("usage %+v: want a cost from the priced model", res.Usage)
+	}
+	for _, r := range srv.Requests() {
+		if r.Header.Get("Authorization") != "Bearer test-key" || r.Model != "gpt-4o" {
+			t.Fatalf("request %d: auth %q model %q", r.Index, r.Header.Get("Authorization"), r.Model)
+		}
+	}
+}
