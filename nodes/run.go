@@ -148,6 +148,18 @@ func (s *Squad) open(id, goal string) (*run, error) {
 			return nil, err
 		}
 	}
+	g := r.tickGraph()
+	compiled, err := g.Compile(graph.WithCheckpointer(s.saver), graph.WithThread("squad/"+id), graph.WithRecursionLimit(1<<30))
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	r.g = compiled
+	return r, nil
+}
+
+// tickGraph builds the run's graph: the tick.
+func (r *run) tickGraph() *graph.StateGraph[tick] {
 	g := graph.New[tick]()
 	g.SetReducer(reduceTick)
 	g.AddNode(intakeNode, r.intake)
@@ -177,13 +189,16 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		}
 		return routeNode
 	}, routeNode, graph.END)
-	compiled, err := g.Compile(graph.WithCheckpointer(s.saver), graph.WithThread("squad/"+id), graph.WithRecursionLimit(1<<30))
+	return g
+}
+
+// Mermaid draws the squad's tick graph as a Mermaid flowchart.
+func Mermaid() string {
+	g, err := (&run{}).tickGraph().Compile()
 	if err != nil {
-		b.Close()
-		return nil, err
+		panic(err) // the graph is fixed: a build error is a bug
 	}
-	r.g = compiled
-	return r, nil
+	return g.Mermaid()
 }
 
 // execute runs or resumes the run's graph and reports how it ended.

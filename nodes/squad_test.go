@@ -195,3 +195,15 @@ func TestDamagedBoardFileIsNamed(t *testing.T) {
 		t.Fatal("the damaged file was changed")
 	}
 }
+
+// The squad's graph, drawn: the six nodes of a tick and the loop back.
+func TestMermaid(t *testing.T) {
+	m := nodes.Mermaid()
+	for _, edge := range []string{"__start__ --> intake", "intake --> route_frontier", "route_frontier -.-> dispatch",
+		"dispatch --> collect", "collect --> reconcile_inbox", "reconcile_inbox --> decide_next",
+		"decide_next -.-> route_frontier", "decide_next -.-> __end__"} {
+		if !strings.Contains(m, edge) {
+			t.Errorf("the drawing lacks %q:\n%s", edge, m)
+		}
+	}
+}
