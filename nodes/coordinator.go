@@ -83,20 +83,20 @@ This goal has no end: each time you are woken — by a trigger you scheduled, or
 // The coordinator's tool arguments.
 type (
 	createArgs struct {
-		Task   string            `json:"task" jsonschema:"description=What to do and what to produce; the worker sees only this and the inputs"`
-		Deps   []string          `json:"deps,omitempty" jsonschema:"description=Ids of nodes that must be done first"`
-		Refs   map[string]string `json:"refs,omitempty" jsonschema:"description=Inputs: a name for each and the path of another node's published output (nodes/<id>/published/<file>)"`
-		Worker string            `json:"worker,omitempty" jsonschema:"description=The worker to give it to (name); by default any free worker"`
+		Task   string            `json:"task" jsonschema_description:"What to do and what to produce; the worker sees only this and the inputs"`
+		Deps   []string          `json:"deps,omitempty" jsonschema_description:"Ids of nodes that must be done first"`
+		Refs   map[string]string `json:"refs,omitempty" jsonschema_description:"Inputs: a name for each and the path of another node's published output (nodes/<id>/published/<file>)"`
+		Worker string            `json:"worker,omitempty" jsonschema_description:"The worker to give it to (name); by default any free worker"`
 	}
 	spawnArgs struct {
-		Name     string   `json:"name" jsonschema:"description=A first name, unique in the team"`
-		Role     string   `json:"role,omitempty" jsonschema:"description=A role others can address messages to (researcher, coder...)"`
-		Kind     string   `json:"kind,omitempty" jsonschema:"enum=harnessed,enum=claude-code,enum=autonomous,description=How it runs (default harnessed: a model with tools)"`
-		Model    string   `json:"model,omitempty" jsonschema:"description=For harnessed workers a provider/model name; for claude-code a Claude model"`
-		Command  []string `json:"command,omitempty" jsonschema:"description=For autonomous workers: the command template"`
-		Single   bool     `json:"single,omitempty" jsonschema:"description=Answer in one model call without tools (cheap, for small well-defined tasks)"`
-		Memory   bool     `json:"agent_memory,omitempty" jsonschema:"description=Let the worker write to your long-term memory (it can always search and read it)"`
-		Identity string   `json:"identity,omitempty" jsonschema:"description=Who the worker is and what it is good at"`
+		Name     string   `json:"name" jsonschema_description:"A first name, unique in the team"`
+		Role     string   `json:"role,omitempty" jsonschema_description:"A role others can address messages to (researcher, coder...)"`
+		Kind     string   `json:"kind,omitempty" jsonschema:"enum=harnessed,enum=claude-code,enum=autonomous" jsonschema_description:"How it runs (default harnessed: a model with tools)"`
+		Model    string   `json:"model,omitempty" jsonschema_description:"For harnessed workers a provider/model name; for claude-code a Claude model"`
+		Command  []string `json:"command,omitempty" jsonschema_description:"For autonomous workers: the command template"`
+		Single   bool     `json:"single,omitempty" jsonschema_description:"Answer in one model call without tools (cheap, for small well-defined tasks)"`
+		Memory   bool     `json:"agent_memory,omitempty" jsonschema_description:"Let the worker write to your long-term memory (it can always search and read it)"`
+		Identity string   `json:"identity,omitempty" jsonschema_description:"Who the worker is and what it is good at"`
 	}
 	assignArgs struct {
 		Node   string `json:"node"`
@@ -106,13 +106,13 @@ type (
 		Worker string `json:"worker"`
 	}
 	reconveneArgs struct {
-		Assessment    string `json:"assessment" jsonschema:"description=What the stage achieved and what comes next"`
-		Policy        string `json:"policy,omitempty" jsonschema:"enum=all,enum=majority,enum=any,description=When the next stage counts as complete (default all)"`
-		MaxIterations int    `json:"max_iterations,omitempty" jsonschema:"description=Model turns each node may take in the next stage"`
-		TimeoutSec    int    `json:"timeout_seconds,omitempty" jsonschema:"description=Time each node may take in the next stage"`
+		Assessment    string `json:"assessment" jsonschema_description:"What the stage achieved and what comes next"`
+		Policy        string `json:"policy,omitempty" jsonschema:"enum=all,enum=majority,enum=any" jsonschema_description:"When the next stage counts as complete (default all)"`
+		MaxIterations int    `json:"max_iterations,omitempty" jsonschema_description:"Model turns each node may take in the next stage"`
+		TimeoutSec    int    `json:"timeout_seconds,omitempty" jsonschema_description:"Time each node may take in the next stage"`
 	}
 	finishArgs struct {
-		Output string `json:"output" jsonschema:"description=The final answer: the complete deliverable for the human"`
+		Output string `json:"output" jsonschema_description:"The final answer: the complete deliverable for the human"`
 	}
 	waitArgs struct {
 		Reason string `json:"reason,omitempty"`

@@ -111,8 +111,8 @@ func (r *run) workerTools(n Node, w Worker) []tools.Tool {
 
 // refArgs are read_ref's arguments.
 type refArgs struct {
-	Name   string `json:"name" jsonschema:"description=The ref's name, as the task lists it"`
-	Offset int    `json:"offset,omitempty" jsonschema:"description=The first line to read (default 1)"`
+	Name   string `json:"name" jsonschema_description:"The ref's name, as the task lists it"`
+	Offset int    `json:"offset,omitempty" jsonschema_description:"The first line to read (default 1)"`
 }
 
 // readRef is read_ref: read_file (readFile, so the worker's scope applies) on a ref by name.

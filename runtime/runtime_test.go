@@ -283,3 +283,20 @@ func TestReportTravelsInTheContext(t *testing.T) {
 		t.Fatal("ReportFrom found a report in a bare context")
 	}
 }
+
+// Descriptions with commas reach the schema whole (jsonschema:"description=..." would cut them).
+func TestWorkToolSchemasKeepTheirDescriptions(t *testing.T) {
+	a := runtime.Assignment{Dir: runtime.NodeDir(t.TempDir()), Mailbox: &mailbox{}}
+	for _, tool := range runtime.WorkTools(a, runtime.NewReport(runtime.Outcome{}), runtime.NewReporter(a, nil)) {
+		switch tool.Name {
+		case "create_work_node":
+			if !strings.Contains(string(tool.Schema), "by name (default: whoever is free)") {
+				t.Errorf("create_work_node schema cut: %s", tool.Schema)
+			}
+		case "send_message":
+			if !strings.Contains(string(tool.Schema), "or * for everyone") {
+				t.Errorf("send_message schema cut: %s", tool.Schema)
+			}
+		}
+	}
+}

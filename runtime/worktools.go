@@ -79,25 +79,25 @@ func ReportFrom(ctx context.Context) (*Report, bool) {
 type (
 	// PublishArgs are publish's arguments.
 	PublishArgs struct {
-		Summary string `json:"summary" jsonschema:"description=What you produced and where it is, in a few sentences"`
+		Summary string `json:"summary" jsonschema_description:"What you produced and where it is, in a few sentences"`
 	}
 	// CheckpointArgs are checkpoint's arguments.
 	CheckpointArgs struct {
-		Summary string `json:"summary" jsonschema:"description=What this stage achieved and what remains"`
+		Summary string `json:"summary" jsonschema_description:"What this stage achieved and what remains"`
 	}
 	// SuggestArgs are suggest_next's arguments.
 	SuggestArgs struct {
-		Suggestion string `json:"suggestion" jsonschema:"description=What work should be done next and why"`
+		Suggestion string `json:"suggestion" jsonschema_description:"What work should be done next and why"`
 	}
 	// SubNodeArgs are create_work_node's arguments.
 	SubNodeArgs struct {
-		Task   string            `json:"task" jsonschema:"description=The sub-task: what to do and what to produce"`
-		Refs   map[string]string `json:"refs,omitempty" jsonschema:"description=Inputs it needs: a name for each and the path of another node's published output"`
-		Worker string            `json:"worker,omitempty" jsonschema:"description=The worker to give it to, by name (default: whoever is free)"`
+		Task   string            `json:"task" jsonschema_description:"The sub-task: what to do and what to produce"`
+		Refs   map[string]string `json:"refs,omitempty" jsonschema_description:"Inputs it needs: a name for each and the path of another node's published output"`
+		Worker string            `json:"worker,omitempty" jsonschema_description:"The worker to give it to, by name (default: whoever is free)"`
 	}
 	// SendArgs are send_message's arguments.
 	SendArgs struct {
-		To      string `json:"to" jsonschema:"description=The recipient: a worker's name or role, coordinator, human, or * for everyone"`
+		To      string `json:"to" jsonschema_description:"The recipient: a worker's name or role, coordinator, human, or * for everyone"`
 		Content string `json:"content"`
 	}
 	// NoArgs are the arguments of a tool that takes none.

@@ -262,7 +262,7 @@ var askHuman = tools.Func("ask_human", "Ask the human a question. Your work paus
 	tools.WithGuidance("Use ask_human sparingly, only for what you cannot decide or find out yourself."))
 
 type askArgs struct {
-	Question string `json:"question" jsonschema:"description=The question, with the context the human needs to answer it"`
+	Question string `json:"question" jsonschema_description:"The question, with the context the human needs to answer it"`
 }
 
 // ask stops the assignment to wait for the human's answer to c; run again with the answer, it
