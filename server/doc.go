@@ -1,0 +1,36 @@
+// Package server is a local HTTP API over agents, so that a web UI, a CLI or another program can
+// create agents, talk to them and watch them work. Each agent is a [nodes.Squad] whose home is
+// <root>/agents/<id>/; a [Server] keeps them, runs them in the background and re-opens them when
+// it starts again.
+//
+// Bodies and answers are JSON; errors are {"error": "..."} naming what is wrong, with status 400
+// for a bad body or field, 404 for an unknown agent, node, run or file, 403 for a path that leads
+// outside the run folder through a link, and 409 when a run is already in progress or none is.
+//
+//	POST   /agents                          create an agent and start a run: {"id"?, "goal", "model"?, "mode"? "finite"|"infinite"} → 201 summary
+//	GET    /agents                          the agents' summaries: {"agents": [...]}
+//	GET    /agents/{id}                     an agent's summary (see [Summary])
+//	DELETE /agents/{id}                     end its run and forget the agent (its files stay)
+//	POST   /agents/{id}/runs                start another run: {"goal"} → 202 summary
+//	POST   /agents/{id}/stop                stop the run's workers (Squad.Stop); /pause is the same
+//	POST   /agents/{id}/resume              resume a run, the last by default: {"run"?} → 202 summary
+//	POST   /agents/{id}/send                a message from the human: {"to"?, "message"}; /nudge is the same
+//	POST   /agents/{id}/respond             answer a question: {"worker"?, "response"} (default: the one waiting)
+//	GET    /agents/{id}/conversation        the conversation, ?after=N&limit=M: {"entries", "total"}
+//	GET    /agents/{id}/board               the board of the current (or last) run: {"nodes", "workers"}
+//	GET    /agents/{id}/board/{node}        a node: {"node", "spec", "published"}
+//	GET    /agents/{id}/workers             the run's workers: {"workers": [...]}
+//	GET    /agents/{id}/workspace/{path...} a file of the run folder: {"path", "content"} (raw bytes with ?raw=1),
+//	                                        or a directory's listing: {"path", "entries": [{"name", "dir", "size"}]}
+//	GET    /agents/{id}/memory              the memory files: {"files": [...]}
+//	GET    /agents/{id}/memory/{path...}    a memory file: {"path", "content"}
+//	POST   /agents/{id}/memory/search       {"query", "limit"?} → {"result"}
+//	GET    /agents/{id}/events              logged events, ?after=N&limit=M: {"events": [...]}
+//	GET    /agents/{id}/events/stream       server-sent events after ?after=N (or Last-Event-ID):
+//	                                        "id: <seq>\nevent: <type>\ndata: <event JSON>\n\n"
+//
+// An agent's status is "idle" (no run yet, or a run interrupted by a restart: resume it),
+// "working" (a run in progress), "waiting_for_human" (a run in progress in which a worker or
+// the coordinator waits for an answer), "completed" (the last run ended; its output is in the
+// summary) or "failed" (the last run ended with an error, in the summary).
+package server

@@ -1,0 +1,643 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/runtime/bus"
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("POST /agents", s.handleCreate)
+	m.HandleFunc("GET /agents", s.handleList)
+	m.HandleFunc("GET /agents/{id}", s.withAgent(s.handleGet))
+	m.HandleFunc("DELETE /agents/{id}", s.handleDelete)
+	m.HandleFunc("POST /agents/{id}/runs", s.withAgent(s.handleRun))
+	m.HandleFunc("POST /agents/{id}/stop", s.withAgent(s.handleStop))
+	m.HandleFunc("POST /agents/{id}/pause", s.withAgent(s.handleStop))
+	m.HandleFunc("POST /agents/{id}/resume", s.withAgent(s.handleResume))
+	m.HandleFunc("POST /agents/{id}/send", s.withAgent(s.handleSend))
+	m.HandleFunc("POST /agents/{id}/nudge", s.withAgent(s.handleSend))
+	m.HandleFunc("POST /agents/{id}/respond", s.withAgent(s.handleRespond))
+	m.HandleFunc("GET /agents/{id}/conversation", s.withAgent(s.handleConversation))
+	m.HandleFunc("GET /agents/{id}/board", s.withAgent(s.handleBoard))
+	m.HandleFunc("GET /agents/{id}/board/{node}", s.withAgent(s.handleNode))
+	m.HandleFunc("GET /agents/{id}/workers", s.withAgent(s.handleWorkers))
+	m.HandleFunc("GET /agents/{id}/workspace", s.withAgent(s.handleWorkspace))
+	m.HandleFunc("GET /agents/{id}/workspace/{path...}", s.withAgent(s.handleWorkspace))
+	m.HandleFunc("GET /agents/{id}/memory", s.withAgent(s.handleMemoryList))
+	m.HandleFunc("GET /agents/{id}/memory/{path...}", s.withAgent(s.handleMemoryRead))
+	m.HandleFunc("POST /agents/{id}/memory/search", s.withAgent(s.handleMemorySearch))
+	m.HandleFunc("GET /agents/{id}/events", s.withAgent(s.handleEvents))
+	m.HandleFunc("GET /agents/{id}/events/stream", s.withAgent(s.handleStream))
+}
+
+// writeJSON answers v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// writeError answers {"error": msg} with status.
+func writeError(w http.ResponseWriter, status int, format string, args ...any) {
+	writeJSON(w, status, map[string]string{"error": fmt.Sprintf(format, args...)})
+}
+
+// decode reads the request's JSON body into v. An empty body is allowed when optional; the
+// error names what is wrong (a syntax error, an unknown field, a field of the wrong type).
+func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, io.EOF) && optional:
+		return true
+	case errors.Is(err, io.EOF):
+		writeError(w, http.StatusBadRequest, "bad body: it is empty; want a JSON object")
+	default:
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			writeError(w, http.StatusBadRequest, "bad body: field %q must be a %s, not a %s", te.Field, te.Type, te.Value)
+		} else {
+			writeError(w, http.StatusBadRequest, "bad body: %v", err)
+		}
+	}
+	return false
+}
+
+// withAgent looks up the agent of the request's {id}.
+func (s *Server) withAgent(h func(http.ResponseWriter, *http.Request, *agent)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		a, status, err := s.lookup(r.PathValue("id"))
+		if err != nil {
+			writeError(w, status, "%v", err)
+			return
+		}
+		h(w, r, a)
+	}
+}
+
+// queryInt reads the query parameter name as an integer >= 0 (def when absent).
+func queryInt(w http.ResponseWriter, r *http.Request, name string, def int64) (int64, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		writeError(w, http.StatusBadRequest, "bad query parameter %s=%q: want a whole number >= 0", name, v)
+		return 0, false
+	}
+	return n, true
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ID    string `json:"id"`
+		Goal  string `json:"goal"`
+		Model string `json:"model"`
+		Mode  string `json:"mode"`
+	}
+	if !decode(w, r, &req, false) {
+		return
+	}
+	if req.ID != "" {
+		if err := workspace.ValidID(req.ID); err != nil {
+			writeError(w, http.StatusBadRequest, "bad field \"id\": %s", strings.TrimPrefix(err.Error(), "workspace: "))
+			return
+		}
+	}
+	if strings.TrimSpace(req.Goal) == "" {
+		writeError(w, http.StatusBadRequest, "bad field \"goal\": it is required")
+		return
+	}
+	switch nodes.Mode(req.Mode) {
+	case "", nodes.Finite, nodes.Infinite:
+	default:
+		writeError(w, http.StatusBadRequest, "bad field \"mode\": %q; want \"finite\" or \"infinite\"", req.Mode)
+		return
+	}
+	a, status, err := s.create(req.ID, req.Goal, req.Model, req.Mode)
+	if err != nil {
+		writeError(w, status, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, a.summary())
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		writeError(w, http.StatusServiceUnavailable, "%v", errClosed)
+		return
+	}
+	sums := []Summary{}
+	for _, a := range s.list() {
+		sums = append(sums, a.summary())
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": sums})
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, a *agent) {
+	writeJSON(w, http.StatusOK, a.summary())
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	status, err := s.remove(id)
+	if status != 0 {
+		writeError(w, status, "%v", err)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "agent %q: %v", id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
+}
+
+// startError answers start's error.
+func startError(w http.ResponseWriter, a *agent, err error) {
+	switch {
+	case errors.Is(err, errRunning):
+		writeError(w, http.StatusConflict, "agent %q: %v", a.id, err)
+	case errors.Is(err, errGone):
+		writeError(w, http.StatusNotFound, "no agent %q: %v", a.id, err)
+	default:
+		writeError(w, http.StatusInternalServerError, "agent %q: %v", a.id, err)
+	}
+}
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, a *agent) {
+	var req struct {
+		Goal string `json:"goal"`
+	}
+	if !decode(w, r, &req, false) {
+		return
+	}
+	if strings.TrimSpace(req.Goal) == "" {
+		writeError(w, http.StatusBadRequest, "bad field \"goal\": it is required")
+		return
+	}
+	if err := s.start(a, req.Goal, ""); err != nil {
+		startError(w, a, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, a.summary())
+}
+
+func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) {
+	var req struct {
+		Run string `json:"run"`
+	}
+	if !decode(w, r, &req, true) {
+		return
+	}
+	if req.Run == "" {
+		a.mu.Lock()
+		req.Run = a.meta.Run
+		a.mu.Unlock()
+		if req.Run == "" {
+			writeError(w, http.StatusNotFound, "agent %q has no run to resume", a.id)
+			return
+		}
+	} else if err := workspace.ValidID(req.Run); err != nil {
+		writeError(w, http.StatusBadRequest, "bad field \"run\": %s", strings.TrimPrefix(err.Error(), "workspace: "))
+		return
+	}
+	if st, err := os.Stat(string(a.home.Run(req.Run))); err != nil || !st.IsDir() {
+		writeError(w, http.StatusNotFound, "agent %q has no run %q", a.id, req.Run)
+		return
+	}
+	if err := s.start(a, "", req.Run); err != nil {
+		startError(w, a, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, a.summary())
+}
+
+// runError answers an error of a squad method that acts on the run in progress.
+func runError(w http.ResponseWriter, a *agent, err error) {
+	switch {
+	case errors.Is(err, nodes.ErrNoRun):
+		writeError(w, http.StatusConflict, "agent %q has no run in progress", a.id)
+	case strings.Contains(err.Error(), "no worker"):
+		writeError(w, http.StatusNotFound, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
+	default:
+		writeError(w, http.StatusBadRequest, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
+	}
+}
+
+func (s *Server) handleStop(w http.ResponseWriter, r *http.Request, a *agent) {
+	if err := a.squad.Stop(); err != nil {
+		runError(w, a, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.summary())
+}
+
+func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
+	var req struct {
+		To      string `json:"to"`
+		Message string `json:"message"`
+	}
+	if !decode(w, r, &req, false) {
+		return
+	}
+	if strings.TrimSpace(req.Message) == "" {
+		writeError(w, http.StatusBadRequest, "bad field \"message\": it is required")
+		return
+	}
+	to := req.To
+	if to == "" {
+		to = bus.Coordinator
+	}
+	if err := a.squad.Send(to, req.Message); err != nil {
+		runError(w, a, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "sent", "to": to})
+}
+
+func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent) {
+	var req struct {
+		Worker   string `json:"worker"`
+		Response string `json:"response"`
+	}
+	if !decode(w, r, &req, false) {
+		return
+	}
+	if strings.TrimSpace(req.Response) == "" {
+		writeError(w, http.StatusBadRequest, "bad field \"response\": it is required")
+		return
+	}
+	to := req.Worker
+	if to == "" {
+		b, err := a.squad.Board()
+		if err != nil {
+			runError(w, a, err)
+			return
+		}
+		a.scan()
+		if to, _ = a.waiting(b); to == "" {
+			to = bus.Coordinator
+		}
+	}
+	if err := a.squad.Answer(to, req.Response); err != nil {
+		runError(w, a, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "delivered", "worker": to})
+}
+
+func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request, a *agent) {
+	after, ok := queryInt(w, r, "after", 0)
+	if !ok {
+		return
+	}
+	limit, ok := queryInt(w, r, "limit", 0)
+	if !ok {
+		return
+	}
+	entries, total, err := a.squad.Conversation(int(after), int(limit))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "agent %q: %v", a.id, err)
+		return
+	}
+	if entries == nil {
+		entries = []nodes.Entry{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": entries, "total": total})
+}
+
+// boardOf answers the agent's board, or false after answering an error.
+func boardOf(w http.ResponseWriter, a *agent) (nodes.Snapshot, string, bool) {
+	b, run, err := a.board()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "agent %q: board of run %q: %v", a.id, run, err)
+		return b, run, false
+	}
+	if b.Nodes == nil {
+		b.Nodes = []nodes.Node{}
+	}
+	if b.Workers == nil {
+		b.Workers = []nodes.Worker{}
+	}
+	return b, run, true
+}
+
+func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request, a *agent) {
+	b, run, ok := boardOf(w, a)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": run, "nodes": b.Nodes, "workers": b.Workers})
+}
+
+func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request, a *agent) {
+	b, run, ok := boardOf(w, a)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": run, "workers": b.Workers})
+}
+
+func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *agent) {
+	b, run, ok := boardOf(w, a)
+	if !ok {
+		return
+	}
+	id := r.PathValue("node")
+	n, found := b.Node(id)
+	if !found {
+		writeError(w, http.StatusNotFound, "agent %q: no node %q on the board of run %q", a.id, id, run)
+		return
+	}
+	dir := a.home.Run(run).Node(n.ID)
+	spec, err := os.ReadFile(workspace.Spec(dir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		writeError(w, http.StatusInternalServerError, "agent %q: node %q: %v", a.id, id, err)
+		return
+	}
+	published := []string{}
+	_ = filepath.WalkDir(dir.Published(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if rel, err := filepath.Rel(dir.Published(), p); err == nil {
+				published = append(published, filepath.ToSlash(rel))
+			}
+		}
+		return nil
+	})
+	if len(published) == 0 && len(n.Published) > 0 {
+		published = slices.Clone(n.Published)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": run, "node": n, "spec": string(spec), "published": published})
+}
+
+// cleanPath checks a path of a request: relative, and not leading out with "..". It returns the
+// path cleaned ("." for the root).
+func cleanPath(p string) (string, error) {
+	if p == "" {
+		return ".", nil
+	}
+	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || filepath.IsAbs(p) || filepath.VolumeName(p) != "" {
+		return "", fmt.Errorf("path %q is absolute; give a path relative to the folder", p)
+	}
+	for _, e := range strings.FieldsFunc(p, func(c rune) bool { return c == '/' || c == '\\' }) {
+		if e == ".." {
+			return "", fmt.Errorf("path %q leads outside the folder", p)
+		}
+	}
+	return path.Clean(p), nil
+}
+
+// entry is one entry of a directory listing.
+type entry struct {
+	Name string `json:"name"`
+	Dir  bool   `json:"dir"`
+	Size int64  `json:"size"`
+}
+
+func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agent) {
+	a.mu.Lock()
+	run := a.meta.Run
+	a.mu.Unlock()
+	if run == "" {
+		writeError(w, http.StatusNotFound, "agent %q has no run yet", a.id)
+		return
+	}
+	p, err := cleanPath(r.PathValue("path"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	root, err := os.OpenRoot(string(a.home.Run(run)))
+	if errors.Is(err, fs.ErrNotExist) {
+		writeError(w, http.StatusNotFound, "agent %q: run %q has no folder yet", a.id, run)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "agent %q: run %q: %v", a.id, run, err)
+		return
+	}
+	defer root.Close()
+	fileError := func(err error) {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			writeError(w, http.StatusNotFound, "agent %q: no file %q in run %q", a.id, p, run)
+		} else {
+			writeError(w, http.StatusForbidden, "agent %q: %q in run %q: %v", a.id, p, run, err)
+		}
+	}
+	st, err := root.Stat(p)
+	if err != nil {
+		fileError(err)
+		return
+	}
+	if st.IsDir() {
+		f, err := root.Open(p)
+		if err != nil {
+			fileError(err)
+			return
+		}
+		des, err := f.ReadDir(-1)
+		f.Close()
+		if err != nil {
+			fileError(err)
+			return
+		}
+		entries := []entry{}
+		for _, d := range des {
+			e := entry{Name: d.Name(), Dir: d.IsDir()}
+			if info, err := d.Info(); err == nil && !d.IsDir() {
+				e.Size = info.Size()
+			}
+			entries = append(entries, e)
+		}
+		slices.SortFunc(entries, func(x, y entry) int { return strings.Compare(x.Name, y.Name) })
+		writeJSON(w, http.StatusOK, map[string]any{"run": run, "path": p, "entries": entries})
+		return
+	}
+	data, err := root.ReadFile(p)
+	if err != nil {
+		fileError(err)
+		return
+	}
+	if raw, _ := strconv.ParseBool(r.URL.Query().Get("raw")); raw {
+		ct := http.DetectContentType(data)
+		if strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".jsonl") {
+			ct = "text/plain; charset=utf-8"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(data)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": run, "path": p, "content": string(data)})
+}
+
+func (s *Server) handleMemoryList(w http.ResponseWriter, r *http.Request, a *agent) {
+	files := []string{}
+	if st, err := os.Stat(a.home.Memory()); err == nil && st.Mode().IsRegular() {
+		files = append(files, "MEMORY.md")
+	}
+	dir := a.home.MemoryDir()
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.HasSuffix(p, ".md") {
+			if rel, err := filepath.Rel(dir, p); err == nil {
+				files = append(files, filepath.ToSlash(rel))
+			}
+		}
+		return nil
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"files": files})
+}
+
+func (s *Server) handleMemoryRead(w http.ResponseWriter, r *http.Request, a *agent) {
+	p := r.PathValue("path")
+	if p == "" {
+		s.handleMemoryList(w, r, a)
+		return
+	}
+	if _, err := cleanPath(p); err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	content, err := a.squad.Memory().Read(p)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "memory: ")
+		if strings.Contains(msg, "does not exist") {
+			writeError(w, http.StatusNotFound, "agent %q: memory %s", a.id, msg)
+		} else {
+			writeError(w, http.StatusBadRequest, "agent %q: memory %s", a.id, msg)
+		}
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"path": p, "content": content})
+}
+
+func (s *Server) handleMemorySearch(w http.ResponseWriter, r *http.Request, a *agent) {
+	var req struct {
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+	}
+	if !decode(w, r, &req, false) {
+		return
+	}
+	if strings.TrimSpace(req.Query) == "" {
+		writeError(w, http.StatusBadRequest, "bad field \"query\": it is required")
+		return
+	}
+	res, err := a.squad.Memory().Search(req.Query, req.Limit)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad field \"query\": %s", strings.TrimPrefix(err.Error(), "memory: "))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"result": res})
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, a *agent) {
+	after, ok := queryInt(w, r, "after", 0)
+	if !ok {
+		return
+	}
+	limit, ok := queryInt(w, r, "limit", 0)
+	if !ok {
+		return
+	}
+	evs, err := a.squad.Events(after, int(limit))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "agent %q: %v", a.id, err)
+		return
+	}
+	if evs == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"events": []any{}})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": evs})
+}
+
+// keepAlive is how often an idle event stream sends a comment, so a gone client is noticed.
+const keepAlive = 15 * time.Second
+
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, a *agent) {
+	after, ok := queryInt(w, r, "after", 0)
+	if !ok {
+		return
+	}
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "bad header Last-Event-ID %q: want a whole number >= 0", id)
+			return
+		}
+		after = n
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	events, stop := a.squad.Subscribe(after)
+	defer stop()
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.closing:
+			return
+		case <-tick.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			data, err := json.Marshal(e)
+			if err != nil {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data); err != nil {
+				return
+			}
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}

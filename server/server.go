@@ -1,0 +1,521 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/runtime/bus"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// The statuses of an agent (see [Summary]).
+const (
+	StatusIdle     = "idle"              // no run in progress, and none ended in this server's care
+	StatusWorking  = "working"           // a run is in progress
+	StatusWaiting  = "waiting_for_human" // a run is in progress and waits for the human's answer
+	StatusComplete = "completed"         // the last run ended well
+	StatusFailed   = "failed"            // the last run ended with an error
+)
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	root      string
+	squadOpts func(agentID string) []nodes.Option
+	now       func() time.Time
+}
+
+// WithRoot sets the folder the server keeps its agents in: each lives in <root>/agents/<id>/
+// (default ".agiraph/server").
+func WithRoot(dir string) Option { return func(c *config) { c.root = dir } }
+
+// WithSquadOptions gives each agent's squad extra options, chosen by the agent's id: models,
+// tick, limits. The server adds the home folder, and the model and mode a request names.
+func WithSquadOptions(fn func(agentID string) []nodes.Option) Option {
+	return func(c *config) { c.squadOpts = fn }
+}
+
+// Server serves the API (see the package documentation). It is an http.Handler, safe for
+// concurrent use.
+type Server struct {
+	cfg     config
+	mux     *http.ServeMux
+	closing chan struct{} // closed by Close: event streams end
+	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	agents map[string]*agent
+	closed bool
+}
+
+// New returns a server over the agents found under the root folder: it re-opens their squads
+// without starting runs.
+func New(opts ...Option) (*Server, error) {
+	c := config{root: filepath.Join(".agiraph", "server"), now: time.Now}
+	for _, o := range opts {
+		o(&c)
+	}
+	s := &Server{cfg: c, mux: http.NewServeMux(), closing: make(chan struct{}), agents: map[string]*agent{}}
+	if err := os.MkdirAll(s.agentsDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	entries, err := os.ReadDir(s.agentsDir())
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || workspace.ValidID(e.Name()) != nil {
+			continue
+		}
+		a, err := s.reopen(e.Name())
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("server: agent %s: %w", e.Name(), err)
+		}
+		s.agents[a.id] = a
+	}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) agentsDir() string { return filepath.Join(s.cfg.root, "agents") }
+
+// ServeHTTP serves a request of the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Close ends the runs in progress (Squad.End), waits for them to return, ends the event
+// streams and closes the agents' squads. The server answers 503 afterwards.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.closing)
+	var all []*agent
+	for _, a := range s.agents {
+		all = append(all, a)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, a := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.finish() }()
+	}
+	wg.Wait()
+	s.wg.Wait()
+	var errs []error
+	for _, a := range all {
+		errs = append(errs, a.squad.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// meta is what the server keeps of an agent in its home, in agent.json.
+type meta struct {
+	ID      string    `json:"id"`
+	Goal    string    `json:"goal,omitempty"`
+	Model   string    `json:"model,omitempty"`
+	Mode    string    `json:"mode,omitempty"`
+	Run     string    `json:"run,omitempty"`
+	Status  string    `json:"status"`
+	Error   string    `json:"error,omitempty"`
+	Output  string    `json:"output,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+const metaFile = "agent.json"
+
+// agent is one agent of the server: its squad and its run goroutine.
+type agent struct {
+	id    string
+	home  workspace.Home
+	squad *nodes.Squad
+	now   func() time.Time
+
+	mu      sync.Mutex
+	meta    meta
+	running bool
+	gone    bool          // deleted or closed: no more runs
+	done    chan struct{} // closed when the run goroutine ends
+	cancel  context.CancelFunc
+
+	scanMu   sync.Mutex
+	scanned  int64     // the last event seen by scan
+	asking   string    // the coordinator's question waiting for the human, if any
+	lastTime time.Time // the time of the last event
+}
+
+// squadOptions returns the options of an agent's squad.
+func (s *Server) squadOptions(id string, m meta) []nodes.Option {
+	var opts []nodes.Option
+	if s.cfg.squadOpts != nil {
+		opts = append(opts, s.cfg.squadOpts(id)...)
+	}
+	if m.Model != "" {
+		opts = append(opts, nodes.WithModel(m.Model), nodes.WithCoordinatorModel(m.Model))
+	}
+	if m.Mode == string(nodes.Infinite) {
+		opts = append(opts, nodes.WithMode(nodes.Infinite))
+	}
+	return append(opts, nodes.WithHome(filepath.Join(s.agentsDir(), id)))
+}
+
+// reopen opens the agent id found under root.
+func (s *Server) reopen(id string) (*agent, error) {
+	home := workspace.Home(filepath.Join(s.agentsDir(), id))
+	var m meta
+	err := workspace.ReadJSON(filepath.Join(string(home), metaFile), &m)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		m = meta{Status: StatusIdle}
+		if st, err := os.Stat(string(home)); err == nil {
+			m.Created, m.Updated = st.ModTime().UTC(), st.ModTime().UTC()
+		}
+		if runs, _ := home.Runs(); len(runs) > 0 {
+			m.Run = runs[len(runs)-1]
+		}
+	case err != nil:
+		return nil, err
+	}
+	m.ID = id
+	if m.Status == StatusWorking || m.Status == StatusWaiting || m.Status == "" {
+		m.Status = StatusIdle // the run was interrupted: it can be resumed
+	}
+	sq, err := nodes.New(s.squadOptions(id, m)...)
+	if err != nil {
+		return nil, err
+	}
+	return &agent{id: id, home: home, squad: sq, now: s.cfg.now, meta: m}, nil
+}
+
+// save writes the agent's meta; the caller holds a.mu.
+func (a *agent) save() {
+	if err := workspace.WriteJSON(filepath.Join(string(a.home), metaFile), a.meta); err != nil {
+		fmt.Fprintf(os.Stderr, "server: agent %s: %v\n", a.id, err)
+	}
+}
+
+// errRunning and errGone are start's refusals.
+var (
+	errRunning = errors.New("a run is already in progress")
+	errGone    = errors.New("the agent was deleted")
+)
+
+// start starts a run in the background: a new one toward goal, or the run resumeID.
+func (s *Server) start(a *agent, goal, resumeID string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.gone {
+		return errGone
+	}
+	if a.running {
+		return errRunning
+	}
+	id := resumeID
+	if id == "" {
+		id = a.newRunID()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	a.running, a.done, a.cancel = true, done, cancel
+	a.meta.Run, a.meta.Status, a.meta.Error, a.meta.Output = id, StatusWorking, "", ""
+	if goal != "" {
+		a.meta.Goal = goal
+	}
+	a.meta.Updated = a.now().UTC()
+	a.save()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(done)
+		defer cancel()
+		var res nodes.Result
+		var err error
+		if resumeID != "" {
+			res, err = a.squad.Resume(ctx, id)
+		} else {
+			res, err = a.squad.RunID(ctx, id, goal)
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.running = false
+		if err != nil {
+			a.meta.Status, a.meta.Error = StatusFailed, err.Error()
+		} else {
+			a.meta.Status, a.meta.Output = StatusComplete, res.Output
+		}
+		a.meta.Updated = a.now().UTC()
+		a.save()
+	}()
+	return nil
+}
+
+// newRunID returns an id for a new run, from the time, not yet used; the caller holds a.mu.
+func (a *agent) newRunID() string {
+	base := a.now().UTC().Format("20060102-150405")
+	id := base
+	for i := 2; ; i++ {
+		if _, err := os.Stat(string(a.home.Run(id))); errors.Is(err, fs.ErrNotExist) {
+			return id
+		}
+		id = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+// finish ends the agent's run, if one is in progress, waits for it, and refuses further runs.
+func (a *agent) finish() {
+	a.mu.Lock()
+	a.gone = true
+	running, done := a.running, a.done
+	a.mu.Unlock()
+	if !running {
+		return
+	}
+	// The run goroutine may not have started its run yet (End says there is none): try again
+	// until End takes or the run returns.
+	for {
+		if err := a.squad.End(); err == nil || !errors.Is(err, nodes.ErrNoRun) {
+			break
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	<-done
+}
+
+// scan reads the events logged since the last scan, to follow the coordinator's questions and
+// the time of the last event.
+func (a *agent) scan() {
+	a.scanMu.Lock()
+	defer a.scanMu.Unlock()
+	evs, err := a.squad.Events(a.scanned, 0)
+	if err != nil {
+		return
+	}
+	for _, e := range evs {
+		a.scanned = e.Seq
+		if e.Time.After(a.lastTime) {
+			a.lastTime = e.Time
+		}
+		switch {
+		case e.Type == eventlog.HumanQuestion && e.Worker == bus.Coordinator:
+			a.asking = e.Text
+		case e.Type == eventlog.HumanResponse && e.Worker == bus.Coordinator,
+			e.Type == eventlog.AgentStarted, e.Type == eventlog.AgentCompleted:
+			a.asking = ""
+		}
+	}
+}
+
+// board returns the board of the run in progress, or the last run's read from its folder.
+func (a *agent) board() (nodes.Snapshot, string, error) {
+	a.mu.Lock()
+	run := a.meta.Run
+	a.mu.Unlock()
+	if b, err := a.squad.Board(); err == nil {
+		return b, run, nil
+	}
+	if run == "" {
+		return nodes.Snapshot{}, "", nil
+	}
+	b, err := a.squad.ReadBoard(run)
+	return b, run, err
+}
+
+// waiting returns who waits for the human's answer on the board, and the question: a worker,
+// or the coordinator; "" when no one does.
+func (a *agent) waiting(b nodes.Snapshot) (who, question string) {
+	for _, n := range b.Nodes {
+		if n.Status == nodes.NodeWaiting && n.Question != "" && n.Worker != "" {
+			return n.Worker, n.Question
+		}
+	}
+	for _, w := range b.Workers {
+		if w.Status == nodes.WorkerWaiting {
+			return w.ID, ""
+		}
+	}
+	a.scanMu.Lock()
+	defer a.scanMu.Unlock()
+	if a.asking != "" {
+		return bus.Coordinator, a.asking
+	}
+	return "", ""
+}
+
+// Summary is what GET /agents/{id} answers about an agent.
+type Summary struct {
+	ID string `json:"id"`
+	// Status is "idle", "working", "waiting_for_human", "completed" or "failed".
+	Status string `json:"status"`
+	// Run is the id of the run in progress, or of the last run.
+	Run   string `json:"run,omitempty"`
+	Goal  string `json:"goal,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Mode is "finite" or "infinite".
+	Mode    string `json:"mode"`
+	Nodes   int    `json:"nodes"`
+	Workers int    `json:"workers"`
+	// WaitingFor names who waits for the human's answer (a worker's id, or "coordinator"),
+	// and Question what was asked, while the status is waiting_for_human.
+	WaitingFor string `json:"waiting_for,omitempty"`
+	Question   string `json:"question,omitempty"`
+	// Error is why the last run failed; Output is the last run's output.
+	Error   string    `json:"error,omitempty"`
+	Output  string    `json:"output,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+// summary describes the agent.
+func (a *agent) summary() Summary {
+	a.scan()
+	a.mu.Lock()
+	m, running := a.meta, a.running
+	a.mu.Unlock()
+	sum := Summary{ID: a.id, Status: m.Status, Run: m.Run, Goal: m.Goal, Model: m.Model, Mode: m.Mode,
+		Error: m.Error, Output: m.Output, Created: m.Created, Updated: m.Updated}
+	if sum.Mode == "" {
+		sum.Mode = string(nodes.Finite)
+	}
+	if sum.Status == "" {
+		sum.Status = StatusIdle
+	}
+	b, _, _ := a.board()
+	sum.Nodes, sum.Workers = len(b.Nodes), len(b.Workers)
+	if running {
+		sum.Status = StatusWorking
+		if who, q := a.waiting(b); who != "" {
+			sum.Status, sum.WaitingFor, sum.Question = StatusWaiting, who, q
+		}
+	}
+	a.scanMu.Lock()
+	if a.lastTime.After(sum.Updated) {
+		sum.Updated = a.lastTime.UTC()
+	}
+	a.scanMu.Unlock()
+	return sum
+}
+
+// newAgentID returns a fresh agent id.
+func newAgentID() string {
+	b := make([]byte, 5)
+	_, _ = rand.Read(b)
+	return "agent-" + hex.EncodeToString(b)
+}
+
+// create creates the agent of a POST /agents request and starts its run.
+func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, http.StatusServiceUnavailable, errClosed
+	}
+	if id == "" {
+		for id = newAgentID(); s.agents[id] != nil; id = newAgentID() {
+		}
+	}
+	if _, ok := s.agents[id]; ok {
+		return nil, http.StatusConflict, fmt.Errorf("agent %q already exists", id)
+	}
+	dir := filepath.Join(s.agentsDir(), id)
+	if _, err := os.Stat(dir); err == nil {
+		return nil, http.StatusConflict, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir)
+	}
+	now := s.cfg.now().UTC()
+	m := meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusIdle, Created: now, Updated: now}
+	sq, err := nodes.New(s.squadOptions(id, m)...)
+	if err != nil {
+		status := http.StatusInternalServerError
+		if model != "" {
+			status = http.StatusBadRequest
+		}
+		return nil, status, fmt.Errorf("agent %q: %w", id, err)
+	}
+	a := &agent{id: id, home: workspace.Home(dir), squad: sq, now: s.cfg.now, meta: m}
+	a.mu.Lock()
+	a.save()
+	a.mu.Unlock()
+	s.agents[id] = a
+	if err := s.start(a, goal, ""); err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	return a, 0, nil
+}
+
+var errClosed = errors.New("the server is closed")
+
+// lookup returns the agent id.
+func (s *Server) lookup(id string) (*agent, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, http.StatusServiceUnavailable, errClosed
+	}
+	a, ok := s.agents[id]
+	if !ok {
+		return nil, http.StatusNotFound, fmt.Errorf("no agent %q", id)
+	}
+	return a, 0, nil
+}
+
+// list returns the agents, by creation time then id.
+func (s *Server) list() []*agent {
+	s.mu.Lock()
+	var all []*agent
+	for _, a := range s.agents {
+		all = append(all, a)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(x, y *agent) int {
+		x.mu.Lock()
+		cx := x.meta.Created
+		x.mu.Unlock()
+		y.mu.Lock()
+		cy := y.meta.Created
+		y.mu.Unlock()
+		if c := cx.Compare(cy); c != 0 {
+			return c
+		}
+		return strings.Compare(x.id, y.id)
+	})
+	return all
+}
+
+// remove forgets the agent id, ending its run and closing its squad.
+func (s *Server) remove(id string) (int, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return http.StatusServiceUnavailable, errClosed
+	}
+	a, ok := s.agents[id]
+	if !ok {
+		s.mu.Unlock()
+		return http.StatusNotFound, fmt.Errorf("no agent %q", id)
+	}
+	delete(s.agents, id)
+	s.mu.Unlock()
+	a.finish()
+	return 0, a.squad.Close()
+}
