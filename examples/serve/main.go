@@ -1,0 +1,134 @@
+// Command serve serves the local HTTP API of package server: agents to create, talk to and
+// watch, for a web UI, a CLI or another program.
+//
+//	go run ./examples/serve -addr 127.0.0.1:8080 -root .agiraph/server
+//
+// With no API key (or with -offline) every agent plays the deterministic offline demo team, so
+// it runs anywhere. With ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or
+// GEMINI_API_KEY set, or -model, agents use real models (a request may name its own "model").
+// Ctrl-C ends the runs in progress and stops the server; started again on the same root, it
+// finds its agents again.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	addr, root, model string
+	offline           bool
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "the address to listen on")
+	fs.StringVar(&o.root, "root", ".agiraph/server", "the folder agents live in (<root>/agents/<id>/)")
+	fs.StringVar(&o.model, "model", "", "the agents' model, as provider/model (default: chosen from the API keys set, else the offline team)")
+	fs.BoolVar(&o.offline, "offline", false, "play the offline team even when a model is available")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return o, nil
+}
+
+// newServer returns the API server the options describe, and what team its agents play.
+func newServer(o options, getenv func(string) string) (*server.Server, string, error) {
+	model := o.model
+	if model == "" && !o.offline {
+		model = pickModel(getenv)
+	}
+	team := "the offline demo team"
+	squadOpts := func(string) []nodes.Option {
+		return []nodes.Option{nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
+			nodes.WithModelOptions(models.WithModels(demo.Models()...))}
+	}
+	if model != "" {
+		team = model
+		squadOpts = func(string) []nodes.Option { return []nodes.Option{nodes.WithModel(model)} }
+	}
+	srv, err := server.New(server.WithRoot(o.root), server.WithSquadOptions(squadOpts))
+	return srv, team, err
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	srv, team, err := newServer(o, getenv)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "Serving agents (%s) from %s on %s\n", team, o.root, url)
+	fmt.Fprintf(stdout, "Try:\n  curl -s -X POST %s/agents -d '{\"goal\": \"the state of AI chips\"}'\n  curl -s %s/agents\n  curl -N %s/agents/<id>/events/stream\n", url, url, url)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+	}
+	// End the runs and the event streams first, then the connections.
+	cerr := srv.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return errors.Join(err, cerr)
+}
+
+// pickModel chooses a model from the API keys in the environment; "" when none is set.
+func pickModel(getenv func(string) string) string {
+	switch {
+	case getenv("ANTHROPIC_API_KEY") != "":
+		return "anthropic/claude-sonnet-4-5"
+	case getenv("OPENAI_API_KEY") != "":
+		return "openai/gpt-4o"
+	case getenv("OPENROUTER_API_KEY") != "":
+		return "openrouter/anthropic/claude-sonnet-4.5"
+	case getenv("GEMINI_API_KEY") != "" || getenv("GOOGLE_API_KEY") != "":
+		return "gemini/gemini-2.5-flash"
+	}
+	return ""
+}
