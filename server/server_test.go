@@ -414,6 +414,14 @@ func TestInfiniteAgentAndClose(t *testing.T) {
 	if got := c.summary(s.ID); got.Status != server.StatusWorking {
 		t.Errorf("asleep between cycles: %+v", got)
 	}
+	// Deleting an agent at work ends its run.
+	if st := c.do("POST", "/agents", map[string]string{"id": "brief", "goal": "robots", "mode": "infinite"}, nil); st != http.StatusCreated {
+		t.Fatalf("create: %d", st)
+	}
+	if st := c.do("DELETE", "/agents/brief", nil, nil); st != http.StatusOK {
+		t.Fatalf("delete at work: %d", st)
+	}
+	c.errorOf("GET", "/agents/brief", nil, http.StatusNotFound)
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -731,5 +739,47 @@ func TestReopen(t *testing.T) {
 	}
 	if done := c2.await("keeper", server.StatusComplete); done.Goal != "robots" || !strings.Contains(done.Output, "# Report") {
 		t.Errorf("after reopen: %+v", done)
+	}
+}
+
+// The coordinator asks the human: the agent waits for the human; the answer goes to the
+// coordinator by default; stop works on the run in progress.
+func TestCoordinatorAsks(t *testing.T) {
+	const question = "Which market should I look at?"
+	coord := scripted.NewFunc("asking-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		for _, m := range req.Messages {
+			for _, p := range m.Parts {
+				if p.Type == providers.ToolResultPart && p.ToolResult.Name == "ask_human" {
+					return turn(req, call("finish", map[string]string{"output": "Looked at: " + p.ToolResult.Content})), nil
+				}
+			}
+		}
+		return turn(req, call("ask_human", map[string]string{"question": question})), nil
+	})
+	team := func(string) []nodes.Option {
+		return []nodes.Option{
+			nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(demo.WorkerModel),
+			nodes.WithModelOptions(models.WithModels(append(demo.Models(), coord)...), models.WithoutRetry()),
+			nodes.WithTick(20 * time.Millisecond),
+		}
+	}
+	c := start(t, t.TempDir(), team)
+	if st := c.do("POST", "/agents", map[string]string{"id": "asker", "goal": "Study a market."}, nil); st != http.StatusCreated {
+		t.Fatalf("create: %d", st)
+	}
+	waiting := c.await("asker", server.StatusWaiting)
+	if waiting.WaitingFor != "coordinator" || waiting.Question != question {
+		t.Errorf("waiting: %+v", waiting)
+	}
+	if st := c.do("POST", "/agents/asker/stop", nil, nil); st != http.StatusOK {
+		t.Errorf("stop: %d", st)
+	}
+	var answered struct{ Worker string }
+	if st := c.do("POST", "/agents/asker/respond", map[string]string{"response": "the European one"}, &answered); st != http.StatusOK ||
+		answered.Worker != "coordinator" {
+		t.Fatalf("respond: %d %+v", st, answered)
+	}
+	if done := c.await("asker", server.StatusComplete); !strings.Contains(done.Output, "the European one") {
+		t.Errorf("output %q", done.Output)
 	}
 }
