@@ -214,11 +214,12 @@ func TestWatchStopsASilentAssignment(t *testing.T) {
 func TestWatchCountsFileWritesAsProgress(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	d := runtime.NodeDir(t.TempDir())
-	// The worker emits no events but writes a file at every tick for well over the stall time;
+	const stall = 200 * time.Millisecond
+	// The worker emits no events but writes a file every 10ms for four times the stall time;
 	// the watchdog must let it finish.
 	busy := runtimeFunc(func(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
-		for i := range 30 {
-			write(t, filepath.Join(a.Dir.Scratch(), "log.txt"), strings.Repeat("x", i))
+		for start, i := time.Now(), 0; time.Since(start) < 4*stall; i++ {
+			write(t, filepath.Join(a.Dir.Scratch(), "log.txt"), strings.Repeat("x", i%50))
 			select {
 			case <-ctx.Done():
 				return runtime.Outcome{Status: runtime.StatusOf(ctx, ctx.Err())}, context.Cause(ctx)
@@ -227,7 +228,7 @@ func TestWatchCountsFileWritesAsProgress(t *testing.T) {
 		}
 		return runtime.Outcome{Status: runtime.Published, Summary: "done"}, nil
 	})
-	o, err := runtime.Watch(busy, 150*time.Millisecond).Run(context.Background(), runtime.Assignment{Dir: d}, nil)
+	o, err := runtime.Watch(busy, stall).Run(context.Background(), runtime.Assignment{Dir: d}, nil)
 	if err != nil || o.Status != runtime.Published {
 		t.Fatalf("outcome %v, err %v; want published", o.Status, err)
 	}
