@@ -77,6 +77,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/filebridge"
 )
 
 // Defaults of the options.
@@ -207,6 +208,10 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	if err != nil {
 		return fail(err)
 	}
+	b, err := filebridge.New(a, v.Scratch, emit) // before the agent starts: its outbox is empty
+	if err != nil {
+		return fail(fmt.Errorf("autonomous: %w", err))
+	}
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -281,7 +286,6 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		<-copied
 	}
 
-	b := &bridge{a: a, scratch: v.Scratch, emit: emit, outbox: &outbox{path: filepath.Join(v.Scratch, OutboxFile)}}
 	result := &watchFile{path: filepath.Join(v.Scratch, ResultFile)}
 	checkpoint := &watchFile{path: filepath.Join(v.Scratch, CheckpointFile)}
 	ticker := time.NewTicker(r.poll)
@@ -299,14 +303,14 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 			// Look for the end first: a finishing agent is not handed messages it will not
 			// read (they stay in the mailbox); its outbox is still sent below.
 			if done = result.complete() || checkpoint.complete(); !done {
-				b.run(ctx, false)
+				b.Step(ctx, false)
 			}
 		}
 		if !done {
 			continue
 		}
 		finish()
-		b.run(ctx, true)
+		b.Step(ctx, true)
 		if o, ok, err := r.ended(a, result.path, checkpoint.path); ok {
 			return end(o, err)
 		}
@@ -389,54 +393,6 @@ func (r *Runtime) ended(a runtime.Assignment, result, checkpoint string) (runtim
 		return runtime.Outcome{Status: runtime.Checkpointed, Summary: strings.TrimSpace(string(data))}, true, nil
 	}
 	return runtime.Outcome{}, false, nil
-}
-
-// bridge carries messages between the mailbox and the inbox and outbox files.
-type bridge struct {
-	a       runtime.Assignment
-	scratch string
-	emit    func(runtime.Event)
-	outbox  *outbox
-}
-
-// run delivers the messages that arrived and sends the outbox's new complete blocks (final:
-// the agent has exited, so an unterminated last block is complete).
-func (b *bridge) run(ctx context.Context, final bool) {
-	if b.a.Mailbox == nil {
-		return
-	}
-	inbox := filepath.Join(b.scratch, InboxFile)
-	var notes []string
-	for _, m := range b.outbox.next(final) {
-		if m.to == "" {
-			notes = append(notes, fmt.Sprintf("[Message from runtime]: this block of %s was not sent: it has no \"TO: name\" line:\n%s", OutboxFile, m.raw))
-			continue
-		}
-		if err := b.a.Mailbox.Send(ctx, m.to, m.body); err != nil {
-			notes = append(notes, fmt.Sprintf("[Message from runtime]: your message to %s was not sent: %v", m.to, err))
-			continue
-		}
-		b.emit(runtime.Event{Kind: runtime.MessageSent, Message: &runtime.Message{From: b.a.Worker, To: m.to, Body: m.body, Time: time.Now()}})
-	}
-	var msgs []runtime.Message
-	if !final {
-		msgs = b.a.Mailbox.Receive()
-	}
-	var text strings.Builder
-	for _, n := range notes {
-		text.WriteString(n + "\n\n")
-	}
-	if len(msgs) > 0 {
-		text.WriteString(runtime.FormatMessages(msgs) + "\n\n")
-	}
-	if text.Len() > 0 {
-		if err := appendFile(inbox, text.String()); err != nil {
-			b.emit(runtime.Event{Kind: runtime.Output, Text: fmt.Sprintf("autonomous: could not write %s: %v", InboxFile, err)})
-		}
-	}
-	for i := range msgs {
-		b.emit(runtime.Event{Kind: runtime.MessageReceived, Message: &msgs[i]})
-	}
 }
 
 // watchFile tells when a file the agent writes is complete: present, with the same size and

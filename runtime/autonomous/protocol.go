@@ -9,17 +9,18 @@ import (
 	"strings"
 
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/filebridge"
 )
 
 // The protocol files, in the agent's working directory (the node's scratch directory). Their
 // names start with "_", so publishing leaves them behind.
 const (
-	TaskFile       = "_task.md"       // written by the runtime: the task and this protocol
-	ContextFile    = "_context.json"  // written by the runtime: ids and paths, as JSON
-	InboxFile      = "_inbox.md"      // appended to by the runtime: messages for the agent
-	OutboxFile     = "_outbox.md"     // appended to by the agent: messages to send
-	ResultFile     = "_result.md"     // written by the agent: done, publish (its summary)
-	CheckpointFile = "_checkpoint.md" // written by the agent: stage done, do not publish
+	TaskFile       = "_task.md"                // written by the runtime: the task and this protocol
+	ContextFile    = "_context.json"           // written by the runtime: ids and paths, as JSON
+	InboxFile      = filebridge.InboxFile      // appended to by the runtime: messages for the agent
+	OutboxFile     = filebridge.OutboxFile     // appended to by the agent: messages to send
+	ResultFile     = "_result.md"              // written by the agent: done, publish (its summary)
+	CheckpointFile = filebridge.CheckpointFile // written by the agent: stage done, do not publish
 )
 
 // Prompt is what {{.Prompt}} renders to: it points the agent at _task.md, which holds
@@ -119,91 +120,6 @@ func contextJSON(a runtime.Assignment, v Vars) ([]byte, error) {
 		return nil, err
 	}
 	return append(out, '\n'), nil
-}
-
-// block is one message of the outbox.
-type block struct {
-	to, body string
-	raw      string // the block as written, for error notes
-}
-
-// outbox reads _outbox.md and returns the blocks it holds that were not returned before.
-//
-// A block is complete when a line holding only "---" follows it, or, once the agent has
-// exited (final), at the end of the file. Blocks are counted from the start of the file, and
-// the part already consumed is remembered: if the agent rewrites the file so that it no longer
-// starts with that part (it cleared or replaced it), reading starts again from the beginning
-// of the new content. A block is thus never sent twice while the agent only appends.
-type outbox struct {
-	path     string
-	consumed []byte // the prefix of the file already turned into blocks
-}
-
-func (o *outbox) next(final bool) []block {
-	data, err := os.ReadFile(o.path)
-	if err != nil {
-		return nil
-	}
-	if !bytes.HasPrefix(data, o.consumed) {
-		o.consumed = nil
-	}
-	rest := data[len(o.consumed):]
-	var blocks []block
-	for len(rest) > 0 {
-		end, next := -1, -1
-		for i := 0; i < len(rest); {
-			j := bytes.IndexByte(rest[i:], '\n')
-			line, lineEnd := rest[i:], len(rest)
-			if j >= 0 {
-				line, lineEnd = rest[i:i+j], i+j+1
-			}
-			if strings.TrimSpace(string(line)) == "---" && (j >= 0 || final) {
-				end, next = i, lineEnd
-				break
-			}
-			i = lineEnd
-		}
-		if end < 0 {
-			if !final {
-				break
-			}
-			end, next = len(rest), len(rest)
-		}
-		if b, ok := parseBlock(string(rest[:end])); ok {
-			blocks = append(blocks, b)
-		}
-		o.consumed = data[:len(data)-len(rest)+next]
-		rest = rest[next:]
-	}
-	o.consumed = bytes.Clone(o.consumed)
-	return blocks
-}
-
-// parseBlock parses one block: blank lines, "TO: name", the body. A block without a TO: line
-// has an empty to; a block of blank lines is no block.
-func parseBlock(s string) (block, bool) {
-	raw := strings.TrimSpace(s)
-	if raw == "" {
-		return block{}, false
-	}
-	first, body, _ := strings.Cut(raw, "\n")
-	if len(first) >= 3 && strings.EqualFold(first[:3], "to:") {
-		return block{to: strings.TrimSpace(first[3:]), body: strings.TrimSpace(body), raw: raw}, true
-	}
-	return block{body: raw, raw: raw}, true
-}
-
-// appendFile appends text to the file at path, creating it.
-func appendFile(path, text string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // writeFile writes a protocol file in dir.

@@ -70,19 +70,21 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/filebridge"
 )
 
 // The protocol files, in the scratch directory.
 const (
-	InboxFile      = "_inbox.md"
-	OutboxFile     = "_outbox.md"
-	CheckpointFile = "_checkpoint.md"
+	InboxFile      = filebridge.InboxFile
+	OutboxFile     = filebridge.OutboxFile
+	CheckpointFile = filebridge.CheckpointFile
 )
 
 // DefaultBridgeInterval is how often the inbox and outbox are bridged by default.
@@ -248,7 +250,11 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	if err := a.Dir.Create(); err != nil {
 		return fail(fmt.Errorf("claudecode: %w", err))
 	}
-	br, err := newBridge(ctx, a, rep)
+	// A checkpoint left by an earlier run must not end this one.
+	if err := os.Remove(filepath.Join(a.Dir.Scratch(), CheckpointFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(fmt.Errorf("claudecode: %w", err))
+	}
+	br, err := filebridge.New(a, a.Dir.Scratch(), rep.Emit)
 	if err != nil {
 		return fail(fmt.Errorf("claudecode: %w", err))
 	}
@@ -284,7 +290,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				br.step(ctx, false)
+				br.Step(ctx, false)
 			}
 		}
 	}()
@@ -307,7 +313,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	p.stderr.Close()
 
 	if ctx.Err() == nil {
-		br.step(ctx, true) // the final bridge: blocks written just before the end
+		br.Step(ctx, true) // the final bridge: blocks written just before the end
 	}
 	return rep.End(r.outcome(ctx, a, st, waitErr, p.tail.String()))
 }
