@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/agiraph/agiraph/tools/files"
 )
 
 // dateLayout names the daily logs: memory/2006-01-02.md.
@@ -39,12 +41,12 @@ func (s *Store) Log(by, entry string) error {
 		defer s.mu.Unlock()
 		root, err := os.OpenRoot(s.home.MemoryDir())
 		if err != nil {
-			return fmt.Errorf("memory: log: the memory folder is not available: %v", unwrapPath(err))
+			return fmt.Errorf("memory: log: the memory folder is not available: %v", files.Cause(err))
 		}
 		defer root.Close()
 		n, err := appendFile(root, name, line)
 		if err != nil {
-			return fmt.Errorf("memory: log to %s: %v", name, unwrapPath(err))
+			return fmt.Errorf("memory: log to %s: %v", name, files.Cause(err))
 		}
 		w = Write{Path: name, Bytes: n, Append: true, By: by}
 		return nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/tools/files"
 )
 
 // DefaultBudget is the default load-all threshold of [Store.Search], in bytes.
@@ -123,7 +124,7 @@ func Open(home workspace.Home, opts ...Option) (*Store, error) {
 			d = filepath.Join(dir, d)
 		}
 		if err := os.MkdirAll(d, dirPerm); err != nil {
-			return nil, fmt.Errorf("memory: open: create %s: %w", d, unwrapPath(err))
+			return nil, fmt.Errorf("memory: open: create %s: %w", d, files.Cause(err))
 		}
 	}
 	idx := filepath.Join(dir, IndexFile)
@@ -135,10 +136,10 @@ func Open(home workspace.Home, opts ...Option) (*Store, error) {
 			err = cerr
 		}
 		if err != nil {
-			return nil, fmt.Errorf("memory: open: create %s: %w", idx, unwrapPath(err))
+			return nil, fmt.Errorf("memory: open: create %s: %w", idx, files.Cause(err))
 		}
 	case !errors.Is(err, fs.ErrExist):
-		return nil, fmt.Errorf("memory: open: create %s: %w", idx, unwrapPath(err))
+		return nil, fmt.Errorf("memory: open: create %s: %w", idx, files.Cause(err))
 	}
 	return &Store{home: home, cfg: cfg}, nil
 }
@@ -173,12 +174,12 @@ func (s *Store) write(by, path, content string, append bool) ([]Write, error) {
 		}
 		root, err := os.OpenRoot(t.root)
 		if err != nil {
-			return fmt.Errorf("memory: write %s: the memory folder is not available: %v", t.rel, unwrapPath(err))
+			return fmt.Errorf("memory: write %s: the memory folder is not available: %v", t.rel, files.Cause(err))
 		}
 		defer root.Close()
 		if dir := filepath.Dir(t.real); dir != "." {
 			if err := root.MkdirAll(dir, dirPerm); err != nil {
-				return fmt.Errorf("memory: write %s: create its folder: %v", t.rel, unwrapPath(err))
+				return fmt.Errorf("memory: write %s: create its folder: %v", t.rel, files.Cause(err))
 			}
 		}
 		var n int
@@ -191,7 +192,7 @@ func (s *Store) write(by, path, content string, append bool) ([]Write, error) {
 			n, err = replaceFile(root, t.real, content)
 		}
 		if err != nil {
-			return fmt.Errorf("memory: write %s: %v", t.rel, unwrapPath(err))
+			return fmt.Errorf("memory: write %s: %v", t.rel, files.Cause(err))
 		}
 		writes = []Write{{Path: t.rel, Bytes: n, Append: append, By: by}}
 		if w, ok, err := s.indexLocked(root, t, content, by); err != nil {
@@ -219,7 +220,7 @@ func (s *Store) Read(path string) (string, error) {
 	}
 	root, err := os.OpenRoot(t.root)
 	if err != nil {
-		return "", fmt.Errorf("memory: read %s: the memory folder is not available: %v", t.rel, unwrapPath(err))
+		return "", fmt.Errorf("memory: read %s: the memory folder is not available: %v", t.rel, files.Cause(err))
 	}
 	defer root.Close()
 	st, err := root.Stat(t.real)
@@ -228,7 +229,7 @@ func (s *Store) Read(path string) (string, error) {
 	}
 	data, err := root.ReadFile(t.real)
 	if err != nil {
-		return "", fmt.Errorf("memory: read %s: %v", t.rel, unwrapPath(err))
+		return "", fmt.Errorf("memory: read %s: %v", t.rel, files.Cause(err))
 	}
 	return string(data), nil
 }
@@ -323,7 +324,7 @@ func (s *Store) indexLocked(root *os.Root, t target, content, by string) (Write,
 	}
 	data, err := root.ReadFile(IndexFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Write{}, false, fmt.Errorf("memory: wrote %s but could not read %s to index it: %v", t.rel, IndexFile, unwrapPath(err))
+		return Write{}, false, fmt.Errorf("memory: wrote %s but could not read %s to index it: %v", t.rel, IndexFile, files.Cause(err))
 	}
 	if mentions(string(data), t.rel) {
 		return Write{}, false, nil
@@ -334,7 +335,7 @@ func (s *Store) indexLocked(root *os.Root, t target, content, by string) (Write,
 	}
 	n, err := appendFile(root, IndexFile, line)
 	if err != nil {
-		return Write{}, false, fmt.Errorf("memory: wrote %s but could not add it to %s: %v", t.rel, IndexFile, unwrapPath(err))
+		return Write{}, false, fmt.Errorf("memory: wrote %s but could not add it to %s: %v", t.rel, IndexFile, files.Cause(err))
 	}
 	return Write{Path: IndexFile, Bytes: n, Append: true, By: by}, true, nil
 }
@@ -420,7 +421,7 @@ func (s *Store) resolve(p string) (target, error) {
 	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return target{}, fmt.Errorf("memory: the memory folder is not available: %v", unwrapPath(err))
+		return target{}, fmt.Errorf("memory: the memory folder is not available: %v", files.Cause(err))
 	}
 	t.root = realRoot
 	parts := strings.Split(rel, "/")
@@ -437,7 +438,7 @@ func (s *Store) resolve(p string) (target, error) {
 		case errors.Is(err, syscall.ENOTDIR):
 			return target{}, fmt.Errorf("memory: path %q goes through a file as if it were a folder", rel)
 		case !errors.Is(err, fs.ErrNotExist):
-			return target{}, fmt.Errorf("memory: cannot resolve path %q: %v", rel, unwrapPath(err))
+			return target{}, fmt.Errorf("memory: cannot resolve path %q: %v", rel, files.Cause(err))
 		}
 		if _, lerr := os.Lstat(cand); lerr == nil {
 			return target{}, fmt.Errorf("memory: path %q goes through a broken symbolic link (%q); it cannot be used", rel, strings.Join(parts[:i], "/"))
@@ -519,17 +520,4 @@ func (s *Store) describeFiles() string {
 		msg += fmt.Sprintf(" (and %d more; use memory_search)", len(list)-show)
 	}
 	return msg
-}
-
-// unwrapPath drops the host path from a path error, leaving the cause.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/agiraph/agiraph/tools/files"
 )
 
 // WriteFile writes data to path atomically: it writes a temporary file in the same
@@ -28,14 +30,14 @@ func WriteFile(path string, data []byte) (err error) {
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("workspace: write %s: %w", path, unwrapPath(err))
+		return fmt.Errorf("workspace: write %s: %w", path, files.Cause(err))
 	}
 	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			_ = f.Close()
 			_ = os.Remove(tmp)
-			err = fmt.Errorf("workspace: write %s: %w", path, unwrapPath(err))
+			err = fmt.Errorf("workspace: write %s: %w", path, files.Cause(err))
 		}
 	}()
 	if _, err = f.Write(data); err != nil {
@@ -82,7 +84,7 @@ func WriteJSON(path string, v any) error {
 func ReadJSON(path string, v any) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("workspace: read %s: %w", path, unwrapPath(err))
+		return fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		var se *json.SyntaxError
@@ -105,14 +107,14 @@ func AppendJSONL(path string, v any) error {
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, defaultPerm)
 	if err != nil {
-		return fmt.Errorf("workspace: append to %s: %w", path, unwrapPath(err))
+		return fmt.Errorf("workspace: append to %s: %w", path, files.Cause(err))
 	}
 	_, err = f.Write(append(data, '\n'))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("workspace: append to %s: %w", path, unwrapPath(err))
+		return fmt.Errorf("workspace: append to %s: %w", path, files.Cause(err))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/tools/files"
 )
 
 // Names of the files and folders of the layout, relative to their parent folder.
@@ -179,7 +180,7 @@ func listIDs(dir string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("workspace: list %s: %w", dir, unwrapPath(err))
+		return nil, fmt.Errorf("workspace: list %s: %w", dir, files.Cause(err))
 	}
 	var ids []string
 	for _, e := range entries {
@@ -189,14 +190,4 @@ func listIDs(dir string) ([]string, error) {
 	}
 	slices.Sort(ids)
 	return ids, nil
-}
-
-// unwrapPath drops a *fs.PathError's own path and operation, for errors that name the path
-// themselves.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -56,7 +56,7 @@ func (w *workspace) resolve(p string, a access) (t target, realRoot string, err 
 	}
 	realRoot, err = filepath.EvalSymlinks(w.root)
 	if err != nil {
-		return target{}, "", fmt.Errorf("the workspace root is not available: %v", unwrapPath(err))
+		return target{}, "", fmt.Errorf("the workspace root is not available: %v", Cause(err))
 	}
 
 	var parts []string
@@ -76,7 +76,7 @@ func (w *workspace) resolve(p string, a access) (t target, realRoot string, err 
 		case errors.Is(err, syscall.ENOTDIR):
 			return target{}, "", fmt.Errorf("path %q goes through a file as if it were a directory", rel)
 		case !errors.Is(err, fs.ErrNotExist):
-			return target{}, "", fmt.Errorf("cannot resolve path %q: %v", rel, unwrapPath(err))
+			return target{}, "", fmt.Errorf("cannot resolve path %q: %v", rel, Cause(err))
 		}
 		if _, lerr := os.Lstat(cand); lerr == nil {
 			// It exists but cannot be resolved: a symlink whose target is missing.
@@ -139,9 +139,10 @@ func (w *workspace) check(rel string, a access) error {
 	return nil
 }
 
-// unwrapPath drops the absolute host path from a *fs.PathError, leaving the cause, so that
-// messages to the model do not reveal where the workspace lives.
-func unwrapPath(err error) error {
+// Cause drops the host path from a *fs.PathError or *os.LinkError, leaving the cause, so that
+// messages to a model do not reveal where the workspace lives, and messages that name the path
+// themselves do not name it twice.
+func Cause(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

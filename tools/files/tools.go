@@ -160,7 +160,7 @@ func readText(realRoot string, t target) (string, fs.FileMode, error) {
 	}
 	root, err := os.OpenRoot(realRoot)
 	if err != nil {
-		return "", 0, fmt.Errorf("the workspace root is not available: %v", unwrapPath(err))
+		return "", 0, fmt.Errorf("the workspace root is not available: %v", Cause(err))
 	}
 	defer root.Close()
 	f, err := root.Open(t.real)
@@ -211,7 +211,7 @@ func (w *workspace) writeFile(ctx context.Context, a WriteArgs) (string, error) 
 	}
 	root, err := os.OpenRoot(realRoot)
 	if err != nil {
-		return "", fmt.Errorf("the workspace root is not available: %v", unwrapPath(err))
+		return "", fmt.Errorf("the workspace root is not available: %v", Cause(err))
 	}
 	defer root.Close()
 
@@ -337,7 +337,7 @@ func (w *workspace) editFile(ctx context.Context, a EditArgs) (string, error) {
 	updated := text[:at] + a.NewString + text[at+len(a.OldString):]
 	root, err := os.OpenRoot(realRoot)
 	if err != nil {
-		return "", fmt.Errorf("the workspace root is not available: %v", unwrapPath(err))
+		return "", fmt.Errorf("the workspace root is not available: %v", Cause(err))
 	}
 	defer root.Close()
 	if err := writeAtomic(root, t, []byte(updated), perm); err != nil {
@@ -374,7 +374,7 @@ func (w *workspace) listFiles(ctx context.Context, a ListArgs) (string, error) {
 	}
 	root, err := os.OpenRoot(realRoot)
 	if err != nil {
-		return "", fmt.Errorf("the workspace root is not available: %v", unwrapPath(err))
+		return "", fmt.Errorf("the workspace root is not available: %v", Cause(err))
 	}
 	defer root.Close()
 	st, err := root.Stat(t.real)
@@ -485,7 +485,7 @@ func join(dir, name string) string {
 
 // ioError describes a failed file operation on rel without revealing host paths.
 func ioError(op, rel string, err error) error {
-	err = unwrapPath(err)
+	err = Cause(err)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("cannot %s %q: it does not exist", op, rel)
