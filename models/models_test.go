@@ -3,6 +3,8 @@ package models_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +112,35 @@ func TestScriptedModels(t *testing.T) {
 	})
 	if err != nil || len(resp.Message.ToolCalls()) != 1 || resp.Message.ToolCalls()[0].Name != "look" {
 		t.Fatalf("text tools over a named scripted model: %+v, %v", resp, err)
+	}
+}
+
+func TestDefault(t *testing.T) {
+	env := func(vars map[string]string) func(string) string {
+		return func(k string) string { return vars[k] }
+	}
+	ollama := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/tags" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(`{"models":[{"name":"qwen2.5:7b"},{"name":"llama3.1"}]}`))
+	}))
+	defer ollama.Close()
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	for _, c := range []struct {
+		vars map[string]string
+		want string
+	}{
+		{map[string]string{"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k"}, "anthropic/claude-sonnet-4-5"},
+		{map[string]string{"OPENAI_API_KEY": "k"}, "openai/gpt-4o"},
+		{map[string]string{"GOOGLE_API_KEY": "k"}, "gemini/gemini-2.5-flash"},
+		{map[string]string{"OLLAMA_HOST": ollama.URL}, "ollama/qwen2.5:7b"},
+		{map[string]string{"OLLAMA_HOST": down.URL}, ""},
+	} {
+		if got := models.Default(env(c.vars)); got != c.want {
+			t.Errorf("Default(%v) = %q, want %q", c.vars, got, c.want)
+		}
 	}
 }

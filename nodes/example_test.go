@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 )
@@ -16,11 +15,7 @@ import (
 func Example() {
 	home, _ := os.MkdirTemp("", "agent")
 	defer os.RemoveAll(home)
-	squad, err := nodes.New(
-		nodes.WithHome(home),
-		nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
-		nodes.WithModelOptions(models.WithModels(demo.Models()...)),
-	)
+	squad, err := nodes.New(append(demo.Team(), nodes.WithHome(home))...)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -18,12 +18,11 @@ import (
 // newSquad returns a squad in a temporary home playing the demo team, plus options.
 func newSquad(t *testing.T, opts ...nodes.Option) *nodes.Squad {
 	t.Helper()
-	base := []nodes.Option{
+	base := append(demo.Team(),
 		nodes.WithHome(t.TempDir()),
-		nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
-		nodes.WithModelOptions(models.WithModels(demo.Models()...), models.WithoutRetry()),
-		nodes.WithTick(20 * time.Millisecond),
-	}
+		nodes.WithModelOptions(models.WithoutRetry()),
+		nodes.WithTick(20*time.Millisecond),
+	)
 	s, err := nodes.New(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)

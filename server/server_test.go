@@ -37,11 +37,10 @@ const deadline = 60 * time.Second
 
 // demoTeam gives every agent the offline demo team.
 func demoTeam(string) []nodes.Option {
-	return []nodes.Option{
-		nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
-		nodes.WithModelOptions(models.WithModels(demo.Models()...), models.WithoutRetry()),
-		nodes.WithTick(20 * time.Millisecond),
-	}
+	return append(demo.Team(),
+		nodes.WithModelOptions(models.WithoutRetry()),
+		nodes.WithTick(20*time.Millisecond),
+	)
 }
 
 // api is a client of a server under test.

@@ -15,12 +15,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -97,17 +95,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	}
 	model := o.model
 	if model == "" && !o.offline {
-		model = pickModel(getenv)
+		model = models.Default(getenv)
 	}
 	opts := []nodes.Option{nodes.WithHome(o.home), nodes.WithMaxConcurrent(o.workers)}
 	team := "offline team"
 	if model == "" {
-		opts = append(opts, nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
-			nodes.WithModelOptions(models.WithModels(demo.Models()...)))
+		opts = append(opts, demo.Team()...)
 	} else {
 		team = model
 		opts = append(opts, nodes.WithModel(model))
-		if strings.HasPrefix(model, "anthropic/") && !searchConfigured(getenv) {
+		if _, err := web.BackendFromEnv(getenv); err != nil && strings.HasPrefix(model, "anthropic/") {
 			// No search backend: let Claude search the web with Anthropic's own server tool.
 			opts = append(opts, nodes.WithModelOptions(models.WithAnthropic(anthropic.WithWebSearch(anthropic.WebSearch{MaxUses: 5}))))
 			team += " with Anthropic web search"
@@ -179,61 +176,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		fmt.Fprintf(stdout, "\nTokens: %d in, %d out; cost $%.4f\n", res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.CostUSD)
 	}
 	return nil
-}
-
-// searchConfigured reports whether a web search backend is set in the environment.
-func searchConfigured(getenv func(string) string) bool {
-	for _, v := range []string{web.EnvBrave, web.EnvSerper, web.EnvTavily, web.EnvSearXNG} {
-		if getenv(v) != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// pickModel chooses a model from the keys in the environment, or a reachable Ollama; "" when
-// none is available.
-func pickModel(getenv func(string) string) string {
-	switch {
-	case getenv("ANTHROPIC_API_KEY") != "":
-		return "anthropic/claude-sonnet-4-5"
-	case getenv("OPENAI_API_KEY") != "":
-		return "openai/gpt-4o"
-	case getenv("OPENROUTER_API_KEY") != "":
-		return "openrouter/anthropic/claude-sonnet-4.5"
-	case getenv("GEMINI_API_KEY") != "" || getenv("GOOGLE_API_KEY") != "":
-		return "gemini/gemini-2.5-flash"
-	}
-	if m := ollamaModel(getenv("OLLAMA_HOST")); m != "" {
-		return "ollama/" + m
-	}
-	return ""
-}
-
-// ollamaModel returns the first model a local Ollama serves, or "" when none answers quickly.
-func ollamaModel(host string) string {
-	base := "http://127.0.0.1:11434"
-	if host != "" {
-		base = host
-		if !strings.Contains(base, "://") {
-			base = "http://" + base
-		}
-	}
-	client := &http.Client{Timeout: 300 * time.Millisecond}
-	resp, err := client.Get(strings.TrimRight(base, "/") + "/api/tags")
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var tags struct {
-		Models []struct {
-			Name string `json:"name"`
-		} `json:"models"`
-	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&tags) != nil || len(tags.Models) == 0 {
-		return ""
-	}
-	return tags.Models[0].Name
 }
 
 // forwardInput sends each line typed to the coordinator, or to a worker with "@name text".

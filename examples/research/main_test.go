@@ -62,12 +62,4 @@ func TestFlags(t *testing.T) {
 	if err := run(context.Background(), nil, nil, &out, noEnv); err == nil {
 		t.Error("no goal and no -run was accepted")
 	}
-	if got := pickModel(func(k string) string {
-		if k == "OPENAI_API_KEY" {
-			return "k"
-		}
-		return ""
-	}); got != "openai/gpt-4o" {
-		t.Errorf("pickModel with OPENAI_API_KEY = %q", got)
-	}
 }

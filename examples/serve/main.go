@@ -65,12 +65,11 @@ func parse(args []string, stderr io.Writer) (options, error) {
 func newServer(o options, getenv func(string) string) (*server.Server, string, error) {
 	model := o.model
 	if model == "" && !o.offline {
-		model = pickModel(getenv)
+		model = models.Default(getenv)
 	}
 	team := "the offline demo team"
 	squadOpts := func(string) []nodes.Option {
-		return []nodes.Option{nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
-			nodes.WithModelOptions(models.WithModels(demo.Models()...))}
+		return demo.Team()
 	}
 	if model != "" {
 		team = model
@@ -116,19 +115,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = nil
 	}
 	return errors.Join(err, cerr)
-}
-
-// pickModel chooses a model from the API keys in the environment; "" when none is set.
-func pickModel(getenv func(string) string) string {
-	switch {
-	case getenv("ANTHROPIC_API_KEY") != "":
-		return "anthropic/claude-sonnet-4-5"
-	case getenv("OPENAI_API_KEY") != "":
-		return "openai/gpt-4o"
-	case getenv("OPENROUTER_API_KEY") != "":
-		return "openrouter/anthropic/claude-sonnet-4.5"
-	case getenv("GEMINI_API_KEY") != "" || getenv("GOOGLE_API_KEY") != "":
-		return "gemini/gemini-2.5-flash"
-	}
-	return ""
 }

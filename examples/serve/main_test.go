@@ -16,21 +16,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func noEnv(string) string { return "" }
 
-func TestPickModel(t *testing.T) {
-	if m := pickModel(noEnv); m != "" {
-		t.Errorf("no keys: %q", m)
-	}
-	env := func(k string) string {
-		if k == "OPENAI_API_KEY" {
-			return "sk-test"
-		}
-		return ""
-	}
-	if m := pickModel(env); m != "openai/gpt-4o" {
-		t.Errorf("OpenAI key: %q", m)
-	}
-}
-
 // Without a key the handler serves agents playing the offline team: one is created and
 // completes with the demo report.
 func TestServeOffline(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/tools"
@@ -36,6 +38,15 @@ const Question = "Should my findings cite sources?"
 // Models returns the coordinator and the worker model.
 func Models() []providers.Model {
 	return []providers.Model{scripted.NewFunc("coordinator", coordinator), scripted.NewFunc("worker", worker)}
+}
+
+// Team returns the options that make a squad play the offline team: its models, served by name,
+// for the coordinator and the workers.
+func Team() []nodes.Option {
+	return []nodes.Option{
+		nodes.WithModel(WorkerModel), nodes.WithCoordinatorModel(CoordinatorModel),
+		nodes.WithModelOptions(models.WithModels(Models()...)),
+	}
 }
 
 func call(name string, args any) tools.Call {

@@ -173,7 +173,7 @@ func (s Service) baseURL(cfg serviceConfig) string {
 	if s.BaseURLEnv != "" {
 		if v := strings.TrimSpace(os.Getenv(s.BaseURLEnv)); v != "" {
 			if s.Provider == "ollama" {
-				return ollamaURL(v)
+				return OllamaURL(v)
 			}
 			return v
 		}
@@ -181,9 +181,13 @@ func (s Service) baseURL(cfg serviceConfig) string {
 	return s.BaseURL
 }
 
-// ollamaURL turns OLLAMA_HOST (host, host:port or a URL, as Ollama reads it) into the base URL
-// of its OpenAI-compatible API. Without a scheme it is http and the port defaults to 11434.
-func ollamaURL(host string) string {
+// OllamaURL turns OLLAMA_HOST (host, host:port or a URL, as Ollama reads it) into the base URL
+// of its OpenAI-compatible API. Without a scheme it is http and the port defaults to 11434; an
+// empty host is Ollama's default address.
+func OllamaURL(host string) string {
+	if strings.TrimSpace(host) == "" {
+		host = "localhost"
+	}
 	if !strings.Contains(host, "://") {
 		h, _, _ := strings.Cut(host, "/")
 		if !strings.Contains(h, ":") || strings.HasSuffix(h, "]") {

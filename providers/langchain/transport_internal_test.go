@@ -80,8 +80,8 @@ func TestOllamaURL(t *testing.T) {
 		"http://h:1/v1":               "http://h:1/v1",
 		"[::1]":                       "http://[::1]:11434/v1",
 	} {
-		if got := ollamaURL(in); got != want {
-			t.Errorf("ollamaURL(%q) = %q, want %q", in, got, want)
+		if got := OllamaURL(in); got != want {
+			t.Errorf("OllamaURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

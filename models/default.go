@@ -1,0 +1,51 @@
+package models
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agiraph/agiraph/providers/langchain"
+)
+
+// Default returns the model a program that names none should use, from what its environment
+// offers: the first provider whose key getenv finds (ANTHROPIC_API_KEY, OPENAI_API_KEY,
+// OPENROUTER_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY), else the first model of an Ollama that
+// answers at OLLAMA_HOST (or its default address) within a moment; "" when there is none.
+func Default(getenv func(string) string) string {
+	switch {
+	case getenv("ANTHROPIC_API_KEY") != "":
+		return "anthropic/claude-sonnet-4-5"
+	case getenv("OPENAI_API_KEY") != "":
+		return "openai/gpt-4o"
+	case getenv("OPENROUTER_API_KEY") != "":
+		return "openrouter/anthropic/claude-sonnet-4.5"
+	case getenv("GEMINI_API_KEY") != "" || getenv("GOOGLE_API_KEY") != "":
+		return "gemini/gemini-2.5-flash"
+	}
+	if m := ollamaModel(getenv("OLLAMA_HOST")); m != "" {
+		return "ollama/" + m
+	}
+	return ""
+}
+
+// ollamaModel returns the first model the Ollama at host serves, or "" when none answers.
+func ollamaModel(host string) string {
+	root := strings.TrimSuffix(langchain.OllamaURL(host), "/v1")
+	client := &http.Client{Timeout: 300 * time.Millisecond}
+	resp, err := client.Get(root + "/api/tags")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var tags struct {
+		Models []struct {
+			Name string `json:"name"`
+		} `json:"models"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&tags) != nil || len(tags.Models) == 0 {
+		return ""
+	}
+	return tags.Models[0].Name
+}
