@@ -14,40 +14,64 @@ import (
 	"github.com/agiraph/agiraph/tools"
 )
 
-// wireText returns the text of a request's system prompt, and of its last message: its text
-// blocks and its tool results' contents.
-func wireText(r providertest.Request) (system, last string, results int) {
+// wireTurn is what the fake server needs to know of a request to answer it: the system prompt,
+// the text since the model last spoke, how many tool results came back, and whether it is the
+// conversation's first request.
+type wireTurn struct {
+	system, last string
+	results      int
+	first        bool
+}
+
+// anthropicTurn reads a Messages API request.
+func anthropicTurn(r providertest.Request) wireTurn {
+	var w wireTurn
 	switch sys := r.JSON["system"].(type) {
 	case string:
-		system = sys
+		w.system = sys
 	case []any:
 		for _, b := range sys {
 			if m, ok := b.(map[string]any); ok {
 				s, _ := m["text"].(string)
-				system += s
+				w.system += s
 			}
 		}
 	}
 	msgs := r.Messages()
-	content := msgs[len(msgs)-1]["content"]
-	switch c := content.(type) {
+	w.first = len(msgs) == 1
+	switch c := msgs[len(msgs)-1]["content"].(type) {
 	case string:
-		last = c
+		w.last = c
 	case []any:
 		for _, b := range c {
 			m, _ := b.(map[string]any)
 			switch m["type"] {
 			case "text":
 				s, _ := m["text"].(string)
-				last += s
+				w.last += s
 			case "tool_result":
-				results++
-				raw, _ := json.Marshal(m["content"])
-				last += string(raw)
+				w.results++
 			}
 		}
 	}
-	return system, last, results
+	return w
+}
+
+// openAITurn reads a Chat Completions request.
+func openAITurn(r providertest.Request) wireTurn {
+	msgs := r.Messages()
+	var w wireTurn
+	w.system, _ = msgs[0]["content"].(string)
+	w.first = len(msgs) == 2 // the system message and the goal
+	for i := len(msgs) - 1; i >= 0 && msgs[i]["role"] != "assistant"; i-- {
+		if msgs[i]["role"] == "tool" {
+			w.results++
+		}
+		if c, ok := msgs[i]["content"].(string); ok {
+			w.last = c + "\n" + w.last
+		}
+	}
+	return w
 }
 
 func wireCall(name string, args any) tools.Call {
@@ -55,39 +79,39 @@ func wireCall(name string, args any) tools.Call {
 	return tools.Call{Name: name, Args: raw}
 }
 
-// A whole squad over the Anthropic Messages API: the coordinator and the worker are
-// anthropic/* models from models.New, talking real HTTP to a fake server that speaks the API's
-// wire format (streaming off, tool_use and tool_result blocks, usage).
-func TestSquadOverTheAnthropicWire(t *testing.T) {
-	srv := providertest.NewAnthropicFunc(t, func(r providertest.Request) providertest.Reply {
-		system, last, results := wireText(r)
-		usage := providers.Usage{InputTokens: 100, OutputTokens: 20}
-		switch {
-		case strings.Contains(system, "OPERATING RULES"): // the coordinator
-			switch {
-			case len(r.Messages()) == 1:
-				return providertest.Reply{Text: "One node will do.", Usage: usage, Calls: []tools.Call{
-					wireCall("create_work_node", map[string]string{"task": "Write hello.md saying hello, then publish."}),
-				}}
-			case strings.Contains(last, "Stage 1 is complete"):
-				return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("finish", map[string]string{"output": "hello.md is published"})}}
-			case strings.Contains(last, "The run is ending"):
-				return providertest.Reply{Text: "Nothing to store.", Usage: usage}
-			case results > 0:
-				return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("wait", map[string]string{})}}
-			}
-			return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("wait", map[string]string{})}}
-		default: // the worker
-			if results == 0 {
-				return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("write_file", map[string]string{"path": "nodes/n1/scratch/hello.md", "content": "hello"})}}
-			}
-			return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("publish", map[string]string{"summary": "said hello"})}}
+// wireScript plays a one-node squad: the coordinator puts a node on the board, waits, and
+// finishes when the stage is complete; the worker writes hello.md and publishes.
+func wireScript(w wireTurn) providertest.Reply {
+	reply := func(calls ...tools.Call) providertest.Reply {
+		return providertest.Reply{Usage: providers.Usage{InputTokens: 100, OutputTokens: 20}, Calls: calls}
+	}
+	if !strings.Contains(w.system, "OPERATING RULES") { // a worker
+		if w.results == 0 {
+			return reply(wireCall("write_file", map[string]string{"path": "nodes/n1/scratch/hello.md", "content": "hello"}))
 		}
-	})
+		return reply(wireCall("publish", map[string]string{"summary": "said hello"}))
+	}
+	switch {
+	case w.first:
+		return reply(wireCall("create_work_node", map[string]string{"task": "Write hello.md saying hello, then publish."}))
+	case strings.Contains(w.last, "Stage 1 is complete"):
+		return reply(wireCall("finish", map[string]string{"output": "hello.md is published"}))
+	case strings.Contains(w.last, "The run is ending"):
+		r := reply()
+		r.Text = "Nothing to store."
+		return r
+	}
+	return reply(wireCall("wait", map[string]string{}))
+}
+
+// runOverTheWire runs the one-node squad with model (coordinator and workers) against a fake
+// server at baseURL, and checks its result.
+func runOverTheWire(t *testing.T, model, baseURL string) {
+	t.Helper()
 	s, err := nodes.New(
 		nodes.WithHome(t.TempDir()),
-		nodes.WithModel("anthropic/claude-sonnet-4-5"),
-		nodes.WithModelOptions(models.WithAPIKey("test-key"), models.WithBaseURL(srv.URL())),
+		nodes.WithModel(model),
+		nodes.WithModelOptions(models.WithAPIKey("test-key"), models.WithBaseURL(baseURL)),
 		nodes.WithTick(20*time.Millisecond),
 	)
 	if err != nil {
@@ -110,6 +134,14 @@ func TestSquadOverTheAnthropicWire(t *testing.T) {
 	if res.Usage.InputTokens == 0 || res.Usage.CostUSD == 0 {
 		t.Fatalf("usage %+v: want tokens and a cost from the priced model", res.Usage)
 	}
+}
+
+// A whole squad over the Anthropic Messages API: the coordinator and the worker are
+// anthropic/* models from models.New, talking real HTTP to a fake server that speaks the API's
+// wire format (tool_use and tool_result blocks, usage).
+func TestSquadOverTheAnthropicWire(t *testing.T) {
+	srv := providertest.NewAnthropicFunc(t, func(r providertest.Request) providertest.Reply { return wireScript(anthropicTurn(r)) })
+	runOverTheWire(t, "anthropic/claude-sonnet-4-5", srv.URL())
 	for _, r := range srv.Requests() {
 		if r.Header.Get("x-api-key") != "test-key" || r.Model != "claude-sonnet-4-5" {
 			t.Fatalf("request %d: key %q model %q", r.Index, r.Header.Get("x-api-key"), r.Model)
@@ -123,59 +155,8 @@ func TestSquadOverTheAnthropicWire(t *testing.T) {
 // The same squad over OpenAI Chat Completions (langchaingo's client behind the bridge), with
 // the coordinator and the worker as openai/* models.
 func TestSquadOverTheOpenAIWire(t *testing.T) {
-	srv := providertest.NewOpenAIFunc(t, func(r providertest.Request) providertest.Reply {
-		msgs := r.Messages()
-		system, _ := msgs[0]["content"].(string)
-		var last string
-		results := 0
-		for i := len(msgs) - 1; i >= 0 && msgs[i]["role"] != "assistant"; i-- {
-			if msgs[i]["role"] == "tool" {
-				results++
-			}
-			if c, ok := msgs[i]["content"].(string); ok {
-				last = c + "\n" + last
-			}
-		}
-		usage := providers.Usage{InputTokens: 100, OutputTokens: 20}
-		if strings.Contains(system, "OPERATING RULES") {
-			switch {
-			case len(msgs) == 2:
-				return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("create_work_node", map[string]string{"task": "Write hello.md saying hello, then publish."})}}
-			case strings.Contains(last, "Stage 1 is complete"):
-				return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("finish", map[string]string{"output": "hello.md is published"})}}
-			case strings.Contains(last, "The run is ending"):
-				return providertest.Reply{Text: "Nothing to store.", Usage: usage}
-			}
-			return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("wait", map[string]string{})}}
-		}
-		if results == 0 {
-			return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("write_file", map[string]string{"path": "nodes/n1/scratch/hello.md", "content": "hello"})}}
-		}
-		return providertest.Reply{Usage: usage, Calls: []tools.Call{wireCall("publish", map[string]string{"summary": "said hello"})}}
-	})
-	s, err := nodes.New(
-		nodes.WithHome(t.TempDir()),
-		nodes.WithModel("openai/gpt-4o"),
-		nodes.WithModelOptions(models.WithAPIKey("test-key"), models.WithBaseURL(srv.URL())),
-		nodes.WithTick(20*time.Millisecond),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := s.Run(ctx, "Say hello in a file.")
-	if err != nil {
-		dump(t, s)
-		t.Fatal(err)
-	}
-	if res.Output != "hello.md is published" {
-		t.Fatalf("output %q", res.Output)
-	}
-	if res.Usage.CostUSD == 0 {
-		t.Fatalf("usage %+v: want a cost from the priced model", res.Usage)
-	}
+	srv := providertest.NewOpenAIFunc(t, func(r providertest.Request) providertest.Reply { return wireScript(openAITurn(r)) })
+	runOverTheWire(t, "openai/gpt-4o", srv.URL())
 	for _, r := range srv.Requests() {
 		if r.Header.Get("Authorization") != "Bearer test-key" || r.Model != "gpt-4o" {
 			t.Fatalf("request %d: auth %q model %q", r.Index, r.Header.Get("Authorization"), r.Model)
