@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -65,7 +67,7 @@ func TestMemoryAcrossRuns(t *testing.T) {
 	if !strings.Contains(run2.System, "knowledge/python-asyncio.md") {
 		t.Errorf("run 2's system prompt does not show the memory index:\n%s", run2.System)
 	}
-	if !slicesContainsType(scEvents(t, s), "memory.written") {
+	if !slices.ContainsFunc(scEvents(t, s), func(e eventlog.Event) bool { return e.Type == eventlog.MemoryWritten }) {
 		t.Error("no memory.written event")
 	}
 }
@@ -75,15 +77,6 @@ func firstMatch(s string) string {
 		return m
 	}
 	return "(nothing)"
-}
-
-func slicesContainsType[E interface{ ~struct{} } | any](evs []E, typ string) bool {
-	for _, e := range evs {
-		if strings.Contains(fmt.Sprintf("%+v", e), "Type:"+typ) {
-			return true
-		}
-	}
-	return false
 }
 
 // Scenario 7: a worker researching ten companies outgrows a small context window. Before each
@@ -117,7 +110,7 @@ func TestCompactionOnALongAssignment(t *testing.T) {
 			return scTurn(req, scCall("read_file", map[string]string{"path": notesPath})), nil
 		case len(results) == 1 && results[0].Name == "lookup":
 			name := strings.SplitN(results[0].Content, ":", 2)[0]
-			return scTurn(req, scCall("edit_file_or_write", map[string]string{"name": name})), nil
+			return scTurn(req, scCall("note_done", map[string]string{"name": name})), nil
 		}
 		for _, c := range companies {
 			if !done[c] {
@@ -136,7 +129,7 @@ func TestCompactionOnALongAssignment(t *testing.T) {
 	})
 	// note appends a line to notes.md (the worker's way of keeping track).
 	var squadRef *nodes.Squad
-	note := tools.Func("edit_file_or_write", "Add a company to the notes.", func(_ context.Context, a struct {
+	note := tools.Func("note_done", "Add a company to the notes.", func(_ context.Context, a struct {
 		Name string `json:"name"`
 	}) (string, error) {
 		runs, _ := squadRef.Home().Runs()
