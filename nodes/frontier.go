@@ -32,14 +32,12 @@ func (r *run) plan(st tick) ([]launch, error) {
 		if free <= 0 {
 			break
 		}
-		if !r.resumable(n) {
-			continue
-		}
-		if n.Status != NodeWaiting && r.hasOutcome(n) { // it ended before the process did: collect it
+		switch r.resumption(n) {
+		case collectIt:
 			r.pool.finish(n.Assignment)
-			continue
+		case runIt:
+			add(n, n.Worker, n.Assignment)
 		}
-		add(n, n.Worker, n.Assignment)
 	}
 	for _, w := range snap.Workers {
 		if free <= 0 {
@@ -89,19 +87,33 @@ func (r *run) plan(st tick) ([]launch, error) {
 	return out, nil
 }
 
-// resumable reports whether n has an assignment to pick up again: one that was running when
-// the process stopped, or one whose question the human answered.
-func (r *run) resumable(n Node) bool {
+// What to do with a node's assignment that is not running in this process.
+const (
+	leaveIt   = iota // nothing: it is running, ended here and waits for reconcile, or there is none
+	runIt            // start it again: it was running when the process stopped, or the human answered its question
+	collectIt        // collect it: it ended (its outcome is saved) before the process stopped
+)
+
+// resumption says what to do with n's assignment.
+func (r *run) resumption(n Node) int {
 	if n.Assignment == "" || r.pool.running(n.Assignment) {
-		return false
+		return leaveIt
 	}
 	switch n.Status {
 	case NodeRunning, NodeAssigned:
-		return !r.pool.hasEnded(n.Assignment) // an ended one waits for reconcile
+		switch {
+		case r.pool.hasEnded(n.Assignment):
+			return leaveIt
+		case r.hasOutcome(n):
+			return collectIt
+		}
+		return runIt
 	case NodeWaiting:
-		return n.Question != "" && n.Answer != ""
+		if n.Question != "" && n.Answer != "" {
+			return runIt
+		}
 	}
-	return false
+	return leaveIt
 }
 
 // revivable returns the node a worker's mail wakes it back into: an idle worker with mail,

@@ -139,7 +139,7 @@ func (r *run) workToRestart() bool {
 	}
 	snap := r.board.Snapshot()
 	for _, n := range snap.Nodes {
-		if n.Status == NodeWaiting && n.Question != "" && n.Answer != "" {
+		if n.Status == NodeWaiting && r.resumption(n) == runIt {
 			return true
 		}
 	}

@@ -7,7 +7,8 @@
 //		            ▲                                                                          │
 //		            └──────────────────────────────────────────────────────────────────────────┘
 //
-//	  - intake loads the agent's home (SOUL.md, GOAL.md, MEMORY.md) and the goal.
+//	  - intake takes the goal and starts the run's plan and logs; the coordinator's prompt is
+//	    built from the agent's home (SOUL.md, GOAL.md, MEMORY.md, recent logs) at each of its turns.
 //	  - route_frontier matches ready work nodes (pending, dependencies done) to idle workers,
 //	    spawning workers when none is free, within the pool's concurrency limit; it also picks up
 //	    assignments to resume: after a restart, after a human's answer, or for a worker woken by mail.
