@@ -129,8 +129,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if strings.TrimSpace(req.Goal) == "" {
-		writeError(w, http.StatusBadRequest, "bad field \"goal\": it is required")
+	if !required(w, "goal", req.Goal) {
 		return
 	}
 	switch nodes.Mode(req.Mode) {
@@ -199,8 +198,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, a *agent) {
 	if !decode(w, r, &req, false) {
 		return
 	}
-	if strings.TrimSpace(req.Goal) == "" {
-		writeError(w, http.StatusBadRequest, "bad field \"goal\": it is required")
+	if !required(w, "goal", req.Goal) {
 		return
 	}
 	if err := s.start(a, req.Goal, ""); err != nil {
@@ -268,8 +266,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
 	if !decode(w, r, &req, false) {
 		return
 	}
-	if strings.TrimSpace(req.Message) == "" {
-		writeError(w, http.StatusBadRequest, "bad field \"message\": it is required")
+	if !required(w, "message", req.Message) {
 		return
 	}
 	to := req.To
@@ -291,8 +288,7 @@ func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent)
 	if !decode(w, r, &req, false) {
 		return
 	}
-	if strings.TrimSpace(req.Response) == "" {
-		writeError(w, http.StatusBadRequest, "bad field \"response\": it is required")
+	if !required(w, "response", req.Response) {
 		return
 	}
 	to := req.Worker
@@ -551,8 +547,7 @@ func (s *Server) handleMemorySearch(w http.ResponseWriter, r *http.Request, a *a
 	if !decode(w, r, &req, false) {
 		return
 	}
-	if strings.TrimSpace(req.Query) == "" {
-		writeError(w, http.StatusBadRequest, "bad field \"query\": it is required")
+	if !required(w, "query", req.Query) {
 		return
 	}
 	res, err := a.squad.Memory().Search(req.Query, req.Limit)
@@ -640,4 +635,13 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, a *agent) 
 			return
 		}
 	}
+}
+
+// required answers 400 naming field when value is blank, and reports whether it was given.
+func required(w http.ResponseWriter, field, value string) bool {
+	if strings.TrimSpace(value) == "" {
+		writeError(w, http.StatusBadRequest, "bad field %q: it is required", field)
+		return false
+	}
+	return true
 }
