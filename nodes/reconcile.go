@@ -70,13 +70,8 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 			return o.Usage, err
 		}
 	case runtime.Waiting:
-		if err := tell("question", worker.Name, bus.Human, o.Question); err != nil {
+		if err := r.toHuman(id+"/question", worker.Name, o.Question); err != nil {
 			return o.Usage, err
-		}
-		if !already {
-			if err := r.converse(worker.ID, bus.Human, o.Question); err != nil {
-				return o.Usage, err
-			}
 		}
 	case runtime.Cancelled:
 	default:

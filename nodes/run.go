@@ -433,15 +433,12 @@ func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 		r.mu.Lock()
 		r.coordQuestion = o.Question
 		r.mu.Unlock()
-		if _, err := r.bus.SendOnce(ctx, fmt.Sprintf("coordinator%d/question", o.Turns), bus.Coordinator, bus.Human, o.Question); err != nil {
-			return n, err
-		}
-		if err := r.converse(bus.Coordinator, bus.Human, o.Question); err != nil {
+		if err := r.toHuman(fmt.Sprintf("coordinator%d/question", o.Turns), bus.Coordinator, o.Question); err != nil {
 			return n, err
 		}
 		r.emit(eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question})
 	case strings.TrimSpace(o.Summary) != "":
-		if err := r.reply(fmt.Sprintf("coordinator%d/reply", o.Turns), o.Summary); err != nil {
+		if err := r.toHuman(fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {
 			return n, err
 		}
 	}
@@ -460,17 +457,17 @@ func usageSince(now, before providers.Usage) providers.Usage {
 	}
 }
 
-// reply sends the coordinator's reply to the human, once per key, and adds it to the
-// conversation.
-func (r *run) reply(key, body string) error {
-	sent, err := r.bus.SendOnce(r.ctxOrBackground(), key, bus.Coordinator, bus.Human, body)
+// toHuman sends a message from the coordinator or a worker to the human, once per key (a step
+// re-run after a crash sends nothing again), and adds it to the conversation.
+func (r *run) toHuman(key, from, body string) error {
+	sent, err := r.bus.SendOnce(r.ctxOrBackground(), key, from, bus.Human, body)
 	if err != nil {
 		return err
 	}
 	if len(sent) > 0 && sent[0].Time.Before(r.started) { // sent before a restart, and logged then
 		return nil
 	}
-	return r.converse(bus.Coordinator, bus.Human, body)
+	return r.converse(from, bus.Human, body)
 }
 
 // converse appends a message of the human ↔ coordinator conversation to the agent's
