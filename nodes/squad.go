@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -100,6 +101,8 @@ type config struct {
 	contextLimit  int
 	triggerClock  triggers.Clock
 	coordTools    []tools.Tool
+	logger        *slog.Logger
+	wake          func(runID string)
 }
 
 // WithHome sets the agent's home folder (default ".agiraph/agent").
@@ -190,6 +193,16 @@ func WithTriggerClock(c triggers.Clock) Option { return func(c2 *config) { c2.tr
 func WithCoordinatorTools(ts ...tools.Tool) Option {
 	return func(c *config) { c.coordTools = append(c.coordTools, ts...) }
 }
+
+// WithLogger sets where the squad reports what it cannot tell through a run's events (a log
+// file it could not write, a trigger it could not deliver). The default discards them.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithWake sets what to do when one of the agent's triggers comes due while no run is in
+// progress: the firing has been delivered to the agent's latest run, runID, and fn should
+// resume it (Resume). fn is called from the squad's scheduler and must not block; without
+// it, such firings wait in the run for its next Resume.
+func WithWake(fn func(runID string)) Option { return func(c *config) { c.wake = fn } }
 
 // WithWorkerNames sets the names given to workers the squad spawns by itself.
 func WithWorkerNames(names ...string) Option { return func(c *config) { c.names = names } }
@@ -320,10 +333,17 @@ type Result struct {
 	OutputPath string
 	Board      Snapshot
 	Usage      providers.Usage
+	// Finished is true when the coordinator called finish: the run is complete. A run that
+	// returns without it was paused (End, or its context ended) and can be resumed.
+	Finished bool
 }
 
 // ErrRunning is returned when a run is started while another is in progress.
 var ErrRunning = errors.New("nodes: a run is already in progress")
+
+// ErrInterrupted is wrapped by the error Run and Resume return when their context ends before
+// the run finishes: the run is paused, not ended, and Resume continues it.
+var ErrInterrupted = errors.New("nodes: run interrupted")
 
 // ErrNoRun is returned by the methods that act on the run in progress when there is none.
 var ErrNoRun = errors.New("nodes: no run in progress")

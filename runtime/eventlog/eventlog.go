@@ -40,6 +40,9 @@ const (
 	AgentPaused    Type = "agent.paused"    // an agent was paused
 	AgentResumed   Type = "agent.resumed"   // a paused agent resumed
 	AgentCompleted Type = "agent.completed" // an agent finished its goal
+	// AgentWaiting says that nothing moved in a run for its stall window; Text says what it
+	// waits on (a node, a worker, the human).
+	AgentWaiting Type = "agent.waiting"
 
 	NodeCreated   Type = "node.created"   // a work node was added to the graph
 	NodeAssigned  Type = "node.assigned"  // a work node was assigned to a worker
@@ -74,7 +77,7 @@ const (
 const customTypePrefix = "x."
 
 var types = []Type{
-	AgentCreated, AgentStarted, AgentPaused, AgentResumed, AgentCompleted,
+	AgentCreated, AgentStarted, AgentPaused, AgentResumed, AgentCompleted, AgentWaiting,
 	NodeCreated, NodeAssigned, NodeStarted, NodeCompleted, NodeFailed,
 	WorkerSpawned, WorkerIdle, WorkerBusy, WorkerStopped,
 	MessageSent, MessageReceived,
