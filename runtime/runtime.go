@@ -116,8 +116,11 @@ type Message struct {
 // Mailbox is a running worker's connection to the message bus.
 type Mailbox interface {
 	// Receive returns the messages that arrived for the worker since the last call, oldest
-	// first, without waiting. Each message is returned once.
-	Receive() []Message
+	// first, without waiting. Each message is returned once — but a call with the same
+	// non-empty key as an earlier one returns what that one returned, even after a restart:
+	// a runtime that saves what it received only at the end of a step receives with a key
+	// derived from the step, so a step run again after a crash gets the same messages.
+	Receive(key string) []Message
 	// Send posts a message from the worker to a recipient (a worker's name or role, the
 	// coordinator, "human", or "*" for everyone).
 	Send(ctx context.Context, to, body string) error

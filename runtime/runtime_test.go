@@ -86,7 +86,7 @@ type mailbox struct {
 	sent []runtime.Message
 }
 
-func (m *mailbox) Receive() []runtime.Message {
+func (m *mailbox) Receive(string) []runtime.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	in := m.in

@@ -177,7 +177,11 @@ func MessageTools(a Assignment, rep *Reporter) []tools.Tool {
 			tools.WithGuidance("Messages sent to you appear in the conversation as they arrive, marked [Message from NAME]; check_messages fetches any that came in meanwhile.")),
 		tools.Func("check_messages", "Fetch messages that arrived for you.",
 			func(ctx context.Context, _ NoArgs) (string, error) {
-				msgs := a.Mailbox.Receive()
+				key := "" // a call run again after a crash gets what the first run got
+				if c, ok := tools.CallFrom(ctx); ok && c.ID != "" && a.ID != "" {
+					key = a.ID + "/" + c.ID
+				}
+				msgs := a.Mailbox.Receive(key)
 				if len(msgs) == 0 {
 					return "No new messages.", nil
 				}

@@ -97,7 +97,7 @@ type mailbox struct {
 	reply   string
 }
 
-func (m *mailbox) Receive() []runtime.Message {
+func (m *mailbox) Receive(string) []runtime.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := m.pending

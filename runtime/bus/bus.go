@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,8 +137,11 @@ type Bus struct {
 	seq     int                // the last message copy's number
 	sends   int                // the last Send's number (markdown counter)
 	history []runtime.Message
-	events  []Event                      // not yet reported to the observer
-	keys    map[string][]runtime.Message // the copies of each keyed send
+	// delivered are the copies received, in the order they were.
+	delivered []runtime.Message
+	events    []Event                      // not yet reported to the observer
+	keys      map[string][]runtime.Message // the copies of each keyed send
+	taken     map[string][]runtime.Message // the copies each keyed receive returned
 
 	obsMu sync.Mutex // held by whoever is reporting events
 }
@@ -151,7 +155,7 @@ type record struct {
 	To       string            `json:"to,omitempty"`
 	Messages []runtime.Message `json:"messages,omitempty"`
 	Upto     string            `json:"upto,omitempty"`
-	Key      string            `json:"key,omitempty"` // the idempotency key of a send (SendOnce)
+	Key      string            `json:"key,omitempty"` // the idempotency key of a send or receive (SendOnce, ReceiveOnce)
 }
 
 // Open opens the bus whose log lives in dir, creating dir and the log if needed, and replays
@@ -165,6 +169,7 @@ func Open(dir string, opts ...Option) (*Bus, error) {
 		notify: make(chan struct{}, 1),
 		byKey:  map[string]*member{},
 		keys:   map[string][]runtime.Message{},
+		taken:  map[string][]runtime.Message{},
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -275,6 +280,10 @@ func (b *Bus) apply(r record) error {
 					break
 				}
 				i++
+			}
+			b.delivered = append(b.delivered, mb.queue[:i]...)
+			if r.Key != "" {
+				b.taken[r.Key] = slices.Clone(mb.queue[:i])
 			}
 			mb.queue = append([]runtime.Message(nil), mb.queue[i:]...)
 		}
@@ -488,10 +497,30 @@ func (b *Bus) known() string {
 // delivery is in the log before Receive returns, so the messages are never delivered again;
 // when it cannot be logged, Receive returns the error and the messages stay queued.
 func (b *Bus) Receive(name string) ([]runtime.Message, error) {
+	return b.receive(name, "")
+}
+
+// ReceiveOnce is Receive with an idempotency key: the first call with a key that finds
+// messages receives them, and every later call with the same key — in this process or after a
+// restart — returns those messages again without receiving more. A step that receives and may
+// be run again after a crash, before what it received was saved, receives with a key derived
+// from the step, so the messages are neither lost nor taken twice.
+func (b *Bus) ReceiveOnce(name, idem string) ([]runtime.Message, error) {
+	if idem == "" {
+		return nil, fmt.Errorf("bus: ReceiveOnce for %q: empty key", name)
+	}
+	return b.receive(name, idem)
+}
+
+func (b *Bus) receive(name, idem string) ([]runtime.Message, error) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return nil, ErrClosed
+	}
+	if got, ok := b.taken[idem]; ok && idem != "" {
+		b.mu.Unlock()
+		return append([]runtime.Message(nil), got...), nil
 	}
 	m := b.byKey[key(name)]
 	if m == nil || len(m.queue) == 0 {
@@ -499,11 +528,15 @@ func (b *Bus) Receive(name string) ([]runtime.Message, error) {
 		return nil, nil
 	}
 	msgs := m.queue
-	if err := b.appendRecord(record{Type: "received", Name: m.Name, Upto: msgs[len(msgs)-1].ID}); err != nil {
+	if err := b.appendRecord(record{Type: "received", Name: m.Name, Upto: msgs[len(msgs)-1].ID, Key: idem}); err != nil {
 		b.mu.Unlock()
 		return nil, err
 	}
 	m.queue = nil
+	b.delivered = append(b.delivered, msgs...)
+	if idem != "" {
+		b.taken[idem] = msgs
+	}
 	if b.cfg.observer != nil {
 		for _, msg := range msgs {
 			b.events = append(b.events, Event{Kind: Received, Message: msg})
@@ -515,8 +548,8 @@ func (b *Bus) Receive(name string) ([]runtime.Message, error) {
 }
 
 // Mailbox returns the participant name's connection to the bus: Receive drains name's queue
-// (see Bus.Receive; an error there reads as no messages, which stay queued) and Send sends
-// from name (see Bus.Send).
+// (see Bus.Receive, and Bus.ReceiveOnce for a keyed one; an error there reads as no messages,
+// which stay queued) and Send sends from name (see Bus.Send).
 func (b *Bus) Mailbox(name string) runtime.Mailbox {
 	return mailbox{b: b, name: name}
 }
@@ -526,8 +559,8 @@ type mailbox struct {
 	name string
 }
 
-func (m mailbox) Receive() []runtime.Message {
-	msgs, _ := m.b.Receive(m.name)
+func (m mailbox) Receive(key string) []runtime.Message {
+	msgs, _ := m.b.receive(m.name, key)
 	return msgs
 }
 
@@ -559,6 +592,23 @@ func (b *Bus) Messages() ([]runtime.Message, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]runtime.Message(nil), b.history...), nil
+}
+
+// Events returns what happened to every message copy, sent before a restart or since: a Sent
+// event for each copy in the order they were sent, then a Received event for each copy
+// delivered, in the order they were. An observer that may have missed events in a crash can
+// be given them again from here.
+func (b *Bus) Events() []Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	evs := make([]Event, 0, len(b.history)+len(b.delivered))
+	for _, m := range b.history {
+		evs = append(evs, Event{Kind: Sent, Message: m})
+	}
+	for _, m := range b.delivered {
+		evs = append(evs, Event{Kind: Received, Message: m})
+	}
+	return evs
 }
 
 // Close closes the bus's log. Afterwards Join, Send and Receive return ErrClosed; the other

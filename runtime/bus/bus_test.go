@@ -216,7 +216,7 @@ func TestReceive(t *testing.T) {
 	join(t, b, alice, bob, carol)
 	bobBox := b.Mailbox("bob")
 
-	if got := bobBox.Receive(); len(got) != 0 {
+	if got := bobBox.Receive(""); len(got) != 0 {
 		t.Fatalf("empty Receive = %v", got)
 	}
 	for i := range 5 {
@@ -237,11 +237,11 @@ func TestReceive(t *testing.T) {
 	if n := b.Pending("nobody"); n != 0 {
 		t.Errorf("Pending(nobody) = %d", n)
 	}
-	got := bobBox.Receive()
+	got := bobBox.Receive("")
 	if want := []string{"a0", "a1", "a2", "c", "a3", "a4", "c2"}; !slices.Equal(bodies(got), want) {
 		t.Errorf("bob received %v, want %v", bodies(got), want)
 	}
-	if again := bobBox.Receive(); len(again) != 0 {
+	if again := bobBox.Receive(""); len(again) != 0 {
 		t.Errorf("second Receive = %v, want nothing", again)
 	}
 	if n := b.Pending("bob"); n != 0 {
@@ -251,7 +251,7 @@ func TestReceive(t *testing.T) {
 		t.Errorf("Pending(alice) after bob's Receive = %d, want 1", n)
 	}
 	send(t, b, "alice", "bob", "later")
-	if got := bobBox.Receive(); !slices.Equal(bodies(got), []string{"later"}) {
+	if got := bobBox.Receive(""); !slices.Equal(bodies(got), []string{"later"}) {
 		t.Errorf("after more: %v", bodies(got))
 	}
 }
@@ -277,7 +277,7 @@ func TestNotify(t *testing.T) {
 		t.Fatal("Notify fired twice for two sends before a read")
 	default:
 	}
-	b.Mailbox("bob").Receive()
+	b.Mailbox("bob").Receive("")
 	select {
 	case <-b.Notify():
 		t.Fatal("Notify fired on Receive")
@@ -295,11 +295,11 @@ func TestObserver(t *testing.T) {
 	}))
 	join(t, b, alice, bob, carol)
 	send(t, b, "carol", "researcher", "hello")
-	b.Mailbox("bob").Receive()
+	b.Mailbox("bob").Receive("")
 	send(t, b, "alice", "bob", "again")
-	b.Mailbox("bob").Receive()
-	b.Mailbox("alice").Receive()
-	b.Mailbox("alice").Receive() // nothing: no event
+	b.Mailbox("bob").Receive("")
+	b.Mailbox("alice").Receive("")
+	b.Mailbox("alice").Receive("") // nothing: no event
 	want := []string{
 		"sent m0001 carol→alice hello",
 		"sent m0002 carol→Bob hello",
@@ -396,7 +396,7 @@ func TestRestart(t *testing.T) {
 	join(t, b, alice, bob, carol)
 	send(t, b, "alice", "bob", "1")
 	send(t, b, "alice", "bob", "2")
-	if got := b.Mailbox("bob").Receive(); !slices.Equal(bodies(got), []string{"1", "2"}) {
+	if got := b.Mailbox("bob").Receive(""); !slices.Equal(bodies(got), []string{"1", "2"}) {
 		t.Fatalf("bob received %v", bodies(got))
 	}
 	send(t, b, "alice", "bob", "3")
@@ -433,10 +433,10 @@ func TestRestart(t *testing.T) {
 	if got := b2.Participants(); !slices.Equal(got, want) {
 		t.Errorf("participants after rejoin %v, want %v", got, want)
 	}
-	if got := b2.Mailbox("bob").Receive(); !slices.Equal(bodies(got), []string{"3", "4"}) {
+	if got := b2.Mailbox("bob").Receive(""); !slices.Equal(bodies(got), []string{"3", "4"}) {
 		t.Errorf("bob received %v after restart, want [3 4]", bodies(got))
 	}
-	if got := b2.Mailbox("alice").Receive(); !slices.Equal(bodies(got), []string{"4"}) {
+	if got := b2.Mailbox("alice").Receive(""); !slices.Equal(bodies(got), []string{"4"}) {
 		t.Errorf("alice received %v after restart, want [4]", bodies(got))
 	}
 	// The counters continue.
@@ -459,7 +459,7 @@ func TestRestart(t *testing.T) {
 			t.Errorf("third open: Pending(%s) = %d, want %d", name, got, n)
 		}
 	}
-	if got := b3.Mailbox("bob").Receive(); !slices.Equal(bodies(got), []string{"6"}) {
+	if got := b3.Mailbox("bob").Receive(""); !slices.Equal(bodies(got), []string{"6"}) {
 		t.Errorf("third open: bob received %v", bodies(got))
 	}
 }
@@ -504,7 +504,7 @@ func TestTornLog(t *testing.T) {
 
 		// The torn line was cut off: the next records are readable.
 		b3 := open(t, dir)
-		if got := b3.Mailbox("bob").Receive(); !slices.Equal(bodies(got), []string{"1", "2", "3"}) {
+		if got := b3.Mailbox("bob").Receive(""); !slices.Equal(bodies(got), []string{"1", "2", "3"}) {
 			t.Errorf("bob received %v, want [1 2 3]", bodies(got))
 		}
 		b3.Close()
@@ -559,7 +559,7 @@ func TestConcurrent(t *testing.T) {
 		for len(all) < senders*each {
 			select {
 			case <-b.Notify():
-				all = append(all, box.Receive()...)
+				all = append(all, box.Receive("")...)
 			case <-ctx.Done():
 				got <- all
 				return
@@ -579,7 +579,7 @@ func TestConcurrent(t *testing.T) {
 				}
 				if j%10 == 0 {
 					b.Send(ctx, from, "worker", "hello")
-					b.Mailbox(from).Receive()
+					b.Mailbox(from).Receive("")
 					b.Pending("bob")
 				}
 			}
@@ -613,7 +613,7 @@ func TestConcurrent(t *testing.T) {
 	if n := b.Pending("bob"); n != 0 {
 		t.Errorf("Pending(bob) = %d", n)
 	}
-	if got := b.Mailbox("bob").Receive(); len(got) != 0 {
+	if got := b.Mailbox("bob").Receive(""); len(got) != 0 {
 		t.Errorf("left over: %d", len(got))
 	}
 	omu.Lock()
@@ -670,7 +670,7 @@ func TestClosed(t *testing.T) {
 	if _, err := b.Receive("bob"); !errors.Is(err, bus.ErrClosed) {
 		t.Errorf("Receive after Close: %v", err)
 	}
-	if got := b.Mailbox("bob").Receive(); len(got) != 0 {
+	if got := b.Mailbox("bob").Receive(""); len(got) != 0 {
 		t.Errorf("Mailbox.Receive after Close: %v", got)
 	}
 	if n := b.Pending("bob"); n != 1 {

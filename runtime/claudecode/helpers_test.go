@@ -142,7 +142,7 @@ type mailbox struct {
 	reply func(to, body string) *runtime.Message
 }
 
-func (m *mailbox) Receive() []runtime.Message {
+func (m *mailbox) Receive(string) []runtime.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := m.queue

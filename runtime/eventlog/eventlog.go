@@ -124,6 +124,9 @@ type Event struct {
 	Worker string          `json:"worker,omitempty"` // the worker it concerns
 	Text   string          `json:"text,omitempty"`   // a human-readable line: the summary, the message, the question
 	Data   json.RawMessage `json:"data,omitempty"`   // type-specific details, any JSON value
+	// Key, when set, makes the event idempotent: Append logs one event per key, ever (see
+	// Append). A step that may be run again after a crash keys its events by what it does.
+	Key string `json:"key,omitempty"`
 }
 
 // New returns an event of type t with text and data marshalled to JSON. A nil data (or one
@@ -187,6 +190,7 @@ type Log struct {
 	index  []entry // one per event, in Seq order; only ever appended to
 	last   int64
 	subs   map[*subscriber]struct{}
+	keys   map[string]int64 // the Seq of each keyed event
 	closed bool
 	broken error // set when a failed write could not be undone; Append then fails
 }
@@ -207,7 +211,7 @@ func Open(path string, opts ...Option) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: %w", err)
 	}
-	l := &Log{path: path, now: c.now, f: f, subs: make(map[*subscriber]struct{})}
+	l := &Log{path: path, now: c.now, f: f, subs: make(map[*subscriber]struct{}), keys: map[string]int64{}}
 	if err := l.load(); err != nil {
 		f.Close()
 		return nil, err
@@ -245,6 +249,9 @@ func (l *Log) load() error {
 			}
 			l.index = append(l.index, entry{seq: e.Seq, off: off})
 			l.last = e.Seq
+			if e.Key != "" {
+				l.keys[e.Key] = e.Seq
+			}
 		}
 		off += int64(len(line))
 	}
@@ -258,6 +265,9 @@ func (l *Log) load() error {
 // prefixed "x."; an empty or unknown type is an error wrapping ErrUnknownType. Data, if any,
 // must be valid JSON (it is stored compacted). If the write fails, what it wrote is truncated away and the Seq is
 // not used.
+//
+// An event with a Key already in the log — appended in this process or before a restart — is
+// not appended again: Append returns e with the Seq of the first one, and nil.
 func (l *Log) Append(e Event) (Event, error) {
 	if e.Type == "" {
 		return Event{}, fmt.Errorf("eventlog: event has no type: %w", ErrUnknownType)
@@ -280,6 +290,10 @@ func (l *Log) Append(e Event) (Event, error) {
 	}
 	if l.broken != nil {
 		return Event{}, l.broken
+	}
+	if seq, ok := l.keys[e.Key]; ok && e.Key != "" {
+		e.Seq = seq
+		return e, nil
 	}
 	e.Seq = l.last + 1
 	if e.Time.IsZero() {
@@ -304,6 +318,9 @@ func (l *Log) Append(e Event) (Event, error) {
 	l.index = append(l.index, entry{seq: e.Seq, off: l.size})
 	l.size += int64(buf.Len())
 	l.last = e.Seq
+	if e.Key != "" {
+		l.keys[e.Key] = e.Seq
+	}
 	for s := range l.subs {
 		s.push(e)
 	}

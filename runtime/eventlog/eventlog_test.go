@@ -130,10 +130,10 @@ func waitClosed(t *testing.T, ch <-chan eventlog.Event) {
 
 func TestTypes(t *testing.T) {
 	ts := eventlog.Types()
-	if len(ts) != 26 {
-		t.Fatalf("%d types, want 26", len(ts))
+	if len(ts) != 27 {
+		t.Fatalf("%d types, want 27", len(ts))
 	}
-	if ts[0] != eventlog.AgentCreated || ts[25] != eventlog.MemoryCompacted || ts[9] != eventlog.NodeFailed {
+	if ts[0] != eventlog.AgentCreated || ts[26] != eventlog.MemoryCompacted || ts[10] != eventlog.NodeFailed {
 		t.Fatalf("types out of order: %v", ts)
 	}
 	seen := map[eventlog.Type]bool{}

@@ -86,7 +86,7 @@ func (b *Bridge) Step(ctx context.Context, final bool) {
 	}
 	var msgs []runtime.Message
 	if !final {
-		msgs = b.a.Mailbox.Receive()
+		msgs = b.a.Mailbox.Receive("")
 	}
 	paragraphs := notes
 	if len(msgs) > 0 {

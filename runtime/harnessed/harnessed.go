@@ -151,7 +151,7 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 	}
 	w.report = runtime.NewReport(w.snap.Values.Report)
 	if !w.fresh && len(w.snap.Next) == 0 {
-		if w.revive = w.receive(); len(w.revive) > 0 {
+		if w.revive = w.receive(fmt.Sprintf("turn%d/wake", w.snap.Values.Turns)); len(w.revive) > 0 {
 			w.report = runtime.NewReport(runtime.Outcome{})
 		}
 	}
@@ -183,6 +183,9 @@ type worker struct {
 	fresh  bool
 	snap   graph.Snapshot[state]
 	revive []runtime.Message // messages that wake an ended assignment
+	// unsaved are messages a failed step received and no saved step holds: the outcome
+	// hands them back as unread.
+	unsaved []runtime.Message
 	prompt string            // the system prompt
 	specs  []providers.ToolSpec
 }
@@ -232,6 +235,7 @@ func (w *worker) outcome(ctx context.Context, runErr error) (runtime.Outcome, er
 	case runErr != nil:
 		o.Status = runtime.StatusOf(ctx, runErr)
 		o.Summary = runErr.Error()
+		o.Unread = append(o.Unread, w.unsaved...)
 		return w.rep.End(o, fmt.Errorf("harnessed: assignment %s: %w", w.a.ID, runErr))
 	}
 	return w.rep.End(o, nil)

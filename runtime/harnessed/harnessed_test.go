@@ -169,7 +169,7 @@ func (m *mailbox) deliver(from, body string) {
 	m.in = append(m.in, runtime.Message{From: from, Body: body})
 }
 
-func (m *mailbox) Receive() []runtime.Message {
+func (m *mailbox) Receive(string) []runtime.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	in := m.in
@@ -579,7 +579,7 @@ func TestMailArrivingAsTheTurnEndsIsHandedBack(t *testing.T) {
 	if o, err := harnessed.New(m2).Run(context.Background(), b, nil); err != nil || len(o.Unread) != 0 {
 		t.Fatalf("outcome %+v, %v", o, err)
 	}
-	if got := mb2.Receive(); len(got) != 1 || got[0].Body != "late" {
+	if got := mb2.Receive(""); len(got) != 1 || got[0].Body != "late" {
 		t.Fatalf("mailbox after the end: %+v, want the late message still there", got)
 	}
 }

@@ -84,7 +84,8 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 		return next, fmt.Errorf("%w (%d)", ErrMaxIterations, w.rt.cfg.maxIterations)
 	}
 	var add []providers.Message
-	if msgs := w.receive(); len(msgs) > 0 {
+	msgs := w.receive(fmt.Sprintf("turn%d", s.Turns))
+	if len(msgs) > 0 {
 		add = append(add, providers.UserText(runtime.FormatMessages(msgs)))
 	}
 	conv := append(slices.Clip(s.Conversation), add...)
@@ -106,6 +107,7 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 
 	resp, err := w.generate(ctx, conv)
 	if err != nil {
+		w.unsaved = msgs // no step saves them: the outcome hands them back
 		return next, err
 	}
 	add = append(add, resp.Message)
@@ -163,7 +165,7 @@ func (w *worker) act(ctx context.Context, s state) (state, error) {
 	next.Results = append(slices.Clip(s.Results), results...)
 	next.Report = w.report.Outcome()
 	if !w.report.Done() { // a worker that has ended leaves its mail for its next turn
-		next.Held = append(slices.Clip(s.Held), w.receive()...)
+		next.Held = append(slices.Clip(s.Held), w.receive(fmt.Sprintf("turn%d/result%d", s.Turns, len(next.Results)))...)
 	}
 	if len(next.Pending) > 0 {
 		return next, nil
@@ -194,12 +196,14 @@ func (w *worker) batch(pending []tools.Call) []tools.Call {
 	return pending[:max(n, 1)]
 }
 
-// receive drains the mailbox: a yield point.
-func (w *worker) receive() []runtime.Message {
+// receive drains the mailbox: a yield point. step names the step of the assignment that
+// receives (the model turn, or the tool results so far, it comes before), so a step run again
+// after a crash, before its update was saved, gets the same messages back.
+func (w *worker) receive(step string) []runtime.Message {
 	if w.a.Mailbox == nil {
 		return nil
 	}
-	msgs := w.a.Mailbox.Receive()
+	msgs := w.a.Mailbox.Receive(w.a.ID + "/" + step)
 	for i := range msgs {
 		w.rep.Emit(runtime.Event{Kind: runtime.MessageReceived, Message: &msgs[i]})
 	}
