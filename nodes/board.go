@@ -61,6 +61,9 @@ type Node struct {
 	Key        string    `json:"key,omitempty"` // the tool call that created it, so a repeated call does not create it twice
 	Created    time.Time `json:"created"`
 	Updated    time.Time `json:"updated"`
+	// Damaged says why the node's file could not be read, and how to repair it. A damaged node
+	// is failed and left as it is: nothing runs it or writes it until it is repaired.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // WorkerStatus is what a worker is doing.
@@ -103,6 +106,9 @@ type Worker struct {
 	// Last is its latest assignment, which a message can wake it back into.
 	Last    string    `json:"last,omitempty"`
 	Created time.Time `json:"created"`
+	// Damaged says why the worker's file could not be read, and how to repair it; a damaged
+	// worker is stopped and left as it is.
+	Damaged string `json:"damaged,omitempty"`
 }
 
 // board is the run's work board: its nodes and workers. Every change is written through to the
@@ -116,7 +122,8 @@ type board struct {
 	mu      sync.Mutex
 	nodes   map[string]*Node
 	workers map[string]*Worker
-	seq     int // for node ids
+	seq     int      // for node ids
+	state   runState // the run's own state (see runstate.go)
 }
 
 const (
@@ -137,8 +144,9 @@ func openBoard(run workspace.Run, now func() time.Time) (*board, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("nodes: board of run %s: %w", run.ID(), err)
+		if err != nil || n.ID != id {
+			n = Node{ID: id, Status: NodeFailed, Damaged: damage(err, id, "node", run.Node(id).Path(nodeFile))}
+			n.Summary = n.Damaged
 		}
 		b.nodes[id] = &n
 		b.seq = max(b.seq, nodeNumber(id))
@@ -149,16 +157,30 @@ func openBoard(run workspace.Run, now func() time.Time) (*board, error) {
 	}
 	for _, id := range ids {
 		var w Worker
-		err := workspace.ReadJSON(filepath.Join(string(run.Worker(id)), workerFile), &w)
+		path := filepath.Join(string(run.Worker(id)), workerFile)
+		err := workspace.ReadJSON(path, &w)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("nodes: board of run %s: %w", run.ID(), err)
+		if err != nil || w.ID != id {
+			w = Worker{ID: id, Name: id, Status: WorkerStopped, Damaged: damage(err, id, "worker", path)}
 		}
 		b.workers[id] = &w
 	}
+	st, err := readRunState(run)
+	if err != nil {
+		return nil, err
+	}
+	b.state = st
 	return b, nil
+}
+
+// damage describes a node's or worker's file that cannot be read, and how to repair it.
+func damage(err error, id, what, path string) string {
+	if err == nil {
+		err = fmt.Errorf("its id is not %q", id)
+	}
+	return fmt.Sprintf("%s %s is damaged: %v. Repair %s (or delete the %s's folder to drop it), then resume the run.", what, id, err, path, what)
 }
 
 // nodeNumber returns n of a node id "nN", or 0.
@@ -267,8 +289,12 @@ func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
 		}
 	}
 	if nn.Parent != "" {
-		if _, ok := b.nodes[nn.Parent]; !ok {
+		p, ok := b.nodes[nn.Parent]
+		if !ok {
 			return Node{}, false, fmt.Errorf("parent %q is not a node on the board", nn.Parent)
+		}
+		if p.Damaged != "" {
+			return Node{}, false, errors.New(p.Damaged)
 		}
 	}
 	for name, ref := range nn.Refs {
@@ -349,6 +375,9 @@ func (b *board) update(id string, fn func(n *Node) error) (Node, error) {
 	n, ok := b.nodes[id]
 	if !ok {
 		return Node{}, fmt.Errorf("node %q is not on the board (nodes: %s)", id, b.nodeList())
+	}
+	if n.Damaged != "" {
+		return Node{}, errors.New(n.Damaged)
 	}
 	c := cloneNode(n)
 	if err := fn(&c); err != nil {
@@ -454,6 +483,9 @@ func (b *board) updateWorker(id string, fn func(w *Worker)) (Worker, error) {
 	if w == nil {
 		return Worker{}, fmt.Errorf("worker %q does not exist (workers: %s)", id, b.workerList())
 	}
+	if w.Damaged != "" {
+		return Worker{}, errors.New(w.Damaged)
+	}
 	c := *w
 	fn(&c)
 	if err := b.saveWorker(&c); err != nil {
@@ -511,4 +543,6 @@ type historyEntry struct {
 	Status  runtime.Status `json:"status"`
 	Summary string         `json:"summary,omitempty"`
 	Time    time.Time      `json:"time"`
+	// Outcome names the outcome the entry records, so it is recorded once.
+	Outcome string `json:"outcome,omitempty"`
 }

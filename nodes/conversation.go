@@ -22,6 +22,8 @@ type Entry struct {
 	From    string    `json:"from"`
 	To      string    `json:"to"`
 	Content string    `json:"content"`
+	// Key, when set, makes the entry idempotent: a second add with the same key adds nothing.
+	Key string `json:"key,omitempty"`
 }
 
 // conversation appends to and pages through conversation.jsonl.
@@ -30,24 +32,38 @@ type conversation struct {
 	now  func() time.Time
 
 	mu   sync.Mutex
-	last int // the last entry's Seq
+	last int                 // the last entry's Seq
+	keys map[string]struct{} // the keys of the entries that have one
 }
 
 func openConversation(path string, now func() time.Time) (*conversation, error) {
-	c := &conversation{path: path, now: now}
-	err := c.scan(func(e Entry) bool { c.last = max(c.last, e.Seq); return true })
+	c := &conversation{path: path, now: now, keys: map[string]struct{}{}}
+	err := c.scan(func(e Entry) bool {
+		c.last = max(c.last, e.Seq)
+		if e.Key != "" {
+			c.keys[e.Key] = struct{}{}
+		}
+		return true
+	})
 	return c, err
 }
 
-// add appends an entry.
-func (c *conversation) add(run, from, to, content string) error {
+// add appends an entry; a non-empty key adds it once, ever (a step run again after a crash
+// adds nothing twice).
+func (c *conversation) add(key, run, from, to, content string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := Entry{Seq: c.last + 1, Time: c.now().UTC(), Run: run, From: from, To: to, Content: content}
+	if _, ok := c.keys[key]; ok && key != "" {
+		return nil
+	}
+	e := Entry{Seq: c.last + 1, Time: c.now().UTC(), Run: run, From: from, To: to, Content: content, Key: key}
 	if err := workspace.AppendJSONL(c.path, e); err != nil {
 		return fmt.Errorf("nodes: conversation: %w", err)
 	}
 	c.last = e.Seq
+	if key != "" {
+		c.keys[key] = struct{}{}
+	}
 	return nil
 }
 

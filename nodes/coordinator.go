@@ -19,7 +19,7 @@ import (
 
 // coordinate gives the coordinator a turn: the first one with the goal, later ones woken by its
 // mail (or by the human's answer to its question), all in one conversation.
-func (r *run) coordinate(ctx context.Context, goal string) (runtime.Outcome, error) {
+func (r *run) coordinate(ctx context.Context) (runtime.Outcome, error) {
 	model, err := r.cfg.resolve(r.cfg.coordModel)
 	if err != nil {
 		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
@@ -27,19 +27,25 @@ func (r *run) coordinate(ctx context.Context, goal string) (runtime.Outcome, err
 	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
 		harnessed.WithMaxIterations(1000)}
 	rt := harnessed.New(model, opts...)
-	r.mu.Lock()
-	answer := r.coordAnswer
-	r.coordAnswer = ""
-	r.mu.Unlock()
+	st := r.board.runState()
 	a := runtime.Assignment{
 		ID: r.id + ".coordinator", Run: r.id, Worker: bus.Coordinator,
-		Task: "GOAL: " + goal, System: r.coordinatorSystem(), Dir: runtime.NodeDir(r.dir.Coordinator()),
-		Mailbox: r.bus.Mailbox(bus.Coordinator), Answer: answer,
+		Task: "GOAL: " + st.Goal, System: r.coordinatorSystem(), Dir: runtime.NodeDir(r.dir.Coordinator()),
+		Mailbox: r.bus.Mailbox(bus.Coordinator), Answer: st.Answer,
 	}
 	a.Tools = r.coordinatorTools(a)
 	o, err := rt.Run(ctx, a, r.sink(filepath.Join(r.dir.Coordinator(), "log.jsonl"), filepath.Join(r.dir.Coordinator(), "conversation.jsonl"), "", bus.Coordinator))
 	if err != nil {
 		return o, fmt.Errorf("nodes: coordinator: %w", err)
+	}
+	if st.Answer != "" { // the coordinator has it now
+		if _, _, err := r.board.updateRun("", func(s *runState) {
+			if s.Answer == st.Answer {
+				s.Answer = ""
+			}
+		}); err != nil {
+			return o, err
+		}
 	}
 	return o, nil
 }
@@ -155,21 +161,22 @@ func endTurn(ctx context.Context, summary string) error {
 	return rep.End(runtime.Checkpointed, summary)
 }
 
-func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
-	key := ""
+// callKey returns a key for the effects of the coordinator's tool call in ctx, so that a call
+// run again after a crash has them once; "" when the call has no id.
+func (r *run) callKey(ctx context.Context) string {
 	if c, ok := tools.CallFrom(ctx); ok && c.ID != "" {
-		key = r.id + ".coordinator." + c.ID
+		return r.id + ".coordinator." + c.ID
 	}
-	r.mu.Lock()
-	stage := r.stage
-	r.mu.Unlock()
-	n, created, err := r.board.create(nodeSpec{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker, Stage: stage, By: bus.Coordinator, Key: key})
+	return ""
+}
+
+func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
+	n, _, err := r.board.create(nodeSpec{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker,
+		Stage: r.board.runState().Stage, By: bus.Coordinator, Key: r.callKey(ctx)})
 	if err != nil {
 		return "", err
 	}
-	if created {
-		r.emit(eventlog.Event{Type: eventlog.NodeCreated, Node: n.ID, Text: firstLine(n.Task)})
-	}
+	r.emit(eventlog.Event{Type: eventlog.NodeCreated, Node: n.ID, Text: firstLine(n.Task), Key: "node/" + n.ID + "/created"})
 	return fmt.Sprintf("Created node %s (stage %d).", n.ID, n.Stage), nil
 }
 
@@ -221,9 +228,8 @@ func (r *run) toolRetire(ctx context.Context, args retireArgs) (string, error) {
 func (r *run) toolBoard(ctx context.Context, _ struct{}) (string, error) {
 	snap := r.board.Snapshot()
 	var b strings.Builder
-	r.mu.Lock()
-	fmt.Fprintf(&b, "Stage %d (policy %s).\n\nNODES\n", r.stage, policyName(r.contract.Policy))
-	r.mu.Unlock()
+	st := r.board.runState()
+	fmt.Fprintf(&b, "Stage %d (policy %s).\n\nNODES\n", st.Stage, policyName(st.Contract.Policy))
 	if len(snap.Nodes) == 0 {
 		b.WriteString("(none)\n")
 	}
@@ -276,27 +282,33 @@ func (r *run) toolReconvene(ctx context.Context, args reconveneArgs) (string, er
 	default:
 		return "", fmt.Errorf("unknown policy %q: use all, majority or any", args.Policy)
 	}
-	r.mu.Lock()
-	old := r.stage
-	r.stage++
-	if args.Policy != "" {
-		r.contract.Policy = args.Policy
-	}
-	if args.MaxIterations > 0 {
-		r.contract.MaxIterations = args.MaxIterations
-	}
-	if args.TimeoutSec > 0 {
-		r.contract.Timeout = time.Duration(args.TimeoutSec) * time.Second
-	}
-	r.reconvened = true
-	stage := r.stage
-	r.mu.Unlock()
-	r.emit(eventlog.Event{Type: eventlog.StageReconvened, Text: args.Assessment})
-	if err := r.s.mem.Log(bus.Coordinator, fmt.Sprintf("run %s: stage %d done: %s", r.id, old, firstLine(args.Assessment))); err != nil {
+	key := r.callKey(ctx)
+	st, _, err := r.board.updateRun(key, func(s *runState) {
+		s.Stage++
+		if args.Policy != "" {
+			s.Contract.Policy = args.Policy
+		}
+		if args.MaxIterations > 0 {
+			s.Contract.MaxIterations = args.MaxIterations
+		}
+		if args.TimeoutSec > 0 {
+			s.Contract.Timeout = time.Duration(args.TimeoutSec) * time.Second
+		}
+	})
+	if err != nil {
 		return "", err
 	}
-	r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", old)})
-	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: fmt.Sprintf("stage %d", stage)})
+	// With a key, st is the state after this call's update even when a run before a crash
+	// made it; without one (a call with no id) the update was just made.
+	stage, old := st.Stage, st.Stage-1
+	r.emit(eventlog.Event{Type: eventlog.StageReconvened, Text: args.Assessment, Key: fmt.Sprintf("stage%d/reconvened", old)})
+	if !r.log.Has(fmt.Sprintf("%s/stage%d/completed", r.id, old)) {
+		if err := r.s.mem.Log(bus.Coordinator, fmt.Sprintf("run %s: stage %d done: %s", r.id, old, firstLine(args.Assessment))); err != nil {
+			return "", err
+		}
+	}
+	r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", old), Key: fmt.Sprintf("stage%d/completed", old)})
+	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: fmt.Sprintf("stage %d", stage), Key: fmt.Sprintf("stage%d/started", stage)})
 	return fmt.Sprintf("Stage %d started; nodes you create now belong to it. Before you plan it, store what this stage taught you with memory_write.", stage), nil
 }
 
@@ -304,11 +316,14 @@ func (r *run) toolFinish(ctx context.Context, args finishArgs) (string, error) {
 	if strings.TrimSpace(args.Output) == "" {
 		return "", errors.New("the output is empty")
 	}
+	if r.board.runState().Finished {
+		return "The run is already finished.", endTurn(ctx, "")
+	}
 	if err := workspace.WriteFile(filepath.Join(string(r.dir), outputFile), []byte(args.Output+"\n")); err != nil {
 		return "", err
 	}
-	r.mu.Lock()
-	r.finished, r.output = true, args.Output
-	r.mu.Unlock()
+	if _, _, err := r.board.updateRun(r.callKey(ctx), func(s *runState) { s.Finished, s.Output = true, args.Output }); err != nil {
+		return "", err
+	}
 	return "The run is finished; the output is in " + outputFile + ".", endTurn(ctx, "")
 }

@@ -2,7 +2,6 @@ package nodes
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/triggers"
@@ -44,8 +43,8 @@ func (r *run) fire(f triggers.Firing) {
 		err = fmt.Errorf("unknown action %q", t.Action.Kind)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "nodes: run %s: trigger %s: %v\n", r.id, t.ID, err)
+		r.cfg.logger.Error("trigger not delivered", "run", r.id, "trigger", t.ID, "err", err)
 	}
-	r.emitAt("x.trigger_fired", t.Action.Node, t.By, fmt.Sprintf("%s %s: %s", t.ID, what, t.Action.Task+t.Action.Body), f)
+	r.emitAt("x.trigger_fired", t.Action.Node, t.By, fmt.Sprintf("%s %s: %s", t.ID, what, t.Action.Task+t.Action.Body), f, key)
 	r.signal()
 }

@@ -34,7 +34,7 @@ func (r *run) plan(st tick) ([]launch, error) {
 		}
 		switch r.resumption(n) {
 		case collectIt:
-			r.pool.finish(n.Assignment)
+			r.pool.finish(n.Assignment, nil)
 		case runIt:
 			add(n, n.Worker, n.Assignment)
 		}
@@ -173,9 +173,9 @@ func (r *run) spawn(nw workerSpec) (Worker, bool, error) {
 	if err := r.bus.Join(bus.Participant{Name: w.Name, Role: w.Role}); err != nil {
 		return Worker{}, false, err
 	}
-	if created {
-		r.emitAt(eventlog.WorkerSpawned, "", w.ID, fmt.Sprintf("%s (%s)", w.Name, strings.TrimSpace(w.Kind+" "+w.Model)), w)
-	}
+	e := eventlog.New(eventlog.WorkerSpawned, fmt.Sprintf("%s (%s)", w.Name, strings.TrimSpace(w.Kind+" "+w.Model)), w)
+	e.Worker, e.Key = w.ID, "worker/"+w.ID+"/spawned"
+	r.emit(e)
 	return w, created, nil
 }
 
@@ -200,33 +200,55 @@ func (r *run) assign(l launch) error {
 	}); err != nil {
 		return err
 	}
-	r.emit(eventlog.Event{Type: eventlog.NodeAssigned, Node: n.ID, Worker: l.Worker, Text: firstLine(n.Task)})
-	r.emit(eventlog.Event{Type: eventlog.WorkerBusy, Node: n.ID, Worker: l.Worker})
+	r.emit(eventlog.Event{Type: eventlog.NodeAssigned, Node: n.ID, Worker: l.Worker, Text: firstLine(n.Task), Key: l.Assignment + "/assigned"})
+	r.emit(eventlog.Event{Type: eventlog.WorkerBusy, Node: n.ID, Worker: l.Worker, Key: l.Assignment + "/busy"})
 	return nil
 }
 
 // outcomeRecord is an assignment's outcome as saved in its node's folder.
 type outcomeRecord struct {
+	// ID names this outcome: an assignment woken again ends again with another. What is done
+	// about an outcome (events, messages) is keyed by it, so it is done once.
+	ID         string          `json:"id,omitempty"`
 	Assignment string          `json:"assignment"`
 	Outcome    runtime.Outcome `json:"outcome"`
 	Error      string          `json:"error,omitempty"`
 }
 
-func (r *run) readOutcome(node string) (outcomeRecord, error) {
-	var rec outcomeRecord
-	err := workspace.ReadJSON(r.dir.Node(node).Path(outcomeFile), &rec)
-	return rec, err
+// key returns the key of what is done about the outcome.
+func (rec outcomeRecord) key() string {
+	if rec.ID != "" {
+		return rec.ID
+	}
+	return rec.Assignment
+}
+
+// outcome returns the outcome of assignment id on node: from this process, else from the
+// node's folder. ok is false when there is none for id; a damaged file is an error naming it.
+func (r *run) outcome(node, id string) (rec outcomeRecord, ok bool, err error) {
+	if rec, ok := r.pool.outcome(id); ok {
+		return rec, true, nil
+	}
+	err = workspace.ReadJSON(r.dir.Node(node).Path(outcomeFile), &rec)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return rec, false, nil
+	case err != nil:
+		return rec, false, err
+	}
+	return rec, rec.Assignment == id, nil
 }
 
 func (r *run) hasOutcome(n Node) bool {
-	rec, err := r.readOutcome(n.ID)
-	return err == nil && rec.Assignment == n.Assignment
+	_, ok, err := r.outcome(n.ID, n.Assignment)
+	return ok || err != nil // a damaged outcome is collected, to fail the node with it
 }
 
 // saveOutcome records how an assignment ended, before the squad hears of it, so a restart
-// finds it.
-func (r *run) saveOutcome(node, assignment string, o runtime.Outcome, err error) {
-	rec := outcomeRecord{Assignment: assignment, Outcome: o}
+// finds it, and returns the record. When it cannot be written the squad still has it in
+// memory (see pool); a restart then runs the assignment again.
+func (r *run) saveOutcome(node, assignment string, o runtime.Outcome, err error) outcomeRecord {
+	rec := outcomeRecord{ID: fmt.Sprintf("%s@%d", assignment, time.Now().UnixNano()), Assignment: assignment, Outcome: o}
 	if err != nil {
 		rec.Error = err.Error()
 		if o.Status == "" {
@@ -234,8 +256,10 @@ func (r *run) saveOutcome(node, assignment string, o runtime.Outcome, err error)
 		}
 	}
 	if werr := workspace.WriteJSON(r.dir.Node(node).Path(outcomeFile), rec); werr != nil {
-		fmt.Fprintf(os.Stderr, "nodes: run %s: outcome of %s: %v\n", r.id, assignment, werr)
+		r.cfg.logger.Error("outcome not saved", "run", r.id, "node", node, "assignment", assignment, "err", werr)
+		r.emitAt("x.error", node, "", "the outcome of "+assignment+" was not saved: "+werr.Error(), nil, "")
 	}
+	return rec
 }
 
 // start begins a launch's assignment in the background.
@@ -263,27 +287,21 @@ func (r *run) start(l launch) error {
 	}
 	r.emit(eventlog.Event{Type: eventlog.NodeStarted, Node: n.ID, Worker: w.ID, Text: fmt.Sprintf("%s (%s) on %s", w.Name, w.Kind, n.ID)})
 	if err := errors.Join(aerr, rerr); err != nil {
-		r.saveOutcome(n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
-		r.pool.finish(l.Assignment)
+		rec := r.saveOutcome(n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
+		r.pool.finish(l.Assignment, &rec)
 		return nil
 	}
-	timeout := r.currentContract().Timeout
-	r.pool.start(r.ctx, l.Assignment, func(ctx context.Context) {
+	timeout := r.board.runState().Contract.Timeout
+	r.pool.start(r.ctx, l.Assignment, func(ctx context.Context) outcomeRecord {
 		if timeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
 		o, err := rt.Run(ctx, a, r.sink(workspace.Log(r.dir.Node(n.ID)), r.dir.Worker(w.ID).Conversation(), n.ID, w.ID))
-		r.saveOutcome(n.ID, l.Assignment, o, err)
+		return r.saveOutcome(n.ID, l.Assignment, o, err)
 	})
 	return nil
-}
-
-func (r *run) currentContract() Contract {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.contract
 }
 
 // sink records an assignment's events in a log (its node's log.jsonl), the worker's side of
@@ -292,11 +310,11 @@ func (r *run) currentContract() Contract {
 func (r *run) sink(logPath, convPath, node, worker string) runtime.Sink {
 	return func(e runtime.Event) {
 		if err := workspace.AppendJSONL(logPath, e); err != nil {
-			fmt.Fprintf(os.Stderr, "nodes: run %s: node log %s: %v\n", r.id, node, err)
+			r.cfg.logger.Error("node log not written", "run", r.id, "node", node, "err", err)
 		}
 		if line, ok := conversationLine(e); ok {
 			if err := workspace.AppendJSONL(convPath, line); err != nil {
-				fmt.Fprintf(os.Stderr, "nodes: run %s: conversation of %s: %v\n", r.id, worker, err)
+				r.cfg.logger.Error("conversation not written", "run", r.id, "worker", worker, "err", err)
 			}
 		}
 		if ev, ok := translate(e); ok {

@@ -26,7 +26,7 @@ func (r *run) humanSays(to, body string) error {
 	if _, err := r.bus.Send(r.ctxOrBackground(), bus.Human, to, body); err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}
-	if err := r.converse(bus.Human, to, body); err != nil {
+	if err := r.converse("", bus.Human, to, body); err != nil {
 		return err
 	}
 	if !strings.EqualFold(to, bus.Coordinator) {
@@ -36,12 +36,15 @@ func (r *run) humanSays(to, body string) error {
 	return nil
 }
 
-// answer hands the human's answer to the worker (or coordinator) that asked.
+// answer hands the human's answer to the worker (or coordinator) that asked. It is kept with
+// the question (the run's state, or the node's), so a crash before the worker has it loses
+// nothing.
 func (r *run) answer(worker, text string) error {
+	to := bus.Coordinator
 	if strings.EqualFold(worker, bus.Coordinator) {
-		r.mu.Lock()
-		r.coordAnswer, r.coordQuestion = text, ""
-		r.mu.Unlock()
+		if _, _, err := r.board.updateRun("", func(s *runState) { s.Answer, s.Question = text, "" }); err != nil {
+			return fmt.Errorf("nodes: %w", err)
+		}
 	} else {
 		w, ok := r.board.Snapshot().Worker(worker)
 		if !ok {
@@ -56,14 +59,10 @@ func (r *run) answer(worker, text string) error {
 		}); err != nil {
 			return fmt.Errorf("nodes: %w", err)
 		}
-	}
-	to := bus.Coordinator
-	if !strings.EqualFold(worker, bus.Coordinator) {
-		w, _ := r.board.Snapshot().Worker(worker)
 		to = w.ID
 	}
 	r.emit(eventlog.Event{Type: eventlog.HumanResponse, Worker: to, Text: text})
-	if err := r.converse(bus.Human, to, text); err != nil {
+	if err := r.converse("", bus.Human, to, text); err != nil {
 		return err
 	}
 	r.resume()
@@ -100,46 +99,36 @@ func (r *run) stop() {
 	r.signal()
 }
 
-// end makes the run end at its next tick, its workers stopped.
+// end ends the run's context: its workers stop (their progress is kept) and Run returns, the
+// run paused and resumable.
 func (r *run) end() {
-	r.mu.Lock()
-	r.ending = true
-	r.mu.Unlock()
-	r.pool.cancelAll()
-	r.signal()
-}
-
-func (r *run) isEnding() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ending
+	if r.cancel != nil {
+		r.cancel(errEnded)
+	}
 }
 
 // coordinatorWaiting reports whether the coordinator waits for the human's answer.
 func (r *run) coordinatorWaiting() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.coordQuestion != ""
+	return r.board.runState().Question != ""
 }
 
 // coordinatorHasNews reports whether the coordinator has something to react to: the human's
 // answer to its question, or, when it is not waiting for one, mail.
 func (r *run) coordinatorHasNews() bool {
-	r.mu.Lock()
-	answered, waiting := r.coordAnswer != "", r.coordQuestion != ""
-	r.mu.Unlock()
-	return answered || (!waiting && r.bus.Pending(bus.Coordinator) > 0)
+	st := r.board.runState()
+	return st.Answer != "" || (st.Question == "" && r.bus.Pending(bus.Coordinator) > 0)
 }
 
-// workToRestart reports whether an assignment can start because of something that happened
-// outside the board's flow: an answered question, or mail for a worker that can be woken.
-func (r *run) workToRestart() bool {
-	if r.isStopped() {
+// workToStart reports whether an assignment can start now that route_frontier has not started:
+// one left running or assigned by a process that stopped (to run again or to collect), an
+// answered question, or mail for a worker that can be woken — when there is room for it.
+func (r *run) workToStart() bool {
+	if r.isStopped() || r.pool.size() >= r.cfg.maxConcurrent {
 		return false
 	}
 	snap := r.board.Snapshot()
 	for _, n := range snap.Nodes {
-		if n.Status == NodeWaiting && r.resumption(n) == runIt {
+		if r.resumption(n) != leaveIt {
 			return true
 		}
 	}
@@ -149,6 +138,35 @@ func (r *run) workToRestart() bool {
 		}
 	}
 	return false
+}
+
+// waitsOn describes what the run waits on: nodes at work, questions to the human, nodes
+// blocked, or a trigger.
+func (r *run) waitsOn() string {
+	snap := r.board.Snapshot()
+	var parts []string
+	if q := r.board.runState().Question; q != "" {
+		parts = append(parts, "the human, to answer the coordinator: "+firstLine(q))
+	}
+	for _, n := range snap.Nodes {
+		switch {
+		case n.Status == NodeRunning || n.Status == NodeAssigned:
+			parts = append(parts, fmt.Sprintf("node %s, %s by %s", n.ID, n.Status, n.Worker))
+		case n.Status == NodeWaiting && n.Question != "":
+			parts = append(parts, fmt.Sprintf("the human, to answer %s on node %s: %s", n.Worker, n.ID, firstLine(n.Question)))
+		case n.Status == NodeWaiting:
+			parts = append(parts, fmt.Sprintf("node %s, waiting for its sub-nodes %s", n.ID, strings.Join(n.WaitingFor, ", ")))
+		case n.Status == NodePending && !ready(snap, n):
+			parts = append(parts, fmt.Sprintf("node %s, pending after %s", n.ID, strings.Join(n.Deps, ", ")))
+		}
+	}
+	if r.isStopped() {
+		parts = append(parts, "the human: the workers were stopped")
+	}
+	if len(parts) == 0 {
+		return "nothing moved for " + r.cfg.stall.String() + "; waiting for the coordinator, a trigger or the human"
+	}
+	return "nothing moved for " + r.cfg.stall.String() + "; waiting on " + strings.Join(parts, "; ")
 }
 
 // idle reports whether nothing runs and nothing can start.

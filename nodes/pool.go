@@ -6,22 +6,24 @@ import (
 )
 
 // pool runs assignments in the background: each on its own goroutine, cancellable, and
-// reported as done (by id) once its outcome is saved.
+// reported as done (by id) with its outcome once the outcome is saved (or could not be).
 type pool struct {
-	mu    sync.Mutex
-	live  map[string]context.CancelFunc
-	done  []string
-	ended map[string]bool // every assignment that ended in this process
-	wake  chan struct{}
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	live     map[string]context.CancelFunc
+	done     []string
+	ended    map[string]bool // every assignment that ended in this process
+	outcomes map[string]outcomeRecord
+	wake     chan struct{}
+	wg       sync.WaitGroup
 }
 
 func newPool() *pool {
-	return &pool{live: map[string]context.CancelFunc{}, ended: map[string]bool{}, wake: make(chan struct{}, 1)}
+	return &pool{live: map[string]context.CancelFunc{}, ended: map[string]bool{}, outcomes: map[string]outcomeRecord{}, wake: make(chan struct{}, 1)}
 }
 
 // start runs fn for assignment id unless it is already running; ctx is cancelled by cancel.
-func (p *pool) start(ctx context.Context, id string, fn func(ctx context.Context)) bool {
+// What fn returns is the assignment's outcome (see outcome).
+func (p *pool) start(ctx context.Context, id string, fn func(ctx context.Context) outcomeRecord) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.live[id]; ok {
@@ -30,26 +32,38 @@ func (p *pool) start(ctx context.Context, id string, fn func(ctx context.Context
 	ctx, cancel := context.WithCancel(ctx)
 	p.live[id] = cancel
 	delete(p.ended, id)
+	delete(p.outcomes, id)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		fn(ctx)
+		rec := fn(ctx)
 		cancel()
-		p.finish(id)
+		p.finish(id, &rec)
 	}()
 	return true
 }
 
-// finish reports id as done, once.
-func (p *pool) finish(id string) {
+// finish reports id as done, once, with its outcome when there is one in memory.
+func (p *pool) finish(id string, rec *outcomeRecord) {
 	p.mu.Lock()
 	delete(p.live, id)
+	if rec != nil {
+		p.outcomes[id] = *rec
+	}
 	if !p.ended[id] {
 		p.ended[id] = true
 		p.done = append(p.done, id)
 	}
 	p.mu.Unlock()
 	p.signal()
+}
+
+// outcome returns the outcome of assignment id if it ended in this process.
+func (p *pool) outcome(id string) (outcomeRecord, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rec, ok := p.outcomes[id]
+	return rec, ok
 }
 
 // hasEnded reports whether id ended in this process and was not started again since.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/agiraph/agiraph/providers"
@@ -16,8 +17,9 @@ import (
 
 // apply applies the outcome of assignment id to the board, tells the coordinator, and returns
 // the assignment's usage. It may run again for the same assignment after a crash: board changes
-// are made once (the node records the assignment it applied), messages are sent once (keyed by
-// the assignment), so a second run completes what the first one left half done.
+// are made once (the node records the assignment it applied), events and messages are keyed by
+// the outcome, so a second run completes what the first one left half done, and repeats
+// nothing.
 func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage, error) {
 	var node Node
 	found := false
@@ -34,89 +36,45 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 	if !already && node.Status != NodeRunning {
 		return providers.Usage{}, nil
 	}
-	rec, err := r.readOutcome(node.ID)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && rec.Assignment != id) {
-		return providers.Usage{}, nil
+	rec, ok, err := r.outcome(node.ID, id)
+	if err != nil { // a damaged outcome file fails the node, not the run
+		rec = outcomeRecord{Assignment: id, Outcome: runtime.Outcome{Status: runtime.Failed},
+			Error: fmt.Sprintf("%v (the file is left as it is: repair or delete it, then put the node back with a trigger or a new node)", err)}
+		ok = true
 	}
-	if err != nil {
-		return providers.Usage{}, err
+	if !ok {
+		return providers.Usage{}, nil
 	}
 	o := rec.Outcome
 	worker, _ := r.board.Snapshot().Worker(node.Worker)
-	tell := func(what, from, to, text string) error {
-		_, err := r.bus.SendOnce(ctx, id+"/"+what, from, to, text)
-		return err
-	}
 	if !already {
-		if node, err = r.record(node, worker, id, rec, stage); err != nil {
+		if node, err = r.record(node, id, rec, stage); err != nil {
 			return o.Usage, err
 		}
 	}
-	switch o.Status {
-	case runtime.Published:
-		var files []string
-		for _, f := range o.Published {
-			files = append(files, "nodes/"+node.ID+"/published/"+f)
-		}
-		if err := tell("done", squadName, bus.Coordinator, fmt.Sprintf("Node %s (%s) completed: %s\nPublished: %s", node.ID, worker.Name, o.Summary, strings.Join(files, ", "))); err != nil {
-			return o.Usage, err
-		}
-	case runtime.Checkpointed:
-		text := fmt.Sprintf("Node %s (%s) checkpointed: %s", node.ID, worker.Name, o.Summary)
-		if len(node.WaitingFor) > 0 {
-			text += fmt.Sprintf("\nIt waits for its sub-nodes %s.", strings.Join(node.WaitingFor, ", "))
-		}
-		if err := tell("done", squadName, bus.Coordinator, text); err != nil {
-			return o.Usage, err
-		}
-	case runtime.Waiting:
-		if err := r.toHuman(id+"/question", worker.Name, o.Question); err != nil {
-			return o.Usage, err
-		}
-	case runtime.Cancelled:
-	default:
-		text := fmt.Sprintf("Node %s (%s) %s: %s", node.ID, worker.Name, o.Status, rec.Error)
-		if notes := r.dir.Node(node.ID).Path("failure_notes.md"); fileExists(notes) {
-			text += "\nFailure notes: nodes/" + node.ID + "/failure_notes.md"
-		}
-		if node.Status == NodePending {
-			text += "\nIt will be tried again."
-		}
-		if err := tell("failed", squadName, bus.Coordinator, text); err != nil {
-			return o.Usage, err
-		}
-	}
-	for i, m := range o.Unread { // back in the worker's mailbox, to wake it or wait for its next node
-		if err := tell(fmt.Sprintf("unread%d", i), m.From, worker.Name, m.Body); err != nil {
-			return o.Usage, err
-		}
-	}
-	for i, s := range o.Suggestions {
-		if err := tell(fmt.Sprintf("suggestion%d", i), worker.Name, bus.Coordinator, "Suggestion: "+s); err != nil {
-			return o.Usage, err
-		}
+	if err := r.announce(ctx, node, worker, rec); err != nil {
+		return o.Usage, err
 	}
 	return o.Usage, nil
 }
 
-// record applies an outcome to the board: the node's new status, its sub-nodes, the worker's
-// status, history and memory, and the events that say so. It returns the node as it is now.
-func (r *run) record(node Node, worker Worker, id string, rec outcomeRecord, stage int) (Node, error) {
+// record applies an outcome to the board: the node's new status, its sub-nodes and the worker's
+// status. It returns the node as it is now.
+func (r *run) record(node Node, id string, rec outcomeRecord, stage int) (Node, error) {
 	o := rec.Outcome
+	worker, _ := r.board.Snapshot().Worker(node.Worker)
 	var children []string
 	if o.Status == runtime.Checkpointed {
 		for i, sub := range o.SubNodes {
-			c, created, err := r.board.create(nodeSpec{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: node.ID, Stage: stage, By: worker.Name, Key: fmt.Sprintf("%s#%d", id, i)})
+			c, _, err := r.board.create(nodeSpec{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: node.ID, Stage: stage, By: worker.Name, Key: fmt.Sprintf("%s#%d", id, i)})
 			if err != nil {
-				if _, serr := r.bus.SendOnce(r.ctxOrBackground(), fmt.Sprintf("%s/refused%d", id, i), squadName, bus.Coordinator,
+				if _, serr := r.bus.SendOnce(r.ctxOrBackground(), fmt.Sprintf("%s/refused%d", rec.key(), i), squadName, bus.Coordinator,
 					fmt.Sprintf("Sub-node %d asked for by %s on %s was refused: %v", i+1, worker.Name, node.ID, err)); serr != nil {
 					return node, serr
 				}
 				continue
 			}
-			if created {
-				r.emitAt(eventlog.NodeCreated, c.ID, worker.ID, firstLine(c.Task), nil)
-			}
+			r.emitAt(eventlog.NodeCreated, c.ID, worker.ID, firstLine(c.Task), nil, "node/"+c.ID+"/created")
 			children = append(children, c.ID)
 		}
 	}
@@ -147,17 +105,25 @@ func (r *run) record(node Node, worker Worker, id string, rec outcomeRecord, sta
 	if err != nil {
 		return node, err
 	}
-	workerStatus := WorkerIdle
-	if o.Status == runtime.Waiting {
-		workerStatus = WorkerWaiting
-	}
 	if _, err := r.board.updateWorker(node.Worker, func(w *Worker) {
-		w.Status, w.Node = workerStatus, ""
-		if workerStatus == WorkerWaiting {
-			w.Node = node.ID
+		w.Status, w.Node = WorkerIdle, ""
+		if o.Status == runtime.Waiting {
+			w.Status, w.Node = WorkerWaiting, node.ID
 		}
 	}); err != nil {
 		return n, err
+	}
+	return n, nil
+}
+
+// announce makes an applied outcome known: the events, the worker's history and memory, the
+// note to the coordinator (or the question to the human), and the messages the worker left
+// unread or suggested. Each is done once per outcome, however often announce runs.
+func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcomeRecord) error {
+	o, key := rec.Outcome, rec.key()
+	tell := func(what, from, to, text string) error {
+		_, err := r.bus.SendOnce(ctx, key+"/"+what, from, to, text)
+		return err
 	}
 	switch o.Status {
 	case runtime.Published, runtime.Checkpointed:
@@ -165,20 +131,65 @@ func (r *run) record(node Node, worker Worker, id string, rec outcomeRecord, sta
 		if o.Status == runtime.Checkpointed {
 			text = "checkpointed: " + text
 		}
-		r.emitAt(eventlog.NodeCompleted, n.ID, worker.ID, text, map[string]any{"status": o.Status, "published": o.Published})
-		if err := r.remember(worker, n, o); err != nil {
-			return n, err
+		r.emitAt(eventlog.NodeCompleted, node.ID, worker.ID, text, map[string]any{"status": o.Status, "published": o.Published}, key+"/completed")
+		if err := r.remember(worker, node, rec); err != nil {
+			return err
 		}
 	case runtime.Waiting:
-		r.emitAt(eventlog.HumanQuestion, n.ID, worker.ID, o.Question, nil)
+		r.emitAt(eventlog.HumanQuestion, node.ID, worker.ID, o.Question, nil, key+"/question")
 	case runtime.Cancelled:
 	default:
-		r.emitAt(eventlog.NodeFailed, n.ID, worker.ID, fmt.Sprintf("%s: %s", o.Status, rec.Error), map[string]any{"retry": retry, "attempt": node.Attempts})
+		retry := node.Status == NodePending
+		r.emitAt(eventlog.NodeFailed, node.ID, worker.ID, fmt.Sprintf("%s: %s", o.Status, rec.Error), map[string]any{"retry": retry, "attempt": node.Attempts}, key+"/failed")
 	}
-	if workerStatus == WorkerIdle {
-		r.emitAt(eventlog.WorkerIdle, "", worker.ID, "", nil)
+	if o.Status != runtime.Waiting {
+		r.emitAt(eventlog.WorkerIdle, "", worker.ID, "", nil, key+"/idle")
 	}
-	return n, nil
+	switch o.Status {
+	case runtime.Published:
+		var files []string
+		for _, f := range o.Published {
+			files = append(files, "nodes/"+node.ID+"/published/"+f)
+		}
+		if err := tell("done", squadName, bus.Coordinator, fmt.Sprintf("Node %s (%s) completed: %s\nPublished: %s", node.ID, worker.Name, o.Summary, strings.Join(files, ", "))); err != nil {
+			return err
+		}
+	case runtime.Checkpointed:
+		text := fmt.Sprintf("Node %s (%s) checkpointed: %s", node.ID, worker.Name, o.Summary)
+		if len(node.WaitingFor) > 0 {
+			text += fmt.Sprintf("\nIt waits for its sub-nodes %s.", strings.Join(node.WaitingFor, ", "))
+		}
+		if err := tell("done", squadName, bus.Coordinator, text); err != nil {
+			return err
+		}
+	case runtime.Waiting:
+		if err := r.toHuman(key+"/question", worker.Name, o.Question); err != nil {
+			return err
+		}
+	case runtime.Cancelled:
+	default:
+		text := fmt.Sprintf("Node %s (%s) %s: %s", node.ID, worker.Name, o.Status, rec.Error)
+		if notes := r.dir.Node(node.ID).Path("failure_notes.md"); fileExists(notes) {
+			text += "\nFailure notes: nodes/" + node.ID + "/failure_notes.md"
+		}
+		if node.Status == NodePending {
+			text += "\nIt will be tried again."
+		}
+		if err := tell("failed", squadName, bus.Coordinator, text); err != nil {
+			return err
+		}
+	}
+	for i, m := range o.Unread { // back in the worker's mailbox, to wake it or wait for its next node
+		if err := tell(fmt.Sprintf("unread%d", i), m.From, worker.Name, m.Body); err != nil {
+			return err
+		}
+	}
+	for i, s := range o.Suggestions {
+		if err := tell(fmt.Sprintf("suggestion%d", i), worker.Name, bus.Coordinator, "Suggestion: "+s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setNode changes a node and stamps the events that follow with it.
@@ -186,23 +197,30 @@ func (r *run) setNode(id string, fn func(n *Node)) (Node, error) {
 	return r.board.update(id, func(n *Node) error { fn(n); return nil })
 }
 
-// remember adds the node to the worker's history and memory.
-func (r *run) remember(w Worker, n Node, o runtime.Outcome) error {
+// remember adds the node to the worker's history and memory, once per outcome.
+func (r *run) remember(w Worker, n Node, rec outcomeRecord) error {
 	dir := r.dir.Worker(w.ID)
 	var history []historyEntry
 	if err := workspace.ReadJSON(dir.History(), &history); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	history = append(history, historyEntry{Node: n.ID, Task: firstLine(n.Task), Status: o.Status, Summary: o.Summary, Time: r.cfg.now().UTC()})
-	if err := workspace.WriteJSON(dir.History(), history); err != nil {
-		return err
+	if slices.ContainsFunc(history, func(h historyEntry) bool { return h.Outcome == rec.key() }) {
+		return nil
 	}
-	f, err := os.OpenFile(dir.Memory(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
+	o := rec.Outcome
+	line := fmt.Sprintf("- %s (%s): %s\n", n.ID, o.Status, firstLine(o.Summary))
+	if !strings.Contains(readText(dir.Memory())+"\n", strings.TrimSpace(line)+"\n") { // not written before a crash
+		f, err := os.OpenFile(dir.Memory(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		_, werr := f.WriteString(line)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return err
+		}
 	}
-	_, werr := fmt.Fprintf(f, "- %s (%s): %s\n", n.ID, o.Status, firstLine(o.Summary))
-	return errors.Join(werr, f.Close())
+	history = append(history, historyEntry{Node: n.ID, Task: firstLine(n.Task), Status: o.Status, Summary: o.Summary, Time: r.cfg.now().UTC(), Outcome: rec.key()})
+	return workspace.WriteJSON(dir.History(), history)
 }
 
 // wakeParents puts nodes whose sub-nodes are all done (or failed) back on the board, for a new

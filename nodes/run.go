@@ -20,27 +20,17 @@ import (
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
-// tick is the squad graph's state: what a run knows between ticks beyond its board (which is
-// in its folder) and its messages (which are in the bus).
+// tick is the squad graph's state: what a tick passes to the next. The run's own facts (goal,
+// stage, contract, output, the coordinator's question) live in its runState, its work in its
+// board (both in its folder) and its messages in the bus.
 type tick struct {
 	// Full marks an update that replaces the state; dispatch tasks return empty updates.
-	Full     bool     `json:"full,omitempty"`
-	Run      string   `json:"run"`
-	Goal     string   `json:"goal"`
-	Tick     int      `json:"tick"`
-	Started  bool     `json:"started,omitempty"`
-	Stage    int      `json:"stage"`
-	Contract Contract `json:"contract"`
-	// Announced is set once the coordinator was told the stage is complete.
-	Announced bool            `json:"announced,omitempty"`
-	Finished  bool            `json:"finished,omitempty"`
-	Output    string          `json:"output,omitempty"`
-	Nudged    bool            `json:"nudged,omitempty"` // the coordinator was told the board is idle
-	Cycle     int             `json:"cycle,omitempty"`  // cycles an infinite run has finished
-	Sleeping  bool            `json:"sleeping,omitempty"`
-	Usage     providers.Usage `json:"usage"`
-	// CoordQuestion is the coordinator's question to the human, until answered.
-	CoordQuestion string `json:"coord_question,omitempty"`
+	Full bool `json:"full,omitempty"`
+	Tick int  `json:"tick"`
+	// Nudged is set once the coordinator was told the board is idle.
+	Nudged   bool            `json:"nudged,omitempty"`
+	Sleeping bool            `json:"sleeping,omitempty"` // an infinite run between cycles
+	Usage    providers.Usage `json:"usage"`
 	// CoordUsage is the coordinator's conversation's usage so far, to add only what is new.
 	CoordUsage providers.Usage `json:"coord_usage"`
 	Launches   []launch        `json:"launches,omitempty"`
@@ -78,7 +68,6 @@ type run struct {
 	s       *Squad
 	cfg     config
 	id      string
-	goal    string
 	dir     workspace.Run
 	board   *board
 	bus     *bus.Bus
@@ -86,21 +75,17 @@ type run struct {
 	pool    *pool
 	sched   *triggers.Scheduler
 	g       *graph.Compiled[tick]
-	ctx     context.Context // the run's context, which assignments run under
-	started time.Time       // when this process took the run up
-	wake    chan struct{}   // something the human did
+	ctx     context.Context         // the run's context, which assignments run under
+	cancel  context.CancelCauseFunc // ends the run's context: End, or the run returning
+	started time.Time               // when this process took the run up
+	wake    chan struct{}           // something the human did
 
-	mu            sync.Mutex
-	stopped       bool
-	stage         int
-	contract      Contract
-	reconvened    bool
-	finished      bool
-	output        string
-	coordAnswer   string
-	coordQuestion string
-	ending        bool
+	mu      sync.Mutex // guards the signals from outside
+	stopped bool
 }
+
+// errEnded is the cause with which End ends a run's context.
+var errEnded = errors.New("nodes: the run was ended")
 
 const (
 	squadName   = "squad" // the sender of the squad's own notes to the coordinator
@@ -121,12 +106,19 @@ func (s *Squad) open(id, goal string) (*run, error) {
 	if err := dir.Create(); err != nil {
 		return nil, err
 	}
-	r := &run{s: s, cfg: s.cfg, id: id, goal: goal, dir: dir, log: s.log, pool: newPool(), wake: make(chan struct{}, 1), started: s.cfg.now()}
+	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, log: s.log, pool: newPool(), wake: make(chan struct{}, 1), started: s.cfg.now()}
 	board, err := openBoard(dir, s.cfg.now)
 	if err != nil {
 		return nil, err
 	}
 	r.board = board
+	if goal != "" {
+		if _, _, err := board.updateRun("goal", func(st *runState) { st.Goal = goal }); err != nil {
+			return nil, err
+		}
+	} else if board.runState().Goal == "" {
+		return nil, fmt.Errorf("nodes: run %q has no goal to resume (its %s is missing)", id, runFile)
+	}
 	b, err := bus.Open(dir.Messages(), bus.WithClock(s.cfg.now), bus.WithObserver(r.observeMessage))
 	if err != nil {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
@@ -143,6 +135,9 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		return nil, err
 	}
 	for _, w := range board.Snapshot().Workers {
+		if w.Damaged != "" {
+			continue
+		}
 		if err := b.Join(bus.Participant{Name: w.Name, Role: w.Role}); err != nil {
 			b.Close()
 			return nil, err
@@ -183,8 +178,8 @@ func (r *run) tickGraph() *graph.StateGraph[tick] {
 	g.AddEdge(dispatchNode, collectNode)
 	g.AddEdge(collectNode, reconcileNode)
 	g.AddEdge(reconcileNode, decideNode)
-	g.AddConditionalEdges(decideNode, func(_ context.Context, st tick) string {
-		if st.Finished {
+	g.AddConditionalEdges(decideNode, func(context.Context, tick) string {
+		if r.complete() {
 			return graph.END
 		}
 		return routeNode
@@ -201,9 +196,11 @@ func Mermaid() string {
 	return g.Mermaid()
 }
 
-// execute runs or resumes the run's graph and reports how it ended.
-func (r *run) execute(ctx context.Context) (res Result, err error) {
-	r.ctx = ctx
+// execute runs or resumes the run's graph and reports how it ended: finished, or paused by End
+// or by ctx (ErrInterrupted), resumable either way.
+func (r *run) execute() (res Result, err error) {
+	ctx := r.ctx
+	defer r.cancel(nil)
 	r.sched.Start(ctx)
 	defer func() {
 		err = errors.Join(err, r.sched.Close())
@@ -211,40 +208,70 @@ func (r *run) execute(ctx context.Context) (res Result, err error) {
 		r.pool.wait()
 		err = errors.Join(err, r.bus.Close())
 	}()
+	for _, e := range r.bus.Events() { // what a crash kept from the log: logged now, once
+		r.observeMessage(e)
+	}
+	if err := r.reportDamage(ctx); err != nil {
+		return Result{RunID: r.id}, err
+	}
 	snap, serr := r.g.State(ctx)
-	var final tick
 	switch {
 	case errors.Is(serr, checkpoint.ErrNotFound):
-		if r.goal == "" {
-			return Result{RunID: r.id}, fmt.Errorf("nodes: run %q has no saved tick to resume from", r.id)
-		}
-		final, err = r.g.Invoke(ctx, tick{})
+		_, err = r.g.Invoke(ctx, tick{})
 	case serr != nil:
 		return Result{RunID: r.id}, serr
-	case len(snap.Next) == 0:
-		final = snap.Values
+	case len(snap.Next) == 0: // it ended before
 	default:
-		r.restore(snap.Values)
 		r.emit(eventlog.Event{Type: eventlog.AgentResumed, Text: fmt.Sprintf("resumed at tick %d", snap.Values.Tick)})
-		final, err = r.g.Resume(ctx, nil)
+		_, err = r.g.Resume(ctx, nil)
 	}
-	if err != nil {
-		if snap, serr := r.g.State(context.WithoutCancel(ctx)); serr == nil {
-			final = snap.Values
-		}
+	switch cause := context.Cause(ctx); {
+	case err == nil:
+	case errors.Is(cause, errEnded):
+		err = nil
+		r.emit(eventlog.Event{Type: eventlog.AgentPaused, Text: "ended; resume the run to go on"})
+	case ctx.Err() != nil:
+		err = fmt.Errorf("%w: %w", ErrInterrupted, cause)
+		r.emit(eventlog.Event{Type: eventlog.AgentPaused, Text: "interrupted: " + cause.Error()})
 	}
-	res = Result{RunID: r.id, Output: final.Output, Board: r.board.Snapshot(), Usage: final.Usage}
-	if p := filepath.Join(string(r.dir), outputFile); final.Finished && fileExists(p) {
+	st := r.board.runState()
+	res = Result{RunID: r.id, Output: st.Output, Board: r.board.Snapshot(), Finished: r.complete()}
+	if snap, serr := r.g.State(context.WithoutCancel(ctx)); serr == nil {
+		res.Usage = snap.Values.Usage
+	}
+	if p := filepath.Join(string(r.dir), outputFile); res.Finished && fileExists(p) {
 		res.OutputPath = p
 	}
 	return res, err
 }
 
-// restore takes the run-level settings back from a saved tick.
-func (r *run) restore(st tick) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.goal, r.stage, r.contract, r.coordQuestion = st.Goal, st.Stage, st.Contract, st.CoordQuestion
+// complete reports whether the run is over: finish was called in a finite run.
+func (r *run) complete() bool {
+	return r.cfg.mode != Infinite && r.board.runState().Finished
+}
+
+// reportDamage tells the coordinator (once) about nodes and workers whose files are damaged.
+func (r *run) reportDamage(ctx context.Context) error {
+	snap := r.board.Snapshot()
+	var lines []string
+	for _, n := range snap.Nodes {
+		if n.Damaged != "" {
+			lines = append(lines, "- "+n.Damaged)
+			r.emit(eventlog.Event{Type: eventlog.NodeFailed, Node: n.ID, Text: n.Damaged, Key: "damaged/" + n.ID})
+		}
+	}
+	for _, w := range snap.Workers {
+		if w.Damaged != "" {
+			lines = append(lines, "- "+w.Damaged)
+			r.emit(eventlog.Event{Type: eventlog.WorkerStopped, Worker: w.ID, Text: w.Damaged, Key: "damaged/" + w.ID})
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	text := "Some of the run's files are damaged; those nodes and workers are left as they are:\n" + strings.Join(lines, "\n")
+	_, err := r.bus.SendOnce(ctx, "damaged/"+strings.Join(lines, "|"), squadName, bus.Coordinator, text)
+	return err
 }
 
 // next returns st as the base of a full update.
@@ -253,26 +280,27 @@ func next(st tick) tick {
 	return st
 }
 
-// intake starts the run: the goal, the first stage, and the events that say so.
+// intake starts the run: the first stage, the goal in the conversation, and the events that
+// say so. Run again after a crash, it does what the first run left undone, once.
 func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
-	if st.Started { // a run resumed from before its first tick was saved
+	rs := r.board.runState()
+	if rs.Stage > 0 {
 		return n, nil
 	}
-	n.Run, n.Goal, n.Started, n.Stage, n.Contract = r.id, r.goal, true, 1, r.cfg.contract
-	r.restore(n)
-	if err := workspace.WriteFile(r.dir.Plan(), []byte("# Plan\n\nGoal: "+r.goal+"\n")); err != nil {
+	if err := workspace.WriteFile(r.dir.Plan(), []byte("# Plan\n\nGoal: "+rs.Goal+"\n")); err != nil {
 		return n, err
 	}
-	if err := r.converse("human", bus.Coordinator, r.goal); err != nil {
+	if err := r.converse("goal", "human", bus.Coordinator, rs.Goal); err != nil {
 		return n, err
 	}
-	r.emit(eventlog.Event{Type: eventlog.AgentStarted, Text: r.goal})
-	if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s started: %s", r.id, firstLine(r.goal))); err != nil {
+	r.emit(eventlog.Event{Type: eventlog.AgentStarted, Text: rs.Goal, Key: "started"})
+	if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s started: %s", r.id, firstLine(rs.Goal))); err != nil {
 		return n, err
 	}
-	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: "stage 1"})
-	return n, nil
+	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: "stage 1", Key: "stage1/started"})
+	_, _, err := r.board.updateRun("intake", func(s *runState) { s.Stage, s.Contract = 1, r.cfg.contract })
+	return n, err
 }
 
 // routeFrontier decides which assignments start now.
@@ -298,13 +326,14 @@ func (r *run) dispatch(ctx context.Context, st tick) (tick, error) {
 	return tick{}, r.start(*st.Launch)
 }
 
-// collect waits for the first thing that needs attention.
+// collect waits for the first thing that needs attention. When nothing moves for the stall
+// window it says so, and what the run waits on, in an agent.waiting event.
 func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
+	seq, quiet, told := r.log.Last(), time.Now(), false
 	for {
 		n.Done = append(n.Done, r.pool.drain()...)
-		news := st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToRestart() || r.isEnding()
-		if news {
+		if st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToStart() {
 			n.Nudged = false
 			return n, nil
 		}
@@ -312,6 +341,12 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 			n.Nudged = true
 			_, err := r.bus.SendOnce(ctx, fmt.Sprintf("tick%d/idle", st.Tick), squadName, bus.Coordinator, "Nothing is running and no work is ready. Create work nodes, wait for the human, or finish.")
 			return n, err
+		}
+		if last := r.log.Last(); last != seq {
+			seq, quiet, told = last, time.Now(), false
+		} else if r.cfg.stall > 0 && !told && time.Since(quiet) >= r.cfg.stall {
+			r.emit(eventlog.Event{Type: eventlog.AgentWaiting, Text: r.waitsOn()})
+			seq, told = r.log.Last(), true
 		}
 		timer := time.NewTimer(r.cfg.tick)
 		select {
@@ -330,8 +365,9 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 // reconcile applies what ended to the board and tells the coordinator.
 func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
+	rs := r.board.runState()
 	for _, id := range st.Done {
-		u, err := r.apply(ctx, id, st.Stage)
+		u, err := r.apply(ctx, id, rs.Stage)
 		if err != nil {
 			return n, err
 		}
@@ -341,10 +377,12 @@ func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 	if err := r.wakeParents(ctx); err != nil {
 		return n, err
 	}
-	if !st.Announced {
-		if text, ok := r.stageComplete(st.Stage, st.Contract.Policy); ok {
-			n.Announced = true
-			if _, err := r.bus.Send(ctx, squadName, bus.Coordinator, text); err != nil {
+	if rs.Announced < rs.Stage {
+		if text, ok := r.stageComplete(rs.Stage, rs.Contract.Policy); ok {
+			if _, err := r.bus.SendOnce(ctx, fmt.Sprintf("stage%d/complete", rs.Stage), squadName, bus.Coordinator, text); err != nil {
+				return n, err
+			}
+			if _, _, err := r.board.updateRun("", func(s *runState) { s.Announced = max(s.Announced, rs.Stage) }); err != nil {
 				return n, err
 			}
 		}
@@ -352,97 +390,91 @@ func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 	return n, nil
 }
 
-// decideNext lets the coordinator react, when there is something to react to.
+// decideNext lets the coordinator react, when there is something to react to, and closes the
+// run (or an infinite run's cycle) once the coordinator has called finish.
 func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	n.Tick++
-	if r.isEnding() {
-		n.Finished = true
-		if out := strings.TrimSpace(readText(filepath.Join(string(r.dir), outputFile))); out != "" {
-			n.Output = out
-		}
-		r.emit(eventlog.Event{Type: eventlog.AgentCompleted, Text: "ended: " + firstLine(n.Output)})
-		return n, nil
-	}
-	if st.Tick > 0 && !r.coordinatorHasNews() {
+	if st.Tick > 0 && !r.coordinatorHasNews() && !r.board.runState().Finished {
 		return n, nil
 	}
 	n.Sleeping = false
-	n.CoordQuestion = ""
-	o, err := r.coordinate(ctx, st.Goal)
+	o, err := r.coordinate(ctx)
 	n.Usage = n.Usage.Add(usageSince(o.Usage, st.CoordUsage))
 	n.CoordUsage = o.Usage
 	if err != nil {
 		return n, err
 	}
-	r.mu.Lock()
-	if r.reconvened {
-		n.Stage, n.Contract, n.Announced = r.stage, r.contract, false
-		r.reconvened = false
-	}
-	finished, output := r.finished, r.output
-	r.mu.Unlock()
-	if out := filepath.Join(string(r.dir), outputFile); !finished && fileExists(out) {
-		finished, output = true, strings.TrimSpace(readText(out)) // finished before a restart
-	}
-	if finished {
-		// A last turn to store what is worth remembering, before the run (or cycle) ends.
-		key := fmt.Sprintf("flush/cycle%d", n.Cycle)
-		if _, err := r.bus.SendOnce(ctx, key, squadName, bus.Coordinator, flushNote); err != nil {
-			return n, err
-		}
-		fo, err := r.coordinate(ctx, st.Goal)
-		n.Usage = n.Usage.Add(usageSince(fo.Usage, o.Usage))
-		n.CoordUsage = fo.Usage
-		if err != nil {
-			return n, err
-		}
-		r.mu.Lock()
-		r.finished = false // a finish during the flush turn changes nothing
-		r.mu.Unlock()
+	if r.board.runState().Finished {
+		return n, r.close(ctx, &n)
 	}
 	switch {
-	case finished && r.cfg.mode == Infinite:
-		r.mu.Lock()
-		r.finished = false
-		r.mu.Unlock()
-		n.Cycle++
-		n.Output, n.Sleeping = output, true
-		if err := r.converse(bus.Coordinator, bus.Human, output); err != nil {
-			return n, err
-		}
-		if err := os.Rename(filepath.Join(string(r.dir), outputFile), filepath.Join(string(r.dir), fmt.Sprintf("_output.cycle%03d.md", n.Cycle))); err != nil {
-			return n, fmt.Errorf("nodes: cycle %d: %w", n.Cycle, err)
-		}
-		r.emit(eventlog.Event{Type: "x.cycle_completed", Text: fmt.Sprintf("cycle %d: %s", n.Cycle, firstLine(output))})
-		if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s cycle %d: %s", r.id, n.Cycle, firstLine(output))); err != nil {
-			return n, err
-		}
-	case finished:
-		n.Finished, n.Output = true, output
-		if err := r.converse(bus.Coordinator, bus.Human, output); err != nil {
-			return n, err
-		}
-		if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s finished: %s", r.id, firstLine(output))); err != nil {
-			return n, err
-		}
-		r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", n.Stage)})
-		r.emit(eventlog.Event{Type: eventlog.AgentCompleted, Text: firstLine(output)})
 	case o.Status == runtime.Waiting:
-		n.CoordQuestion = o.Question
-		r.mu.Lock()
-		r.coordQuestion = o.Question
-		r.mu.Unlock()
-		if err := r.toHuman(fmt.Sprintf("coordinator%d/question", o.Turns), bus.Coordinator, o.Question); err != nil {
+		key := fmt.Sprintf("coordinator%d/question", o.Turns)
+		if _, _, err := r.board.updateRun(key, func(s *runState) { s.Question, s.Answer = o.Question, "" }); err != nil {
 			return n, err
 		}
-		r.emit(eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question})
+		if err := r.toHuman(key, bus.Coordinator, o.Question); err != nil {
+			return n, err
+		}
+		r.emit(eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question, Key: key})
 	case strings.TrimSpace(o.Summary) != "":
 		if err := r.toHuman(fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {
 			return n, err
 		}
 	}
 	return n, nil
+}
+
+// close ends the run, or an infinite run's cycle, after finish: the coordinator's last turn to
+// store what is worth remembering, the output to the human, the events. Run again after a
+// crash, it does what the first run left undone, once.
+func (r *run) close(ctx context.Context, n *tick) error {
+	rs := r.board.runState()
+	if _, err := r.bus.SendOnce(ctx, fmt.Sprintf("flush/cycle%d", rs.Cycle), squadName, bus.Coordinator, flushNote); err != nil {
+		return err
+	}
+	o, err := r.coordinate(ctx)
+	n.Usage = n.Usage.Add(usageSince(o.Usage, n.CoordUsage))
+	n.CoordUsage = o.Usage
+	if err != nil {
+		return err
+	}
+	if r.cfg.mode != Infinite {
+		if err := r.converse("output", bus.Coordinator, bus.Human, rs.Output); err != nil {
+			return err
+		}
+		if !r.log.Has(r.id + "/completed") {
+			if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s finished: %s", r.id, firstLine(rs.Output))); err != nil {
+				return err
+			}
+		}
+		r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", rs.Stage), Key: fmt.Sprintf("stage%d/completed", rs.Stage)})
+		r.emit(eventlog.Event{Type: eventlog.AgentCompleted, Text: firstLine(rs.Output), Key: "completed"})
+		return nil
+	}
+	cycle := rs.Cycle + 1
+	key := fmt.Sprintf("cycle%d", cycle)
+	if err := r.converse(key+"/output", bus.Coordinator, bus.Human, rs.Output); err != nil {
+		return err
+	}
+	from, to := filepath.Join(string(r.dir), outputFile), filepath.Join(string(r.dir), fmt.Sprintf("_output.cycle%03d.md", cycle))
+	if fileExists(from) {
+		if err := os.Rename(from, to); err != nil {
+			return fmt.Errorf("nodes: cycle %d: %w", cycle, err)
+		}
+	}
+	if !r.log.Has(r.id + "/" + key) {
+		if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s cycle %d: %s", r.id, cycle, firstLine(rs.Output))); err != nil {
+			return err
+		}
+	}
+	r.emit(eventlog.Event{Type: "x.cycle_completed", Text: fmt.Sprintf("cycle %d: %s", cycle, firstLine(rs.Output)), Key: key})
+	if _, _, err := r.board.updateRun(key, func(s *runState) { s.Cycle, s.Finished = cycle, false }); err != nil {
+		return err
+	}
+	n.Sleeping = true
+	return nil
 }
 
 // flushNote asks the coordinator to store durable notes before its run or cycle ends.
@@ -458,22 +490,21 @@ func usageSince(now, before providers.Usage) providers.Usage {
 }
 
 // toHuman sends a message from the coordinator or a worker to the human, once per key (a step
-// re-run after a crash sends nothing again), and adds it to the conversation.
+// re-run after a crash sends nothing again), and adds it to the conversation, once.
 func (r *run) toHuman(key, from, body string) error {
-	sent, err := r.bus.SendOnce(r.ctxOrBackground(), key, from, bus.Human, body)
-	if err != nil {
+	if _, err := r.bus.SendOnce(r.ctxOrBackground(), key, from, bus.Human, body); err != nil {
 		return err
 	}
-	if len(sent) > 0 && sent[0].Time.Before(r.started) { // sent before a restart, and logged then
-		return nil
-	}
-	return r.converse(from, bus.Human, body)
+	return r.converse(key, from, bus.Human, body)
 }
 
 // converse appends a message of the human ↔ coordinator conversation to the agent's
-// conversation.jsonl.
-func (r *run) converse(from, to, body string) error {
-	return r.s.conv.add(r.id, from, to, body)
+// conversation.jsonl; a non-empty key (unique in the run) adds it once.
+func (r *run) converse(key, from, to, body string) error {
+	if key != "" {
+		key = r.id + "/" + key
+	}
+	return r.s.conv.add(key, r.id, from, to, body)
 }
 
 func (r *run) ctxOrBackground() context.Context {
@@ -483,19 +514,27 @@ func (r *run) ctxOrBackground() context.Context {
 	return context.Background()
 }
 
-// emitAt appends an event about a node and a worker, with details.
-func (r *run) emitAt(t eventlog.Type, node, worker, text string, data any) {
+// emitAt appends an event about a node and a worker, with details; key as for emit.
+func (r *run) emitAt(t eventlog.Type, node, worker, text string, data any, key string) {
 	e := eventlog.New(t, text, data)
-	e.Node, e.Worker = node, worker
+	e.Node, e.Worker, e.Key = node, worker, key
 	r.emit(e)
 }
 
-// emit appends an event of the run to the agent's log, and shows it to the triggers.
+// emit appends an event of the run to the agent's log, and shows it to the triggers. An event
+// with a key (unique in the run) is logged once: a step run again after a crash does not log
+// it twice.
 func (r *run) emit(e eventlog.Event) {
 	e.Run = r.id
+	if e.Key != "" {
+		e.Key = r.id + "/" + e.Key
+		if r.log.Has(e.Key) {
+			return
+		}
+	}
 	e, err := r.log.Append(e)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "nodes: run %s: event %s: %v\n", r.id, e.Type, err)
+		r.cfg.logger.Error("event not logged", "run", r.id, "type", e.Type, "err", err)
 		return
 	}
 	r.sched.Observe(e)
@@ -508,6 +547,7 @@ func (r *run) observeMessage(e bus.Event) {
 		t = eventlog.MessageReceived
 	}
 	ev := eventlog.New(t, e.Message.Body, e.Message)
+	ev.Key = "message/" + e.Message.ID + "/" + e.Kind
 	ev.Worker = e.Message.From
 	if e.Kind == bus.Received {
 		ev.Worker = e.Message.To

@@ -32,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -234,6 +233,9 @@ func New(opts ...Option) (*Squad, error) {
 	for _, o := range opts {
 		o(&c)
 	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
 	if c.coordModel == "" {
 		c.coordModel = c.model
 	}
@@ -315,7 +317,7 @@ func (s *Squad) memoryWritten(w memory.Write) {
 	}
 	s.mu.Unlock()
 	if _, err := s.log.Append(e); err != nil {
-		fmt.Fprintf(os.Stderr, "nodes: event %s: %v\n", e.Type, err)
+		s.cfg.logger.Error("event not logged", "type", e.Type, "err", err)
 	}
 }
 
@@ -384,6 +386,7 @@ func (s *Squad) start(ctx context.Context, id, goal string) (Result, error) {
 		s.mu.Unlock()
 		return Result{}, err
 	}
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	s.cur = r
 	s.mu.Unlock()
 	defer func() {
@@ -391,7 +394,7 @@ func (s *Squad) start(ctx context.Context, id, goal string) (Result, error) {
 		s.cur = nil
 		s.mu.Unlock()
 	}()
-	return r.execute(ctx)
+	return r.execute()
 }
 
 func (s *Squad) current() (*run, error) {
@@ -446,9 +449,10 @@ func (s *Squad) Stop() error {
 	return nil
 }
 
-// End ends the run in progress cleanly: its workers are stopped (their progress is kept), the
-// coordinator's conversation is kept, and Run returns with the latest output. It is how an
-// infinite run stops.
+// End pauses the run in progress cleanly: its workers are stopped (their progress is kept),
+// the coordinator's conversation is kept, and Run returns with the latest output and no error.
+// The run is not complete — only the coordinator's finish completes a run — and Resume takes it
+// up again. It is how an infinite run is stopped.
 func (s *Squad) End() error {
 	r, err := s.current()
 	if err != nil {

@@ -2,6 +2,8 @@ package nodes_test
 
 import (
 	"context"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,25 +176,28 @@ func TestConversationAcrossRuns(t *testing.T) {
 	}
 }
 
-// A damaged board file stops a resume with an error that names it, and changes nothing.
+// A damaged node file fails that node, named with the file and how to repair it, and is left
+// as it is; the rest of the board reads, and the run resumes.
 func TestDamagedBoardFileIsNamed(t *testing.T) {
 	s := newSquad(t)
 	res := run(t, s, "AI chips")
 	path := filepath.Join(string(s.Home()), "runs", res.RunID, "nodes", "n2", "_node.json")
-	if err := os.WriteFile(path, []byte("{not json"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := s.ReadBoard(res.RunID)
-	if err == nil || !strings.Contains(err.Error(), path) {
-		t.Fatalf("ReadBoard = %v, want an error naming %s", err, path)
-	}
-	_, err = s.Resume(context.Background(), res.RunID)
-	if err == nil || !strings.Contains(err.Error(), "_node.json") {
-		t.Fatalf("Resume = %v, want an error naming the damaged file", err)
-	}
-	if b, _ := os.ReadFile(path); string(b) != "{not json" {
-		t.Fatal("the damaged file was changed")
-	}
+	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o644))
+	b, err := s.ReadBoard(res.RunID)
+	require.NoError(t, err)
+	n2, ok := b.Node("n2")
+	require.True(t, ok)
+	assert.Equal(t, nodes.NodeFailed, n2.Status)
+	assert.Contains(t, n2.Damaged, path)
+	assert.Contains(t, n2.Damaged, "Repair")
+	n1, _ := b.Node("n1")
+	assert.Equal(t, nodes.NodeCompleted, n1.Status)
+	again, err := s.Resume(context.Background(), res.RunID)
+	require.NoError(t, err)
+	assert.True(t, again.Finished)
+	assert.Equal(t, res.Output, again.Output)
+	got, _ := os.ReadFile(path)
+	assert.Equal(t, "{not json", string(got), "the damaged file was changed")
 }
 
 // The squad's graph, drawn: the six nodes of a tick and the loop back.

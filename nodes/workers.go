@@ -158,7 +158,7 @@ func (r *run) runtimeFor(w Worker) (runtime.Runtime, error) {
 		if err != nil {
 			return nil, fmt.Errorf("nodes: worker %s: %w", w.Name, err)
 		}
-		opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithMaxIterations(r.currentContract().MaxIterations)}
+		opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithMaxIterations(r.board.runState().Contract.MaxIterations)}
 		if w.Single {
 			opts = append(opts, harnessed.WithSingleInference())
 		}

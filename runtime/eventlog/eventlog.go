@@ -327,6 +327,14 @@ func (l *Log) Append(e Event) (Event, error) {
 	return e, nil
 }
 
+// Has reports whether an event with key is in the log.
+func (l *Log) Has(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.keys[key]
+	return ok
+}
+
 // Read returns a page: up to limit events with Seq > after, in order (limit <= 0: all of them).
 // An after at or beyond Last gives an empty page.
 func (l *Log) Read(after int64, limit int) ([]Event, error) {
