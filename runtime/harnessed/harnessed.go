@@ -186,8 +186,8 @@ type worker struct {
 	// unsaved are messages a failed step received and no saved step holds: the outcome
 	// hands them back as unread.
 	unsaved []runtime.Message
-	prompt string            // the system prompt
-	specs  []providers.ToolSpec
+	prompt  string // the system prompt
+	specs   []providers.ToolSpec
 }
 
 func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {
