@@ -2,10 +2,78 @@ package nodes
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/triggers"
 )
+
+// fire delivers a trigger's firing: to the run in progress, or, when there is none, into the
+// agent's latest run, which the WithWake callback is then asked to resume.
+func (s *Squad) fire(f triggers.Firing) {
+	s.mu.Lock()
+	if s.cur != nil {
+		defer s.mu.Unlock()
+		s.cur.fire(f)
+		return
+	}
+	id, err := s.deliver(f)
+	s.mu.Unlock()
+	if err != nil {
+		s.cfg.logger.Error("trigger not delivered", "trigger", f.Trigger.ID, "err", err)
+		return
+	}
+	if id != "" && s.cfg.wake != nil {
+		s.cfg.wake(id)
+	}
+}
+
+// deliver carries out a firing in the agent's latest run while no run is in progress, and
+// returns the run's id when it is one to resume ("" when there is no run, or it is complete).
+// The caller holds s.mu.
+func (s *Squad) deliver(f triggers.Firing) (string, error) {
+	id, err := s.latestRun()
+	if id == "" || err != nil {
+		return "", err
+	}
+	dir := s.home.Run(id)
+	board, err := openBoard(dir, s.cfg.now)
+	if err != nil {
+		return "", err
+	}
+	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, board: board, log: s.log, sched: s.sched, pool: newPool(), wake: make(chan struct{}, 1)}
+	b, err := bus.Open(dir.Messages(), bus.WithClock(s.cfg.now), bus.WithObserver(r.observeMessage))
+	if err != nil {
+		return "", err
+	}
+	r.bus = b
+	r.fire(f)
+	if err := b.Close(); err != nil {
+		return "", err
+	}
+	if r.complete() {
+		return "", nil
+	}
+	return id, nil
+}
+
+// latestRun returns the id of the agent's run whose state changed last; "" when it has none.
+func (s *Squad) latestRun() (string, error) {
+	ids, err := s.home.Runs()
+	if err != nil {
+		return "", err
+	}
+	latest, at := "", time.Time{}
+	for _, id := range ids {
+		st, err := os.Stat(filepath.Join(string(s.home.Run(id)), runFile))
+		if err == nil && !st.ModTime().Before(at) {
+			latest, at = id, st.ModTime()
+		}
+	}
+	return latest, nil
+}
 
 // fire carries out a trigger's action in the run: wake the coordinator with the trigger's task,
 // put a node back on the board, or send a message. A firing is delivered once, even if the

@@ -124,12 +124,7 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
 	}
 	r.bus = b
-	sched, err := triggers.Open(s.home.Triggers(), r.fire, triggers.WithClock(s.cfg.triggerClock))
-	if err != nil {
-		b.Close()
-		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
-	}
-	r.sched = sched
+	r.sched = s.sched
 	if err := b.Join(bus.Participant{Name: squadName, Role: "system"}); err != nil {
 		b.Close()
 		return nil, err
@@ -201,12 +196,9 @@ func Mermaid() string {
 func (r *run) execute() (res Result, err error) {
 	ctx := r.ctx
 	defer r.cancel(nil)
-	r.sched.Start(ctx)
 	defer func() {
-		err = errors.Join(err, r.sched.Close())
 		r.pool.cancelAll()
 		r.pool.wait()
-		err = errors.Join(err, r.bus.Close())
 	}()
 	for _, e := range r.bus.Events() { // what a crash kept from the log: logged now, once
 		r.observeMessage(e)

@@ -216,6 +216,10 @@ type Squad struct {
 	log   *eventlog.Log
 	conv  *conversation
 	mem   *memory.Store
+	// sched fires the agent's triggers, into the run in progress or, when there is none, into
+	// the latest run (see fire).
+	sched     *triggers.Scheduler
+	stopSched context.CancelFunc
 
 	mu  sync.Mutex
 	cur *run
@@ -284,18 +288,31 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	s.mem = mem
+	sched, err := triggers.Open(s.home.Triggers(), s.fire, triggers.WithClock(c.triggerClock))
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	s.sched = sched
 	if log.Last() == 0 {
 		if _, err := log.Append(eventlog.Event{Type: eventlog.AgentCreated, Text: c.home}); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("nodes: %w", err)
 		}
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopSched = cancel
+	sched.Start(ctx)
 	return s, nil
 }
 
-// Close releases the squad's files. Call it once no run is in progress.
+// Close releases the squad's files and stops its triggers. Call it once no run is in progress.
 func (s *Squad) Close() error {
 	var errs []error
+	if s.sched != nil {
+		s.stopSched()
+		errs = append(errs, s.sched.Close())
+	}
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
 	}
@@ -375,7 +392,7 @@ func (s *Squad) Resume(ctx context.Context, id string) (Result, error) {
 	return s.start(ctx, id, "")
 }
 
-func (s *Squad) start(ctx context.Context, id, goal string) (Result, error) {
+func (s *Squad) start(ctx context.Context, id, goal string) (res Result, err error) {
 	s.mu.Lock()
 	if s.cur != nil {
 		s.mu.Unlock()
@@ -390,9 +407,10 @@ func (s *Squad) start(ctx context.Context, id, goal string) (Result, error) {
 	s.cur = r
 	s.mu.Unlock()
 	defer func() {
-		s.mu.Lock()
+		s.mu.Lock() // a trigger firing now waits, then finds no run in progress
+		defer s.mu.Unlock()
 		s.cur = nil
-		s.mu.Unlock()
+		err = errors.Join(err, r.bus.Close())
 	}()
 	return r.execute()
 }
@@ -480,18 +498,9 @@ func (s *Squad) ReadBoard(runID string) (Snapshot, error) {
 	return b.Snapshot(), nil
 }
 
-// Triggers returns the agent's triggers (those of the run in progress' scheduler), or reads
-// them from the home folder when no run is in progress.
+// Triggers returns the agent's triggers.
 func (s *Squad) Triggers() ([]triggers.Trigger, error) {
-	if r, err := s.current(); err == nil {
-		return r.sched.List(), nil
-	}
-	sched, err := triggers.Open(s.home.Triggers(), func(triggers.Firing) {}, triggers.WithClock(s.cfg.triggerClock))
-	if err != nil {
-		return nil, err
-	}
-	defer sched.Close()
-	return sched.List(), nil
+	return s.sched.List(), nil
 }
 
 // Subscribe returns the agent's events after seq, in order: first those already logged, then
