@@ -1,0 +1,85 @@
+package nodes_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+)
+
+// A run whose context ends is paused, not completed: Run says so with ErrInterrupted, no
+// agent.completed is logged, and Resume finishes it with the same output as a run that was
+// never interrupted.
+func TestCancelledRunIsPaused(t *testing.T) {
+	want := run(t, newSquad(t), "AI chips").Output
+
+	s := newSquad(t)
+	events, stop := s.Subscribe(0)
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var res nodes.Result
+	go func() {
+		var err error
+		res, err = s.Run(ctx, "AI chips")
+		done <- err
+	}()
+	waitFor(t, events, "a node completes", func(e eventlog.Event) bool { return e.Type == eventlog.NodeCompleted })
+	cancel()
+	err := <-done
+	require.ErrorIs(t, err, nodes.ErrInterrupted)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.False(t, res.Finished)
+	assert.Empty(t, res.Output)
+	assert.NotContains(t, types(t, s), eventlog.AgentCompleted)
+	assert.Contains(t, types(t, s), eventlog.AgentPaused)
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	again, err := s.Resume(ctx2, res.RunID)
+	require.NoError(t, err)
+	assert.True(t, again.Finished)
+	assert.Equal(t, want, again.Output)
+	completed := 0
+	for _, ty := range types(t, s) {
+		if ty == eventlog.AgentCompleted {
+			completed++
+		}
+	}
+	assert.Equal(t, 1, completed)
+
+	// Resuming a complete run changes nothing.
+	before := len(types(t, s))
+	final, err := s.Resume(ctx2, res.RunID)
+	require.NoError(t, err)
+	assert.True(t, final.Finished)
+	assert.Equal(t, want, final.Output)
+	assert.Len(t, types(t, s), before+0, "a complete run logs nothing when resumed")
+}
+
+// A run in which nothing moves for the stall window says what it waits on, instead of sitting
+// "working": here the coordinator's question to the human.
+func TestStallIsReported(t *testing.T) {
+	coord := scripted.NewFunc("asker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		return scTurn(req, scCall("ask_human", map[string]string{"question": "Which market?"})), nil
+	})
+	s := scSquad(t, coord, []providers.Model{scripted.New("unused")}, nodes.WithStall(100*time.Millisecond), nodes.WithTick(10*time.Millisecond))
+	events, stop := s.Subscribe(0)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := s.Run(ctx, "chips"); done <- err }()
+	e := waitFor(t, events, "agent.waiting", func(e eventlog.Event) bool { return e.Type == eventlog.AgentWaiting })
+	assert.Contains(t, e.Text, "Which market?")
+	assert.Contains(t, e.Text, "the human")
+	require.NoError(t, s.End())
+	require.NoError(t, <-done)
+}
