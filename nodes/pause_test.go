@@ -2,6 +2,9 @@ package nodes_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +85,72 @@ func TestStallIsReported(t *testing.T) {
 	assert.Contains(t, e.Text, "the human")
 	require.NoError(t, s.End())
 	require.NoError(t, <-done)
+}
+
+// A damaged outcome file ends its node — failed, with an error that names the file and says
+// what to do, and tried again; or done, when its files were published — and not the run, which
+// ends as it would have. (When the
+// run was cancelled after its tick had decided to start the node again, the resume runs it at
+// once and writes a new outcome over the damaged one; the test tries until it sees the
+// damaged file collected.)
+func TestDamagedOutcomeFailsTheNodeOnly(t *testing.T) {
+	want := run(t, newSquad(t), "AI chips").Output
+	for attempt := 1; attempt <= 10; attempt++ {
+		if damagedOutcome(t, want) {
+			return
+		}
+	}
+	t.Fatal("in 10 tries the damaged outcome was never collected")
+}
+
+// damagedOutcome cancels a run while a node works, damages the node's outcome file, resumes the
+// run and checks it; it reports whether the damaged file was collected.
+func damagedOutcome(t *testing.T, want string) bool {
+	s := newSquad(t)
+	events, stop := s.Subscribe(0)
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var res nodes.Result
+	go func() {
+		var err error
+		res, err = s.Run(ctx, "AI chips")
+		done <- err
+	}()
+	started := waitFor(t, events, "a node starts", func(e eventlog.Event) bool { return e.Type == eventlog.NodeStarted })
+	cancel()
+	require.ErrorIs(t, <-done, nodes.ErrInterrupted)
+	path := filepath.Join(string(s.Home()), "runs", res.RunID, "nodes", started.Node, "_outcome.json")
+	b, err := s.ReadBoard(res.RunID)
+	require.NoError(t, err)
+	if n, _ := b.Node(started.Node); n.Status != nodes.NodeRunning {
+		return false // it ended before the cancellation: nothing to damage
+	}
+	require.FileExists(t, path)
+	require.NoError(t, os.WriteFile(path, []byte(`{"assignment": "cut off`), 0o644))
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	again, err := s.Resume(ctx2, res.RunID)
+	if err != nil {
+		dump(t, s)
+	}
+	require.NoError(t, err)
+	assert.Equal(t, want, again.Output)
+	evs, err := s.Events(0, 0)
+	require.NoError(t, err)
+	var named []eventlog.Event // the node's end, which names the damaged file
+	for _, e := range evs {
+		if (e.Type == eventlog.NodeFailed || e.Type == eventlog.NodeCompleted) && strings.Contains(e.Text, path) {
+			named = append(named, e)
+		}
+	}
+	if len(named) == 0 {
+		return false
+	}
+	require.Len(t, named, 1)
+	if named[0].Type == eventlog.NodeFailed { // nothing was published: tried again
+		assert.Contains(t, named[0].Text, "repair")
+	}
+	return true
 }

@@ -37,10 +37,8 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 		return providers.Usage{}, nil
 	}
 	rec, ok, err := r.outcome(node.ID, id)
-	if err != nil { // a damaged outcome file fails the node, not the run
-		rec = outcomeRecord{Assignment: id, Outcome: runtime.Outcome{Status: runtime.Failed},
-			Error: fmt.Sprintf("%v (the file is left as it is: repair or delete it, then put the node back with a trigger or a new node)", err)}
-		ok = true
+	if err != nil {
+		rec, ok = r.damagedOutcome(node, id, err), true
 	}
 	if !ok {
 		return providers.Usage{}, nil
@@ -56,6 +54,20 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 		return o.Usage, err
 	}
 	return o.Usage, nil
+}
+
+// damagedOutcome stands for the outcome of assignment id on node when its file cannot be read:
+// the node is done if it published (its files are there), else it failed — not the run. The
+// file is left as it is.
+func (r *run) damagedOutcome(node Node, id string, err error) outcomeRecord {
+	rec := outcomeRecord{Assignment: id, Outcome: runtime.Outcome{Status: runtime.Failed},
+		Error: fmt.Sprintf("%v (the file is left as it is: repair or delete it; the node is tried again if it may be)", err)}
+	if files, ferr := r.dir.Node(node.ID).PublishedFiles(); ferr == nil && len(files) > 0 {
+		rec.Outcome = runtime.Outcome{Status: runtime.Published, Published: files,
+			Summary: fmt.Sprintf("published %s; its outcome is lost: %v (the file is left as it is)", strings.Join(files, ", "), err)}
+		rec.Error = ""
+	}
+	return rec
 }
 
 // record applies an outcome to the board: the node's new status, its sub-nodes and the worker's

@@ -71,13 +71,7 @@ func (d NodeDir) Publish() ([]string, error) {
 			return nil, fmt.Errorf("runtime: publish %s: %w", d, err)
 		}
 	}
-	var files []string
-	err = filepath.WalkDir(d.Published(), func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(d.Published(), p)
-		files = append(files, filepath.ToSlash(rel))
+	files, err := d.published(func(p string, e fs.DirEntry) error {
 		if e.Type().IsRegular() {
 			return os.Chmod(p, 0o444)
 		}
@@ -86,6 +80,28 @@ func (d NodeDir) Publish() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: publish %s: %w", d, err)
 	}
-	slices.Sort(files)
 	return files, nil
+}
+
+// PublishedFiles returns every file in published/, relative to it, sorted.
+func (d NodeDir) PublishedFiles() ([]string, error) {
+	return d.published(nil)
+}
+
+// published lists published/, calling fn (if not nil) on each file.
+func (d NodeDir) published(fn func(path string, e fs.DirEntry) error) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(d.Published(), func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(d.Published(), p)
+		files = append(files, filepath.ToSlash(rel))
+		if fn != nil {
+			return fn(p, e)
+		}
+		return nil
+	})
+	slices.Sort(files)
+	return files, err
 }
