@@ -22,9 +22,12 @@
 //	    create nodes, spawn workers, message, reconvene, ask the human, or finish.
 //
 // Every tick is checkpointed (SQLite by default), the board lives in the run's folder as files
-// (see runtime/workspace for the layout), messages go through a durable bus, and every event is
-// appended to the agent's events.jsonl: a killed run resumes by its id without redoing finished
-// work or losing a message.
+// (see runtime/workspace for the layout), the run's own state (goal, stage, contract, output,
+// the coordinator's question) in its _run.json, messages go through a durable bus, and every
+// event is appended to the agent's events.jsonl. Every effect of a step that may run again after
+// a crash is keyed (events, messages, conversation lines, board and state updates), so a killed
+// run resumes by its id without redoing finished work, losing a message or logging anything
+// twice. Only the coordinator's finish completes a run: End and a cancelled context pause it.
 package nodes
 
 import (
