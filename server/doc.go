@@ -10,7 +10,7 @@
 //	POST   /agents                          create an agent and start a run: {"id"?, "goal", "model"?, "mode"? "finite"|"infinite"} → 201 summary
 //	GET    /agents                          the agents' summaries: {"agents": [...]}
 //	GET    /agents/{id}                     an agent's summary (see [Summary])
-//	DELETE /agents/{id}                     end its run and forget the agent (its files stay)
+//	DELETE /agents/{id}                     pause its run and forget the agent (its files stay)
 //	POST   /agents/{id}/runs                start another run: {"goal"} → 202 summary
 //	POST   /agents/{id}/stop                stop the run's workers (Squad.Stop); /pause is the same
 //	POST   /agents/{id}/resume              resume a run, the last by default: {"run"?} → 202 summary
@@ -29,8 +29,21 @@
 //	GET    /agents/{id}/events/stream       server-sent events after ?after=N (or Last-Event-ID):
 //	                                        "id: <seq>\nevent: <type>\ndata: <event JSON>\n\n"
 //
-// An agent's status is "idle" (no run yet, or a run interrupted by a restart: resume it),
-// "working" (a run in progress), "waiting_for_human" (a run in progress in which a worker or
-// the coordinator waits for an answer), "completed" (the last run ended; its output is in the
-// summary) or "failed" (the last run ended with an error, in the summary).
+// An agent's status is "idle" (no run yet), "working" (a run in progress), "waiting_for_human"
+// (a run in progress in which a worker or the coordinator waits for an answer), "interrupted"
+// (the last run was paused before it finished: the server closed, or stopped without closing;
+// POST /resume continues it where it was), "completed" (the last run finished; its output is
+// in the summary) or "failed" (the last run ended with an error, in the summary). While a run
+// seems stuck (nothing moved in it for its stall window), the summary's "stalled" says what it
+// waits on.
+//
+// Stopping the server is pausing: [Server.Close] interrupts the runs in progress, and [New]
+// resumes by itself, in the background, the runs that were in progress when the server
+// stopped, whether it closed or was killed ([WithoutResume] leaves them interrupted). POST
+// /stop is not an interruption: it stops the workers, and the run stays in progress. An
+// infinite agent whose run is not in progress is resumed when one of its triggers comes due,
+// as POST /resume would.
+//
+// The server writes nothing to the standard streams; [WithLogger] says where it, and the
+// agents' squads, report what they cannot answer or log as events.
 package server

@@ -227,7 +227,7 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) 
 		writeError(w, http.StatusBadRequest, "bad field \"run\": %s", strings.TrimPrefix(err.Error(), "workspace: "))
 		return
 	}
-	if st, err := os.Stat(string(a.home.Run(req.Run))); err != nil || !st.IsDir() {
+	if !a.resumable(req.Run) {
 		writeError(w, http.StatusNotFound, "agent %q has no run %q", a.id, req.Run)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,11 +24,12 @@ import (
 
 // The statuses of an agent (see [Summary]).
 const (
-	StatusIdle     = "idle"              // no run in progress, and none ended in this server's care
-	StatusWorking  = "working"           // a run is in progress
-	StatusWaiting  = "waiting_for_human" // a run is in progress and waits for the human's answer
-	StatusComplete = "completed"         // the last run ended well
-	StatusFailed   = "failed"            // the last run ended with an error
+	StatusIdle        = "idle"              // no run yet (or none the server knows of)
+	StatusWorking     = "working"           // a run is in progress
+	StatusWaiting     = "waiting_for_human" // a run is in progress and waits for the human's answer
+	StatusInterrupted = "interrupted"       // the last run was paused before it finished: it can be resumed
+	StatusComplete    = "completed"         // the last run finished
+	StatusFailed      = "failed"            // the last run ended with an error
 )
 
 // Option configures a Server.
@@ -37,6 +39,8 @@ type config struct {
 	root      string
 	squadOpts func(agentID string) []nodes.Option
 	now       func() time.Time
+	logger    *slog.Logger
+	noResume  bool
 }
 
 // WithRoot sets the folder the server keeps its agents in: each lives in <root>/agents/<id>/
@@ -48,6 +52,15 @@ func WithRoot(dir string) Option { return func(c *config) { c.root = dir } }
 func WithSquadOptions(fn func(agentID string) []nodes.Option) Option {
 	return func(c *config) { c.squadOpts = fn }
 }
+
+// WithLogger sets where the server, and the agents' squads (nodes.WithLogger), report what
+// they cannot answer or log as events: a file they could not write, a run that failed, a
+// trigger that could not wake its agent. The default discards it.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithoutResume keeps New from resuming the runs that were in progress when the server last
+// stopped (see [New]): they stay "interrupted" until POST /agents/{id}/resume.
+func WithoutResume() Option { return func(c *config) { c.noResume = true } }
 
 // Server serves the API (see the package documentation). It is an http.Handler, safe for
 // concurrent use.
@@ -63,11 +76,16 @@ type Server struct {
 }
 
 // New returns a server over the agents found under the root folder: it re-opens their squads
-// without starting runs.
+// and resumes, in the background, the runs that were in progress when the server stopped (those
+// it paused when it closed, and those a crash left working or waiting for the human), unless
+// [WithoutResume] is given. Runs that finished or failed are left as they are.
 func New(opts ...Option) (*Server, error) {
 	c := config{root: filepath.Join(".agiraph", "server"), now: time.Now}
 	for _, o := range opts {
 		o(&c)
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: c, mux: http.NewServeMux(), closing: make(chan struct{}), agents: map[string]*agent{}}
 	if err := os.MkdirAll(s.agentsDir(), 0o755); err != nil {
@@ -89,6 +107,20 @@ func New(opts ...Option) (*Server, error) {
 		s.agents[a.id] = a
 	}
 	s.routes()
+	if !c.noResume {
+		for _, a := range s.agents {
+			a.mu.Lock()
+			run, status := a.meta.Run, a.meta.Status
+			a.mu.Unlock()
+			if status != StatusInterrupted || run == "" {
+				continue
+			}
+			s.cfg.logger.Info("resuming the run in progress when the server stopped", "agent", a.id, "run", run)
+			if err := s.start(a, "", run); err != nil {
+				s.cfg.logger.Error("cannot resume run", "agent", a.id, "run", run, "err", err)
+			}
+		}
+	}
 	return s, nil
 }
 
@@ -97,8 +129,9 @@ func (s *Server) agentsDir() string { return filepath.Join(s.cfg.root, "agents")
 // ServeHTTP serves a request of the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Close ends the runs in progress (Squad.End), waits for them to return, ends the event
-// streams and closes the agents' squads. The server answers 503 afterwards.
+// Close pauses the runs in progress (their contexts end), waits for them to return, ends the
+// event streams and closes the agents' squads. The runs are "interrupted": a server started
+// again on the same root resumes them. The server answers 503 afterwards.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -148,6 +181,7 @@ type agent struct {
 	home  workspace.Home
 	squad *nodes.Squad
 	now   func() time.Time
+	log   *slog.Logger
 
 	mu      sync.Mutex
 	meta    meta
@@ -159,12 +193,13 @@ type agent struct {
 	scanMu   sync.Mutex
 	scanned  int64     // the last event seen by scan
 	asking   string    // the coordinator's question waiting for the human, if any
+	stalled  string    // what the run waits on, while the last event is an agent.waiting
 	lastTime time.Time // the time of the last event
 }
 
 // squadOptions returns the options of an agent's squad.
 func (s *Server) squadOptions(id string, m meta) []nodes.Option {
-	var opts []nodes.Option
+	opts := []nodes.Option{nodes.WithLogger(s.cfg.logger.With("agent", id))}
 	if s.cfg.squadOpts != nil {
 		opts = append(opts, s.cfg.squadOpts(id)...)
 	}
@@ -174,7 +209,24 @@ func (s *Server) squadOptions(id string, m meta) []nodes.Option {
 	if m.Mode == string(nodes.Infinite) {
 		opts = append(opts, nodes.WithMode(nodes.Infinite))
 	}
-	return append(opts, nodes.WithHome(filepath.Join(s.agentsDir(), id)))
+	return append(opts, nodes.WithHome(filepath.Join(s.agentsDir(), id)),
+		nodes.WithWake(func(runID string) { s.wake(id, runID) }))
+}
+
+// wake resumes the run runID of agent id, which one of its triggers came due in while no run was
+// in progress: the start of POST /agents/{id}/resume. It does not wait for the run.
+func (s *Server) wake(id, runID string) {
+	s.mu.Lock()
+	a, ok := s.agents[id]
+	closed := s.closed
+	s.mu.Unlock()
+	if !ok || closed {
+		return
+	}
+	s.cfg.logger.Info("a trigger wakes the run", "agent", id, "run", runID)
+	if err := s.start(a, "", runID); err != nil {
+		s.cfg.logger.Warn("a trigger could not wake the run", "agent", id, "run", runID, "err", err)
+	}
 }
 
 // reopen opens the agent id found under root.
@@ -195,20 +247,23 @@ func (s *Server) reopen(id string) (*agent, error) {
 		return nil, err
 	}
 	m.ID = id
-	if m.Status == StatusWorking || m.Status == StatusWaiting || m.Status == "" {
-		m.Status = StatusIdle // the run was interrupted: it can be resumed
+	switch m.Status {
+	case StatusWorking, StatusWaiting:
+		m.Status = StatusInterrupted // the server stopped without pausing it (a crash): it can be resumed
+	case "":
+		m.Status = StatusIdle
 	}
 	sq, err := nodes.New(s.squadOptions(id, m)...)
 	if err != nil {
 		return nil, err
 	}
-	return &agent{id: id, home: home, squad: sq, now: s.cfg.now, meta: m}, nil
+	return &agent{id: id, home: home, squad: sq, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m}, nil
 }
 
 // save writes the agent's meta; the caller holds a.mu.
 func (a *agent) save() {
 	if err := workspace.WriteJSON(filepath.Join(string(a.home), metaFile), a.meta); err != nil {
-		fmt.Fprintf(os.Stderr, "server: agent %s: %v\n", a.id, err)
+		a.log.Error("cannot save the agent's state", "file", metaFile, "err", err)
 	}
 }
 
@@ -218,7 +273,9 @@ var (
 	errGone    = errors.New("the agent was deleted")
 )
 
-// start starts a run in the background: a new one toward goal, or the run resumeID.
+// start starts a run in the background: a new one toward goal, or the run resumeID. A run to
+// resume whose folder was never made (the server stopped before the squad began it) begins
+// anew toward the agent's goal.
 func (s *Server) start(a *agent, goal, resumeID string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -231,6 +288,8 @@ func (s *Server) start(a *agent, goal, resumeID string) error {
 	id := resumeID
 	if id == "" {
 		id = a.newRunID()
+	} else if a.unbegun(id) {
+		goal, resumeID = a.meta.Goal, ""
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -256,15 +315,39 @@ func (s *Server) start(a *agent, goal, resumeID string) error {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		a.running = false
-		if err != nil {
-			a.meta.Status, a.meta.Error = StatusFailed, err.Error()
-		} else {
+		switch {
+		case err == nil && res.Finished:
 			a.meta.Status, a.meta.Output = StatusComplete, res.Output
+			a.log.Info("run completed", "run", id)
+		case err == nil, errors.Is(err, nodes.ErrInterrupted), ctx.Err() != nil && errors.Is(err, context.Canceled):
+			a.meta.Status = StatusInterrupted
+			a.log.Info("run interrupted", "run", id)
+		default:
+			a.meta.Status, a.meta.Error = StatusFailed, err.Error()
+			a.log.Error("run failed", "run", id, "err", err)
 		}
 		a.meta.Updated = a.now().UTC()
 		a.save()
 	}()
 	return nil
+}
+
+// unbegun reports whether run id is the agent's last run and was never begun: the server
+// recorded it, with its goal, but stopped before the squad made its folder. The caller holds a.mu.
+func (a *agent) unbegun(id string) bool {
+	_, err := os.Stat(string(a.home.Run(id)))
+	return errors.Is(err, fs.ErrNotExist) && a.meta.Run == id && a.meta.Goal != ""
+}
+
+// resumable reports whether the agent has a run id to resume: its folder, or its last run
+// never begun.
+func (a *agent) resumable(id string) bool {
+	if st, err := os.Stat(string(a.home.Run(id))); err == nil {
+		return st.IsDir()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.unbegun(id)
 }
 
 // newRunID returns an id for a new run, from the time, not yet used; the caller holds a.mu.
@@ -279,27 +362,17 @@ func (a *agent) newRunID() string {
 	}
 }
 
-// finish ends the agent's run, if one is in progress, waits for it, and refuses further runs.
+// finish pauses the agent's run, if one is in progress (its context ends: the run is
+// interrupted, and can be resumed), waits for it, and refuses further runs.
 func (a *agent) finish() {
 	a.mu.Lock()
 	a.gone = true
-	running, done := a.running, a.done
+	running, done, cancel := a.running, a.done, a.cancel
 	a.mu.Unlock()
 	if !running {
 		return
 	}
-	// The run goroutine may not have started its run yet (End says there is none): try again
-	// until End takes or the run returns.
-	for {
-		if err := a.squad.End(); err == nil || !errors.Is(err, nodes.ErrNoRun) {
-			break
-		}
-		select {
-		case <-done:
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	cancel()
 	<-done
 }
 
@@ -316,6 +389,11 @@ func (a *agent) scan() {
 		a.scanned = e.Seq
 		if e.Time.After(a.lastTime) {
 			a.lastTime = e.Time
+		}
+		if e.Type == eventlog.AgentWaiting {
+			a.stalled = e.Text
+		} else {
+			a.stalled = ""
 		}
 		switch {
 		case e.Type == eventlog.HumanQuestion && e.Worker == bus.Coordinator:
@@ -366,7 +444,9 @@ func (a *agent) waiting(b nodes.Snapshot) (who, question string) {
 // Summary is what GET /agents/{id} answers about an agent.
 type Summary struct {
 	ID string `json:"id"`
-	// Status is "idle", "working", "waiting_for_human", "completed" or "failed".
+	// Status is "idle", "working", "waiting_for_human", "interrupted" (the last run was paused
+	// before it finished, by the server's Close or a crash: POST /resume continues it, and a
+	// server started again on the root does so by itself), "completed" or "failed".
 	Status string `json:"status"`
 	// Run is the id of the run in progress, or of the last run.
 	Run   string `json:"run,omitempty"`
@@ -380,6 +460,9 @@ type Summary struct {
 	// and Question what was asked, while the status is waiting_for_human.
 	WaitingFor string `json:"waiting_for,omitempty"`
 	Question   string `json:"question,omitempty"`
+	// Stalled says what the run waits on when nothing moved in it for a while (the text of
+	// its latest agent.waiting event, until another event comes).
+	Stalled string `json:"stalled,omitempty"`
 	// Error is why the last run failed; Output is the last run's output.
 	Error   string    `json:"error,omitempty"`
 	Output  string    `json:"output,omitempty"`
@@ -413,6 +496,7 @@ func (a *agent) summary() Summary {
 	if a.lastTime.After(sum.Updated) {
 		sum.Updated = a.lastTime.UTC()
 	}
+	sum.Stalled = a.stalled
 	a.scanMu.Unlock()
 	return sum
 }
@@ -452,7 +536,7 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 		}
 		return nil, status, fmt.Errorf("agent %q: %w", id, err)
 	}
-	a := &agent{id: id, home: workspace.Home(dir), squad: sq, now: s.cfg.now, meta: m}
+	a := &agent{id: id, home: workspace.Home(dir), squad: sq, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m}
 	a.mu.Lock()
 	a.save()
 	a.mu.Unlock()

@@ -51,10 +51,11 @@ type api struct {
 	root string
 }
 
-// start serves a server over root with the given squad options; cleanup closes it.
-func start(t *testing.T, root string, team func(string) []nodes.Option) *api {
+// start serves a server over root with the given squad options (and server options); cleanup
+// closes it.
+func start(t *testing.T, root string, team func(string) []nodes.Option, opts ...server.Option) *api {
 	t.Helper()
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(team))
+	srv, err := server.New(append([]server.Option{server.WithRoot(root), server.WithSquadOptions(team)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestBadRequests(t *testing.T) {
 }
 
 // A generated id; a duplicate id; an infinite agent keeps working, refuses a second run and
-// ends when the server closes, as do its event streams.
+// is paused when the server closes, whose event streams end; a server opened again resumes it.
 func TestInfiniteAgentAndClose(t *testing.T) {
 	root := t.TempDir()
 	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam))
@@ -427,11 +428,19 @@ func TestInfiniteAgentAndClose(t *testing.T) {
 	stream.ends(t)
 	c.errorOf("GET", "/agents/"+s.ID, nil, http.StatusServiceUnavailable)
 
-	// Opened again: the run ended cleanly, with the cycle's output.
-	c2 := start(t, root, demoTeam)
+	// Opened again without resuming: the run was paused, not ended. Opened again as by
+	// default: it goes on.
+	c2 := start(t, root, demoTeam, server.WithoutResume())
 	again := c2.summary(s.ID)
-	if again.Status != server.StatusComplete || again.Mode != "infinite" || !strings.Contains(again.Output, "# Report") || again.Run != s.Run {
+	if again.Status != server.StatusInterrupted || again.Mode != "infinite" || again.Output != "" || again.Run != s.Run {
 		t.Errorf("after close: %+v", again)
+	}
+	if err := c2.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c3 := start(t, root, demoTeam)
+	if resumed := c3.await(s.ID, server.StatusWorking); resumed.Run != s.Run {
+		t.Errorf("resumed: %+v", resumed)
 	}
 }
 

@@ -6,8 +6,10 @@
 // With no API key (or with -offline) every agent plays the deterministic offline demo team, so
 // it runs anywhere. With ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or
 // GEMINI_API_KEY set, or -model, agents use real models (a request may name its own "model").
-// Ctrl-C ends the runs in progress and stops the server; started again on the same root, it
-// finds its agents again.
+// Ctrl-C (or SIGTERM) pauses the runs in progress and stops the server; started again on the
+// same root, it finds its agents again and resumes the runs it paused, or that were in progress
+// when it was killed (-resume=false leaves them for POST /agents/{id}/resume). It logs to its
+// standard error; with -addr 127.0.0.1:0 it listens on a free port, which it prints.
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -41,7 +44,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	addr, root, model string
-	offline           bool
+	offline, resume   bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -52,6 +55,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.root, "root", ".agiraph/server", "the folder agents live in (<root>/agents/<id>/)")
 	fs.StringVar(&o.model, "model", "", "the agents' model, as provider/model (default: chosen from the API keys set, else the offline team)")
 	fs.BoolVar(&o.offline, "offline", false, "play the offline team even when a model is available")
+	fs.BoolVar(&o.resume, "resume", true, "resume, on start, the runs that were in progress when the server stopped")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -61,8 +65,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// newServer returns the API server the options describe, and what team its agents play.
-func newServer(o options, getenv func(string) string) (*server.Server, string, error) {
+// newServer returns the API server the options describe, logging to log, and what team its
+// agents play.
+func newServer(o options, getenv func(string) string, log *slog.Logger) (*server.Server, string, error) {
 	model := o.model
 	if model == "" && !o.offline {
 		model = models.Default(getenv)
@@ -75,7 +80,11 @@ func newServer(o options, getenv func(string) string) (*server.Server, string, e
 		team = model
 		squadOpts = func(string) []nodes.Option { return []nodes.Option{nodes.WithModel(model)} }
 	}
-	srv, err := server.New(server.WithRoot(o.root), server.WithSquadOptions(squadOpts))
+	opts := []server.Option{server.WithRoot(o.root), server.WithSquadOptions(squadOpts), server.WithLogger(log)}
+	if !o.resume {
+		opts = append(opts, server.WithoutResume())
+	}
+	srv, err := server.New(opts...)
 	return srv, team, err
 }
 
@@ -87,13 +96,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err != nil {
 		return err
 	}
-	srv, team, err := newServer(o, getenv)
-	if err != nil {
-		return err
+	if stderr == nil {
+		stderr = io.Discard
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
-		srv.Close()
+		return err
+	}
+	srv, team, err := newServer(o, getenv, slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		ln.Close()
 		return err
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
@@ -106,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case err = <-served:
 	case <-ctx.Done():
 	}
-	// End the runs and the event streams first, then the connections.
+	// Pause the runs and end the event streams first, then the connections.
 	cerr := srv.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

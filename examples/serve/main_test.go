@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,7 +24,7 @@ func TestServeOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, team, err := newServer(o, noEnv)
+	srv, team, err := newServer(o, noEnv, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
