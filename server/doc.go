@@ -31,10 +31,10 @@
 //
 // An agent's status is "idle" (no run yet), "working" (a run in progress), "waiting_for_human"
 // (a run in progress in which a worker or the coordinator waits for an answer), "interrupted"
-// (the last run was paused before it finished: the server closed, or stopped without closing;
-// POST /resume continues it where it was), "completed" (the last run finished; its output is
-// in the summary) or "failed" (the last run ended with an error, in the summary). While a run
-// seems stuck (nothing moved in it for its stall window), the summary's "stalled" says what it
+// (the last run was paused before it finished: the server closed, or was killed; POST /resume
+// continues it where it was), "completed" (the last run finished; its output is in the
+// summary) or "failed" (the last run ended with an error, in the summary). While a run seems
+// stuck (nothing moved in it for its stall window), the summary's "stalled" says what it
 // waits on.
 //
 // Stopping the server is pausing: [Server.Close] interrupts the runs in progress, and [New]
