@@ -202,6 +202,7 @@ func TestWithoutResumeWaitsForResume(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 
 	c := start(t, root, demoTeam, server.WithoutResume())
+	assert.Equal(t, server.StatusInterrupted, agentFile(t, root, "gamma")["status"], "agent.json says what the summary says")
 	before := map[string]int{"beta": len(c.events("beta")), "gamma": len(c.events("gamma"))}
 	time.Sleep(200 * time.Millisecond) // time enough for a run to begin, were one begun
 	for _, id := range []string{"beta", "gamma"} {

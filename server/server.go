@@ -247,17 +247,25 @@ func (s *Server) reopen(id string) (*agent, error) {
 		return nil, err
 	}
 	m.ID = id
-	switch m.Status {
-	case StatusWorking, StatusWaiting:
+	crashed := m.Status == StatusWorking || m.Status == StatusWaiting
+	switch {
+	case crashed:
 		m.Status = StatusInterrupted // the server stopped without pausing it (a crash): it can be resumed
-	case "":
+	case m.Status == "":
 		m.Status = StatusIdle
 	}
 	sq, err := nodes.New(s.squadOptions(id, m)...)
 	if err != nil {
 		return nil, err
 	}
-	return &agent{id: id, home: home, squad: sq, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m}, nil
+	a := &agent{id: id, home: home, squad: sq, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m}
+	if crashed {
+		a.log.Info("the run was in progress when the server stopped", "run", m.Run)
+		a.mu.Lock()
+		a.save()
+		a.mu.Unlock()
+	}
+	return a, nil
 }
 
 // save writes the agent's meta; the caller holds a.mu.
