@@ -10,7 +10,7 @@
 //	POST   /agents                          create an agent and start a run: {"id"?, "goal", "model"?, "mode"? "finite"|"infinite"} → 201 summary
 //	GET    /agents                          the agents' summaries: {"agents": [...]}
 //	GET    /agents/{id}                     an agent's summary (see [Summary])
-//	DELETE /agents/{id}                     pause its run and forget the agent (its files stay)
+//	DELETE /agents/{id}                     pause its run and forget the agent for good (its files stay)
 //	POST   /agents/{id}/runs                start another run: {"goal"} → 202 summary
 //	POST   /agents/{id}/stop                stop the run's workers (Squad.Stop); /pause is the same
 //	POST   /agents/{id}/resume              resume a run, the last by default: {"run"?} → 202 summary

@@ -226,6 +226,39 @@ func TestWithoutResumeWaitsForResume(t *testing.T) {
 	c.checkEvents("gamma")
 }
 
+// An agent deleted during its run stays forgotten: a server opened again on the root neither
+// lists it nor resumes its run, whose files stay.
+func TestDeletedAgentStaysForgotten(t *testing.T) {
+	team, reached := heldTeam()
+	root := t.TempDir()
+	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(team))
+	require.NoError(t, err)
+	c := &api{t: t, srv: srv, ts: newTestServer(t, srv), root: root}
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "gone", "goal": "AI chips"}, nil))
+	select {
+	case <-reached:
+	case <-time.After(deadline):
+		t.Fatal("the run never reached its synthesis")
+	}
+	require.Equal(t, http.StatusOK, c.do("DELETE", "/agents/gone", nil, nil))
+	require.NoError(t, srv.Close())
+	m := agentFile(t, root, "gone")
+	assert.Equal(t, true, m["deleted"])
+	assert.Equal(t, server.StatusInterrupted, m["status"])
+	events, err := os.ReadFile(filepath.Join(root, "agents", "gone", "events.jsonl"))
+	require.NoError(t, err)
+
+	c2 := start(t, root, demoTeam)
+	c2.errorOf("GET", "/agents/gone", nil, http.StatusNotFound)
+	var list struct{ Agents []server.Summary }
+	c2.do("GET", "/agents", nil, &list)
+	assert.Empty(t, list.Agents)
+	time.Sleep(200 * time.Millisecond) // time enough for a run to begin, were one begun
+	after, err := os.ReadFile(filepath.Join(root, "agents", "gone", "events.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, len(events), len(after), "no event after the delete")
+}
+
 // A run in which nothing moves says what it waits on: the summary's stalled is the text of the
 // last agent.waiting event, until something else happens.
 func TestStalled(t *testing.T) {

@@ -104,6 +104,9 @@ func New(opts ...Option) (*Server, error) {
 			s.Close()
 			return nil, fmt.Errorf("server: agent %s: %w", e.Name(), err)
 		}
+		if a == nil {
+			continue // deleted
+		}
 		s.agents[a.id] = a
 	}
 	s.routes()
@@ -171,6 +174,9 @@ type meta struct {
 	Output  string    `json:"output,omitempty"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
+	// Deleted marks an agent DELETE forgot: its files stay, and the server does not open it
+	// again (nor resume its run).
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 const metaFile = "agent.json"
@@ -229,7 +235,7 @@ func (s *Server) wake(id, runID string) {
 	}
 }
 
-// reopen opens the agent id found under root.
+// reopen opens the agent id found under root; nil for an agent that was deleted.
 func (s *Server) reopen(id string) (*agent, error) {
 	home := workspace.Home(filepath.Join(s.agentsDir(), id))
 	var m meta
@@ -245,6 +251,8 @@ func (s *Server) reopen(id string) (*agent, error) {
 		}
 	case err != nil:
 		return nil, err
+	case m.Deleted:
+		return nil, nil
 	}
 	m.ID = id
 	crashed := m.Status == StatusWorking || m.Status == StatusWaiting
@@ -594,7 +602,8 @@ func (s *Server) list() []*agent {
 	return all
 }
 
-// remove forgets the agent id, ending its run and closing its squad.
+// remove forgets the agent id, pausing its run and closing its squad; its agent.json says so,
+// for the servers opened later.
 func (s *Server) remove(id string) (int, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -609,5 +618,9 @@ func (s *Server) remove(id string) (int, error) {
 	delete(s.agents, id)
 	s.mu.Unlock()
 	a.finish()
+	a.mu.Lock()
+	a.meta.Deleted, a.meta.Updated = true, a.now().UTC()
+	a.save()
+	a.mu.Unlock()
 	return 0, a.squad.Close()
 }
