@@ -50,11 +50,18 @@ type Node struct {
 	Assignment string `json:"assignment,omitempty"`
 	Attempts   int    `json:"attempts,omitempty"`
 	// Applied is the last assignment whose outcome was applied to the node.
-	Applied   string   `json:"applied,omitempty"`
+	Applied string `json:"applied,omitempty"`
+	// Woken says the running assignment was woken by mail after it checkpointed; run again
+	// after a crash, it is woken again.
+	Woken     bool     `json:"woken,omitempty"`
 	Summary   string   `json:"summary,omitempty"`
 	Published []string `json:"published,omitempty"`
-	Question  string   `json:"question,omitempty"` // what its worker asked the human, while waiting
-	Answer    string   `json:"answer,omitempty"`   // the human's answer, until the worker has it
+	// Question is what its worker asked the human, while waiting; Answer the human's answer,
+	// until the worker has it. Asked names the outcome that asked, which keys the answer's
+	// record.
+	Question string `json:"question,omitempty"`
+	Answer   string `json:"answer,omitempty"`
+	Asked    string `json:"asked,omitempty"`
 	// WaitingFor lists the sub-nodes the node waits for, when it checkpointed to wait for them.
 	WaitingFor []string  `json:"waiting_for,omitempty"`
 	CreatedBy  string    `json:"created_by"`
@@ -268,6 +275,16 @@ type nodeSpec struct {
 	Key    string // an idempotency key: a second create with the same key returns the first node
 }
 
+// adopt adds n to its parent's children, if it is not there yet.
+func (b *board) adopt(n *Node) error {
+	p := b.nodes[n.Parent]
+	if p == nil || slices.Contains(p.Children, n.ID) {
+		return nil
+	}
+	p.Children = append(p.Children, n.ID)
+	return b.saveNode(p)
+}
+
 // create adds a node, writes its folder and returns it; created is false when a node with the
 // same key existed.
 func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
@@ -278,8 +295,8 @@ func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
 	defer b.mu.Unlock()
 	if nn.Key != "" {
 		for _, n := range b.nodes {
-			if n.Key == nn.Key {
-				return cloneNode(n), false, nil
+			if n.Key == nn.Key { // created before a crash, maybe not yet linked to its parent
+				return cloneNode(n), false, b.adopt(n)
 			}
 		}
 	}
@@ -335,11 +352,8 @@ func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
 		return Node{}, false, err
 	}
 	b.nodes[node.ID] = node
-	if p := b.nodes[nn.Parent]; p != nil {
-		p.Children = append(p.Children, node.ID)
-		if err := b.saveNode(p); err != nil {
-			return Node{}, false, err
-		}
+	if err := b.adopt(node); err != nil {
+		return Node{}, false, err
 	}
 	return cloneNode(node), true, nil
 }

@@ -31,23 +31,30 @@ func (r *run) coordinate(ctx context.Context) (runtime.Outcome, error) {
 	a := runtime.Assignment{
 		ID: r.id + ".coordinator", Run: r.id, Worker: bus.Coordinator,
 		Task: "GOAL: " + st.Goal, System: r.coordinatorSystem(), Dir: runtime.NodeDir(r.dir.Coordinator()),
-		Mailbox: r.bus.Mailbox(bus.Coordinator), Answer: st.Answer,
+		Mailbox: r.bus.Mailbox(bus.Coordinator), Answer: st.Answer, Wake: true,
 	}
 	a.Tools = r.coordinatorTools(a)
+	if st.Answer != "" {
+		if err := r.heard(st.Asked, bus.Coordinator, st.Answer); err != nil {
+			return runtime.Outcome{}, err
+		}
+	}
+	if !st.InTurn { // from here the turn may take the coordinator's mail
+		if _, _, err := r.board.updateRun("", func(s *runState) { s.InTurn = true }); err != nil {
+			return runtime.Outcome{}, err
+		}
+	}
 	o, err := rt.Run(ctx, a, r.sink(filepath.Join(r.dir.Coordinator(), "log.jsonl"), filepath.Join(r.dir.Coordinator(), "conversation.jsonl"), "", bus.Coordinator))
 	if err != nil {
 		return o, fmt.Errorf("nodes: coordinator: %w", err)
 	}
-	if st.Answer != "" { // the coordinator has it now
-		if _, _, err := r.board.updateRun("", func(s *runState) {
-			if s.Answer == st.Answer {
-				s.Answer = ""
-			}
-		}); err != nil {
-			return o, err
+	_, _, err = r.board.updateRun("", func(s *runState) {
+		s.InTurn = false
+		if s.Answer == st.Answer { // the coordinator has it now
+			s.Answer = ""
 		}
-	}
-	return o, nil
+	})
+	return o, err
 }
 
 // coordinatorSystem assembles the coordinator's system prompt from the agent's home: identity,

@@ -23,8 +23,8 @@ func (r *run) plan(st tick) ([]launch, error) {
 	free := r.cfg.maxConcurrent - r.pool.size()
 	var out []launch
 	taken := map[string]bool{}
-	add := func(n Node, worker, assignment string) {
-		out = append(out, launch{Node: n.ID, Worker: worker, Assignment: assignment})
+	add := func(n Node, worker, assignment string, wake bool) {
+		out = append(out, launch{Node: n.ID, Worker: worker, Assignment: assignment, Wake: wake})
 		taken[worker] = true
 		free--
 	}
@@ -36,7 +36,7 @@ func (r *run) plan(st tick) ([]launch, error) {
 		case collectIt:
 			r.pool.finish(n.Assignment, nil)
 		case runIt:
-			add(n, n.Worker, n.Assignment)
+			add(n, n.Worker, n.Assignment, n.Woken)
 		}
 	}
 	for _, w := range snap.Workers {
@@ -44,7 +44,7 @@ func (r *run) plan(st tick) ([]launch, error) {
 			break
 		}
 		if n, ok := r.revivable(snap, w); ok && !taken[w.ID] {
-			add(n, w.ID, w.Last)
+			add(n, w.ID, w.Last, true)
 		}
 	}
 	reserved := map[string]bool{}
@@ -77,7 +77,7 @@ func (r *run) plan(st tick) ([]launch, error) {
 		if assignment == "" {
 			assignment = fmt.Sprintf("%s.%s.%d", r.id, n.ID, n.Attempts+1)
 		}
-		add(n, worker, assignment)
+		add(n, worker, assignment, false)
 	}
 	for _, l := range out {
 		if err := r.assign(l); err != nil {
@@ -173,10 +173,16 @@ func (r *run) spawn(nw workerSpec) (Worker, bool, error) {
 	if err := r.bus.Join(bus.Participant{Name: w.Name, Role: w.Role}); err != nil {
 		return Worker{}, false, err
 	}
+	r.spawned(w)
+	return w, created, nil
+}
+
+// spawned logs the worker.spawned event of w, once: spawn logs it, and so does a resume, for a
+// worker a crash left on the board before its event was logged.
+func (r *run) spawned(w Worker) {
 	e := eventlog.New(eventlog.WorkerSpawned, fmt.Sprintf("%s (%s)", w.Name, strings.TrimSpace(w.Kind+" "+w.Model)), w)
 	e.Worker, e.Key = w.ID, "worker/"+w.ID+"/spawned"
 	r.emit(e)
-	return w, created, nil
 }
 
 // assign records a launch on the board.
@@ -277,10 +283,21 @@ func (r *run) start(l launch) error {
 		return nil
 	}
 	a, aerr := r.assignment(n, w)
-	a.ID = l.Assignment
+	a.ID, a.Wake = l.Assignment, l.Wake
 	rt, rerr := r.runtimeFor(w)
+	// The assignment's last outcome was applied (the node would not start otherwise); gone,
+	// it cannot be collected again in place of the one this start will save. The node keeps
+	// its answer until then, for a start that a crash cuts short.
+	if err := os.Remove(r.dir.Node(n.ID).Path(outcomeFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("nodes: dispatch %s: %w", n.ID, err)
+	}
+	if n.Answer != "" {
+		if err := r.heard(n.Asked, w.ID, n.Answer); err != nil {
+			return err
+		}
+	}
 	if _, err := r.board.update(n.ID, func(n *Node) error {
-		n.Status, n.Question, n.Answer, n.Applied = NodeRunning, "", "", ""
+		n.Status, n.Applied, n.Woken = NodeRunning, "", l.Wake
 		return nil
 	}); err != nil {
 		return err

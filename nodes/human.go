@@ -40,33 +40,49 @@ func (r *run) humanSays(to, body string) error {
 // the question (the run's state, or the node's), so a crash before the worker has it loses
 // nothing.
 func (r *run) answer(worker, text string) error {
-	to := bus.Coordinator
 	if strings.EqualFold(worker, bus.Coordinator) {
-		if _, _, err := r.board.updateRun("", func(s *runState) { s.Answer, s.Question = text, "" }); err != nil {
+		st, _, err := r.board.updateRun("", func(s *runState) { s.Answer, s.Question = text, "" })
+		if err != nil {
 			return fmt.Errorf("nodes: %w", err)
 		}
-	} else {
-		w, ok := r.board.Snapshot().Worker(worker)
-		if !ok {
-			return fmt.Errorf("nodes: no worker %q", worker)
+		if err := r.heard(st.Asked, bus.Coordinator, text); err != nil {
+			return err
 		}
-		if _, err := r.board.update(w.Node, func(n *Node) error {
-			if n.Status != NodeWaiting || n.Question == "" {
-				return fmt.Errorf("%s has no question waiting for an answer", w.Name)
-			}
-			n.Answer = text
-			return nil
-		}); err != nil {
-			return fmt.Errorf("nodes: %w", err)
-		}
-		to = w.ID
+		r.resume()
+		return nil
 	}
-	r.emit(eventlog.Event{Type: eventlog.HumanResponse, Worker: to, Text: text})
-	if err := r.converse("", bus.Human, to, text); err != nil {
+	w, ok := r.board.Snapshot().Worker(worker)
+	if !ok {
+		return fmt.Errorf("nodes: no worker %q", worker)
+	}
+	n, err := r.board.update(w.Node, func(n *Node) error {
+		if n.Status != NodeWaiting || n.Question == "" {
+			return fmt.Errorf("%s has no question waiting for an answer", w.Name)
+		}
+		n.Answer = text
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("nodes: %w", err)
+	}
+	if err := r.heard(n.Asked, w.ID, text); err != nil {
 		return err
 	}
 	r.resume()
 	return nil
+}
+
+// heard makes the human's answer to the question asked (the key of what asked it: an outcome,
+// or the coordinator's turn) known: an event and a line of the conversation, once. The
+// answer is kept before; whoever takes it up calls heard again, so a crash in between loses
+// neither.
+func (r *run) heard(asked, to, text string) error {
+	key := ""
+	if asked != "" {
+		key = asked + "/answer"
+	}
+	r.emit(eventlog.Event{Type: eventlog.HumanResponse, Worker: to, Text: text, Key: key})
+	return r.converse(key, bus.Human, to, text)
 }
 
 // resume lifts a stop and wakes the run.
@@ -113,10 +129,10 @@ func (r *run) coordinatorWaiting() bool {
 }
 
 // coordinatorHasNews reports whether the coordinator has something to react to: the human's
-// answer to its question, or, when it is not waiting for one, mail.
+// answer to its question, or, when it is not waiting for one, mail; or a turn a crash cut short.
 func (r *run) coordinatorHasNews() bool {
 	st := r.board.runState()
-	return st.Answer != "" || (st.Question == "" && r.bus.Pending(bus.Coordinator) > 0)
+	return st.InTurn || st.Answer != "" || (st.Question == "" && r.bus.Pending(bus.Coordinator) > 0)
 }
 
 // workToStart reports whether an assignment can start now that route_frontier has not started:

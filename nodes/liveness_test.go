@@ -181,10 +181,13 @@ func TestStopAndResumeByMessage(t *testing.T) {
 
 const childEnv = "NODES_TEST_CHILD_HOME"
 
-// TestMain runs the child process of the kill test when asked to.
+// TestMain runs the child process of the kill test, or of the crash campaign, when asked to.
 func TestMain(m *testing.M) {
 	if home := os.Getenv(childEnv); home != "" {
 		os.Exit(runChild(home))
+	}
+	if os.Getenv(crashHomeEnv) != "" {
+		os.Exit(crashChild())
 	}
 	os.Exit(m.Run())
 }

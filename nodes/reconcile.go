@@ -50,6 +50,9 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 			return o.Usage, err
 		}
 	}
+	if err := r.release(worker, id, o.Status); err != nil {
+		return o.Usage, err
+	}
 	if err := r.announce(ctx, node, worker, rec); err != nil {
 		return o.Usage, err
 	}
@@ -70,8 +73,8 @@ func (r *run) damagedOutcome(node Node, id string, err error) outcomeRecord {
 	return rec
 }
 
-// record applies an outcome to the board: the node's new status, its sub-nodes and the worker's
-// status. It returns the node as it is now.
+// record applies an outcome to its node: the node's new status and its sub-nodes. It returns
+// the node as it is now.
 func (r *run) record(node Node, id string, rec outcomeRecord, stage int) (Node, error) {
 	o := rec.Outcome
 	worker, _ := r.board.Snapshot().Worker(node.Worker)
@@ -92,7 +95,7 @@ func (r *run) record(node Node, id string, rec outcomeRecord, stage int) (Node, 
 	}
 	retry := node.Attempts < r.cfg.maxAttempts
 	n, err := r.board.update(node.ID, func(n *Node) error {
-		n.Applied = id
+		n.Applied, n.Question, n.Answer, n.Woken = id, "", "", false
 		switch o.Status {
 		case runtime.Published:
 			n.Status, n.Summary, n.Published = NodeCompleted, o.Summary, o.Published
@@ -102,7 +105,7 @@ func (r *run) record(node Node, id string, rec outcomeRecord, stage int) (Node, 
 				n.Status = NodeWaiting
 			}
 		case runtime.Waiting:
-			n.Status, n.Question, n.Answer = NodeWaiting, o.Question, ""
+			n.Status, n.Question, n.Asked = NodeWaiting, o.Question, rec.key()+"/question"
 		case runtime.Cancelled:
 			n.Status = NodePending // its assignment is kept, to be resumed
 		default:
@@ -117,15 +120,23 @@ func (r *run) record(node Node, id string, rec outcomeRecord, stage int) (Node, 
 	if err != nil {
 		return node, err
 	}
-	if _, err := r.board.updateWorker(node.Worker, func(w *Worker) {
-		w.Status, w.Node = WorkerIdle, ""
-		if o.Status == runtime.Waiting {
-			w.Status, w.Node = WorkerWaiting, node.ID
-		}
-	}); err != nil {
-		return n, err
-	}
 	return n, nil
+}
+
+// release frees the worker of assignment id, which ended with status s: idle, or waiting with
+// its node for the human's answer. A worker that went on since is left as it is.
+func (r *run) release(w Worker, id string, s runtime.Status) error {
+	if w.ID == "" || w.Last != id || w.Status != WorkerBusy {
+		return nil
+	}
+	_, err := r.board.updateWorker(w.ID, func(w *Worker) {
+		if s == runtime.Waiting {
+			w.Status = WorkerWaiting
+		} else {
+			w.Status, w.Node = WorkerIdle, ""
+		}
+	})
+	return err
 }
 
 // announce makes an applied outcome known: the events, the worker's history and memory, the

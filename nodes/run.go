@@ -44,6 +44,7 @@ type launch struct {
 	Node       string `json:"node"`
 	Worker     string `json:"worker"`
 	Assignment string `json:"assignment"`
+	Wake       bool   `json:"wake,omitempty"` // the assignment checkpointed: its mail wakes it
 }
 
 func reduceTick(cur, u tick) tick {
@@ -96,12 +97,15 @@ const (
 // open prepares run id; a non-empty goal starts a new run, an empty one resumes.
 func (s *Squad) open(id, goal string) (*run, error) {
 	dir := s.home.Run(id)
-	if goal == "" {
-		if _, err := os.Stat(string(dir)); err != nil {
-			return nil, fmt.Errorf("nodes: resume run %q: %w", id, err)
-		}
-	} else if _, err := os.Stat(string(dir)); err == nil {
+	if _, err := os.Stat(string(dir)); err != nil && goal == "" {
+		return nil, fmt.Errorf("nodes: resume run %q: %w", id, err)
+	}
+	if prev, err := readRunState(dir); err != nil {
+		return nil, err
+	} else if goal != "" && prev.Goal != "" {
 		return nil, fmt.Errorf("nodes: run %q already exists; resume it instead", id)
+	} else if goal == "" && prev.Goal == "" {
+		return nil, fmt.Errorf("%w: run %q (its %s is missing); start it again with its id and goal", ErrNotStarted, id, runFile)
 	}
 	if err := dir.Create(); err != nil {
 		return nil, err
@@ -116,8 +120,6 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		if _, _, err := board.updateRun("goal", func(st *runState) { st.Goal = goal }); err != nil {
 			return nil, err
 		}
-	} else if board.runState().Goal == "" {
-		return nil, fmt.Errorf("nodes: run %q has no goal to resume (its %s is missing)", id, runFile)
 	}
 	b, err := bus.Open(dir.Messages(), bus.WithClock(s.cfg.now), bus.WithObserver(r.observeMessage))
 	if err != nil {
@@ -202,6 +204,11 @@ func (r *run) execute() (res Result, err error) {
 	}()
 	for _, e := range r.bus.Events() { // what a crash kept from the log: logged now, once
 		r.observeMessage(e)
+	}
+	for _, w := range r.board.Snapshot().Workers {
+		if w.Damaged == "" {
+			r.spawned(w)
+		}
 	}
 	if err := r.reportDamage(ctx); err != nil {
 		return Result{RunID: r.id}, err
@@ -403,7 +410,7 @@ func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 	switch {
 	case o.Status == runtime.Waiting:
 		key := fmt.Sprintf("coordinator%d/question", o.Turns)
-		if _, _, err := r.board.updateRun(key, func(s *runState) { s.Question, s.Answer = o.Question, "" }); err != nil {
+		if _, _, err := r.board.updateRun(key, func(s *runState) { s.Question, s.Answer, s.Asked = o.Question, "", key }); err != nil {
 			return n, err
 		}
 		if err := r.toHuman(key, bus.Coordinator, o.Question); err != nil {

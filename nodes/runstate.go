@@ -29,6 +29,11 @@ type runState struct {
 	// until the coordinator has it.
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
+	// InTurn is set while the coordinator takes a turn: a turn a crash cut short (after it
+	// took its mail) is taken again on resume.
+	InTurn bool `json:"in_turn,omitempty"`
+	// Asked is the key of the coordinator's last question, which keys the answer's record.
+	Asked string `json:"asked,omitempty"`
 	// Applied are the keys of the updates made, so that none is made twice.
 	Applied []string `json:"applied,omitempty"`
 }

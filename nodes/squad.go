@@ -367,6 +367,10 @@ var ErrRunning = errors.New("nodes: a run is already in progress")
 // the run finishes: the run is paused, not ended, and Resume continues it.
 var ErrInterrupted = errors.New("nodes: run interrupted")
 
+// ErrNotStarted is wrapped by the error Resume returns for a run whose start a stop cut short,
+// before its goal was saved: start it again, with RunID and the same id.
+var ErrNotStarted = errors.New("nodes: the run never started")
+
 // ErrNoRun is returned by the methods that act on the run in progress when there is none.
 var ErrNoRun = errors.New("nodes: no run in progress")
 
@@ -381,7 +385,8 @@ func (s *Squad) Run(ctx context.Context, goal string) (Result, error) {
 	return s.start(ctx, id, goal)
 }
 
-// RunID starts a new run with the given id (see Run).
+// RunID starts a new run with the given id (see Run). The id may be that of a run whose start
+// was cut short (see ErrNotStarted), not that of a run that started.
 func (s *Squad) RunID(ctx context.Context, id, goal string) (Result, error) {
 	if err := workspace.ValidID(id); err != nil {
 		return Result{}, fmt.Errorf("nodes: run id: %w", err)

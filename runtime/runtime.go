@@ -57,6 +57,10 @@ type Assignment struct {
 	// Answer is the human's answer to the question an earlier Run of this ID stopped on
 	// (Outcome.Question).
 	Answer string
+	// Wake runs an assignment that ended (checkpointed) again, for the messages waiting in its
+	// mailbox, in runtimes that can. Without it, a Run of an assignment that ended returns how
+	// it ended and leaves the mail: its caller lost that outcome (a crash) and asks again.
+	Wake bool
 }
 
 // Status is how an assignment ended.
@@ -122,8 +126,10 @@ type Mailbox interface {
 	// derived from the step, so a step run again after a crash gets the same messages.
 	Receive(key string) []Message
 	// Send posts a message from the worker to a recipient (a worker's name or role, the
-	// coordinator, "human", or "*" for everyone).
-	Send(ctx context.Context, to, body string) error
+	// coordinator, "human", or "*" for everyone). A non-empty key makes the send happen once:
+	// a send with the key of an earlier one (before a restart too) sends nothing, so a tool
+	// call run again after a crash does not send twice.
+	Send(ctx context.Context, key, to, body string) error
 }
 
 // Errors an Outcome's status is derived from; Run's error wraps one of them when it ends early.

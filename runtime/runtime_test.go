@@ -94,7 +94,7 @@ func (m *mailbox) Receive(string) []runtime.Message {
 	return in
 }
 
-func (m *mailbox) Send(_ context.Context, to, body string) error {
+func (m *mailbox) Send(_ context.Context, _, to, body string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sent = append(m.sent, runtime.Message{To: to, Body: body})

@@ -168,7 +168,7 @@ func MessageTools(a Assignment, rep *Reporter) []tools.Tool {
 	return []tools.Tool{
 		tools.Func("send_message", "Send a message to another worker, the coordinator or the human.",
 			func(ctx context.Context, args SendArgs) (string, error) {
-				if err := a.Mailbox.Send(ctx, args.To, args.Content); err != nil {
+				if err := a.Mailbox.Send(ctx, callKey(ctx, a), args.To, args.Content); err != nil {
 					return "", err
 				}
 				rep.Emit(Event{Kind: MessageSent, Message: &Message{From: a.Worker, To: args.To, Body: args.Content}})
@@ -177,11 +177,7 @@ func MessageTools(a Assignment, rep *Reporter) []tools.Tool {
 			tools.WithGuidance("Messages sent to you appear in the conversation as they arrive, marked [Message from NAME]; check_messages fetches any that came in meanwhile.")),
 		tools.Func("check_messages", "Fetch messages that arrived for you.",
 			func(ctx context.Context, _ NoArgs) (string, error) {
-				key := "" // a call run again after a crash gets what the first run got
-				if c, ok := tools.CallFrom(ctx); ok && c.ID != "" && a.ID != "" {
-					key = a.ID + "/" + c.ID
-				}
-				msgs := a.Mailbox.Receive(key)
+				msgs := a.Mailbox.Receive(callKey(ctx, a))
 				if len(msgs) == 0 {
 					return "No new messages.", nil
 				}
@@ -192,6 +188,16 @@ func MessageTools(a Assignment, rep *Reporter) []tools.Tool {
 			}, tools.Safe(),
 			tools.WithGuidance("You rarely need check_messages: messages are shown to you between turns. Call it when you are waiting for an answer from someone.")),
 	}
+}
+
+// callKey returns the key of the tool call in ctx, within assignment a ("" when the call has
+// no id): a call run again after a crash sends nothing twice and receives what the first run
+// received.
+func callKey(ctx context.Context, a Assignment) string {
+	if c, ok := tools.CallFrom(ctx); ok && c.ID != "" && a.ID != "" {
+		return a.ID + "/" + c.ID
+	}
+	return ""
 }
 
 // FormatMessages renders messages the way workers see them: "[Message from NAME]: body", one

@@ -316,6 +316,7 @@ func (s *Server) start(a *agent, goal, resumeID string) error {
 	}
 	a.meta.Updated = a.now().UTC()
 	a.save()
+	again := a.meta.Goal // to start a run again that a stop cut short before it began
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -325,6 +326,9 @@ func (s *Server) start(a *agent, goal, resumeID string) error {
 		var err error
 		if resumeID != "" {
 			res, err = a.squad.Resume(ctx, id)
+			if errors.Is(err, nodes.ErrNotStarted) && again != "" {
+				res, err = a.squad.RunID(ctx, id, again)
+			}
 		} else {
 			res, err = a.squad.RunID(ctx, id, goal)
 		}

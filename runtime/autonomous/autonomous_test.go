@@ -105,7 +105,7 @@ func (m *mailbox) Receive(string) []runtime.Message {
 	return out
 }
 
-func (m *mailbox) Send(ctx context.Context, to, body string) error {
+func (m *mailbox) Send(ctx context.Context, key, to, body string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sent = append(m.sent, runtime.Message{To: to, Body: body})

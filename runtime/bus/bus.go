@@ -549,7 +549,7 @@ func (b *Bus) receive(name, idem string) ([]runtime.Message, error) {
 
 // Mailbox returns the participant name's connection to the bus: Receive drains name's queue
 // (see Bus.Receive, and Bus.ReceiveOnce for a keyed one; an error there reads as no messages,
-// which stay queued) and Send sends from name (see Bus.Send).
+// which stay queued) and Send sends from name (see Bus.Send, and Bus.SendOnce for a keyed one).
 func (b *Bus) Mailbox(name string) runtime.Mailbox {
 	return mailbox{b: b, name: name}
 }
@@ -564,8 +564,8 @@ func (m mailbox) Receive(key string) []runtime.Message {
 	return msgs
 }
 
-func (m mailbox) Send(ctx context.Context, to, body string) error {
-	_, err := m.b.Send(ctx, m.name, to, body)
+func (m mailbox) Send(ctx context.Context, key, to, body string) error {
+	_, err := m.b.send(ctx, key, m.name, to, body)
 	return err
 }
 

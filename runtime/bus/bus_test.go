@@ -177,7 +177,7 @@ func TestSendErrors(t *testing.T) {
 	if _, err := b.Send(cctx, "alice", "bob", "hi"); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: err = %v", err)
 	}
-	if err := b.Mailbox("alice").Send(ctx, "nobody", "hi"); !errors.Is(err, bus.ErrUnknownRecipient) {
+	if err := b.Mailbox("alice").Send(ctx, "", "nobody", "hi"); !errors.Is(err, bus.ErrUnknownRecipient) {
 		t.Errorf("Mailbox.Send: err = %v", err)
 	}
 	// Nothing was sent.
@@ -225,7 +225,7 @@ func TestReceive(t *testing.T) {
 			send(t, b, "carol", "researcher", "c")
 		}
 	}
-	if err := b.Mailbox("Carol").Send(context.Background(), "Bob", "c2"); err != nil {
+	if err := b.Mailbox("Carol").Send(context.Background(), "", "Bob", "c2"); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.Pending("BOB"); n != 7 {

@@ -78,7 +78,7 @@ func (b *Bridge) Step(ctx context.Context, final bool) {
 			notes = append(notes, fmt.Sprintf("[Message from runtime]: this block of %s was not sent: it has no \"TO: name\" line:\n%s", OutboxFile, m.raw))
 			continue
 		}
-		if err := b.a.Mailbox.Send(ctx, m.to, m.body); err != nil {
+		if err := b.a.Mailbox.Send(ctx, "", m.to, m.body); err != nil {
 			notes = append(notes, fmt.Sprintf("[Message from runtime]: your message to %s was not sent: %v", m.to, err))
 			continue
 		}

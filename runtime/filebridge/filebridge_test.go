@@ -28,7 +28,7 @@ func (m *mailbox) Receive(string) []runtime.Message {
 	return in
 }
 
-func (m *mailbox) Send(_ context.Context, to, body string) error {
+func (m *mailbox) Send(_ context.Context, _, to, body string) error {
 	if to == "nobody" {
 		return errors.New("no participant nobody")
 	}

@@ -150,7 +150,7 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 		w.snap = snap
 	}
 	w.report = runtime.NewReport(w.snap.Values.Report)
-	if !w.fresh && len(w.snap.Next) == 0 {
+	if !w.fresh && len(w.snap.Next) == 0 && a.Wake {
 		if w.revive = w.receive(fmt.Sprintf("turn%d/wake", w.snap.Values.Turns)); len(w.revive) > 0 {
 			w.report = runtime.NewReport(runtime.Outcome{})
 		}

@@ -177,7 +177,13 @@ func (m *mailbox) Receive(string) []runtime.Message {
 	return in
 }
 
-func (m *mailbox) Send(_ context.Context, to, body string) error {
+func (m *mailbox) pending() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.in)
+}
+
+func (m *mailbox) Send(_ context.Context, _, to, body string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sent = append(m.sent, runtime.Message{To: to, Body: body})
@@ -530,10 +536,17 @@ func TestTextEndsTurnAndMailRevives(t *testing.T) {
 		t.Fatalf("first turn: %+v, %v", o, err)
 	}
 	// Nothing new: the stored outcome, no model call.
+	a.Wake = true
 	if o, err := rt.Run(context.Background(), a, nil); err != nil || o.Summary != "Hello, I am ready." || len(model.Requests()) != 1 {
 		t.Fatalf("idle run: %+v, %v, %d calls", o, err, len(model.Requests()))
 	}
 	mb.deliver("human", "status?")
+	// Not woken: the stored outcome again (its caller lost it), and the mail stays.
+	a.Wake = false
+	if o, err := rt.Run(context.Background(), a, nil); err != nil || o.Summary != "Hello, I am ready." || len(model.Requests()) != 1 || mb.pending() != 1 {
+		t.Fatalf("run without Wake: %+v, %v, %d calls, %d queued", o, err, len(model.Requests()), mb.pending())
+	}
+	a.Wake = true
 	o, err = rt.Run(context.Background(), a, nil)
 	if err != nil || o.Status != runtime.Checkpointed || o.Summary != "waiting for news" || o.Turns != 2 {
 		t.Fatalf("woken turn: %+v, %v", o, err)
