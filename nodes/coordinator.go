@@ -309,10 +309,8 @@ func (r *run) toolReconvene(ctx context.Context, args reconveneArgs) (string, er
 	// made it; without one (a call with no id) the update was just made.
 	stage, old := st.Stage, st.Stage-1
 	r.emit(eventlog.Event{Type: eventlog.StageReconvened, Text: args.Assessment, Key: fmt.Sprintf("stage%d/reconvened", old)})
-	if !r.log.Has(fmt.Sprintf("%s/stage%d/completed", r.id, old)) {
-		if err := r.s.mem.Log(bus.Coordinator, fmt.Sprintf("run %s: stage %d done: %s", r.id, old, firstLine(args.Assessment))); err != nil {
-			return "", err
-		}
+	if err := r.s.mem.LogOnce(bus.Coordinator, fmt.Sprintf("run %s: stage %d done: %s", r.id, old, firstLine(args.Assessment))); err != nil {
+		return "", err
 	}
 	r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", old), Key: fmt.Sprintf("stage%d/completed", old)})
 	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: fmt.Sprintf("stage %d", stage), Key: fmt.Sprintf("stage%d/started", stage)})

@@ -24,19 +24,7 @@ func TestCancelledRunIsPaused(t *testing.T) {
 	want := run(t, newSquad(t), "AI chips").Output
 
 	s := newSquad(t)
-	events, stop := s.Subscribe(0)
-	defer stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var res nodes.Result
-	go func() {
-		var err error
-		res, err = s.Run(ctx, "AI chips")
-		done <- err
-	}()
-	waitFor(t, events, "a node completes", func(e eventlog.Event) bool { return e.Type == eventlog.NodeCompleted })
-	cancel()
-	err := <-done
+	res, _, err := runUntil(t, s, "a node completes", func(e eventlog.Event) bool { return e.Type == eventlog.NodeCompleted })
 	require.ErrorIs(t, err, nodes.ErrInterrupted)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.False(t, res.Finished)
@@ -107,19 +95,8 @@ func TestDamagedOutcomeFailsTheNodeOnly(t *testing.T) {
 // run and checks it; it reports whether the damaged file was collected.
 func damagedOutcome(t *testing.T, want string) bool {
 	s := newSquad(t)
-	events, stop := s.Subscribe(0)
-	defer stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var res nodes.Result
-	go func() {
-		var err error
-		res, err = s.Run(ctx, "AI chips")
-		done <- err
-	}()
-	started := waitFor(t, events, "a node starts", func(e eventlog.Event) bool { return e.Type == eventlog.NodeStarted })
-	cancel()
-	require.ErrorIs(t, <-done, nodes.ErrInterrupted)
+	res, started, err := runUntil(t, s, "a node starts", func(e eventlog.Event) bool { return e.Type == eventlog.NodeStarted })
+	require.ErrorIs(t, err, nodes.ErrInterrupted)
 	path := filepath.Join(string(s.Home()), "runs", res.RunID, "nodes", started.Node, "_outcome.json")
 	b, err := s.ReadBoard(res.RunID)
 	require.NoError(t, err)
@@ -153,4 +130,45 @@ func damagedOutcome(t *testing.T, want string) bool {
 		assert.Contains(t, named[0].Text, "repair")
 	}
 	return true
+}
+
+// runUntil runs s toward "AI chips" and cancels the run at the first event that until accepts;
+// it returns what the run returned and that event.
+func runUntil(t *testing.T, s *nodes.Squad, what string, until func(eventlog.Event) bool) (nodes.Result, eventlog.Event, error) {
+	t.Helper()
+	events, stop := s.Subscribe(0)
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	type ended struct {
+		res nodes.Result
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		res, err := s.Run(ctx, "AI chips")
+		done <- ended{res, err}
+	}()
+	e := waitFor(t, events, what, until)
+	cancel()
+	r := <-done
+	return r.res, e, r.err
+}
+
+// A run whose start a kill cut short, before its goal was saved, cannot be resumed (there is no
+// goal) and says so with ErrNotStarted; started again with the same id, it runs. A run that did
+// start keeps its id.
+func TestRunCutShortBeforeItBeganStartsAgain(t *testing.T) {
+	s := newSquad(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(string(s.Home()), "runs", "r1", "nodes"), 0o755))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := s.Resume(ctx, "r1")
+	require.ErrorIs(t, err, nodes.ErrNotStarted)
+	assert.Contains(t, err.Error(), `"r1"`)
+
+	res, err := s.RunID(ctx, "r1", "AI chips")
+	require.NoError(t, err)
+	assert.True(t, res.Finished)
+	_, err = s.RunID(ctx, "r1", "AI chips")
+	require.ErrorContains(t, err, "already exists")
 }

@@ -294,7 +294,7 @@ func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 		return n, err
 	}
 	r.emit(eventlog.Event{Type: eventlog.AgentStarted, Text: rs.Goal, Key: "started"})
-	if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s started: %s", r.id, firstLine(rs.Goal))); err != nil {
+	if err := r.s.mem.LogOnce(squadName, fmt.Sprintf("run %s started: %s", r.id, firstLine(rs.Goal))); err != nil {
 		return n, err
 	}
 	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: "stage 1", Key: "stage1/started"})
@@ -443,10 +443,8 @@ func (r *run) close(ctx context.Context, n *tick) error {
 		if err := r.converse("output", bus.Coordinator, bus.Human, rs.Output); err != nil {
 			return err
 		}
-		if !r.log.Has(r.id + "/completed") {
-			if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s finished: %s", r.id, firstLine(rs.Output))); err != nil {
-				return err
-			}
+		if err := r.s.mem.LogOnce(squadName, fmt.Sprintf("run %s finished: %s", r.id, firstLine(rs.Output))); err != nil {
+			return err
 		}
 		r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", rs.Stage), Key: fmt.Sprintf("stage%d/completed", rs.Stage)})
 		r.emit(eventlog.Event{Type: eventlog.AgentCompleted, Text: firstLine(rs.Output), Key: "completed"})
@@ -463,10 +461,8 @@ func (r *run) close(ctx context.Context, n *tick) error {
 			return fmt.Errorf("nodes: cycle %d: %w", cycle, err)
 		}
 	}
-	if !r.log.Has(r.id + "/" + key) {
-		if err := r.s.mem.Log(squadName, fmt.Sprintf("run %s cycle %d: %s", r.id, cycle, firstLine(rs.Output))); err != nil {
-			return err
-		}
+	if err := r.s.mem.LogOnce(squadName, fmt.Sprintf("run %s cycle %d: %s", r.id, cycle, firstLine(rs.Output))); err != nil {
+		return err
 	}
 	r.emit(eventlog.Event{Type: "x.cycle_completed", Text: fmt.Sprintf("cycle %d: %s", cycle, firstLine(rs.Output)), Key: key})
 	if _, _, err := r.board.updateRun(key, func(s *runState) { s.Cycle, s.Finished = cycle, false }); err != nil {

@@ -23,22 +23,41 @@ func DailyLog(t time.Time) string { return t.Format(dateLayout) + ".md" }
 // indented so the entry stays one list item. An empty by leaves out "by: "; an empty entry
 // is an error.
 func (s *Store) Log(by, entry string) error {
+	return s.log(by, entry, false)
+}
+
+// LogOnce is Log for an entry that is made once: it appends nothing when the entry (by the
+// same by) is already in the daily log of today or yesterday — a step run again after a
+// crash logs nothing twice.
+func (s *Store) LogOnce(by, entry string) error {
+	return s.log(by, entry, true)
+}
+
+func (s *Store) log(by, entry string, once bool) error {
 	entry = strings.TrimSpace(entry)
 	if entry == "" {
 		return errors.New("memory: log: the entry is empty")
 	}
 	now := s.cfg.now()
 	name := DailyLog(now)
-	line := "- " + now.Format("15:04") + " "
+	text := ""
 	if by != "" {
-		line += by + ": "
+		text = by + ": "
 	}
-	line += strings.ReplaceAll(strings.ReplaceAll(entry, "\r\n", "\n"), "\n", "\n  ") + "\n"
+	text += strings.ReplaceAll(strings.ReplaceAll(entry, "\r\n", "\n"), "\n", "\n  ") + "\n"
+	line := "- " + now.Format("15:04") + " " + text
 
 	var w Write
 	err := func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if once {
+			for _, day := range []time.Time{now, now.AddDate(0, 0, -1)} {
+				if strings.Contains(s.readPlain(filepath.Join(s.home.MemoryDir(), DailyLog(day)))+"\n", " "+text) {
+					return nil
+				}
+			}
+		}
 		root, err := os.OpenRoot(s.home.MemoryDir())
 		if err != nil {
 			return fmt.Errorf("memory: log: the memory folder is not available: %v", files.Cause(err))
@@ -51,7 +70,7 @@ func (s *Store) Log(by, entry string) error {
 		w = Write{Path: name, Bytes: n, Append: true, By: by}
 		return nil
 	}()
-	if err != nil {
+	if err != nil || w.Path == "" {
 		return err
 	}
 	s.notify([]Write{w})
