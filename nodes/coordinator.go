@@ -18,8 +18,11 @@ import (
 )
 
 // coordinate gives the coordinator a turn: the first one with the goal, later ones woken by its
-// mail (or by the human's answer to its question), all in one conversation.
-func (r *run) coordinate(ctx context.Context) (runtime.Outcome, error) {
+// mail (or by the human's answer to its question), all in one conversation. Without wake, a
+// turn that ended returns how it ended and takes no mail. The run's state says the coordinator
+// is in a turn from before it may take its mail until its caller has made the turn's end known
+// (endTurn), so a crash in between gives the turn again on resume.
+func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error) {
 	model, err := r.cfg.resolve(r.cfg.coordModel)
 	if err != nil {
 		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
@@ -31,7 +34,7 @@ func (r *run) coordinate(ctx context.Context) (runtime.Outcome, error) {
 	a := runtime.Assignment{
 		ID: r.id + ".coordinator", Run: r.id, Worker: bus.Coordinator,
 		Task: "GOAL: " + st.Goal, System: r.coordinatorSystem(), Dir: runtime.NodeDir(r.dir.Coordinator()),
-		Mailbox: r.bus.Mailbox(bus.Coordinator), Answer: st.Answer, Wake: true,
+		Mailbox: r.bus.Mailbox(bus.Coordinator), Answer: st.Answer, Wake: wake,
 	}
 	a.Tools = r.coordinatorTools(a)
 	if st.Answer != "" {
@@ -48,12 +51,13 @@ func (r *run) coordinate(ctx context.Context) (runtime.Outcome, error) {
 	if err != nil {
 		return o, fmt.Errorf("nodes: coordinator: %w", err)
 	}
-	_, _, err = r.board.updateRun("", func(s *runState) {
-		s.InTurn = false
-		if s.Answer == st.Answer { // the coordinator has it now
-			s.Answer = ""
-		}
-	})
+	if st.Answer != "" { // the coordinator has it now
+		_, _, err = r.board.updateRun("", func(s *runState) {
+			if s.Answer == st.Answer {
+				s.Answer = ""
+			}
+		})
+	}
 	return o, err
 }
 

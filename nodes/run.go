@@ -398,31 +398,55 @@ func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 		return n, nil
 	}
 	n.Sleeping = false
-	o, err := r.coordinate(ctx)
-	n.Usage = n.Usage.Add(usageSince(o.Usage, st.CoordUsage))
-	n.CoordUsage = o.Usage
-	if err != nil {
-		return n, err
+	if rs := r.board.runState(); rs.InTurn && !rs.Finished {
+		// A turn a crash cut short: how it ended is made known before new mail is taken.
+		if err := r.turn(ctx, &n, false); err != nil {
+			return n, err
+		}
+	}
+	if !r.board.runState().Finished {
+		if err := r.turn(ctx, &n, true); err != nil {
+			return n, err
+		}
 	}
 	if r.board.runState().Finished {
 		return n, r.close(ctx, &n)
 	}
+	return n, nil
+}
+
+// turn gives the coordinator a turn (see coordinate) and makes known how it ended: its question
+// to the human, or its reply — once, however often a crash makes it run again.
+func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
+	o, err := r.coordinate(ctx, wake)
+	n.Usage = n.Usage.Add(usageSince(o.Usage, n.CoordUsage))
+	n.CoordUsage = o.Usage
+	if err != nil {
+		return err
+	}
 	switch {
+	case r.board.runState().Finished:
 	case o.Status == runtime.Waiting:
 		key := fmt.Sprintf("coordinator%d/question", o.Turns)
 		if _, _, err := r.board.updateRun(key, func(s *runState) { s.Question, s.Answer, s.Asked = o.Question, "", key }); err != nil {
-			return n, err
+			return err
 		}
 		if err := r.toHuman(key, bus.Coordinator, o.Question); err != nil {
-			return n, err
+			return err
 		}
 		r.emit(eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question, Key: key})
 	case strings.TrimSpace(o.Summary) != "":
 		if err := r.toHuman(fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {
-			return n, err
+			return err
 		}
 	}
-	return n, nil
+	return r.endTurn()
+}
+
+// endTurn records that the coordinator's turn ended and was made known.
+func (r *run) endTurn() error {
+	_, _, err := r.board.updateRun("", func(s *runState) { s.InTurn = false })
+	return err
 }
 
 // close ends the run, or an infinite run's cycle, after finish: the coordinator's last turn to
@@ -433,9 +457,12 @@ func (r *run) close(ctx context.Context, n *tick) error {
 	if _, err := r.bus.SendOnce(ctx, fmt.Sprintf("flush/cycle%d", rs.Cycle), squadName, bus.Coordinator, flushNote); err != nil {
 		return err
 	}
-	o, err := r.coordinate(ctx)
+	o, err := r.coordinate(ctx, true)
 	n.Usage = n.Usage.Add(usageSince(o.Usage, n.CoordUsage))
 	n.CoordUsage = o.Usage
+	if err == nil {
+		err = r.endTurn()
+	}
 	if err != nil {
 		return err
 	}
