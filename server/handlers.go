@@ -61,17 +61,22 @@ func writeError(w http.ResponseWriter, status int, format string, args ...any) {
 }
 
 // decode reads the request's JSON body into v. An empty body is allowed when optional; the
-// error names what is wrong (a syntax error, an unknown field, a field of the wrong type).
-func decode(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+// error names what is wrong (a syntax error, an unknown field, a field of the wrong type, a body
+// over the size limit).
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
+	limit := int64(s.cfg.maxText)*6 + 4096 // a text at the limit, even escaped, fits
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil && dec.More() {
 		err = errors.New("more than one JSON value")
 	}
+	var tooLarge *http.MaxBytesError
 	switch {
 	case err == nil:
 		return true
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "bad body: it is over %d bytes (the text limit is %d bytes; server.WithMaxText)", limit, s.cfg.maxText)
 	case errors.Is(err, io.EOF) && optional:
 		return true
 	case errors.Is(err, io.EOF):
@@ -120,7 +125,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		Model string `json:"model"`
 		Mode  string `json:"mode"`
 	}
-	if !decode(w, r, &req, false) {
+	if !s.decode(w, r, &req, false) {
 		return
 	}
 	if req.ID != "" {
@@ -129,7 +134,15 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !required(w, "goal", req.Goal) {
+	if !s.text(w, "goal", req.Goal) {
+		return
+	}
+	if req.Model != "" && !slices.Contains(s.cfg.models, req.Model) {
+		allowed := "none: agents use the server's own models"
+		if len(s.cfg.models) > 0 {
+			allowed = strings.Join(s.cfg.models, ", ")
+		}
+		writeError(w, http.StatusForbidden, "bad field \"model\": %q is not allowed on this server (allowed: %s; server.WithModels)", req.Model, allowed)
 		return
 	}
 	switch nodes.Mode(req.Mode) {
@@ -195,10 +208,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, a *agent) {
 	var req struct {
 		Goal string `json:"goal"`
 	}
-	if !decode(w, r, &req, false) {
+	if !s.decode(w, r, &req, false) {
 		return
 	}
-	if !required(w, "goal", req.Goal) {
+	if !s.text(w, "goal", req.Goal) {
 		return
 	}
 	if err := s.start(a, req.Goal, ""); err != nil {
@@ -212,7 +225,7 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) 
 	var req struct {
 		Run string `json:"run"`
 	}
-	if !decode(w, r, &req, true) {
+	if !s.decode(w, r, &req, true) {
 		return
 	}
 	if req.Run == "" {
@@ -263,10 +276,10 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
 		To      string `json:"to"`
 		Message string `json:"message"`
 	}
-	if !decode(w, r, &req, false) {
+	if !s.decode(w, r, &req, false) {
 		return
 	}
-	if !required(w, "message", req.Message) {
+	if !s.text(w, "message", req.Message) {
 		return
 	}
 	to := req.To
@@ -285,10 +298,10 @@ func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent)
 		Worker   string `json:"worker"`
 		Response string `json:"response"`
 	}
-	if !decode(w, r, &req, false) {
+	if !s.decode(w, r, &req, false) {
 		return
 	}
-	if !required(w, "response", req.Response) {
+	if !s.text(w, "response", req.Response) {
 		return
 	}
 	to := req.Worker
@@ -544,10 +557,10 @@ func (s *Server) handleMemorySearch(w http.ResponseWriter, r *http.Request, a *a
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
 	}
-	if !decode(w, r, &req, false) {
+	if !s.decode(w, r, &req, false) {
 		return
 	}
-	if !required(w, "query", req.Query) {
+	if !s.text(w, "query", req.Query) {
 		return
 	}
 	res, err := a.squad.Memory().Search(req.Query, req.Limit)
@@ -637,11 +650,16 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, a *agent) 
 	}
 }
 
-// required answers 400 naming field when value is blank, and reports whether it was given.
-func required(w http.ResponseWriter, field, value string) bool {
-	if strings.TrimSpace(value) == "" {
+// text checks a request's text field: given (400 when blank) and within the size limit (413).
+// It reports whether the field is fine, after answering when it is not.
+func (s *Server) text(w http.ResponseWriter, field, value string) bool {
+	switch {
+	case strings.TrimSpace(value) == "":
 		writeError(w, http.StatusBadRequest, "bad field %q: it is required", field)
-		return false
+	case len(value) > s.cfg.maxText:
+		writeError(w, http.StatusRequestEntityTooLarge, "bad field %q: it is %d bytes, over the limit of %d bytes (server.WithMaxText)", field, len(value), s.cfg.maxText)
+	default:
+		return true
 	}
-	return true
+	return false
 }

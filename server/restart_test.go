@@ -370,7 +370,7 @@ func (c *api) awaitEvent(id string, ok func(eventlog.Event) bool) eventlog.Event
 
 // newTestServer serves srv over HTTP until the test ends.
 func newTestServer(t *testing.T, srv *server.Server) *httptest.Server {
-	ts := httptest.NewServer(srv)
+	ts := serve(t, srv)
 	t.Cleanup(ts.Close)
 	return ts
 }

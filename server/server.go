@@ -27,6 +27,7 @@ const (
 	StatusIdle        = "idle"              // no run yet (or none the server knows of)
 	StatusWorking     = "working"           // a run is in progress
 	StatusWaiting     = "waiting_for_human" // a run is in progress and waits for the human's answer
+	StatusQueued      = "queued"            // a run waits for a place among the runs in progress (WithMaxRuns)
 	StatusInterrupted = "interrupted"       // the last run was paused before it finished: it can be resumed
 	StatusComplete    = "completed"         // the last run finished
 	StatusFailed      = "failed"            // the last run ended with an error
@@ -41,7 +42,20 @@ type config struct {
 	now       func() time.Time
 	logger    *slog.Logger
 	noResume  bool
+	token     string
+	noAuth    bool
+	hosts     []string
+	origins   []string
+	models    []string
+	maxText   int
+	maxRuns   int
 }
+
+// DefaultMaxText is the default limit on a goal, a message or an answer, in bytes.
+const DefaultMaxText = 64 << 10
+
+// DefaultMaxRuns is the default number of runs in progress at once.
+const DefaultMaxRuns = 16
 
 // WithRoot sets the folder the server keeps its agents in: each lives in <root>/agents/<id>/
 // (default ".agiraph/server").
@@ -58,6 +72,43 @@ func WithSquadOptions(fn func(agentID string) []nodes.Option) Option {
 // trigger that could not wake its agent. The default discards it.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
+// WithToken sets the token every request must carry (as "Authorization: Bearer <token>", or in
+// the cookie the login URL sets; see [Server.LoginURL]). Without it the server makes a random
+// one on first start and keeps it in <root>/token (mode 0600).
+func WithToken(token string) Option { return func(c *config) { c.token = token } }
+
+// WithoutAuth serves requests without a token: for a program that embeds the server behind its
+// own authentication. The host, origin and content-type checks still apply.
+func WithoutAuth() Option { return func(c *config) { c.noAuth = true } }
+
+// WithAllowedHosts adds to the names a request's Host may have (the loopback names localhost,
+// 127.0.0.1 and ::1 are always allowed): the names, or name:port, the server is reached under
+// when it is not reached as localhost — behind a proxy, or on another interface. Requests for
+// other names are refused, so that a web page cannot rebind its own name to the server.
+func WithAllowedHosts(hosts ...string) Option {
+	return func(c *config) { c.hosts = append(c.hosts, hosts...) }
+}
+
+// WithAllowedOrigins allows cross-origin requests from these origins ("https://app.example"),
+// with CORS. Requests from other origins are refused, except those of pages the server serves.
+func WithAllowedOrigins(origins ...string) Option {
+	return func(c *config) { c.origins = append(c.origins, origins...) }
+}
+
+// WithModels sets the models a request may name for its agent (POST /agents "model"). By
+// default a request may name none: agents use the models of [WithSquadOptions].
+func WithModels(names ...string) Option {
+	return func(c *config) { c.models = append(c.models, names...) }
+}
+
+// WithMaxText sets the largest goal, message or answer a request may carry, in bytes (default
+// [DefaultMaxText]); a larger one is refused with 413.
+func WithMaxText(n int) Option { return func(c *config) { c.maxText = n } }
+
+// WithMaxRuns sets how many runs may be in progress at once (default [DefaultMaxRuns]); a run
+// started beyond it is "queued" until another ends.
+func WithMaxRuns(n int) Option { return func(c *config) { c.maxRuns = n } }
+
 // WithoutResume keeps New from resuming the runs that were in progress when the server last
 // stopped (see [New]): they stay "interrupted" until POST /agents/{id}/resume.
 func WithoutResume() Option { return func(c *config) { c.noResume = true } }
@@ -67,12 +118,16 @@ func WithoutResume() Option { return func(c *config) { c.noResume = true } }
 type Server struct {
 	cfg     config
 	mux     *http.ServeMux
+	handler http.Handler  // the mux behind the guard
+	token   string        // "" without auth
+	slots   chan struct{} // one per run in progress
 	closing chan struct{} // closed by Close: event streams end
 	wg      sync.WaitGroup
 
-	mu     sync.Mutex
-	agents map[string]*agent
-	closed bool
+	mu       sync.Mutex
+	agents   map[string]*agent
+	creating map[string]bool // ids of agents being set up
+	closed   bool
 }
 
 // New returns a server over the agents found under the root folder: it re-opens their squads
@@ -80,16 +135,25 @@ type Server struct {
 // it paused when it closed, and those a crash left working or waiting for the human), unless
 // [WithoutResume] is given. Runs that finished or failed are left as they are.
 func New(opts ...Option) (*Server, error) {
-	c := config{root: filepath.Join(".agiraph", "server"), now: time.Now}
+	c := config{root: filepath.Join(".agiraph", "server"), now: time.Now, maxText: DefaultMaxText, maxRuns: DefaultMaxRuns}
 	for _, o := range opts {
 		o(&c)
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: c, mux: http.NewServeMux(), closing: make(chan struct{}), agents: map[string]*agent{}}
+	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, max(c.maxRuns, 1)), closing: make(chan struct{}),
+		agents: map[string]*agent{}, creating: map[string]bool{}}
+	s.handler = s.guard(s.mux)
 	if err := os.MkdirAll(s.agentsDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
+	}
+	if !c.noAuth {
+		tok, err := loadToken(c.root, c.token)
+		if err != nil {
+			return nil, err
+		}
+		s.token = tok
 	}
 	entries, err := os.ReadDir(s.agentsDir())
 	if err != nil {
@@ -130,7 +194,7 @@ func New(opts ...Option) (*Server, error) {
 func (s *Server) agentsDir() string { return filepath.Join(s.cfg.root, "agents") }
 
 // ServeHTTP serves a request of the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // Close pauses the runs in progress (their contexts end), waits for them to return, ends the
 // event streams and closes the agents' squads. The runs are "interrupted": a server started
@@ -255,7 +319,7 @@ func (s *Server) reopen(id string) (*agent, error) {
 		return nil, nil
 	}
 	m.ID = id
-	crashed := m.Status == StatusWorking || m.Status == StatusWaiting
+	crashed := m.Status == StatusWorking || m.Status == StatusWaiting || m.Status == StatusQueued
 	switch {
 	case crashed:
 		m.Status = StatusInterrupted // the server stopped without pausing it (a crash): it can be resumed
@@ -314,6 +378,12 @@ func (s *Server) start(a *agent, goal, resumeID string) error {
 	if goal != "" {
 		a.meta.Goal = goal
 	}
+	queued := false
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		a.meta.Status, queued = StatusQueued, true
+	}
 	a.meta.Updated = a.now().UTC()
 	a.save()
 	again := a.meta.Goal // to start a run again that a stop cut short before it began
@@ -324,12 +394,20 @@ func (s *Server) start(a *agent, goal, resumeID string) error {
 		defer cancel()
 		var res nodes.Result
 		var err error
-		if resumeID != "" {
+		if queued {
+			err = s.wait(ctx, a)
+		}
+		if err == nil {
+			defer func() { <-s.slots }()
+		}
+		switch {
+		case err != nil:
+		case resumeID != "":
 			res, err = a.squad.Resume(ctx, id)
 			if errors.Is(err, nodes.ErrNotStarted) && again != "" {
 				res, err = a.squad.RunID(ctx, id, again)
 			}
-		} else {
+		default:
 			res, err = a.squad.RunID(ctx, id, goal)
 		}
 		a.mu.Lock()
@@ -349,6 +427,21 @@ func (s *Server) start(a *agent, goal, resumeID string) error {
 		a.meta.Updated = a.now().UTC()
 		a.save()
 	}()
+	return nil
+}
+
+// wait waits, for a queued run of a, until a place among the runs in progress frees, and takes
+// it; it returns ctx's error if ctx ends first.
+func (s *Server) wait(ctx context.Context, a *agent) error {
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	a.mu.Lock()
+	a.meta.Status, a.meta.Updated = StatusWorking, a.now().UTC()
+	a.save()
+	a.mu.Unlock()
 	return nil
 }
 
@@ -506,7 +599,7 @@ func (a *agent) summary() Summary {
 	}
 	b, _, _ := a.board()
 	sum.Nodes, sum.Workers = len(b.Nodes), len(b.Workers)
-	if running {
+	if running && m.Status != StatusQueued {
 		sum.Status = StatusWorking
 		if who, q := a.waiting(b); who != "" {
 			sum.Status, sum.WaitingFor, sum.Question = StatusWaiting, who, q
@@ -529,23 +622,19 @@ func newAgentID() string {
 }
 
 // create creates the agent of a POST /agents request and starts its run.
+// The id is reserved under the server's lock; the agent is set up without it, so requests for
+// other agents are not held up.
 func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, http.StatusServiceUnavailable, errClosed
+	dir, status, err := s.reserve(id)
+	if err != nil {
+		return nil, status, err
 	}
-	if id == "" {
-		for id = newAgentID(); s.agents[id] != nil; id = newAgentID() {
-		}
-	}
-	if _, ok := s.agents[id]; ok {
-		return nil, http.StatusConflict, fmt.Errorf("agent %q already exists", id)
-	}
-	dir := filepath.Join(s.agentsDir(), id)
-	if _, err := os.Stat(dir); err == nil {
-		return nil, http.StatusConflict, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir)
-	}
+	id = filepath.Base(dir)
+	defer func() {
+		s.mu.Lock()
+		delete(s.creating, id)
+		s.mu.Unlock()
+	}()
 	now := s.cfg.now().UTC()
 	m := meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusIdle, Created: now, Updated: now}
 	sq, err := nodes.New(s.squadOptions(id, m)...)
@@ -560,11 +649,42 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 	a.mu.Lock()
 	a.save()
 	a.mu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, http.StatusServiceUnavailable, errors.Join(errClosed, sq.Close())
+	}
 	s.agents[id] = a
-	if err := s.start(a, goal, ""); err != nil {
+	s.mu.Unlock()
+	if err := s.start(a, goal, ""); errors.Is(err, errGone) {
+		return nil, http.StatusServiceUnavailable, errClosed
+	} else if err != nil {
 		return nil, http.StatusInternalServerError, err
 	}
 	return a, 0, nil
+}
+
+// reserve reserves agent id (a new id when empty) for create, and returns its folder.
+func (s *Server) reserve(id string) (string, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", http.StatusServiceUnavailable, errClosed
+	}
+	taken := func(id string) bool { return s.agents[id] != nil || s.creating[id] }
+	if id == "" {
+		for id = newAgentID(); taken(id); id = newAgentID() {
+		}
+	}
+	if taken(id) {
+		return "", http.StatusConflict, fmt.Errorf("agent %q already exists", id)
+	}
+	dir := filepath.Join(s.agentsDir(), id)
+	if _, err := os.Lstat(dir); err == nil {
+		return "", http.StatusConflict, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir)
+	}
+	s.creating[id] = true
+	return dir, 0, nil
 }
 
 var errClosed = errors.New("the server is closed")

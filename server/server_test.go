@@ -43,6 +43,25 @@ func demoTeam(string) []nodes.Option {
 	)
 }
 
+// serve serves srv over HTTP; the test server's client sends srv's token with every request.
+func serve(t *testing.T, srv *server.Server) *httptest.Server {
+	ts := httptest.NewServer(srv)
+	ts.Client().Transport = bearer{token: srv.Token(), next: ts.Client().Transport}
+	return ts
+}
+
+// bearer is a transport that adds the token to requests.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
 // api is a client of a server under test.
 type api struct {
 	t    *testing.T
@@ -59,7 +78,7 @@ func start(t *testing.T, root string, team func(string) []nodes.Option, opts ...
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := serve(t, srv)
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
@@ -88,6 +107,9 @@ func (c *api) do(method, path string, body any, out any) int {
 	req, err := http.NewRequest(method, c.ts.URL+path, r)
 	if err != nil {
 		c.t.Fatal(err)
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.ts.Client().Do(req)
 	if err != nil {
@@ -390,7 +412,7 @@ func TestInfiniteAgentAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv)
+	ts := serve(t, srv)
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { srv.Close() })
 	c := &api{t: t, srv: srv, ts: ts, root: root}
@@ -711,7 +733,7 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(first)
+	ts := serve(t, first)
 	c := &api{t: t, srv: first, ts: ts, root: root}
 	var s server.Summary
 	c.do("POST", "/agents", map[string]string{"id": "keeper", "goal": "AI chips"}, &s)

@@ -193,11 +193,12 @@ func launch(t *testing.T, bin, root, log string) *proc {
 	logf, err := os.Create(log)
 	require.NoError(t, err)
 	cmd := exec.Command(bin, "-offline", "-root", root, "-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "AGIRAPH_TOKEN="+testToken)
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, log: log, done: make(chan struct{}), client: &http.Client{Timeout: 10 * time.Second}}
+	p := &proc{cmd: cmd, log: log, done: make(chan struct{}), client: &http.Client{Timeout: 10 * time.Second, Transport: bearer{}}}
 	urls := make(chan string, 1)
 	go func() {
 		defer close(p.done)

@@ -5,7 +5,14 @@
 //
 // With no API key (or with -offline) every agent plays the deterministic offline demo team, so
 // it runs anywhere. With ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or
-// GEMINI_API_KEY set, or -model, agents use real models (a request may name its own "model").
+// GEMINI_API_KEY set, or -model, agents use real models (a request may name only the models
+// -models allows, and the server's own).
+//
+// Every request needs the server's token: made on first start and kept in <root>/token (or
+// given with -token or AGIRAPH_TOKEN), printed at start with a URL that logs a browser in. Only
+// requests for localhost, 127.0.0.1 and ::1 are served unless -allow-host names more, and only
+// pages of the server's own origin or of -allow-origin may send them (see the README's Security
+// section).
 // Ctrl-C (or SIGTERM) pauses the runs in progress and stops the server; started again on the
 // same root, it finds its agents again and resumes the runs it paused, or that were in progress
 // when it was killed (-resume=false leaves them for POST /agents/{id}/resume). It logs to its
@@ -23,6 +30,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,8 +52,24 @@ func main() {
 
 // options are the command's flags.
 type options struct {
-	addr, root, model string
-	offline, resume   bool
+	addr, root, model, token string
+	offline, resume          bool
+	hosts, origins, models   list
+	maxRuns, maxText         int
+}
+
+// list is a flag that may be given several times, or as a comma-separated list.
+type list []string
+
+func (l *list) String() string { return strings.Join(*l, ",") }
+
+func (l *list) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -56,6 +81,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.model, "model", "", "the agents' model, as provider/model (default: chosen from the API keys set, else the offline team)")
 	fs.BoolVar(&o.offline, "offline", false, "play the offline team even when a model is available")
 	fs.BoolVar(&o.resume, "resume", true, "resume, on start, the runs that were in progress when the server stopped")
+	fs.StringVar(&o.token, "token", "", "the token requests must carry (default: $AGIRAPH_TOKEN, else the one kept in <root>/token)")
+	fs.Var(&o.hosts, "allow-host", "a host name (or name:port) the server is reached under besides localhost; repeatable")
+	fs.Var(&o.origins, "allow-origin", "an origin (https://app.example) whose pages may call the API; repeatable")
+	fs.Var(&o.models, "models", "models (provider/model) a request may name for its agent, besides the server's own; repeatable")
+	fs.IntVar(&o.maxRuns, "max-runs", server.DefaultMaxRuns, "runs in progress at once; more are queued")
+	fs.IntVar(&o.maxText, "max-text", server.DefaultMaxText, "the largest goal, message or answer, in bytes")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -80,7 +111,17 @@ func newServer(o options, getenv func(string) string, log *slog.Logger) (*server
 		team = model
 		squadOpts = func(string) []nodes.Option { return []nodes.Option{nodes.WithModel(model)} }
 	}
-	opts := []server.Option{server.WithRoot(o.root), server.WithSquadOptions(squadOpts), server.WithLogger(log)}
+	allowed := slices.Clone(o.models)
+	if model != "" {
+		allowed = append(allowed, model)
+	}
+	token := o.token
+	if token == "" {
+		token = getenv("AGIRAPH_TOKEN")
+	}
+	opts := []server.Option{server.WithRoot(o.root), server.WithSquadOptions(squadOpts), server.WithLogger(log),
+		server.WithToken(token), server.WithAllowedHosts(o.hosts...), server.WithAllowedOrigins(o.origins...),
+		server.WithModels(allowed...), server.WithMaxRuns(o.maxRuns), server.WithMaxText(o.maxText)}
 	if !o.resume {
 		opts = append(opts, server.WithoutResume())
 	}
@@ -111,7 +152,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "Serving agents (%s) from %s on %s\n", team, o.root, url)
-	fmt.Fprintf(stdout, "Try:\n  curl -s -X POST %s/agents -d '{\"goal\": \"the state of AI chips\"}'\n  curl -s %s/agents\n  curl -N %s/agents/<id>/events/stream\n", url, url, url)
+	fmt.Fprintf(stdout, "Open in a browser: %s\n", srv.LoginURL(url))
+	auth := `-H "Authorization: Bearer ` + srv.Token() + `"`
+	fmt.Fprintf(stdout, "Try:\n  curl -s %s -H 'Content-Type: application/json' -X POST %s/agents -d '{\"goal\": \"the state of AI chips\"}'\n  curl -s %s %s/agents\n  curl -N %s %s/agents/<id>/events/stream\n", auth, url, auth, url, auth, url)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -17,47 +19,66 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func noEnv(string) string { return "" }
 
+// testToken is the token the tests give the command through its environment.
+const testToken = "the-token-of-the-tests-0123456789"
+
+func testEnv(k string) string {
+	if k == "AGIRAPH_TOKEN" {
+		return testToken
+	}
+	return ""
+}
+
+// bearer is a transport that sends the test token with every request.
+type bearer struct{}
+
+func (bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+testToken)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// call sends a request with the test token and decodes the JSON answer into out.
+func call(t *testing.T, ts *httptest.Server, method, path, body string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	if out != nil {
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+	}
+	return resp.StatusCode
+}
+
 // Without a key the handler serves agents playing the offline team: one is created and
-// completes with the demo report.
+// completes with the demo report. Offline means offline: a request cannot name a model.
 func TestServeOffline(t *testing.T) {
 	o, err := parse([]string{"-root", t.TempDir()}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, team, err := newServer(o, noEnv, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(team, "offline") {
-		t.Errorf("team %q", team)
-	}
+	require.NoError(t, err)
+	srv, team, err := newServer(o, testEnv, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	assert.Contains(t, team, "offline")
+	assert.Equal(t, testToken, srv.Token())
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	defer srv.Close()
-	resp, err := ts.Client().Post(ts.URL+"/agents", "application/json", strings.NewReader(`{"id": "demo", "goal": "AI chips"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d", resp.StatusCode)
-	}
+
+	var refused struct{ Error string }
+	require.Equal(t, http.StatusForbidden, call(t, ts, "POST", "/agents", `{"goal": "AI chips", "model": "anthropic/claude-sonnet-4-5"}`, &refused))
+	assert.Contains(t, refused.Error, "anthropic/claude-sonnet-4-5")
+	require.Equal(t, http.StatusCreated, call(t, ts, "POST", "/agents", `{"id": "demo", "goal": "AI chips"}`, nil))
 	end := time.Now().Add(60 * time.Second)
 	for {
 		var s struct{ Status, Output, Error string }
-		resp, err := ts.Client().Get(ts.URL + "/agents/demo")
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = json.NewDecoder(resp.Body).Decode(&s)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.Equal(t, http.StatusOK, call(t, ts, "GET", "/agents/demo", "", &s))
 		if s.Status == "completed" {
-			if !strings.Contains(s.Output, "# Report") {
-				t.Errorf("output %q", s.Output)
-			}
+			assert.Contains(t, s.Output, "# Report")
 			return
 		}
 		if s.Status == "failed" || time.Now().After(end) {
@@ -79,7 +100,8 @@ func TestRunStops(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if s := out.String(); !strings.Contains(s, "Serving agents (the offline demo team)") || !strings.Contains(s, "curl -s -X POST http://127.0.0.1:") {
-		t.Errorf("printed %q", s)
-	}
+	s := out.String()
+	assert.Contains(t, s, "Serving agents (the offline demo team)")
+	assert.Regexp(t, `Open in a browser: http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{48}\n`, s)
+	assert.Contains(t, s, "-X POST http://127.0.0.1:")
 }

@@ -1,0 +1,210 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/server"
+)
+
+// raw sends a request as a browser or another program would, with exactly the headers given
+// ("Host" sets the Host), and returns the status and the body.
+func (c *api) raw(method, path, body string, headers map[string]string) (int, string) {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.ts.URL+path, strings.NewReader(body))
+	require.NoError(c.t, err)
+	for k, v := range headers {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	return resp.StatusCode, string(data)
+}
+
+// agentCount returns how many agents the server has.
+func (c *api) agentCount() int {
+	var list struct{ Agents []server.Summary }
+	require.Equal(c.t, http.StatusOK, c.do("GET", "/agents", nil, &list))
+	return len(list.Agents)
+}
+
+// Every request needs the token: none or a wrong one is 401; the bearer token or the cookie the
+// login URL sets is accepted. The token is made once, kept in the root with mode 0600, and the
+// same after a restart.
+func TestTokenIsRequired(t *testing.T) {
+	root := t.TempDir()
+	c := start(t, root, demoTeam)
+	tok := c.srv.Token()
+	require.Len(t, tok, 48)
+
+	status, body := c.raw("GET", "/agents", "", nil)
+	assert.Equal(t, http.StatusUnauthorized, status)
+	assert.Contains(t, body, "token")
+	status, _ = c.raw("GET", "/agents", "", map[string]string{"Authorization": "Bearer " + strings.Repeat("0", 48)})
+	assert.Equal(t, http.StatusUnauthorized, status)
+	status, _ = c.raw("GET", "/agents", "", map[string]string{"Authorization": "Bearer " + tok})
+	assert.Equal(t, http.StatusOK, status)
+
+	req, err := http.NewRequest("GET", c.srv.LoginURL(c.ts.URL), nil)
+	require.NoError(t, err)
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	assert.Equal(t, "/", resp.Header.Get("Location"), "the token leaves the address bar")
+	cookies := resp.Cookies()
+	require.Len(t, cookies, 1)
+	assert.Equal(t, server.TokenCookie, cookies[0].Name)
+	assert.True(t, cookies[0].HttpOnly)
+	assert.Equal(t, http.SameSiteStrictMode, cookies[0].SameSite)
+	status, _ = c.raw("GET", "/agents", "", map[string]string{"Cookie": server.TokenCookie + "=" + cookies[0].Value})
+	assert.Equal(t, http.StatusOK, status)
+	status, _ = c.raw("GET", "/?token=wrong", "", nil)
+	assert.Equal(t, http.StatusUnauthorized, status)
+
+	st, err := os.Stat(filepath.Join(root, "token"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	require.NoError(t, c.srv.Close())
+	again, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam))
+	require.NoError(t, err)
+	defer again.Close()
+	assert.Equal(t, tok, again.Token())
+
+	given, err := server.New(server.WithRoot(t.TempDir()), server.WithToken("a-token-given-by-option"))
+	require.NoError(t, err)
+	defer given.Close()
+	assert.Equal(t, "a-token-given-by-option", given.Token())
+	open, err := server.New(server.WithRoot(t.TempDir()), server.WithoutAuth())
+	require.NoError(t, err)
+	defer open.Close()
+	assert.Empty(t, open.Token())
+}
+
+// A web page that rebinds its own name to 127.0.0.1 reaches the server under that name: refused,
+// without data. The names the operator allows are served.
+func TestRebindingHostIsRefused(t *testing.T) {
+	c := start(t, t.TempDir(), demoTeam, server.WithAllowedHosts("agents.internal", "proxy.example:8443"))
+	auth := "Bearer " + c.srv.Token()
+	for _, host := range []string{"evil.example.com", "evil.example.com:8080", "127.0.0.1.evil.example", "agents.internal.evil", "proxy.example:9999"} {
+		status, body := c.raw("GET", "/agents", "", map[string]string{"Host": host, "Authorization": auth})
+		assert.Equal(t, http.StatusForbidden, status, host)
+		assert.Contains(t, body, "host")
+		assert.NotContains(t, body, "agents\":", host)
+	}
+	for _, host := range []string{"localhost:1234", "127.0.0.1", "[::1]:80", "agents.internal", "AGENTS.internal:80", "proxy.example:8443"} {
+		status, body := c.raw("GET", "/agents", "", map[string]string{"Host": host, "Authorization": auth})
+		assert.Equal(t, http.StatusOK, status, "%s: %s", host, body)
+	}
+}
+
+// What a cross-site page can send — a form posting text/plain, urlencoded or multipart, with
+// the browser's cookie — changes nothing: refused by its origin, or by its content type when
+// the browser sends no origin. No agent is made, no message sent, no run stopped.
+func TestCrossSiteRequestsChangeNothing(t *testing.T) {
+	c := start(t, t.TempDir(), demoTeam)
+	cookie := server.TokenCookie + "=" + c.srv.Token()
+	goal := `{"id": "x", "goal": "pwned"}`
+	forms := map[string]string{
+		"text/plain":                        goal,
+		"application/x-www-form-urlencoded": `{"id": "x", "goal": "pwned"}=`,
+		"multipart/form-data; boundary=b":   "--b\r\nContent-Disposition: form-data; name=\"x\"\r\n\r\n" + goal + "\r\n--b--\r\n",
+	}
+	for ct, body := range forms {
+		for _, path := range []string{"/agents", "/agents/x/send", "/agents/x/stop"} {
+			status, _ := c.raw("POST", path, body, map[string]string{"Content-Type": ct, "Cookie": cookie, "Origin": "https://evil.example"})
+			assert.Equal(t, http.StatusForbidden, status, "%s %s with an origin", ct, path)
+			status, resp := c.raw("POST", path, body, map[string]string{"Content-Type": ct, "Cookie": cookie})
+			assert.Equal(t, http.StatusUnsupportedMediaType, status, "%s %s without an origin", ct, path)
+			assert.Contains(t, resp, "application/json")
+			status, _ = c.raw("POST", path, body, map[string]string{"Content-Type": "application/json", "Cookie": cookie, "Sec-Fetch-Site": "cross-site"})
+			assert.Equal(t, http.StatusForbidden, status, "%s %s cross-site by fetch metadata", ct, path)
+		}
+	}
+	assert.Zero(t, c.agentCount())
+	// The server's own pages (same origin) and programs (no origin) are served.
+	status, body := c.raw("POST", "/agents", goal, map[string]string{"Content-Type": "application/json; charset=utf-8", "Cookie": cookie, "Origin": c.ts.URL})
+	assert.Equal(t, http.StatusCreated, status, body)
+	c.await("x", server.StatusComplete)
+}
+
+// An allowed origin gets CORS; another gets neither CORS nor an answer.
+func TestCORSOnlyForAllowedOrigins(t *testing.T) {
+	c := start(t, t.TempDir(), demoTeam, server.WithAllowedOrigins("https://app.example"))
+	req, err := http.NewRequest("OPTIONS", c.ts.URL+"/agents", nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", "https://app.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	assert.Equal(t, "https://app.example", resp.Header.Get("Access-Control-Allow-Origin"))
+	assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), "Authorization")
+
+	status, _ := c.raw("GET", "/agents", "", map[string]string{"Origin": "https://app.example", "Authorization": "Bearer " + c.srv.Token()})
+	assert.Equal(t, http.StatusOK, status)
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+}
+
+// A request names only the models the operator allowed; by default none.
+func TestModelsByPolicy(t *testing.T) {
+	c := start(t, t.TempDir(), demoTeam)
+	msg := c.errorOf("POST", "/agents", map[string]string{"goal": "chips", "model": "openai/gpt-5"}, http.StatusForbidden)
+	assert.Contains(t, msg, `"openai/gpt-5" is not allowed`)
+	assert.Zero(t, c.agentCount())
+
+	allowed := start(t, t.TempDir(), demoTeam, server.WithModels("nosuch/model"))
+	msg = allowed.errorOf("POST", "/agents", map[string]string{"goal": "chips", "model": "nosuch/model"}, http.StatusBadRequest)
+	assert.Contains(t, msg, "nosuch", "an allowed model goes on to be resolved")
+}
+
+// A goal, message or answer over the limit is refused with 413 naming the limit; nothing is
+// made of it.
+func TestOversizedTextIsRefused(t *testing.T) {
+	c := start(t, t.TempDir(), demoTeam, server.WithMaxText(1000))
+	msg := c.errorOf("POST", "/agents", map[string]string{"goal": strings.Repeat("g", 1001)}, http.StatusRequestEntityTooLarge)
+	assert.Contains(t, msg, "1000 bytes")
+	msg = c.errorOf("POST", "/agents", map[string]string{"goal": strings.Repeat("\u2028", 5000)}, http.StatusRequestEntityTooLarge)
+	assert.Contains(t, msg, "over")
+	assert.Zero(t, c.agentCount())
+
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "a", "goal": strings.Repeat("g", 1000)}, nil))
+	c.await("a", server.StatusComplete)
+	msg = c.errorOf("POST", "/agents/a/send", map[string]string{"message": strings.Repeat("m", 1001)}, http.StatusRequestEntityTooLarge)
+	assert.Contains(t, msg, `"message"`)
+	c.errorOf("POST", "/agents/a/respond", map[string]string{"response": strings.Repeat("r", 1001)}, http.StatusRequestEntityTooLarge)
+	c.errorOf("POST", "/agents/a/runs", map[string]string{"goal": strings.Repeat("g", 1001)}, http.StatusRequestEntityTooLarge)
+}
+
+// Runs beyond the cap are queued, not refused, and run when a place frees.
+func TestRunsBeyondTheCapAreQueued(t *testing.T) {
+	c := start(t, t.TempDir(), demoTeam, server.WithMaxRuns(1))
+	var first, second server.Summary
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "first", "goal": "chips"}, &first))
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "second", "goal": "chips"}, &second))
+	assert.Equal(t, server.StatusWorking, first.Status)
+	assert.Equal(t, server.StatusQueued, second.Status)
+	c.await("first", server.StatusComplete)
+	c.await("second", server.StatusComplete)
+}
