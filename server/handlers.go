@@ -24,7 +24,7 @@ func (s *Server) routes() {
 	m := s.mux
 	m.HandleFunc("POST /agents", s.handleCreate)
 	m.HandleFunc("GET /agents", s.handleList)
-	m.HandleFunc("GET /agents/{id}", s.withAgent(s.handleGet))
+	m.HandleFunc("GET /agents/{id}", s.handleGet)
 	m.HandleFunc("DELETE /agents/{id}", s.handleDelete)
 	m.HandleFunc("POST /agents/{id}/runs", s.withAgent(s.handleRun))
 	m.HandleFunc("POST /agents/{id}/stop", s.withAgent(s.handleStop))
@@ -92,12 +92,17 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional 
 	return false
 }
 
-// withAgent looks up the agent of the request's {id}.
+// withAgent looks up the agent of the request's {id}; a damaged agent answers 409 naming its
+// damage (only its summary is served, by GET /agents/{id}).
 func (s *Server) withAgent(h func(http.ResponseWriter, *http.Request, *agent)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		a, status, err := s.lookup(r.PathValue("id"))
 		if err != nil {
 			writeError(w, status, "%v", err)
+			return
+		}
+		if a.damaged != "" {
+			writeError(w, http.StatusConflict, "agent %q is damaged: %s", a.id, a.damaged)
 			return
 		}
 		h(w, r, a)
@@ -174,7 +179,12 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"agents": sums})
 }
 
-func (s *Server) handleGet(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	a, status, err := s.lookup(r.PathValue("id"))
+	if err != nil {
+		writeError(w, status, "%v", err)
+		return
+	}
 	writeJSON(w, http.StatusOK, a.summary())
 }
 
@@ -346,6 +356,10 @@ func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request, a *a
 // boardOf answers the agent's board, or false after answering an error.
 func boardOf(w http.ResponseWriter, a *agent) (nodes.Snapshot, string, bool) {
 	b, run, err := a.board()
+	if errors.Is(err, errLinked) {
+		writeError(w, http.StatusForbidden, "agent %q: board of run %q: %v", a.id, run, err)
+		return b, run, false
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "agent %q: board of run %q: %v", a.id, run, err)
 		return b, run, false
@@ -357,6 +371,40 @@ func boardOf(w http.ResponseWriter, a *agent) (nodes.Snapshot, string, bool) {
 		b.Workers = []nodes.Worker{}
 	}
 	return b, run, true
+}
+
+// errLinked is the error for a folder of an agent that is a symbolic link: served, it could show
+// files outside the agent's home.
+var errLinked = errors.New("the folder is a symbolic link, which the server does not follow")
+
+// runRoot opens the folder of run: within the agent's home, and not a symbolic link.
+func (a *agent) runRoot(run string) (*os.Root, error) {
+	home, err := os.OpenRoot(string(a.home))
+	if err != nil {
+		return nil, err
+	}
+	defer home.Close()
+	rel := filepath.Join(filepath.Base(filepath.Dir(string(a.home.Run(run)))), run)
+	st, err := home.Lstat(rel)
+	switch {
+	case err != nil:
+		return nil, err
+	case st.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%w: %s", errLinked, a.home.Run(run))
+	case !st.IsDir():
+		return nil, fmt.Errorf("%s is not a folder", a.home.Run(run))
+	}
+	return home.OpenRoot(rel)
+}
+
+// folderError answers an error of runRoot, or of another folder of the agent: 404 for one not
+// made yet, 403 for one the server will not serve.
+func folderError(w http.ResponseWriter, a *agent, err error) {
+	if errors.Is(err, fs.ErrNotExist) {
+		writeError(w, http.StatusNotFound, "agent %q: the folder does not exist yet", a.id)
+		return
+	}
+	writeError(w, http.StatusForbidden, "agent %q: %v", a.id, err)
 }
 
 func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request, a *agent) {
@@ -386,18 +434,22 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *agent) {
 		writeError(w, http.StatusNotFound, "agent %q: no node %q on the board of run %q", a.id, id, run)
 		return
 	}
-	dir := a.home.Run(run).Node(n.ID)
-	spec, err := os.ReadFile(workspace.Spec(dir))
+	root, err := a.runRoot(run)
+	if err != nil {
+		folderError(w, a, err)
+		return
+	}
+	defer root.Close()
+	dir := workspace.Run(".").Node(n.ID) // relative to the run's root
+	spec, err := root.ReadFile(workspace.Spec(dir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		writeError(w, http.StatusInternalServerError, "agent %q: node %q: %v", a.id, id, err)
+		writeError(w, http.StatusForbidden, "agent %q: node %q: %v", a.id, id, err)
 		return
 	}
 	published := []string{}
-	_ = filepath.WalkDir(dir.Published(), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if rel, err := filepath.Rel(dir.Published(), p); err == nil {
-				published = append(published, filepath.ToSlash(rel))
-			}
+	_ = fs.WalkDir(root.FS(), dir.Published(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			published = append(published, strings.TrimPrefix(p, dir.Published()+"/"))
 		}
 		return nil
 	})
@@ -444,13 +496,9 @@ func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agen
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	root, err := os.OpenRoot(string(a.home.Run(run)))
-	if errors.Is(err, fs.ErrNotExist) {
-		writeError(w, http.StatusNotFound, "agent %q: run %q has no folder yet", a.id, run)
-		return
-	}
+	root, err := a.runRoot(run)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "agent %q: run %q: %v", a.id, run, err)
+		folderError(w, a, err)
 		return
 	}
 	defer root.Close()
@@ -513,19 +561,14 @@ func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agen
 }
 
 func (s *Server) handleMemoryList(w http.ResponseWriter, r *http.Request, a *agent) {
-	files := []string{}
-	if st, err := os.Stat(a.home.Memory()); err == nil && st.Mode().IsRegular() {
-		files = append(files, "MEMORY.md")
+	files, err := a.squad.Memory().List()
+	if err != nil {
+		writeError(w, http.StatusForbidden, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "memory: "))
+		return
 	}
-	dir := a.home.MemoryDir()
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() && strings.HasSuffix(p, ".md") {
-			if rel, err := filepath.Rel(dir, p); err == nil {
-				files = append(files, filepath.ToSlash(rel))
-			}
-		}
-		return nil
-	})
+	if files == nil {
+		files = []string{}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"files": files})
 }
 

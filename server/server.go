@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
@@ -31,6 +33,7 @@ const (
 	StatusInterrupted = "interrupted"       // the last run was paused before it finished: it can be resumed
 	StatusComplete    = "completed"         // the last run finished
 	StatusFailed      = "failed"            // the last run ended with an error
+	StatusDamaged     = "damaged"           // the agent's files could not be opened (Summary.Error says which and why)
 )
 
 // Option configures a Server.
@@ -49,6 +52,7 @@ type config struct {
 	models    []string
 	maxText   int
 	maxRuns   int
+	addr      string
 }
 
 // DefaultMaxText is the default limit on a goal, a message or an answer, in bytes.
@@ -109,6 +113,11 @@ func WithMaxText(n int) Option { return func(c *config) { c.maxText = n } }
 // started beyond it is "queued" until another ends.
 func WithMaxRuns(n int) Option { return func(c *config) { c.maxRuns = n } }
 
+// WithAddr tells the server the address it is served on ("127.0.0.1:8080"): its host is allowed
+// (see [WithAllowedHosts]; an unspecified one such as 0.0.0.0 is not), and a second server
+// started on the same root names it.
+func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
+
 // WithoutResume keeps New from resuming the runs that were in progress when the server last
 // stopped (see [New]): they stay "interrupted" until POST /agents/{id}/resume.
 func WithoutResume() Option { return func(c *config) { c.noResume = true } }
@@ -120,6 +129,7 @@ type Server struct {
 	mux     *http.ServeMux
 	handler http.Handler  // the mux behind the guard
 	token   string        // "" without auth
+	lock    *rootlock.Lock
 	slots   chan struct{} // one per run in progress
 	closing chan struct{} // closed by Close: event streams end
 	wg      sync.WaitGroup
@@ -145,6 +155,23 @@ func New(opts ...Option) (*Server, error) {
 	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, max(c.maxRuns, 1)), closing: make(chan struct{}),
 		agents: map[string]*agent{}, creating: map[string]bool{}}
 	s.handler = s.guard(s.mux)
+	if host, _, err := net.SplitHostPort(c.addr); err == nil && host != "" && !net.ParseIP(strings.Trim(host, "[]")).IsUnspecified() {
+		s.cfg.hosts = append(s.cfg.hosts, c.addr)
+	}
+	lock, err := rootlock.Acquire(c.root, c.addr)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		c.logger.Warn("two servers on one root cannot be prevented here", "err", err)
+	case err != nil:
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.lock = lock
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
 	if err := os.MkdirAll(s.agentsDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -165,8 +192,7 @@ func New(opts ...Option) (*Server, error) {
 		}
 		a, err := s.reopen(e.Name())
 		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("server: agent %s: %w", e.Name(), err)
+			a = s.damagedAgent(e.Name(), err)
 		}
 		if a == nil {
 			continue // deleted
@@ -174,6 +200,7 @@ func New(opts ...Option) (*Server, error) {
 		s.agents[a.id] = a
 	}
 	s.routes()
+	ok = true
 	if !c.noResume {
 		for _, a := range s.agents {
 			a.mu.Lock()
@@ -221,7 +248,12 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	var errs []error
 	for _, a := range all {
-		errs = append(errs, a.squad.Close())
+		if a.squad != nil {
+			errs = append(errs, a.squad.Close())
+		}
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Release())
 	}
 	return errors.Join(errs...)
 }
@@ -259,6 +291,10 @@ type agent struct {
 	gone    bool          // deleted or closed: no more runs
 	done    chan struct{} // closed when the run goroutine ends
 	cancel  context.CancelFunc
+
+	// damaged says why the agent's files could not be opened; a damaged agent has no squad,
+	// is listed with its error, and answers nothing else until it is repaired.
+	damaged string
 
 	scanMu   sync.Mutex
 	scanned  int64     // the last event seen by scan
@@ -340,6 +376,20 @@ func (s *Server) reopen(id string) (*agent, error) {
 	return a, nil
 }
 
+// damagedAgent stands for agent id, whose files could not be opened (err), unless its
+// agent.json says it was deleted.
+func (s *Server) damagedAgent(id string, err error) *agent {
+	home := workspace.Home(filepath.Join(s.agentsDir(), id))
+	var m meta
+	if workspace.ReadJSON(filepath.Join(string(home), metaFile), &m) == nil && m.Deleted {
+		return nil
+	}
+	msg := fmt.Sprintf("%v (repair or remove the file, then restart the server; DELETE forgets the agent)", err)
+	s.cfg.logger.Error("agent damaged; the others are served", "agent", id, "err", err)
+	m.ID, m.Status, m.Error = id, StatusDamaged, msg
+	return &agent{id: id, home: home, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m, damaged: msg, gone: true}
+}
+
 // save writes the agent's meta; the caller holds a.mu.
 func (a *agent) save() {
 	if err := workspace.WriteJSON(filepath.Join(string(a.home), metaFile), a.meta); err != nil {
@@ -351,6 +401,7 @@ func (a *agent) save() {
 var (
 	errRunning = errors.New("a run is already in progress")
 	errGone    = errors.New("the agent was deleted")
+	errDamaged = errors.New("the agent is damaged")
 )
 
 // start starts a run in the background: a new one toward goal, or the run resumeID. A run to
@@ -359,6 +410,9 @@ var (
 func (s *Server) start(a *agent, goal, resumeID string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.damaged != "" {
+		return fmt.Errorf("%w: %s", errDamaged, a.damaged)
+	}
 	if a.gone {
 		return errGone
 	}
@@ -529,6 +583,14 @@ func (a *agent) board() (nodes.Snapshot, string, error) {
 	if run == "" {
 		return nodes.Snapshot{}, "", nil
 	}
+	root, err := a.runRoot(run) // not through a link
+	if errors.Is(err, fs.ErrNotExist) {
+		return nodes.Snapshot{}, run, nil
+	}
+	if err != nil {
+		return nodes.Snapshot{}, run, err
+	}
+	root.Close()
 	b, err := a.squad.ReadBoard(run)
 	return b, run, err
 }
@@ -585,6 +647,10 @@ type Summary struct {
 
 // summary describes the agent.
 func (a *agent) summary() Summary {
+	if a.damaged != "" {
+		return Summary{ID: a.id, Status: StatusDamaged, Error: a.damaged, Goal: a.meta.Goal, Run: a.meta.Run,
+			Mode: string(nodes.Finite), Created: a.meta.Created, Updated: a.meta.Updated}
+	}
 	a.scan()
 	a.mu.Lock()
 	m, running := a.meta, a.running
@@ -746,5 +812,8 @@ func (s *Server) remove(id string) (int, error) {
 	a.meta.Deleted, a.meta.Updated = true, a.now().UTC()
 	a.save()
 	a.mu.Unlock()
+	if a.squad == nil {
+		return 0, nil
+	}
 	return 0, a.squad.Close()
 }

@@ -98,7 +98,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 
 // newServer returns the API server the options describe, logging to log, and what team its
 // agents play.
-func newServer(o options, getenv func(string) string, log *slog.Logger) (*server.Server, string, error) {
+func newServer(o options, getenv func(string) string, log *slog.Logger, extra ...server.Option) (*server.Server, string, error) {
 	model := o.model
 	if model == "" && !o.offline {
 		model = models.Default(getenv)
@@ -125,7 +125,7 @@ func newServer(o options, getenv func(string) string, log *slog.Logger) (*server
 	if !o.resume {
 		opts = append(opts, server.WithoutResume())
 	}
-	srv, err := server.New(opts...)
+	srv, err := server.New(append(opts, extra...)...)
 	return srv, team, err
 }
 
@@ -144,7 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err != nil {
 		return err
 	}
-	srv, team, err := newServer(o, getenv, slog.New(slog.NewTextHandler(stderr, nil)))
+	srv, team, err := newServer(o, getenv, slog.New(slog.NewTextHandler(stderr, nil)), server.WithAddr(ln.Addr().String()))
 	if err != nil {
 		ln.Close()
 		return err

@@ -15,7 +15,9 @@
 // A [Store] opened on a home reads and writes these files. Paths given to it are relative to
 // memory/ ("knowledge/go.md"; a leading "memory/" is accepted too), except "MEMORY.md", which
 // names the curated file. Only .md files can be used, and a path that leads outside memory/
-// — with "..", as an absolute path, or through a symbolic link — is refused. Writes replace a
+// — with "..", as an absolute path, or through a symbolic link — is refused. memory/ and
+// MEMORY.md themselves may not be symbolic links: [Open] refuses them, and should one appear
+// later, reads, writes, searches and listings fail with an error naming it. Writes replace a
 // file atomically or append to it with O_APPEND, and the first write to a file that index.md
 // does not mention adds a line for it to index.md (daily logs are not listed).
 //

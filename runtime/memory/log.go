@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -51,18 +50,18 @@ func (s *Store) log(by, entry string, once bool) error {
 	err := func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		root, err := s.openDir()
+		if err != nil {
+			return fmt.Errorf("memory: log: %w", err)
+		}
+		defer root.Close()
 		if once {
 			for _, day := range []time.Time{now, now.AddDate(0, 0, -1)} {
-				if strings.Contains(s.readPlain(filepath.Join(s.home.MemoryDir(), DailyLog(day)))+"\n", " "+text) {
+				if strings.Contains(readPlain(root, DailyLog(day))+"\n", " "+text) {
 					return nil
 				}
 			}
 		}
-		root, err := os.OpenRoot(s.home.MemoryDir())
-		if err != nil {
-			return fmt.Errorf("memory: log: the memory folder is not available: %v", files.Cause(err))
-		}
-		defer root.Close()
 		n, err := appendFile(root, name, line)
 		if err != nil {
 			return fmt.Errorf("memory: log to %s: %v", name, files.Cause(err))
@@ -79,15 +78,25 @@ func (s *Store) log(by, entry string, once bool) error {
 
 // Recent returns the daily logs of the last days days, today (by the store's clock)
 // included, oldest first, each headed by "### YYYY-MM-DD". Days without a log are left out;
-// it returns "" when there are none.
+// it returns "" when there are none, and when memory/ is a symbolic link (see [Open]).
 func (s *Store) Recent(days int) string {
 	now := s.cfg.now()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	dir, err := s.openDir()
+	if err != nil {
+		return ""
+	}
+	defer dir.Close()
+	return recent(dir, now, days)
+}
+
+// recent is [Store.Recent] on memory/ opened as dir.
+func recent(dir *os.Root, now time.Time, days int) string {
 	var parts []string
 	for d := days - 1; d >= 0; d-- {
 		day := now.AddDate(0, 0, -d)
-		text := s.readPlain(filepath.Join(s.home.MemoryDir(), DailyLog(day)))
+		text := readPlain(dir, DailyLog(day))
 		if text == "" {
 			continue
 		}
@@ -99,12 +108,20 @@ func (s *Store) Recent(days int) string {
 // Prompt returns the memory that goes into a coordinator's system prompt at session start:
 // MEMORY.md, memory/index.md and the daily logs of today and yesterday, each in a section
 // headed "## ...". Empty files, and an index.md still as [Open] created it, are left out; it
-// returns "" when all are.
+// returns "" when all are. A memory/ or a MEMORY.md that is a symbolic link is left out too.
 func (s *Store) Prompt() string {
-	recent := s.Recent(2)
+	now := s.cfg.now()
+	var curated, index, logs string
 	s.mu.RLock()
-	curated := s.readPlain(s.home.Memory())
-	index := s.readPlain(filepath.Join(s.home.MemoryDir(), IndexFile))
+	if home, err := s.openHome(); err == nil {
+		curated = readPlain(home, CuratedFile)
+		home.Close()
+	}
+	if dir, err := s.openDir(); err == nil {
+		index = readPlain(dir, IndexFile)
+		logs = recent(dir, now, 2)
+		dir.Close()
+	}
 	s.mu.RUnlock()
 	if index == strings.TrimSpace(indexTemplate) {
 		index = ""
@@ -116,19 +133,20 @@ func (s *Store) Prompt() string {
 	if index != "" {
 		parts = append(parts, "## Memory index (memory/index.md)\n\nSearch these with memory_search, or read one with memory_read.\n\n"+index)
 	}
-	if recent != "" {
-		parts = append(parts, "## Recent daily logs (memory/YYYY-MM-DD.md)\n\n"+recent)
+	if logs != "" {
+		parts = append(parts, "## Recent daily logs (memory/YYYY-MM-DD.md)\n\n"+logs)
 	}
 	return strings.Join(parts, "\n\n")
 }
 
-// readPlain returns the trimmed content of the regular file p (not a symbolic link), or "".
-func (s *Store) readPlain(p string) string {
-	st, err := os.Lstat(p)
+// readPlain returns the trimmed content of the regular file name in root (not a symbolic
+// link), or "".
+func readPlain(root *os.Root, name string) string {
+	st, err := root.Lstat(name)
 	if err != nil || !st.Mode().IsRegular() {
 		return ""
 	}
-	data, err := os.ReadFile(p)
+	data, err := root.ReadFile(name)
 	if err != nil {
 		return ""
 	}

@@ -3,7 +3,6 @@ package memory
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"unicode"
@@ -44,7 +43,8 @@ var stopWords = map[string]bool{
 // limit <= 0) and, past the first, no more than the budget in bytes.
 //
 // When nothing matches the result is a text beginning "no memory matches", not an error. A
-// query without any word is an error.
+// query without any word is an error, and so is a memory/ or a MEMORY.md that is a symbolic
+// link (nothing is searched through it).
 func (s *Store) Search(query string, limit int) (string, error) {
 	if limit <= 0 {
 		limit = DefaultLimit
@@ -54,17 +54,17 @@ func (s *Store) Search(query string, limit int) (string, error) {
 		return "", errors.New(`memory: search needs a query with some words, like "python asyncio event loop"`)
 	}
 	s.mu.RLock()
-	files := s.files()
+	files, err := s.files(true)
+	s.mu.RUnlock()
+	if err != nil {
+		return "", fmt.Errorf("memory: search: %w", err)
+	}
 	contents := make([]string, len(files))
 	total := 0
 	for i, f := range files {
-		data, err := os.ReadFile(f.abs)
-		if err == nil {
-			contents[i] = string(data)
-		}
+		contents[i] = f.content
 		total += len(contents[i])
 	}
-	s.mu.RUnlock()
 
 	if total == 0 {
 		return fmt.Sprintf("no memory matches %q: memory is empty, nothing has been written to it yet.", query), nil

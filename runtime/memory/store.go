@@ -109,7 +109,8 @@ type Store struct {
 
 // Open opens the memory of home, creating memory/, memory/knowledge/, memory/experiences/,
 // memory/preferences/ and memory/index.md if they are missing (and the home folder itself).
-// It does not create MEMORY.md.
+// It does not create MEMORY.md. A memory/ or a MEMORY.md that is a symbolic link is refused:
+// memory is kept in the home, and a link could lead anywhere.
 func Open(home workspace.Home, opts ...Option) (*Store, error) {
 	cfg := config{budget: DefaultBudget, now: time.Now}
 	for _, o := range opts {
@@ -118,17 +119,26 @@ func Open(home workspace.Home, opts ...Option) (*Store, error) {
 	if home == "" {
 		return nil, errors.New("memory: open: no home folder given")
 	}
+	s := &Store{home: home, cfg: cfg}
+	if err := s.checkLinks(); err != nil {
+		return nil, fmt.Errorf("memory: open: %w", err)
+	}
 	dir := home.MemoryDir()
-	for _, d := range append([]string{dir}, topicDirs...) {
-		if d != dir {
-			d = filepath.Join(dir, d)
-		}
-		if err := os.MkdirAll(d, dirPerm); err != nil {
-			return nil, fmt.Errorf("memory: open: create %s: %w", d, files.Cause(err))
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return nil, fmt.Errorf("memory: open: create %s: %w", dir, files.Cause(err))
+	}
+	root, err := s.openDir()
+	if err != nil {
+		return nil, fmt.Errorf("memory: open: %w", err)
+	}
+	defer root.Close()
+	for _, d := range topicDirs {
+		if err := root.MkdirAll(d, dirPerm); err != nil {
+			return nil, fmt.Errorf("memory: open: create %s: %w", filepath.Join(dir, d), files.Cause(err))
 		}
 	}
 	idx := filepath.Join(dir, IndexFile)
-	f, err := os.OpenFile(idx, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := root.OpenFile(IndexFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	switch {
 	case err == nil:
 		_, err = f.WriteString(indexTemplate)
@@ -141,7 +151,63 @@ func Open(home workspace.Home, opts ...Option) (*Store, error) {
 	case !errors.Is(err, fs.ErrExist):
 		return nil, fmt.Errorf("memory: open: create %s: %w", idx, files.Cause(err))
 	}
-	return &Store{home: home, cfg: cfg}, nil
+	return s, nil
+}
+
+// checkLinks returns an error if memory/ or MEMORY.md is a symbolic link (see checkLink).
+func (s *Store) checkLinks() error {
+	return errors.Join(s.checkLink(false), s.checkLink(true))
+}
+
+// checkLink returns an error naming memory/ (curated: MEMORY.md) if it is a symbolic link. The
+// store works only on the folder and the file of the home itself: through a link it would
+// read and write wherever the link leads, outside the home.
+func (s *Store) checkLink(curated bool) error {
+	p, what, kind := s.home.MemoryDir(), "the memory folder", "folder"
+	if curated {
+		p, what, kind = s.home.Memory(), CuratedFile, "file"
+	}
+	if st, err := os.Lstat(p); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link, and %s may not be one (it could lead outside the agent's home): replace the link with a real %s", p, what, kind)
+	}
+	return nil
+}
+
+// openHome opens the home folder as a root; MEMORY.md is read and written through it.
+func (s *Store) openHome() (*os.Root, error) {
+	root, err := os.OpenRoot(string(s.home))
+	if err != nil {
+		return nil, fmt.Errorf("the home folder %s is not available: %v", s.home, files.Cause(err))
+	}
+	return root, nil
+}
+
+// openDir opens memory/ as a root, refusing a memory/ that is a symbolic link (see
+// checkLinks). It opens memory/ from within the home, so that a link put in its place after
+// the check cannot lead outside the home either.
+func (s *Store) openDir() (*os.Root, error) {
+	if err := s.checkLink(false); err != nil {
+		return nil, err
+	}
+	dir := s.home.MemoryDir()
+	home, err := s.openHome()
+	if err != nil {
+		return nil, err
+	}
+	defer home.Close()
+	root, err := home.OpenRoot(filepath.Base(dir))
+	if err != nil {
+		return nil, fmt.Errorf("the memory folder %s is not available: %v", dir, files.Cause(err))
+	}
+	return root, nil
+}
+
+// openRoot opens the folder t is in: the home for MEMORY.md, memory/ for the others.
+func (s *Store) openRoot(t target) (*os.Root, error) {
+	if t.curated {
+		return s.openHome()
+	}
+	return s.openDir()
 }
 
 // Home returns the home folder the store was opened on.
@@ -172,9 +238,9 @@ func (s *Store) write(by, path, content string, append bool) ([]Write, error) {
 		if err != nil {
 			return err
 		}
-		root, err := os.OpenRoot(t.root)
+		root, err := s.openRoot(t)
 		if err != nil {
-			return fmt.Errorf("memory: write %s: the memory folder is not available: %v", t.rel, files.Cause(err))
+			return fmt.Errorf("memory: write %s: %w", t.rel, err)
 		}
 		defer root.Close()
 		if dir := filepath.Dir(t.real); dir != "." {
@@ -218,9 +284,9 @@ func (s *Store) Read(path string) (string, error) {
 	if !t.exists {
 		return "", fmt.Errorf("memory: %q does not exist; %s", t.rel, s.describeFiles())
 	}
-	root, err := os.OpenRoot(t.root)
+	root, err := s.openRoot(t)
 	if err != nil {
-		return "", fmt.Errorf("memory: read %s: the memory folder is not available: %v", t.rel, files.Cause(err))
+		return "", fmt.Errorf("memory: read %s: %w", t.rel, err)
 	}
 	defer root.Close()
 	st, err := root.Stat(t.real)
@@ -381,7 +447,6 @@ func firstTitle(content string) string {
 type target struct {
 	rel     string // the path as shown: relative to memory/, or "MEMORY.md"
 	curated bool   // MEMORY.md
-	root    string // real path of the folder the file is in: memory/, or the home for MEMORY.md
 	real    string // the file's real location relative to root, OS-separated
 	exists  bool
 }
@@ -419,11 +484,13 @@ func (s *Store) resolve(p string) (target, error) {
 		t.curated = true
 		root = string(s.home)
 	}
+	if err := s.checkLink(t.curated); err != nil {
+		return target{}, fmt.Errorf("memory: path %q cannot be used: %w", shown, err)
+	}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return target{}, fmt.Errorf("memory: the memory folder is not available: %v", files.Cause(err))
 	}
-	t.root = realRoot
 	parts := strings.Split(rel, "/")
 	i := len(parts)
 	realPrefix := ""
@@ -463,50 +530,90 @@ func (s *Store) resolve(p string) (target, error) {
 
 // memFile is one memory file found by files.
 type memFile struct {
-	rel  string // as shown: "MEMORY.md" or relative to memory/
-	abs  string
-	size int64
-	mod  time.Time
+	rel     string // as shown: "MEMORY.md" or relative to memory/
+	size    int64
+	mod     time.Time
+	content string // read only when asked for; "" if it could not be read
 }
 
 // files lists the memory files: MEMORY.md (if it is a regular file) and the regular .md
-// files under memory/, in path order; symbolic links and hidden names are skipped.
-func (s *Store) files() []memFile {
-	var out []memFile
-	if st, err := os.Lstat(s.home.Memory()); err == nil && st.Mode().IsRegular() {
-		out = append(out, memFile{rel: CuratedFile, abs: s.home.Memory(), size: st.Size(), mod: st.ModTime()})
+// files under memory/, in path order; symbolic links and hidden names are skipped. With read
+// it reads their content too. A memory/ or a MEMORY.md that is a symbolic link is an error
+// (see checkLinks): nothing is listed or read through it.
+func (s *Store) files(read bool) ([]memFile, error) {
+	if err := s.checkLinks(); err != nil {
+		return nil, err
 	}
-	dir := s.home.MemoryDir()
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	home, err := s.openHome()
+	if err != nil {
+		return nil, err
+	}
+	defer home.Close()
+	dir, err := s.openDir()
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	var out []memFile
+	add := func(root *os.Root, name, rel string, st fs.FileInfo) {
+		f := memFile{rel: rel, size: st.Size(), mod: st.ModTime()}
+		if read {
+			if data, err := root.ReadFile(name); err == nil {
+				f.content = string(data)
+			}
+		}
+		out = append(out, f)
+	}
+	if st, err := home.Lstat(CuratedFile); err == nil && st.Mode().IsRegular() {
+		add(home, CuratedFile, CuratedFile, st)
+	}
+	_ = fs.WalkDir(dir.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable parts are skipped
 		}
-		if p != dir && strings.HasPrefix(d.Name(), ".") {
+		if p != "." && strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !strings.EqualFold(filepath.Ext(p), ".md") {
+		if !d.Type().IsRegular() || !strings.EqualFold(path.Ext(p), ".md") {
 			return nil
 		}
 		info, err := d.Info()
 		if err != nil {
 			return nil
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return nil
-		}
-		out = append(out, memFile{rel: filepath.ToSlash(rel), abs: p, size: info.Size(), mod: info.ModTime()})
+		add(dir, filepath.FromSlash(p), p, info)
 		return nil
 	})
-	return out
+	return out, nil
+}
+
+// List returns the paths of the memory files as [Store.Read] takes them: "MEMORY.md" if it
+// exists, then the .md files under memory/ ("index.md", "knowledge/go.md"), in path order.
+// Symbolic links and hidden names are left out. A memory/ or a MEMORY.md that is a symbolic
+// link is an error naming it.
+func (s *Store) List() ([]string, error) {
+	s.mu.RLock()
+	list, err := s.files(false)
+	s.mu.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("memory: list: %w", err)
+	}
+	names := make([]string, len(list))
+	for i, f := range list {
+		names[i] = f.rel
+	}
+	return names, nil
 }
 
 // describeFiles says briefly which files memory holds, for errors.
 func (s *Store) describeFiles() string {
-	list := s.files()
+	list, err := s.files(false)
+	if err != nil {
+		return "memory cannot be listed: " + err.Error()
+	}
 	if len(list) == 0 {
 		return "memory holds no files yet"
 	}

@@ -1,0 +1,18 @@
+//go:build !(darwin || dragonfly || freebsd || illumos || linux || netbsd || openbsd)
+
+package rootlock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+)
+
+// lockFile fails: there is no flock here.
+func lockFile(*os.File) error {
+	return fmt.Errorf("locking a folder is not supported on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+}
+
+// unlockFile does nothing: lockFile never locks here.
+func unlockFile(*os.File) error { return nil }
