@@ -127,8 +127,8 @@ func WithoutResume() Option { return func(c *config) { c.noResume = true } }
 type Server struct {
 	cfg     config
 	mux     *http.ServeMux
-	handler http.Handler  // the mux behind the guard
-	token   string        // "" without auth
+	handler http.Handler // the mux behind the guard
+	token   string       // "" without auth
 	lock    *rootlock.Lock
 	slots   chan struct{} // one per run in progress
 	closing chan struct{} // closed by Close: event streams end
