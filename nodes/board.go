@@ -121,12 +121,14 @@ type Worker struct {
 // board is the run's work board: its nodes and workers. Every change is written through to the
 // run's folder (nodes/{id}/_node.json with _spec.md, _refs.json and _status.md beside it;
 // workers/{id}/worker.json), so the folder is the board's truth and a restarted process reads it
-// back. A board is safe for concurrent use.
+// back. A board is safe for concurrent use. Changes are made one at a time (wmu), each written
+// to disk before it is made in memory (under mu, briefly), so a reader never waits for a write.
 type board struct {
 	run workspace.Run
 	now func() time.Time
 
-	mu      sync.Mutex
+	wmu     sync.Mutex   // held by a change, from reading what it changes to its end
+	mu      sync.RWMutex // guards what follows; changed only by a holder of wmu
 	nodes   map[string]*Node
 	workers map[string]*Worker
 	seq     int      // for node ids
@@ -227,8 +229,8 @@ func (s Snapshot) Worker(idOrName string) (Worker, bool) {
 
 // Snapshot returns a copy of the board, nodes in creation order, workers by id.
 func (b *board) Snapshot() Snapshot {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	var s Snapshot
 	for _, n := range b.nodes {
 		s.Nodes = append(s.Nodes, cloneNode(n))
@@ -275,14 +277,26 @@ type nodeSpec struct {
 	Key    string // an idempotency key: a second create with the same key returns the first node
 }
 
-// adopt adds n to its parent's children, if it is not there yet.
+// adopt adds n to its parent's children, if it is not there yet; b.wmu is held.
 func (b *board) adopt(n *Node) error {
 	p := b.nodes[n.Parent]
 	if p == nil || slices.Contains(p.Children, n.ID) {
 		return nil
 	}
-	p.Children = append(p.Children, n.ID)
-	return b.saveNode(p)
+	c := cloneNode(p)
+	c.Children = append(c.Children, n.ID)
+	if err := b.saveNode(&c); err != nil {
+		return err
+	}
+	b.set(func() { *p = c })
+	return nil
+}
+
+// set makes a change in memory that is on disk; b.wmu is held.
+func (b *board) set(change func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	change()
 }
 
 // create adds a node, writes its folder and returns it; created is false when a node with the
@@ -291,8 +305,8 @@ func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
 	if strings.TrimSpace(nn.Task) == "" {
 		return Node{}, false, errors.New("the task is empty")
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
 	if nn.Key != "" {
 		for _, n := range b.nodes {
 			if n.Key == nn.Key { // created before a crash, maybe not yet linked to its parent
@@ -351,7 +365,7 @@ func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
 	if err := b.saveNode(node); err != nil {
 		return Node{}, false, err
 	}
-	b.nodes[node.ID] = node
+	b.set(func() { b.nodes[node.ID] = node })
 	if err := b.adopt(node); err != nil {
 		return Node{}, false, err
 	}
@@ -384,8 +398,8 @@ func specText(n *Node) string {
 
 // update changes node id with fn and writes it back, with _status.md.
 func (b *board) update(id string, fn func(n *Node) error) (Node, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
 	n, ok := b.nodes[id]
 	if !ok {
 		return Node{}, fmt.Errorf("node %q is not on the board (nodes: %s)", id, b.nodeList())
@@ -401,11 +415,11 @@ func (b *board) update(id string, fn func(n *Node) error) (Node, error) {
 	if err := b.saveNode(&c); err != nil {
 		return Node{}, err
 	}
-	*n = c
-	return cloneNode(n), nil
+	b.set(func() { *n = c })
+	return cloneNode(&c), nil
 }
 
-// saveNode writes n's _node.json and _status.md; b.mu is held.
+// saveNode writes n's _node.json and _status.md; b.wmu is held.
 func (b *board) saveNode(n *Node) error {
 	dir := b.run.Node(n.ID)
 	if err := workspace.WriteJSON(dir.Path(nodeFile), n); err != nil {
@@ -450,8 +464,8 @@ func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
 	if err := workspace.ValidID(id); err != nil {
 		return Worker{}, false, fmt.Errorf("worker name %q: %w", name, err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
 	if old := b.findWorker(name); old != nil {
 		return *old, false, nil
 	}
@@ -485,14 +499,14 @@ func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
 	if err := b.saveWorker(wk); err != nil {
 		return Worker{}, false, err
 	}
-	b.workers[id] = wk
+	b.set(func() { b.workers[id] = wk })
 	return *wk, true, nil
 }
 
 // updateWorker changes worker id with fn and writes it back.
 func (b *board) updateWorker(id string, fn func(w *Worker)) (Worker, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
 	w := b.findWorker(id)
 	if w == nil {
 		return Worker{}, fmt.Errorf("worker %q does not exist (workers: %s)", id, b.workerList())
@@ -505,7 +519,7 @@ func (b *board) updateWorker(id string, fn func(w *Worker)) (Worker, error) {
 	if err := b.saveWorker(&c); err != nil {
 		return Worker{}, err
 	}
-	*w = c
+	b.set(func() { *w = c })
 	return c, nil
 }
 
@@ -513,7 +527,7 @@ func (b *board) saveWorker(w *Worker) error {
 	return workspace.WriteJSON(filepath.Join(string(b.run.Worker(w.ID)), workerFile), w)
 }
 
-// findWorker finds a worker by id or name (case-insensitive); b.mu is held.
+// findWorker finds a worker by id or name (case-insensitive); b.wmu or b.mu is held.
 func (b *board) findWorker(idOrName string) *Worker {
 	if w, ok := b.workers[idOrName]; ok {
 		return w

@@ -55,8 +55,8 @@ func readRunState(dir workspace.Run) (runState, error) {
 
 // runState returns the run's state.
 func (b *board) runState() runState {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	st := b.state
 	st.Applied = nil
 	return st
@@ -67,8 +67,8 @@ func (b *board) runState() runState {
 // before a restart), fn is not called. It returns the state as it is afterwards, and whether
 // fn was applied.
 func (b *board) updateRun(key string, fn func(st *runState)) (runState, bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
 	if key != "" && slices.Contains(b.state.Applied, key) {
 		st := b.state
 		st.Applied = nil
@@ -83,7 +83,7 @@ func (b *board) updateRun(key string, fn func(st *runState)) (runState, bool, er
 	if err := workspace.WriteJSON(filepath.Join(string(b.run), runFile), st); err != nil {
 		return b.state, false, err
 	}
-	b.state = st
+	b.set(func() { b.state = st })
 	st.Applied = nil
 	return st, true, nil
 }

@@ -7,10 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/server"
 )
 
@@ -175,8 +178,11 @@ func TestModelsByPolicy(t *testing.T) {
 	assert.Zero(t, c.agentCount())
 
 	allowed := start(t, t.TempDir(), demoTeam, server.WithModels("nosuch/model"))
-	msg = allowed.errorOf("POST", "/agents", map[string]string{"goal": "chips", "model": "nosuch/model"}, http.StatusBadRequest)
-	assert.Contains(t, msg, "nosuch", "an allowed model goes on to be resolved")
+	require.Equal(t, http.StatusCreated, allowed.do("POST", "/agents", map[string]string{"id": "a", "goal": "chips", "model": "nosuch/model"}, nil))
+	sum := allowed.await("a", server.StatusFailed)
+	assert.Contains(t, sum.Error, "nosuch", "an allowed model goes on to be resolved")
+	msg = allowed.errorOf("POST", "/agents/a/runs", map[string]string{"goal": "chips"}, http.StatusConflict)
+	assert.Contains(t, msg, "failed")
 }
 
 // A goal, message or answer over the limit is refused with 413 naming the limit; nothing is
@@ -197,14 +203,21 @@ func TestOversizedTextIsRefused(t *testing.T) {
 	c.errorOf("POST", "/agents/a/runs", map[string]string{"goal": strings.Repeat("g", 1001)}, http.StatusRequestEntityTooLarge)
 }
 
-// Runs beyond the cap are queued, not refused, and run when a place frees.
+// Runs beyond the cap are queued, not refused, and run when a place frees: here when the first
+// agent's worker has the human's answer.
 func TestRunsBeyondTheCapAreQueued(t *testing.T) {
-	c := start(t, t.TempDir(), demoTeam, server.WithMaxRuns(1))
-	var first, second server.Summary
-	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "first", "goal": "chips"}, &first))
-	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "second", "goal": "chips"}, &second))
-	assert.Equal(t, server.StatusWorking, first.Status)
-	assert.Equal(t, server.StatusQueued, second.Status)
+	team := func(id string) []nodes.Option {
+		if id == "first" {
+			return append(demo.Team(demo.WithHumanQuestion()), nodes.WithTick(20*time.Millisecond))
+		}
+		return demoTeam(id)
+	}
+	c := start(t, t.TempDir(), team, server.WithMaxRuns(1))
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "first", "goal": "chips"}, nil))
+	c.await("first", server.StatusWaiting)
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "second", "goal": "chips"}, nil))
+	c.await("second", server.StatusQueued)
+	require.Equal(t, http.StatusOK, c.do("POST", "/agents/first/respond", map[string]string{"response": "yes"}, nil))
 	c.await("first", server.StatusComplete)
 	c.await("second", server.StatusComplete)
 }

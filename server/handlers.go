@@ -92,8 +92,8 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional 
 	return false
 }
 
-// withAgent looks up the agent of the request's {id}; a damaged agent answers 409 naming its
-// damage (only its summary is served, by GET /agents/{id}).
+// withAgent looks up the agent of the request's {id}, once it is set up; a damaged agent answers
+// 409 naming its damage (only its summary is served, by GET /agents/{id}).
 func (s *Server) withAgent(h func(http.ResponseWriter, *http.Request, *agent)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		a, status, err := s.lookup(r.PathValue("id"))
@@ -101,8 +101,16 @@ func (s *Server) withAgent(h func(http.ResponseWriter, *http.Request, *agent)) h
 			writeError(w, status, "%v", err)
 			return
 		}
+		select {
+		case <-a.ready:
+		case <-r.Context().Done():
+			return
+		}
 		if a.damaged != "" {
-			writeError(w, http.StatusConflict, "agent %q is damaged: %s", a.id, a.damaged)
+			a.mu.Lock()
+			status := a.meta.Status
+			a.mu.Unlock()
+			writeError(w, http.StatusConflict, "agent %q is %s: %s", a.id, status, a.damaged)
 			return
 		}
 		h(w, r, a)
@@ -224,7 +232,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, a *agent) {
 	if !s.text(w, "goal", req.Goal) {
 		return
 	}
-	if err := s.start(a, req.Goal, ""); err != nil {
+	if err := s.start(a, req.Goal, "", false); err != nil {
 		startError(w, a, err)
 		return
 	}
@@ -254,7 +262,7 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) 
 		writeError(w, http.StatusNotFound, "agent %q has no run %q", a.id, req.Run)
 		return
 	}
-	if err := s.start(a, "", req.Run); err != nil {
+	if err := s.start(a, "", req.Run, true); err != nil {
 		startError(w, a, err)
 		return
 	}

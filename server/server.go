@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -134,10 +135,9 @@ type Server struct {
 	closing chan struct{} // closed by Close: event streams end
 	wg      sync.WaitGroup
 
-	mu       sync.Mutex
-	agents   map[string]*agent
-	creating map[string]bool // ids of agents being set up
-	closed   bool
+	mu     sync.Mutex
+	agents map[string]*agent
+	closed bool
 }
 
 // New returns a server over the agents found under the root folder: it re-opens their squads
@@ -153,7 +153,7 @@ func New(opts ...Option) (*Server, error) {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, max(c.maxRuns, 1)), closing: make(chan struct{}),
-		agents: map[string]*agent{}, creating: map[string]bool{}}
+		agents: map[string]*agent{}}
 	s.handler = s.guard(s.mux)
 	if host, _, err := net.SplitHostPort(c.addr); err == nil && host != "" && !net.ParseIP(strings.Trim(host, "[]")).IsUnspecified() {
 		s.cfg.hosts = append(s.cfg.hosts, c.addr)
@@ -210,7 +210,7 @@ func New(opts ...Option) (*Server, error) {
 				continue
 			}
 			s.cfg.logger.Info("resuming the run in progress when the server stopped", "agent", a.id, "run", run)
-			if err := s.start(a, "", run); err != nil {
+			if err := s.start(a, "", run, true); err != nil {
 				s.cfg.logger.Error("cannot resume run", "agent", a.id, "run", run, "err", err)
 			}
 		}
@@ -292,9 +292,12 @@ type agent struct {
 	done    chan struct{} // closed when the run goroutine ends
 	cancel  context.CancelFunc
 
-	// damaged says why the agent's files could not be opened; a damaged agent has no squad,
-	// is listed with its error, and answers nothing else until it is repaired.
+	// damaged says why the agent's files could not be opened, or its squad made; such an
+	// agent has no squad, is listed with its error, and answers nothing else.
 	damaged string
+	ready   chan struct{} // closed once the squad is made (or could not be)
+	ended   *nodes.Snapshot // the board of the last run, read once it is not in progress (a.mu)
+	starts  int             // the runs started, so that a board read before one is not kept (a.mu)
 
 	scanMu   sync.Mutex
 	scanned  int64     // the last event seen by scan
@@ -330,7 +333,7 @@ func (s *Server) wake(id, runID string) {
 		return
 	}
 	s.cfg.logger.Info("a trigger wakes the run", "agent", id, "run", runID)
-	if err := s.start(a, "", runID); err != nil {
+	if err := s.start(a, "", runID, true); err != nil {
 		s.cfg.logger.Warn("a trigger could not wake the run", "agent", id, "run", runID, "err", err)
 	}
 }
@@ -366,7 +369,7 @@ func (s *Server) reopen(id string) (*agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &agent{id: id, home: home, squad: sq, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m}
+	a := &agent{id: id, home: home, squad: sq, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m, ready: closed()}
 	if crashed {
 		a.log.Info("the run was in progress when the server stopped", "run", m.Run)
 		a.mu.Lock()
@@ -387,7 +390,14 @@ func (s *Server) damagedAgent(id string, err error) *agent {
 	msg := fmt.Sprintf("%v (repair or remove the file, then restart the server; DELETE forgets the agent)", err)
 	s.cfg.logger.Error("agent damaged; the others are served", "agent", id, "err", err)
 	m.ID, m.Status, m.Error = id, StatusDamaged, msg
-	return &agent{id: id, home: home, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m, damaged: msg, gone: true}
+	return &agent{id: id, home: home, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m, damaged: msg, gone: true, ready: closed()}
+}
+
+// closed returns a closed channel: the ready of an agent that is ready from the start.
+func closed() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }
 
 // save writes the agent's meta; the caller holds a.mu.
@@ -404,10 +414,10 @@ var (
 	errDamaged = errors.New("the agent is damaged")
 )
 
-// start starts a run in the background: a new one toward goal, or the run resumeID. A run to
-// resume whose folder was never made (the server stopped before the squad began it) begins
-// anew toward the agent's goal.
-func (s *Server) start(a *agent, goal, resumeID string) error {
+// start starts a run in the background: a new one toward goal (with id runID, or a new id when
+// it is empty), or, with resume, the run runID. A run to resume whose folder was never made
+// (the server stopped before the squad began it) begins anew toward the agent's goal.
+func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.damaged != "" {
@@ -419,15 +429,17 @@ func (s *Server) start(a *agent, goal, resumeID string) error {
 	if a.running {
 		return errRunning
 	}
-	id := resumeID
+	id := runID
 	if id == "" {
 		id = a.newRunID()
-	} else if a.unbegun(id) {
-		goal, resumeID = a.meta.Goal, ""
+	}
+	if resume && a.unbegun(id) {
+		goal, resume = a.meta.Goal, false
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	a.running, a.done, a.cancel = true, done, cancel
+	a.running, a.done, a.cancel, a.ended = true, done, cancel, nil
+	a.starts++
 	a.meta.Run, a.meta.Status, a.meta.Error, a.meta.Output = id, StatusWorking, "", ""
 	if goal != "" {
 		a.meta.Goal = goal
@@ -456,7 +468,7 @@ func (s *Server) start(a *agent, goal, resumeID string) error {
 		}
 		switch {
 		case err != nil:
-		case resumeID != "":
+		case resume:
 			res, err = a.squad.Resume(ctx, id)
 			if errors.Is(err, nodes.ErrNotStarted) && again != "" {
 				res, err = a.squad.RunID(ctx, id, again)
@@ -595,6 +607,30 @@ func (a *agent) board() (nodes.Snapshot, string, error) {
 	return b, run, err
 }
 
+// summaryBoard returns the board for a summary: the run's in progress, else the last run's,
+// read once and kept until a run starts (a summary of every agent is cheap).
+func (a *agent) summaryBoard(running bool) nodes.Snapshot {
+	if running {
+		b, _, _ := a.board()
+		return b
+	}
+	a.mu.Lock()
+	ended, starts := a.ended, a.starts
+	a.mu.Unlock()
+	if ended != nil {
+		return *ended
+	}
+	b, _, err := a.board()
+	if err == nil {
+		a.mu.Lock()
+		if !a.running && a.starts == starts {
+			a.ended = &b
+		}
+		a.mu.Unlock()
+	}
+	return b
+}
+
 // waiting returns who waits for the human's answer on the board, and the question: a worker,
 // or the coordinator; "" when no one does.
 func (a *agent) waiting(b nodes.Snapshot) (who, question string) {
@@ -647,9 +683,19 @@ type Summary struct {
 
 // summary describes the agent.
 func (a *agent) summary() Summary {
+	select {
+	case <-a.ready:
+	default: // being set up
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return Summary{ID: a.id, Status: a.meta.Status, Run: a.meta.Run, Goal: a.meta.Goal, Model: a.meta.Model,
+			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
+	}
 	if a.damaged != "" {
-		return Summary{ID: a.id, Status: StatusDamaged, Error: a.damaged, Goal: a.meta.Goal, Run: a.meta.Run,
-			Mode: string(nodes.Finite), Created: a.meta.Created, Updated: a.meta.Updated}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return Summary{ID: a.id, Status: a.meta.Status, Error: a.damaged, Goal: a.meta.Goal, Run: a.meta.Run, Model: a.meta.Model,
+			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
 	}
 	a.scan()
 	a.mu.Lock()
@@ -663,7 +709,7 @@ func (a *agent) summary() Summary {
 	if sum.Status == "" {
 		sum.Status = StatusIdle
 	}
-	b, _, _ := a.board()
+	b := a.summaryBoard(running)
 	sum.Nodes, sum.Workers = len(b.Nodes), len(b.Workers)
 	if running && m.Status != StatusQueued {
 		sum.Status = StatusWorking
@@ -688,69 +734,66 @@ func newAgentID() string {
 }
 
 // create creates the agent of a POST /agents request and starts its run.
-// The id is reserved under the server's lock; the agent is set up without it, so requests for
-// other agents are not held up.
+// The agent is listed at once, "working"; its squad is set up in the background (setUp), so
+// that neither this request nor the server waits for it: requests for the agent wait until it
+// is ready, and its summary is served meanwhile.
 func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
-	dir, status, err := s.reserve(id)
-	if err != nil {
-		return nil, status, err
-	}
-	id = filepath.Base(dir)
-	defer func() {
-		s.mu.Lock()
-		delete(s.creating, id)
-		s.mu.Unlock()
-	}()
-	now := s.cfg.now().UTC()
-	m := meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusIdle, Created: now, Updated: now}
-	sq, err := nodes.New(s.squadOptions(id, m)...)
-	if err != nil {
-		status := http.StatusInternalServerError
-		if model != "" {
-			status = http.StatusBadRequest
-		}
-		return nil, status, fmt.Errorf("agent %q: %w", id, err)
-	}
-	a := &agent{id: id, home: workspace.Home(dir), squad: sq, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m}
-	a.mu.Lock()
-	a.save()
-	a.mu.Unlock()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, http.StatusServiceUnavailable, errors.Join(errClosed, sq.Close())
-	}
-	s.agents[id] = a
-	s.mu.Unlock()
-	if err := s.start(a, goal, ""); errors.Is(err, errGone) {
-		return nil, http.StatusServiceUnavailable, errClosed
-	} else if err != nil {
-		return nil, http.StatusInternalServerError, err
-	}
-	return a, 0, nil
-}
-
-// reserve reserves agent id (a new id when empty) for create, and returns its folder.
-func (s *Server) reserve(id string) (string, int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return "", http.StatusServiceUnavailable, errClosed
+		return nil, http.StatusServiceUnavailable, errClosed
 	}
-	taken := func(id string) bool { return s.agents[id] != nil || s.creating[id] }
 	if id == "" {
-		for id = newAgentID(); taken(id); id = newAgentID() {
+		for id = newAgentID(); s.agents[id] != nil; id = newAgentID() {
 		}
 	}
-	if taken(id) {
-		return "", http.StatusConflict, fmt.Errorf("agent %q already exists", id)
+	if _, ok := s.agents[id]; ok {
+		return nil, http.StatusConflict, fmt.Errorf("agent %q already exists", id)
 	}
 	dir := filepath.Join(s.agentsDir(), id)
 	if _, err := os.Lstat(dir); err == nil {
-		return "", http.StatusConflict, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir)
+		return nil, http.StatusConflict, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir)
 	}
-	s.creating[id] = true
-	return dir, 0, nil
+	now := s.cfg.now().UTC()
+	m := meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusWorking, Created: now, Updated: now}
+	a := &agent{id: id, home: workspace.Home(dir), now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m, ready: make(chan struct{})}
+	a.meta.Run = a.newRunID()
+	s.agents[id] = a
+	s.wg.Add(1)
+	go s.setUp(a, goal)
+	return a, 0, nil
+}
+
+// setUp makes the squad of an agent create made, and starts its first run toward goal. An
+// agent whose squad cannot be made (a model that cannot be resolved, say) is failed with the
+// error.
+func (s *Server) setUp(a *agent, goal string) {
+	defer s.wg.Done()
+	a.mu.Lock()
+	m := a.meta
+	a.mu.Unlock()
+	sq, err := nodes.New(s.squadOptions(a.id, m)...)
+	a.mu.Lock()
+	if err != nil {
+		a.meta.Status, a.meta.Error = StatusFailed, fmt.Sprintf("the agent could not be set up: %v", err)
+		a.damaged = a.meta.Error
+		a.log.Error("agent not set up", "err", err)
+	} else {
+		a.squad = sq
+		a.meta.Status = StatusIdle
+	}
+	a.save()
+	a.mu.Unlock()
+	close(a.ready)
+	if err != nil {
+		return
+	}
+	if err := s.start(a, goal, m.Run, false); err != nil && !errors.Is(err, errGone) {
+		a.mu.Lock()
+		a.meta.Status, a.meta.Error = StatusFailed, err.Error()
+		a.save()
+		a.mu.Unlock()
+	}
 }
 
 var errClosed = errors.New("the server is closed")
@@ -808,6 +851,7 @@ func (s *Server) remove(id string) (int, error) {
 	delete(s.agents, id)
 	s.mu.Unlock()
 	a.finish()
+	<-a.ready
 	a.mu.Lock()
 	a.meta.Deleted, a.meta.Updated = true, a.now().UTC()
 	a.save()
