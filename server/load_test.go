@@ -106,7 +106,9 @@ func TestLoad(t *testing.T) {
 	for _, kind := range []string{"POST /agents", "GET /agents", "GET /agents/{id}"} {
 		d := times[kind]
 		slices.Sort(d)
-		pct := func(p float64) time.Duration { return d[min(len(d)-1, int(float64(len(d))*p))].Round(100 * time.Microsecond) }
+		pct := func(p float64) time.Duration {
+			return d[min(len(d)-1, int(float64(len(d))*p))].Round(100 * time.Microsecond)
+		}
 		t.Logf("%-18s %5d requests: p50 %v, p95 %v, p99 %v, max %v", kind, len(d), pct(0.50), pct(0.95), pct(0.99), d[len(d)-1].Round(100*time.Microsecond))
 	}
 }

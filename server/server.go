@@ -295,7 +295,7 @@ type agent struct {
 	// damaged says why the agent's files could not be opened, or its squad made; such an
 	// agent has no squad, is listed with its error, and answers nothing else.
 	damaged string
-	ready   chan struct{} // closed once the squad is made (or could not be)
+	ready   chan struct{}   // closed once the squad is made (or could not be)
 	ended   *nodes.Snapshot // the board of the last run, read once it is not in progress (a.mu)
 	starts  int             // the runs started, so that a board read before one is not kept (a.mu)
 
