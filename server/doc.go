@@ -3,9 +3,21 @@
 // <root>/agents/<id>/; a [Server] keeps them, runs them in the background and re-opens them when
 // it starts again.
 //
+// Every request carries the server's token, as "Authorization: Bearer <token>" or in the cookie
+// that opening [Server.LoginURL] sets ([WithToken]; by default a random one made on first start
+// and kept in <root>/token, mode 0600; [WithoutAuth] for a program with its own). The guard
+// before the API also refuses a Host that is not allowed (loopback names, [WithAddr],
+// [WithAllowedHosts]), a request from an origin that is neither the server's nor allowed
+// ([WithAllowedOrigins], which also get CORS), and a POST whose body is not declared
+// application/json — what a cross-site form or a rebound DNS name could send. A request may name
+// only the models of [WithModels]; goals, messages and answers over [WithMaxText] are refused;
+// runs beyond [WithMaxRuns] are "queued". One server holds a root at a time (an OS lock on it).
+//
 // Bodies and answers are JSON; errors are {"error": "..."} naming what is wrong, with status 400
-// for a bad body or field, 404 for an unknown agent, node, run or file, 403 for a path that leads
-// outside the run folder through a link, and 409 when a run is already in progress or none is.
+// for a bad body or field, 401 without the token, 403 for a host, origin or model not allowed and
+// for a folder that is a symbolic link, 404 for an unknown agent, node, run or file, 409 when a
+// run is already in progress or none is, or the agent is damaged, 413 for a text over the limit,
+// and 415 for a body not declared JSON.
 //
 //	POST   /agents                          create an agent and start a run: {"id"?, "goal", "model"?, "mode"? "finite"|"infinite"} → 201 summary
 //	GET    /agents                          the agents' summaries: {"agents": [...]}
@@ -33,7 +45,9 @@
 // (a run in progress in which a worker or the coordinator waits for an answer), "interrupted"
 // (the last run was paused before it finished: the server closed, or was killed; POST /resume
 // continues it where it was), "completed" (the last run finished; its output is in the
-// summary) or "failed" (the last run ended with an error, in the summary). While a run seems
+// summary), "failed" (the last run ended with an error, in the summary), "queued" (a run waits
+// for a place among the runs in progress) or "damaged" (the agent's files could not be opened:
+// the summary's error names the file; the other agents are served). While a run seems
 // stuck (nothing moved in it for its stall window), the summary's "stalled" says what it
 // waits on.
 //
