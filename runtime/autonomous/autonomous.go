@@ -76,6 +76,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
 )
@@ -226,14 +227,16 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	cmd.Env = append(cmd.Env, r.env...)
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	p, err := proc.Start(cmd)
 	pw.Close()
 	if err != nil {
 		return fail(fmt.Errorf("autonomous: starting %s: %w", argv[0], err))
 	}
-	pgid := cmd.Process.Pid
-	emit(runtime.Event{Kind: runtime.Started, Text: fmt.Sprintf("%s (pid %d) in %s", describeArgv(argv), pgid, v.Scratch)})
+	how := fmt.Sprintf("%s (pid %d) in %s", describeArgv(argv), cmd.Process.Pid, v.Scratch)
+	if w := p.Weakness(); w != "" {
+		how += "; containment is weaker here: " + w
+	}
+	emit(runtime.Event{Kind: runtime.Started, Text: how})
 
 	out := &output{limit: r.tail, line: func(s string) { emit(runtime.Event{Kind: runtime.Output, Text: s}) }}
 	copied := make(chan struct{})
@@ -262,7 +265,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 			return
 		}
 		if r.grace > 0 {
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			_ = p.Signal(syscall.SIGTERM)
 			t := time.NewTimer(r.grace)
 			select {
 			case waitErr = <-waited:
@@ -272,16 +275,16 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 			t.Stop()
 		}
 		if !exited {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			p.Kill()
 			waitErr = <-waited
 			exited = true
 		}
 	}
-	// finish kills what is left of the group and drains the output; after it, no goroutine
+	// finish kills what the agent left behind and drains the output; after it, no goroutine
 	// of this run is left and out may be read.
 	finish := func() {
 		stop()
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		p.Kill()
 		_ = pr.SetReadDeadline(time.Now().Add(pipeGrace))
 		<-copied
 	}

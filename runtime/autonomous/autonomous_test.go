@@ -1,3 +1,5 @@
+//go:build unix
+
 package autonomous_test
 
 import (
@@ -7,11 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -121,50 +121,47 @@ func (m *mailbox) sentMessages() []runtime.Message {
 	return slices.Clone(m.sent)
 }
 
-// readPid waits for the agent to write its pid to name in the scratch directory.
-func readPid(t *testing.T, a runtime.Assignment, name string) int {
+// started waits for the agent to write name in the scratch directory: it has started what
+// the test looks for.
+func started(t *testing.T, a runtime.Assignment, name string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		data, err := os.ReadFile(filepath.Join(a.Dir.Scratch(), name))
-		if err == nil && strings.HasSuffix(string(data), "\n") {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			return pid
+		if data, err := os.ReadFile(filepath.Join(a.Dir.Scratch(), name)); err == nil && strings.HasSuffix(string(data), "\n") {
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("the agent never wrote %s", name)
-	return 0
 }
 
-// alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
+// runs returns the live processes of assignment a: those whose environment carries its
+// AGIRAPH_ASSIGNMENT. It reads /proc, which shows the processes of every PID namespace of
+// this one, so it finds them whether the agent ran in a namespace of its own or not.
+func runs(a runtime.Assignment) []string {
+	var pids []string
+	want := "\x00AGIRAPH_ASSIGNMENT=" + a.ID + "\x00"
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !strings.Contains("\x00"+string(env), want) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && !strings.Contains(string(stat), ") Z ") {
+			pids = append(pids, e.Name())
+		}
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses.
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
+	return pids
 }
 
-// assertGone fails unless pid is gone (a process reparented to init may take a moment to be
-// reaped, hence the patience).
-func assertGone(t *testing.T, pid int) {
+// assertGone fails unless every process of a is gone (a process reparented to init may take a
+// moment to be reaped, hence the patience).
+func assertGone(t *testing.T, a runtime.Assignment) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
+	for len(runs(a)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("process %d is still running", pid)
+			t.Fatalf("processes %v of %s are still running", runs(a), a.ID)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -296,8 +293,9 @@ wait
 	if o.Status != runtime.Stalled || !errors.Is(err, runtime.ErrStalled) {
 		t.Fatalf("outcome %+v, err %v; want stalled", o, err)
 	}
-	assertGone(t, readPid(t, a, "_pid"))
-	assertGone(t, readPid(t, a, "_child"))
+	started(t, a, "_pid")
+	started(t, a, "_child")
+	assertGone(t, a)
 }
 
 func TestResultStopsRunningAgent(t *testing.T) {
@@ -327,7 +325,8 @@ sleep 1000
 			if got := readFile(t, filepath.Join(a.Dir.Published(), "report.md")); got != "the report\n" {
 				t.Errorf("report.md = %q", got)
 			}
-			assertGone(t, readPid(t, a, "_pid"))
+			started(t, a, "_pid")
+			assertGone(t, a)
 		})
 	}
 }
@@ -384,13 +383,13 @@ sleep 1000
 		o, err := autonomous.New(cmd, fast...).Run(ctx, a, nil)
 		done <- result{o, err}
 	}()
-	pid := readPid(t, a, "_pid")
+	started(t, a, "_pid")
 	cancel()
 	r := <-done
 	if r.o.Status != runtime.Cancelled || !errors.Is(r.err, context.Canceled) {
 		t.Errorf("outcome %+v, err %v; want cancelled", r.o, r.err)
 	}
-	assertGone(t, pid)
+	assertGone(t, a)
 }
 
 func TestDeadlineTimesOut(t *testing.T) {

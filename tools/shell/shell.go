@@ -5,11 +5,13 @@
 // "exit status N" when the command fails. A non-zero exit status is a normal result the model
 // reads, not a tool error; a timeout or a cancelled context is a tool error.
 //
-// Each command runs in its own process group with stdin empty (/dev/null). When the command
-// finishes, times out or its context ends, the whole process group is killed with SIGKILL, so
-// background children (`sleep 100 &`) never outlive the call. A process that leaves the group
-// (setsid, double-fork into a new session) survives; if it keeps the output pipe open, the call
-// still returns after a short grace period.
+// Each command runs with stdin empty (/dev/null), contained by internal/proc: on Linux with
+// bubblewrap, in a PID namespace of its own, so that when the command finishes, times out or
+// its context ends, every process it started dies with it — backgrounded, nohup'd, setsid'd or
+// double-forked. Without bubblewrap the command's process group and every process carrying its
+// mark in the environment are killed with SIGKILL (a process that clears its environment and
+// leaves the group survives; on other systems only the group, or on Windows only bash). If a
+// survivor keeps the output pipe open, the call still returns after a short grace period.
 //
 // This is NOT a sandbox. Commands run with the privileges, environment and filesystem access
 // of the current process; the working directory is a convenience, not a boundary. Run agents
@@ -31,6 +33,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -118,7 +121,7 @@ type Args struct {
 // change state other calls may read.
 //
 // The handler returns the command's combined output followed by "exit status N" when N is
-// non-zero (or "terminated by signal S"), and "(no output)" for a silent success. On timeout it
+// non-zero (or "terminated by signal S"; in a PID namespace, a signal shows as status 128+S), and "(no output)" for a silent success. On timeout it
 // returns an error wrapping [ErrTimeout] whose message holds the output so far and "killed
 // after <timeout>"; when ctx ends it returns an error wrapping the context's cause, also with
 // the output so far. It returns an error if bash is not in PATH or the command cannot start
@@ -213,14 +216,12 @@ func (c *config) run(ctx context.Context, a Args) (string, error) {
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = pw // one pipe for both keeps their order
 	cmd.Stderr = pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	p, err := proc.Start(cmd)
 	pw.Close() // the child holds its own copy
 	if err != nil {
 		return "", fmt.Errorf("starting bash: %w", err)
 	}
-	pgid := cmd.Process.Pid
-	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	killGroup := p.Kill // the command and everything it started
 
 	out := &capture{limit: c.maxOutput}
 	copied := make(chan struct{})
@@ -245,7 +246,7 @@ func (c *config) run(ctx context.Context, a Args) (string, error) {
 		waitErr = <-waited
 		failure = fmt.Errorf("command stopped and killed: %w", context.Cause(ctx))
 	}
-	// The shell has exited; kill whatever it left behind in its group, then drain the pipe.
+	// The shell has exited; kill whatever it left behind, then drain the pipe.
 	killGroup()
 	_ = pr.SetReadDeadline(time.Now().Add(pipeGrace))
 	<-copied

@@ -1,3 +1,5 @@
+//go:build unix
+
 package shell_test
 
 import (
@@ -11,7 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -58,59 +60,60 @@ func mustRun(t *testing.T, tool tools.Tool, command string) string {
 	return out
 }
 
-// readPID waits for a process to write its PID to path.
-func readPID(t *testing.T, path string) int {
+// tagCounter makes sleep durations no other process uses, to find a test's processes by.
+var tagCounter atomic.Int64
+
+// newTag returns a sleep duration ("100.000123") unique to this test binary's run.
+func newTag() string {
+	return fmt.Sprintf("100.%06d%d", tagCounter.Add(1), os.Getpid()%1000)
+}
+
+// sleeping reports whether a live process runs `sleep tag`. It reads /proc, which shows the
+// processes of every PID namespace of this one, so it finds a command's children whether the
+// command ran in a namespace of its own or not.
+func sleeping(tag string) bool {
+	want := "sleep\x00" + tag + "\x00"
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), want) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err == nil && !strings.Contains(string(stat), ") Z ") { // a zombie is dead
+			return true
+		}
+	}
+	return false
+}
+
+// waitGone fails the test unless no process runs `sleep tag` within guard.
+func waitGone(t *testing.T, tag string) {
 	t.Helper()
-	deadline := time.Now().Add(guard)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatalf("pid file %s: %v", path, err)
-			}
-			return pid
+	for deadline := time.Now().Add(guard); sleeping(tag); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep %s still runs %s after the call returned", tag, guard)
+		}
+	}
+}
+
+// waitFile waits for path to exist.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(guard); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s after %s", path, guard)
+			t.Fatalf("no %s after %s", path, guard)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// dead reports whether pid no longer runs: kill(pid, 0) fails with ESRCH, or the process is
-// a zombie waiting for a reaper (killed, but its new parent, init, has not reaped it yet).
-func dead(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return os.IsNotExist(err)
-	}
-	// The state follows the command name in parentheses: "pid (comm) S ...".
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
-}
-
-// waitDead fails the test unless pid dies within guard.
-func waitDead(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(guard)
-	for !dead(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d still alive %s after the call returned", pid, guard)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// spawnGrandchild is a shell fragment that starts a background grandchild sleeping 100s,
-// which writes its PID to file, and waits until it has.
-func spawnGrandchild(file string) string {
-	return fmt.Sprintf(`bash -c 'echo $$ > %[1]s; exec sleep 100' & while [ ! -s %[1]s ]; do sleep 0.01; done; `, file)
+// spawnGrandchild is a shell fragment that starts a background grandchild running `sleep
+// tag`, which creates file, and waits until it has.
+func spawnGrandchild(file, tag string) string {
+	return fmt.Sprintf(`bash -c 'touch %[1]s; exec sleep %[2]s' & while [ ! -e %[1]s ]; do sleep 0.01; done; `, file, tag)
 }
 
 func TestEchoAndExitCodes(t *testing.T) {
@@ -123,11 +126,14 @@ func TestEchoAndExitCodes(t *testing.T) {
 		{"true", "(no output)"},
 		{"false", "exit status 1"},
 		{"no-such-command-xyz 2>/dev/null", "exit status 127"},
-		{"kill -9 $$", "terminated by signal SIGKILL"},
 	} {
 		if got := mustRun(t, tool, tc.command); got != tc.want {
 			t.Errorf("%q: got %q, want %q", tc.command, got, tc.want)
 		}
+	}
+	// Killed by a signal: in a PID namespace, bwrap reports it as the shell would, 128+N.
+	if got := mustRun(t, tool, "kill -9 $$"); got != "terminated by signal SIGKILL" && got != "exit status 137" {
+		t.Errorf("kill -9: got %q", got)
 	}
 }
 
@@ -189,9 +195,9 @@ func TestStdinIsEmpty(t *testing.T) {
 func TestTimeoutKillsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	tool := shell.Bash(shell.Dir(dir))
-	pidFile := filepath.Join(dir, "gc.pid")
+	started, tag := filepath.Join(dir, "started"), newTag()
 	out, err := call(t, context.Background(), tool, shell.Args{
-		Command:        "echo ready; " + spawnGrandchild(pidFile) + "sleep 100",
+		Command:        "echo ready; " + spawnGrandchild(started, tag) + "sleep 100",
 		TimeoutSeconds: 1,
 	})
 	if !errors.Is(err, shell.ErrTimeout) {
@@ -200,7 +206,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	if msg := err.Error(); !strings.HasPrefix(msg, "ready\n") || !strings.Contains(msg, "killed after 1s") {
 		t.Errorf("error message %q", msg)
 	}
-	waitDead(t, readPID(t, pidFile))
+	waitGone(t, tag)
 }
 
 func TestDefaultTimeoutOption(t *testing.T) {
@@ -223,28 +229,21 @@ func TestMaxTimeoutClamps(t *testing.T) {
 func TestContextCancellationKillsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	tool := shell.Bash(shell.Dir(dir))
-	pidFile := filepath.Join(dir, "gc.pid")
+	started, tag := filepath.Join(dir, "started"), newTag()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		// Cancel once the grandchild is running.
-		deadline := time.Now().Add(guard)
-		for time.Now().Before(deadline) {
-			if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitFile(t, started) // cancel once the grandchild is running
 		cancel()
 	}()
-	out, err := call(t, ctx, tool, shell.Args{Command: "echo ready; " + spawnGrandchild(pidFile) + "sleep 100"})
+	out, err := call(t, ctx, tool, shell.Args{Command: "echo ready; " + spawnGrandchild(started, tag) + "sleep 100"})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("want context.Canceled, got %q, %v", out, err)
 	}
 	if !strings.HasPrefix(err.Error(), "ready\n") {
 		t.Errorf("error message %q lacks the output so far", err)
 	}
-	waitDead(t, readPID(t, pidFile))
+	waitGone(t, tag)
 }
 
 func TestCancelledContextDoesNotRun(t *testing.T) {
@@ -263,28 +262,29 @@ func TestCancelledContextDoesNotRun(t *testing.T) {
 func TestBackgroundChildKilledOnExit(t *testing.T) {
 	dir := t.TempDir()
 	tool := shell.Bash(shell.Dir(dir))
-	pidFile := filepath.Join(dir, "bg.pid")
-	if got := mustRun(t, tool, spawnGrandchild(pidFile)+"echo done"); got != "done\n" {
+	tag := newTag()
+	if got := mustRun(t, tool, spawnGrandchild(filepath.Join(dir, "started"), tag)+"echo done"); got != "done\n" {
 		t.Errorf("got %q", got)
 	}
-	waitDead(t, readPID(t, pidFile))
+	waitGone(t, tag)
 }
 
-func TestEscapedGrandchildHoldingPipe(t *testing.T) {
+// A command's children are killed with it however they try to escape: nohup, a session of
+// their own (setsid), a double fork into one. The one holding the output pipe does not hold
+// the call either.
+func TestEscapesAreKilled(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Fatal("this test needs setsid (Debian's util-linux): install it")
 	}
 	dir := t.TempDir()
 	tool := shell.Bash(shell.Dir(dir))
-	pidFile := filepath.Join(dir, "esc.pid")
-	// setsid moves the grandchild out of the process group, so it survives the kill and
-	// keeps stdout open; the call must return anyway (call fails the test after guard).
-	cmd := fmt.Sprintf(`setsid bash -c 'echo $$ > %[1]s; exec sleep 100' & while [ ! -s %[1]s ]; do sleep 0.01; done; echo done`, pidFile)
-	got := mustRun(t, tool, cmd)
-	pid := readPID(t, pidFile)
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	if got != "done\n" {
+	tags := []string{newTag(), newTag(), newTag(), newTag()}
+	cmd := fmt.Sprintf(`nohup sleep %s >/dev/null 2>&1 & setsid sleep %s & (setsid bash -c 'sleep %s &' &) ; setsid bash -c 'exec sleep %s' & while ! pgrep -f "sleep %[4]s" >/dev/null; do sleep 0.01; done; echo done`, tags[0], tags[1], tags[2], tags[3])
+	if got := mustRun(t, tool, cmd); got != "done\n" {
 		t.Errorf("got %q", got)
+	}
+	for _, tag := range tags {
+		waitGone(t, tag)
 	}
 }
 

@@ -1,0 +1,96 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// ContainEnv set to "group" turns the PID namespace off: containment falls back to the process
+// group and the mark.
+const ContainEnv = "AGIRAPH_CONTAIN"
+
+const weakness = "no PID namespace (bubblewrap is missing or cannot run here): processes are found by their process group and their environment, and one that leaves both survives"
+
+var (
+	bwrapOnce sync.Once
+	bwrap     string // the path of a bwrap that works, or ""
+)
+
+// namespaces reports the bwrap to contain processes with, trying it once.
+func namespaces() string {
+	if os.Getenv(ContainEnv) == "group" {
+		return ""
+	}
+	bwrapOnce.Do(func() {
+		path, err := exec.LookPath("bwrap")
+		if err != nil {
+			return
+		}
+		if exec.Command(path, append(bwrapArgs(), "true")...).Run() == nil {
+			bwrap = path
+		}
+	})
+	return bwrap
+}
+
+// bwrapArgs are bwrap's arguments before the command: a PID namespace that dies with bwrap, the
+// file system as it is, a /proc of the namespace.
+func bwrapArgs() []string {
+	return []string{"--unshare-pid", "--die-with-parent", "--dev-bind", "/", "/", "--proc", "/proc", "--"}
+}
+
+// contain prepares cmd: in bwrap's PID namespace when it can, in a process group of its own
+// either way. It reports whether the namespace contains it.
+func contain(cmd *exec.Cmd) bool {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	b := namespaces()
+	if b == "" || cmd.Err != nil {
+		return false
+	}
+	path := cmd.Path
+	if cmd.Err == nil && !filepath.IsAbs(path) {
+		if abs, err := exec.LookPath(path); err == nil {
+			path = abs
+		}
+	}
+	cmd.Args = append(append([]string{b}, bwrapArgs()...), append([]string{path}, cmd.Args[1:]...)...)
+	cmd.Path = b
+	return true
+}
+
+// killMarked kills every process whose environment carries mark, and its group, until none is
+// left (a process may fork while the others die).
+func killMarked(mark string) {
+	want := []byte(MarkEnv + "=" + mark + "\x00")
+	self := os.Getpid()
+	for range 10 {
+		found := false
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self {
+				continue
+			}
+			env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			if err != nil || !bytes.Contains(append(env, 0), want) {
+				continue
+			}
+			found = true
+			if pgid, err := syscall.Getpgid(pid); err == nil && pgid > 1 && pgid != syscall.Getpgrp() {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if !found {
+			return
+		}
+	}
+}

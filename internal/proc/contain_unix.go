@@ -1,0 +1,20 @@
+//go:build unix && !linux
+
+package proc
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+const weakness = "no PID namespace on this system: only the process group is killed, and a process that leaves it survives"
+
+func contain(cmd *exec.Cmd) bool {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	return false
+}
+
+func killMarked(string) {}
