@@ -49,6 +49,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
+	"github.com/agiraph/agiraph/runtime/sandbox"
 	"github.com/agiraph/agiraph/runtime/triggers"
 	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
@@ -94,6 +95,7 @@ type config struct {
 	contract      Contract
 	maxAttempts   int
 	tools         func(w Worker, n Node) []tools.Tool
+	sandbox       func(w Worker, n Node, scope sandbox.Policy) sandbox.Policy
 	claude        []claudecode.Option
 	auto          []autonomous.Option
 	runtimes      map[string]func(w Worker) (runtime.Runtime, error)
@@ -205,6 +207,15 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // resume it (Resume). fn is called from the squad's scheduler and must not block; without
 // it, such firings wait in the run for its next Resume.
 func WithWake(fn func(runID string)) Option { return func(c *config) { c.wake = fn } }
+
+// WithSandbox chooses what a harnessed worker's bash commands may reach on a node (see package
+// sandbox). fn gets the default — writable: the node's scratch folder and the worker's own
+// folder (notes, memory), and a /tmp of their own; the network; no secrets in the
+// environment — and returns the policy to use: the default changed (say NoNetwork, or an API
+// key kept), or sandbox.Policy{Off: true}.
+func WithSandbox(fn func(w Worker, n Node, scope sandbox.Policy) sandbox.Policy) Option {
+	return func(c *config) { c.sandbox = fn }
+}
 
 // WithWorkerNames sets the names given to workers the squad spawns by itself.
 func WithWorkerNames(names ...string) Option { return func(c *config) { c.names = names } }

@@ -13,6 +13,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/runtime/memory"
+	"github.com/agiraph/agiraph/runtime/sandbox"
 	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/shell"
@@ -87,10 +88,16 @@ func readText(path string) string {
 }
 
 // workerTools are a harnessed worker's tools on a node: the file tools confined to what it may
-// touch, bash in its scratch folder, the web tools, and the squad's extra tools.
+// touch, bash in its scratch folder and sandboxed to what it may write (see WithSandbox), the
+// web tools, and the squad's extra tools.
 func (r *run) workerTools(n Node, w Worker) []tools.Tool {
 	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
-	ts = append(ts, readRef(n, ts[0]), shell.Bash(shell.Dir(r.dir.Node(n.ID).Scratch())))
+	scratch := r.dir.Node(n.ID).Scratch()
+	policy := sandbox.Policy{Writable: []string{scratch, string(r.dir.Worker(w.ID))}}
+	if r.cfg.sandbox != nil {
+		policy = r.cfg.sandbox(w, n, policy)
+	}
+	ts = append(ts, readRef(n, ts[0]), shell.Bash(shell.Dir(scratch), shell.Sandbox(policy)))
 	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: w.Name, CanWrite: w.Memory})...)
 	ts = append(ts, r.sched.ToolsFor(w.Name, n.Assignment)...)
 	var extra []tools.Tool

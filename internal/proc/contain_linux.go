@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
 // ContainEnv set to "group" turns the PID namespace off: containment falls back to the process
@@ -31,22 +33,36 @@ func namespaces() string {
 		if err != nil {
 			return
 		}
-		if exec.Command(path, append(bwrapArgs(), "true")...).Run() == nil {
+		probe := sandbox.Policy{Writable: []string{os.TempDir()}, NoNetwork: true} // all the features
+		if exec.Command(path, append(bwrapArgs(probe), "true")...).Run() == nil {
 			bwrap = path
 		}
 	})
 	return bwrap
 }
 
-// bwrapArgs are bwrap's arguments before the command: a PID namespace that dies with bwrap, the
-// file system as it is, a /proc of the namespace.
-func bwrapArgs() []string {
-	return []string{"--unshare-pid", "--die-with-parent", "--dev-bind", "/", "/", "--proc", "/proc", "--"}
+// bwrapArgs are bwrap's arguments before the command: a PID namespace that dies with bwrap, a
+// /proc of the namespace, and the file system as it is — or, under a policy, read-only but for
+// its writable paths and a /tmp of the process's own, and no network if it says so.
+func bwrapArgs(policy sandbox.Policy) []string {
+	args := []string{"--unshare-pid", "--die-with-parent"}
+	if policy.Off {
+		args = append(args, "--dev-bind", "/", "/")
+	} else {
+		args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp")
+		for _, w := range policy.Writable {
+			args = append(args, "--bind", w, w)
+		}
+		if policy.NoNetwork {
+			args = append(args, "--unshare-net")
+		}
+	}
+	return append(args, "--proc", "/proc", "--")
 }
 
 // contain prepares cmd: in bwrap's PID namespace when it can, in a process group of its own
 // either way. It reports whether the namespace contains it.
-func contain(cmd *exec.Cmd) bool {
+func contain(cmd *exec.Cmd, policy sandbox.Policy) bool {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -61,7 +77,7 @@ func contain(cmd *exec.Cmd) bool {
 			path = abs
 		}
 	}
-	cmd.Args = append(append([]string{b}, bwrapArgs()...), append([]string{path}, cmd.Args[1:]...)...)
+	cmd.Args = append(append([]string{b}, bwrapArgs(policy)...), append([]string{path}, cmd.Args[1:]...)...)
 	cmd.Path = b
 	return true
 }

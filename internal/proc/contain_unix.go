@@ -5,11 +5,13 @@ package proc
 import (
 	"os/exec"
 	"syscall"
+
+	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
 const weakness = "no PID namespace on this system: only the process group is killed, and a process that leaves it survives"
 
-func contain(cmd *exec.Cmd) bool {
+func contain(cmd *exec.Cmd, _ sandbox.Policy) bool {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

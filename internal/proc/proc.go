@@ -9,17 +9,24 @@
 // for it), containment is weaker: the process starts in a process group of its own and carries
 // a mark in its environment; Kill kills the group and every process whose environment carries
 // the mark (found through /proc), which catches setsid and double forks, but not a process
-// that clears its environment. [Contained] says which it is. On other Unix systems only the
-// process group is killed; on Windows only the process itself.
+// that clears its environment. Process.Contained says which it is. On other Unix systems only
+// the process group is killed; on Windows only the process itself.
+//
+// A [sandbox.Policy] limits what the process reaches: in bwrap, a read-only file system but for
+// the policy's writable paths and a /tmp of its own, and no network when the policy says so;
+// everywhere, an environment without what looks like a secret.
 package proc
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
 // MarkEnv is the environment variable that marks the processes a Process started.
@@ -33,20 +40,29 @@ type Process struct {
 	// PID namespace of its own); false when Kill finds them as well as it can.
 	Contained bool
 	mark      string
+	policy    sandbox.Policy
 }
 
 // Start starts cmd, which must not have been started, contained as well as this system
-// allows. It sets cmd's environment (the process's own when cmd.Env is nil, plus the mark),
-// its SysProcAttr, and a WaitDelay when it has none (see [Process.Wait]).
-func Start(cmd *exec.Cmd) (*Process, error) {
+// allows, within policy. It sets cmd's environment (the process's own when cmd.Env is nil,
+// cleaned by the policy, plus the mark), its SysProcAttr, and a WaitDelay when it has none
+// (see [Process.Wait]). A writable path of the policy that does not exist is an error.
+func Start(cmd *exec.Cmd, policy sandbox.Policy) (*Process, error) {
+	if !policy.Off {
+		for _, w := range policy.Writable {
+			if _, err := os.Stat(w); err != nil {
+				return nil, fmt.Errorf("proc: the sandbox's writable path: %w", err)
+			}
+		}
+	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	p := &Process{Cmd: cmd, mark: hex.EncodeToString(b)}
+	p := &Process{Cmd: cmd, mark: hex.EncodeToString(b), policy: policy}
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	cmd.Env = append(cmd.Env, MarkEnv+"="+p.mark)
-	p.Contained = contain(cmd)
+	cmd.Env = append(policy.Env(cmd.Env), MarkEnv+"="+p.mark)
+	p.Contained = contain(cmd, policy)
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = waitDelay
 	}
@@ -74,8 +90,11 @@ func (p *Process) Wait() error {
 // Weakness says, for an event, how containment is weaker than a PID namespace; "" when it is
 // not.
 func (p *Process) Weakness() string {
-	if p.Contained {
+	switch {
+	case p.Contained:
 		return ""
+	case p.policy.Off:
+		return weakness
 	}
-	return weakness
+	return weakness + "; the sandbox is not enforced either (only its environment is)"
 }

@@ -5,11 +5,13 @@ package proc
 import (
 	"os"
 	"os/exec"
+
+	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
 const weakness = "no process groups on this system: only the process itself is killed, and what it started survives"
 
-func contain(*exec.Cmd) bool { return false }
+func contain(*exec.Cmd, sandbox.Policy) bool { return false }
 
 // Signal sends sig to the process (Windows knows only os.Kill).
 func (p *Process) Signal(sig os.Signal) error { return p.Cmd.Process.Signal(sig) }

@@ -12,7 +12,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/runtime/sandbox"
 )
+
+// off is the policy of the tests of containment alone.
+var off = sandbox.Policy{Off: true}
 
 // escapes starts children every way a command can try to outlive its caller: in the
 // background, nohup'd, in a session of its own, and double-forked into one.
@@ -67,7 +72,7 @@ func TestNothingOutlivesAnEndedCommand(t *testing.T) {
 		var out bytes.Buffer
 		cmd := exec.Command("bash", "-c", escapes)
 		cmd.Stdout = &out
-		p, err := Start(cmd)
+		p, err := Start(cmd, off)
 		require.NoError(t, err)
 		assert.Equal(t, wantContained, p.Contained)
 		assert.Equal(t, wantContained, p.Weakness() == "")
@@ -86,7 +91,7 @@ func TestNothingOutlivesAnEndedCommand(t *testing.T) {
 func TestKillTakesEverything(t *testing.T) {
 	modes(t, func(t *testing.T, _ bool) {
 		cmd := exec.Command("bash", "-c", escapes+"; sleep 305")
-		p, err := Start(cmd)
+		p, err := Start(cmd, off)
 		require.NoError(t, err)
 		for end := time.Now().Add(5 * time.Second); len(marked(p)) < 5 && time.Now().Before(end); {
 			time.Sleep(10 * time.Millisecond)
@@ -105,7 +110,7 @@ func TestTheCommandRunsAsGiven(t *testing.T) {
 		var out bytes.Buffer
 		cmd := exec.Command("bash", "-c", `pwd; echo "$GREETING" "$1"; exit 3`, "bash", "arg one")
 		cmd.Dir, cmd.Env, cmd.Stdout = dir, []string{"GREETING=hello", "PATH=" + os.Getenv("PATH")}, &out
-		p, err := Start(cmd)
+		p, err := Start(cmd, off)
 		require.NoError(t, err)
 		err = p.Wait()
 		var exit *exec.ExitError
@@ -118,7 +123,7 @@ func TestTheCommandRunsAsGiven(t *testing.T) {
 // A command that cannot start is an error, as with exec.
 func TestMissingCommand(t *testing.T) {
 	modes(t, func(t *testing.T, _ bool) {
-		_, err := Start(exec.Command("no-such-command-anywhere"))
+		_, err := Start(exec.Command("no-such-command-anywhere"), off)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "no-such-command-anywhere")
 	})

@@ -79,6 +79,7 @@ import (
 	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
+	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
 // Defaults of the options.
@@ -227,7 +228,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	cmd.Env = append(cmd.Env, r.env...)
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = pw, pw
-	p, err := proc.Start(cmd)
+	p, err := proc.Start(cmd, sandbox.Policy{Off: true})
 	pw.Close()
 	if err != nil {
 		return fail(fmt.Errorf("autonomous: starting %s: %w", argv[0], err))

@@ -40,10 +40,16 @@
 // example) or a subtype error_* (error_max_turns, error_during_execution) fails the run with its
 // message, whatever the exit status; permission denials are listed in the summary or the error.
 //
-// Other lines that are JSON objects are reported as Output and otherwise ignored. A line that is
-// not JSON ends the run as Failed (the process group is killed), naming the line; so does a crash
-// or an exit without a result event (the error wraps runtime.ErrNoResult). Failures carry the
-// exit status and the last few KiB of the CLI's stderr.
+// Other lines that are JSON objects are reported as Output and otherwise ignored; numbers are
+// read whatever their form. A line that cannot be read (cut short, not an object, a field of an
+// unexpected type) is reported as Output and the run goes on. A line that is not JSON at all ends
+// the run as Failed, naming the line; so does a crash or an exit without a result event (the
+// error wraps runtime.ErrNoResult). An api_retry event with status 401 or 403 (or an error naming
+// authentication) stops the CLI at once and fails the run with the authentication error, rather
+// than letting it retry. Failures carry the exit status and the last few KiB of the CLI's stderr.
+//
+// The CLI and everything it starts are contained by internal/proc: in a PID namespace of their
+// own where bubblewrap runs, so a Bash command it backgrounded or detached dies with the run.
 //
 // # The file protocol
 //
@@ -73,11 +79,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
+	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
 // The protocol files, in the scratch directory.
@@ -415,16 +422,16 @@ func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream,
 // process is a started CLI.
 type process struct {
 	cmd            *exec.Cmd
+	proc           *proc.Process
 	stdout, stderr *os.File // the read ends of its pipes
 	tail           *tail
 }
 
-// kill kills the process's whole group; it may be called any number of times, from any goroutine.
-func (p *process) kill() {
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-}
+// kill kills the CLI and every process it started (see internal/proc); it may be called any
+// number of times, from any goroutine.
+func (p *process) kill() { p.proc.Kill() }
 
-// start starts the CLI for a, in its own process group, with stdin closed.
+// start starts the CLI for a, contained (internal/proc), with stdin closed.
 func (r *Runtime) start(a runtime.Assignment) (*process, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -441,8 +448,7 @@ func (r *Runtime) start(a runtime.Assignment) (*process, error) {
 	cmd.Env = r.environ()
 	cmd.Stdin = nil // /dev/null: the prompt is an argument
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	pr, err := proc.Start(cmd, sandbox.Policy{Off: true})
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -450,7 +456,7 @@ func (r *Runtime) start(a runtime.Assignment) (*process, error) {
 		errR.Close()
 		return nil, fmt.Errorf("claudecode: starting %s: %w", r.binary, err)
 	}
-	return &process{cmd: cmd, stdout: outR, stderr: errR, tail: &tail{}}, nil
+	return &process{cmd: cmd, proc: pr, stdout: outR, stderr: errR, tail: &tail{}}, nil
 }
 
 // tail keeps the last stderrTail bytes written to it.

@@ -2,15 +2,12 @@ package claudecode_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -183,29 +180,33 @@ func waitFile(t *testing.T, path string) string {
 	}
 }
 
-// assertGone fails unless the process whose id is in pidFile has ended (a zombie waiting for a
-// reaper that is not us counts as ended).
+// assertGone fails unless the processes of the run that wrote pidFile have ended: every live
+// process whose environment carries PIDDIR=<pidFile's folder> (the tests give the fake CLI
+// that variable, and everything it starts inherits it). It reads /proc, which shows the
+// processes of every PID namespace of this one, so it finds them whether the CLI ran in a
+// namespace of its own or not.
 func assertGone(t *testing.T, pidFile string) {
 	t.Helper()
-	pid, err := strconv.Atoi(strings.TrimSpace(waitFile(t, pidFile)))
-	if err != nil {
-		t.Fatalf("pid file %s: %v", pidFile, err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := syscall.Kill(pid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-			if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
-				return
+	waitFile(t, pidFile) // the CLI got that far
+	want := "\x00PIDDIR=" + filepath.Dir(pidFile) + "\x00"
+	left := func() []string {
+		var pids []string
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			if err != nil || !strings.Contains("\x00"+string(env), want) {
+				continue
+			}
+			if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && !strings.Contains(string(stat), ") Z ") {
+				pids = append(pids, e.Name())
 			}
 		}
+		return pids
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(left()) > 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("process %d (from %s) is still running", pid, pidFile)
+			t.Fatalf("processes %v of the run that wrote %s are still running", left(), pidFile)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -17,6 +17,9 @@ import (
 const maxOutput = 2 << 10
 
 // event is one line of the stream-json output, with the fields of every kind this package reads.
+// Fields it does not declare are ignored. Numbers are float64 (the CLI's are not always integers:
+// 2.1.197 printed "retry_delay_ms":619.6007536683462), except NumTurns and APIErrorStatus, which
+// decode reads from float64s.
 type event struct {
 	Type    string `json:"type"`
 	Subtype string `json:"subtype"`
@@ -30,11 +33,11 @@ type event struct {
 	Mode      string   `json:"permissionMode"`
 
 	// system/api_retry
-	Attempt      int    `json:"attempt"`
-	MaxRetries   int    `json:"max_retries"`
-	RetryDelayMS int    `json:"retry_delay_ms"`
-	ErrorStatus  *int   `json:"error_status"`
-	Error        string `json:"error"`
+	Attempt      float64         `json:"attempt"`
+	MaxRetries   float64         `json:"max_retries"`
+	RetryDelayMS float64         `json:"retry_delay_ms"`
+	ErrorStatus  *float64        `json:"error_status"`
+	Error        json.RawMessage `json:"error"` // a string ("server_error"), read by errorText
 
 	// assistant, user
 	Message *message `json:"message"`
@@ -42,12 +45,30 @@ type event struct {
 	// result
 	Result         string   `json:"result"`
 	IsError        bool     `json:"is_error"`
-	NumTurns       int      `json:"num_turns"`
+	NumTurns       int      `json:"-"`
 	TotalCostUSD   float64  `json:"total_cost_usd"`
 	Usage          *usage   `json:"usage"`
 	Denials        []denial `json:"permission_denials"`
 	Errors         []string `json:"errors"`
-	APIErrorStatus *int     `json:"api_error_status"`
+	APIErrorStatus *int     `json:"-"`
+}
+
+// decode decodes a line that is a JSON object. A field of an unexpected type is left empty and
+// named in the error (a *json.UnmarshalTypeError); the others are still read.
+func decode(l []byte) (*event, error) {
+	var w struct {
+		event
+		NumTurns       float64  `json:"num_turns"`
+		APIErrorStatus *float64 `json:"api_error_status"`
+	}
+	err := json.Unmarshal(l, &w)
+	e := &w.event
+	e.NumTurns = int(w.NumTurns)
+	if w.APIErrorStatus != nil {
+		s := int(*w.APIErrorStatus)
+		e.APIErrorStatus = &s
+	}
+	return e, err
 }
 
 type message struct {
@@ -72,10 +93,10 @@ type block struct {
 }
 
 type usage struct {
-	InputTokens              int `json:"input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	InputTokens              float64 `json:"input_tokens"`
+	OutputTokens             float64 `json:"output_tokens"`
+	CacheReadInputTokens     float64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens float64 `json:"cache_creation_input_tokens"`
 }
 
 func (u *usage) canonical() providers.Usage {
@@ -83,8 +104,8 @@ func (u *usage) canonical() providers.Usage {
 		return providers.Usage{}
 	}
 	return providers.Usage{
-		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens,
+		InputTokens: int(u.InputTokens), OutputTokens: int(u.OutputTokens),
+		CacheReadTokens: int(u.CacheReadInputTokens), CacheWriteTokens: int(u.CacheCreationInputTokens),
 	}
 }
 
@@ -132,6 +153,88 @@ func textOf(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
+// errNotJSON is the fatal error of a line that is not JSON at all (not even the start of an
+// object): the CLI is not printing stream-json.
+var errNotJSON = errors.New("not JSON")
+
+// parsed is what one line of output says.
+type parsed struct {
+	// event is the line decoded; nil when it is not a JSON object.
+	event *event
+	// warning, when set, says the line or a field of it could not be read; the run goes on.
+	warning string
+	// fatal, when set, ends the run: errNotJSON, or an error wrapping providers.ErrAuth when an
+	// api_retry event shows the API refusing the credentials (the CLI would retry them in vain
+	// for minutes).
+	fatal error
+}
+
+// parse reads one line of the CLI's output. Only two kinds of line are fatal: one that is not
+// JSON and does not start like an object, and an api_retry event with an authentication status
+// (see authFailure). Anything else that cannot be read (an object cut short, JSON that is not an
+// object, a field of an unexpected type) gets a warning; an object with a field of an
+// unexpected type is still returned, that field left empty.
+func parse(l []byte) parsed {
+	l = bytes.TrimSpace(l)
+	switch {
+	case len(l) == 0:
+		return parsed{}
+	case !json.Valid(l) && l[0] != '{':
+		return parsed{fatal: errNotJSON}
+	case !json.Valid(l):
+		return parsed{warning: unreadable("it is not valid JSON", l)}
+	case l[0] != '{':
+		return parsed{warning: unreadable("it is not a JSON object", l)}
+	}
+	e, err := decode(l)
+	var p parsed
+	if err != nil {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			return parsed{warning: unreadable(err.Error(), l)}
+		}
+		p.warning = unreadable(fmt.Sprintf("field %s is a JSON %s; the rest was read", strings.TrimPrefix(te.Field, "event."), te.Value), l)
+	}
+	p.event = e
+	if why := e.authFailure(); why != "" {
+		p.fatal = fmt.Errorf("%w: %s; stopped Claude Code instead of letting it retry", providers.ErrAuth, why)
+	}
+	return p
+}
+
+// unreadable is the warning for a line that could not be read.
+func unreadable(why string, l []byte) string {
+	return fmt.Sprintf("could not read a line of Claude Code's output (%s): %s", why, truncate(string(l), maxOutput))
+}
+
+// authFailure says why an api_retry event shows the API refusing the credentials (status 401 or
+// 403, or an error naming authentication); "" when it does not.
+func (e *event) authFailure() string {
+	if e.Type != "system" || e.Subtype != "api_retry" {
+		return ""
+	}
+	msg := e.errorText()
+	lower := strings.ToLower(msg)
+	named := strings.Contains(lower, "authentication") || strings.Contains(lower, "unauthorized") ||
+		strings.Contains(lower, "invalid api key") || strings.Contains(lower, "invalid x-api-key")
+	switch {
+	case e.ErrorStatus != nil && errors.Is(providers.KindOfStatus(int(*e.ErrorStatus)), providers.ErrAuth):
+		return strings.TrimSpace(fmt.Sprintf("the API answered status %.0f %s", *e.ErrorStatus, msg))
+	case named:
+		return "the API answered " + msg
+	}
+	return ""
+}
+
+// errorText returns an api_retry event's error: the string, or the JSON of anything else.
+func (e *event) errorText() string {
+	var s string
+	if json.Unmarshal(e.Error, &s) == nil {
+		return s
+	}
+	return compact(e.Error)
+}
+
 // stream turns the CLI's output into events and remembers what the outcome needs. Its fields
 // are written by read only, and read once read has returned.
 type stream struct {
@@ -142,13 +245,15 @@ type stream struct {
 	perMsg  []providers.Usage // the usage of each assistant message, for a run without a result
 	session string
 	last    string // the type of the last event
+	// result is the result event or, when authentication failed, an error result made from the
+	// api_retry event that showed it.
 	result  *event
-	bad     string // the first line that is not JSON
+	bad     string // the line that is not JSON
 	readErr error
 }
 
-// read reads lines until the end of the output or a line that is not JSON, which kills the
-// process group.
+// read reads lines until the end of the output, or until a line that is fatal (see parse) kills
+// the process group.
 func (s *stream) read(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
@@ -169,13 +274,24 @@ func (s *stream) read(r io.Reader) {
 	}
 }
 
-// line handles one line; false means it is not JSON.
+// line handles one line; false means the run must end (s.bad or s.result says why).
 func (s *stream) line(l []byte) bool {
-	var e event
-	if l[0] != '{' || json.Unmarshal(l, &e) != nil {
+	p := parse(l)
+	if p.warning != "" {
+		s.rep.Emit(runtime.Event{Kind: runtime.Output, Text: p.warning})
+	}
+	switch {
+	case errors.Is(p.fatal, errNotJSON):
 		s.bad = truncate(string(l), 500)
 		return false
+	case p.fatal != nil:
+		s.result = &event{Type: "result", Subtype: "api_retry", IsError: true, Result: p.fatal.Error(),
+			SessionID: s.session, NumTurns: len(s.perMsg)}
+		return false
+	case p.event == nil:
+		return true
 	}
+	e := p.event
 	s.last = e.Type
 	if e.Subtype != "" {
 		s.last += "/" + e.Subtype
@@ -185,13 +301,13 @@ func (s *stream) line(l []byte) bool {
 	}
 	switch e.Type {
 	case "system":
-		s.system(&e, l)
+		s.system(e, l)
 	case "assistant":
-		s.assistant(&e)
+		s.assistant(e)
 	case "user":
-		s.user(&e)
+		s.user(e)
 	case "result":
-		s.result = &e
+		s.result = e
 	default:
 		s.rep.Emit(runtime.Event{Kind: runtime.Output, Text: truncate(string(l), maxOutput)})
 	}
@@ -205,11 +321,11 @@ func (s *stream) system(e *event, raw []byte) {
 			e.Version, e.Model, e.SessionID, e.Mode, e.CWD, strings.Join(e.Tools, ", "))
 		s.rep.Emit(runtime.Event{Kind: runtime.Started, Text: text})
 	case "api_retry":
-		why := e.Error
+		why := e.errorText()
 		if e.ErrorStatus != nil {
-			why = fmt.Sprintf("status %d %s", *e.ErrorStatus, e.Error)
+			why = fmt.Sprintf("status %.0f %s", *e.ErrorStatus, why)
 		}
-		s.rep.Emit(runtime.Event{Kind: runtime.Retrying, Text: fmt.Sprintf("API call failed (%s); attempt %d of %d in %dms",
+		s.rep.Emit(runtime.Event{Kind: runtime.Retrying, Text: fmt.Sprintf("API call failed (%s); attempt %.0f of %.0f in %.0fms",
 			strings.TrimSpace(why), e.Attempt, e.MaxRetries, e.RetryDelayMS)})
 	case "compact_boundary":
 		s.rep.Emit(runtime.Event{Kind: runtime.Compacted, Text: "Claude Code compacted its conversation (the full one stays in its session transcript)"})

@@ -13,10 +13,12 @@
 // leaves the group survives; on other systems only the group, or on Windows only bash). If a
 // survivor keeps the output pipe open, the call still returns after a short grace period.
 //
-// This is NOT a sandbox. Commands run with the privileges, environment and filesystem access
-// of the current process; the working directory is a convenience, not a boundary. Run agents
-// that use this tool inside a container, VM or similar isolation if the commands are not
-// trusted.
+// Commands run in a sandbox (see [Sandbox] and package sandbox) where bubblewrap runs: the file
+// system read-only except the working directory and a /tmp of their own, the environment
+// without its secrets. Where it does not run — or with the sandbox off — commands run with the
+// privileges, environment and file system of the current process, and the working directory is
+// a convenience, not a boundary. Even sandboxed, commands can read what the process can read
+// and reach the network: run agents inside a container or VM if their commands are not trusted.
 package shell
 
 import (
@@ -34,6 +36,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agiraph/agiraph/internal/proc"
+	"github.com/agiraph/agiraph/runtime/sandbox"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -67,6 +70,7 @@ type config struct {
 	maxTimeout time.Duration
 	maxOutput  int
 	env        []string
+	sandbox    *sandbox.Policy
 }
 
 // Dir sets the working directory commands start in. The default, "", is the current directory
@@ -106,6 +110,14 @@ func MaxOutput(n int) Option {
 // same key. Repeated Env options accumulate.
 func Env(vars []string) Option {
 	return func(c *config) { c.env = append(c.env, vars...) }
+}
+
+// Sandbox sets what commands may reach (see package sandbox). The default policy lets them
+// write only in the working directory ([Dir]) and a /tmp of their own, with the network, and
+// without the environment's secrets; sandbox.Policy{Off: true} gives them the process's rights.
+// It is enforced where bubblewrap runs (Linux); elsewhere only the environment is cleaned.
+func Sandbox(p sandbox.Policy) Option {
+	return func(c *config) { c.sandbox = &p }
 }
 
 // Args are the arguments of a bash call.
@@ -216,7 +228,15 @@ func (c *config) run(ctx context.Context, a Args) (string, error) {
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = pw // one pipe for both keeps their order
 	cmd.Stderr = pw
-	p, err := proc.Start(cmd)
+	policy := sandbox.Policy{Writable: []string{cmd.Dir}}
+	if cmd.Dir == "" {
+		wd, _ := os.Getwd()
+		policy.Writable = []string{wd}
+	}
+	if c.sandbox != nil {
+		policy = *c.sandbox
+	}
+	p, err := proc.Start(cmd, policy)
 	pw.Close() // the child holds its own copy
 	if err != nil {
 		return "", fmt.Errorf("starting bash: %w", err)

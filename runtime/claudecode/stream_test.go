@@ -1,0 +1,346 @@
+package claudecode
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime"
+)
+
+// The corpus: testdata/<Claude Code version>/<scenario>.jsonl, the standard output of the real
+// CLI run against providertest's fake Messages API (recorded by TestCapture in capture_test.go).
+const corpus = "testdata/*/*.jsonl"
+
+// corpusLines returns every line of the corpus.
+func corpusLines(t testing.TB) [][]byte {
+	files, err := filepath.Glob(corpus)
+	require.NoError(t, err)
+	var lines [][]byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for l := range bytes.Lines(b) {
+			lines = append(lines, bytes.TrimSpace(l))
+		}
+	}
+	return lines
+}
+
+// testStream returns a stream whose events are appended to *events; *killed says whether it
+// killed the process.
+func testStream(events *[]runtime.Event, killed *bool) *stream {
+	rep := runtime.NewReporter(runtime.Assignment{}, func(e runtime.Event) { *events = append(*events, e) })
+	return &stream{rep: rep, tools: map[string]string{}, turns: map[string]bool{}, kill: func() { *killed = true }}
+}
+
+// retry401 is an api_retry line of 2.1.330 after a 401.
+const retry401 = `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":581,"error_status":401,"error":"authentication_failed","session_id":"s"}`
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		line    string
+		warning string // a part of the warning; "" for none
+		fatal   error  // the fatal error's kind; nil for none
+		check   func(t *testing.T, e *event)
+	}{{
+		name: "a fractional retry delay (2.1.197)",
+		line: `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":619.6007536683462,"error_status":500,"error":"server_error","session_id":"s","uuid":"u"}`,
+		check: func(t *testing.T, e *event) {
+			assert.InDelta(t, 619.6007536683462, e.RetryDelayMS, 1e-9)
+			assert.Equal(t, "server_error", e.errorText())
+		},
+	}, {
+		name: "numbers with exponents and fractions",
+		line: `{"type":"result","subtype":"success","num_turns":3e0,"api_error_status":4.29E2,"total_cost_usd":1.5E-2,"usage":{"input_tokens":1e3,"output_tokens":2.0E2,"cache_read_input_tokens":7.0,"cache_creation_input_tokens":0}}`,
+		check: func(t *testing.T, e *event) {
+			assert.Equal(t, 3, e.NumTurns)
+			require.NotNil(t, e.APIErrorStatus)
+			assert.Equal(t, 429, *e.APIErrorStatus)
+			assert.Equal(t, providers.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 7}, e.Usage.canonical())
+		},
+	}, {
+		name: "unknown fields",
+		line: `{"type":"assistant","brand_new":{"x":[1,2.5,null]},"message":{"id":"m","content":[{"type":"text","text":"hi","citations":null}],"usage":{"input_tokens":1,"iterations":[]}},"parent_tool_use_id":null}`,
+		check: func(t *testing.T, e *event) {
+			assert.Equal(t, "hi", textOf(e.Message.Content))
+		},
+	}, {
+		name: "an unknown event type",
+		line: `{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1.7e9}}`,
+		check: func(t *testing.T, e *event) {
+			assert.Equal(t, "rate_limit_event", e.Type)
+		},
+	}, {
+		name: "a field of an unexpected type",
+		line: `{"type":"system","subtype":"init","tools":"Bash","model":"claude-sonnet-4-5"}`, warning: "field tools is a JSON string",
+		check: func(t *testing.T, e *event) {
+			assert.Equal(t, "claude-sonnet-4-5", e.Model, "the other fields are read")
+			assert.Empty(t, e.Tools)
+		},
+	}, {
+		name: "an error that is an object",
+		line: `{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1200,"error_status":529,"error":{"type":"overloaded_error"}}`,
+		check: func(t *testing.T, e *event) {
+			assert.Equal(t, `{"type":"overloaded_error"}`, e.errorText())
+		},
+	}, {
+		name: "an object cut short", line: `{"type":"assistant","message":{"id":"msg_1","content":[{"type":"te`, warning: "not valid JSON",
+	}, {
+		name: "an array", line: `[{"type":"result"}]`, warning: "not a JSON object",
+	}, {
+		name: "a string", line: `"hello"`, warning: "not a JSON object",
+	}, {
+		name: "null", line: `null`, warning: "not a JSON object",
+	}, {
+		name: "text", line: `Error: something went sideways`, fatal: errNotJSON,
+	}, {
+		name: "blank", line: " \t ",
+	}, {
+		name: "a retry after 401",
+		line: retry401, fatal: providers.ErrAuth,
+	}, {
+		name: "a retry after 403",
+		line: `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":581,"error_status":403.0,"error":"permission_error"}`, fatal: providers.ErrAuth,
+	}, {
+		name: "a retry naming authentication without a status",
+		line: `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":581,"error_status":null,"error":"authentication_error: invalid x-api-key"}`, fatal: providers.ErrAuth,
+	}, {
+		name: "a retry after 529",
+		line: `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":581,"error_status":529,"error":"overloaded"}`,
+	}, {
+		name: "an assistant message naming authentication",
+		line: `{"type":"assistant","message":{"id":"x","model":"<synthetic>","content":[{"type":"text","text":"Invalid API key · Fix external API key"}]},"error":"authentication_failed"}`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := parse([]byte(tt.line))
+			if tt.warning == "" {
+				assert.Empty(t, p.warning)
+			} else {
+				assert.Contains(t, p.warning, tt.warning)
+				assert.Contains(t, p.warning, "could not read a line")
+			}
+			if tt.fatal == nil {
+				assert.NoError(t, p.fatal)
+			} else {
+				assert.ErrorIs(t, p.fatal, tt.fatal)
+			}
+			if tt.check != nil {
+				require.NotNil(t, p.event)
+				tt.check(t, p.event)
+			}
+		})
+	}
+
+	p := parse([]byte(retry401))
+	require.Error(t, p.fatal)
+	assert.Equal(t, "authentication failed: the API answered status 401 authentication_failed; stopped Claude Code instead of letting it retry", p.fatal.Error())
+}
+
+// TestStream feeds lines to a stream: an unreadable line is a warning and the run goes on; an
+// authentication failure kills the process and leaves an error result.
+func TestStream(t *testing.T) {
+	var events []runtime.Event
+	var killed bool
+	s := testStream(&events, &killed)
+	s.read(strings.NewReader(strings.Join([]string{
+		`{"type":"system","subtype":"init","session_id":"s1","model":"m","claude_code_version":"9.9.9"}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"te`,
+		`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":619.6007536683462,"error_status":500,"error":"server_error"}`,
+		`{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"Done.","session_id":"s1"}`,
+	}, "\n")))
+	assert.False(t, killed)
+	require.Len(t, events, 3)
+	assert.Equal(t, runtime.Output, events[1].Kind)
+	assert.Contains(t, events[1].Text, "could not read a line")
+	assert.Equal(t, runtime.Retrying, events[2].Kind)
+	assert.Equal(t, "API call failed (status 500 server_error); attempt 1 of 10 in 620ms", events[2].Text)
+	require.NotNil(t, s.result)
+	assert.Equal(t, "Done.", s.result.Result)
+	assert.Empty(t, s.bad)
+
+	events, killed = nil, false
+	s = testStream(&events, &killed)
+	s.read(strings.NewReader(strings.Join([]string{
+		`{"type":"system","subtype":"init","session_id":"s1","model":"m","claude_code_version":"9.9.9"}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"Hi."}],"usage":{"input_tokens":5}}}`,
+		`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":581,"error_status":401,"error":"authentication_failed"}`,
+		`{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"not read","session_id":"s1"}`,
+	}, "\n")))
+	assert.True(t, killed)
+	require.NotNil(t, s.result)
+	assert.True(t, s.result.IsError)
+	assert.Equal(t, "s1", s.result.SessionID)
+	assert.Equal(t, 1, s.result.NumTurns)
+	assert.Contains(t, s.result.Result, "authentication failed: the API answered status 401")
+	assert.Equal(t, 5, s.usage().InputTokens)
+	assert.Len(t, events, 2, "started and the model turn; no retrying")
+}
+
+// TestCorpus reads the recorded transcripts of every CLI version: no line gets a warning, and
+// the result, usage, tool calls and retries come out of each.
+func TestCorpus(t *testing.T) {
+	type want struct {
+		result  string
+		isError bool
+		status  int // the result's api_error_status
+		turns   int
+		usage   providers.Usage
+		calls   string // "id:name ..."
+		retries int    // Retrying events
+		auth    int    // when non-zero, the run stops at the first api_retry, with this status
+	}
+	wants := map[string]want{
+		"tools": {result: "Wrote report.md and out.txt.", turns: 3, calls: "toolu_bash:Bash toolu_write:Write",
+			usage: providers.Usage{InputTokens: 3000, OutputTokens: 600, CacheReadTokens: 900, CacheWriteTokens: 150, CostUSD: 0.0188325}},
+		"retry": {result: "Hello.", turns: 1, retries: 1,
+			usage: providers.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 300, CacheWriteTokens: 50, CostUSD: 0.0062775}},
+		"auth401": {result: "Invalid API key · Fix external API key", isError: true, status: 401, turns: 1, auth: 401},
+		// The CLI does not retry a 403.
+		"auth403": {result: "Failed to authenticate. API Error: 403 Your API key does not have permission to use the specified resource.",
+			isError: true, status: 403, turns: 1},
+	}
+	files, err := filepath.Glob(corpus)
+	require.NoError(t, err)
+	versions := map[string]bool{}
+	for _, f := range files {
+		version, scenario := filepath.Base(filepath.Dir(f)), strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		versions[version] = true
+		t.Run(version+"/"+scenario, func(t *testing.T) {
+			w, ok := wants[scenario]
+			require.True(t, ok, "no expectations for the scenario %s", scenario)
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+
+			// Line by line: no warnings; only an api_retry with an authentication status is fatal.
+			var last *event
+			sc := bufio.NewScanner(bytes.NewReader(b))
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				p := parse(sc.Bytes())
+				assert.Empty(t, p.warning)
+				require.NotNil(t, p.event, "%s", sc.Text())
+				if w.auth != 0 && p.event.Subtype == "api_retry" {
+					assert.ErrorIs(t, p.fatal, providers.ErrAuth)
+				} else {
+					assert.NoError(t, p.fatal)
+				}
+				last = p.event
+			}
+			require.NoError(t, sc.Err())
+			require.NotNil(t, last)
+			assert.Equal(t, "result", last.Type, "the last line")
+			assert.Equal(t, w.isError, last.IsError)
+			assert.Equal(t, w.turns, last.NumTurns)
+			if w.result != "" {
+				assert.Equal(t, w.result, last.Result)
+			}
+			if w.status != 0 {
+				require.NotNil(t, last.APIErrorStatus)
+				assert.Equal(t, w.status, *last.APIErrorStatus)
+			} else {
+				assert.Nil(t, last.APIErrorStatus)
+			}
+
+			// The whole transcript through a stream.
+			var events []runtime.Event
+			var killed bool
+			s := testStream(&events, &killed)
+			s.read(bytes.NewReader(b))
+			assert.Empty(t, s.bad)
+			assert.NoError(t, s.readErr)
+			require.NotNil(t, s.result)
+			var kinds []string
+			var calls []string
+			for _, e := range events {
+				kinds = append(kinds, string(e.Kind))
+				if e.Kind == runtime.ToolCalled {
+					calls = append(calls, e.Tool.ID+":"+e.Tool.Name)
+				}
+				assert.NotEqual(t, runtime.Output, e.Kind, "an Output event: %s", e.Text)
+			}
+			require.NotEmpty(t, events)
+			assert.Equal(t, runtime.Started, events[0].Kind)
+			assert.Contains(t, events[0].Text, "Claude Code "+version+": model claude-sonnet-4-5")
+			if w.auth != 0 {
+				assert.True(t, killed)
+				assert.True(t, s.result.IsError)
+				assert.Contains(t, s.result.Result, "authentication failed: the API answered status "+strconv.Itoa(w.auth))
+				assert.Equal(t, s.session, s.result.SessionID)
+				assert.Equal(t, "started", strings.Join(kinds, " "), "nothing after the first retry")
+				return
+			}
+			assert.False(t, killed)
+			assert.Equal(t, w.result, s.result.Result)
+			assert.Equal(t, w.turns, s.result.NumTurns)
+			assert.Equal(t, last.SessionID, s.session)
+			u := s.usage()
+			assert.InDelta(t, w.usage.CostUSD, u.CostUSD, 1e-12)
+			u.CostUSD = w.usage.CostUSD
+			assert.Equal(t, w.usage, u)
+			assert.Equal(t, w.calls, strings.Join(calls, " "))
+			assert.Equal(t, w.retries, strings.Count(strings.Join(kinds, " "), string(runtime.Retrying)))
+			var results []runtime.Event
+			for _, e := range events {
+				if e.Kind == runtime.ToolResult {
+					results = append(results, e)
+				}
+			}
+			require.Len(t, results, len(calls))
+			for i, r := range results {
+				assert.Equal(t, calls[i], r.Tool.ID+":"+r.Tool.Name)
+				assert.False(t, r.Tool.IsError)
+			}
+		})
+	}
+	assert.Contains(t, versions, "2.1.330", "the version CI runs")
+	assert.Contains(t, versions, "2.1.197", "the version that printed a fractional retry_delay_ms")
+}
+
+// FuzzStream: parse never panics, a line of valid JSON is fatal only when it is an api_retry with
+// an authentication failure, and a stream reading any line never panics.
+func FuzzStream(f *testing.F) {
+	for _, l := range corpusLines(f) {
+		f.Add(l)
+	}
+	for _, l := range []string{
+		``, `{}`, `[]`, `null`, `0`, `"x"`, `{"type":5}`, `{"type":"system","subtype":"api_retry","error_status":-1e308}`,
+		`{"type":"result","num_turns":1e400}`, `{"type":"assistant","message":{"content":"plain"}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","content":{"a":1}}]}}`,
+		`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"Bash","input":"x"}]}}`,
+		`{"type":"system","subtype":"api_retry","error":["authentication"]}`, `{"type":"sys`, "Error: x\n{}",
+	} {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		p := parse(line)
+		if json.Valid(line) && p.fatal != nil {
+			require.ErrorIs(t, p.fatal, providers.ErrAuth)
+			require.NotNil(t, p.event)
+			require.Equal(t, "system/api_retry", p.event.Type+"/"+p.event.Subtype)
+		}
+		if p.fatal == nil && len(bytes.TrimSpace(line)) > 0 {
+			require.True(t, p.event != nil || p.warning != "", "a line neither read nor warned about")
+		}
+		var events []runtime.Event
+		var killed bool
+		s := testStream(&events, &killed)
+		s.read(bytes.NewReader(line))
+		s.usage()
+		s.lastKind()
+		if s.result != nil {
+			s.result.denials()
+		}
+	})
+}
