@@ -9,8 +9,10 @@
 //	scripted/echo                 an offline model that repeats the last user message
 //
 // Every model New returns retries failed calls that may succeed later (rate limits, overloads,
-// server and connection errors) as providers.WithRetry does. Models given with WithModels are
-// served under their own names, which is how tests and offline demos name scripted models.
+// server and connection errors) as providers.WithRetry does, and sends the others (bad request,
+// authentication, model not found, context window) once; its error, a *providers.RetryError, says
+// how many attempts were made. Models given with WithModels are served under their own names,
+// which is how tests and offline demos name scripted models.
 package models
 
 import (

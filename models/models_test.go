@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/providertest"
@@ -38,6 +41,52 @@ func TestAnthropicByNameRetries(t *testing.T) {
 	}
 	if got := srv.Requests()[0].Header.Get("x-api-key"); got != "k" {
 		t.Fatalf("x-api-key = %q", got)
+	}
+}
+
+// A model of New makes one layer of retries over HTTP: a lasting server error is sent the
+// configured number of times, an error that retrying cannot fix once, and the error says how many
+// attempts were made.
+func TestRetriesOverHTTP(t *testing.T) {
+	const attempts = 3
+	policy := models.WithRetry(providers.Retry{MaxAttempts: attempts, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	servers := []struct {
+		provider string
+		start    func(providertest.T, ...providertest.Reply) *providertest.Server
+	}{{"anthropic", providertest.NewAnthropic}, {"openai", providertest.NewOpenAI}}
+	server := providertest.Reply{Err: providers.ErrServer}
+	for _, tc := range []struct {
+		name    string
+		replies []providertest.Reply
+		kind    error  // nil: the call succeeds
+		says    string // the end of the error
+	}{
+		{"lasting 500", []providertest.Reply{server, server, server}, providers.ErrServer, "(3 attempts)"},
+		{"401", []providertest.Reply{{Err: providers.ErrAuth}}, providers.ErrAuth, "(1 attempt; not retried: authentication failed)"},
+		{"403", []providertest.Reply{{Status: 403}}, providers.ErrAuth, "(1 attempt; not retried: authentication failed)"},
+		{"400", []providertest.Reply{{Err: providers.ErrBadRequest}}, providers.ErrBadRequest, "(1 attempt; not retried: bad request)"},
+		{"404 model not found", []providertest.Reply{{Status: 404}}, providers.ErrBadRequest, "(1 attempt; not retried: bad request)"},
+		{"context length", []providertest.Reply{{Err: providers.ErrContextWindow}}, providers.ErrContextWindow, "(1 attempt; not retried: context window exceeded)"},
+		{"429 then success", []providertest.Reply{{Err: providers.ErrRateLimit}, {Text: "ok"}}, nil, ""},
+	} {
+		for _, s := range servers {
+			provider := s.provider
+			t.Run(provider+"/"+tc.name, func(t *testing.T) {
+				srv := s.start(t, tc.replies...) // a request past the script fails the test
+				m, err := models.New(provider+"/some-model", models.WithAPIKey("k"), models.WithBaseURL(srv.URL()), policy)
+				require.NoError(t, err)
+				resp, err := m.Generate(context.Background(), providers.Request{Messages: []providers.Message{providers.UserText("hi")}})
+				assert.Equal(t, len(tc.replies), len(srv.Requests()), "requests")
+				if tc.kind == nil {
+					require.NoError(t, err)
+					assert.Equal(t, "ok", resp.Message.Text())
+					return
+				}
+				require.ErrorIs(t, err, tc.kind)
+				assert.True(t, strings.HasPrefix(err.Error(), provider+"/some-model: "), "error %q names the model", err)
+				assert.True(t, strings.HasSuffix(err.Error(), tc.says), "error %q ends with %q", err, tc.says)
+			})
+		}
 	}
 }
 

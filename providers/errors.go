@@ -12,7 +12,7 @@ var (
 	ErrOverloaded    = errors.New("overloaded")                // the provider is overloaded (529, 503)
 	ErrServer        = errors.New("server error")              // other 5xx
 	ErrAuth          = errors.New("authentication failed")     // 401, 403: a missing or wrong key
-	ErrBadRequest    = errors.New("bad request")               // other 4xx: the request itself is wrong
+	ErrBadRequest    = errors.New("bad request")               // other 4xx: the request itself is wrong (404: no such model)
 	ErrContextWindow = errors.New("context window exceeded")   // the conversation does not fit the model
 	ErrConnection    = errors.New("connection failed")         // no answer: network, DNS, reset
 	ErrMissingKey    = errors.New("no API key")                // the key's environment variable is not set
@@ -51,7 +51,8 @@ func (e *Error) Is(target error) bool { return target == e.Kind }
 func (e *Error) Unwrap() error { return e.Err }
 
 // Retryable reports whether trying the same request again later may succeed: rate limits,
-// overloads, server and connection errors.
+// overloads, server and connection errors. The other kinds (authentication, bad request, model
+// not found, context window) fail the same way every time, and so does an error of no kind.
 func Retryable(err error) bool {
 	return errors.Is(err, ErrRateLimit) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrServer) || errors.Is(err, ErrConnection)
 }

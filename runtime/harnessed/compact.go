@@ -163,7 +163,7 @@ func firstLine(path string) string {
 // conversation, so whoever picks the node up next can see what happened.
 func (w *worker) writeFailureNotes(req providers.Request, cause error) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Failure notes\n\nAssignment %s (worker %s, node %s) failed: the model call failed twice.\n\nLast error: %v\n\n## Conversation\n", w.a.ID, w.a.Worker, w.a.Node, cause)
+	fmt.Fprintf(&b, "# Failure notes\n\nAssignment %s (worker %s, node %s) failed: the model call failed.\n\nError: %v\n\n## Conversation\n", w.a.ID, w.a.Worker, w.a.Node, cause)
 	for _, m := range req.Messages {
 		fmt.Fprintf(&b, "\n### %s\n", m.Role)
 		for _, p := range m.Parts {

@@ -21,9 +21,11 @@
 //     to write what it must keep to files, then the conversation is archived in the node folder
 //     (never deleted) and rebuilt from the task, a summary of the scratch files and the last
 //     turns.
-//   - Failure handling. A failed model call is tried once more; if it fails again the worker
-//     writes failure_notes.md, with the conversation, into the node folder and the assignment
-//     fails. A worker that has not finished after MaxIterations model turns fails too.
+//   - Failure handling. The loop never calls the model again after a failed call: retries are
+//     made in one place, by the model (providers.WithRetry, which every model of models.New
+//     has), and reported as Retrying events. A call that fails writes failure_notes.md, the
+//     error and the conversation, into the node folder, and the assignment fails. A worker that
+//     has not finished after MaxIterations model turns fails too.
 //
 // Single-inference mode (WithSingleInference) makes one model call without tools and publishes
 // its answer as result.md.

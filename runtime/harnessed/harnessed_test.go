@@ -12,11 +12,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/providertest"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/harnessed"
@@ -71,6 +76,21 @@ func (r *recorder) kinds() []runtime.Kind {
 		ks = append(ks, e.Kind)
 	}
 	return ks
+}
+
+// turnUsages returns the usages of the model_turn events; every one must carry one.
+func (r *recorder) turnUsages(t *testing.T) []providers.Usage {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var us []providers.Usage
+	for _, e := range r.events {
+		if e.Kind == runtime.ModelTurn {
+			require.NotNil(t, e.Usage, "model_turn without usage")
+			us = append(us, *e.Usage)
+		}
+	}
+	return us
 }
 
 func (r *recorder) tools(kind runtime.Kind) []string {
@@ -400,33 +420,139 @@ func TestCompactionKeepsNotesAndFinishes(t *testing.T) {
 	}
 }
 
-// A model call that fails is tried once more; failing twice writes failure_notes.md and fails
-// the assignment.
+// The loop calls a model that failed only once: a bare model fails the assignment at its first
+// failure, writing failure_notes.md; a model with retrying retries on its own, reported as
+// Retrying events.
 func TestModelFailure(t *testing.T) {
 	boom := &providers.Error{Provider: "scripted", Model: "w", Kind: providers.ErrServer, Status: 500}
 	a := assignment(t, "a6", "Work.")
 	model := scripted.New("w",
 		scripted.Turn{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "a.md", Content: "a"})}},
 		scripted.Turn{Err: boom},
-		scripted.Turn{Err: boom},
+		scripted.Turn{Calls: []tools.Call{call("c2", "checkpoint", runtime.CheckpointArgs{Summary: "never"})}},
 	)
 	var rec recorder
 	o, err := harnessed.New(model).Run(context.Background(), a, rec.sink)
-	if !errors.Is(err, providers.ErrServer) || o.Status != runtime.Failed || o.Turns != 1 {
-		t.Fatalf("outcome %+v, err %v", o, err)
-	}
-	notes, rerr := os.ReadFile(a.Dir.Path("failure_notes.md"))
-	if rerr != nil || !strings.Contains(string(notes), "write_file") || !strings.Contains(string(notes), "HTTP 500") {
-		t.Fatalf("failure notes %q, %v", notes, rerr)
-	}
-	if !slices.Contains(rec.kinds(), runtime.Retrying) {
-		t.Fatal("no retrying event")
-	}
+	require.ErrorIs(t, err, providers.ErrServer)
+	assert.Equal(t, runtime.Failed, o.Status)
+	assert.Equal(t, 1, o.Turns)
+	assert.Equal(t, 1, model.Remaining(), "the failed call was made again")
+	notes, err := os.ReadFile(a.Dir.Path("failure_notes.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(notes), "write_file")
+	assert.Contains(t, string(notes), "HTTP 500")
+	assert.NotContains(t, rec.kinds(), runtime.Retrying)
 
 	b := assignment(t, "a6b", "Work.")
 	once := scripted.New("w", scripted.Turn{Err: boom}, scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}})
-	if o, err := harnessed.New(once).Run(context.Background(), b, nil); err != nil || o.Status != runtime.Checkpointed {
-		t.Fatalf("one failure: %+v, %v", o, err)
+	fast := providers.Retry{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
+	rec = recorder{}
+	o, err = harnessed.New(providers.WithRetry(once, fast)).Run(context.Background(), b, rec.sink)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Checkpointed, o.Status)
+	assert.Equal(t, 1, count(rec.kinds(), runtime.Retrying))
+	assert.NoFileExists(t, b.Dir.Path("failure_notes.md"))
+}
+
+func count[T comparable](s []T, v T) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
+// One failing model call of a worker makes exactly the attempts of the model's retrying, over
+// HTTP: as many as configured for a lasting server error, one for an authentication error;
+// never twice as many.
+func TestModelFailureMakesTheRetryingAttempts(t *testing.T) {
+	const attempts = 3
+	policy := models.WithRetry(providers.Retry{MaxAttempts: attempts, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	server := providertest.Reply{Err: providers.ErrServer}
+	for _, tc := range []struct {
+		name     string
+		replies  []providertest.Reply
+		kind     error
+		says     string
+		retrying int // Retrying events
+	}{
+		{"lasting 500", []providertest.Reply{server, server, server}, providers.ErrServer, "(3 attempts)", attempts - 1},
+		{"401", []providertest.Reply{{Err: providers.ErrAuth}}, providers.ErrAuth, "(1 attempt; not retried: authentication failed)", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := providertest.NewAnthropic(t, tc.replies...) // a request past the script fails the test
+			m, err := models.New("anthropic/claude-x", models.WithAPIKey("k"), models.WithBaseURL(srv.URL()), policy)
+			require.NoError(t, err)
+			a := assignment(t, "a13", "Work.")
+			var rec recorder
+			o, err := harnessed.New(m).Run(context.Background(), a, rec.sink)
+			require.ErrorIs(t, err, tc.kind)
+			assert.Equal(t, len(tc.replies), len(srv.Requests()), "requests")
+			assert.Contains(t, err.Error(), "anthropic/claude-x: ")
+			assert.Contains(t, err.Error(), tc.says)
+			assert.Equal(t, runtime.Failed, o.Status)
+			assert.Equal(t, tc.retrying, count(rec.kinds(), runtime.Retrying))
+			notes, err := os.ReadFile(a.Dir.Path("failure_notes.md"))
+			require.NoError(t, err)
+			assert.Contains(t, string(notes), tc.says)
+		})
+	}
+}
+
+// Each model_turn event carries the usage of its turn, cache and cost included, and the outcome
+// their sum.
+func TestModelTurnUsage(t *testing.T) {
+	u1 := providers.Usage{InputTokens: 1200, OutputTokens: 85, CacheReadTokens: 300, CacheWriteTokens: 40, CostUSD: 0.0061}
+	u2 := providers.Usage{InputTokens: 90, OutputTokens: 412, CacheReadTokens: 1500, CostUSD: 0.0074}
+	a := assignment(t, "a14", "Work.")
+	model := scripted.New("w",
+		scripted.Turn{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "a.md", Content: "a"})}, Usage: u1},
+		scripted.Turn{Calls: []tools.Call{call("c2", "publish", runtime.PublishArgs{Summary: "done"})}, Usage: u2},
+	)
+	var rec recorder
+	o, err := harnessed.New(model).Run(context.Background(), a, rec.sink)
+	require.NoError(t, err)
+	assert.Equal(t, []providers.Usage{u1, u2}, rec.turnUsages(t))
+	assert.Equal(t, u1.Add(u2), o.Usage)
+}
+
+// Over the Anthropic API, answered as JSON or as a stream (whose message_start reports one
+// output token, its message_delta the turn's), each model_turn carries its answer's usage.
+func TestModelTurnUsageOverHTTP(t *testing.T) {
+	u1 := providers.Usage{InputTokens: 1200, OutputTokens: 85, CacheReadTokens: 300, CacheWriteTokens: 40}
+	u2 := providers.Usage{InputTokens: 90, OutputTokens: 412, CacheReadTokens: 1500}
+	for _, tc := range []struct {
+		name      string
+		maxTokens int // more than the SDK lets a call wait for without streaming
+		stream    bool
+	}{{"json", 0, false}, {"stream", 32000, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := providertest.NewAnthropic(t,
+				providertest.Reply{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "a.md", Content: "a"})}, Usage: u1},
+				providertest.Reply{Calls: []tools.Call{call("c2", "publish", runtime.PublishArgs{Summary: "done"})}, Usage: u2},
+			)
+			m, err := models.New("anthropic/claude-sonnet-4-5", models.WithAPIKey("k"), models.WithBaseURL(srv.URL()))
+			require.NoError(t, err)
+			a := assignment(t, "a15", "Work.")
+			var rec recorder
+			o, err := harnessed.New(m, harnessed.WithMaxTokens(tc.maxTokens)).Run(context.Background(), a, rec.sink)
+			require.NoError(t, err)
+			for _, r := range srv.Requests() {
+				assert.Equal(t, tc.stream, r.Stream, "streamed")
+			}
+			got := rec.turnUsages(t)
+			require.Len(t, got, 2)
+			var sum providers.Usage
+			for i, want := range []providers.Usage{u1, u2} {
+				assert.Positive(t, got[i].CostUSD, "turn %d priced", i+1)
+				sum = sum.Add(got[i])
+				got[i].CostUSD = 0
+				assert.Equal(t, want, got[i], "turn %d", i+1)
+			}
+			assert.Equal(t, sum, o.Usage)
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/providers"
@@ -210,16 +211,15 @@ func (w *worker) receive(step string) []runtime.Message {
 	return msgs
 }
 
-// generate asks the model for the next turn, trying once more if the call fails. When the second
-// try fails too, the worker's notes on the failure go to failure_notes.md.
+// generate asks the model for the next turn, once: retrying is the model's own (see
+// providers.WithRetry), whose retries are reported as Retrying events. When the call fails, the
+// worker's notes on the failure go to failure_notes.md.
 func (w *worker) generate(ctx context.Context, conv []providers.Message) (providers.Response, error) {
 	req := providers.Request{System: w.prompt, Messages: conv, MaxTokens: w.rt.cfg.maxTokens, Tools: w.specs}
+	ctx = providers.OnRetry(ctx, func(attempt int, err error, wait time.Duration) {
+		w.rep.Emit(runtime.Event{Kind: runtime.Retrying, Text: fmt.Sprintf("attempt %d failed, trying again in %v: %v", attempt, wait.Round(time.Millisecond), err)})
+	})
 	resp, err := w.rt.model.Generate(ctx, req)
-	if err == nil || ctx.Err() != nil {
-		return resp, err
-	}
-	w.rep.Emit(runtime.Event{Kind: runtime.Retrying, Text: err.Error()})
-	resp, err = w.rt.model.Generate(ctx, req)
 	if err == nil || ctx.Err() != nil {
 		return resp, err
 	}
