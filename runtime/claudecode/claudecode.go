@@ -42,9 +42,9 @@
 //
 // Other lines that are JSON objects are reported as Output and otherwise ignored; numbers are
 // read whatever their form. A line that cannot be read (cut short, not an object, a field of an
-// unexpected type) is reported as Output and the run goes on. A line that is not JSON at all ends
-// the run as Failed, naming the line; so does a crash or an exit without a result event (the
-// error wraps runtime.ErrNoResult). An api_retry event with status 401 or 403 (or an error naming
+// unexpected type, text that is not JSON at all) is reported as Output and the run goes on. A
+// crash or an exit without a result event ends the run as Failed (the error wraps
+// runtime.ErrNoResult). An api_retry event with status 401 or 403 (or an error naming
 // authentication) stops the CLI at once and fails the run with the authentication error, rather
 // than letting it retry. Failures carry the exit status and the last few KiB of the CLI's stderr.
 //
@@ -342,11 +342,6 @@ func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream,
 		return msg + " (no stderr)"
 	}
 	switch {
-	case st.bad != "":
-		err := fmt.Errorf("claudecode: %s printed a line that is not JSON: %q", r.binary, st.bad)
-		err = fmt.Errorf("%s", withStderr(err.Error()))
-		o.Summary = err.Error()
-		return o, err
 	case res == nil && ctx.Err() != nil:
 		err := fmt.Errorf("claudecode: %s stopped: %w", r.binary, context.Cause(ctx))
 		if !errors.Is(err, ctx.Err()) {

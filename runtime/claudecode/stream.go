@@ -153,34 +153,30 @@ func textOf(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-// errNotJSON is the fatal error of a line that is not JSON at all (not even the start of an
-// object): the CLI is not printing stream-json.
-var errNotJSON = errors.New("not JSON")
-
 // parsed is what one line of output says.
 type parsed struct {
 	// event is the line decoded; nil when it is not a JSON object.
 	event *event
 	// warning, when set, says the line or a field of it could not be read; the run goes on.
 	warning string
-	// fatal, when set, ends the run: errNotJSON, or an error wrapping providers.ErrAuth when an
-	// api_retry event shows the API refusing the credentials (the CLI would retry them in vain
-	// for minutes).
+	// fatal, when set, ends the run: an error wrapping providers.ErrAuth when an api_retry event
+	// shows the API refusing the credentials (the CLI would retry them in vain for minutes).
 	fatal error
 }
 
-// parse reads one line of the CLI's output. Only two kinds of line are fatal: one that is not
-// JSON and does not start like an object, and an api_retry event with an authentication status
-// (see authFailure). Anything else that cannot be read (an object cut short, JSON that is not an
-// object, a field of an unexpected type) gets a warning; an object with a field of an
-// unexpected type is still returned, that field left empty.
+// parse reads one line of the CLI's output. Only one kind of line is fatal: an api_retry event
+// with an authentication status (see authFailure). Anything that cannot be read (text that is
+// not JSON, an object cut short, JSON that is not an object, a field of an unexpected type)
+// gets a warning; an object with a field of an unexpected type is still returned, that field
+// left empty. A CLI that stops speaking stream-json for good still ends: without a result when
+// it exits, or stalled (runtime.Watch).
 func parse(l []byte) parsed {
 	l = bytes.TrimSpace(l)
 	switch {
 	case len(l) == 0:
 		return parsed{}
 	case !json.Valid(l) && l[0] != '{':
-		return parsed{fatal: errNotJSON}
+		return parsed{warning: unreadable("it is not JSON", l)}
 	case !json.Valid(l):
 		return parsed{warning: unreadable("it is not valid JSON", l)}
 	case l[0] != '{':
@@ -248,7 +244,6 @@ type stream struct {
 	// result is the result event or, when authentication failed, an error result made from the
 	// api_retry event that showed it.
 	result  *event
-	bad     string // the line that is not JSON
 	readErr error
 }
 
@@ -274,16 +269,13 @@ func (s *stream) read(r io.Reader) {
 	}
 }
 
-// line handles one line; false means the run must end (s.bad or s.result says why).
+// line handles one line; false means the run must end (s.result says why).
 func (s *stream) line(l []byte) bool {
 	p := parse(l)
 	if p.warning != "" {
 		s.rep.Emit(runtime.Event{Kind: runtime.Output, Text: p.warning})
 	}
 	switch {
-	case errors.Is(p.fatal, errNotJSON):
-		s.bad = truncate(string(l), 500)
-		return false
 	case p.fatal != nil:
 		s.result = &event{Type: "result", Subtype: "api_retry", IsError: true, Result: p.fatal.Error(),
 			SessionID: s.session, NumTurns: len(s.perMsg)}
