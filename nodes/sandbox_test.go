@@ -1,0 +1,72 @@
+//go:build linux
+
+package nodes_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// A harnessed worker's bash commands write in its node's scratch folder and its own folder, and
+// nowhere else in the run (where bubblewrap runs); nodes.WithSandbox changes that per worker.
+func TestWorkerBashIsSandboxed(t *testing.T) {
+	if os.Getenv("AGIRAPH_CONTAIN") == "group" || exec.Command("bwrap", "--unshare-pid", "--ro-bind", "/", "/", "true").Run() != nil {
+		t.Skip("the sandbox is not enforced here (no bubblewrap, or AGIRAPH_CONTAIN=group)")
+	}
+	// From nodes/n1/scratch: the run folder is ../../.. .
+	const script = `echo mine > mine.txt; echo note >> ../../../workers/ada/notebook.md && echo note-ok; echo ESCAPED >> ../../../_plan.md; echo ESCAPED > ../../../nodes/n1/_spec.md`
+	worker := scripted.NewFunc("sandbox-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		switch called := scCalled(req); {
+		case called["bash"] == 0:
+			return scTurn(req, scCall("bash", map[string]string{"command": script})), nil
+		case called["write_file"] == 0:
+			out := scResults(req, "bash")[0].Content
+			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/n1/scratch/result.txt", "content": out})), nil
+		}
+		return scTurn(req, scCall("publish", map[string]string{"summary": "done"})), nil
+	})
+	plan := func() []tools.Call {
+		return []tools.Call{scCall("create_work_node", map[string]any{"task": "Try the sandbox."})}
+	}
+	// run runs the squad and returns the output and the run's folder.
+	run := func(opts ...nodes.Option) (string, string) {
+		coord := scCoordinator("sandbox-coord", plan, "nodes/n1/published/result.txt", func(c string) string { return c })
+		s := scSquad(t, coord, []providers.Model{worker}, append([]nodes.Option{nodes.WithWorkerNames("Ada")}, opts...)...)
+		res := scRun(t, s, "sandbox")
+		return res.Output, filepath.Join(string(s.Home()), "runs", res.RunID)
+	}
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		return string(b)
+	}
+
+	// The writes outside the scope change nothing (under /tmp, where the test's home is, they
+	// land in the command's own /tmp; elsewhere they fail as read-only).
+	out, dir := run()
+	assert.Contains(t, out, "note-ok")
+	assert.Contains(t, read(filepath.Join(dir, "workers", "ada", "notebook.md")), "note\n")
+	assert.NotContains(t, read(filepath.Join(dir, "_plan.md")), "ESCAPED")
+	assert.NotContains(t, read(filepath.Join(dir, "nodes", "n1", "_spec.md")), "ESCAPED")
+
+	_, dir = run(nodes.WithSandbox(func(w nodes.Worker, n nodes.Node, scope sandbox.Policy) sandbox.Policy {
+		require.Equal(t, "n1", n.ID)
+		require.Len(t, scope.Writable, 2)
+		assert.True(t, strings.HasSuffix(scope.Writable[0], filepath.Join("nodes", "n1", "scratch")))
+		return sandbox.Policy{Off: true}
+	}))
+	assert.Contains(t, read(filepath.Join(dir, "_plan.md")), "ESCAPED", "with the sandbox off the command writes anywhere")
+}
