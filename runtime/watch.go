@@ -10,10 +10,17 @@ import (
 )
 
 // Watch returns rt with a liveness watchdog. An assignment that shows no sign of progress for
-// stall — no event, and no file written under its node folder — is stopped: its context is
-// cancelled with a cause wrapping ErrStalled, and Run returns an Outcome with status Stalled and
-// an error saying how long it was silent and what it was last doing. A stall of zero or less
-// returns rt unchanged.
+// stall is stopped: its context is cancelled with a cause wrapping ErrStalled, and Run returns an
+// Outcome with status Stalled and an error saying how long it went without progress, what its
+// last progress was and what it reported since. A stall of zero or less returns rt unchanged.
+//
+// Progress is the model or its tools at work — an event of kind Started, ModelTurn, ToolCalled,
+// ToolResult, MessageSent, MessageReceived, AskedHuman or Compacted — or a file written under
+// the assignment's node folder. Output lines (what a CLI agent prints) and Retrying events are
+// not: a CLI that prints a line per attempt while it retries an endpoint that never answers is
+// stalled all the same. A CLI agent whose runtime reports only its output (runtime/autonomous)
+// thus shows progress through the files it writes and the messages it sends; give it a stall
+// longer than its longest silent step.
 func Watch(rt Runtime, stall time.Duration) Runtime {
 	if stall <= 0 {
 		return rt
@@ -26,25 +33,44 @@ type watched struct {
 	stall time.Duration
 }
 
-// activity is the last sign of progress of one assignment.
-type activity struct {
-	mu   sync.Mutex
-	at   time.Time
-	what string
+// progress reports whether an event of kind k is a sign of progress.
+func progress(k Kind) bool {
+	switch k {
+	case Started, ModelTurn, ToolCalled, ToolResult, MessageSent, MessageReceived, AskedHuman, Compacted:
+		return true
+	}
+	return false
 }
 
+// activity is the last sign of progress of one assignment, and the last event after it that
+// was none.
+type activity struct {
+	mu    sync.Mutex
+	at    time.Time
+	what  string
+	since string
+}
+
+// saw records progress.
 func (a *activity) saw(at time.Time, what string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if at.After(a.at) {
-		a.at, a.what = at, what
+		a.at, a.what, a.since = at, what, ""
 	}
 }
 
-func (a *activity) last() (time.Time, string) {
+// noted records an event that is no progress.
+func (a *activity) noted(what string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.at, a.what
+	a.since = what
+}
+
+func (a *activity) last() (time.Time, string, string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.at, a.what, a.since
 }
 
 func (w *watched) Run(ctx context.Context, a Assignment, sink Sink) (Outcome, error) {
@@ -52,7 +78,11 @@ func (w *watched) Run(ctx context.Context, a Assignment, sink Sink) (Outcome, er
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	inner := func(e Event) {
-		act.saw(time.Now(), describe(e))
+		if progress(e.Kind) {
+			act.saw(time.Now(), describe(e))
+		} else {
+			act.noted(describe(e))
+		}
 		if sink != nil {
 			sink(e)
 		}
@@ -90,9 +120,9 @@ func (w *watched) watch(ctx context.Context, dir NodeDir, act *activity, cancel 
 					act.saw(mod, "writing "+name)
 				}
 			}
-			at, what := act.last()
+			at, what, since := act.last()
 			if silent := now.Sub(at); silent >= w.stall {
-				cancel(&stallError{silent: silent.Round(time.Millisecond), what: what})
+				cancel(&stallError{silent: silent.Round(time.Millisecond), what: what, since: since})
 				return
 			}
 		}
@@ -102,11 +132,16 @@ func (w *watched) watch(ctx context.Context, dir NodeDir, act *activity, cancel 
 // stallError is the cause a stalled run is cancelled with.
 type stallError struct {
 	silent time.Duration
-	what   string
+	what   string // the last progress
+	since  string // the last event after it, if any
 }
 
 func (e *stallError) Error() string {
-	return fmt.Sprintf("%v for %s; last activity: %s", ErrStalled, e.silent, e.what)
+	s := fmt.Sprintf("%v for %s; last progress: %s", ErrStalled, e.silent, e.what)
+	if e.since != "" {
+		s += "; latest event: " + e.since
+	}
+	return s
 }
 
 func (e *stallError) Unwrap() error { return ErrStalled }

@@ -11,6 +11,8 @@
 //   - NewOpenAI speaks Chat Completions: POST /v1/chat/completions, JSON or "data:" lines ending
 //     with "data: [DONE]". Its URL ends in /v1, as OpenAI clients expect of a base URL
 //     (OPENAI_BASE_URL, langchaingo's openai.WithBaseURL).
+//   - NewResponses speaks the OpenAI Responses API (Codex): POST /v1/responses; URL ends in /v1.
+//   - NewGemini speaks the Gemini API (Gemini CLI): POST /v1beta/models/{model}:generateContent and :streamGenerateContent?alt=sse; URL is the root (GOOGLE_GEMINI_BASE_URL).
 //
 // # Faithful
 //

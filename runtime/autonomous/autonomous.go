@@ -102,9 +102,11 @@ func Codex() []string {
 	return []string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "{{.Prompt}}"}
 }
 
-// Gemini runs Google's Gemini CLI non-interactively, approving its own tool calls.
+// Gemini runs Google's Gemini CLI non-interactively, approving its own tool calls and trusting
+// the folder for the session (without --skip-trust it exits 55 in the node's untrusted scratch
+// folder).
 func Gemini() []string {
-	return []string{"gemini", "--yolo", "-p", "{{.Prompt}}"}
+	return []string{"gemini", "--skip-trust", "--yolo", "-p", "{{.Prompt}}"}
 }
 
 // Aider runs Aider on one message, with _task.md as read-only context, without git.

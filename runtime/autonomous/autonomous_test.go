@@ -19,6 +19,7 @@ import (
 
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/autonomous"
+	"github.com/agiraph/agiraph/runtime/runtimetest"
 )
 
 func TestMain(m *testing.M) {
@@ -88,38 +89,25 @@ func (r *recorder) of(k runtime.Kind) []runtime.Event {
 	return es
 }
 
-// mailbox is a fake Mailbox: it records what is sent and answers each message with reply
-// (when set), delivered by the next Receive.
+// mailbox is a runtimetest.Mailbox that answers every message sent with reply (when set), from
+// its recipient; the answer comes with the next Receive. (realcli_test.go uses it too, and
+// sentMessages.)
 type mailbox struct {
-	mu      sync.Mutex
-	sent    []runtime.Message
-	pending []runtime.Message
-	reply   string
-}
-
-func (m *mailbox) Receive(string) []runtime.Message {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := m.pending
-	m.pending = nil
-	return out
+	runtimetest.Mailbox
+	reply string
 }
 
 func (m *mailbox) Send(ctx context.Context, key, to, body string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sent = append(m.sent, runtime.Message{To: to, Body: body})
+	if err := m.Mailbox.Send(ctx, key, to, body); err != nil {
+		return err
+	}
 	if m.reply != "" {
-		m.pending = append(m.pending, runtime.Message{From: to, To: "alice", Body: m.reply})
+		m.Deliver(to, m.reply)
 	}
 	return nil
 }
 
-func (m *mailbox) sentMessages() []runtime.Message {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.sent)
-}
+func (m *mailbox) sentMessages() []runtime.Message { return m.Sent() }
 
 // started waits for the agent to write name in the scratch directory: it has started what
 // the test looks for.
@@ -136,11 +124,12 @@ func started(t *testing.T, a runtime.Assignment, name string) {
 }
 
 // runs returns the live processes of assignment a: those whose environment carries its
-// AGIRAPH_ASSIGNMENT. It reads /proc, which shows the processes of every PID namespace of
-// this one, so it finds them whether the agent ran in a namespace of its own or not.
+// AGIRAPH_SCRATCH (a folder of this test alone; assignment ids repeat across tests and
+// packages). It reads /proc, which shows the processes of every PID namespace of this one, so
+// it finds them whether the agent ran in a namespace of its own or not.
 func runs(a runtime.Assignment) []string {
 	var pids []string
-	want := "\x00AGIRAPH_ASSIGNMENT=" + a.ID + "\x00"
+	want := "\x00AGIRAPH_SCRATCH=" + a.Dir.Scratch() + "\x00"
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
@@ -212,7 +201,7 @@ mv _result.md.tmp _result.md
 	if got := strings.TrimSpace(readFile(t, filepath.Join(a.Dir.Published(), "answer.md"))); got != "42" {
 		t.Errorf("answer.md = %q", got)
 	}
-	sent := mb.sentMessages()
+	sent := mb.Sent()
 	if len(sent) != 1 || sent[0].To != "coordinator" || sent[0].Body != "What is the answer?\nPlease hurry." {
 		t.Errorf("sent = %+v", sent)
 	}
@@ -476,7 +465,7 @@ func TestTaskAndContextFiles(t *testing.T) {
 	cmd := script(t, "cp _task.md task.copy; cp _context.json context.copy; echo ok > _result.md\n")
 	a := assignment(t, "Write a poem.")
 	a.System = "You are a careful poet."
-	a.Mailbox = &mailbox{}
+	a.Mailbox = &runtimetest.Mailbox{}
 	if err := a.Dir.Create(); err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +502,7 @@ done
 printf 'TO: *\nbye' >> _outbox.md
 echo done > _result.md
 `)
-	mb := &mailbox{}
+	mb := &runtimetest.Mailbox{}
 	a := assignment(t, "talk")
 	a.Mailbox = mb
 	rec := &recorder{t: t}
@@ -521,7 +510,7 @@ echo done > _result.md
 		t.Fatal(err)
 	}
 	want := []runtime.Message{{To: "bob", Body: "first"}, {To: "carol", Body: "second"}, {To: "*", Body: "bye"}}
-	if got := mb.sentMessages(); !slices.Equal(got, want) {
+	if got := mb.Sent(); !slices.Equal(got, want) {
 		t.Errorf("sent = %+v, want %+v", got, want)
 	}
 	if n := len(rec.of(runtime.MessageSent)); n != 3 {
@@ -598,7 +587,7 @@ echo done > _result.md
 		t.Fatal(err)
 	}
 	want := []runtime.Message{{To: "bob", Body: "first"}, {To: "bob", Body: "second"}}
-	if got := mb.sentMessages(); !slices.Equal(got, want) {
+	if got := mb.Sent(); !slices.Equal(got, want) {
 		t.Errorf("sent = %+v, want %+v", got, want)
 	}
 }
@@ -624,3 +613,42 @@ exit 1
 		t.Errorf("Output events carry %d bytes, want 10000", total)
 	}
 }
+
+func TestConformance(t *testing.T) { runtimetest.Run(t, scriptBehaviors{}) }
+
+// scriptBehaviors are runtimes over shell script agents that do their part in their working
+// directory through the file protocol.
+type scriptBehaviors struct{}
+
+func (scriptBehaviors) Prepare(*testing.T, *runtime.Assignment) {}
+
+func (b scriptBehaviors) Publishes(t *testing.T, file, content, summary string) runtime.Runtime {
+	return autonomous.New(script(t, b.write(file, content)+b.finish(autonomous.ResultFile, summary)), fast...)
+}
+
+func (b scriptBehaviors) Checkpoints(t *testing.T, file, content, summary string) runtime.Runtime {
+	return autonomous.New(script(t, b.write(file, content)+b.finish(autonomous.CheckpointFile, summary)), fast...)
+}
+
+func (b scriptBehaviors) SendsThenPublishes(t *testing.T, to, body, summary string) runtime.Runtime {
+	send := fmt.Sprintf("printf 'TO: %%s\\n%%s\\n---\\n' %s %s >> %s\n", b.quote(to), b.quote(body), autonomous.OutboxFile)
+	return autonomous.New(script(t, send+b.finish(autonomous.ResultFile, summary)), fast...)
+}
+
+func (scriptBehaviors) Hangs(t *testing.T) runtime.Runtime {
+	return autonomous.New(script(t, "sleep 1000 &\nwait\n"), fast...)
+}
+
+// write returns the shell line that writes content to the file name.
+func (b scriptBehaviors) write(name, content string) string {
+	return fmt.Sprintf("printf '%%s' %s > %s\n", b.quote(content), b.quote(name))
+}
+
+// finish returns the shell line that writes summary to the protocol file name, whole, by a
+// rename.
+func (b scriptBehaviors) finish(name, summary string) string {
+	return fmt.Sprintf("printf '%%s\\n' %s > %s.tmp && mv %s.tmp %s\n", b.quote(summary), name, name, name)
+}
+
+// quote quotes s for the shell.
+func (scriptBehaviors) quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

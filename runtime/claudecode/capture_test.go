@@ -73,8 +73,10 @@ var scenarios = []scenario{
 	},
 }
 
-// TestCapture records the real CLI's stream-json output into testdata/<version>/<scenario>.jsonl,
-// the corpus TestCorpus and FuzzStream read. It runs only when asked to:
+// TestCapture records the real CLI's stream-json output, with partial messages as the adapter
+// asks for them, into testdata/<version>+partial/<scenario>.jsonl, the corpus TestCorpus and
+// FuzzStream read (the folders without +partial hold recordings without them, as older
+// adapters ran the CLI). It runs only when asked to:
 //
 //	AGIRAPH_CAPTURE=1 [CLAUDE_BIN=path/to/claude] go test -run TestCapture ./runtime/claudecode/
 //
@@ -90,7 +92,7 @@ func TestCapture(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			lines := capture(t, bin, sc)
-			dir := filepath.Join("testdata", version)
+			dir := filepath.Join("testdata", version+"+partial")
 			require.NoError(t, os.MkdirAll(dir, 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, sc.name+".jsonl"), lines, 0o644))
 		})
@@ -126,7 +128,7 @@ func capture(t *testing.T, bin string, sc scenario) []byte {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-p", "--output-format", "stream-json", "--verbose",
+	cmd := exec.CommandContext(ctx, bin, "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
 		"--model", "claude-sonnet-4-5", "--permission-mode", "bypassPermissions", "--max-turns", "10", "--", sc.prompt)
 	cmd.Dir = scratch
 	cmd.Env = append(os.Environ(), "IS_SANDBOX=1")

@@ -5,7 +5,7 @@
 //
 // Each Run starts one process:
 //
-//	claude -p --output-format stream-json --verbose [--model M]
+//	claude -p --output-format stream-json --verbose --include-partial-messages [--model M]
 //	       --append-system-prompt <the assignment's System + the file protocol below>
 //	       --permission-mode <mode> [--allowedTools T...] [--max-turns N] [--resume SESSION]
 //	       -- <the Task, and the human's Answer when there is one>
@@ -29,16 +29,25 @@
 //	{"type":"system","subtype":"init",...}              Started (model, session, tools)
 //	{"type":"system","subtype":"api_retry",...}         Retrying (attempt, status, delay)
 //	{"type":"system","subtype":"compact_boundary",...}  Compacted
+//	{"type":"system","subtype":"status",...}            nothing ("requesting" before each API call)
 //	{"type":"assistant","message":{...}}                ModelTurn (text, usage); ToolCalled per tool_use block
+//	{"type":"stream_event","event":{...}}               the usage of a model turn (message_start, message_delta)
 //	{"type":"user","message":{...}}                     ToolResult per tool_result block (with is_error)
 //	{"type":"result",...}                               the Outcome: result text, session_id, num_turns,
 //	                                                    usage, total_cost_usd, is_error, permission_denials
 //
-// The CLI prints one assistant event per content block of a model message, all with the
-// message's id: the first reports the turn (with the usage of the message's start), the others
-// only their text. A result with is_error true (an API error after the CLI's own retries, for
-// example) or a subtype error_* (error_max_turns, error_during_execution) fails the run with its
-// message, whatever the exit status; permission denials are listed in the summary or the error.
+// A model message is one ModelTurn, with its text and what it cost, followed by a ToolCalled per
+// tool_use block, reported when the message ends. The CLI prints one assistant event per content
+// block, as each block ends, all with the message's id and the usage of the message's start
+// (output_tokens 1); the final usage comes in the stream_event carrying the API's message_delta
+// (--include-partial-messages), and message_stop ends the message. The other stream events (the
+// content blocks' deltas, many a message) are decoded to their type and ignored. Should a CLI print
+// no stream events, a message ends at the next line of another kind, with the usage of its start
+// (output_tokens 1).
+// The result's usage is the Outcome's; without a result, the Outcome has the sum of the turns'.
+// A result with is_error true (an API error after the CLI's own retries, for example) or a subtype
+// error_* (error_max_turns, error_during_execution) fails the run with its message, whatever the
+// exit status; permission denials are listed in the summary or the error.
 //
 // Other lines that are JSON objects are reported as Output and otherwise ignored; numbers are
 // read whatever their form. A line that cannot be read (cut short, not an object, a field of an
@@ -175,7 +184,8 @@ func (r *Runtime) permissionMode() string {
 
 // args returns the CLI's arguments for a.
 func (r *Runtime) args(a runtime.Assignment) []string {
-	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	// --include-partial-messages: the stream events carry each model turn's final usage.
+	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"}
 	if r.model != "" {
 		args = append(args, "--model", r.model)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/claudecode"
+	"github.com/agiraph/agiraph/runtime/runtimetest"
 )
 
 // Lines of a stream, as the real CLI prints them (trimmed of fields the adapter does not read).
@@ -113,7 +114,7 @@ cat | wc -c > _stdin.txt
 	}
 	args := strings.Split(strings.TrimSuffix(read("_args.txt"), "\n<ARG>\n"), "\n<ARG>\n")
 	sys := claudecode.SystemPrompt(a)
-	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "opus",
+	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model", "opus",
 		"--append-system-prompt", sys, "--permission-mode", "bypassPermissions", "--max-turns", "7",
 		"--resume", "sess-0", "--", claudecode.Prompt(a)}
 	eq(t, "args", strings.Join(args, " | "), strings.Join(want, " | "))
@@ -290,13 +291,14 @@ done
 cp _inbox.md answer.txt
 printf 'TO: human\nAll done; the figure was 42.' >> _outbox.md
 `+echo(resultLine))
-	mb := &mailbox{reply: func(to, body string) *runtime.Message {
-		if to == "coordinator" {
-			return &runtime.Message{From: "coordinator", To: "ada", Body: "the figure is 42"}
+	mb := &runtimetest.Mailbox{}
+	mb.OnSend(func(m runtime.Message) error { // the coordinator answers
+		if m.To == "coordinator" {
+			mb.Deliver("coordinator", "the figure is 42")
 		}
 		return nil
-	}}
-	mb.queue = []runtime.Message{{From: "bob", To: "ada", Body: "hello from bob"}}
+	})
+	mb.Deliver("bob", "hello from bob")
 	a := assignment(t, "x")
 	a.Mailbox = mb
 	o, err, rec := run(t, claudecode.New(claudecode.WithBinary(bin), claudecode.WithBridgeInterval(20*time.Millisecond)), a)
@@ -304,7 +306,7 @@ printf 'TO: human\nAll done; the figure was 42.' >> _outbox.md
 		t.Fatal(err)
 	}
 	eq(t, "status", o.Status, runtime.Published)
-	sent := mb.sentMessages()
+	sent := mb.Sent()
 	eq(t, "sent", fmt.Sprint(sent), fmt.Sprint([]runtime.Message{{To: "coordinator", Body: "What is the figure?"}, {To: "human", Body: "All done; the figure was 42."}}))
 	var sentEv []string
 	for _, e := range rec.of(runtime.MessageSent) {
@@ -327,11 +329,12 @@ printf 'TO: human\nAll done; the figure was 42.' >> _outbox.md
 	// A later run of the same node does not send the old blocks again.
 	bin2 := fakeCLI(t, `printf 'TO: coordinator\nStage 2 starts.\n---\n' >> _outbox.md
 `+echo(initLine, resultLine))
-	a.Mailbox = &mailbox{}
+	mb2 := &runtimetest.Mailbox{}
+	a.Mailbox = mb2
 	if _, err, _ := run(t, claudecode.New(claudecode.WithBinary(bin2), claudecode.WithBridgeInterval(20*time.Millisecond)), a); err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "second run sent", fmt.Sprint(a.Mailbox.(*mailbox).sentMessages()), fmt.Sprint([]runtime.Message{{To: "coordinator", Body: "Stage 2 starts."}}))
+	eq(t, "second run sent", fmt.Sprint(mb2.Sent()), fmt.Sprint([]runtime.Message{{To: "coordinator", Body: "Stage 2 starts."}}))
 }
 
 func TestCancel(t *testing.T) {
@@ -407,7 +410,7 @@ echo "$PWD" > where.txt
 			defer wg.Done()
 			a := assignment(t, "x")
 			a.Dir = runtime.NodeDir(filepath.Join(filepath.Dir(string(a.Dir)), fmt.Sprintf("node%d", i)))
-			mb := &mailbox{}
+			mb := &runtimetest.Mailbox{}
 			a.Mailbox = mb
 			o, err := rt.Run(context.Background(), a, newRecorder(t).sink)
 			if err != nil || o.Status != runtime.Published {
@@ -416,7 +419,7 @@ echo "$PWD" > where.txt
 			}
 			b, _ := os.ReadFile(filepath.Join(a.Dir.Published(), "where.txt"))
 			eq(t, "where", strings.TrimSpace(string(b)), a.Dir.Scratch())
-			eq(t, "sent", fmt.Sprint(mb.sentMessages()), fmt.Sprintf("[{  coordinator hi from node%d 0001-01-01 00:00:00 +0000 UTC}]", i))
+			eq(t, "sent", fmt.Sprint(mb.Sent()), fmt.Sprintf("[{  coordinator hi from node%d 0001-01-01 00:00:00 +0000 UTC}]", i))
 		}()
 	}
 	wg.Wait()

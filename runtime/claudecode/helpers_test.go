@@ -1,7 +1,6 @@
 package claudecode_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,40 +128,6 @@ func (r *recorder) kinds() string {
 		ks = append(ks, string(e.Kind))
 	}
 	return strings.Join(ks, " ")
-}
-
-// mailbox is a Mailbox whose coordinator answers every message.
-type mailbox struct {
-	mu    sync.Mutex
-	queue []runtime.Message
-	sent  []runtime.Message
-	reply func(to, body string) *runtime.Message
-}
-
-func (m *mailbox) Receive(string) []runtime.Message {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := m.queue
-	m.queue = nil
-	return q
-}
-
-func (m *mailbox) Send(ctx context.Context, key, to, body string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sent = append(m.sent, runtime.Message{To: to, Body: body})
-	if m.reply != nil {
-		if r := m.reply(to, body); r != nil {
-			m.queue = append(m.queue, *r)
-		}
-	}
-	return nil
-}
-
-func (m *mailbox) sentMessages() []runtime.Message {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]runtime.Message(nil), m.sent...)
 }
 
 // waitFile polls until path exists and returns its content.

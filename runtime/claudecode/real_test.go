@@ -19,6 +19,7 @@ import (
 	"github.com/agiraph/agiraph/providers/providertest"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/claudecode"
+	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -189,7 +190,7 @@ func TestRealCLI(t *testing.T) {
 	before := len(fake.Requests())
 	b := a
 	b.Task, b.Session = "Tell the coordinator.", o.Session
-	mb := &mailbox{}
+	mb := &runtimetest.Mailbox{}
 	b.Mailbox = mb
 	rec2 := newRecorder(t)
 	o2, err := rt.Run(ctx, b, rec2.sink)
@@ -199,7 +200,7 @@ func TestRealCLI(t *testing.T) {
 	eq(t, "resumed status", o2.Status, runtime.Checkpointed)
 	eq(t, "resumed summary", o2.Summary, "Stage 2: told the coordinator; waiting for review.")
 	eq(t, "resumed session", o2.Session, o.Session)
-	eq(t, "sent", fmt.Sprint(mb.sentMessages()), fmt.Sprint([]runtime.Message{{To: "coordinator", Body: "The widget report is published."}}))
+	eq(t, "sent", fmt.Sprint(mb.Sent()), fmt.Sprint([]runtime.Message{{To: "coordinator", Body: "The widget report is published."}}))
 	eq(t, "message events", len(rec2.of(runtime.MessageSent)), 1)
 	reqs := fake.Requests()[before:]
 	if len(reqs) == 0 {

@@ -42,6 +42,9 @@ type event struct {
 	// assistant, user
 	Message *message `json:"message"`
 
+	// stream_event (--include-partial-messages): an event of the Messages API's stream
+	Event *apiEvent `json:"event"`
+
 	// result
 	Result         string   `json:"result"`
 	IsError        bool     `json:"is_error"`
@@ -71,6 +74,15 @@ func decode(l []byte) (*event, error) {
 	return e, err
 }
 
+// apiEvent is an event of the Messages API's stream, as a stream_event line carries it. Only
+// message_start (the message's id and its usage so far) and message_delta (its final usage) are
+// read; the many content_block_delta events are decoded to their type and dropped.
+type apiEvent struct {
+	Type    string      `json:"type"`
+	Message *message    `json:"message"` // message_start
+	Usage   *deltaUsage `json:"usage"`   // message_delta
+}
+
 type message struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
@@ -97,6 +109,34 @@ type usage struct {
 	OutputTokens             float64 `json:"output_tokens"`
 	CacheReadInputTokens     float64 `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens float64 `json:"cache_creation_input_tokens"`
+}
+
+// deltaUsage is the usage of a message_delta: its output_tokens, when present, is the message's
+// total; the other counts are the message_start's again, or zero or null when not repeated.
+type deltaUsage struct {
+	usage
+	OutputTokens *float64 `json:"output_tokens"` // shadows usage's, to tell absent from zero
+}
+
+// update applies a message_delta's usage as the CLI does to count a message's cost (2.1.330's
+// updateUsage): the input and cache counts it gives replace the message_start's when above zero,
+// its output_tokens replaces theirs when present.
+func (u *usage) update(d *deltaUsage) {
+	if d == nil {
+		return
+	}
+	if d.InputTokens > 0 {
+		u.InputTokens = d.InputTokens
+	}
+	if d.CacheReadInputTokens > 0 {
+		u.CacheReadInputTokens = d.CacheReadInputTokens
+	}
+	if d.CacheCreationInputTokens > 0 {
+		u.CacheCreationInputTokens = d.CacheCreationInputTokens
+	}
+	if d.OutputTokens != nil {
+		u.OutputTokens = *d.OutputTokens
+	}
 }
 
 func (u *usage) canonical() providers.Usage {
@@ -175,18 +215,22 @@ func parse(l []byte) parsed {
 	switch {
 	case len(l) == 0:
 		return parsed{}
-	case !json.Valid(l) && l[0] != '{':
-		return parsed{warning: unreadable("it is not JSON", l)}
-	case !json.Valid(l):
-		return parsed{warning: unreadable("it is not valid JSON", l)}
-	case l[0] != '{':
+	case l[0] != '{' && json.Valid(l):
 		return parsed{warning: unreadable("it is not a JSON object", l)}
+	case l[0] != '{':
+		return parsed{warning: unreadable("it is not JSON", l)}
 	}
+	// Decoding checks the syntax first (one pass over a line, not two: most lines are stream
+	// events, many a second).
 	e, err := decode(l)
 	var p parsed
 	if err != nil {
+		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
+		switch {
+		case errors.As(err, &se):
+			return parsed{warning: unreadable("it is not valid JSON", l)}
+		case !errors.As(err, &te):
 			return parsed{warning: unreadable(err.Error(), l)}
 		}
 		p.warning = unreadable(fmt.Sprintf("field %s is a JSON %s; the rest was read", strings.TrimPrefix(te.Field, "event."), te.Value), l)
@@ -234,11 +278,13 @@ func (e *event) errorText() string {
 // stream turns the CLI's output into events and remembers what the outcome needs. Its fields
 // are written by read only, and read once read has returned.
 type stream struct {
-	rep     *runtime.Reporter
-	kill    func()
-	tools   map[string]string // tool_use id → name
-	turns   map[string]bool   // assistant message ids seen
-	perMsg  []providers.Usage // the usage of each assistant message, for a run without a result
+	rep    *runtime.Reporter
+	kill   func()
+	tools  map[string]string // tool_use id → name
+	turns  map[string]bool   // the ids of the model messages reported
+	perMsg []providers.Usage // the usage of each model message reported, for a run without a result
+	// turn is the model message being read, reported when it ends (see flush).
+	turn    *turn
 	session string
 	last    string // the type of the last event
 	// result is the result event or, when authentication failed, an error result made from the
@@ -247,9 +293,20 @@ type stream struct {
 	readErr error
 }
 
+// turn is a model message being read: what its assistant events said, held until it ends.
+type turn struct {
+	id       string
+	text     []string
+	calls    []block
+	usage    usage
+	streamed bool // it began with a message_start: its message_stop ends it
+	answered bool // an assistant event or a message_delta was read
+}
+
 // read reads lines until the end of the output, or until a line that is fatal (see parse) kills
 // the process group.
 func (s *stream) read(r io.Reader) {
+	defer s.flush() // a message cut short by the end of the output
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -269,9 +326,33 @@ func (s *stream) read(r io.Reader) {
 	}
 }
 
+// ends says whether line p ends the message being read, before its message_stop: a user or
+// result line, a fatal one, or, for a message without stream events, any line but an
+// assistant or stream_event line.
+func (s *stream) ends(p parsed) bool {
+	switch {
+	case s.turn == nil:
+		return false
+	case p.fatal != nil:
+		return true
+	case p.event == nil:
+		return !s.turn.streamed
+	}
+	switch p.event.Type {
+	case "assistant", "stream_event":
+		return false
+	case "user", "result":
+		return true
+	}
+	return !s.turn.streamed
+}
+
 // line handles one line; false means the run must end (s.result says why).
 func (s *stream) line(l []byte) bool {
 	p := parse(l)
+	if s.ends(p) {
+		s.flush()
+	}
 	if p.warning != "" {
 		s.rep.Emit(runtime.Event{Kind: runtime.Output, Text: p.warning})
 	}
@@ -288,6 +369,9 @@ func (s *stream) line(l []byte) bool {
 	if e.Subtype != "" {
 		s.last += "/" + e.Subtype
 	}
+	if e.Type == "stream_event" && e.Event != nil {
+		s.last += "/" + e.Event.Type
+	}
 	if e.SessionID != "" {
 		s.session = e.SessionID
 	}
@@ -296,6 +380,8 @@ func (s *stream) line(l []byte) bool {
 		s.system(e, l)
 	case "assistant":
 		s.assistant(e)
+	case "stream_event":
+		s.partial(e.Event)
 	case "user":
 		s.user(e)
 	case "result":
@@ -321,32 +407,98 @@ func (s *stream) system(e *event, raw []byte) {
 			strings.TrimSpace(why), e.Attempt, e.MaxRetries, e.RetryDelayMS)})
 	case "compact_boundary":
 		s.rep.Emit(runtime.Event{Kind: runtime.Compacted, Text: "Claude Code compacted its conversation (the full one stays in its session transcript)"})
+	case "status":
+		// "requesting" before each API call, "compacting", null: progress the other events show
 	default:
 		s.rep.Emit(runtime.Event{Kind: runtime.Output, Text: truncate(string(raw), maxOutput)})
 	}
 }
 
-// assistant reports a model turn. The CLI prints one assistant event per content block, all with
-// the message's id: the first of a message reports the turn with its usage, later ones only
-// their text; every tool_use block is a tool call.
+// assistant reads an assistant event. The CLI prints one per content block of a model message,
+// all with the message's id and the usage of its start (output_tokens 1); with
+// --include-partial-messages, stream_event lines around them carry the final usage. So the
+// events of a message are held (s.turn) and reported when it ends (see flush). An assistant event
+// of a message already reported (a subagent's, interleaved with another's) is reported at once,
+// without usage.
 func (s *stream) assistant(e *event) {
 	if e.Message == nil {
 		return
 	}
 	m := e.Message
-	text := textOf(m.Content)
-	first := m.ID == "" || !s.turns[m.ID]
-	if m.ID != "" {
-		s.turns[m.ID] = true
+	if m.ID != "" && s.turns[m.ID] {
+		if text := textOf(m.Content); text != "" {
+			s.rep.Emit(runtime.Event{Kind: runtime.ModelTurn, Text: text})
+		}
+		s.called(blocks(m.Content))
+		return
 	}
-	if first {
-		u := m.Usage.canonical()
-		s.perMsg = append(s.perMsg, u)
-		s.rep.Emit(runtime.Event{Kind: runtime.ModelTurn, Text: text, Usage: &u})
-	} else if text != "" {
-		s.rep.Emit(runtime.Event{Kind: runtime.ModelTurn, Text: text})
+	if s.turn == nil || m.ID == "" || s.turn.id != m.ID {
+		s.flush()
+		s.turn = &turn{id: m.ID}
+		if m.Usage != nil {
+			s.turn.usage = *m.Usage
+		}
 	}
+	t := s.turn
+	t.answered = true
 	for _, b := range blocks(m.Content) {
+		switch {
+		case b.Type == "text" && b.Text != "":
+			t.text = append(t.text, b.Text)
+		case b.Type == "tool_use":
+			t.calls = append(t.calls, b)
+		}
+	}
+}
+
+// partial reads an event of the API's stream: message_start begins a message (its id, its usage
+// so far), message_delta gives its final usage, message_stop ends it. Other events (the content
+// blocks, their deltas) are ignored: the assistant events carry the blocks whole.
+func (s *stream) partial(a *apiEvent) {
+	if a == nil {
+		return
+	}
+	switch a.Type {
+	case "message_start":
+		s.flush()
+		if a.Message == nil {
+			return
+		}
+		s.turn = &turn{id: a.Message.ID, streamed: true}
+		if a.Message.Usage != nil {
+			s.turn.usage = *a.Message.Usage
+		}
+	case "message_delta":
+		if s.turn != nil {
+			s.turn.usage.update(a.Usage)
+			s.turn.answered = true
+		}
+	case "message_stop":
+		s.flush()
+	}
+}
+
+// flush reports the message being read, if the model answered it: a model turn with its text and
+// usage, then its tool calls. A message that only started (a stream cut short, which the CLI
+// retries) is dropped.
+func (s *stream) flush() {
+	t := s.turn
+	s.turn = nil
+	if t == nil || !t.answered {
+		return
+	}
+	if t.id != "" {
+		s.turns[t.id] = true
+	}
+	u := t.usage.canonical()
+	s.perMsg = append(s.perMsg, u)
+	s.rep.Emit(runtime.Event{Kind: runtime.ModelTurn, Text: strings.Join(t.text, "\n"), Usage: &u})
+	s.called(t.calls)
+}
+
+// called reports the tool_use blocks among bs.
+func (s *stream) called(bs []block) {
+	for _, b := range bs {
 		if b.Type != "tool_use" {
 			continue
 		}

@@ -19,6 +19,9 @@ import (
 
 // The corpus: testdata/<Claude Code version>/<scenario>.jsonl, the standard output of the real
 // CLI run against providertest's fake Messages API (recorded by TestCapture in capture_test.go).
+// A folder <version>+partial holds the output with --include-partial-messages, as Run asks for
+// (recorded with CLAUDE_CODE_INCLUDE_PARTIAL_MESSAGES=1, the variable the CLI reads for the flag);
+// the others, without it, show what a CLI that prints no stream events gives.
 const corpus = "testdata/*/*.jsonl"
 
 // corpusLines returns every line of the corpus.
@@ -187,8 +190,71 @@ func TestStream(t *testing.T) {
 	assert.Len(t, events, 2, "started and the model turn; no retrying")
 }
 
+// TestPartialMessages: with stream events, a model turn is reported when its message ends, with
+// the usage of its message_delta, whatever other lines come between; one only started is
+// dropped; one cut short by the end of the output is reported; the deltas and status lines make
+// no events.
+func TestPartialMessages(t *testing.T) {
+	se := func(event string) string {
+		return `{"type":"stream_event","event":` + event + `,"session_id":"s1","parent_tool_use_id":null}`
+	}
+	var events []runtime.Event
+	var killed bool
+	s := testStream(&events, &killed)
+	s.read(strings.NewReader(strings.Join([]string{
+		`{"type":"system","subtype":"init","session_id":"s1","model":"m","claude_code_version":"9.9.9"}`,
+		`{"type":"system","subtype":"status","status":"requesting","session_id":"s1"}`,
+		se(`{"type":"message_start","message":{"id":"m1","content":[],"usage":{"input_tokens":10,"cache_read_input_tokens":3,"cache_creation_input_tokens":2,"output_tokens":1}}}`),
+		se(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+		se(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me "}}`),
+		se(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"look."}}`),
+		`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Let me look."}],"usage":{"input_tokens":10,"output_tokens":1}}}`,
+		se(`{"type":"content_block_stop","index":0}`),
+		se(`{"type":"ping"}`),
+		`{"type":"stream_event"}`,
+		`{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"tu_1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":10,"output_tokens":1}}}`,
+		`{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"}}`, // Output; the message goes on
+		// As the CLI reads it: input and cache counts replace the start's when above zero.
+		se(`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"input_tokens":0,"cache_read_input_tokens":null,"output_tokens":25}}`),
+		se(`{"type":"message_stop"}`),
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tu_1","content":"a b"}]}}`,
+		// An assistant event of a message already reported: its text and calls, at once.
+		`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Also."},{"type":"tool_use","id":"tu_2","name":"Read","input":{}}],"usage":{"input_tokens":10,"output_tokens":1}}}`,
+		// A stream cut short that the CLI tries again: dropped.
+		se(`{"type":"message_start","message":{"id":"m_cut","content":[],"usage":{"input_tokens":99,"output_tokens":1}}}`),
+		se(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Do"}}`),
+		se(`{"type":"message_start","message":{"id":"m2","content":[],"usage":{"input_tokens":20,"output_tokens":1}}}`),
+		`{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"Done."}],"usage":{"input_tokens":20,"output_tokens":1}}}`,
+		se(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":21,"output_tokens":7}}`),
+		// The output ends before message_stop and the result.
+	}, "\n")))
+	assert.False(t, killed)
+	assert.Nil(t, s.result)
+	var kinds []string
+	for _, e := range events {
+		kinds = append(kinds, string(e.Kind))
+	}
+	require.Equal(t, "started output model_turn tool_called tool_result model_turn tool_called model_turn", strings.Join(kinds, " "))
+	assert.Contains(t, events[1].Text, "rate_limit_event")
+	events = events[1:]
+	assert.Equal(t, "Let me look.", events[1].Text)
+	require.NotNil(t, events[1].Usage)
+	assert.Equal(t, providers.Usage{InputTokens: 10, OutputTokens: 25, CacheReadTokens: 3, CacheWriteTokens: 2}, *events[1].Usage)
+	assert.Equal(t, "tu_1:Bash", events[2].Tool.ID+":"+events[2].Tool.Name)
+	assert.Equal(t, "Bash", events[3].Tool.Name)
+	assert.Equal(t, "Also.", events[4].Text)
+	assert.Nil(t, events[4].Usage, "the message's usage was reported")
+	assert.Equal(t, "tu_2:Read", events[5].Tool.ID+":"+events[5].Tool.Name)
+	assert.Equal(t, "Done.", events[6].Text)
+	require.NotNil(t, events[6].Usage)
+	assert.Equal(t, providers.Usage{InputTokens: 21, OutputTokens: 7}, *events[6].Usage)
+	assert.Equal(t, providers.Usage{InputTokens: 31, OutputTokens: 32, CacheReadTokens: 3, CacheWriteTokens: 2}, s.usage(), "no result: the turns' sum")
+	assert.Len(t, s.perMsg, 2)
+	assert.Equal(t, "stream_event/message_delta", s.lastKind())
+}
+
 // TestCorpus reads the recorded transcripts of every CLI version: no line gets a warning, and
-// the result, usage, tool calls and retries come out of each.
+// the result, usage, tool calls, retries and each model turn's usage come out of each.
 func TestCorpus(t *testing.T) {
 	type want struct {
 		result  string
@@ -196,27 +262,36 @@ func TestCorpus(t *testing.T) {
 		status  int // the result's api_error_status
 		turns   int
 		usage   providers.Usage
+		texts   string // the model turns' texts, "|" between turns
+		kinds   string // the events' kinds
 		calls   string // "id:name ..."
 		retries int    // Retrying events
 		auth    int    // when non-zero, the run stops at the first api_retry, with this status
+		// turn is each model turn's usage: what the fake API charged with --include-partial-messages;
+		// without it, output_tokens is message_start's 1 (the CLI prints nothing later).
+		turn providers.Usage
 	}
+	turn := providers.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 300, CacheWriteTokens: 50}
 	wants := map[string]want{
 		"tools": {result: "Wrote report.md and out.txt.", turns: 3, calls: "toolu_bash:Bash toolu_write:Write",
+			texts: "Counting widgets.|Now the report.|Wrote report.md and out.txt.", turn: turn,
+			kinds: "started model_turn tool_called tool_result model_turn tool_called tool_result model_turn",
 			usage: providers.Usage{InputTokens: 3000, OutputTokens: 600, CacheReadTokens: 900, CacheWriteTokens: 150, CostUSD: 0.0188325}},
-		"retry": {result: "Hello.", turns: 1, retries: 1,
+		"retry": {result: "Hello.", turns: 1, retries: 1, texts: "Hello.", turn: turn, kinds: "started retrying model_turn",
 			usage: providers.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 300, CacheWriteTokens: 50, CostUSD: 0.0062775}},
 		"auth401": {result: "Invalid API key · Fix external API key", isError: true, status: 401, turns: 1, auth: 401},
-		// The CLI does not retry a 403.
+		// The CLI does not retry a 403; its error is a model turn of its own making, of no cost.
 		"auth403": {result: "Failed to authenticate. API Error: 403 Your API key does not have permission to use the specified resource.",
-			isError: true, status: 403, turns: 1},
+			isError: true, status: 403, turns: 1, kinds: "started model_turn", texts: "Failed to authenticate. API Error: 403 Your API key does not have permission to use the specified resource."},
 	}
 	files, err := filepath.Glob(corpus)
 	require.NoError(t, err)
 	versions := map[string]bool{}
 	for _, f := range files {
-		version, scenario := filepath.Base(filepath.Dir(f)), strings.TrimSuffix(filepath.Base(f), ".jsonl")
-		versions[version] = true
-		t.Run(version+"/"+scenario, func(t *testing.T) {
+		dir, scenario := filepath.Base(filepath.Dir(f)), strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		versions[dir] = true
+		version, flags, _ := strings.Cut(dir, "+")
+		t.Run(dir+"/"+scenario, func(t *testing.T) {
 			w, ok := wants[scenario]
 			require.True(t, ok, "no expectations for the scenario %s", scenario)
 			b, err := os.ReadFile(f)
@@ -289,6 +364,33 @@ func TestCorpus(t *testing.T) {
 			assert.Equal(t, w.usage, u)
 			assert.Equal(t, w.calls, strings.Join(calls, " "))
 			assert.Equal(t, w.retries, strings.Count(strings.Join(kinds, " "), string(runtime.Retrying)))
+
+			// One model turn per message, before its tool calls, with what it cost.
+			assert.Equal(t, w.kinds, strings.Join(kinds, " "))
+			wantTurn := w.turn
+			if flags != "partial" && wantTurn.OutputTokens > 0 {
+				wantTurn.OutputTokens = 1
+			}
+			var texts []string
+			var sum providers.Usage
+			for _, e := range events {
+				if e.Kind != runtime.ModelTurn {
+					continue
+				}
+				texts = append(texts, e.Text)
+				require.NotNil(t, e.Usage, "model turn %d", len(texts))
+				assert.Equal(t, wantTurn, *e.Usage, "model turn %d", len(texts))
+				sum = sum.Add(*e.Usage)
+			}
+			assert.Equal(t, w.texts, strings.Join(texts, "|"))
+			assert.Len(t, s.perMsg, w.turns)
+			if flags == "partial" {
+				// The turns add up to the result, which a run without a result falls back on.
+				s.result = nil
+				assert.Equal(t, sum, s.usage())
+				w.usage.CostUSD = 0
+				assert.Equal(t, w.usage, sum)
+			}
 			var results []runtime.Event
 			for _, e := range events {
 				if e.Kind == runtime.ToolResult {
@@ -303,6 +405,7 @@ func TestCorpus(t *testing.T) {
 		})
 	}
 	assert.Contains(t, versions, "2.1.330", "the version CI runs")
+	assert.Contains(t, versions, "2.1.330+partial", "the version CI runs, as Run runs it")
 	assert.Contains(t, versions, "2.1.197", "the version that printed a fractional retry_delay_ms")
 }
 
@@ -341,4 +444,19 @@ func FuzzStream(f *testing.F) {
 			s.result.denials()
 		}
 	})
+}
+
+// BenchmarkStream reads the tools transcript with stream events, most of them content block
+// deltas, through a stream.
+func BenchmarkStream(b *testing.B) {
+	data, err := os.ReadFile("testdata/2.1.330+partial/tools.jsonl")
+	require.NoError(b, err)
+	lines := bytes.Count(data, []byte("\n"))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		var events []runtime.Event
+		var killed bool
+		testStream(&events, &killed).read(bytes.NewReader(data))
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
 }

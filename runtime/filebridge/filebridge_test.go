@@ -6,42 +6,26 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
+	"github.com/agiraph/agiraph/runtime/runtimetest"
 )
 
-// mailbox records what is sent and hands out what is queued; sends to "nobody" fail.
-type mailbox struct {
-	mu   sync.Mutex
-	in   []runtime.Message
-	sent []runtime.Message
-}
-
-func (m *mailbox) Receive(string) []runtime.Message {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	in := m.in
-	m.in = nil
-	return in
-}
-
-func (m *mailbox) Send(_ context.Context, _, to, body string) error {
-	if to == "nobody" {
-		return errors.New("no participant nobody")
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sent = append(m.sent, runtime.Message{To: to, Body: body})
-	return nil
-}
-
-func setup(t *testing.T) (string, *mailbox, *[]runtime.Event, *filebridge.Bridge) {
+// setup returns a bridge over a temporary folder and a mailbox whose sends to "nobody" fail.
+func setup(t *testing.T) (string, *runtimetest.Mailbox, *[]runtime.Event, *filebridge.Bridge) {
 	t.Helper()
 	dir := t.TempDir()
-	mb := &mailbox{}
+	mb := &runtimetest.Mailbox{}
+	mb.OnSend(func(m runtime.Message) error {
+		if m.To == "nobody" {
+			return errors.New("no participant nobody")
+		}
+		return nil
+	})
 	var events []runtime.Event
 	b, err := filebridge.New(runtime.Assignment{Worker: "ada", Mailbox: mb}, dir, func(e runtime.Event) { events = append(events, e) })
 	if err != nil {
@@ -73,14 +57,10 @@ func TestBlocksAreSentOnce(t *testing.T) {
 	appendTo(t, out, "TO: coordinator\nfirst\n---\nTO: bob\nunfinished")
 	b.Step(context.Background(), false)
 	b.Step(context.Background(), false)
-	if len(mb.sent) != 1 || mb.sent[0].To != "coordinator" || mb.sent[0].Body != "first" {
-		t.Fatalf("sent %+v, want the complete block once", mb.sent)
-	}
+	require.Equal(t, []runtime.Message{{To: "coordinator", Body: "first"}}, mb.Sent(), "the complete block, once")
 	appendTo(t, out, " still\n---\n\n---\nno recipient\n---\nTO: nobody\nhello\n---\n")
 	b.Step(context.Background(), false)
-	if len(mb.sent) != 2 || mb.sent[1].To != "bob" || mb.sent[1].Body != "unfinished still" {
-		t.Fatalf("sent %+v", mb.sent)
-	}
+	require.Equal(t, []runtime.Message{{To: "coordinator", Body: "first"}, {To: "bob", Body: "unfinished still"}}, mb.Sent())
 	inbox := read(t, filepath.Join(dir, filebridge.InboxFile))
 	if !strings.Contains(inbox, "no \"TO: name\" line") || !strings.Contains(inbox, "your message to nobody was not sent") {
 		t.Fatalf("inbox lacks the notes:\n%s", inbox)
@@ -100,15 +80,13 @@ func TestFinalStepSendsAndClosesTheLastBlock(t *testing.T) {
 	dir, mb, _, b := setup(t)
 	out := filepath.Join(dir, filebridge.OutboxFile)
 	appendTo(t, out, "TO: coordinator\ndone, no closing line")
-	mb.in = []runtime.Message{{From: "bob", Body: "late"}}
+	mb.Deliver("bob", "late")
 	b.Step(context.Background(), true)
-	if len(mb.sent) != 1 || mb.sent[0].Body != "done, no closing line" {
-		t.Fatalf("sent %+v", mb.sent)
-	}
+	require.Equal(t, []runtime.Message{{To: "coordinator", Body: "done, no closing line"}}, mb.Sent())
 	if !strings.HasSuffix(read(t, out), "\n---\n") {
 		t.Fatalf("the last block was not closed:\n%q", read(t, out))
 	}
-	if len(mb.in) != 1 {
+	if len(mb.Pending()) != 1 {
 		t.Fatal("the final step took mail an ended agent cannot read")
 	}
 	b.Step(context.Background(), true)
@@ -118,14 +96,13 @@ func TestFinalStepSendsAndClosesTheLastBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	again.Step(context.Background(), true)
-	if len(mb.sent) != 1 {
-		t.Fatalf("sent %d messages, want 1", len(mb.sent))
-	}
+	require.Len(t, mb.Sent(), 1, "messages sent")
 }
 
 func TestMailGoesToTheInbox(t *testing.T) {
 	dir, mb, events, b := setup(t)
-	mb.in = []runtime.Message{{From: "bob", Body: "hi"}, {From: "carol", Body: "ho"}}
+	mb.Deliver("bob", "hi")
+	mb.Deliver("carol", "ho")
 	b.Step(context.Background(), false)
 	inbox := read(t, filepath.Join(dir, filebridge.InboxFile))
 	if !strings.Contains(inbox, "[Message from bob]: hi") || !strings.Contains(inbox, "[Message from carol]: ho") {
@@ -145,9 +122,7 @@ func TestRewrittenOutboxIsReadAfresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Step(context.Background(), false)
-	if len(mb.sent) != 2 || mb.sent[1].To != "b" {
-		t.Fatalf("sent %+v", mb.sent)
-	}
+	require.Equal(t, []runtime.Message{{To: "a", Body: "one"}, {To: "b", Body: "two"}}, mb.Sent())
 }
 
 func TestWithoutMailboxNothingHappens(t *testing.T) {

@@ -126,7 +126,7 @@ func (rt *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.S
 	rep := runtime.NewReporter(a, sink)
 	w, err := rt.worker(ctx, a, rep)
 	if err != nil {
-		return rep.End(runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
+		return rep.End(runtime.Outcome{Status: runtime.StatusOf(ctx, err), Summary: err.Error()}, err)
 	}
 	return w.run(ctx)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/harnessed"
+	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/files"
 	"github.com/agiraph/agiraph/tools/shell"
@@ -176,48 +177,14 @@ func TestWriteRunReadPublish(t *testing.T) {
 	}
 }
 
-// mailbox is a Mailbox whose incoming messages the test adds.
-type mailbox struct {
-	mu   sync.Mutex
-	in   []runtime.Message
-	sent []runtime.Message
-}
-
-func (m *mailbox) deliver(from, body string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.in = append(m.in, runtime.Message{From: from, Body: body})
-}
-
-func (m *mailbox) Receive(string) []runtime.Message {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	in := m.in
-	m.in = nil
-	return in
-}
-
-func (m *mailbox) pending() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.in)
-}
-
-func (m *mailbox) Send(_ context.Context, _, to, body string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sent = append(m.sent, runtime.Message{To: to, Body: body})
-	return nil
-}
-
 // A message that arrives while a tool runs is shown at the next yield point: after the turn's
 // tool results, in the same message, before the next model call.
 func TestMessageArrivingMidLoopIsSeenAtTheNextYieldPoint(t *testing.T) {
 	a := assignment(t, "a2", "Research, then publish.")
-	mb := &mailbox{}
+	mb := &runtimetest.Mailbox{}
 	a.Mailbox = mb
 	slow := tools.Func("survey", "Survey the field.", func(context.Context, struct{}) (string, error) {
-		mb.deliver("bob", "use the 2024 numbers")
+		mb.Deliver("bob", "use the 2024 numbers")
 		return "surveyed", nil
 	})
 	a.Tools = append(a.Tools, slow)
@@ -242,8 +209,8 @@ func TestMessageArrivingMidLoopIsSeenAtTheNextYieldPoint(t *testing.T) {
 	}
 	// A message waiting before a model call is shown before it.
 	b := assignment(t, "a2b", "Reply to mail.")
-	mb2 := &mailbox{}
-	mb2.deliver("coordinator", "hurry")
+	mb2 := &runtimetest.Mailbox{}
+	mb2.Deliver("coordinator", "hurry")
 	b.Mailbox = mb2
 	m2 := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}})
 	o, err := harnessed.New(m2).Run(context.Background(), b, nil)
@@ -643,7 +610,7 @@ func TestConcurrentAssignments(t *testing.T) {
 // conversation, and its own tools can end its turn through the report in their context.
 func TestTextEndsTurnAndMailRevives(t *testing.T) {
 	a := assignment(t, "a10", "You coordinate.")
-	mb := &mailbox{}
+	mb := &runtimetest.Mailbox{}
 	a.Mailbox = mb
 	a.Tools = append(a.Tools, tools.Func("wait", "Wait for news.", func(ctx context.Context, _ struct{}) (string, error) {
 		r, ok := runtime.ReportFrom(ctx)
@@ -666,11 +633,11 @@ func TestTextEndsTurnAndMailRevives(t *testing.T) {
 	if o, err := rt.Run(context.Background(), a, nil); err != nil || o.Summary != "Hello, I am ready." || len(model.Requests()) != 1 {
 		t.Fatalf("idle run: %+v, %v, %d calls", o, err, len(model.Requests()))
 	}
-	mb.deliver("human", "status?")
+	mb.Deliver("human", "status?")
 	// Not woken: the stored outcome again (its caller lost it), and the mail stays.
 	a.Wake = false
-	if o, err := rt.Run(context.Background(), a, nil); err != nil || o.Summary != "Hello, I am ready." || len(model.Requests()) != 1 || mb.pending() != 1 {
-		t.Fatalf("run without Wake: %+v, %v, %d calls, %d queued", o, err, len(model.Requests()), mb.pending())
+	if o, err := rt.Run(context.Background(), a, nil); err != nil || o.Summary != "Hello, I am ready." || len(model.Requests()) != 1 || len(mb.Pending()) != 1 {
+		t.Fatalf("run without Wake: %+v, %v, %d calls, %d queued", o, err, len(model.Requests()), len(mb.Pending()))
 	}
 	a.Wake = true
 	o, err = rt.Run(context.Background(), a, nil)
@@ -686,10 +653,10 @@ func TestTextEndsTurnAndMailRevives(t *testing.T) {
 // Mail that arrives while a worker's last turn ends is not lost: the outcome hands it back.
 func TestMailArrivingAsTheTurnEndsIsHandedBack(t *testing.T) {
 	a := assignment(t, "a11", "Finish up.")
-	mb := &mailbox{}
+	mb := &runtimetest.Mailbox{}
 	a.Mailbox = mb
 	a.Tools = append(a.Tools, tools.Func("cleanup", "Clean up.", func(context.Context, struct{}) (string, error) {
-		mb.deliver("bob", "one more thing")
+		mb.Deliver("bob", "one more thing")
 		return "clean", nil
 	}))
 	model := scripted.New("w", scripted.Turn{Calls: []tools.Call{
@@ -705,10 +672,10 @@ func TestMailArrivingAsTheTurnEndsIsHandedBack(t *testing.T) {
 	}
 	// Mail that arrives after the worker ended stays in its mailbox.
 	b := assignment(t, "a12", "Finish up.")
-	mb2 := &mailbox{}
+	mb2 := &runtimetest.Mailbox{}
 	b.Mailbox = mb2
 	b.Tools = append(b.Tools, tools.Func("cleanup", "Clean up.", func(context.Context, struct{}) (string, error) {
-		mb2.deliver("bob", "late")
+		mb2.Deliver("bob", "late")
 		return "clean", nil
 	}))
 	m2 := scripted.New("w", scripted.Turn{Calls: []tools.Call{
