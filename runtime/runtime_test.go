@@ -4,17 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -79,38 +81,21 @@ func TestPublishNeverReplacesAPublishedFile(t *testing.T) {
 	}
 }
 
-// mailbox is a Mailbox over slices.
-type mailbox struct {
-	mu   sync.Mutex
-	in   []runtime.Message
-	sent []runtime.Message
-}
-
-func (m *mailbox) Receive(string) []runtime.Message {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	in := m.in
-	m.in = nil
-	return in
-}
-
-func (m *mailbox) Send(_ context.Context, _, to, body string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sent = append(m.sent, runtime.Message{To: to, Body: body})
-	return nil
-}
+// calls numbers the calls of run, so that each has its own id, as a model's calls do.
+var calls atomic.Int64
 
 func run(t *testing.T, reg *tools.Registry, name string, args any) tools.Result {
 	t.Helper()
 	raw, _ := json.Marshal(args)
-	return reg.Run(context.Background(), []tools.Call{{ID: "1", Name: name, Args: raw}})[0]
+	id := fmt.Sprint(calls.Add(1))
+	return reg.Run(context.Background(), []tools.Call{{ID: id, Name: name, Args: raw}})[0]
 }
 
 func TestWorkToolsReportTheEnd(t *testing.T) {
 	d := runtime.NodeDir(t.TempDir())
 	write(t, filepath.Join(d.Scratch(), "findings.md"), "found")
-	mb := &mailbox{in: []runtime.Message{{From: "bob", Body: "hi"}}}
+	mb := &runtimetest.Mailbox{}
+	mb.Deliver("bob", "hi")
 	var events []runtime.Event
 	a := runtime.Assignment{ID: "a1", Node: "n1", Worker: "alice", Dir: d, Mailbox: mb}
 	rep := runtime.NewReporter(a, func(e runtime.Event) { events = append(events, e) })
@@ -157,8 +142,8 @@ func TestWorkToolsReportTheEnd(t *testing.T) {
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("outcome %+v\nwant    %+v", o, want)
 	}
-	if len(mb.sent) != 1 || mb.sent[0].To != "coordinator" {
-		t.Fatalf("sent %+v", mb.sent)
+	if sent := mb.Sent(); len(sent) != 1 || sent[0].To != "coordinator" {
+		t.Fatalf("sent %+v", sent)
 	}
 	var kinds []runtime.Kind
 	for _, e := range events {
@@ -287,7 +272,7 @@ func TestReportTravelsInTheContext(t *testing.T) {
 
 // Descriptions with commas reach the schema whole (jsonschema:"description=..." would cut them).
 func TestWorkToolSchemasKeepTheirDescriptions(t *testing.T) {
-	a := runtime.Assignment{Dir: runtime.NodeDir(t.TempDir()), Mailbox: &mailbox{}}
+	a := runtime.Assignment{Dir: runtime.NodeDir(t.TempDir()), Mailbox: &runtimetest.Mailbox{}}
 	for _, tool := range runtime.WorkTools(a, runtime.NewReport(runtime.Outcome{}), runtime.NewReporter(a, nil)) {
 		switch tool.Name {
 		case "create_work_node":
