@@ -27,7 +27,7 @@ func TestWorkerBashIsSandboxed(t *testing.T) {
 		t.Skip("the sandbox is not enforced here (no bubblewrap, or AGIRAPH_CONTAIN=group)")
 	}
 	// From nodes/n1/scratch: the run folder is ../../.. .
-	const script = `echo mine > mine.txt; echo note >> ../../../workers/ada/notebook.md && echo note-ok; echo ESCAPED >> ../../../_plan.md; echo ESCAPED > ../../../nodes/n1/_spec.md`
+	const script = `echo mine > mine.txt; echo note >> ../../../workers/ada/notebook.md && echo note-ok; head -1 ../../../_plan.md; echo ESCAPED >> ../../../_plan.md; echo ESCAPED > ../../../nodes/n1/_spec.md`
 	worker := scripted.NewFunc("sandbox-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		switch called := scCalled(req); {
 		case called["bash"] == 0:
@@ -54,10 +54,12 @@ func TestWorkerBashIsSandboxed(t *testing.T) {
 		return string(b)
 	}
 
-	// The writes outside the scope change nothing (under /tmp, where the test's home is, they
-	// land in the command's own /tmp; elsewhere they fail as read-only).
+	// The run folder can be read, and written only in the scope.
 	out, dir := run()
 	assert.Contains(t, out, "note-ok")
+	assert.Contains(t, out, "# Plan")
+	assert.Contains(t, out, "_plan.md: Read-only file system")
+	assert.Contains(t, out, "_spec.md: Read-only file system")
 	assert.Contains(t, read(filepath.Join(dir, "workers", "ada", "notebook.md")), "note\n")
 	assert.NotContains(t, read(filepath.Join(dir, "_plan.md")), "ESCAPED")
 	assert.NotContains(t, read(filepath.Join(dir, "nodes", "n1", "_spec.md")), "ESCAPED")

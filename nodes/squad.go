@@ -210,8 +210,8 @@ func WithWake(fn func(runID string)) Option { return func(c *config) { c.wake = 
 
 // WithSandbox chooses what a harnessed worker's bash commands may reach on a node (see package
 // sandbox). fn gets the default — writable: the node's scratch folder and the worker's own
-// folder (notes, memory), and a /tmp of their own; the network; no secrets in the
-// environment — and returns the policy to use: the default changed (say NoNetwork, or an API
+// folder (notes, memory), and a /tmp of their own; the run folder readable; the network; no
+// secrets in the environment — and returns the policy to use: the default changed (say NoNetwork, or an API
 // key kept), or sandbox.Policy{Off: true}.
 func WithSandbox(fn func(w Worker, n Node, scope sandbox.Policy) sandbox.Policy) Option {
 	return func(c *config) { c.sandbox = fn }

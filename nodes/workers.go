@@ -93,7 +93,7 @@ func readText(path string) string {
 func (r *run) workerTools(n Node, w Worker) []tools.Tool {
 	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
 	scratch := r.dir.Node(n.ID).Scratch()
-	policy := sandbox.Policy{Writable: []string{scratch, string(r.dir.Worker(w.ID))}}
+	policy := sandbox.Policy{Writable: []string{scratch, string(r.dir.Worker(w.ID))}, Readable: []string{string(r.dir)}}
 	if r.cfg.sandbox != nil {
 		policy = r.cfg.sandbox(w, n, policy)
 	}

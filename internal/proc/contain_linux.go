@@ -50,6 +50,9 @@ func bwrapArgs(policy sandbox.Policy) []string {
 		args = append(args, "--dev-bind", "/", "/")
 	} else {
 		args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp")
+		for _, r := range policy.Readable {
+			args = append(args, "--ro-bind", r, r)
+		}
 		for _, w := range policy.Writable {
 			args = append(args, "--bind", w, w)
 		}

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"time"
 
 	"github.com/agiraph/agiraph/runtime/sandbox"
@@ -49,9 +50,9 @@ type Process struct {
 // (see [Process.Wait]). A writable path of the policy that does not exist is an error.
 func Start(cmd *exec.Cmd, policy sandbox.Policy) (*Process, error) {
 	if !policy.Off {
-		for _, w := range policy.Writable {
-			if _, err := os.Stat(w); err != nil {
-				return nil, fmt.Errorf("proc: the sandbox's writable path: %w", err)
+		for _, p := range append(slices.Clone(policy.Readable), policy.Writable...) {
+			if _, err := os.Stat(p); err != nil {
+				return nil, fmt.Errorf("proc: a path of the sandbox: %w", err)
 			}
 		}
 	}

@@ -25,6 +25,9 @@ type Policy struct {
 	// Writable are the paths (folders or files) the process may write, besides its own
 	// temporary folder (/tmp); everything else it sees read-only.
 	Writable []string
+	// Readable are paths shown read-only even where the sandbox would hide them: under /tmp,
+	// which the process gets empty, its own. (The rest of the file system is shown read-only.)
+	Readable []string
 	// NoNetwork cuts the process off the network: it has a loopback interface of its own only.
 	NoNetwork bool
 	// KeepEnv names environment variables kept although they look like secrets.
