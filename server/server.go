@@ -402,9 +402,14 @@ func closed() chan struct{} {
 
 // save writes the agent's meta; the caller holds a.mu.
 func (a *agent) save() {
-	if err := workspace.WriteJSON(filepath.Join(string(a.home), metaFile), a.meta); err != nil {
+	if err := a.write(); err != nil {
 		a.log.Error("cannot save the agent's state", "file", metaFile, "err", err)
 	}
+}
+
+// write writes the agent's meta; the caller holds a.mu.
+func (a *agent) write() error {
+	return workspace.WriteJSON(filepath.Join(string(a.home), metaFile), a.meta)
 }
 
 // errRunning and errGone are start's refusals.
@@ -688,7 +693,7 @@ func (a *agent) summary() Summary {
 	default: // being set up
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return Summary{ID: a.id, Status: a.meta.Status, Run: a.meta.Run, Goal: a.meta.Goal, Model: a.meta.Model,
+		return Summary{ID: a.id, Status: a.meta.Status, Run: a.meta.Run, Goal: a.meta.Goal, Model: a.meta.Model, Error: a.meta.Error,
 			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
 	}
 	if a.damaged != "" {
@@ -738,6 +743,28 @@ func newAgentID() string {
 // that neither this request nor the server waits for it: requests for the agent wait until it
 // is ready, and its summary is served meanwhile.
 func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
+	a, status, err := s.add(id, goal, model, mode)
+	if err != nil {
+		return nil, status, err
+	}
+	// Before the answer, agent.json: a server killed now finds the agent, and starts its run.
+	a.mu.Lock()
+	err = errors.Join(os.MkdirAll(string(a.home), 0o755), a.write())
+	a.mu.Unlock()
+	if err != nil {
+		s.mu.Lock()
+		delete(s.agents, a.id)
+		s.mu.Unlock()
+		s.wg.Done()
+		return nil, http.StatusInternalServerError, fmt.Errorf("agent %q: %w", a.id, err)
+	}
+	go s.setUp(a, goal)
+	return a, 0, nil
+}
+
+// add adds agent id (a new id when empty) to the server, not yet set up, and counts its setUp
+// in s.wg.
+func (s *Server) add(id, goal, model, mode string) (*agent, int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -760,7 +787,6 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 	a.meta.Run = a.newRunID()
 	s.agents[id] = a
 	s.wg.Add(1)
-	go s.setUp(a, goal)
 	return a, 0, nil
 }
 
@@ -780,11 +806,10 @@ func (s *Server) setUp(a *agent, goal string) {
 		a.log.Error("agent not set up", "err", err)
 	} else {
 		a.squad = sq
-		a.meta.Status = StatusIdle
 	}
 	a.save()
 	a.mu.Unlock()
-	close(a.ready)
+	defer close(a.ready) // once the first run started: a request then finds it in progress
 	if err != nil {
 		return
 	}
