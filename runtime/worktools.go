@@ -20,12 +20,23 @@ type Report struct {
 // NewReport returns a report that starts from what an earlier part of the same assignment
 // reported (its Status, Summary, Published, Suggestions and SubNodes), for a worker that resumes.
 func NewReport(prev Outcome) *Report {
-	return &Report{o: Outcome{
+	r := &Report{}
+	r.Restore(prev)
+	return r
+}
+
+// Restore makes the report what prev reported (its Status, Summary, Published, Suggestions and
+// SubNodes): a runtime that saves the report with each step restores it from the step's input,
+// which may hold what a step saved before a crash and was not re-run.
+func (r *Report) Restore(prev Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.o = Outcome{
 		Status: prev.Status, Summary: prev.Summary,
 		Published:   append([]string(nil), prev.Published...),
 		Suggestions: append([]string(nil), prev.Suggestions...),
 		SubNodes:    append([]SubNode(nil), prev.SubNodes...),
-	}}
+	}
 }
 
 // Outcome returns what the worker reported so far.

@@ -80,6 +80,7 @@ func (w *worker) graph() (*graph.Compiled[state], error) {
 
 // think is the model node: a yield point, a compaction if one is due, then one model turn.
 func (w *worker) think(ctx context.Context, s state) (state, error) {
+	w.report.Restore(s.Report) // the state is the truth: it holds steps saved and not re-run
 	next := s.carry()
 	if s.Turns >= w.rt.cfg.maxIterations {
 		return next, fmt.Errorf("%w (%d)", ErrMaxIterations, w.rt.cfg.maxIterations)
@@ -144,6 +145,7 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 // to run together), then a yield point. When the turn's calls are all answered their results
 // become one message, followed by any messages that arrived meanwhile.
 func (w *worker) act(ctx context.Context, s state) (state, error) {
+	w.report.Restore(s.Report) // the state is the truth: it holds steps saved and not re-run
 	next := s.carry()
 	batch := w.batch(s.Pending)
 	var results []tools.Result
