@@ -125,7 +125,9 @@ wire_api = "responses"
 		},
 		shell: shell,
 		background: func(command string) tools.Call {
-			return shell("nohup " + command + " >/dev/null 2>&1 &")
+			// Codex reaps what a command leaves when it returns (its own sandbox), so the
+			// command goes on in the foreground while the detached one runs.
+			return shell("setsid nohup " + command + " >/dev/null 2>&1 & sleep 600")
 		},
 		write: func(path, content string) tools.Call {
 			return shell(fmt.Sprintf("printf '%%s' %s > %s", quote(content), quote(path)))
