@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
@@ -302,7 +303,11 @@ func (r *run) start(l launch) error {
 	}); err != nil {
 		return err
 	}
-	r.emit(eventlog.Event{Type: eventlog.NodeStarted, Node: n.ID, Worker: w.ID, Text: fmt.Sprintf("%s (%s) on %s", w.Name, w.Kind, n.ID)})
+	started := fmt.Sprintf("%s (%s) on %s", w.Name, w.Kind, n.ID)
+	if weak := proc.Weakness(a.Sandbox); weak != "" && aerr == nil {
+		started += "; containment is weaker here: " + weak
+	}
+	r.emit(eventlog.Event{Type: eventlog.NodeStarted, Node: n.ID, Worker: w.ID, Text: started})
 	if err := errors.Join(aerr, rerr); err != nil {
 		rec := r.saveOutcome(n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
 		r.pool.finish(l.Assignment, &rec)

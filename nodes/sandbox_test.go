@@ -16,6 +16,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/sandbox"
 	"github.com/agiraph/agiraph/tools"
 )
@@ -23,11 +24,7 @@ import (
 // A harnessed worker's bash commands write in its node's scratch folder and its own folder, and
 // nowhere else in the run (where bubblewrap runs); nodes.WithSandbox changes that per worker.
 func TestWorkerBashIsSandboxed(t *testing.T) {
-	if os.Getenv("AGIRAPH_CONTAIN") == "group" || exec.Command("bwrap", "--unshare-pid", "--ro-bind", "/", "/", "true").Run() != nil {
-		t.Skip("the sandbox is not enforced here (no bubblewrap, or AGIRAPH_CONTAIN=group)")
-	}
-	// From nodes/n1/scratch: the run folder is ../../.. .
-	const script = `echo mine > mine.txt; echo note >> ../../../workers/ada/notebook.md && echo note-ok; head -1 ../../../_plan.md; echo ESCAPED >> ../../../_plan.md; echo ESCAPED > ../../../nodes/n1/_spec.md`
+	skipUnenforced(t)
 	worker := scripted.NewFunc("sandbox-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		switch called := scCalled(req); {
 		case called["bash"] == 0:
@@ -71,4 +68,71 @@ func TestWorkerBashIsSandboxed(t *testing.T) {
 		return sandbox.Policy{Off: true}
 	}))
 	assert.Contains(t, read(filepath.Join(dir, "_plan.md")), "ESCAPED", "with the sandbox off the command writes anywhere")
+}
+
+// A CLI worker (an autonomous agent, here a shell script) runs under the same policy: it
+// writes in its scratch folder and its own folder, and nowhere else in the run.
+func TestCLIWorkerIsSandboxed(t *testing.T) {
+	skipUnenforced(t)
+	plan := func() []tools.Call {
+		return []tools.Call{
+			scCall("spawn_worker", map[string]any{"name": "Ada", "role": "tester", "kind": "autonomous",
+				"command": []string{"sh", "-c", script + "; cat mine.txt > /dev/null && echo tried > _result.md", "agent"}}),
+			scCall("create_work_node", map[string]any{"task": "Try the sandbox.", "worker": "Ada"}),
+		}
+	}
+	coord := scCoordinator("cli-sandbox-coord", plan, "nodes/n1/published/mine.txt", func(c string) string { return c })
+	idle := scripted.NewFunc("cli-sandbox-unused", func(context.Context, providers.Request) (scripted.Turn, error) {
+		return scripted.Turn{Text: "no harnessed worker should run"}, nil
+	})
+	s := scSquad(t, coord, []providers.Model{idle})
+	res := scRun(t, s, "sandbox")
+	dir := filepath.Join(string(s.Home()), "runs", res.RunID)
+	assert.Equal(t, "mine\n", res.Output)
+	notebook, err := os.ReadFile(filepath.Join(dir, "workers", "ada", "notebook.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(notebook), "note\n")
+	for _, f := range []string{"_plan.md", filepath.Join("nodes", "n1", "_spec.md")} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "ESCAPED", f)
+	}
+}
+
+// script, run in nodes/n1/scratch (the run folder is ../../..), writes in its scratch folder
+// and its worker's notebook, reads the plan, and tries to change the plan and the node's spec.
+const script = `echo mine > mine.txt; echo note >> ../../../workers/ada/notebook.md && echo note-ok; head -1 ../../../_plan.md; echo ESCAPED >> ../../../_plan.md; echo ESCAPED > ../../../nodes/n1/_spec.md`
+
+// skipUnenforced skips a test of the sandbox where it is not enforced.
+func skipUnenforced(t *testing.T) {
+	if os.Getenv("AGIRAPH_CONTAIN") == "group" || exec.Command("bwrap", "--unshare-pid", "--ro-bind", "/", "/", "true").Run() != nil {
+		t.Skip("the sandbox is not enforced here (no bubblewrap, or AGIRAPH_CONTAIN=group)")
+	}
+}
+
+// Where the sandbox is not enforced, a node's start event says so.
+func TestNodeStartedSaysContainmentIsWeaker(t *testing.T) {
+	t.Setenv("AGIRAPH_CONTAIN", "group")
+	plan := func() []tools.Call {
+		return []tools.Call{
+			scCall("spawn_worker", map[string]any{"name": "Ada", "role": "tester", "kind": "autonomous",
+				"command": []string{"sh", "-c", "echo done > out.txt; echo done > _result.md"}}),
+			scCall("create_work_node", map[string]any{"task": "Do it.", "worker": "Ada"}),
+		}
+	}
+	coord := scCoordinator("weak-coord", plan, "nodes/n1/published/out.txt", func(c string) string { return c })
+	idle := scripted.NewFunc("weak-unused", func(context.Context, providers.Request) (scripted.Turn, error) {
+		return scripted.Turn{Text: "no harnessed worker should run"}, nil
+	})
+	s := scSquad(t, coord, []providers.Model{idle})
+	scRun(t, s, "weak")
+	var started []string
+	for _, e := range scEvents(t, s) {
+		if e.Type == eventlog.NodeStarted {
+			started = append(started, e.Text)
+		}
+	}
+	require.Len(t, started, 1)
+	assert.Contains(t, started[0], "Ada (autonomous) on n1; containment is weaker here: no PID namespace")
+	assert.Contains(t, started[0], "the sandbox is not enforced either")
 }

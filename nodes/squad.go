@@ -208,11 +208,13 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // it, such firings wait in the run for its next Resume.
 func WithWake(fn func(runID string)) Option { return func(c *config) { c.wake = fn } }
 
-// WithSandbox chooses what a harnessed worker's bash commands may reach on a node (see package
-// sandbox). fn gets the default — writable: the node's scratch folder and the worker's own
-// folder (notes, memory), and a /tmp of their own; the run folder readable; the network; no
-// secrets in the environment — and returns the policy to use: the default changed (say NoNetwork, or an API
-// key kept), or sandbox.Policy{Off: true}.
+// WithSandbox chooses what a worker's processes may reach on a node (see package sandbox): a
+// harnessed worker's bash commands, or a CLI worker's agent and what it starts (the runtime
+// adds what the CLI needs: its configuration folder, its API key). fn gets the default —
+// writable: the node's scratch folder and the worker's own folder (notes, memory), and a /tmp
+// of their own; the run folder readable; the network; no secrets in the environment — and
+// returns the policy to use: the default changed (say NoNetwork, or an API key kept), or
+// sandbox.Policy{Off: true}. A CLI worker needs the network: NoNetwork fails its runs.
 func WithSandbox(fn func(w Worker, n Node, scope sandbox.Policy) sandbox.Policy) Option {
 	return func(c *config) { c.sandbox = fn }
 }

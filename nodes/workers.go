@@ -48,10 +48,10 @@ func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
 	}
 	a := runtime.Assignment{
 		Run: r.id, Node: n.ID, Worker: w.ID, Task: task.String(), System: r.workerSystem(n, w), Dir: dir,
-		Mailbox: r.bus.Mailbox(w.Name), Answer: n.Answer,
+		Mailbox: r.bus.Mailbox(w.Name), Answer: n.Answer, Sandbox: r.sandbox(n, w),
 	}
 	if w.Kind == Harnessed || r.cfg.runtimes[w.Kind] != nil {
-		a.Tools = r.workerTools(n, w)
+		a.Tools = r.workerTools(n, w, a.Sandbox)
 	}
 	return a, nil
 }
@@ -87,16 +87,21 @@ func readText(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// workerTools are a harnessed worker's tools on a node: the file tools confined to what it may
-// touch, bash in its scratch folder and sandboxed to what it may write (see WithSandbox), the
-// web tools, and the squad's extra tools.
-func (r *run) workerTools(n Node, w Worker) []tools.Tool {
-	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
-	scratch := r.dir.Node(n.ID).Scratch()
-	policy := sandbox.Policy{Writable: []string{scratch, string(r.dir.Worker(w.ID))}, Readable: []string{string(r.dir)}}
+// sandbox is what worker w's processes may reach on node n — its bash commands, or its CLI
+// agent and what that starts (see WithSandbox).
+func (r *run) sandbox(n Node, w Worker) sandbox.Policy {
+	policy := sandbox.Policy{Writable: []string{r.dir.Node(n.ID).Scratch(), string(r.dir.Worker(w.ID))}, Readable: []string{string(r.dir)}}
 	if r.cfg.sandbox != nil {
 		policy = r.cfg.sandbox(w, n, policy)
 	}
+	return policy
+}
+
+// workerTools are a harnessed worker's tools on a node: the file tools confined to what it may
+// touch, bash in its scratch folder within policy, the web tools, and the squad's extra tools.
+func (r *run) workerTools(n Node, w Worker, policy sandbox.Policy) []tools.Tool {
+	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
+	scratch := r.dir.Node(n.ID).Scratch()
 	ts = append(ts, readRef(n, ts[0]), shell.Bash(shell.Dir(scratch), shell.Sandbox(policy)))
 	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: w.Name, CanWrite: w.Memory})...)
 	ts = append(ts, r.sched.ToolsFor(w.Name, n.Assignment)...)

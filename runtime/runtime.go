@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime/sandbox"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -50,6 +51,12 @@ type Assignment struct {
 	// Tools are the tools the worker may call, for runtimes that call tools themselves
 	// (harnessed); CLI agents bring their own.
 	Tools []tools.Tool
+	// Sandbox is what the processes of a runtime that starts them (a CLI agent and what it
+	// starts) may reach; the runtime adds what it needs itself (its working directory, its
+	// configuration folder, its API key). The zero Policy is the strictest: read-only but for
+	// those, no secrets from the environment. Runtimes that call tools themselves (harnessed)
+	// ignore it: their Tools carry their own.
+	Sandbox sandbox.Policy
 	// Mailbox carries messages to and from the worker while it runs; nil for none.
 	Mailbox Mailbox
 	// Session continues an earlier session of a runtime that has them (Outcome.Session).

@@ -13,6 +13,12 @@
 // requests for localhost, 127.0.0.1 and ::1 are served unless -allow-host names more, and only
 // pages of the server's own origin or of -allow-origin may send them (see the README's Security
 // section).
+//
+// Workers' commands and CLI agents run sandboxed where bubblewrap runs (see the README's
+// Sandbox section): -sandbox=false turns that off, -no-network cuts harnessed workers' commands
+// off the network, -keep-env NAME keeps a variable that looks like a secret in their
+// environment.
+//
 // Ctrl-C (or SIGTERM) pauses the runs in progress and stops the server; started again on the
 // same root, it finds its agents again and resumes the runs it paused, or that were in progress
 // when it was killed (-resume=false leaves them for POST /agents/{id}/resume). It logs to its
@@ -38,6 +44,7 @@ import (
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/runtime/sandbox"
 	"github.com/agiraph/agiraph/server"
 )
 
@@ -56,6 +63,9 @@ type options struct {
 	offline, resume          bool
 	hosts, origins, models   list
 	maxRuns, maxText         int
+	// the sandbox of the agents' workers
+	sandbox, noNetwork bool
+	keepEnv            list
 }
 
 // list is a flag that may be given several times, or as a comma-separated list.
@@ -87,6 +97,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&o.models, "models", "models (provider/model) a request may name for its agent, besides the server's own; repeatable")
 	fs.IntVar(&o.maxRuns, "max-runs", server.DefaultMaxRuns, "runs in progress at once; more are queued")
 	fs.IntVar(&o.maxText, "max-text", server.DefaultMaxText, "the largest goal, message or answer, in bytes")
+	fs.BoolVar(&o.sandbox, "sandbox", true, "sandbox the workers' commands and CLI agents (where bubblewrap runs): write only their scope, no secrets in their environment")
+	fs.BoolVar(&o.noNetwork, "no-network", false, "cut the bash commands of harnessed workers off the network (CLI workers need it for their model)")
+	fs.Var(&o.keepEnv, "keep-env", "an environment variable kept in the workers' sandbox although it looks like a secret; repeatable")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -94,6 +107,22 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	return o, nil
+}
+
+// sandboxOption is the workers' sandbox the flags ask for (see policy).
+func (o options) sandboxOption() nodes.Option {
+	return nodes.WithSandbox(func(w nodes.Worker, _ nodes.Node, p sandbox.Policy) sandbox.Policy { return o.policy(w, p) })
+}
+
+// policy is worker w's sandbox, from the squad's default p: off with -sandbox=false; without
+// network for a harnessed worker with -no-network; keeping -keep-env's variables.
+func (o options) policy(w nodes.Worker, p sandbox.Policy) sandbox.Policy {
+	if !o.sandbox {
+		return sandbox.Policy{Off: true}
+	}
+	p.NoNetwork = o.noNetwork && w.Kind == nodes.Harnessed
+	p.KeepEnv = append(p.KeepEnv, o.keepEnv...)
+	return p
 }
 
 // newServer returns the API server the options describe, logging to log, and what team its
@@ -104,13 +133,13 @@ func newServer(o options, getenv func(string) string, log *slog.Logger, extra ..
 		model = models.Default(getenv)
 	}
 	team := "the offline demo team"
-	squadOpts := func(string) []nodes.Option {
-		return demo.Team()
-	}
+	agentOpts := demo.Team()
 	if model != "" {
 		team = model
-		squadOpts = func(string) []nodes.Option { return []nodes.Option{nodes.WithModel(model)} }
+		agentOpts = []nodes.Option{nodes.WithModel(model)}
 	}
+	agentOpts = append(agentOpts, o.sandboxOption())
+	squadOpts := func(string) []nodes.Option { return agentOpts }
 	allowed := slices.Clone(o.models)
 	if model != "" {
 		allowed = append(allowed, model)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -104,4 +108,25 @@ func TestRunStops(t *testing.T) {
 	assert.Contains(t, s, "Serving agents (the offline demo team)")
 	assert.Regexp(t, `Open in a browser: http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{48}\n`, s)
 	assert.Contains(t, s, "-X POST http://127.0.0.1:")
+}
+
+// The sandbox flags shape every worker's policy.
+func TestSandboxFlags(t *testing.T) {
+	scope := sandbox.Policy{Writable: []string{"/run/nodes/n1/scratch"}}
+	harnessed, cli := nodes.Worker{Kind: nodes.Harnessed}, nodes.Worker{Kind: nodes.ClaudeCode}
+
+	o, err := parse(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, scope, o.policy(harnessed, scope), "by default the squad's own")
+
+	o, err = parse([]string{"-no-network", "-keep-env", "GITHUB_TOKEN,NPM_TOKEN"}, io.Discard)
+	require.NoError(t, err)
+	p := o.policy(harnessed, scope)
+	assert.True(t, p.NoNetwork)
+	assert.Equal(t, []string{"GITHUB_TOKEN", "NPM_TOKEN"}, p.KeepEnv)
+	assert.False(t, o.policy(cli, scope).NoNetwork, "a CLI worker keeps the network it reaches its model through")
+
+	o, err = parse([]string{"-sandbox=false"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.Policy{Off: true}, o.policy(harnessed, scope))
 }

@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -34,7 +36,7 @@ func namespaces() string {
 			return
 		}
 		probe := sandbox.Policy{Writable: []string{os.TempDir()}, NoNetwork: true} // all the features
-		if exec.Command(path, append(bwrapArgs(probe), "true")...).Run() == nil {
+		if exec.Command(path, append(bwrapArgs(probe, nil), "true")...).Run() == nil {
 			bwrap = path
 		}
 	})
@@ -43,14 +45,15 @@ func namespaces() string {
 
 // bwrapArgs are bwrap's arguments before the command: a PID namespace that dies with bwrap, a
 // /proc of the namespace, and the file system as it is — or, under a policy, read-only but for
-// its writable paths and a /tmp of the process's own, and no network if it says so.
-func bwrapArgs(policy sandbox.Policy) []string {
+// its writable paths and a /tmp of the process's own where the folders shown and the policy's
+// readable paths stay visible, and no network if it says so.
+func bwrapArgs(policy sandbox.Policy, shown []string) []string {
 	args := []string{"--unshare-pid", "--die-with-parent"}
 	if policy.Off {
 		args = append(args, "--dev-bind", "/", "/")
 	} else {
 		args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp")
-		for _, r := range policy.Readable {
+		for _, r := range append(shown, policy.Readable...) {
 			args = append(args, "--ro-bind", r, r)
 		}
 		for _, w := range policy.Writable {
@@ -62,6 +65,10 @@ func bwrapArgs(policy sandbox.Policy) []string {
 	}
 	return append(args, "--proc", "/proc", "--")
 }
+
+// enforced reports whether processes start in a PID namespace here, where a sandbox policy is
+// enforced.
+func enforced() bool { return namespaces() != "" }
 
 // contain prepares cmd: in bwrap's PID namespace when it can, in a process group of its own
 // either way. It reports whether the namespace contains it.
@@ -80,9 +87,48 @@ func contain(cmd *exec.Cmd, policy sandbox.Policy) bool {
 			path = abs
 		}
 	}
-	cmd.Args = append(append([]string{b}, bwrapArgs(policy)...), append([]string{path}, cmd.Args[1:]...)...)
+	var shown []string
+	if !policy.Off {
+		shown = programFolders(path, cmd.Args[1:], cmd.Env)
+		cmd.Env = append(cmd.Env, "TMPDIR=/tmp")
+	}
+	cmd.Args = append(append([]string{b}, bwrapArgs(policy, shown)...), append([]string{path}, cmd.Args[1:]...)...)
 	cmd.Path = b
 	return true
+}
+
+// programFolders are the folders under /tmp that the sandbox, whose /tmp is the process's own,
+// must show for the program to run: those holding the program (and the file its path links to),
+// the files its arguments name (a script) and the folders of the PATH in env, each shown whole
+// by its top folder under /tmp (a checkout there, say, with the tools it installed).
+func programFolders(program string, args, env []string) []string {
+	paths := []string{program}
+	if real, err := filepath.EvalSymlinks(program); err == nil {
+		paths = append(paths, real)
+	}
+	for _, a := range args {
+		if filepath.IsAbs(a) {
+			paths = append(paths, a)
+		}
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			paths = append(paths, filepath.SplitList(v)...)
+		}
+	}
+	var top []string
+	for _, p := range paths {
+		rest, ok := strings.CutPrefix(filepath.Clean(p), "/tmp/")
+		if !ok {
+			continue
+		}
+		first, _, _ := strings.Cut(rest, "/")
+		t := "/tmp/" + first
+		if _, err := os.Stat(t); err == nil && !slices.Contains(top, t) {
+			top = append(top, t)
+		}
+	}
+	return top
 }
 
 // killMarked kills every process whose environment carries mark, and its group, until none is

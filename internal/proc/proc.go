@@ -91,10 +91,23 @@ func (p *Process) Wait() error {
 // Weakness says, for an event, how containment is weaker than a PID namespace; "" when it is
 // not.
 func (p *Process) Weakness() string {
-	switch {
-	case p.Contained:
+	if p.Contained {
 		return ""
-	case p.policy.Off:
+	}
+	return weaknessOf(p.policy)
+}
+
+// Weakness says, for an event, how the containment of a process started here within policy
+// would be weaker than a PID namespace (its sandbox not enforced); "" when it would not be.
+func Weakness(policy sandbox.Policy) string {
+	if enforced() {
+		return ""
+	}
+	return weaknessOf(policy)
+}
+
+func weaknessOf(policy sandbox.Policy) string {
+	if policy.Off {
 		return weakness
 	}
 	return weakness + "; the sandbox is not enforced either (only its environment is)"

@@ -11,6 +11,8 @@ import (
 
 const weakness = "no process groups on this system: only the process itself is killed, and what it started survives"
 
+func enforced() bool { return false }
+
 func contain(*exec.Cmd, sandbox.Policy) bool { return false }
 
 // Signal sends sig to the process (Windows knows only os.Kill).

@@ -128,3 +128,28 @@ func TestMissingCommand(t *testing.T) {
 		assert.Contains(t, err.Error(), "no-such-command-anywhere")
 	})
 }
+
+// Under a policy, /tmp is the process's own, but its program and the files its arguments name
+// there stay visible, read-only, and TMPDIR points at the private /tmp.
+func TestSandboxShowsTheProgram(t *testing.T) {
+	if namespaces() == "" {
+		t.Skip("bwrap is missing or cannot run here")
+	}
+	dir := t.TempDir() // under /tmp, as `go test` makes it
+	require.True(t, filepath.IsAbs(dir))
+	script := filepath.Join(dir, "agent.sh")
+	require.NoError(t, os.WriteFile(script, []byte("echo \"ran in $TMPDIR\"; echo x > "+filepath.Join(dir, "mine")+" && echo wrote; echo y > \"$TMPDIR/scratch\" && echo temp\n"), 0o755))
+	work := t.TempDir()
+	for _, argv := range [][]string{{script}, {"sh", script}} {
+		var out bytes.Buffer
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = work, &out, &out
+		p, err := Start(cmd, sandbox.Policy{Writable: []string{work}})
+		require.NoError(t, err)
+		require.NoError(t, p.Wait(), out.String())
+		assert.Contains(t, out.String(), "ran in /tmp\n")
+		assert.NotContains(t, out.String(), "wrote", "the program's folder is read-only")
+		assert.Contains(t, out.String(), "temp\n")
+		assert.NoFileExists(t, filepath.Join(dir, "mine"))
+	}
+}

@@ -154,47 +154,18 @@ func openAIDetailOf(status int) openAIErrDetail {
 }
 
 func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request, req Request) {
-	if r.URL.Path != "/v1/chat/completions" {
-		s.t.Errorf("providertest: openai server got %s %s; it serves POST /v1/chat/completions (the base URL is %s)", r.Method, r.URL.Path, s.URL())
-		openAIFail(w, req, 404, openAIErrDetail{Type: "invalid_request_error", Message: "Invalid URL (" + r.Method + " " + r.URL.Path + ")"}, nil)
-		return
-	}
-	if r.Method != http.MethodPost {
-		s.t.Errorf("providertest: openai server got %s %s; want POST", r.Method, r.URL.Path)
-		openAIFail(w, req, 405, openAIErrDetail{Type: "invalid_request_error", Message: "Invalid method for URL (" + r.Method + " " + r.URL.Path + ")"}, nil)
-		return
-	}
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || strings.TrimSpace(key) == "" {
-		openAIFail(w, req, 401, openAIErrDetail{Type: "invalid_request_error",
-			Message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username and password. You can obtain an API key from https://platform.openai.com/account/api-keys."}, nil)
-		return
-	}
-	if req.JSON == nil {
-		openAIFail(w, req, 400, openAIErrDetail{Type: "invalid_request_error",
-			Message: "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)"}, nil)
-		return
-	}
-	if _, ok := req.JSON["model"]; !ok {
-		openAIFail(w, req, 400, openAIErrDetail{Type: "invalid_request_error", Message: "you must provide a model parameter"}, nil)
-		return
-	}
-	if _, ok := req.JSON["messages"]; !ok {
-		openAIFail(w, req, 400, openAIErrDetail{Type: "invalid_request_error", Param: strp("messages"), Code: strp("missing_required_parameter"),
-			Message: "Missing required parameter: 'messages'."}, nil)
-		return
-	}
-	reply, ok := s.reply(req)
-	if !ok {
-		openAIFail(w, req, 500, openAIErrDetail{Type: "server_error", Message: s.scriptEnded(req)}, nil)
-		return
-	}
-	if reply.isError() && !(reply.MidStream && req.Stream) {
-		if errors.Is(reply.Err, providers.ErrConnection) {
-			abort()
+	missing := func(req Request) *openAIErrDetail {
+		if _, ok := req.JSON["model"]; !ok {
+			return &openAIErrDetail{Type: "invalid_request_error", Message: "you must provide a model parameter"}
 		}
-		status, d := openAIErrorOf(reply)
-		openAIFail(w, req, status, d, errorHeaders(reply))
+		if _, ok := req.JSON["messages"]; !ok {
+			return &openAIErrDetail{Type: "invalid_request_error", Param: strp("messages"), Code: strp("missing_required_parameter"),
+				Message: "Missing required parameter: 'messages'."}
+		}
+		return nil
+	}
+	reply, h, ok := openAIAccept(s, w, r, req, "/v1/chat/completions", missing, openAIErrorOf)
+	if !ok {
 		return
 	}
 	c, ok := openAIBuild(s, req, reply)
@@ -202,11 +173,6 @@ func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request, req Request)
 		openAIFail(w, req, 500, openAIErrDetail{Type: "server_error", Message: "providertest: a scripted tool call has invalid JSON arguments"}, nil)
 		return
 	}
-	h := http.Header{}
-	for k, vs := range reply.Header {
-		h[k] = append([]string(nil), vs...)
-	}
-	h.Set("X-Request-Id", "req_test_"+idNum(req))
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, c, h)
 		return
@@ -216,6 +182,57 @@ func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request, req Request)
 		includeUsage, _ = so["include_usage"].(bool)
 	}
 	openAIStream(w, c, reply, includeUsage, h)
+}
+
+// openAIAccept is what the OpenAI APIs (Chat Completions, Responses) do before they answer: it
+// checks the path (path), the method, the key and the body, whose missing required field
+// missing names, and takes the scripted reply. It answers the request itself, with an error
+// errorOf makes for a scripted error, and returns false; or it returns the reply to send, with
+// its headers.
+func openAIAccept(s *Server, w http.ResponseWriter, r *http.Request, req Request, path string,
+	missing func(Request) *openAIErrDetail, errorOf func(Reply) (int, openAIErrDetail)) (Reply, http.Header, bool) {
+	fail := func(status int, d openAIErrDetail) (Reply, http.Header, bool) {
+		openAIFail(w, req, status, d, nil)
+		return Reply{}, nil, false
+	}
+	if r.URL.Path != path {
+		s.t.Errorf("providertest: the server got %s %s; it serves POST %s (the base URL is %s)", r.Method, r.URL.Path, path, s.URL())
+		return fail(404, openAIErrDetail{Type: "invalid_request_error", Message: "Invalid URL (" + r.Method + " " + r.URL.Path + ")"})
+	}
+	if r.Method != http.MethodPost {
+		s.t.Errorf("providertest: the server got %s %s; want POST", r.Method, r.URL.Path)
+		return fail(405, openAIErrDetail{Type: "invalid_request_error", Message: "Invalid method for URL (" + r.Method + " " + r.URL.Path + ")"})
+	}
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || strings.TrimSpace(key) == "" {
+		return fail(401, openAIErrDetail{Type: "invalid_request_error",
+			Message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username and password. You can obtain an API key from https://platform.openai.com/account/api-keys."})
+	}
+	if req.JSON == nil {
+		return fail(400, openAIErrDetail{Type: "invalid_request_error",
+			Message: "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)"})
+	}
+	if d := missing(req); d != nil {
+		return fail(400, *d)
+	}
+	reply, ok := s.reply(req)
+	if !ok {
+		return fail(500, openAIErrDetail{Type: "server_error", Message: s.scriptEnded(req)})
+	}
+	if reply.isError() && !(reply.MidStream && req.Stream) {
+		if errors.Is(reply.Err, providers.ErrConnection) {
+			abort()
+		}
+		status, d := errorOf(reply)
+		openAIFail(w, req, status, d, errorHeaders(reply))
+		return Reply{}, nil, false
+	}
+	h := http.Header{}
+	for k, vs := range reply.Header {
+		h[k] = append([]string(nil), vs...)
+	}
+	h.Set("X-Request-Id", "req_test_"+idNum(req))
+	return reply, h, true
 }
 
 // openAIBuild makes the whole completion of a successful reply.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agiraph/agiraph/providers"
@@ -146,43 +145,15 @@ func responsesFailure(r Reply) *responsesError {
 }
 
 func serveResponses(s *Server, w http.ResponseWriter, r *http.Request, req Request) {
-	if r.URL.Path != "/v1/responses" {
-		s.t.Errorf("providertest: responses server got %s %s; it serves POST /v1/responses (the base URL is %s)", r.Method, r.URL.Path, s.URL())
-		openAIFail(w, req, 404, openAIErrDetail{Type: "invalid_request_error", Message: "Invalid URL (" + r.Method + " " + r.URL.Path + ")"}, nil)
-		return
-	}
-	if r.Method != http.MethodPost {
-		s.t.Errorf("providertest: responses server got %s %s; want POST", r.Method, r.URL.Path)
-		openAIFail(w, req, 405, openAIErrDetail{Type: "invalid_request_error", Message: "Invalid method for URL (" + r.Method + " " + r.URL.Path + ")"}, nil)
-		return
-	}
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || strings.TrimSpace(key) == "" {
-		openAIFail(w, req, 401, openAIErrDetail{Type: "invalid_request_error",
-			Message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username and password. You can obtain an API key from https://platform.openai.com/account/api-keys."}, nil)
-		return
-	}
-	if req.JSON == nil {
-		openAIFail(w, req, 400, openAIErrDetail{Type: "invalid_request_error",
-			Message: "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)"}, nil)
-		return
-	}
-	if _, ok := req.JSON["model"]; !ok {
-		openAIFail(w, req, 400, openAIErrDetail{Type: "invalid_request_error", Param: strp("model"), Code: strp("missing_required_parameter"),
-			Message: "Missing required parameter: 'model'."}, nil)
-		return
-	}
-	reply, ok := s.reply(req)
-	if !ok {
-		openAIFail(w, req, 500, openAIErrDetail{Type: "server_error", Message: s.scriptEnded(req)}, nil)
-		return
-	}
-	if reply.isError() && !(reply.MidStream && req.Stream) {
-		if errors.Is(reply.Err, providers.ErrConnection) {
-			abort()
+	missing := func(req Request) *openAIErrDetail {
+		if _, ok := req.JSON["model"]; !ok {
+			return &openAIErrDetail{Type: "invalid_request_error", Param: strp("model"), Code: strp("missing_required_parameter"),
+				Message: "Missing required parameter: 'model'."}
 		}
-		status, d := responsesErrorOf(reply)
-		openAIFail(w, req, status, d, errorHeaders(reply))
+		return nil
+	}
+	reply, h, ok := openAIAccept(s, w, r, req, "/v1/responses", missing, responsesErrorOf)
+	if !ok {
 		return
 	}
 	resp, ok := responsesBuild(s, req, reply)
@@ -190,11 +161,6 @@ func serveResponses(s *Server, w http.ResponseWriter, r *http.Request, req Reque
 		openAIFail(w, req, 500, openAIErrDetail{Type: "server_error", Message: "providertest: a scripted tool call has invalid JSON arguments"}, nil)
 		return
 	}
-	h := http.Header{}
-	for k, vs := range reply.Header {
-		h[k] = append([]string(nil), vs...)
-	}
-	h.Set("X-Request-Id", "req_test_"+idNum(req))
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, resp, h)
 		return

@@ -11,9 +11,14 @@
 // every Run fails with that error without starting anything. [Codex], [Gemini], [Aider] and
 // [Script] are example templates.
 //
-// The process runs in the node's scratch directory (Assignment.Dir.Scratch()), in its own
-// process group, with stdin empty (/dev/null) and the environment of the current process plus
-// AGIRAPH_ASSIGNMENT, AGIRAPH_NODE, AGIRAPH_WORKER, AGIRAPH_SCRATCH and [WithEnv]'s entries.
+// The process runs in the node's scratch directory (Assignment.Dir.Scratch()), contained with
+// everything it starts (internal/proc), with stdin empty (/dev/null) and the environment of the
+// current process plus AGIRAPH_ASSIGNMENT, AGIRAPH_NODE, AGIRAPH_WORKER, AGIRAPH_SCRATCH and
+// [WithEnv]'s entries, within the assignment's sandbox (Assignment.Sandbox, see package
+// sandbox): where bubblewrap runs it writes only its scratch directory, the configuration
+// folder of a CLI the sandbox package knows (sandbox.Agents: codex, gemini, claude, aider) and
+// what the policy allows, and everywhere its environment loses the secrets but the known CLI's
+// keys and WithEnv's variables ([WithSandbox] changes this). The Started event says how it runs.
 // Its stdout and stderr are reported line by line as runtime.Output events (a line is cut at
 // 4 KiB) and their last bytes are kept for the error of a failed run ([WithOutputTail]).
 //
@@ -128,6 +133,15 @@ func WithEnv(extra []string) Option {
 	return func(r *Runtime) { r.env = append(r.env, extra...) }
 }
 
+// WithSandbox changes the sandbox the agent runs in (see package sandbox): fn gets the policy
+// a Run would use — the assignment's (Assignment.Sandbox) letting the agent also write its
+// working directory and, for an agent of sandbox.Agents (codex, gemini, claude, aider), its
+// configuration folder, and keep its keys and WithEnv's variables — and returns the one to
+// use: say with the configuration folder of another agent writable, or Off.
+func WithSandbox(fn func(a runtime.Assignment, p sandbox.Policy) sandbox.Policy) Option {
+	return func(r *Runtime) { r.sandbox = fn }
+}
+
 // WithPollInterval sets how often Run bridges messages and looks for _result.md and
 // _checkpoint.md (default DefaultPollInterval). d <= 0 means the default.
 func WithPollInterval(d time.Duration) Option {
@@ -163,6 +177,8 @@ type Runtime struct {
 	poll  time.Duration
 	grace time.Duration
 	tail  int
+	// sandbox changes the policy the agent runs under (WithSandbox).
+	sandbox func(runtime.Assignment, sandbox.Policy) sandbox.Policy
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -230,12 +246,20 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	cmd.Env = append(cmd.Env, r.env...)
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = pw, pw
-	p, err := proc.Start(cmd, sandbox.Policy{Off: true})
+	var change func(sandbox.Policy) sandbox.Policy
+	if r.sandbox != nil {
+		change = func(p sandbox.Policy) sandbox.Policy { return r.sandbox(a, p) }
+	}
+	policy, err := sandbox.CLI{Program: argv[0], Dir: v.Scratch, Env: cmd.Env, Given: r.env}.Policy(a.Sandbox, change)
+	var p *proc.Process
+	if err == nil {
+		p, err = proc.Start(cmd, policy)
+	}
 	pw.Close()
 	if err != nil {
 		return fail(fmt.Errorf("autonomous: starting %s: %w", argv[0], err))
 	}
-	how := fmt.Sprintf("%s (pid %d) in %s", describeArgv(argv), cmd.Process.Pid, v.Scratch)
+	how := fmt.Sprintf("%s (pid %d) in %s; %s", describeArgv(argv), cmd.Process.Pid, v.Scratch, policy)
 	if w := p.Weakness(); w != "" {
 		how += "; containment is weaker here: " + w
 	}

@@ -369,6 +369,21 @@ func realAssignment(t *testing.T, task string) runtime.Assignment {
 	return a
 }
 
+// publish runs a with the CLI through steps, against its fake API, and requires that the run
+// ended without error; it returns the outcome, the tool results of the last turn, the number
+// of turns, the events and the fake.
+func (c agentCLI) publish(t *testing.T, a runtime.Assignment, steps ...func() providertest.Reply) (runtime.Outcome, []string, int, *recorder, *providertest.Server) {
+	t.Helper()
+	s := &conversation{t: t, cli: c, steps: steps}
+	fake := c.serve(t, s.reply)
+	rec := &recorder{t: t}
+	rt := autonomous.New(c.command, append(realOptions, autonomous.WithEnv(c.env(t, fake.URL(), true)))...)
+	o, err := realRun(context.Background(), rt, a, rec)
+	results, turns := s.seen()
+	require.NoError(t, err, "outcome %+v\nresults %q\noutput:\n%s", o, results, outputs(rec))
+	return o, results, turns, rec, fake
+}
+
 // realRun runs a with a deadline.
 func realRun(ctx context.Context, rt runtime.Runtime, a runtime.Assignment, rec *recorder) (runtime.Outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -405,17 +420,10 @@ func TestRealCLIPublishes(t *testing.T) {
 			a := realAssignment(t, "Count the widgets and write report.md.")
 			scratch, err := filepath.Abs(a.Dir.Scratch())
 			require.NoError(t, err)
-			s := &conversation{t: t, cli: cli, steps: []func() providertest.Reply{
-				calls(cli.shell("head -n 3 " + autonomous.TaskFile)),
+			o, results, turns, rec, fake := cli.publish(t, a,
+				calls(cli.shell("head -n 3 "+autonomous.TaskFile)),
 				calls(cli.write(filepath.Join(scratch, "report.md"), "# Widgets\n\nThere are 3 widgets.\n")),
-				calls(cli.shell("printf 'Counted 3 widgets: report.md.\\n' > _result.md.tmp && mv _result.md.tmp _result.md")),
-			}}
-			fake := cli.serve(t, s.reply)
-			rec := &recorder{t: t}
-			rt := autonomous.New(cli.command, append(realOptions, autonomous.WithEnv(cli.env(t, fake.URL(), true)))...)
-			o, err := realRun(context.Background(), rt, a, rec)
-			results, turns := s.seen()
-			require.NoError(t, err, "outcome %+v\nresults %q\noutput:\n%s", o, results, outputs(rec))
+				calls(cli.shell("printf 'Counted 3 widgets: report.md.\\n' > _result.md.tmp && mv _result.md.tmp _result.md")))
 
 			assert.Equal(t, runtime.Published, o.Status)
 			assert.Equal(t, "Counted 3 widgets: report.md.", o.Summary)
@@ -453,17 +461,10 @@ func TestRealCLIOutbox(t *testing.T) {
 			// No $(...): Gemini CLI refuses commands with command substitution.
 			wait := `timeout 30 sh -c 'until grep -q "^\[Message from coordinator\]" _inbox.md; do sleep 0.1; done'; ` +
 				`sed -n 's/^\[Message from coordinator\]: //p' _inbox.md > answer.md; cat answer.md`
-			s := &conversation{t: t, cli: cli, steps: []func() providertest.Reply{
+			o, results, _, rec, _ := cli.publish(t, a,
 				calls(cli.shell(`printf 'TO: coordinator\nWhat is the answer?\n---\n' >> _outbox.md`)),
 				calls(cli.shell(wait)),
-				calls(cli.shell("printf 'Published the answer.\\n' > _result.md.tmp && mv _result.md.tmp _result.md")),
-			}}
-			fake := cli.serve(t, s.reply)
-			rec := &recorder{t: t}
-			rt := autonomous.New(cli.command, append(realOptions, autonomous.WithEnv(cli.env(t, fake.URL(), true)))...)
-			o, err := realRun(context.Background(), rt, a, rec)
-			results, _ := s.seen()
-			require.NoError(t, err, "outcome %+v\nresults %q\noutput:\n%s", o, results, outputs(rec))
+				calls(cli.shell("printf 'Published the answer.\\n' > _result.md.tmp && mv _result.md.tmp _result.md")))
 
 			assert.Equal(t, runtime.Published, o.Status)
 			assert.Equal(t, "Published the answer.", o.Summary)
@@ -575,6 +576,50 @@ func TestRealCLIUnreachableStalls(t *testing.T) {
 			assert.Less(t, elapsed, window+window/4+5*time.Second, "stalled within the window")
 			assert.Contains(t, err.Error(), "latest event: output: ", "the CLI printed its retries, which are no progress")
 			assertGone(t, a)
+		})
+	}
+}
+
+// TestRealCLISandbox has each CLI's shell write in its scratch folder, try to write beside it
+// and in this package's folder, and print a secret of the server's environment: only the
+// scratch write lands, the secret is not there, and the CLI reaches its model with its key.
+func TestRealCLISandbox(t *testing.T) {
+	t.Setenv("AGIRAPH_TEST_SERVER_TOKEN", "s3cret")
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	for _, c := range clis {
+		t.Run(c.name, func(t *testing.T) {
+			cli := c.cli(t)
+			a := realAssignment(t, "Try the walls.")
+			walls := []string{filepath.Join(string(a.Dir), "outside.txt"), filepath.Join(wd, "evil-"+c.name+".txt")}
+			t.Cleanup(func() { os.Remove(walls[1]) })
+			// No $(...) nor ||: Gemini CLI refuses command substitution, and the test reads
+			// what each write said.
+			command := "echo in > inside.txt; echo wrote inside"
+			for _, w := range walls {
+				command += fmt.Sprintf("; echo x > %s 2>/dev/null && echo wrote %s; test -e %s || echo refused %s", w, w, w, w)
+			}
+			command += "; echo secret=[$AGIRAPH_TEST_SERVER_TOKEN]"
+			o, results, _, rec, _ := cli.publish(t, a,
+				calls(cli.shell(command)),
+				calls(cli.shell("printf 'Tried.\\n' > _result.md.tmp && mv _result.md.tmp _result.md")))
+			require.NotEmpty(t, results)
+			assert.Contains(t, results[0], "wrote inside", "the command ran")
+			assert.Contains(t, results[0], "secret=[]", "a secret of the server's environment reached the agent")
+			assert.Equal(t, []string{"inside.txt"}, o.Published)
+			started := rec.of(runtime.Started)
+			require.Len(t, started, 1)
+			assert.Contains(t, started[0].Text, "sandbox: writes only ")
+			if strings.Contains(started[0].Text, "containment is weaker") {
+				t.Log("no bubblewrap here: only the environment is sandboxed")
+				return
+			}
+			for _, w := range walls {
+				assert.NoFileExists(t, w)
+				if !strings.HasPrefix(w, "/tmp/") { // elsewhere under /tmp it writes in a /tmp of its own
+					assert.Contains(t, results[0], "refused "+w)
+				}
+			}
 		})
 	}
 }

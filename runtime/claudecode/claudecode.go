@@ -12,9 +12,13 @@
 //
 // in the node's scratch directory (the CLI has no flag for its working directory), with stdin
 // closed and the environment of this process plus WithEnv's entries (so ANTHROPIC_BASE_URL,
-// ANTHROPIC_API_KEY and the like pass through). The process leads its own process group: when
-// the context is cancelled or its deadline passes, the whole group is killed, and so is any
-// straggler left in the group once the CLI has exited.
+// ANTHROPIC_API_KEY and the like pass through), within the assignment's sandbox
+// (Assignment.Sandbox, see package sandbox): where bubblewrap runs it writes only its scratch
+// directory, its configuration folder ($CLAUDE_CONFIG_DIR or ~/.claude) and what the policy
+// allows, and everywhere its environment loses the secrets but its keys and WithEnv's
+// variables (WithSandbox changes this). The CLI and everything it starts are contained: when
+// the context is cancelled or its deadline passes they are all killed, and so is anything left
+// once the CLI has exited.
 //
 // Claude Code refuses to bypass permissions as root unless IS_SANDBOX=1 is set; the default
 // permission mode is bypassPermissions, and when this process runs as root the child gets
@@ -59,6 +63,7 @@
 //
 // The CLI and everything it starts are contained by internal/proc: in a PID namespace of their
 // own where bubblewrap runs, so a Bash command it backgrounded or detached dies with the run.
+// The Started event says which sandbox the CLI runs in, and when containment is weaker.
 //
 // # The file protocol
 //
@@ -119,6 +124,7 @@ type Runtime struct {
 	maxTurns int
 	env      []string
 	interval time.Duration
+	sandbox  func(runtime.Assignment, sandbox.Policy) sandbox.Policy
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -153,6 +159,14 @@ func WithMaxTurns(n int) Option { return func(r *Runtime) { r.maxTurns = n } }
 // over it), for example ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY or HOME.
 func WithEnv(extra []string) Option {
 	return func(r *Runtime) { r.env = append(r.env, extra...) }
+}
+
+// WithSandbox changes the sandbox the CLI runs in (see package sandbox): fn gets the policy a
+// Run would use — the assignment's (Assignment.Sandbox) letting the CLI also write its working
+// directory and its configuration folder, and keep its API key and WithEnv's variables — and
+// returns the one to use: say with more writable folders, more variables kept, or Off.
+func WithSandbox(fn func(a runtime.Assignment, p sandbox.Policy) sandbox.Policy) Option {
+	return func(r *Runtime) { r.sandbox = fn }
 }
 
 // WithBridgeInterval sets how often, while the CLI runs, incoming messages are appended to
@@ -280,7 +294,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	if err != nil {
 		return fail(err)
 	}
-	st := &stream{rep: rep, tools: map[string]string{}, turns: map[string]bool{}, kill: p.kill}
+	st := &stream{rep: rep, tools: map[string]string{}, turns: map[string]bool{}, kill: p.kill, how: p.how}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); st.read(p.stdout) }()
@@ -430,6 +444,7 @@ type process struct {
 	proc           *proc.Process
 	stdout, stderr *os.File // the read ends of its pipes
 	tail           *tail
+	how            string // its sandbox and containment, for the Started event
 }
 
 // kill kills the CLI and every process it started (see internal/proc); it may be called any
@@ -453,7 +468,11 @@ func (r *Runtime) start(a runtime.Assignment) (*process, error) {
 	cmd.Env = r.environ()
 	cmd.Stdin = nil // /dev/null: the prompt is an argument
 	cmd.Stdout, cmd.Stderr = outW, errW
-	pr, err := proc.Start(cmd, sandbox.Policy{Off: true})
+	policy, err := r.policy(a, cmd.Env)
+	var pr *proc.Process
+	if err == nil {
+		pr, err = proc.Start(cmd, policy)
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -461,7 +480,25 @@ func (r *Runtime) start(a runtime.Assignment) (*process, error) {
 		errR.Close()
 		return nil, fmt.Errorf("claudecode: starting %s: %w", r.binary, err)
 	}
-	return &process{cmd: cmd, proc: pr, stdout: outR, stderr: errR, tail: &tail{}}, nil
+	how := policy.String()
+	if w := pr.Weakness(); w != "" {
+		how += "; containment is weaker here: " + w
+	}
+	return &process{cmd: cmd, proc: pr, stdout: outR, stderr: errR, tail: &tail{}, how: how}, nil
+}
+
+// policy returns the sandbox a's CLI runs in, started with env: a's, letting the CLI also
+// write its working directory and its configuration folder ($CLAUDE_CONFIG_DIR, or ~/.claude),
+// and keep its keys and WithEnv's variables (sandbox.CLI); then WithSandbox's changes.
+// ~/.claude.json, which the CLI rewrites by renaming a new file into the home folder, stays
+// read-only: the CLI reads it, and what it would change there (counters, tips) is not kept.
+func (r *Runtime) policy(a runtime.Assignment, env []string) (sandbox.Policy, error) {
+	var change func(sandbox.Policy) sandbox.Policy
+	if r.sandbox != nil {
+		change = func(p sandbox.Policy) sandbox.Policy { return r.sandbox(a, p) }
+	}
+	cli := sandbox.CLI{Program: "claude", Dir: a.Dir.Scratch(), Env: env, Given: r.env}
+	return cli.Policy(a.Sandbox, change)
 }
 
 // tail keeps the last stderrTail bytes written to it.

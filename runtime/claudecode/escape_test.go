@@ -95,3 +95,53 @@ func TestRealCLIProcessesDieWithTheRun(t *testing.T) {
 		})
 	}
 }
+
+// The real CLI's Bash command writes in its scratch folder, and cannot write beside it, in its
+// home folder, in this package's folder, or see a secret of the server's environment; it
+// reaches its model with its own key. (What it writes elsewhere under /tmp goes to a /tmp of
+// its own, gone with it.)
+func TestRealCLISandbox(t *testing.T) {
+	bin := claudeBinary(t)
+	t.Setenv("AGIRAPH_TEST_SERVER_TOKEN", "s3cret")
+	a := assignment(t, "Try the walls.")
+	env := offlineEnv(t, "")
+	home, _ := strings.CutPrefix(env[0], "HOME=")
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	walls := []string{filepath.Join(filepath.Dir(a.Dir.Scratch()), "outside.txt"), filepath.Join(home, "evil.txt"), filepath.Join(wd, "evil.txt")}
+	t.Cleanup(func() { os.Remove(walls[2]) })
+	command := fmt.Sprintf(`echo in > inside.txt && echo wrote inside; for f in %q %q %q; do echo x > "$f" 2>/dev/null && echo "wrote $f" || echo "refused $f"; done; echo "secret=[$AGIRAPH_TEST_SERVER_TOKEN]"`,
+		walls[0], walls[1], walls[2])
+	args, _ := json.Marshal(map[string]string{"command": command, "description": "Try the walls"})
+	var result atomic.Value
+	fake := providertest.NewAnthropicFunc(t, func(r providertest.Request) providertest.Reply {
+		if last := lastMessage(r); strings.Contains(last, `"tool_use_id":"toolu_walls"`) {
+			result.Store(last)
+			return providertest.Reply{Text: "Done."}
+		}
+		return providertest.Reply{Calls: []tools.Call{{ID: "toolu_walls", Name: "Bash", Args: args}}}
+	})
+	env = append(offlineEnv(t, fake.URL()), "HOME="+home)
+	rec := newRecorder(t)
+	rt := claudecode.New(claudecode.WithBinary(bin), claudecode.WithModel("claude-sonnet-4-5"),
+		claudecode.WithEnv(env), claudecode.WithMaxTurns(5))
+	o, err := rt.Run(context.Background(), a, rec.sink)
+	require.NoError(t, err, "outcome %+v", o)
+	got, _ := result.Load().(string)
+	require.Contains(t, got, "wrote inside", "the command ran")
+	assert.Contains(t, got, "secret=[]", "a secret of the server's environment reached the agent")
+	started := rec.all()[0]
+	require.Equal(t, runtime.Started, started.Kind)
+	assert.Contains(t, started.Text, "sandbox: writes only "+a.Dir.Scratch()+", "+filepath.Join(home, ".claude"))
+	if strings.Contains(started.Text, "containment is weaker") {
+		t.Log("no bubblewrap here: only the environment is sandboxed")
+		return
+	}
+	for _, w := range walls {
+		assert.NoFileExists(t, w)
+		if !strings.HasPrefix(w, "/tmp/") {
+			assert.Contains(t, got, "refused "+w)
+		}
+	}
+	assert.Equal(t, []string{"inside.txt"}, o.Published)
+}

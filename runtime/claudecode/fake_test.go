@@ -345,7 +345,7 @@ echo $! > "$PIDDIR/child"
 wait
 `)
 	a := assignment(t, "x")
-	rt := claudecode.New(claudecode.WithBinary(bin), claudecode.WithEnv([]string{"PIDDIR=" + pidDir}))
+	rt := claudecode.New(claudecode.WithBinary(bin), claudecode.WithEnv([]string{"PIDDIR=" + pidDir}), writable(pidDir))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type res struct {
@@ -375,7 +375,7 @@ wait
 
 	// A deadline: TimedOut.
 	pidDir2 := t.TempDir()
-	rt = claudecode.New(claudecode.WithBinary(bin), claudecode.WithEnv([]string{"PIDDIR=" + pidDir2}))
+	rt = claudecode.New(claudecode.WithBinary(bin), claudecode.WithEnv([]string{"PIDDIR=" + pidDir2}), writable(pidDir2))
 	dctx, dcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer dcancel()
 	o, err := rt.Run(dctx, assignment(t, "x"), nil)
@@ -387,7 +387,7 @@ wait
 
 	// Watch's stall: Stalled.
 	pidDir3 := t.TempDir()
-	rt = claudecode.New(claudecode.WithBinary(bin), claudecode.WithEnv([]string{"PIDDIR=" + pidDir3}))
+	rt = claudecode.New(claudecode.WithBinary(bin), claudecode.WithEnv([]string{"PIDDIR=" + pidDir3}), writable(pidDir3))
 	o, err = runtime.Watch(rt, 300*time.Millisecond).Run(context.Background(), assignment(t, "x"), nil)
 	eq(t, "status", o.Status, runtime.Stalled)
 	if !errors.Is(err, runtime.ErrStalled) {
@@ -433,7 +433,7 @@ func TestStragglersKilled(t *testing.T) {
 echo $! > "$PIDDIR/child"
 `+echo(resultLine))
 	a := assignment(t, "x")
-	o, err, _ := run(t, claudecode.New(claudecode.WithBinary(bin), claudecode.WithEnv([]string{"PIDDIR=" + pidDir})), a)
+	o, err, _ := run(t, claudecode.New(claudecode.WithBinary(bin), claudecode.WithEnv([]string{"PIDDIR=" + pidDir}), writable(pidDir)), a)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agiraph/agiraph/runtime"
 	"go.uber.org/goleak"
+
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/claudecode"
+	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -187,4 +190,12 @@ func contains(t *testing.T, what, s, sub string) {
 	if !strings.Contains(s, sub) {
 		t.Errorf("%s does not contain %q:\n%s", what, sub, s)
 	}
+}
+
+// writable lets the CLI write dir besides what its sandbox allows (a fake CLI's pid files).
+func writable(dir string) claudecode.Option {
+	return claudecode.WithSandbox(func(_ runtime.Assignment, p sandbox.Policy) sandbox.Policy {
+		p.Writable = append(p.Writable, dir)
+		return p
+	})
 }

@@ -80,7 +80,7 @@ head -n 2 '`+transcript+`'
 sleep 600
 `)
 	start := time.Now()
-	o, err, rec := run(t, claudecode.New(claudecode.WithBinary(bin), claudecode.WithEnv([]string{"PIDDIR=" + pidDir})), assignment(t, "x"))
+	o, err, rec := run(t, claudecode.New(claudecode.WithBinary(bin), claudecode.WithEnv([]string{"PIDDIR=" + pidDir}), writable(pidDir)), assignment(t, "x"))
 	require.Error(t, err)
 	t.Log(err)
 	assert.Less(t, time.Since(start), 30*time.Second)

@@ -280,6 +280,7 @@ func (e *event) errorText() string {
 type stream struct {
 	rep    *runtime.Reporter
 	kill   func()
+	how    string            // how the CLI runs (its sandbox), added to the Started event
 	tools  map[string]string // tool_use id → name
 	turns  map[string]bool   // the ids of the model messages reported
 	perMsg []providers.Usage // the usage of each model message reported, for a run without a result
@@ -397,6 +398,9 @@ func (s *stream) system(e *event, raw []byte) {
 	case "init":
 		text := fmt.Sprintf("Claude Code %s: model %s, session %s, permission mode %s, in %s; tools: %s",
 			e.Version, e.Model, e.SessionID, e.Mode, e.CWD, strings.Join(e.Tools, ", "))
+		if s.how != "" {
+			text += "; " + s.how
+		}
 		s.rep.Emit(runtime.Event{Kind: runtime.Started, Text: text})
 	case "api_retry":
 		why := e.errorText()

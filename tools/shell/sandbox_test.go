@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/shell"
 )
 
@@ -75,15 +76,30 @@ func TestSandboxNetwork(t *testing.T) {
 	assert.Equal(t, "unreachable\n", mustRun(t, shell.Bash(shell.Dir(dir), shell.Sandbox(sandbox.Policy{Writable: []string{dir}, NoNetwork: true})), dial))
 }
 
-// The environment loses what looks like a secret, unless the policy keeps it — wherever the
-// command runs, bubblewrap or not.
+// The environment loses what looks like a secret, unless the policy keeps it or it was given
+// with shell.Env — wherever the command runs, bubblewrap or not.
 func TestSandboxEnvironment(t *testing.T) {
 	t.Setenv("SOME_API_KEY", "secret-value")
 	t.Setenv("SOME_SETTING", "plain")
 	dir := t.TempDir()
-	show := `echo "${SOME_API_KEY:-none} ${SOME_SETTING:-none}"`
-	assert.Equal(t, "none plain\n", mustRun(t, shell.Bash(shell.Dir(dir)), show))
+	show := `echo "${SOME_API_KEY:-none} ${SOME_SETTING:-none} ${GIVEN_TOKEN:-none}"`
+	line := func(tool tools.Tool) string { return strings.SplitN(mustRun(t, tool, show), "\n", 2)[0] }
+	assert.Equal(t, "none plain none", line(shell.Bash(shell.Dir(dir))))
+	assert.Equal(t, "none plain given", line(shell.Bash(shell.Dir(dir), shell.Env([]string{"GIVEN_TOKEN=given"}))))
 	kept := shell.Bash(shell.Dir(dir), shell.Sandbox(sandbox.Policy{Writable: []string{dir}, KeepEnv: []string{"SOME_API_KEY"}}))
-	assert.Equal(t, "secret-value plain\n", mustRun(t, kept, show))
-	assert.True(t, strings.HasPrefix(mustRun(t, shell.Bash(shell.Dir(dir), shell.Sandbox(sandbox.Policy{Off: true})), show), "secret-value"))
+	assert.Equal(t, "secret-value plain none", line(kept))
+	assert.Equal(t, "secret-value plain none", line(shell.Bash(shell.Dir(dir), shell.Sandbox(sandbox.Policy{Off: true}))))
+}
+
+// The tool's guidance tells the model where its commands may write, where that is enforced.
+func TestSandboxIsExplained(t *testing.T) {
+	dir := t.TempDir()
+	tool := shell.Bash(shell.Dir(dir))
+	if os.Getenv("AGIRAPH_CONTAIN") == "group" || exec.Command("bwrap", "--unshare-pid", "--ro-bind", "/", "/", "true").Run() != nil {
+		assert.NotContains(t, tool.Guidance, "may write only")
+		return
+	}
+	assert.Contains(t, tool.Guidance, "Commands may write only in "+dir+" and /tmp")
+	assert.Contains(t, shell.Bash(shell.Dir(dir), shell.Sandbox(sandbox.Policy{NoNetwork: true})).Guidance, "may write only in /tmp, which is your own and starts empty at every call; the rest of the file system is read-only. They have no network.")
+	assert.NotContains(t, shell.Bash(shell.Dir(dir), shell.Sandbox(sandbox.Policy{Off: true})).Guidance, "may write only")
 }

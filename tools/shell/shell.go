@@ -73,10 +73,10 @@ type config struct {
 	sandbox    *sandbox.Policy
 }
 
-// Dir sets the working directory commands start in. The default, "", is the current directory
-// of the process, which is rarely what an agent should use: set it in practice. A command can
-// still cd elsewhere (see the package documentation: this is not a sandbox), but each call
-// starts afresh in dir.
+// Dir sets the working directory commands start in, and the folder the default sandbox lets
+// them write. The default, "", is the current directory of the process, which is rarely what
+// an agent should use: set it in practice. A command can cd elsewhere, but each call starts
+// afresh in dir.
 func Dir(path string) Option {
 	return func(c *config) { c.dir = path }
 }
@@ -107,7 +107,8 @@ func MaxOutput(n int) Option {
 
 // Env adds variables, as "KEY=value" strings, to the environment commands run with: the
 // process's own environment followed by these, a later entry replacing an earlier one with the
-// same key. Repeated Env options accumulate.
+// same key. Repeated Env options accumulate. The sandbox keeps them, secrets or not: they were
+// given on purpose.
 func Env(vars []string) Option {
 	return func(c *config) { c.env = append(c.env, vars...) }
 }
@@ -201,7 +202,24 @@ func (c *config) guidance() string {
 - Background processes (cmd &) are killed when the command finishes; nothing keeps running between calls.
 - You get stdout and stderr together, then "exit status N" if the command failed. Output longer than about %d KiB keeps only its beginning and end, so filter it (grep, head, tail, wc -l) when you expect a lot.
 - Prefer the dedicated file tools, when you have them, for reading, creating and editing files rather than cat, sed, echo > file or heredocs.`,
-		where, c.timeout, c.maxSeconds(), c.maxOutput>>10)
+		where, c.timeout, c.maxSeconds(), c.maxOutput>>10) + c.sandboxGuidance()
+}
+
+// sandboxGuidance tells the model what the sandbox lets commands write, where it is enforced.
+func (c *config) sandboxGuidance() string {
+	p := c.policy()
+	if p.Off || proc.Weakness(p) != "" {
+		return ""
+	}
+	s := "\n- Commands may write only in /tmp, which is your own and starts empty at every call; the rest of the file system is read-only."
+	if len(p.Writable) > 0 {
+		s = fmt.Sprintf("\n- Commands may write only in %s and /tmp; the rest of the file system is read-only. /tmp is your own and starts empty at every call: keep what you need in %s.",
+			strings.Join(p.Writable, ", "), p.Writable[0])
+	}
+	if p.NoNetwork {
+		s += " They have no network."
+	}
+	return s
 }
 
 func (c *config) run(ctx context.Context, a Args) (string, error) {
@@ -228,15 +246,7 @@ func (c *config) run(ctx context.Context, a Args) (string, error) {
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = pw // one pipe for both keeps their order
 	cmd.Stderr = pw
-	policy := sandbox.Policy{Writable: []string{cmd.Dir}}
-	if cmd.Dir == "" {
-		wd, _ := os.Getwd()
-		policy.Writable = []string{wd}
-	}
-	if c.sandbox != nil {
-		policy = *c.sandbox
-	}
-	p, err := proc.Start(cmd, policy)
+	p, err := proc.Start(cmd, c.policy().Keep(c.env))
 	pw.Close() // the child holds its own copy
 	if err != nil {
 		return "", fmt.Errorf("starting bash: %w", err)
@@ -290,6 +300,18 @@ func (c *config) run(ctx context.Context, a Args) (string, error) {
 		return "(no output)", nil
 	}
 	return out.render(status), nil
+}
+
+// policy is the sandbox commands run in: Sandbox's, or the default.
+func (c *config) policy() sandbox.Policy {
+	if c.sandbox != nil {
+		return *c.sandbox
+	}
+	dir := c.dir
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	return sandbox.Policy{Writable: []string{dir}}
 }
 
 // callError carries the output so far in its message and wraps the cause of the failure.
