@@ -19,8 +19,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// claudeVersion is the Claude Code release the tests run.
-const claudeVersion = "2.1.330"
+// claudeVersions are the Claude Code releases the tests run, the newest first: every real-CLI
+// test runs the newest; TestRealCLI runs them all (2.1.197 printed fractional retry delays).
+var claudeVersions = []string{"2.1.330", "2.1.197"}
 
 // repoRoot returns the module's root directory.
 func repoRoot(t *testing.T) string {
@@ -43,21 +44,31 @@ func repoRoot(t *testing.T) string {
 
 var installMu sync.Mutex
 
-// claudeBinary returns the real CLI: $CLAUDE_BIN, or the copy in <repo>/.cache/claude-code,
-// installed with npm when it is missing.
+// claudeBinary returns the newest real CLI the tests run (see claudeBinaryOf): $CLAUDE_BIN, or
+// the copy in <repo>/.cache/claude-code.
 func claudeBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("CLAUDE_BIN"); p != "" {
 		return p
 	}
+	return claudeBinaryOf(t, claudeVersions[0])
+}
+
+// claudeBinaryOf returns the real CLI of version: the copy in <repo>/.cache/claude-code (the
+// newest) or <repo>/.cache/claude-code-<version>, installed with npm when it is missing.
+func claudeBinaryOf(t *testing.T, version string) string {
+	t.Helper()
 	installMu.Lock()
 	defer installMu.Unlock()
 	prefix := filepath.Join(repoRoot(t), ".cache", "claude-code")
+	if version != claudeVersions[0] {
+		prefix += "-" + version
+	}
 	bin := filepath.Join(prefix, "node_modules", ".bin", "claude")
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
-	pkg := "@anthropic-ai/claude-code@" + claudeVersion
+	pkg := "@anthropic-ai/claude-code@" + version
 	t.Logf("installing the Claude Code CLI: npm install --prefix %s %s", prefix, pkg)
 	out, err := exec.Command("npm", "install", "--prefix", prefix, pkg).CombinedOutput()
 	if err != nil {

@@ -49,10 +49,22 @@ func lastMessage(r providertest.Request) string {
 	return string(b)
 }
 
-// TestRealCLI runs the real Claude Code CLI against the fake Messages API: it runs a Bash
-// command, writes a file with its Write tool and finishes; the adapter publishes both files.
+// TestRealCLI runs each version of the real Claude Code CLI against the fake Messages API: it
+// runs a Bash command, writes a file with its Write tool and finishes; the adapter publishes
+// both files.
 func TestRealCLI(t *testing.T) {
-	bin := claudeBinary(t)
+	for i, v := range claudeVersions {
+		t.Run(v, func(t *testing.T) {
+			if i == 0 {
+				realCLI(t, claudeBinary(t)) // $CLAUDE_BIN may stand for it
+				return
+			}
+			realCLI(t, claudeBinaryOf(t, v))
+		})
+	}
+}
+
+func realCLI(t *testing.T, bin string) {
 	a := assignment(t, "Make the report about the widgets.")
 	a.System = "You are Ada. Codeword: PERIWINKLE."
 	scratch := a.Dir.Scratch()
