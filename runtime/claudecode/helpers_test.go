@@ -203,6 +203,21 @@ func contains(t *testing.T, what, s, sub string) {
 	}
 }
 
+// beside copies the file at path into a temporary folder of the test, where a fake CLI (in
+// another temporary folder of the test) sees it in its sandbox, and returns the copy's path.
+func beside(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // writable lets the CLI write dir besides what its sandbox allows (a fake CLI's pid files).
 func writable(dir string) claudecode.Option {
 	return claudecode.WithSandbox(func(_ runtime.Assignment, p sandbox.Policy) sandbox.Policy {

@@ -32,13 +32,11 @@ func TestReplayCorpus(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	for _, f := range files {
-		abs, err := filepath.Abs(f)
-		require.NoError(t, err)
 		scenario := strings.TrimSuffix(filepath.Base(f), ".jsonl")
 		t.Run(filepath.Base(filepath.Dir(f))+"/"+scenario, func(t *testing.T) {
 			w, ok := want[scenario]
 			require.True(t, ok, "no expectations for the scenario %s", scenario)
-			o, err, rec := run(t, claudecode.New(claudecode.WithBinary(fakeCLI(t, "cat '"+abs+"'\n"))), assignment(t, "x"))
+			o, err, rec := run(t, claudecode.New(claudecode.WithBinary(fakeCLI(t, "cat '"+beside(t, f)+"'\n"))), assignment(t, "x"))
 			assert.Equal(t, w.status, o.Status)
 			assert.Contains(t, o.Summary, w.summary)
 			if w.status == runtime.Failed {
@@ -72,8 +70,7 @@ func TestUnreadableLine(t *testing.T) {
 // TestAuthFailureStopsRun: the CLI would retry a 401 for about three minutes (2.1.330 does, ten
 // times); the run fails at the first retry, with the authentication error, and the CLI is killed.
 func TestAuthFailureStopsRun(t *testing.T) {
-	transcript, err := filepath.Abs("testdata/2.1.330/auth401.jsonl")
-	require.NoError(t, err)
+	transcript := beside(t, "testdata/2.1.330/auth401.jsonl")
 	pidDir := t.TempDir()
 	bin := fakeCLI(t, `echo $$ > "$PIDDIR/pid"
 head -n 2 '`+transcript+`'

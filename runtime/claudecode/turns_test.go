@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,14 +26,14 @@ import (
 // output_tokens 1, and the turns add up to the result's totals; without the result, the
 // Outcome's usage is that sum.
 func TestReplayTurnUsage(t *testing.T) {
-	transcript, err := filepath.Abs("testdata/2.1.330+partial/tools.jsonl")
-	require.NoError(t, err)
+	const transcript = "testdata/2.1.330+partial/tools.jsonl"
 	turn := providers.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 300, CacheWriteTokens: 50}
 	total := providers.Usage{InputTokens: 3000, OutputTokens: 600, CacheReadTokens: 900, CacheWriteTokens: 150}
 
-	replay := func(t *testing.T, script string) (runtime.Outcome, error, []runtime.Event) {
+	// replay runs the transcript through command (cat, sed...) as the CLI's output.
+	replay := func(t *testing.T, command string) (runtime.Outcome, error, []runtime.Event) {
 		var events []runtime.Event // Run calls the sink in order, never concurrently
-		rt := claudecode.New(claudecode.WithBinary(fakeCLI(t, script)))
+		rt := claudecode.New(claudecode.WithBinary(fakeCLI(t, command+" '"+beside(t, transcript)+"'\n")))
 		o, err := rt.Run(context.Background(), assignment(t, "x"), func(e runtime.Event) { events = append(events, e) })
 		var turns []runtime.Event
 		for _, e := range events {
@@ -59,7 +58,7 @@ func TestReplayTurnUsage(t *testing.T) {
 	}
 
 	t.Run("with the result", func(t *testing.T) {
-		o, err, turns := replay(t, "cat '"+transcript+"'\n")
+		o, err, turns := replay(t, "cat")
 		require.NoError(t, err)
 		assert.Equal(t, runtime.Published, o.Status)
 		check(t, turns)
@@ -69,7 +68,7 @@ func TestReplayTurnUsage(t *testing.T) {
 		assert.Equal(t, total, o.Usage)
 	})
 	t.Run("without the result", func(t *testing.T) {
-		o, err, turns := replay(t, "sed '$d' '"+transcript+"'\n")
+		o, err, turns := replay(t, "sed '$d'")
 		require.ErrorIs(t, err, runtime.ErrNoResult)
 		assert.Equal(t, runtime.Failed, o.Status)
 		check(t, turns)
