@@ -1,12 +1,13 @@
 package nodes
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -130,6 +131,9 @@ type board struct {
 	wmu     sync.Mutex   // held by a change, from reading what it changes to its end
 	mu      sync.RWMutex // guards what follows; changed only by a holder of wmu
 	nodes   map[string]*Node
+	order   []*Node          // the nodes in creation order
+	byRun   map[string]*Node // a node by an assignment it ran (Assignment, Applied)
+	byKey   map[string]*Node // a node by the key of the call that created it
 	workers map[string]*Worker
 	seq     int      // for node ids
 	state   runState // the run's own state (see runstate.go)
@@ -142,7 +146,7 @@ const (
 
 // openBoard reads the board of run from its folder.
 func openBoard(run workspace.Run, now func() time.Time) (*board, error) {
-	b := &board{run: run, now: now, nodes: map[string]*Node{}, workers: map[string]*Worker{}}
+	b := &board{run: run, now: now, nodes: map[string]*Node{}, byRun: map[string]*Node{}, byKey: map[string]*Node{}, workers: map[string]*Worker{}}
 	ids, err := run.NodeIDs()
 	if err != nil {
 		return nil, err
@@ -157,9 +161,10 @@ func openBoard(run workspace.Run, now func() time.Time) (*board, error) {
 			n = Node{ID: id, Status: NodeFailed, Damaged: damage(err, id, "node", run.Node(id).Path(nodeFile))}
 			n.Summary = n.Damaged
 		}
-		b.nodes[id] = &n
+		b.add(&n)
 		b.seq = max(b.seq, nodeNumber(id))
 	}
+	slices.SortFunc(b.order, func(x, y *Node) int { return compareIDs(x.ID, y.ID) })
 	ids, err = run.WorkerIDs()
 	if err != nil {
 		return nil, err
@@ -194,11 +199,43 @@ func damage(err error, id, what, path string) string {
 
 // nodeNumber returns n of a node id "nN", or 0.
 func nodeNumber(id string) int {
-	var n int
-	if _, err := fmt.Sscanf(id, "n%d", &n); err != nil {
+	rest, ok := strings.CutPrefix(id, "n")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 {
 		return 0
 	}
 	return n
+}
+
+// compareIDs orders node ids by number, then as text.
+func compareIDs(x, y string) int {
+	if c := cmp.Compare(nodeNumber(x), nodeNumber(y)); c != 0 {
+		return c
+	}
+	return strings.Compare(x, y)
+}
+
+// add puts a new node on the board, in memory; b.mu is held for writing (or the board is not
+// shared yet).
+func (b *board) add(n *Node) {
+	b.nodes[n.ID] = n
+	b.order = append(b.order, n)
+	if n.Key != "" {
+		b.byKey[n.Key] = n
+	}
+	b.index(n)
+}
+
+// index records the assignments n ran, for nodeOf; b.mu is held for writing.
+func (b *board) index(n *Node) {
+	for _, a := range []string{n.Assignment, n.Applied} {
+		if a != "" {
+			b.byRun[a] = n
+		}
+	}
 }
 
 // Snapshot is a copy of the board at one moment.
@@ -227,27 +264,115 @@ func (s Snapshot) Worker(idOrName string) (Worker, bool) {
 	return Worker{}, false
 }
 
-// Snapshot returns a copy of the board, nodes in creation order, workers by id.
+// Snapshot returns a copy of the board, nodes in creation order, workers in the order they
+// were spawned. It copies every node: the squad's own work reads the board in place (read).
 func (b *board) Snapshot() Snapshot {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	var s Snapshot
-	for _, n := range b.nodes {
-		s.Nodes = append(s.Nodes, cloneNode(n))
+	s := Snapshot{Nodes: make([]Node, len(b.order))}
+	for i, n := range b.order {
+		s.Nodes[i] = cloneNode(n)
 	}
-	sort.Slice(s.Nodes, func(i, j int) bool {
-		if a, c := nodeNumber(s.Nodes[i].ID), nodeNumber(s.Nodes[j].ID); a != c {
-			return a < c
-		}
-		return s.Nodes[i].ID < s.Nodes[j].ID
-	})
-	for _, w := range b.workers {
-		s.Workers = append(s.Workers, *w)
-	}
-	sort.Slice(s.Workers, func(i, j int) bool {
-		return s.Workers[i].Created.Before(s.Workers[j].Created) || (s.Workers[i].Created.Equal(s.Workers[j].Created) && s.Workers[i].ID < s.Workers[j].ID)
-	})
+	s.Workers = b.sortedWorkers()
 	return s
+}
+
+// sortedWorkers returns copies of the workers in the order they were spawned; b.mu is held.
+func (b *board) sortedWorkers() []Worker {
+	ws := make([]Worker, 0, len(b.workers))
+	for _, w := range b.workers {
+		ws = append(ws, *w)
+	}
+	slices.SortFunc(ws, func(x, y Worker) int {
+		if c := x.Created.Compare(y.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(x.ID, y.ID)
+	})
+	return ws
+}
+
+// reader reads the board in place, under its read lock (see board.read).
+type reader struct{ b *board }
+
+// read calls fn with a reader of the board, under the board's read lock: what fn reads is
+// consistent, and costs no copy. fn must not keep or change what it reads, nor call the
+// board's other methods.
+func (b *board) read(fn func(rd reader)) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	fn(reader{b})
+}
+
+// nodes returns the nodes in creation order.
+func (rd reader) nodes() []*Node { return rd.b.order }
+
+// node returns node id, or nil.
+func (rd reader) node(id string) *Node { return rd.b.nodes[id] }
+
+// nodeOf returns the node that ran assignment id (its current or last applied one), or nil.
+func (rd reader) nodeOf(id string) *Node {
+	if n := rd.b.byRun[id]; n != nil && (n.Assignment == id || n.Applied == id) {
+		return n
+	}
+	return nil
+}
+
+// worker returns the worker with id or name, or nil.
+func (rd reader) worker(idOrName string) *Worker { return rd.b.findWorker(idOrName) }
+
+// roster returns copies of the workers, in the order they were spawned.
+func (rd reader) roster() []Worker { return rd.b.sortedWorkers() }
+
+// node returns a copy of node id.
+func (b *board) node(id string) (n Node, ok bool) {
+	b.read(func(rd reader) {
+		if p := rd.node(id); p != nil {
+			n, ok = cloneNode(p), true
+		}
+	})
+	return n, ok
+}
+
+// nodeOf returns a copy of the node that ran assignment id (see reader.nodeOf).
+func (b *board) nodeOf(id string) (n Node, ok bool) {
+	b.read(func(rd reader) {
+		if p := rd.nodeOf(id); p != nil {
+			n, ok = cloneNode(p), true
+		}
+	})
+	return n, ok
+}
+
+// worker returns a copy of the worker with id or name.
+func (b *board) worker(idOrName string) (w Worker, ok bool) {
+	b.read(func(rd reader) {
+		if p := rd.worker(idOrName); p != nil {
+			w, ok = *p, true
+		}
+	})
+	return w, ok
+}
+
+// unsettled returns copies of the nodes with an assignment that may need the squad's hand
+// after a restart or an answer: running, assigned, or waiting (see run.resumption).
+func (b *board) unsettled() []Node {
+	var out []Node
+	b.read(func(rd reader) {
+		for _, n := range rd.nodes() {
+			if n.Assignment != "" && (n.Status == NodeRunning || n.Status == NodeAssigned || n.Status == NodeWaiting) {
+				out = append(out, cloneNode(n))
+			}
+		}
+	})
+	return out
+}
+
+// roster returns copies of the workers, in the order they were spawned.
+func (b *board) roster() []Worker {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.sortedWorkers()
 }
 
 func cloneNode(n *Node) Node {
@@ -307,12 +432,8 @@ func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
 	}
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
-	if nn.Key != "" {
-		for _, n := range b.nodes {
-			if n.Key == nn.Key { // created before a crash, maybe not yet linked to its parent
-				return cloneNode(n), false, b.adopt(n)
-			}
-		}
+	if n := b.byKey[nn.Key]; nn.Key != "" && n != nil { // created before a crash, maybe not yet linked to its parent
+		return cloneNode(n), false, b.adopt(n)
 	}
 	for _, d := range nn.Deps {
 		if _, ok := b.nodes[d]; !ok {
@@ -365,7 +486,7 @@ func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
 	if err := b.saveNode(node); err != nil {
 		return Node{}, false, err
 	}
-	b.set(func() { b.nodes[node.ID] = node })
+	b.set(func() { b.add(node) })
 	if err := b.adopt(node); err != nil {
 		return Node{}, false, err
 	}
@@ -415,7 +536,10 @@ func (b *board) update(id string, fn func(n *Node) error) (Node, error) {
 	if err := b.saveNode(&c); err != nil {
 		return Node{}, err
 	}
-	b.set(func() { *n = c })
+	b.set(func() {
+		*n = c
+		b.index(n)
+	})
 	return cloneNode(&c), nil
 }
 

@@ -203,7 +203,7 @@ func (r *run) toolSpawn(ctx context.Context, args spawnArgs) (string, error) {
 }
 
 func (r *run) toolAssign(ctx context.Context, args assignArgs) (string, error) {
-	w, ok := r.board.Snapshot().Worker(args.Worker)
+	w, ok := r.board.worker(args.Worker)
 	if !ok {
 		return "", fmt.Errorf("worker %q does not exist", args.Worker)
 	}

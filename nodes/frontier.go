@@ -19,8 +19,8 @@ import (
 // plan chooses the assignments to start this tick, within the pool's free places: first those
 // to resume (after a restart, or with the human's answer), then workers woken by mail, then
 // ready nodes, each matched to its chosen worker or an idle one, spawning workers as needed.
+// It reads the board in place: its cost grows with the nodes it starts, not with the board.
 func (r *run) plan(st tick) ([]launch, error) {
-	snap := r.board.Snapshot()
 	free := r.cfg.maxConcurrent - r.pool.size()
 	var out []launch
 	taken := map[string]bool{}
@@ -29,7 +29,7 @@ func (r *run) plan(st tick) ([]launch, error) {
 		taken[worker] = true
 		free--
 	}
-	for _, n := range snap.Nodes {
+	for _, n := range r.board.unsettled() {
 		if free <= 0 {
 			break
 		}
@@ -40,39 +40,52 @@ func (r *run) plan(st tick) ([]launch, error) {
 			add(n, n.Worker, n.Assignment, n.Woken)
 		}
 	}
-	for _, w := range snap.Workers {
+	for _, w := range r.board.roster() {
 		if free <= 0 {
 			break
 		}
-		if n, ok := r.revivable(snap, w); ok && !taken[w.ID] {
+		if n, ok := r.revivable(w); ok && !taken[w.ID] {
 			add(n, w.ID, w.Last, true)
 		}
 	}
-	reserved := map[string]bool{}
-	for _, n := range snap.Nodes {
-		if n.Status == NodePending && n.Worker != "" {
-			reserved[n.Worker] = true
-		}
+	if free <= 0 {
+		return out, r.assignAll(out)
 	}
-	for _, n := range snap.Nodes {
-		if free <= 0 {
-			break
+	// The ready nodes that can start, in order: those for a chosen worker when it is idle and
+	// not taken; the others get an idle worker no pending node waits for, or a new one.
+	var starts []Node
+	reserved := map[string]bool{}
+	r.board.read(func(rd reader) {
+		for _, n := range rd.nodes() {
+			if n.Status == NodePending && n.Worker != "" {
+				reserved[n.Worker] = true
+			}
 		}
-		if !ready(snap, n) {
-			continue
-		}
-		worker := n.Worker
-		if worker != "" {
-			if w, ok := snap.Worker(worker); !ok || w.Status != WorkerIdle || taken[worker] {
+		for _, n := range rd.nodes() {
+			if len(starts) == free {
+				break
+			}
+			if !ready(rd, n) {
 				continue
 			}
-		} else {
-			w, err := r.pickWorker(snap, taken, reserved)
+			if n.Worker != "" {
+				w := rd.worker(n.Worker)
+				if w == nil || w.Status != WorkerIdle || taken[w.ID] {
+					continue
+				}
+				taken[w.ID] = true
+			}
+			starts = append(starts, cloneNode(n))
+		}
+	})
+	for _, n := range starts {
+		worker := n.Worker
+		if worker == "" {
+			w, err := r.pickWorker(taken, reserved)
 			if err != nil {
 				return nil, err
 			}
 			worker = w.ID
-			snap.Workers = append(snap.Workers, w)
 		}
 		assignment := n.Assignment
 		if assignment == "" {
@@ -80,12 +93,17 @@ func (r *run) plan(st tick) ([]launch, error) {
 		}
 		add(n, worker, assignment, false)
 	}
-	for _, l := range out {
+	return out, r.assignAll(out)
+}
+
+// assignAll records launches on the board.
+func (r *run) assignAll(launches []launch) error {
+	for _, l := range launches {
 		if err := r.assign(l); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // What to do with a node's assignment that is not running in this process.
@@ -119,25 +137,24 @@ func (r *run) resumption(n Node) int {
 
 // revivable returns the node a worker's mail wakes it back into: an idle worker with mail,
 // whose last assignment checkpointed its node.
-func (r *run) revivable(snap Snapshot, w Worker) (Node, bool) {
+func (r *run) revivable(w Worker) (Node, bool) {
 	if w.Status != WorkerIdle || w.Last == "" || r.bus.Pending(w.Name) == 0 {
 		return Node{}, false
 	}
-	for _, n := range snap.Nodes {
-		if n.Assignment == w.Last && n.Status == NodeCheckpointed && !r.pool.running(w.Last) {
-			return n, true
-		}
+	n, ok := r.board.nodeOf(w.Last)
+	if ok && n.Assignment == w.Last && n.Status == NodeCheckpointed && !r.pool.running(w.Last) {
+		return n, true
 	}
 	return Node{}, false
 }
 
 // ready reports whether n can start: pending, not waiting for sub-nodes, dependencies done.
-func ready(snap Snapshot, n Node) bool {
+func ready(rd reader, n *Node) bool {
 	if n.Status != NodePending || len(n.WaitingFor) > 0 {
 		return false
 	}
 	for _, d := range n.Deps {
-		if dn, ok := snap.Node(d); !ok || !dn.Status.done() {
+		if dn := rd.node(d); dn == nil || !dn.Status.done() {
 			return false
 		}
 	}
@@ -145,21 +162,22 @@ func ready(snap Snapshot, n Node) bool {
 }
 
 // pickWorker returns an idle harnessed worker no node waits for, or spawns one.
-func (r *run) pickWorker(snap Snapshot, taken, reserved map[string]bool) (Worker, error) {
-	for _, w := range snap.Workers {
+func (r *run) pickWorker(taken, reserved map[string]bool) (Worker, error) {
+	workers := r.board.roster()
+	for _, w := range workers {
 		if w.Kind == Harnessed && w.Status == WorkerIdle && !taken[w.ID] && !reserved[w.ID] {
 			return w, nil
 		}
 	}
 	name := ""
 	for _, candidate := range r.cfg.names {
-		if _, ok := snap.Worker(candidate); !ok {
+		if _, ok := r.board.worker(candidate); !ok {
 			name = candidate
 			break
 		}
 	}
 	if name == "" {
-		name = fmt.Sprintf("worker%d", len(snap.Workers)+1)
+		name = fmt.Sprintf("worker%d", len(workers)+1)
 	}
 	w, _, err := r.spawn(workerSpec{Name: name, Kind: Harnessed, Role: "worker"})
 	return w, err
@@ -271,12 +289,11 @@ func (r *run) saveOutcome(node, assignment string, o runtime.Outcome, err error)
 
 // start begins a launch's assignment in the background.
 func (r *run) start(l launch) error {
-	snap := r.board.Snapshot()
-	n, ok := snap.Node(l.Node)
+	n, ok := r.board.node(l.Node)
 	if !ok {
 		return fmt.Errorf("nodes: dispatch: node %q is not on the board", l.Node)
 	}
-	w, ok := snap.Worker(l.Worker)
+	w, ok := r.board.worker(l.Worker)
 	if !ok {
 		return fmt.Errorf("nodes: dispatch: worker %q does not exist", l.Worker)
 	}

@@ -17,7 +17,7 @@ func (r *run) humanSays(to, body string) error {
 	if to == "" {
 		to = bus.Coordinator
 	}
-	if w, ok := r.board.Snapshot().Worker(to); ok && w.Status == WorkerWaiting {
+	if w, ok := r.board.worker(to); ok && w.Status == WorkerWaiting {
 		return r.answer(w.ID, body)
 	}
 	if strings.EqualFold(to, bus.Coordinator) && r.coordinatorWaiting() {
@@ -51,7 +51,7 @@ func (r *run) answer(worker, text string) error {
 		r.resume()
 		return nil
 	}
-	w, ok := r.board.Snapshot().Worker(worker)
+	w, ok := r.board.worker(worker)
 	if !ok {
 		return fmt.Errorf("nodes: no worker %q", worker)
 	}
@@ -104,7 +104,7 @@ func (r *run) stop() {
 	r.mu.Unlock()
 	r.pool.cancelAll()
 	r.emit(eventlog.Event{Type: eventlog.AgentPaused, Text: "stopped by the human"})
-	for _, w := range r.board.Snapshot().Workers {
+	for _, w := range r.board.roster() {
 		if w.Status == WorkerBusy {
 			r.emit(eventlog.Event{Type: eventlog.WorkerStopped, Worker: w.ID, Text: "stopped by the human"})
 		}
@@ -142,14 +142,18 @@ func (r *run) workToStart() bool {
 	if r.isStopped() || r.pool.size() >= r.cfg.maxConcurrent {
 		return false
 	}
-	snap := r.board.Snapshot()
-	for _, n := range snap.Nodes {
+	for _, n := range r.board.unsettled() {
 		if r.resumption(n) != leaveIt {
 			return true
 		}
 	}
-	for _, w := range snap.Workers {
-		if _, ok := r.revivable(snap, w); ok {
+	return r.revival()
+}
+
+// revival reports whether a worker's mail can wake it back into its node.
+func (r *run) revival() bool {
+	for _, w := range r.board.roster() {
+		if _, ok := r.revivable(w); ok {
 			return true
 		}
 	}
@@ -159,23 +163,24 @@ func (r *run) workToStart() bool {
 // waitsOn describes what the run waits on: nodes at work, questions to the human, nodes
 // blocked, or a trigger.
 func (r *run) waitsOn() string {
-	snap := r.board.Snapshot()
 	var parts []string
 	if q := r.board.runState().Question; q != "" {
 		parts = append(parts, "the human, to answer the coordinator: "+firstLine(q))
 	}
-	for _, n := range snap.Nodes {
-		switch {
-		case n.Status == NodeRunning || n.Status == NodeAssigned:
-			parts = append(parts, fmt.Sprintf("node %s, %s by %s", n.ID, n.Status, n.Worker))
-		case n.Status == NodeWaiting && n.Question != "":
-			parts = append(parts, fmt.Sprintf("the human, to answer %s on node %s: %s", n.Worker, n.ID, firstLine(n.Question)))
-		case n.Status == NodeWaiting:
-			parts = append(parts, fmt.Sprintf("node %s, waiting for its sub-nodes %s", n.ID, strings.Join(n.WaitingFor, ", ")))
-		case n.Status == NodePending && !ready(snap, n):
-			parts = append(parts, fmt.Sprintf("node %s, pending after %s", n.ID, strings.Join(n.Deps, ", ")))
+	r.board.read(func(rd reader) {
+		for _, n := range rd.nodes() {
+			switch {
+			case n.Status == NodeRunning || n.Status == NodeAssigned:
+				parts = append(parts, fmt.Sprintf("node %s, %s by %s", n.ID, n.Status, n.Worker))
+			case n.Status == NodeWaiting && n.Question != "":
+				parts = append(parts, fmt.Sprintf("the human, to answer %s on node %s: %s", n.Worker, n.ID, firstLine(n.Question)))
+			case n.Status == NodeWaiting:
+				parts = append(parts, fmt.Sprintf("node %s, waiting for its sub-nodes %s", n.ID, strings.Join(n.WaitingFor, ", ")))
+			case n.Status == NodePending && !ready(rd, n):
+				parts = append(parts, fmt.Sprintf("node %s, pending after %s", n.ID, strings.Join(n.Deps, ", ")))
+			}
 		}
-	}
+	})
 	if r.isStopped() {
 		parts = append(parts, "the human: the workers were stopped")
 	}
@@ -190,11 +195,14 @@ func (r *run) idle() bool {
 	if r.pool.size() > 0 {
 		return false
 	}
-	snap := r.board.Snapshot()
-	for _, n := range snap.Nodes {
-		if ready(snap, n) || n.Status == NodeWaiting || n.Status == NodeRunning || n.Status == NodeAssigned {
-			return false
+	idle := true
+	r.board.read(func(rd reader) {
+		for _, n := range rd.nodes() {
+			if ready(rd, n) || n.Status == NodeWaiting || n.Status == NodeRunning || n.Status == NodeAssigned {
+				idle = false
+				return
+			}
 		}
-	}
-	return true
+	})
+	return idle
 }

@@ -21,14 +21,7 @@ import (
 // the outcome, so a second run completes what the first one left half done, and repeats
 // nothing.
 func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage, error) {
-	var node Node
-	found := false
-	for _, n := range r.board.Snapshot().Nodes {
-		if n.Assignment == id || n.Applied == id {
-			node, found = n, true
-			break
-		}
-	}
+	node, found := r.board.nodeOf(id)
 	if !found {
 		return providers.Usage{}, nil
 	}
@@ -44,7 +37,7 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 		return providers.Usage{}, nil
 	}
 	o := rec.Outcome
-	worker, _ := r.board.Snapshot().Worker(node.Worker)
+	worker, _ := r.board.worker(node.Worker)
 	if !already {
 		if node, err = r.record(node, id, rec, stage); err != nil {
 			return o.Usage, err
@@ -77,7 +70,7 @@ func (r *run) damagedOutcome(node Node, id string, err error) outcomeRecord {
 // the node as it is now.
 func (r *run) record(node Node, id string, rec outcomeRecord, stage int) (Node, error) {
 	o := rec.Outcome
-	worker, _ := r.board.Snapshot().Worker(node.Worker)
+	worker, _ := r.board.worker(node.Worker)
 	var children []string
 	if o.Status == runtime.Checkpointed {
 		for i, sub := range o.SubNodes {
@@ -249,21 +242,25 @@ func (r *run) remember(w Worker, n Node, rec outcomeRecord) error {
 // wakeParents puts nodes whose sub-nodes are all done (or failed) back on the board, for a new
 // assignment that integrates their results.
 func (r *run) wakeParents(ctx context.Context) error {
-	snap := r.board.Snapshot()
-	for _, n := range snap.Nodes {
-		if n.Status != NodeWaiting || len(n.WaitingFor) == 0 {
-			continue
-		}
-		all := true
-		for _, c := range n.WaitingFor {
-			if cn, ok := snap.Node(c); !ok || !(cn.Status.done() || cn.Status == NodeFailed) {
-				all = false
+	var woken []string
+	r.board.read(func(rd reader) {
+		for _, n := range rd.nodes() {
+			if n.Status != NodeWaiting || len(n.WaitingFor) == 0 {
+				continue
+			}
+			all := true
+			for _, c := range n.WaitingFor {
+				if cn := rd.node(c); cn == nil || !(cn.Status.done() || cn.Status == NodeFailed) {
+					all = false
+				}
+			}
+			if all {
+				woken = append(woken, n.ID)
 			}
 		}
-		if !all {
-			continue
-		}
-		if _, err := r.setNode(n.ID, func(n *Node) { n.Status, n.WaitingFor, n.Assignment = NodePending, nil, "" }); err != nil {
+	})
+	for _, id := range woken {
+		if _, err := r.setNode(id, func(n *Node) { n.Status, n.WaitingFor, n.Assignment = NodePending, nil, "" }); err != nil {
 			return err
 		}
 	}
@@ -273,46 +270,45 @@ func (r *run) wakeParents(ctx context.Context) error {
 // stageComplete reports whether the stage's nodes are done as policy asks, with the note that
 // tells the coordinator.
 func (r *run) stageComplete(stage int, policy string) (string, bool) {
-	snap := r.board.Snapshot()
-	var in []Node
-	for _, n := range snap.Nodes {
-		if n.Stage == stage && n.Parent == "" {
-			in = append(in, n)
-		}
+	if r.revival() {
+		return "", false // a worker has mail to wake up to first
 	}
-	for _, w := range snap.Workers {
-		if _, ok := r.revivable(snap, w); ok {
-			return "", false // a worker has mail to wake up to first
-		}
-	}
-	if len(in) == 0 {
-		return "", false
-	}
-	done, ended := 0, 0
-	for _, n := range in {
-		if n.Status.done() {
-			done++
-		}
-		if n.Status.done() || n.Status == NodeFailed {
-			ended++
-		}
-	}
-	var complete bool
-	switch policy {
-	case "any":
-		complete = done >= 1
-	case "majority":
-		complete = done*2 > len(in)
-	default:
-		complete = ended == len(in)
-	}
-	if !complete {
-		return "", false
-	}
+	total, done, ended := 0, 0, 0
+	complete := false
 	var b strings.Builder
-	fmt.Fprintf(&b, "Stage %d is complete (policy %q): %d of %d nodes done.\n", stage, policyName(policy), done, len(in))
-	for _, n := range in {
-		fmt.Fprintf(&b, "- %s %s: %s\n", n.ID, n.Status, firstLine(n.Summary))
+	r.board.read(func(rd reader) {
+		for _, n := range rd.nodes() {
+			if n.Stage != stage || n.Parent != "" {
+				continue
+			}
+			total++
+			if n.Status.done() {
+				done++
+			}
+			if n.Status.done() || n.Status == NodeFailed {
+				ended++
+			}
+		}
+		switch policy {
+		case "any":
+			complete = done >= 1
+		case "majority":
+			complete = done*2 > total
+		default:
+			complete = ended == total
+		}
+		if total == 0 || !complete {
+			return
+		}
+		fmt.Fprintf(&b, "Stage %d is complete (policy %q): %d of %d nodes done.\n", stage, policyName(policy), done, total)
+		for _, n := range rd.nodes() {
+			if n.Stage == stage && n.Parent == "" {
+				fmt.Fprintf(&b, "- %s %s: %s\n", n.ID, n.Status, firstLine(n.Summary))
+			}
+		}
+	})
+	if total == 0 || !complete {
+		return "", false
 	}
 	b.WriteString("Read their outputs, then reconvene to plan the next stage, or finish.")
 	return b.String(), true

@@ -131,7 +131,7 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		b.Close()
 		return nil, err
 	}
-	for _, w := range board.Snapshot().Workers {
+	for _, w := range board.roster() {
 		if w.Damaged != "" {
 			continue
 		}
@@ -205,7 +205,7 @@ func (r *run) execute() (res Result, err error) {
 	for _, e := range r.bus.Events() { // what a crash kept from the log: logged now, once
 		r.observeMessage(e)
 	}
-	for _, w := range r.board.Snapshot().Workers {
+	for _, w := range r.board.roster() {
 		if w.Damaged == "" {
 			r.spawned(w)
 		}

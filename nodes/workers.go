@@ -35,10 +35,9 @@ func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
 		fmt.Fprintf(&task, "\n\nInputs (paths relative to the run folder, %s):\n%s", r.dir, refsText(n.Refs))
 	}
 	if len(n.Children) > 0 {
-		snap := r.board.Snapshot()
 		task.WriteString("\n\nYour sub-tasks have ended:")
 		for _, c := range n.Children {
-			cn, _ := snap.Node(c)
+			cn, _ := r.board.node(c)
 			fmt.Fprintf(&task, "\n- %s (%s): %s", c, cn.Status, firstLine(cn.Summary))
 			for _, f := range cn.Published {
 				fmt.Fprintf(&task, "\n  nodes/%s/published/%s", c, f)

@@ -1,0 +1,108 @@
+package nodes_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// BenchmarkSquad runs a squad with instant scripted models on SQLite and the default tick: the
+// coordinator spawns W workers and creates N nodes in its first turn, each worker writes a
+// note and publishes, and the coordinator finishes once the stage is complete. What it costs
+// is the squad's own overhead: it reports ms per node, the bytes the agent's home holds after
+// the run, and allocations.
+func BenchmarkSquad(b *testing.B) {
+	for _, size := range []struct{ nodes, workers int }{{100, 5}, {100, 50}, {300, 5}, {300, 50}, {1000, 5}, {1000, 50}} {
+		b.Run(fmt.Sprintf("N=%d/W=%d", size.nodes, size.workers), func(b *testing.B) {
+			b.ReportAllocs()
+			var disk int64
+			for b.Loop() {
+				disk = squadRun(b, size.nodes, size.workers)
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*size.nodes), "ms/node")
+			b.ReportMetric(float64(disk), "bytes-on-disk")
+		})
+	}
+}
+
+// squadRun runs the benchmark's squad once and returns the bytes its home holds.
+func squadRun(b *testing.B, n, w int) int64 {
+	b.StopTimer()
+	home := b.TempDir()
+	coord := scripted.NewFunc("bench-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		text, results := scLast(req)
+		switch {
+		case len(req.Messages) == 1:
+			calls := make([]tools.Call, 0, w+n)
+			for i := range w {
+				calls = append(calls, scCall("spawn_worker", map[string]any{"name": fmt.Sprintf("w%d", i+1), "role": "writer"}))
+			}
+			for i := range n {
+				calls = append(calls, scCall("create_work_node", map[string]any{"task": fmt.Sprintf("Write note %d.", i+1)}))
+			}
+			return scTurn(req, calls...), nil
+		case strings.Contains(text, "Stage 1 is complete"):
+			return scTurn(req, scCall("finish", map[string]string{"output": "all notes written"})), nil
+		}
+		for _, r := range results {
+			if r.IsError {
+				return scTurn(req, scCall("finish", map[string]string{"output": "FAILED: " + r.Content})), nil
+			}
+		}
+		return scTurn(req, scCall("wait", map[string]string{})), nil
+	})
+	worker := scripted.NewFunc("bench-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if scCalled(req)["write_file"] == 0 {
+			node := scNode(req)
+			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/" + node + "/scratch/note.md", "content": "A note on " + node + ".\n"})), nil
+		}
+		return scTurn(req, scCall("publish", map[string]string{"summary": "note.md"})), nil
+	})
+	s, err := nodes.New(nodes.WithHome(home), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithMaxConcurrent(w))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	b.StartTimer()
+	res, err := s.Run(ctx, "Write the notes.")
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.Output != "all notes written" {
+		b.Fatalf("output %q", res.Output)
+	}
+	completed := 0
+	for _, node := range res.Board.Nodes {
+		if node.Status == nodes.NodeCompleted {
+			completed++
+		}
+	}
+	if completed != n {
+		b.Fatalf("%d of %d nodes completed", completed, n)
+	}
+	var disk int64
+	_ = filepath.WalkDir(home, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				disk += info.Size()
+			}
+		}
+		return nil
+	})
+	b.StartTimer()
+	return disk
+}
