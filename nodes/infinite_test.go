@@ -88,7 +88,7 @@ func TestInfiniteAgentCycles(t *testing.T) {
 		}
 		return strings.Join(ids, "\n"), nil
 	})
-	coord := monitor()
+	coord := monitor().KeepRequests()
 	s := scSquad(t, coord, []providers.Model{scripted.New("unused")},
 		nodes.WithMode(nodes.Infinite), nodes.WithTriggerClock(clock), nodes.WithCoordinatorTools(front))
 	events, stop := s.Subscribe(0)

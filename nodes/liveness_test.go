@@ -28,7 +28,7 @@ func twoNodeSquad(t testing.TB, home string, fx *effects, release <-chan struct{
 // twoNodeSquadWith is twoNodeSquad that also returns the coordinator's model.
 func twoNodeSquadWith(t testing.TB, home string, fx *effects, release <-chan struct{}) (*nodes.Squad, *scripted.Model) {
 	t.Helper()
-	coord := twoNodeCoordinator()
+	coord := twoNodeCoordinator().KeepRequests()
 	s, err := nodes.New(
 		nodes.WithHome(home),
 		nodes.WithModel("scripted/worker"), nodes.WithCoordinatorModel("scripted/coord"),

@@ -41,7 +41,7 @@ func TestMemoryAcrossRuns(t *testing.T) {
 			return scTurn(req, scCall("finish", map[string]string{"output": "scraper.py uses what I know: " + firstMatch(results[0].Content)})), nil
 		}
 		return scTurn(req, scCall("wait", map[string]string{})), nil
-	})
+	}).KeepRequests()
 	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
 	scRun(t, s, "Research Python async patterns. Write what you learn to memory.")
 	path := filepath.Join(string(s.Home()), "memory", "knowledge", "python-asyncio.md")

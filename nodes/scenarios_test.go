@@ -358,7 +358,7 @@ func TestSingleNodeSmoke(t *testing.T) {
 		})}
 	}, "nodes/n1/published/research.md", func(content string) string {
 		return "The top 3 programming languages in 2026, from the team's research:\n\n" + content
-	})
+	}).KeepRequests()
 	worker := scripted.NewFunc("smoke-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		node := scNode(req)
 		called := scCalled(req)
@@ -511,7 +511,7 @@ func TestRecursiveSpawning(t *testing.T) {
 			return scTurn(req, scCall("publish", map[string]string{"summary": "App.jsx: the React frontend"})), nil
 		}
 		return scripted.Turn{Text: "I do not know this task: " + task}, nil
-	})
+	}).KeepRequests()
 	single := scripted.NewFunc("rec-single", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		if len(req.Tools) != 0 {
 			return scripted.Turn{Text: "a single-inference worker was given tools"}, nil
@@ -723,7 +723,7 @@ func TestMixedTeamMessaging(t *testing.T) {
 			), nil
 		}
 		return scTurn(req, scCall("checkpoint", map[string]string{"summary": "nothing new"})), nil
-	})
+	}).KeepRequests()
 	tester := scripted.NewFunc("team-tester", func(ctx context.Context, req providers.Request) (scripted.Turn, error) {
 		scratch := "nodes/" + scNode(req) + "/scratch/"
 		all := scAll(req)
@@ -934,7 +934,7 @@ func TestWorkerCannotReadAnotherWorkersNotes(t *testing.T) {
 			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/n2/scratch/review.md", "content": b.String()})), nil
 		}
 		return scTurn(req, scCall("publish", map[string]string{"summary": "review.md"})), nil
-	})
+	}).KeepRequests()
 	s := scSquad(t, coord, []providers.Model{ann, ben})
 	res := scRun(t, s, "Write notes and review them.")
 	if !strings.HasPrefix(res.Output, "# Review") {
@@ -1026,7 +1026,7 @@ func TestHumanInTheLoop(t *testing.T) {
 					})), nil
 				}
 				return scTurn(req, scCall("publish", map[string]string{"summary": "db.md: the database set-up"})), nil
-			})
+			}).KeepRequests()
 			s := scSquad(t, coord, []providers.Model{worker})
 			events, stop := s.Subscribe(0)
 			defer stop()
@@ -1145,7 +1145,7 @@ func TestWorkersOnDifferentModels(t *testing.T) {
 				return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/" + scNode(req) + "/scratch/by.md", "content": name})), nil
 			}
 			return scTurn(req, scCall("publish", map[string]string{"summary": "written by " + name})), nil
-		})
+		}).KeepRequests()
 	}
 	def, named, byRole := writer("default"), writer("named"), writer("analyst")
 	coord := scCoordinator("mix-coordinator", func() []tools.Call {

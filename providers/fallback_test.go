@@ -152,7 +152,7 @@ func TestTextToolsSystemPrompt(t *testing.T) {
 		{providers.ToolChoice{Mode: providers.ChooseTool, Name: "write"}, `you must call the tool "write"`},
 		{providers.ToolChoice{Mode: providers.ChooseNone}, "you must not call any tool"},
 	} {
-		inner := scripted.New("inner", scripted.Turn{Text: "hi"})
+		inner := scripted.New("inner", scripted.Turn{Text: "hi"}).KeepRequests()
 		m := providers.WithTextTools(inner)
 		if m.Name() != "scripted/inner" {
 			t.Fatalf("Name() = %q", m.Name())
@@ -186,7 +186,7 @@ func TestTextToolsSystemPrompt(t *testing.T) {
 }
 
 func TestTextToolsPassThroughWithoutTools(t *testing.T) {
-	inner := scripted.New("inner", scripted.Turn{Text: "<tool_call>{}</tool_call>"})
+	inner := scripted.New("inner", scripted.Turn{Text: "<tool_call>{}</tool_call>"}).KeepRequests()
 	req := providers.Request{System: "s", Messages: []providers.Message{providers.UserText("hi")}}
 	resp, err := providers.WithTextTools(inner).Generate(context.Background(), req)
 	if err != nil {
@@ -203,7 +203,7 @@ func TestTextToolsPassThroughWithoutTools(t *testing.T) {
 // Without tools in the request, earlier calls and results of the conversation still reach the
 // inner model as text.
 func TestTextToolsWithoutToolsRendersEarlierCalls(t *testing.T) {
-	inner := scripted.New("inner", scripted.Turn{Text: "ok"})
+	inner := scripted.New("inner", scripted.Turn{Text: "ok"}).KeepRequests()
 	call := tools.Call{ID: "c1", Name: "read", Args: json.RawMessage(`{"path":"a"}`)}
 	req := providers.Request{Messages: []providers.Message{
 		providers.UserText("read a"),
@@ -227,7 +227,7 @@ func TestTextToolsWithoutToolsRendersEarlierCalls(t *testing.T) {
 }
 
 func TestTextToolsConversation(t *testing.T) {
-	inner := scripted.New("inner", scripted.Turn{Text: "done"})
+	inner := scripted.New("inner", scripted.Turn{Text: "done"}).KeepRequests()
 	msgs := []providers.Message{
 		providers.UserText("read a and b"),
 		{Role: providers.Assistant, Parts: []providers.Part{
@@ -376,7 +376,7 @@ func TestTextToolsLoop(t *testing.T) {
 			return scripted.Turn{Text: "The file says: contents of notes.txt"}, nil
 		}
 		return scripted.Turn{Text: "unexpected: " + last}, nil
-	})
+	}).KeepRequests()
 	m := providers.WithTextTools(inner)
 	req := providers.Request{Messages: []providers.Message{providers.UserText("read notes.txt")}, Tools: providers.Specs(reg.Tools())}
 	var final string

@@ -1,6 +1,17 @@
 // Package scripted is a deterministic providers.Model: it plays a script of answers, or answers
 // with a function of the conversation. Tests and the offline demo use it in place of a real
 // model; a Recorder captures a real model's answers as such a script.
+//
+// A Model keeps none of the requests it gets, so a long run with many scripted models holds no
+// conversations in memory. A test that inspects what a model was asked builds it with
+// KeepRequests, and reads them with Requests:
+//
+//	coder := scripted.New("coder", turns...).KeepRequests()
+//	// ... run ...
+//	first := coder.Requests()[0]
+//
+// Requests on a model that was not asked to keep them panics, rather than answer with an empty
+// list a test could mistake for "the model was never called".
 package scripted
 
 import (
@@ -60,6 +71,7 @@ type Model struct {
 	mu       sync.Mutex
 	turns    []Turn
 	next     int
+	keep     bool // keep requests; see KeepRequests
 	requests []providers.Request
 }
 
@@ -84,7 +96,9 @@ func (m *Model) Generate(ctx context.Context, req providers.Request) (providers.
 		return providers.Response{}, err
 	}
 	m.mu.Lock()
-	m.requests = append(m.requests, req)
+	if m.keep {
+		m.requests = append(m.requests, req)
+	}
 	var (
 		turn Turn
 		err  error
@@ -115,10 +129,24 @@ func (m *Model) Generate(ctx context.Context, req providers.Request) (providers.
 	return turn.Response(m.Name()), nil
 }
 
-// Requests returns the requests the model got, in order.
+// KeepRequests makes the model keep every request it gets from now on, for Requests to return,
+// and returns the model. Call it where the model is built: scripted.New(name, turns...).KeepRequests().
+// The requests are kept for the model's lifetime, so leave it off models that are only played.
+func (m *Model) KeepRequests() *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keep = true
+	return m
+}
+
+// Requests returns the requests the model got since KeepRequests, in order. It panics if the model
+// was not asked to keep them: a model keeps none by default.
 func (m *Model) Requests() []providers.Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.keep {
+		panic(fmt.Sprintf("scripted: Requests on %s, which keeps no requests; build it with scripted.New(...).KeepRequests() or scripted.NewFunc(...).KeepRequests()", m.Name()))
+	}
 	return append([]providers.Request(nil), m.requests...)
 }
 

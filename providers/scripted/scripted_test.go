@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
@@ -20,7 +25,7 @@ func TestScriptPlaysTurnsInOrder(t *testing.T) {
 	m := scripted.New("demo",
 		scripted.Turn{Text: "let me look", Calls: []tools.Call{call}, Usage: providers.Usage{InputTokens: 10, OutputTokens: 3}},
 		scripted.Turn{Text: "done"},
-	)
+	).KeepRequests()
 	if m.Name() != "scripted/demo" {
 		t.Errorf("name %q", m.Name())
 	}
@@ -83,7 +88,7 @@ func TestScriptedConcurrentUse(t *testing.T) {
 	for i := range turns {
 		turns[i] = scripted.Turn{Text: "t"}
 	}
-	m := scripted.New("many", turns...)
+	m := scripted.New("many", turns...).KeepRequests()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for range n {
@@ -133,4 +138,70 @@ func TestRecorderReplays(t *testing.T) {
 			t.Errorf("replayed answer %d = %+v, want %+v", i, got, want)
 		}
 	}
+}
+
+// panicValue runs f and returns what it panicked with, or nil.
+func panicValue(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
+}
+
+// heapAfter returns the live heap after fn ran and a full collection; keep is held alive past the
+// measurement.
+func heapAfter(fn func(), keep any) uint64 {
+	fn()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	runtime.KeepAlive(keep)
+	return ms.HeapAlloc
+}
+
+// A model keeps no requests unless asked: many large requests leave the heap as it was, and
+// Requests says how to ask instead of answering with an empty list.
+func TestModelKeepsNoRequestsByDefault(t *testing.T) {
+	const (
+		calls   = 200
+		payload = 64 << 10
+	)
+	ok := func(context.Context, providers.Request) (scripted.Turn, error) { return scripted.Turn{Text: "ok"}, nil }
+	play := func(m *scripted.Model) func() {
+		return func() {
+			for range calls {
+				big := providers.Request{Messages: []providers.Message{providers.UserText(strings.Repeat("x", payload))}}
+				_, err := m.Generate(context.Background(), big)
+				require.NoError(t, err)
+			}
+		}
+	}
+	growth := func(m *scripted.Model) int64 {
+		before := heapAfter(func() {}, m)
+		return int64(heapAfter(play(m), m)) - int64(before)
+	}
+
+	plain := scripted.NewFunc("plain", ok)
+	assert.Less(t, growth(plain), int64(10*payload), "a model not asked to keep requests held on to them")
+	msg := fmt.Sprint(panicValue(func() { plain.Requests() }))
+	assert.Contains(t, msg, "scripted/plain")
+	assert.Contains(t, msg, "KeepRequests()", "the panic should say how to ask for the requests")
+
+	// The measurement can see kept requests: the same calls on a keeping model grow the heap.
+	keeping := scripted.NewFunc("keeping", ok).KeepRequests()
+	assert.GreaterOrEqual(t, growth(keeping), int64(calls*payload))
+	assert.Len(t, keeping.Requests(), calls)
+}
+
+// KeepRequests returns the model it was called on and keeps requests from then on.
+func TestKeepRequestsFromThenOn(t *testing.T) {
+	ctx := context.Background()
+	m := scripted.New("late", scripted.Turn{Text: "one"}, scripted.Turn{Text: "two"})
+	_, err := m.Generate(ctx, providers.Request{System: "before"})
+	require.NoError(t, err)
+	require.Same(t, m, m.KeepRequests())
+	_, err = m.Generate(ctx, providers.Request{System: "after"})
+	require.NoError(t, err)
+	reqs := m.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "after", reqs[0].System)
 }

@@ -143,7 +143,7 @@ func TestWriteRunReadPublish(t *testing.T) {
 			return scripted.Turn{Calls: []tools.Call{call("c4", "publish", runtime.PublishArgs{Summary: "hello.py prints 42"})}}, nil
 		}
 		return scripted.Turn{}, fmt.Errorf("unexpected turn %d", turn)
-	})
+	}).KeepRequests()
 	var rec recorder
 	o, err := harnessed.New(model).Run(context.Background(), a, rec.sink)
 	if err != nil {
@@ -191,7 +191,7 @@ func TestMessageArrivingMidLoopIsSeenAtTheNextYieldPoint(t *testing.T) {
 	model := scripted.New("w",
 		scripted.Turn{Calls: []tools.Call{call("c1", "survey", struct{}{}), call("c2", "write_file", files.WriteArgs{Path: "notes.md", Content: "n"})}},
 		scripted.Turn{Calls: []tools.Call{call("c3", "publish", runtime.PublishArgs{Summary: "done"})}},
-	)
+	).KeepRequests()
 	var rec recorder
 	if _, err := harnessed.New(model).Run(context.Background(), a, rec.sink); err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestMessageArrivingMidLoopIsSeenAtTheNextYieldPoint(t *testing.T) {
 	mb2 := &runtimetest.Mailbox{}
 	mb2.Deliver("coordinator", "hurry")
 	b.Mailbox = mb2
-	m2 := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}})
+	m2 := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}}).KeepRequests()
 	o, err := harnessed.New(m2).Run(context.Background(), b, nil)
 	if err != nil || o.Status != runtime.Checkpointed {
 		t.Fatalf("outcome %+v, %v", o, err)
@@ -257,7 +257,7 @@ func TestResumeContinuesTheConversation(t *testing.T) {
 		unblocked.Store(true)
 		return "unblocked", nil
 	})
-	rest := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c4", "publish", runtime.PublishArgs{Summary: "counted"})}})
+	rest := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c4", "publish", runtime.PublishArgs{Summary: "counted"})}}).KeepRequests()
 	var rec recorder
 	o, err = harnessed.New(rest, harnessed.WithSaver(saver)).Run(context.Background(), a, rec.sink)
 	if err != nil || o.Status != runtime.Published || o.Turns != 3 {
@@ -298,7 +298,7 @@ func TestAskHumanWaitsForTheAnswer(t *testing.T) {
 	model := scripted.New("w",
 		scripted.Turn{Calls: []tools.Call{call("c1", "count", struct{}{}), call("c2", "ask_human", map[string]string{"question": "Red or blue?"})}},
 		scripted.Turn{Calls: []tools.Call{call("c3", "checkpoint", runtime.CheckpointArgs{Summary: "chose"})}},
-	)
+	).KeepRequests()
 	rt := harnessed.New(model)
 	var rec recorder
 	o, err := rt.Run(context.Background(), a, rec.sink)
@@ -352,7 +352,7 @@ func TestCompactionKeepsNotesAndFinishes(t *testing.T) {
 			return scripted.Turn{Calls: []tools.Call{call(fmt.Sprint("f", fetched), "fetch", map[string]int{"n": fetched})}}, nil
 		}
 		return scripted.Turn{Calls: []tools.Call{call("p", "publish", runtime.PublishArgs{Summary: "five facts"})}}, nil
-	})
+	}).KeepRequests()
 	var rec recorder
 	o, err := harnessed.New(model, harnessed.WithContextLimit(3000), harnessed.WithKeepMessages(2)).Run(context.Background(), a, rec.sink)
 	if err != nil || o.Status != runtime.Published {
@@ -527,7 +527,7 @@ func TestMaxIterations(t *testing.T) {
 	a := assignment(t, "a7", "Never finish.")
 	model := scripted.NewFunc("w", func(context.Context, providers.Request) (scripted.Turn, error) {
 		return scripted.Turn{Text: "thinking"}, nil
-	})
+	}).KeepRequests()
 	o, err := harnessed.New(model, harnessed.WithMaxIterations(3)).Run(context.Background(), a, nil)
 	if !errors.Is(err, harnessed.ErrMaxIterations) || o.Status != runtime.Failed || o.Turns != 3 {
 		t.Fatalf("outcome %+v, err %v", o, err)
@@ -540,7 +540,7 @@ func TestMaxIterations(t *testing.T) {
 
 func TestSingleInference(t *testing.T) {
 	a := assignment(t, "a8", "Name three primes.")
-	model := scripted.New("w", scripted.Turn{Text: "2, 3, 5", Usage: providers.Usage{InputTokens: 10, OutputTokens: 5}})
+	model := scripted.New("w", scripted.Turn{Text: "2, 3, 5", Usage: providers.Usage{InputTokens: 10, OutputTokens: 5}}).KeepRequests()
 	o, err := harnessed.New(model, harnessed.WithSingleInference()).Run(context.Background(), a, nil)
 	if err != nil || o.Status != runtime.Published || o.Summary != "2, 3, 5" || o.Usage.OutputTokens != 5 {
 		t.Fatalf("outcome %+v, %v", o, err)
@@ -563,7 +563,7 @@ func TestBadToolCallsAreReportedToTheModel(t *testing.T) {
 			call("c3", "read_file", files.ReadArgs{Path: "../../etc/passwd"}),
 		}},
 		scripted.Turn{Calls: []tools.Call{call("c4", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}},
-	)
+	).KeepRequests()
 	if o, err := harnessed.New(model).Run(context.Background(), a, nil); err != nil || o.Status != runtime.Checkpointed {
 		t.Fatalf("outcome %+v, %v", o, err)
 	}
@@ -622,7 +622,7 @@ func TestTextEndsTurnAndMailRevives(t *testing.T) {
 	model := scripted.New("coord",
 		scripted.Turn{Text: "Hello, I am ready."},
 		scripted.Turn{Calls: []tools.Call{call("w1", "wait", struct{}{})}},
-	)
+	).KeepRequests()
 	rt := harnessed.New(model, harnessed.WithTextEndsTurn())
 	o, err := rt.Run(context.Background(), a, nil)
 	if err != nil || o.Status != runtime.Checkpointed || o.Summary != "Hello, I am ready." {
