@@ -543,12 +543,21 @@ func (b *board) update(id string, fn func(n *Node) error) (Node, error) {
 	return cloneNode(&c), nil
 }
 
-// saveNode writes n's _node.json and _status.md; b.wmu is held.
+// saveNode writes n's _node.json, and its _status.md (a view of it, not synced) when that
+// changes; b.wmu is held.
 func (b *board) saveNode(n *Node) error {
 	dir := b.run.Node(n.ID)
 	if err := workspace.WriteJSON(dir.Path(nodeFile), n); err != nil {
 		return err
 	}
+	if old := b.nodes[n.ID]; old != nil && statusText(old) == statusText(n) {
+		return nil
+	}
+	return workspace.WriteView(workspace.Status(dir), []byte(statusText(n)))
+}
+
+// statusText is the content of a node's _status.md.
+func statusText(n *Node) string {
 	status := strings.ToUpper(string(n.Status))
 	if n.Worker != "" {
 		status += " (worker " + n.Worker + ")"
@@ -556,7 +565,7 @@ func (b *board) saveNode(n *Node) error {
 	if n.Summary != "" {
 		status += "\n\n" + n.Summary
 	}
-	return workspace.WriteFile(workspace.Status(dir), []byte(status+"\n"))
+	return status + "\n"
 }
 
 // workerSpec is what a new worker needs.

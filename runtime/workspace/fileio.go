@@ -16,7 +16,16 @@ import (
 // old content or the new, never a mix, and a crash leaves one or the other. A file that
 // already exists keeps its permissions; a new one gets 0644. The directory must exist. On
 // failure no temporary file is left behind.
-func WriteFile(path string, data []byte) (err error) {
+func WriteFile(path string, data []byte) error { return write(path, data, true) }
+
+// WriteView writes data to path as WriteFile does, but without syncing: for a file derived from
+// others, which a later change rewrites (a node's _status.md, from its _node.json). Readers see
+// the old content or the new, never a mix; a crash of the process loses nothing, while a crash
+// of the system may leave it older, or empty, until its next change.
+func WriteView(path string, data []byte) error { return write(path, data, false) }
+
+// write writes data to path atomically, durably when sync is set (see WriteFile).
+func write(path string, data []byte, sync bool) (err error) {
 	perm := fs.FileMode(defaultPerm)
 	if st, err := os.Stat(path); err == nil {
 		if !st.Mode().IsRegular() {
@@ -46,8 +55,10 @@ func WriteFile(path string, data []byte) (err error) {
 	if err = f.Chmod(perm); err != nil {
 		return err
 	}
-	if err = f.Sync(); err != nil {
-		return err
+	if sync {
+		if err = f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err = f.Close(); err != nil {
 		return err
@@ -55,7 +66,9 @@ func WriteFile(path string, data []byte) (err error) {
 	if err = os.Rename(tmp, path); err != nil {
 		return err
 	}
-	syncDir(dir)
+	if sync {
+		syncDir(dir)
+	}
 	return nil
 }
 
