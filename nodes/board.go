@@ -402,19 +402,16 @@ type nodeSpec struct {
 	Key    string // an idempotency key: a second create with the same key returns the first node
 }
 
-// adopt adds n to its parent's children, if it is not there yet; b.wmu is held.
-func (b *board) adopt(n *Node) error {
-	p := b.nodes[n.Parent]
-	if p == nil || slices.Contains(p.Children, n.ID) {
+// adopt adds n to its parent's children in t, if it is not there yet.
+func (t *tx) adopt(n *Node) error {
+	if p := t.current(n.Parent); p == nil || slices.Contains(p.Children, n.ID) {
 		return nil
 	}
-	c := cloneNode(p)
-	c.Children = append(c.Children, n.ID)
-	if err := b.saveNode(&c); err != nil {
-		return err
-	}
-	b.set(func() { *p = c })
-	return nil
+	_, err := t.node(n.Parent, func(p *Node) error {
+		p.Children = append(p.Children, n.ID)
+		return nil
+	})
+	return err
 }
 
 // set makes a change in memory that is on disk; b.wmu is held.
@@ -426,14 +423,14 @@ func (b *board) set(change func()) {
 
 // create adds a node, writes its folder and returns it; created is false when a node with the
 // same key existed.
-func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
+func (b *board) create(nn nodeSpec) (_ Node, created bool, err error) {
 	if strings.TrimSpace(nn.Task) == "" {
 		return Node{}, false, errors.New("the task is empty")
 	}
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	if n := b.byKey[nn.Key]; nn.Key != "" && n != nil { // created before a crash, maybe not yet linked to its parent
-		return cloneNode(n), false, b.adopt(n)
+		return cloneNode(n), false, b.commit(func(t *tx) error { return t.adopt(n) })
 	}
 	for _, d := range nn.Deps {
 		if _, ok := b.nodes[d]; !ok {
@@ -473,21 +470,21 @@ func (b *board) create(nn nodeSpec) (n Node, created bool, err error) {
 	if err := dir.Create(); err != nil {
 		return Node{}, false, err
 	}
-	if err := workspace.WriteFile(workspace.Spec(dir), []byte(specText(node))); err != nil {
-		return Node{}, false, err
-	}
 	refs := node.Refs
 	if refs == nil {
 		refs = map[string]string{}
 	}
-	if err := workspace.WriteJSON(workspace.Refs(dir), refs); err != nil {
-		return Node{}, false, err
-	}
-	if err := b.saveNode(node); err != nil {
-		return Node{}, false, err
-	}
-	b.set(func() { b.add(node) })
-	if err := b.adopt(node); err != nil {
+	err = b.commit(func(t *tx) error {
+		if err := t.batch.Add(workspace.Spec(dir), []byte(specText(node))); err != nil {
+			return err
+		}
+		if err := t.batch.AddJSON(workspace.Refs(dir), refs); err != nil {
+			return err
+		}
+		t.nodes = append(t.nodes, node)
+		return t.adopt(node)
+	})
+	if err != nil {
 		return Node{}, false, err
 	}
 	return cloneNode(node), true, nil
@@ -518,12 +515,94 @@ func specText(n *Node) string {
 }
 
 // update changes node id with fn and writes it back, with _status.md.
-func (b *board) update(id string, fn func(n *Node) error) (Node, error) {
+func (b *board) update(id string, fn func(n *Node) error) (n Node, err error) {
+	err = b.change(func(t *tx) error {
+		n, err = t.node(id, fn)
+		return err
+	})
+	return n, err
+}
+
+// tx is a change of several nodes and workers, written in one batch (see board.change).
+type tx struct {
+	b       *board
+	batch   workspace.Batch
+	nodes   []*Node // the new versions, and the new nodes
+	workers []*Worker
+}
+
+// change runs fn, which changes nodes and workers through its tx, then writes them all in one
+// batch (workspace.Batch) and makes the changes in memory. When fn or the writing fails,
+// nothing changes in memory (and the board's files are each old or new).
+func (b *board) change(fn func(t *tx) error) error {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
-	n, ok := b.nodes[id]
-	if !ok {
-		return Node{}, fmt.Errorf("node %q is not on the board (nodes: %s)", id, b.nodeList())
+	return b.commit(fn)
+}
+
+// commit is change; b.wmu is held.
+func (b *board) commit(fn func(t *tx) error) error {
+	t := &tx{b: b}
+	if err := fn(t); err != nil {
+		t.batch.Discard()
+		return err
+	}
+	for _, n := range t.nodes {
+		if err := t.batch.AddJSON(b.run.Node(n.ID).Path(nodeFile), n); err != nil {
+			t.batch.Discard()
+			return err
+		}
+	}
+	for _, w := range t.workers {
+		if err := t.batch.AddJSON(filepath.Join(string(b.run.Worker(w.ID)), workerFile), w); err != nil {
+			t.batch.Discard()
+			return err
+		}
+	}
+	if err := t.batch.Commit(); err != nil {
+		return err
+	}
+	var views error
+	for _, n := range t.nodes { // _status.md, a view of _node.json
+		if old := b.nodes[n.ID]; old == nil || statusText(old) != statusText(n) {
+			views = errors.Join(views, workspace.WriteView(workspace.Status(b.run.Node(n.ID)), []byte(statusText(n))))
+		}
+	}
+	b.set(func() {
+		for _, n := range t.nodes {
+			if old := b.nodes[n.ID]; old != nil {
+				*old = *n
+				b.index(old)
+			} else {
+				b.add(n)
+			}
+		}
+		for _, w := range t.workers {
+			if old := b.workers[w.ID]; old != nil {
+				*old = *w
+			} else {
+				b.workers[w.ID] = w
+			}
+		}
+	})
+	return views
+}
+
+// current returns node id as t has it: its new version, or the board's.
+func (t *tx) current(id string) *Node {
+	for _, n := range t.nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	return t.b.nodes[id]
+}
+
+// node changes node id with fn, in t, and returns its new version.
+func (t *tx) node(id string, fn func(n *Node) error) (Node, error) {
+	n := t.current(id)
+	if n == nil {
+		return Node{}, fmt.Errorf("node %q is not on the board (nodes: %s)", id, t.b.nodeList())
 	}
 	if n.Damaged != "" {
 		return Node{}, errors.New(n.Damaged)
@@ -532,28 +611,29 @@ func (b *board) update(id string, fn func(n *Node) error) (Node, error) {
 	if err := fn(&c); err != nil {
 		return Node{}, err
 	}
-	c.Updated = b.now()
-	if err := b.saveNode(&c); err != nil {
-		return Node{}, err
-	}
-	b.set(func() {
-		*n = c
-		b.index(n)
-	})
+	c.Updated = t.b.now()
+	t.nodes = slices.DeleteFunc(t.nodes, func(x *Node) bool { return x.ID == id })
+	t.nodes = append(t.nodes, &c)
 	return cloneNode(&c), nil
 }
 
-// saveNode writes n's _node.json, and its _status.md (a view of it, not synced) when that
-// changes; b.wmu is held.
-func (b *board) saveNode(n *Node) error {
-	dir := b.run.Node(n.ID)
-	if err := workspace.WriteJSON(dir.Path(nodeFile), n); err != nil {
-		return err
+// worker changes worker id (or name) with fn, in t, and returns its new version.
+func (t *tx) worker(idOrName string, fn func(w *Worker)) (Worker, error) {
+	w := t.b.findWorker(idOrName)
+	if w == nil {
+		return Worker{}, fmt.Errorf("worker %q does not exist (workers: %s)", idOrName, t.b.workerList())
 	}
-	if old := b.nodes[n.ID]; old != nil && statusText(old) == statusText(n) {
-		return nil
+	if w.Damaged != "" {
+		return Worker{}, errors.New(w.Damaged)
 	}
-	return workspace.WriteView(workspace.Status(dir), []byte(statusText(n)))
+	c := *w
+	if i := slices.IndexFunc(t.workers, func(x *Worker) bool { return x.ID == w.ID }); i >= 0 {
+		c = *t.workers[i]
+		t.workers = slices.Delete(t.workers, i, i+1)
+	}
+	fn(&c)
+	t.workers = append(t.workers, &c)
+	return c, nil
 }
 
 // statusText is the content of a node's _status.md.
@@ -619,45 +699,30 @@ func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
 		}
 		identity += "."
 	}
-	for path, content := range map[string]string{
-		dir.Identity(): identity + "\n", dir.Memory(): "", dir.Notebook(): "",
-	} {
-		if err := workspace.WriteFile(path, []byte(content)); err != nil {
-			return Worker{}, false, err
+	err = b.commit(func(t *tx) error {
+		for _, f := range []struct{ path, content string }{
+			{dir.Identity(), identity + "\n"}, {dir.Memory(), ""}, {dir.Notebook(), ""}, {dir.History(), "[]\n"},
+		} {
+			if err := t.batch.Add(f.path, []byte(f.content)); err != nil {
+				return err
+			}
 		}
-	}
-	if err := workspace.WriteJSON(dir.History(), []historyEntry{}); err != nil {
+		t.workers = append(t.workers, wk)
+		return nil
+	})
+	if err != nil {
 		return Worker{}, false, err
 	}
-	if err := b.saveWorker(wk); err != nil {
-		return Worker{}, false, err
-	}
-	b.set(func() { b.workers[id] = wk })
 	return *wk, true, nil
 }
 
 // updateWorker changes worker id with fn and writes it back.
-func (b *board) updateWorker(id string, fn func(w *Worker)) (Worker, error) {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	w := b.findWorker(id)
-	if w == nil {
-		return Worker{}, fmt.Errorf("worker %q does not exist (workers: %s)", id, b.workerList())
-	}
-	if w.Damaged != "" {
-		return Worker{}, errors.New(w.Damaged)
-	}
-	c := *w
-	fn(&c)
-	if err := b.saveWorker(&c); err != nil {
-		return Worker{}, err
-	}
-	b.set(func() { *w = c })
-	return c, nil
-}
-
-func (b *board) saveWorker(w *Worker) error {
-	return workspace.WriteJSON(filepath.Join(string(b.run.Worker(w.ID)), workerFile), w)
+func (b *board) updateWorker(id string, fn func(w *Worker)) (w Worker, err error) {
+	err = b.change(func(t *tx) error {
+		w, err = t.worker(id, fn)
+		return err
+	})
+	return w, err
 }
 
 // findWorker finds a worker by id or name (case-insensitive); b.wmu or b.mu is held.

@@ -96,16 +96,6 @@ func (r *run) plan(st tick) ([]launch, error) {
 	return out, r.assignAll(out)
 }
 
-// assignAll records launches on the board.
-func (r *run) assignAll(launches []launch) error {
-	for _, l := range launches {
-		if err := r.assign(l); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // What to do with a node's assignment that is not running in this process.
 const (
 	leaveIt   = iota // nothing: it is running, ended here and waits for reconcile, or there is none
@@ -204,29 +194,44 @@ func (r *run) spawned(w Worker) {
 	r.emit(e)
 }
 
-// assign records a launch on the board.
-func (r *run) assign(l launch) error {
-	n, err := r.board.update(l.Node, func(n *Node) error {
-		if n.Assignment != l.Assignment {
-			n.Attempts++
-			n.Assignment = l.Assignment
-		}
-		n.Worker = l.Worker
-		if n.Status != NodeWaiting { // a waiting node keeps its question until its answer is handed over
-			n.Status = NodeAssigned
+// assignAll records launches on the board, in one change: each node assigned, each worker busy.
+func (r *run) assignAll(launches []launch) error {
+	if len(launches) == 0 {
+		return nil
+	}
+	tasks := make([]string, len(launches))
+	err := r.board.change(func(t *tx) error {
+		for i, l := range launches {
+			n, err := t.node(l.Node, func(n *Node) error {
+				if n.Assignment != l.Assignment {
+					n.Attempts++
+					n.Assignment = l.Assignment
+				}
+				n.Worker = l.Worker
+				if n.Status != NodeWaiting { // a waiting node keeps its question until its answer is handed over
+					n.Status = NodeAssigned
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			tasks[i] = n.Task
+			if _, err := t.worker(l.Worker, func(w *Worker) {
+				w.Status, w.Node, w.Last = WorkerBusy, l.Node, l.Assignment
+			}); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if _, err := r.board.updateWorker(l.Worker, func(w *Worker) {
-		w.Status, w.Node, w.Last = WorkerBusy, l.Node, l.Assignment
-	}); err != nil {
-		return err
+	for i, l := range launches {
+		r.emit(eventlog.Event{Type: eventlog.NodeAssigned, Node: l.Node, Worker: l.Worker, Text: firstLine(tasks[i]), Key: l.Assignment + "/assigned"})
+		r.emit(eventlog.Event{Type: eventlog.WorkerBusy, Node: l.Node, Worker: l.Worker, Key: l.Assignment + "/busy"})
 	}
-	r.emit(eventlog.Event{Type: eventlog.NodeAssigned, Node: n.ID, Worker: l.Worker, Text: firstLine(n.Task), Key: l.Assignment + "/assigned"})
-	r.emit(eventlog.Event{Type: eventlog.WorkerBusy, Node: n.ID, Worker: l.Worker, Key: l.Assignment + "/busy"})
 	return nil
 }
 

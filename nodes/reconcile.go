@@ -38,12 +38,12 @@ func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage,
 	}
 	o := rec.Outcome
 	worker, _ := r.board.worker(node.Worker)
-	if !already {
-		if node, err = r.record(node, id, rec, stage); err != nil {
-			return o.Usage, err
-		}
+	if already {
+		err = r.board.change(func(t *tx) error { return release(t, worker, id, o.Status) })
+	} else {
+		node, err = r.record(node, worker, id, rec, stage)
 	}
-	if err := r.release(worker, id, o.Status); err != nil {
+	if err != nil {
 		return o.Usage, err
 	}
 	if err := r.announce(ctx, node, worker, rec); err != nil {
@@ -66,11 +66,10 @@ func (r *run) damagedOutcome(node Node, id string, err error) outcomeRecord {
 	return rec
 }
 
-// record applies an outcome to its node: the node's new status and its sub-nodes. It returns
-// the node as it is now.
-func (r *run) record(node Node, id string, rec outcomeRecord, stage int) (Node, error) {
+// record applies an outcome to its node: its sub-nodes, then in one change the node's new
+// status and its worker released. It returns the node as it is now.
+func (r *run) record(node Node, worker Worker, id string, rec outcomeRecord, stage int) (Node, error) {
 	o := rec.Outcome
-	worker, _ := r.board.worker(node.Worker)
 	var children []string
 	if o.Status == runtime.Checkpointed {
 		for i, sub := range o.SubNodes {
@@ -87,28 +86,38 @@ func (r *run) record(node Node, id string, rec outcomeRecord, stage int) (Node, 
 		}
 	}
 	retry := node.Attempts < r.cfg.maxAttempts
-	n, err := r.board.update(node.ID, func(n *Node) error {
-		n.Applied, n.Question, n.Answer, n.Woken = id, "", "", false
-		switch o.Status {
-		case runtime.Published:
-			n.Status, n.Summary, n.Published = NodeCompleted, o.Summary, o.Published
-		case runtime.Checkpointed:
-			n.Status, n.Summary, n.WaitingFor = NodeCheckpointed, o.Summary, children
-			if len(children) > 0 {
-				n.Status = NodeWaiting
+	var n Node
+	err := r.board.change(func(t *tx) error {
+		var err error
+		if n, err = t.node(node.ID, func(n *Node) error {
+			n.Applied, n.Question, n.Answer, n.Woken = id, "", "", false
+			switch o.Status {
+			case runtime.Published:
+				n.Status, n.Summary, n.Published = NodeCompleted, o.Summary, o.Published
+			case runtime.Checkpointed:
+				n.Status, n.Summary, n.WaitingFor = NodeCheckpointed, o.Summary, children
+				if len(children) > 0 {
+					n.Status = NodeWaiting
+				}
+			case runtime.Waiting:
+				n.Status, n.Question, n.Asked = NodeWaiting, o.Question, rec.key()+"/question"
+			case runtime.Cancelled:
+				n.Status = NodePending // its assignment is kept, to be resumed
+			default:
+				n.Summary = fmt.Sprintf("attempt %d %s: %s", n.Attempts, o.Status, rec.Error)
+				n.Status = NodeFailed
+				if retry {
+					n.Status, n.Assignment = NodePending, ""
+				}
 			}
-		case runtime.Waiting:
-			n.Status, n.Question, n.Asked = NodeWaiting, o.Question, rec.key()+"/question"
-		case runtime.Cancelled:
-			n.Status = NodePending // its assignment is kept, to be resumed
-		default:
-			n.Summary = fmt.Sprintf("attempt %d %s: %s", n.Attempts, o.Status, rec.Error)
-			n.Status = NodeFailed
-			if retry {
-				n.Status, n.Assignment = NodePending, ""
-			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		return nil
+		if err := r.addHistory(t, worker, n, rec); err != nil {
+			return err
+		}
+		return release(t, worker, id, o.Status)
 	})
 	if err != nil {
 		return node, err
@@ -116,13 +125,13 @@ func (r *run) record(node Node, id string, rec outcomeRecord, stage int) (Node, 
 	return n, nil
 }
 
-// release frees the worker of assignment id, which ended with status s: idle, or waiting with
-// its node for the human's answer. A worker that went on since is left as it is.
-func (r *run) release(w Worker, id string, s runtime.Status) error {
+// release frees, in t, the worker of assignment id, which ended with status s: idle, or waiting
+// with its node for the human's answer. A worker that went on since is left as it is.
+func release(t *tx, w Worker, id string, s runtime.Status) error {
 	if w.ID == "" || w.Last != id || w.Status != WorkerBusy {
 		return nil
 	}
-	_, err := r.board.updateWorker(w.ID, func(w *Worker) {
+	_, err := t.worker(w.ID, func(w *Worker) {
 		if s == runtime.Waiting {
 			w.Status = WorkerWaiting
 		} else {
@@ -213,30 +222,39 @@ func (r *run) setNode(id string, fn func(n *Node)) (Node, error) {
 	return r.board.update(id, func(n *Node) error { fn(n); return nil })
 }
 
-// remember adds the node to the worker's history and memory, once per outcome.
-func (r *run) remember(w Worker, n Node, rec outcomeRecord) error {
-	dir := r.dir.Worker(w.ID)
+// addHistory adds, in t, a node's outcome that published or checkpointed to its worker's
+// history.json, once per outcome.
+func (r *run) addHistory(t *tx, w Worker, n Node, rec outcomeRecord) error {
+	o := rec.Outcome
+	if w.ID == "" || (o.Status != runtime.Published && o.Status != runtime.Checkpointed) {
+		return nil
+	}
+	path := r.dir.Worker(w.ID).History()
 	var history []historyEntry
-	if err := workspace.ReadJSON(dir.History(), &history); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := workspace.ReadJSON(path, &history); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	if slices.ContainsFunc(history, func(h historyEntry) bool { return h.Outcome == rec.key() }) {
 		return nil
 	}
+	history = append(history, historyEntry{Node: n.ID, Task: firstLine(n.Task), Status: o.Status, Summary: o.Summary, Time: r.cfg.now().UTC(), Outcome: rec.key()})
+	return t.batch.AddJSON(path, history)
+}
+
+// remember adds the node's outcome to the worker's memory, once.
+func (r *run) remember(w Worker, n Node, rec outcomeRecord) error {
+	dir := r.dir.Worker(w.ID)
 	o := rec.Outcome
 	line := fmt.Sprintf("- %s (%s): %s\n", n.ID, o.Status, firstLine(o.Summary))
-	if !strings.Contains(readText(dir.Memory())+"\n", strings.TrimSpace(line)+"\n") { // not written before a crash
-		f, err := os.OpenFile(dir.Memory(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		_, werr := f.WriteString(line)
-		if err := errors.Join(werr, f.Close()); err != nil {
-			return err
-		}
+	if strings.Contains(readText(dir.Memory())+"\n", strings.TrimSpace(line)+"\n") { // written before a crash
+		return nil
 	}
-	history = append(history, historyEntry{Node: n.ID, Task: firstLine(n.Task), Status: o.Status, Summary: o.Summary, Time: r.cfg.now().UTC(), Outcome: rec.key()})
-	return workspace.WriteJSON(dir.History(), history)
+	f, err := os.OpenFile(dir.Memory(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.WriteString(line)
+	return errors.Join(werr, f.Close())
 }
 
 // wakeParents puts nodes whose sub-nodes are all done (or failed) back on the board, for a new

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/agiraph/agiraph/tools/files"
 )
@@ -16,20 +17,119 @@ import (
 // old content or the new, never a mix, and a crash leaves one or the other. A file that
 // already exists keeps its permissions; a new one gets 0644. The directory must exist. On
 // failure no temporary file is left behind.
-func WriteFile(path string, data []byte) error { return write(path, data, true) }
+func WriteFile(path string, data []byte) error {
+	var b Batch
+	if err := b.Add(path, data); err != nil {
+		return err
+	}
+	return b.Commit()
+}
 
 // WriteView writes data to path as WriteFile does, but without syncing: for a file derived from
 // others, which a later change rewrites (a node's _status.md, from its _node.json). Readers see
 // the old content or the new, never a mix; a crash of the process loses nothing, while a crash
 // of the system may leave it older, or empty, until its next change.
-func WriteView(path string, data []byte) error { return write(path, data, false) }
+func WriteView(path string, data []byte) error {
+	s, err := stage(path, data)
+	if err != nil {
+		return err
+	}
+	if err := s.f.Close(); err != nil {
+		s.discard()
+		return fmt.Errorf("workspace: write %s: %w", path, files.Cause(err))
+	}
+	return s.place()
+}
 
-// write writes data to path atomically, durably when sync is set (see WriteFile).
-func write(path string, data []byte, sync bool) (err error) {
+// Batch writes several files as WriteFile writes one, syncing them together: Add writes each
+// beside its path under a temporary name, and Commit makes them all durable, renames each over
+// its path and makes the renames durable, with one sync of each kind (on Linux; elsewhere one
+// per file). A crash leaves each file old or new, never a mix; a batch is not a transaction: it
+// may leave some of its files new and others old. A Batch is not safe for concurrent use.
+type Batch struct {
+	files []staged
+}
+
+// Add writes data beside path, to be renamed over it by Commit (see WriteFile). The directory
+// must exist. On error nothing is added.
+func (b *Batch) Add(path string, data []byte) error {
+	s, err := stage(path, data)
+	if err != nil {
+		return err
+	}
+	b.files = append(b.files, s)
+	return nil
+}
+
+// AddJSON adds v as indented JSON with a final newline (see WriteJSON).
+func (b *Batch) AddJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("workspace: write %s: %w", path, err)
+	}
+	return b.Add(path, append(data, '\n'))
+}
+
+// Commit syncs the files added, renames each over its path and syncs the renames. On error
+// the files not yet renamed are discarded. The batch is empty afterwards.
+func (b *Batch) Commit() error {
+	batch := b.files
+	b.files = nil
+	if len(batch) == 0 {
+		return nil
+	}
+	open := make([]*os.File, len(batch))
+	for i, s := range batch {
+		open[i] = s.f
+	}
+	err := syncFiles(open)
+	for _, s := range batch {
+		err = errors.Join(err, s.f.Close())
+	}
+	if err != nil {
+		for _, s := range batch {
+			s.discard()
+		}
+		return fmt.Errorf("workspace: write %s: %w", batch[0].path, files.Cause(err))
+	}
+	dirs := make([]string, 0, 1)
+	for i, s := range batch {
+		if err := s.place(); err != nil {
+			for _, rest := range batch[i+1:] {
+				rest.discard()
+			}
+			return err
+		}
+		if dir := filepath.Dir(s.path); !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	syncDirs(dirs)
+	return nil
+}
+
+// Discard removes the files added and not committed.
+func (b *Batch) Discard() {
+	for _, s := range b.files {
+		_ = s.f.Close()
+		s.discard()
+	}
+	b.files = nil
+}
+
+// staged is a file's new content written beside it, open, not synced.
+type staged struct {
+	f         *os.File
+	tmp, path string
+}
+
+// stage writes data to a temporary file beside path, with path's permissions (0644 for a new
+// file), and leaves it open.
+func stage(path string, data []byte) (staged, error) {
 	perm := fs.FileMode(defaultPerm)
 	if st, err := os.Stat(path); err == nil {
 		if !st.Mode().IsRegular() {
-			return fmt.Errorf("workspace: write %s: not a regular file", path)
+			return staged{}, fmt.Errorf("workspace: write %s: not a regular file", path)
 		}
 		perm = st.Mode().Perm()
 	}
@@ -39,48 +139,31 @@ func write(path string, data []byte, sync bool) (err error) {
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("workspace: write %s: %w", path, files.Cause(err))
+		return staged{}, fmt.Errorf("workspace: write %s: %w", path, files.Cause(err))
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-			err = fmt.Errorf("workspace: write %s: %w", path, files.Cause(err))
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
+	s := staged{f: f, tmp: f.Name(), path: path}
+	if _, err = f.Write(data); err == nil {
+		err = f.Chmod(perm)
 	}
-	if err = f.Chmod(perm); err != nil {
-		return err
+	if err != nil {
+		_ = f.Close()
+		s.discard()
+		return staged{}, fmt.Errorf("workspace: write %s: %w", path, files.Cause(err))
 	}
-	if sync {
-		if err = f.Sync(); err != nil {
-			return err
-		}
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if sync {
-		syncDir(dir)
+	return s, nil
+}
+
+// place renames the staged file over its path; on error it is removed.
+func (s staged) place() error {
+	if err := os.Rename(s.tmp, s.path); err != nil {
+		s.discard()
+		return fmt.Errorf("workspace: write %s: %w", s.path, files.Cause(err))
 	}
 	return nil
 }
 
-// syncDir makes a rename in dir durable, where the system supports it.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	_ = d.Sync() // not supported everywhere; the rename itself has happened
-	_ = d.Close()
-}
+// discard removes the staged file.
+func (s staged) discard() { _ = os.Remove(s.tmp) }
 
 // WriteJSON writes v to path as indented JSON with a final newline, atomically (see
 // [WriteFile]).

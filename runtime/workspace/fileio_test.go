@@ -12,6 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
@@ -203,4 +206,44 @@ func TestAppendJSONL(t *testing.T) {
 	if err := workspace.AppendJSONL(p, make(chan int)); err == nil {
 		t.Error("unencodable value: no error")
 	}
+}
+
+// A batch writes its files together: nothing changes before Commit, every file is in place
+// after it, permissions kept, and no temporary file is left.
+func TestBatch(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "sub", "b.md")
+	require.NoError(t, os.Mkdir(filepath.Dir(b), 0o755))
+	require.NoError(t, os.WriteFile(a, []byte("old"), 0o600))
+
+	var batch workspace.Batch
+	require.NoError(t, batch.AddJSON(a, map[string]int{"n": 1}))
+	require.NoError(t, batch.Add(b, []byte("new")))
+	got, err := os.ReadFile(a)
+	require.NoError(t, err)
+	assert.Equal(t, "old", string(got), "nothing changes before Commit")
+	require.NoError(t, batch.Commit())
+	got, err = os.ReadFile(a)
+	require.NoError(t, err)
+	assert.Equal(t, "{\n  \"n\": 1\n}\n", string(got))
+	got, err = os.ReadFile(b)
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(got))
+	st, err := os.Stat(a)
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o600), st.Mode().Perm())
+	assert.ElementsMatch(t, []string{"a.json", "sub"}, entries(t, dir))
+	assert.Equal(t, []string{"b.md"}, entries(t, filepath.Dir(b)))
+	require.NoError(t, batch.Commit(), "an empty batch commits nothing")
+
+	// A file that cannot be added is an error naming it; Discard drops what was added.
+	err = batch.Add(filepath.Join(dir, "missing", "c.md"), []byte("x"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "missing", "c.md"))
+	require.NoError(t, batch.Add(a, []byte("dropped")))
+	batch.Discard()
+	got, err = os.ReadFile(a)
+	require.NoError(t, err)
+	assert.Equal(t, "{\n  \"n\": 1\n}\n", string(got))
+	assert.ElementsMatch(t, []string{"a.json", "sub"}, entries(t, dir))
 }

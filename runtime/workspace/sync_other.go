@@ -1,0 +1,27 @@
+//go:build !linux
+
+package workspace
+
+import "os"
+
+// syncFiles makes the content of files durable, one at a time.
+func syncFiles(files []*os.File) error {
+	for _, f := range files {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDirs makes renames in dirs durable, where the system supports it.
+func syncDirs(dirs []string) {
+	for _, dir := range dirs {
+		d, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		_ = d.Sync() // not supported everywhere; the rename itself has happened
+		_ = d.Close()
+	}
+}
