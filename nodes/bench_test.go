@@ -61,13 +61,7 @@ func squadRun(b *testing.B, n, w int) int64 {
 		}
 		return scTurn(req, scCall("wait", map[string]string{})), nil
 	})
-	worker := scripted.NewFunc("bench-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		if scCalled(req)["write_file"] == 0 {
-			node := scNode(req)
-			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/" + node + "/scratch/note.md", "content": "A note on " + node + ".\n"})), nil
-		}
-		return scTurn(req, scCall("publish", map[string]string{"summary": "note.md"})), nil
-	})
+	worker := benchWorker()
 	s, err := nodes.New(nodes.WithHome(home), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
 		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithMaxConcurrent(w))
 	if err != nil {
@@ -94,8 +88,25 @@ func squadRun(b *testing.B, n, w int) int64 {
 	if completed != n {
 		b.Fatalf("%d of %d nodes completed", completed, n)
 	}
+	b.StartTimer()
+	return diskUsage(home)
+}
+
+// benchWorker is a worker that writes a note on its node and publishes it.
+func benchWorker() *scripted.Model {
+	return scripted.NewFunc("bench-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if scCalled(req)["write_file"] == 0 {
+			node := scNode(req)
+			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/" + node + "/scratch/note.md", "content": "A note on " + node + ".\n"})), nil
+		}
+		return scTurn(req, scCall("publish", map[string]string{"summary": "note.md"})), nil
+	})
+}
+
+// diskUsage returns the bytes of the files under dir.
+func diskUsage(dir string) int64 {
 	var disk int64
-	_ = filepath.WalkDir(home, func(_ string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if info, err := d.Info(); err == nil {
 				disk += info.Size()
@@ -103,6 +114,91 @@ func squadRun(b *testing.B, n, w int) int64 {
 		}
 		return nil
 	})
-	b.StartTimer()
 	return disk
+}
+
+// BenchmarkInfiniteCycles runs an infinite agent for 1,000 cycles, each woken by a message
+// from the human: the coordinator puts a node on the board, a worker writes a note and
+// publishes, and the coordinator closes the cycle. What a cycle costs must not grow with the
+// cycles before it: it reports ms per cycle over the first and the last 100 cycles, and the
+// bytes on disk after the run.
+func BenchmarkInfiniteCycles(b *testing.B) {
+	const cycles = 1000
+	for b.Loop() {
+		b.StopTimer()
+		home := b.TempDir()
+		coord := scripted.NewFunc("bench-cycles", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+			text, _ := scLast(req)
+			switch {
+			case strings.HasPrefix(text, "GOAL:") || strings.Contains(text, "[Message from human]"):
+				return scTurn(req, scCall("create_work_node", map[string]any{"task": "Write this cycle's note."})), nil
+			case strings.Contains(text, " completed: "):
+				return scTurn(req, scCall("finish", map[string]string{"output": "cycle done"})), nil
+			case strings.Contains(text, "The run is ending"):
+				return scripted.Turn{Text: "noted"}, nil
+			}
+			return scTurn(req, scCall("wait", map[string]string{})), nil
+		})
+		worker := benchWorker()
+		s, err := nodes.New(nodes.WithHome(home), nodes.WithMode(nodes.Infinite), nodes.WithCoordinatorModel(coord.Name()),
+			nodes.WithModel(worker.Name()), nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		events, stop := s.Subscribe(0)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Run(ctx, "Write a note whenever the human asks.")
+			done <- err
+		}()
+		b.StartTimer()
+		took := make([]time.Duration, cycles)
+		for i := range cycles {
+			start := time.Now()
+			if i > 0 { // the first cycle runs on the goal alone
+				if err := sendWhenRunning(s, fmt.Sprintf("Note %d, please.", i+1)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for e := range events {
+				if e.Type == "x.cycle_completed" {
+					break
+				}
+			}
+			took[i] = time.Since(start)
+		}
+		b.StopTimer()
+		if err := s.End(); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		stop()
+		cancel()
+		s.Close()
+		b.ReportMetric(msPerCycle(took[:100]), "ms/cycle-first100")
+		b.ReportMetric(msPerCycle(took[cycles-100:]), "ms/cycle-last100")
+		b.ReportMetric(float64(diskUsage(home)), "bytes-on-disk")
+		b.StartTimer()
+	}
+}
+
+// sendWhenRunning sends the human's message to the coordinator, once the run takes messages.
+func sendWhenRunning(s *nodes.Squad, body string) error {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		err := s.Send("coordinator", body)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+func msPerCycle(took []time.Duration) float64 {
+	var sum time.Duration
+	for _, d := range took {
+		sum += d
+	}
+	return float64(sum.Microseconds()) / 1000 / float64(len(took))
 }

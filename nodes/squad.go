@@ -104,6 +104,7 @@ type config struct {
 	mode          Mode
 	contextLimit  int
 	triggerClock  triggers.Clock
+	upSince       time.Time
 	coordTools    []tools.Tool
 	logger        *slog.Logger
 	wake          func(runID string)
@@ -193,6 +194,13 @@ func WithContextLimit(tokens int) Option { return func(c *config) { c.contextLim
 // triggers.FakeClock to make time pass at will.
 func WithTriggerClock(c triggers.Clock) Option { return func(c2 *config) { c2.triggerClock = c } }
 
+// WithUpSince says that the program has kept the agent since t (read on the trigger clock),
+// closing its squad while it rests and opening it again when its next trigger comes due
+// (Files.NextTrigger), as package server does: a trigger that came due since t fires as on
+// time, and only those that came due before t count as having come due while the agent was
+// down (triggers.Firing.Late). By default, late means due before the squad opened.
+func WithUpSince(t time.Time) Option { return func(c *config) { c.upSince = t } }
+
 // WithCoordinatorTools gives the coordinator tools beyond its own.
 func WithCoordinatorTools(ts ...tools.Tool) Option {
 	return func(c *config) { c.coordTools = append(c.coordTools, ts...) }
@@ -241,8 +249,8 @@ type Squad struct {
 	cur *run
 }
 
-// New returns a squad working from the agent's home folder (created if needed).
-func New(opts ...Option) (*Squad, error) {
+// newConfig returns the configuration opts make of the defaults.
+func newConfig(opts []Option) config {
 	c := config{
 		home: filepath.Join(".agiraph", "agent"), model: "anthropic/claude-sonnet-4-5",
 		maxConcurrent: 4, tick: time.Second, stall: 10 * time.Minute, maxAttempts: 2,
@@ -253,6 +261,14 @@ func New(opts ...Option) (*Squad, error) {
 	for _, o := range opts {
 		o(&c)
 	}
+	return c
+}
+
+// New returns a squad working from the agent's home folder (created if needed). It holds the
+// agent's files open (its state.db, its event log) and runs its triggers' scheduler until Close;
+// Files reads an agent's home without opening a squad.
+func New(opts ...Option) (*Squad, error) {
+	c := newConfig(opts)
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
@@ -304,7 +320,7 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	s.mem = mem
-	sched, err := triggers.Open(s.home.Triggers(), s.fire, triggers.WithClock(c.triggerClock))
+	sched, err := triggers.Open(s.home.Triggers(), s.fire, triggers.WithClock(c.triggerClock), triggers.WithUpSince(c.upSince))
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("nodes: %w", err)
@@ -522,6 +538,14 @@ func (s *Squad) ReadBoard(runID string) (Snapshot, error) {
 // Triggers returns the agent's triggers.
 func (s *Squad) Triggers() ([]triggers.Trigger, error) {
 	return s.sched.List(), nil
+}
+
+// SettleTriggers waits until the agent's triggers due by now have fired, each firing delivered:
+// into the run in progress, or into the agent's latest run, which WithWake was then asked to
+// resume. The squad fires its triggers by itself; a program that opened it because a trigger
+// came due (Files.NextTrigger) settles them before it closes the squad again.
+func (s *Squad) SettleTriggers(ctx context.Context) error {
+	return s.sched.Settle(ctx)
 }
 
 // Subscribe returns the agent's events after seq, in order: first those already logged, then

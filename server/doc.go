@@ -58,6 +58,16 @@
 // infinite agent whose run is not in progress is resumed when one of its triggers comes due,
 // as POST /resume would.
 //
+// An agent with no run in progress is at rest: the server holds no file of it open and runs no
+// goroutine for it. New reads each agent's agent.json and triggers.json, nothing more; an
+// agent's other files are checked (nodes.Files.Check) when it is first shown or used, and read
+// directly to answer the requests on it (summary, events, board, conversation, workspace,
+// memory). Its squad opens for a run, and closes when the run ends; a request on the run in
+// progress finds it open. One alarm for all the agents at rest (triggers.Alarm) opens an
+// agent's squad when its next trigger comes due, so that the trigger fires — on time, into the
+// agent's latest run, which it resumes — and the squad closes again. Damage a listing does not
+// read (the middle of events.jsonl) is found when the squad opens: the agent is then damaged.
+//
 // The server writes nothing to the standard streams; [WithLogger] says where it, and the
 // agents' squads, report what they cannot answer or log as events.
 package server

@@ -17,6 +17,8 @@ import (
 
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/runtime/bus"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/memory"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
@@ -106,11 +108,12 @@ func (s *Server) withAgent(h func(http.ResponseWriter, *http.Request, *agent)) h
 		case <-r.Context().Done():
 			return
 		}
-		if a.damaged != "" {
+		a.check()
+		if msg := a.damage(); msg != "" {
 			a.mu.Lock()
 			status := a.meta.Status
 			a.mu.Unlock()
-			writeError(w, http.StatusConflict, "agent %q is %s: %s", a.id, status, a.damaged)
+			writeError(w, http.StatusConflict, "agent %q is %s: %s", a.id, status, msg)
 			return
 		}
 		h(w, r, a)
@@ -281,8 +284,19 @@ func runError(w http.ResponseWriter, a *agent, err error) {
 	}
 }
 
+// withRun calls fn with the agent's squad, held open, if a run is in progress (its squad is
+// open); nodes.ErrNoRun otherwise.
+func withRun(a *agent, fn func(*nodes.Squad) error) error {
+	sq := a.borrow()
+	if sq == nil {
+		return nodes.ErrNoRun
+	}
+	defer a.release()
+	return fn(sq)
+}
+
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request, a *agent) {
-	if err := a.squad.Stop(); err != nil {
+	if err := withRun(a, (*nodes.Squad).Stop); err != nil {
 		runError(w, a, err)
 		return
 	}
@@ -304,7 +318,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
 	if to == "" {
 		to = bus.Coordinator
 	}
-	if err := a.squad.Send(to, req.Message); err != nil {
+	if err := withRun(a, func(sq *nodes.Squad) error { return sq.Send(to, req.Message) }); err != nil {
 		runError(w, a, err)
 		return
 	}
@@ -323,18 +337,20 @@ func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent)
 		return
 	}
 	to := req.Worker
-	if to == "" {
-		b, err := a.squad.Board()
-		if err != nil {
-			runError(w, a, err)
-			return
+	err := withRun(a, func(sq *nodes.Squad) error {
+		if to == "" {
+			b, err := sq.Board()
+			if err != nil {
+				return err
+			}
+			a.scan()
+			if to, _ = a.waiting(b); to == "" {
+				to = bus.Coordinator
+			}
 		}
-		a.scan()
-		if to, _ = a.waiting(b); to == "" {
-			to = bus.Coordinator
-		}
-	}
-	if err := a.squad.Answer(to, req.Response); err != nil {
+		return sq.Answer(to, req.Response)
+	})
+	if err != nil {
 		runError(w, a, err)
 		return
 	}
@@ -350,7 +366,7 @@ func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request, a *a
 	if !ok {
 		return
 	}
-	entries, total, err := a.squad.Conversation(int(after), int(limit))
+	entries, total, err := a.files.Conversation(int(after), int(limit))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "agent %q: %v", a.id, err)
 		return
@@ -569,7 +585,11 @@ func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agen
 }
 
 func (s *Server) handleMemoryList(w http.ResponseWriter, r *http.Request, a *agent) {
-	files, err := a.squad.Memory().List()
+	var files []string
+	err := a.memory(func(m *memory.Store) (err error) {
+		files, err = m.List()
+		return err
+	})
 	if err != nil {
 		writeError(w, http.StatusForbidden, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "memory: "))
 		return
@@ -590,7 +610,11 @@ func (s *Server) handleMemoryRead(w http.ResponseWriter, r *http.Request, a *age
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	content, err := a.squad.Memory().Read(p)
+	var content string
+	err := a.memory(func(m *memory.Store) (err error) {
+		content, err = m.Read(p)
+		return err
+	})
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "memory: ")
 		if strings.Contains(msg, "does not exist") {
@@ -614,7 +638,11 @@ func (s *Server) handleMemorySearch(w http.ResponseWriter, r *http.Request, a *a
 	if !s.text(w, "query", req.Query) {
 		return
 	}
-	res, err := a.squad.Memory().Search(req.Query, req.Limit)
+	var res string
+	err := a.memory(func(m *memory.Store) (err error) {
+		res, err = m.Search(req.Query, req.Limit)
+		return err
+	})
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad field \"query\": %s", strings.TrimPrefix(err.Error(), "memory: "))
 		return
@@ -631,7 +659,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, a *agent) 
 	if !ok {
 		return
 	}
-	evs, err := a.squad.Events(after, int(limit))
+	evs, err := a.events(after, int(limit))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "agent %q: %v", a.id, err)
 		return
@@ -669,34 +697,76 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, a *agent) 
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	events, stop := a.squad.Subscribe(after)
-	defer stop()
+	send := func(e eventlog.Event) bool {
+		data, err := json.Marshal(e)
+		if err != nil {
+			return true
+		}
+		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data); err != nil {
+			return false
+		}
+		after = e.Seq
+		return true
+	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	// While the agent's squad is open, its log's events as they come; at rest, those the file
+	// holds, then a look again once the squad opens or closes.
+	for {
+		events, stop, moved := a.subscribe(after)
+		if events == nil {
+			evs, err := a.files.Events(after, 0)
+			if err != nil {
+				s.cfg.logger.Error("cannot read the agent's events", "agent", a.id, "err", err)
+				return
+			}
+			for _, e := range evs {
+				if !send(e) {
+					return
+				}
+			}
+			if len(evs) > 0 && rc.Flush() != nil {
+				return
+			}
+		} else {
+			moved = nil // the channel closes when the squad does
+		}
+		if !s.follow(w, r, rc, a, events, moved, tick.C, send) {
+			stop()
+			return
+		}
+		stop()
+	}
+}
+
+// follow streams events to w until the channel closes, or moved is closed, and reports true;
+// false when the stream must end (the client left, the server closes, the agent was deleted).
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, a *agent,
+	events <-chan eventlog.Event, moved <-chan struct{}, tick <-chan time.Time, send func(eventlog.Event) bool) bool {
 	for {
 		select {
 		case <-r.Context().Done():
-			return
+			return false
 		case <-s.closing:
-			return
-		case <-tick.C:
+			return false
+		case <-a.forgotten:
+			return false
+		case <-moved:
+			return true
+		case <-tick:
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-				return
+				return false
 			}
 		case e, ok := <-events:
 			if !ok {
-				return
+				return true
 			}
-			data, err := json.Marshal(e)
-			if err != nil {
-				continue
-			}
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data); err != nil {
-				return
+			if !send(e) {
+				return false
 			}
 		}
 		if err := rc.Flush(); err != nil {
-			return
+			return false
 		}
 	}
 }

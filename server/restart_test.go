@@ -306,7 +306,9 @@ func TestStalled(t *testing.T) {
 }
 
 // An infinite agent paused by Close is woken by its trigger: with WithoutResume it stays
-// interrupted until its heartbeat comes due, which resumes it for the next cycle.
+// interrupted, at rest — no file of its open — until its heartbeat comes due, which opens it and
+// resumes it for the next cycle; the heartbeat fires on time, not as one that came due while the
+// agent was down.
 func TestTriggerWakesAnInterruptedAgent(t *testing.T) {
 	clock := triggers.NewFakeClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 	coord := scripted.NewFunc("heartbeat-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
@@ -342,7 +344,10 @@ func TestTriggerWakesAnInterruptedAgent(t *testing.T) {
 
 	c2 := start(t, root, team, server.WithoutResume())
 	assert.Equal(t, server.StatusInterrupted, c2.summary("watcher").Status)
+	requireNoneOpen(t, filepath.Join(root, "agents"))
 	clock.Advance(30 * time.Minute)
+	fired := c2.awaitEvent("watcher", func(e eventlog.Event) bool { return e.Type == "x.trigger_fired" })
+	assert.NotContains(t, fired.Text, "came due while the agent was down")
 	woken := c2.awaitEvent("watcher", func(e eventlog.Event) bool {
 		return e.Type == "x.cycle_completed" && strings.Contains(e.Text, "woken by the heartbeat")
 	})

@@ -133,17 +133,27 @@ type Server struct {
 	lock    *rootlock.Lock
 	slots   chan struct{} // one per run in progress
 	closing chan struct{} // closed by Close: event streams end
+	ctx     context.Context
+	stop    context.CancelFunc // ends ctx, with Close
 	wg      sync.WaitGroup
 
-	mu     sync.Mutex
-	agents map[string]*agent
-	closed bool
+	mu        sync.Mutex
+	agents    map[string]*agent
+	closed    bool
+	closeErrs []error // met closing squads while the server closes
+
+	alarmMu      sync.Mutex
+	alarms       []clockAlarm // one per trigger clock: most often one
+	alarmsClosed bool
 }
 
-// New returns a server over the agents found under the root folder: it re-opens their squads
-// and resumes, in the background, the runs that were in progress when the server stopped (those
-// it paused when it closed, and those a crash left working or waiting for the human), unless
-// [WithoutResume] is given. Runs that finished or failed are left as they are.
+// New returns a server over the agents found under the root folder, and resumes, in the
+// background, the runs that were in progress when the server stopped (those it paused when it
+// closed, and those a crash left working or waiting for the human), unless [WithoutResume] is
+// given. Runs that finished or failed are left as they are. An agent with no run in progress
+// costs the server no open file and no goroutine: New reads its agent.json and triggers.json,
+// and opens its squad only to run it, or when one of its triggers comes due; its other files are
+// checked when it is first shown or used.
 func New(opts ...Option) (*Server, error) {
 	c := config{root: filepath.Join(".agiraph", "server"), now: time.Now, maxText: DefaultMaxText, maxRuns: DefaultMaxRuns}
 	for _, o := range opts {
@@ -154,6 +164,7 @@ func New(opts ...Option) (*Server, error) {
 	}
 	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, max(c.maxRuns, 1)), closing: make(chan struct{}),
 		agents: map[string]*agent{}}
+	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.handler = s.guard(s.mux)
 	if host, _, err := net.SplitHostPort(c.addr); err == nil && host != "" && !net.ParseIP(strings.Trim(host, "[]")).IsUnspecified() {
 		s.cfg.hosts = append(s.cfg.hosts, c.addr)
@@ -163,6 +174,7 @@ func New(opts ...Option) (*Server, error) {
 	case errors.Is(err, errors.ErrUnsupported):
 		c.logger.Warn("two servers on one root cannot be prevented here", "err", err)
 	case err != nil:
+		s.stop()
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.lock = lock
@@ -186,6 +198,7 @@ func New(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	next := map[*agent]time.Time{}
 	for _, e := range entries {
 		if !e.IsDir() || workspace.ValidID(e.Name()) != nil {
 			continue
@@ -197,10 +210,20 @@ func New(opts ...Option) (*Server, error) {
 		if a == nil {
 			continue // deleted
 		}
+		if a.damage() == "" {
+			if at, err := a.files.NextTrigger(); err != nil {
+				a.markDamaged(err)
+			} else if !at.IsZero() {
+				next[a] = at
+			}
+		}
 		s.agents[a.id] = a
 	}
 	s.routes()
 	ok = true
+	for a, at := range next {
+		a.alarm.Set(a.id, at)
+	}
 	if !c.noResume {
 		for _, a := range s.agents {
 			a.mu.Lock()
@@ -220,12 +243,15 @@ func New(opts ...Option) (*Server, error) {
 
 func (s *Server) agentsDir() string { return filepath.Join(s.cfg.root, "agents") }
 
+// agentDir returns the home of agent id.
+func (s *Server) agentDir(id string) string { return filepath.Join(s.agentsDir(), id) }
+
 // ServeHTTP serves a request of the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// Close pauses the runs in progress (their contexts end), waits for them to return, ends the
-// event streams and closes the agents' squads. The runs are "interrupted": a server started
-// again on the same root resumes them. The server answers 503 afterwards.
+// Close pauses the runs in progress (their contexts end), waits for them to return and for
+// the agents' squads to close, and ends the event streams. The runs are "interrupted": a
+// server started again on the same root resumes them. The server answers 503 afterwards.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -239,6 +265,8 @@ func (s *Server) Close() error {
 		all = append(all, a)
 	}
 	s.mu.Unlock()
+	s.closeAlarms()
+	s.stop()
 	var wg sync.WaitGroup
 	for _, a := range all {
 		wg.Add(1)
@@ -246,12 +274,12 @@ func (s *Server) Close() error {
 	}
 	wg.Wait()
 	s.wg.Wait()
-	var errs []error
 	for _, a := range all {
-		if a.squad != nil {
-			errs = append(errs, a.squad.Close())
-		}
+		a.waitClosed() // after the requests that held it open
 	}
+	s.mu.Lock()
+	errs := s.closeErrs
+	s.mu.Unlock()
 	if s.lock != nil {
 		errs = append(errs, s.lock.Release())
 	}
@@ -270,6 +298,11 @@ type meta struct {
 	Output  string    `json:"output,omitempty"`
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
+	// Nodes and Workers count the board of run Counted as it ended: the summary of an agent at
+	// rest reads no board.
+	Counted string `json:"counted,omitempty"`
+	Nodes   int    `json:"nodes,omitempty"`
+	Workers int    `json:"workers,omitempty"`
 	// Deleted marks an agent DELETE forgot: its files stay, and the server does not open it
 	// again (nor resume its run).
 	Deleted bool `json:"deleted,omitempty"`
@@ -277,37 +310,9 @@ type meta struct {
 
 const metaFile = "agent.json"
 
-// agent is one agent of the server: its squad and its run goroutine.
-type agent struct {
-	id    string
-	home  workspace.Home
-	squad *nodes.Squad
-	now   func() time.Time
-	log   *slog.Logger
-
-	mu      sync.Mutex
-	meta    meta
-	running bool
-	gone    bool          // deleted or closed: no more runs
-	done    chan struct{} // closed when the run goroutine ends
-	cancel  context.CancelFunc
-
-	// damaged says why the agent's files could not be opened, or its squad made; such an
-	// agent has no squad, is listed with its error, and answers nothing else.
-	damaged string
-	ready   chan struct{}   // closed once the squad is made (or could not be)
-	ended   *nodes.Snapshot // the board of the last run, read once it is not in progress (a.mu)
-	starts  int             // the runs started, so that a board read before one is not kept (a.mu)
-
-	scanMu   sync.Mutex
-	scanned  int64     // the last event seen by scan
-	asking   string    // the coordinator's question waiting for the human, if any
-	stalled  string    // what the run waits on, while the last event is an agent.waiting
-	lastTime time.Time // the time of the last event
-}
-
 // squadOptions returns the options of an agent's squad.
-func (s *Server) squadOptions(id string, m meta) []nodes.Option {
+func (s *Server) squadOptions(a *agent, m meta) []nodes.Option {
+	id := a.id
 	opts := []nodes.Option{nodes.WithLogger(s.cfg.logger.With("agent", id))}
 	if s.cfg.squadOpts != nil {
 		opts = append(opts, s.cfg.squadOpts(id)...)
@@ -318,7 +323,7 @@ func (s *Server) squadOptions(id string, m meta) []nodes.Option {
 	if m.Mode == string(nodes.Infinite) {
 		opts = append(opts, nodes.WithMode(nodes.Infinite))
 	}
-	return append(opts, nodes.WithHome(filepath.Join(s.agentsDir(), id)),
+	return append(opts, nodes.WithHome(s.agentDir(id)), nodes.WithUpSince(a.upSince),
 		nodes.WithWake(func(runID string) { s.wake(id, runID) }))
 }
 
@@ -338,9 +343,10 @@ func (s *Server) wake(id, runID string) {
 	}
 }
 
-// reopen opens the agent id found under root; nil for an agent that was deleted.
+// reopen takes up the agent id found under root, at rest, from its agent.json; nil for an
+// agent that was deleted.
 func (s *Server) reopen(id string) (*agent, error) {
-	home := workspace.Home(filepath.Join(s.agentsDir(), id))
+	home := workspace.Home(s.agentDir(id))
 	var m meta
 	err := workspace.ReadJSON(filepath.Join(string(home), metaFile), &m)
 	switch {
@@ -365,11 +371,7 @@ func (s *Server) reopen(id string) (*agent, error) {
 	case m.Status == "":
 		m.Status = StatusIdle
 	}
-	sq, err := nodes.New(s.squadOptions(id, m)...)
-	if err != nil {
-		return nil, err
-	}
-	a := &agent{id: id, home: home, squad: sq, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m, ready: closed()}
+	a := s.newAgent(id, m)
 	if crashed {
 		a.log.Info("the run was in progress when the server stopped", "run", m.Run)
 		a.mu.Lock()
@@ -382,15 +384,14 @@ func (s *Server) reopen(id string) (*agent, error) {
 // damagedAgent stands for agent id, whose files could not be opened (err), unless its
 // agent.json says it was deleted.
 func (s *Server) damagedAgent(id string, err error) *agent {
-	home := workspace.Home(filepath.Join(s.agentsDir(), id))
 	var m meta
-	if workspace.ReadJSON(filepath.Join(string(home), metaFile), &m) == nil && m.Deleted {
+	if workspace.ReadJSON(filepath.Join(s.agentDir(id), metaFile), &m) == nil && m.Deleted {
 		return nil
 	}
-	msg := fmt.Sprintf("%v (repair or remove the file, then restart the server; DELETE forgets the agent)", err)
-	s.cfg.logger.Error("agent damaged; the others are served", "agent", id, "err", err)
-	m.ID, m.Status, m.Error = id, StatusDamaged, msg
-	return &agent{id: id, home: home, now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m, damaged: msg, gone: true, ready: closed()}
+	m.ID = id
+	a := s.newAgent(id, m)
+	a.markDamaged(err)
+	return a
 }
 
 // closed returns a closed channel: the ready of an agent that is ready from the start.
@@ -421,7 +422,9 @@ var (
 
 // start starts a run in the background: a new one toward goal (with id runID, or a new id when
 // it is empty), or, with resume, the run runID. A run to resume whose folder was never made
-// (the server stopped before the squad began it) begins anew toward the agent's goal.
+// (the server stopped before the squad began it) begins anew toward the agent's goal. The run
+// holds the agent's squad open while it lasts: the squad open now, if it is (a trigger's firing
+// woke the run), else one it opens once it has its place among the runs in progress.
 func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -446,6 +449,7 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 	a.running, a.done, a.cancel, a.ended = true, done, cancel, nil
 	a.starts++
 	a.meta.Run, a.meta.Status, a.meta.Error, a.meta.Output = id, StatusWorking, "", ""
+	a.meta.Counted, a.meta.Nodes, a.meta.Workers = "", 0, 0
 	if goal != "" {
 		a.meta.Goal = goal
 	}
@@ -454,6 +458,11 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 	case s.slots <- struct{}{}:
 	default:
 		a.meta.Status, queued = StatusQueued, true
+	}
+	var sq *nodes.Squad
+	if !queued && a.squad != nil {
+		sq = a.squad
+		a.refs++
 	}
 	a.meta.Updated = a.now().UTC()
 	a.save()
@@ -471,20 +480,23 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 		if err == nil {
 			defer func() { <-s.slots }()
 		}
+		if err == nil && sq == nil {
+			sq, err = s.open(ctx, a)
+		}
 		switch {
 		case err != nil:
 		case resume:
-			res, err = a.squad.Resume(ctx, id)
+			res, err = sq.Resume(ctx, id)
 			if errors.Is(err, nodes.ErrNotStarted) && again != "" {
-				res, err = a.squad.RunID(ctx, id, again)
+				res, err = sq.RunID(ctx, id, again)
 			}
 		default:
-			res, err = a.squad.RunID(ctx, id, goal)
+			res, err = sq.RunID(ctx, id, goal)
 		}
 		a.mu.Lock()
-		defer a.mu.Unlock()
 		a.running = false
 		switch {
+		case errors.Is(err, errDamaged):
 		case err == nil && res.Finished:
 			a.meta.Status, a.meta.Output = StatusComplete, res.Output
 			a.log.Info("run completed", "run", id)
@@ -495,10 +507,32 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 			a.meta.Status, a.meta.Error = StatusFailed, err.Error()
 			a.log.Error("run failed", "run", id, "err", err)
 		}
-		a.meta.Updated = a.now().UTC()
-		a.save()
+		if err == nil {
+			a.meta.Counted, a.meta.Nodes, a.meta.Workers = id, len(res.Board.Nodes), len(res.Board.Workers)
+		}
+		if !errors.Is(err, errDamaged) {
+			a.meta.Updated = a.now().UTC()
+			a.save()
+		}
+		a.mu.Unlock()
+		if sq != nil {
+			a.release() // the run's events are all logged: its squad closes, unless something else holds it
+		}
 	}()
 	return nil
+}
+
+// open opens the squad of a run of a, once its files are checked; ctx's error if ctx ended
+// (the server closes), errDamaged if the files are damaged.
+func (s *Server) open(ctx context.Context, a *agent) (*nodes.Squad, error) {
+	a.check()
+	if msg := a.damage(); msg != "" {
+		return nil, fmt.Errorf("%w: %s", errDamaged, msg)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return a.acquireChecked()
 }
 
 // wait waits, for a queued run of a, until a place among the runs in progress frees, and takes
@@ -547,10 +581,11 @@ func (a *agent) newRunID() string {
 }
 
 // finish pauses the agent's run, if one is in progress (its context ends: the run is
-// interrupted, and can be resumed), waits for it, and refuses further runs.
+// interrupted, and can be resumed), waits for it, and refuses further runs and triggers.
 func (a *agent) finish() {
 	a.mu.Lock()
 	a.gone = true
+	a.alarm.Set(a.id, time.Time{})
 	running, done, cancel := a.running, a.done, a.cancel
 	a.mu.Unlock()
 	if !running {
@@ -560,25 +595,35 @@ func (a *agent) finish() {
 	<-done
 }
 
-// scan reads the events logged since the last scan, to follow the coordinator's questions and
-// the time of the last event.
+// scan follows the agent's events, for the coordinator's question, what a stalled run waits on
+// and the time of the last event. While the agent works, it reads the events logged since the
+// last scan (all of them the first time, for a question asked before a restart); at rest, only
+// the last event, once each time the squad has closed: listing many agents at rest costs no
+// reading of their histories.
 func (a *agent) scan() {
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()
-	evs, err := a.squad.Events(a.scanned, 0)
-	if err != nil {
+	a.mu.Lock()
+	rest := !a.running && a.squad == nil && a.busy == nil
+	moved := a.moved
+	a.mu.Unlock()
+	if rest {
+		if a.restSeen == moved {
+			return // nothing was logged since
+		}
+		e, ok, err := a.files.LastEvent()
+		if err != nil {
+			return
+		}
+		a.restSeen = moved
+		if ok {
+			a.saw(e)
+		}
 		return
 	}
-	for _, e := range evs {
-		a.scanned = e.Seq
-		if e.Time.After(a.lastTime) {
-			a.lastTime = e.Time
-		}
-		if e.Type == eventlog.AgentWaiting {
-			a.stalled = e.Text
-		} else {
-			a.stalled = ""
-		}
+	a.restSeen = nil
+	a.scanned, _ = a.files.EventsFrom(a.scanned, func(e eventlog.Event) bool {
+		a.saw(e)
 		switch {
 		case e.Type == eventlog.HumanQuestion && e.Worker == bus.Coordinator:
 			a.asking = e.Text
@@ -586,6 +631,20 @@ func (a *agent) scan() {
 			e.Type == eventlog.AgentStarted, e.Type == eventlog.AgentCompleted:
 			a.asking = ""
 		}
+		return true
+	})
+}
+
+// saw takes e, the agent's latest event, for the last event's time and what a stalled run
+// waits on; the caller holds a.scanMu.
+func (a *agent) saw(e eventlog.Event) {
+	if e.Time.After(a.lastTime) {
+		a.lastTime = e.Time
+	}
+	if e.Type == eventlog.AgentWaiting {
+		a.stalled = e.Text
+	} else {
+		a.stalled = ""
 	}
 }
 
@@ -594,8 +653,12 @@ func (a *agent) board() (nodes.Snapshot, string, error) {
 	a.mu.Lock()
 	run := a.meta.Run
 	a.mu.Unlock()
-	if b, err := a.squad.Board(); err == nil {
-		return b, run, nil
+	if sq := a.borrow(); sq != nil {
+		b, err := sq.Board()
+		a.release()
+		if err == nil {
+			return b, run, nil
+		}
 	}
 	if run == "" {
 		return nodes.Snapshot{}, "", nil
@@ -608,7 +671,7 @@ func (a *agent) board() (nodes.Snapshot, string, error) {
 		return nodes.Snapshot{}, run, err
 	}
 	root.Close()
-	b, err := a.squad.ReadBoard(run)
+	b, err := a.files.Board(run)
 	return b, run, err
 }
 
@@ -696,10 +759,11 @@ func (a *agent) summary() Summary {
 		return Summary{ID: a.id, Status: a.meta.Status, Run: a.meta.Run, Goal: a.meta.Goal, Model: a.meta.Model, Error: a.meta.Error,
 			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
 	}
-	if a.damaged != "" {
+	a.check()
+	if msg := a.damage(); msg != "" {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return Summary{ID: a.id, Status: a.meta.Status, Error: a.damaged, Goal: a.meta.Goal, Run: a.meta.Run, Model: a.meta.Model,
+		return Summary{ID: a.id, Status: a.meta.Status, Error: msg, Goal: a.meta.Goal, Run: a.meta.Run, Model: a.meta.Model,
 			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
 	}
 	a.scan()
@@ -714,8 +778,13 @@ func (a *agent) summary() Summary {
 	if sum.Status == "" {
 		sum.Status = StatusIdle
 	}
-	b := a.summaryBoard(running)
-	sum.Nodes, sum.Workers = len(b.Nodes), len(b.Workers)
+	var b nodes.Snapshot
+	if !running && m.Run != "" && m.Counted == m.Run {
+		sum.Nodes, sum.Workers = m.Nodes, m.Workers
+	} else {
+		b = a.summaryBoard(running)
+		sum.Nodes, sum.Workers = len(b.Nodes), len(b.Workers)
+	}
 	if running && m.Status != StatusQueued {
 		sum.Status = StatusWorking
 		if who, q := a.waiting(b); who != "" {
@@ -777,13 +846,14 @@ func (s *Server) add(id, goal, model, mode string) (*agent, int, error) {
 	if _, ok := s.agents[id]; ok {
 		return nil, http.StatusConflict, fmt.Errorf("agent %q already exists", id)
 	}
-	dir := filepath.Join(s.agentsDir(), id)
+	dir := s.agentDir(id)
 	if _, err := os.Lstat(dir); err == nil {
 		return nil, http.StatusConflict, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir)
 	}
 	now := s.cfg.now().UTC()
-	m := meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusWorking, Created: now, Updated: now}
-	a := &agent{id: id, home: workspace.Home(dir), now: s.cfg.now, log: s.cfg.logger.With("agent", id), meta: m, ready: make(chan struct{})}
+	a := s.newAgent(id, meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusWorking, Created: now, Updated: now})
+	a.ready = make(chan struct{})
+	a.checked.Do(func() {}) // its files are the squad's own, from the start
 	a.meta.Run = a.newRunID()
 	s.agents[id] = a
 	s.wg.Add(1)
@@ -795,22 +865,18 @@ func (s *Server) add(id, goal, model, mode string) (*agent, int, error) {
 // error.
 func (s *Server) setUp(a *agent, goal string) {
 	defer s.wg.Done()
+	_, err := a.acquire()
 	a.mu.Lock()
 	m := a.meta
-	a.mu.Unlock()
-	sq, err := nodes.New(s.squadOptions(a.id, m)...)
-	a.mu.Lock()
 	if err != nil {
 		a.meta.Status, a.meta.Error = StatusFailed, fmt.Sprintf("the agent could not be set up: %v", err)
 		a.damaged = a.meta.Error
 		a.log.Error("agent not set up", "err", err)
-	} else {
-		a.squad = sq
 	}
 	a.save()
 	a.mu.Unlock()
-	defer close(a.ready) // once the first run started: a request then finds it in progress
 	if err != nil {
+		close(a.ready)
 		return
 	}
 	if err := s.start(a, goal, m.Run, false); err != nil && !errors.Is(err, errGone) {
@@ -819,6 +885,8 @@ func (s *Server) setUp(a *agent, goal string) {
 		a.save()
 		a.mu.Unlock()
 	}
+	close(a.ready) // once the first run started: a request then finds it in progress
+	a.release()    // the run holds the squad now (or, queued, opens it again when its turn comes)
 }
 
 var errClosed = errors.New("the server is closed")
@@ -860,8 +928,8 @@ func (s *Server) list() []*agent {
 	return all
 }
 
-// remove forgets the agent id, pausing its run and closing its squad; its agent.json says so,
-// for the servers opened later.
+// remove forgets the agent id, pausing its run (its squad then closes) and ending its event
+// streams; its agent.json says so, for the servers opened later.
 func (s *Server) remove(id string) (int, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -881,8 +949,7 @@ func (s *Server) remove(id string) (int, error) {
 	a.meta.Deleted, a.meta.Updated = true, a.now().UTC()
 	a.save()
 	a.mu.Unlock()
-	if a.squad == nil {
-		return 0, nil
-	}
-	return 0, a.squad.Close()
+	close(a.forgotten)
+	a.waitClosed()
+	return 0, nil
 }

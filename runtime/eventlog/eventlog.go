@@ -13,7 +13,8 @@
 // typos do not make their way into the log.
 //
 // A Log assumes it is the only writer of its file: open a file once per process, and not from
-// several processes at a time.
+// several processes at a time. [ReadFile], [Scan] and [Last] read a log file without opening it
+// as a Log — with no file held open between calls — whether a Log appends to it or not.
 package eventlog
 
 import (

@@ -33,7 +33,8 @@ var ErrNotActive = errors.New("trigger is not active")
 const maxWait = time.Minute
 
 type config struct {
-	clock Clock
+	clock   Clock
+	upSince time.Time
 }
 
 // Option configures a [Scheduler].
@@ -42,6 +43,15 @@ type Option func(*config)
 // WithClock makes the scheduler read time from c instead of the system clock.
 func WithClock(c Clock) Option {
 	return func(cfg *config) { cfg.clock = c }
+}
+
+// WithUpSince says that the program has kept the agent since t, on the scheduler's clock,
+// opening its scheduler only when a trigger comes due ([Scheduler.Next], [Alarm]): [Scheduler.Start]
+// counts as late ([Firing.Late]) only the triggers that came due before t — while the program
+// was down — and fires those that came due since as on time. By default, and for a t after
+// Start, late means due before Start.
+func WithUpSince(t time.Time) Option {
+	return func(cfg *config) { cfg.upSince = t }
 }
 
 // fileState is the content of triggers.json.
@@ -60,9 +70,10 @@ type queued struct {
 // Scheduler holds an agent's triggers, persists them and fires them. Its methods are safe for
 // concurrent use.
 type Scheduler struct {
-	path  string
-	fire  func(Firing)
-	clock Clock
+	path    string
+	fire    func(Firing)
+	clock   Clock
+	upSince time.Time
 
 	mu       sync.Mutex
 	triggers []*Trigger // in the order they were added
@@ -78,10 +89,12 @@ type Scheduler struct {
 	closed   bool
 
 	// For Settle: pokes counts the changes the loop must look at; seen is pokes as of the
-	// loop's last look; waiting says the loop is blocked until waitUntil (zero: no deadline).
+	// loop's last look; waiting says the loop is blocked until waitUntil (zero: no deadline);
+	// waited is closed (and replaced) each time the loop begins to wait.
 	pokes, seen uint64
 	waiting     bool
 	waitUntil   time.Time
+	waited      chan struct{}
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -102,15 +115,17 @@ func Open(path string, fire func(Firing), opts ...Option) (*Scheduler, error) {
 		o(&cfg)
 	}
 	s := &Scheduler{
-		path:   path,
-		fire:   fire,
-		clock:  cfg.clock,
-		byID:   map[string]*Trigger{},
-		scheds: map[string]cron.Schedule{},
-		late:   map[string]bool{},
-		loaded: map[string]bool{},
-		nextID: 1,
-		wake:   make(chan struct{}, 1),
+		path:    path,
+		fire:    fire,
+		clock:   cfg.clock,
+		upSince: cfg.upSince.Round(0),
+		byID:    map[string]*Trigger{},
+		scheds:  map[string]cron.Schedule{},
+		late:    map[string]bool{},
+		loaded:  map[string]bool{},
+		nextID:  1,
+		wake:    make(chan struct{}, 1),
+		waited:  make(chan struct{}),
 	}
 	var st fileState
 	if err := workspace.ReadJSON(path, &st); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -146,9 +161,10 @@ func Open(path string, fire func(Firing), opts ...Option) (*Scheduler, error) {
 func (s *Scheduler) now() time.Time { return s.clock.Now().Round(0) }
 
 // Start starts the loop that fires triggers; it runs until ctx ends or Close is called. Triggers
-// read by Open that came due while the process was down fire once, at once, with [Firing.Late]
-// set; recurring ones then continue from now. (A trigger added since Open is never late, even
-// an at_time one whose At had passed.) Calling Start again, or after Close, does nothing.
+// read by Open that came due while the process was down (before Start, or before the time of
+// [WithUpSince]) fire once, at once, with [Firing.Late] set; recurring ones then continue from
+// now. (A trigger added since Open is never late, even an at_time one whose At had passed.)
+// Calling Start again, or after Close, does nothing.
 func (s *Scheduler) Start(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,9 +172,12 @@ func (s *Scheduler) Start(ctx context.Context) {
 		return
 	}
 	s.started = true
-	now := s.now()
+	down := s.now() // triggers due before it came due while the process was down
+	if !s.upSince.IsZero() && s.upSince.Before(down) {
+		down = s.upSince
+	}
 	for _, t := range s.triggers {
-		if s.loaded[t.ID] && t.Status == Active && t.Type.timed() && !t.Next.IsZero() && t.Next.Before(now) {
+		if s.loaded[t.ID] && t.Status == Active && t.Type.timed() && !t.Next.IsZero() && t.Next.Before(down) {
 			s.late[t.ID] = true
 		}
 	}
@@ -282,6 +301,14 @@ func (s *Scheduler) Cancel(id string) error {
 	return nil
 }
 
+// Next returns when the earliest active trigger that fires at a time comes due; zero when
+// none does (on_event triggers fire on events, not at a time).
+func (s *Scheduler) Next() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.earliestLocked()
+}
+
 // Get returns the trigger id, if there is one.
 func (s *Scheduler) Get(id string) (Trigger, bool) {
 	s.mu.Lock()
@@ -367,10 +394,12 @@ func (s *Scheduler) activityLocked(at time.Time) {
 	}
 }
 
-// Settle waits until the loop has fired everything due at the clock's current time and is
-// waiting for the next due time or change. It is meant for tests with a [FakeClock]: advance the
-// clock, Settle, then look at what fired. It returns an error if the scheduler is not started,
-// stops, or ctx ends first. Settle must not be called from the fire function.
+// Settle waits until the loop has fired everything due at the clock's current time (each
+// firing's fire function returned) and is waiting for the next due time or change. Tests with a
+// [FakeClock] advance the clock, Settle, then look at what fired; a program that opened the
+// scheduler because a trigger came due Settles before it closes it again. It returns an error if
+// the scheduler is not started, stops, or ctx ends first. Settle must not be called from the
+// fire function.
 func (s *Scheduler) Settle(ctx context.Context) error {
 	s.mu.Lock()
 	started, done := s.started, s.done
@@ -381,16 +410,19 @@ func (s *Scheduler) Settle(ctx context.Context) error {
 	for {
 		s.mu.Lock()
 		ok := s.waiting && s.seen == s.pokes && (s.waitUntil.IsZero() || s.waitUntil.After(s.now()))
+		waited := s.waited
 		s.mu.Unlock()
 		if ok {
 			return nil
 		}
+		// Whatever keeps it from being settled — a change, a due time reached — wakes the loop,
+		// which closes waited when it next waits.
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-done:
 			return ErrClosed
-		case <-time.After(200 * time.Microsecond):
+		case <-waited:
 		}
 	}
 }
@@ -456,6 +488,8 @@ func (s *Scheduler) loop(ctx context.Context) {
 			}
 		}
 		s.waiting, s.waitUntil = true, deadline
+		close(s.waited)
+		s.waited = make(chan struct{})
 		s.mu.Unlock()
 		select {
 		case <-ctx.Done():

@@ -37,6 +37,14 @@
 // RFC 3339, durations (delay, interval, idle) in seconds (see [Duration]). next_id keeps ids
 // from being reused after a restart.
 //
+// # Agents at rest
+//
+// A program that keeps many agents need not keep a scheduler — a goroutine and a timer — for
+// each: it closes the scheduler of an agent at rest, sets an [Alarm] (one goroutine for any
+// number of agents) to [Scheduler.Next], and opens the scheduler again when the alarm rings,
+// with [WithUpSince] so that what came due since the program started fires on time rather than
+// late; [Scheduler.Settle] then waits until it has fired, and the scheduler is closed again.
+//
 // # Tools
 //
 // [Scheduler.Tools] returns schedule, list_triggers and cancel_trigger, the tools through which

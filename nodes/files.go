@@ -1,0 +1,158 @@
+package nodes
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/memory"
+	"github.com/agiraph/agiraph/runtime/triggers"
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// Files reads an agent's home without opening its squad: it holds no file open between calls
+// and runs no goroutine. A program that keeps many agents reads those at rest through it, and
+// opens a Squad only to run one, or when its next trigger comes due (NextTrigger) — as package
+// server does. Its methods are safe for concurrent use, also with a squad open on the home.
+type Files struct {
+	cfg  config
+	home workspace.Home
+}
+
+// ReadFiles returns the Files of the home of the squad New would open with opts (of which the
+// home, the clock and the trigger clock matter). It reads nothing yet.
+func ReadFiles(opts ...Option) *Files {
+	c := newConfig(opts)
+	return &Files{cfg: c, home: workspace.Home(c.home)}
+}
+
+// Home returns the agent's home folder.
+func (f *Files) Home() workspace.Home { return f.home }
+
+// TriggerClock returns the clock the agent's triggers run on (WithTriggerClock).
+func (f *Files) TriggerClock() triggers.Clock { return f.cfg.triggerClock }
+
+// Check returns the first damage it finds in the agent's files, naming the file and how to
+// repair it — what would keep New from opening the squad — reading what a listing of many
+// agents can afford: conversation.jsonl, triggers.json, the header of state.db (of the squad's
+// own saver) and the last line of events.jsonl. CheckAll reads every line of events.jsonl too,
+// as New does. A missing file is no damage, nor is a torn last line of a log (what a crash
+// leaves).
+func (f *Files) Check() error {
+	if _, err := (&conversation{path: f.home.Conversation()}).scan(func(Entry) bool { return true }); err != nil {
+		return err
+	}
+	sched, err := triggers.Open(f.home.Triggers(), func(triggers.Firing) {})
+	if err != nil {
+		return fmt.Errorf("nodes: %w", err)
+	}
+	_ = sched.Close()
+	if _, _, err := eventlog.Last(f.home.Events()); err != nil {
+		return fmt.Errorf("nodes: %w", err)
+	}
+	if f.cfg.saver != nil {
+		return nil
+	}
+	return checkSQLite(filepath.Join(string(f.home), "state.db"))
+}
+
+// CheckAll is Check, reading every line of events.jsonl.
+func (f *Files) CheckAll() error {
+	if err := f.Check(); err != nil {
+		return err
+	}
+	if _, err := eventlog.Scan(f.home.Events(), 0, func(eventlog.Event) bool { return true }); err != nil {
+		return fmt.Errorf("nodes: %w", err)
+	}
+	return nil
+}
+
+// sqliteHeader begins every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// checkSQLite returns an error unless the file at path is missing, empty or begins as a SQLite
+// database does.
+func checkSQLite(path string) error {
+	fh, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("nodes: %w", err)
+	}
+	defer fh.Close()
+	head := make([]byte, len(sqliteHeader))
+	n, err := io.ReadFull(fh, head)
+	switch {
+	case n == 0 && (err == io.EOF || err == nil):
+		return nil // a new database
+	case err != nil && err != io.ErrUnexpectedEOF:
+		return fmt.Errorf("nodes: %s: %w", path, err)
+	case string(head[:n]) != sqliteHeader:
+		return fmt.Errorf("nodes: %s is damaged: %w (its header is not SQLite's; restore it from a backup, or remove it to lose the checkpoints of the agent's runs)", path, sqlite.ErrNotDatabase)
+	}
+	return nil
+}
+
+// Board reads the board of the agent's run runID from its folder.
+func (f *Files) Board(runID string) (Snapshot, error) {
+	b, err := openBoard(f.home.Run(runID), f.cfg.now)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return b.Snapshot(), nil
+}
+
+// Conversation reads a page of the agent's conversation, as Squad.Conversation does.
+func (f *Files) Conversation(after, limit int) ([]Entry, int, error) {
+	var out []Entry
+	total := 0
+	_, err := (&conversation{path: f.home.Conversation()}).scan(func(e Entry) bool {
+		total = max(total, e.Seq)
+		if e.Seq > after && (limit <= 0 || len(out) < limit) {
+			out = append(out, e)
+		}
+		return true
+	})
+	return out, total, err
+}
+
+// Events reads the logged events after seq, up to limit (0: all), as Squad.Events does.
+func (f *Files) Events(after int64, limit int) ([]eventlog.Event, error) {
+	return eventlog.ReadFile(f.home.Events(), after, limit)
+}
+
+// EventsFrom reads the events logged from byte offset off of events.jsonl on, and returns the
+// offset to read the next ones from (see eventlog.Scan): to follow the agent's events whether
+// its squad is open or not.
+func (f *Files) EventsFrom(off int64, fn func(eventlog.Event) bool) (int64, error) {
+	return eventlog.Scan(f.home.Events(), off, fn)
+}
+
+// LastEvent returns the agent's last logged event; false when it has none.
+func (f *Files) LastEvent() (eventlog.Event, bool, error) {
+	return eventlog.Last(f.home.Events())
+}
+
+// Memory returns the agent's long-term memory (see memory.Open).
+func (f *Files) Memory() (*memory.Store, error) {
+	return memory.Open(f.home, memory.WithClock(f.cfg.now))
+}
+
+// NextTrigger returns when the agent's next trigger that fires at a time comes due, as saved
+// in triggers.json (a squad saves it as it closes); zero when none does. A trigger that fires on
+// an event fires only while the squad is open, for only a run logs events.
+func (f *Files) NextTrigger() (time.Time, error) {
+	sched, err := triggers.Open(f.home.Triggers(), func(triggers.Firing) {}, triggers.WithClock(f.cfg.triggerClock))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("nodes: %w", err)
+	}
+	next := sched.Next()
+	return next, sched.Close()
+}

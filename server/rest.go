@@ -1,0 +1,352 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/memory"
+	"github.com/agiraph/agiraph/runtime/triggers"
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// An agent at rest — no run in progress — costs the server no open file and no goroutine: its
+// squad is closed, and what the API shows of it is read from its files (nodes.Files). Its squad
+// is opened by what needs it — a run, for as long as it lasts; a request on the run in progress;
+// a trigger coming due — and closed when the last of them lets it go (release). The agents'
+// next trigger times are kept by one alarm (triggers.Alarm), which opens an agent's squad when
+// its time comes: the squad's scheduler fires what is due (a firing wakes the agent's run
+// through nodes.WithWake, as before), and the squad closes again unless a run took it.
+
+// agent is one agent of the server: its files, its squad while it is open, its run goroutine.
+type agent struct {
+	srv   *Server
+	id    string
+	home  workspace.Home
+	files *nodes.Files // reads the agent's files, whether its squad is open or not
+	alarm *triggers.Alarm
+	// upSince is when the server took the agent up, on its trigger clock: its triggers that
+	// came due since then fire as on time (nodes.WithUpSince).
+	upSince time.Time
+	now     func() time.Time
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	meta    meta
+	running bool
+	gone    bool          // deleted or closed: no more runs
+	done    chan struct{} // closed when the run goroutine ends
+	cancel  context.CancelFunc
+
+	// The squad, open while refs > 0; nil at rest. busy is closed when an open or a close
+	// under way ends; moved is closed (and replaced) whenever the squad opened or closed.
+	squad *nodes.Squad
+	refs  int
+	busy  chan struct{}
+	moved chan struct{}
+	// forgotten is closed when DELETE forgets the agent: its event streams end.
+	forgotten chan struct{}
+
+	// damaged says why the agent's files could not be opened, or its squad made; such an
+	// agent has no squad, is listed with its error, and answers nothing else (a.mu).
+	damaged string
+	checked sync.Once       // the agent's files were checked (check)
+	ready   chan struct{}   // closed once the squad is made (or could not be)
+	ended   *nodes.Snapshot // the board of the last run, read once it is not in progress (a.mu)
+	starts  int             // the runs started, so that a board read before one is not kept (a.mu)
+
+	scanMu   sync.Mutex
+	scanned  int64         // the offset in events.jsonl up to which scan read
+	restSeen chan struct{} // the moved of the squad's last closing, once scan read the last event since
+	asking   string        // the coordinator's question waiting for the human, if any
+	stalled  string        // what the run waits on, while the last event is an agent.waiting
+	lastTime time.Time     // the time of the last event
+}
+
+// newAgent returns the agent id of the server, with meta m, at rest.
+func (s *Server) newAgent(id string, m meta) *agent {
+	a := &agent{srv: s, id: id, home: workspace.Home(s.agentDir(id)), now: s.cfg.now, log: s.cfg.logger.With("agent", id),
+		meta: m, moved: make(chan struct{}), forgotten: make(chan struct{}), ready: closed()}
+	a.files = nodes.ReadFiles(s.squadOptions(a, m)...)
+	clock := a.files.TriggerClock()
+	a.alarm = s.alarmFor(clock)
+	a.upSince = clock.Now()
+	return a
+}
+
+// damage returns why the agent is damaged; "" when it is not.
+func (a *agent) damage() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.damaged
+}
+
+// markDamaged records the damage err of the agent's files: it is listed as damaged with the
+// error, runs no more, and answers nothing else. Its agent.json is left as it is, for a server
+// started after a repair.
+func (a *agent) markDamaged(err error) {
+	msg := fmt.Sprintf("%v (repair or remove the file, then restart the server; DELETE forgets the agent)", err)
+	a.log.Error("agent damaged; the others are served", "err", err)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.damaged, a.gone = msg, true
+	a.meta.Status, a.meta.Error = StatusDamaged, msg
+}
+
+// check checks the agent's files (nodes.Files.Check), once: before it is first shown, used or
+// opened, rather than as the server starts, whose start-up then costs no more than reading
+// each agent's agent.json and triggers.json.
+func (a *agent) check() {
+	a.checked.Do(func() {
+		if a.damage() != "" {
+			return
+		}
+		if err := a.files.Check(); err != nil {
+			a.markDamaged(err)
+		}
+	})
+}
+
+// acquire returns the agent's squad, opening it if it is at rest, and holds it open until the
+// matching release.
+func (a *agent) acquire() (*nodes.Squad, error) {
+	a.mu.Lock()
+	for a.squad == nil && a.busy != nil {
+		busy := a.busy
+		a.mu.Unlock()
+		<-busy
+		a.mu.Lock()
+	}
+	if a.squad != nil {
+		a.refs++
+		sq := a.squad
+		a.mu.Unlock()
+		return sq, nil
+	}
+	busy := make(chan struct{})
+	a.busy = busy
+	m := a.meta
+	a.alarm.Set(a.id, time.Time{}) // while the squad is open, its own scheduler fires its triggers
+	a.mu.Unlock()
+	sq, err := nodes.New(a.srv.squadOptions(a, m)...)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.busy = nil
+	close(busy)
+	if err != nil {
+		return nil, err
+	}
+	a.squad, a.refs = sq, 1
+	a.movedLocked()
+	return sq, nil
+}
+
+// acquireChecked is acquire for a run or a trigger: should the squad not open, the agent's
+// files are checked in full, and a damage found makes the agent damaged (errDamaged).
+func (a *agent) acquireChecked() (*nodes.Squad, error) {
+	sq, err := a.acquire()
+	if err == nil {
+		return sq, nil
+	}
+	if derr := a.files.CheckAll(); derr != nil {
+		a.markDamaged(derr)
+		return nil, fmt.Errorf("%w: %s", errDamaged, a.damage())
+	}
+	return nil, fmt.Errorf("the agent's squad could not be opened: %w", err)
+}
+
+// borrow returns the agent's squad held open, as acquire does, if it is open; nil at rest.
+func (a *agent) borrow() *nodes.Squad {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.squad == nil {
+		return nil
+	}
+	a.refs++
+	return a.squad
+}
+
+// release lets the squad go: the last holder closes it (its runs, triggers and logs are then
+// all saved) and sets the alarm to the agent's next trigger.
+func (a *agent) release() {
+	a.mu.Lock()
+	if a.refs--; a.refs > 0 {
+		a.mu.Unlock()
+		return
+	}
+	sq := a.squad
+	a.squad = nil
+	busy := make(chan struct{})
+	a.busy = busy
+	gone := a.gone
+	a.mu.Unlock()
+	err := sq.Close()
+	if err != nil {
+		a.log.Error("cannot close the agent's squad", "err", err)
+		a.srv.closeError(fmt.Errorf("agent %q: %w", a.id, err))
+	}
+	var next time.Time
+	if !gone {
+		if next, err = a.files.NextTrigger(); err != nil {
+			a.log.Error("cannot read the agent's triggers: they will not wake it", "err", err)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !next.IsZero() && !a.gone {
+		a.alarm.Set(a.id, next)
+	}
+	a.busy = nil
+	close(busy)
+	a.movedLocked()
+}
+
+// movedLocked tells those who wait for the squad to open or close (event streams) that it did;
+// the caller holds a.mu.
+func (a *agent) movedLocked() {
+	close(a.moved)
+	a.moved = make(chan struct{})
+}
+
+// waitClosed waits until the agent's squad is closed.
+func (a *agent) waitClosed() {
+	for {
+		a.mu.Lock()
+		if a.squad == nil && a.busy == nil {
+			a.mu.Unlock()
+			return
+		}
+		moved := a.moved
+		a.mu.Unlock()
+		<-moved
+	}
+}
+
+// clockAlarm is the server's alarm on one trigger clock.
+type clockAlarm struct {
+	clock triggers.Clock
+	alarm *triggers.Alarm
+}
+
+// alarmFor returns the server's alarm on clock, made on first use: one for every agent whose
+// triggers run on it — all of them, unless a program gives some a clock of their own
+// (nodes.WithTriggerClock).
+func (s *Server) alarmFor(clock triggers.Clock) *triggers.Alarm {
+	s.alarmMu.Lock()
+	defer s.alarmMu.Unlock()
+	for _, ca := range s.alarms {
+		if sameClock(ca.clock, clock) {
+			return ca.alarm
+		}
+	}
+	al := triggers.NewAlarm(clock, s.due)
+	if s.alarmsClosed {
+		al.Close()
+	}
+	s.alarms = append(s.alarms, clockAlarm{clock: clock, alarm: al})
+	return al
+}
+
+// sameClock reports whether x and y are the same clock (false for clocks that cannot be
+// compared).
+func sameClock(x, y triggers.Clock) bool {
+	tx := reflect.TypeOf(x)
+	return tx == reflect.TypeOf(y) && tx != nil && tx.Comparable() && x == y
+}
+
+// closeAlarms closes the alarms: no trigger opens a squad any more.
+func (s *Server) closeAlarms() {
+	s.alarmMu.Lock()
+	s.alarmsClosed = true
+	alarms := s.alarms
+	s.alarmMu.Unlock()
+	for _, ca := range alarms {
+		ca.alarm.Close()
+	}
+}
+
+// due is called by an alarm when a trigger of agent id comes due while its squad is at rest: it
+// opens the squad, whose scheduler fires what is due (into the agent's latest run, which the
+// server then resumes: see wake), and lets it go.
+func (s *Server) due(id string) {
+	s.mu.Lock()
+	a, ok := s.agents[id]
+	if !ok || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		a.check()
+		a.mu.Lock()
+		gone := a.gone
+		a.mu.Unlock()
+		if gone {
+			return
+		}
+		sq, err := a.acquireChecked()
+		if err != nil {
+			a.log.Error("a trigger came due, and the agent's squad could not be opened", "err", err)
+			return
+		}
+		defer a.release()
+		if err := sq.SettleTriggers(s.ctx); err != nil && s.ctx.Err() == nil {
+			a.log.Error("the agent's triggers did not settle", "err", err)
+		}
+	}()
+}
+
+// closeError keeps an error met closing a squad while the server closes, for Close to return.
+func (s *Server) closeError(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		s.closeErrs = append(s.closeErrs, err)
+	}
+}
+
+// events returns the agent's logged events after seq, up to limit (0: all): from its open
+// squad's log, or from the file.
+func (a *agent) events(after int64, limit int) ([]eventlog.Event, error) {
+	if sq := a.borrow(); sq != nil {
+		defer a.release()
+		evs, err := sq.Events(after, limit)
+		if !errors.Is(err, eventlog.ErrClosed) {
+			return evs, err
+		}
+	}
+	return a.files.Events(after, limit)
+}
+
+// memory calls fn with the agent's memory: its open squad's, or one opened on its home.
+func (a *agent) memory(fn func(*memory.Store) error) error {
+	if sq := a.borrow(); sq != nil {
+		defer a.release()
+		return fn(sq.Memory())
+	}
+	mem, err := a.files.Memory()
+	if err != nil {
+		return err
+	}
+	return fn(mem)
+}
+
+// subscribe returns the agent's events after seq as they are logged, while its squad is open;
+// at rest, a nil channel. moved is closed when the squad next opens or closes.
+func (a *agent) subscribe(after int64) (events <-chan eventlog.Event, stop func(), moved <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.squad == nil {
+		return nil, func() {}, a.moved
+	}
+	events, stop = a.squad.Subscribe(after)
+	return events, stop, a.moved
+}
