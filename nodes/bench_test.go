@@ -13,6 +13,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -39,28 +40,7 @@ func BenchmarkSquad(b *testing.B) {
 func squadRun(b *testing.B, n, w int) int64 {
 	b.StopTimer()
 	home := b.TempDir()
-	coord := scripted.NewFunc("bench-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, results := scLast(req)
-		switch {
-		case len(req.Messages) == 1:
-			calls := make([]tools.Call, 0, w+n)
-			for i := range w {
-				calls = append(calls, scCall("spawn_worker", map[string]any{"name": fmt.Sprintf("w%d", i+1), "role": "writer"}))
-			}
-			for i := range n {
-				calls = append(calls, scCall("create_work_node", map[string]any{"task": fmt.Sprintf("Write note %d.", i+1)}))
-			}
-			return scTurn(req, calls...), nil
-		case strings.Contains(text, "Stage 1 is complete"):
-			return scTurn(req, scCall("finish", map[string]string{"output": "all notes written"})), nil
-		}
-		for _, r := range results {
-			if r.IsError {
-				return scTurn(req, scCall("finish", map[string]string{"output": "FAILED: " + r.Content})), nil
-			}
-		}
-		return scTurn(req, scCall("wait", map[string]string{})), nil
-	})
+	coord := benchCoordinator(n, w)
 	worker := benchWorker()
 	s, err := nodes.New(nodes.WithHome(home), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
 		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithMaxConcurrent(w))
@@ -90,6 +70,118 @@ func squadRun(b *testing.B, n, w int) int64 {
 	}
 	b.StartTimer()
 	return diskUsage(home)
+}
+
+// benchCoordinator spawns w workers and creates n nodes in its first turn, then waits, and
+// finishes once the stage is complete (or at the first refused call, saying so).
+func benchCoordinator(n, w int) *scripted.Model {
+	return scripted.NewFunc("bench-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		text, results := scLast(req)
+		switch {
+		case len(req.Messages) == 1:
+			calls := make([]tools.Call, 0, w+n)
+			for i := range w {
+				calls = append(calls, scCall("spawn_worker", map[string]any{"name": fmt.Sprintf("w%d", i+1), "role": "writer"}))
+			}
+			for i := range n {
+				calls = append(calls, scCall("create_work_node", map[string]any{"task": fmt.Sprintf("Write note %d.", i+1)}))
+			}
+			return scTurn(req, calls...), nil
+		case strings.Contains(text, "Stage 1 is complete"):
+			return scTurn(req, scCall("finish", map[string]string{"output": "all notes written"})), nil
+		}
+		for _, r := range results {
+			if r.IsError {
+				return scTurn(req, scCall("finish", map[string]string{"output": "FAILED: " + r.Content})), nil
+			}
+		}
+		return scTurn(req, scCall("wait", map[string]string{})), nil
+	})
+}
+
+// BenchmarkResume1000 measures how long a squad takes, once told to resume a run of 1,000
+// nodes that was paused while its workers ran, to start its first assignment again.
+func BenchmarkResume1000(b *testing.B) {
+	const n, w = 1000, 50
+	for b.Loop() {
+		b.StopTimer()
+		home := b.TempDir()
+		opts := func(workerModel *scripted.Model) []nodes.Option {
+			coord := benchCoordinator(n, w)
+			return []nodes.Option{nodes.WithHome(home), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(workerModel.Name()),
+				nodes.WithModelOptions(models.WithModels(coord, workerModel), models.WithoutRetry()), nodes.WithMaxConcurrent(w)}
+		}
+		// The run to resume: its workers wait until the run is paused.
+		stuck := scripted.NewFunc("bench-worker", func(ctx context.Context, _ providers.Request) (scripted.Turn, error) {
+			<-ctx.Done()
+			return scripted.Turn{}, ctx.Err()
+		})
+		s, err := nodes.New(opts(stuck)...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		events, stop := s.Subscribe(0)
+		type result struct {
+			res nodes.Result
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			res, err := s.Run(context.Background(), "Write the notes.")
+			done <- result{res, err}
+		}()
+		created, started := 0, 0
+		for e := range events {
+			switch e.Type {
+			case eventlog.NodeCreated:
+				created++
+			case eventlog.NodeStarted:
+				started++
+			}
+			if created == n && started > 0 {
+				break
+			}
+		}
+		stop()
+		if err := s.End(); err != nil {
+			b.Fatal(err)
+		}
+		r := <-done
+		if r.err != nil {
+			b.Fatal(r.err)
+		}
+		s.Close()
+
+		s, err = nodes.New(opts(benchWorker())...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		events, stop = s.Subscribe(0)
+		b.StartTimer()
+		start := time.Now()
+		go func() {
+			res, err := s.Resume(context.Background(), r.res.RunID)
+			done <- result{res, err}
+		}()
+		var first time.Duration
+		for e := range events {
+			if e.Type == eventlog.NodeStarted && e.Time.After(start) {
+				first = time.Since(start)
+				break
+			}
+		}
+		b.StopTimer()
+		stop()
+		if err := s.End(); err != nil {
+			b.Fatal(err)
+		}
+		if r := <-done; r.err != nil {
+			b.Fatal(r.err)
+		}
+		s.Close()
+		b.ReportMetric(float64(first.Microseconds())/1000, "ms-to-first-start")
+		b.StartTimer()
+	}
 }
 
 // benchWorker is a worker that writes a note on its node and publishes it.
