@@ -5,8 +5,9 @@
 // Each checkpoint records what is needed to continue the run from there: the next tasks (the
 // frontier, including Sends and their arguments), the progress of joins, and either a full snapshot
 // of the state or nothing, in which case the state is its parent's state with the parent's task
-// writes applied. Task writes are saved the moment each task finishes, so a run that stops in the
-// middle of a superstep resumes by running only the tasks that have not written.
+// writes applied — or, for a checkpoint made by an input or an edit from outside the run, with the
+// parent's WriteInput write for it. Task writes are saved the moment each task finishes, so a run
+// that stops in the middle of a superstep resumes by running only the tasks that have not written.
 //
 // Savers store bytes and never interpret them; the graph package owns the encoding.
 package checkpoint
@@ -57,8 +58,10 @@ type Checkpoint struct {
 	RunID    string // the invocation that wrote it
 
 	// State is a full snapshot of the encoded state, or nil when the state is the parent's state
-	// with the parent's update writes applied in the order of the parent's Next. Savers keep nil
-	// and empty apart: an empty snapshot is a state encoded as zero bytes.
+	// with the parent's update writes applied in the order of the parent's Next (or, when Source
+	// is SourceInput or SourceUpdate, with the parent's WriteInput write whose TaskID is this
+	// checkpoint's ID). Savers keep nil and empty apart: an empty snapshot is a state encoded as
+	// zero bytes.
 	State []byte
 	// Next is the frontier: the tasks of the next superstep, in their deterministic order.
 	Next []Task
@@ -83,10 +86,14 @@ const (
 	WriteError     WriteKind = "error"     // the task failed; Value is the error text
 	WriteInterrupt WriteKind = "interrupt" // the task paused for input; Value is the encoded interrupt
 	WriteResume    WriteKind = "resume"    // a value answering the task's interrupt number Idx
+	// WriteInput is an update from outside the run (an invocation's input, an edit of the state)
+	// that made a child of the checkpoint: TaskID is the child's ID, Value the encoded update.
+	WriteInput WriteKind = "input"
 )
 
-// Write is something a task of a checkpoint's frontier recorded. Writes are keyed by
-// (TaskID, Kind, Idx): putting the same key twice keeps the first, so retried saves are harmless.
+// Write is something a task of a checkpoint's frontier recorded, or (WriteInput) the update that
+// made a child of the checkpoint. Writes are keyed by (TaskID, Kind, Idx): putting the same key
+// twice keeps the first, so retried saves are harmless.
 type Write struct {
 	TaskID string
 	Node   string

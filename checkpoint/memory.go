@@ -119,13 +119,13 @@ func (m *Memory) List(ctx context.Context, cfg Config, opts ListOptions) ([]Tupl
 	if ns == nil {
 		return nil, nil
 	}
+	end := len(ns.order)
+	if opts.Before != "" {
+		end, _ = slices.BinarySearch(ns.order, opts.Before)
+	}
 	var out []Tuple
-	for i := len(ns.order) - 1; i >= 0; i-- {
-		id := ns.order[i]
-		if opts.Before != "" && id >= opts.Before {
-			continue
-		}
-		e := ns.byID[id]
+	for i := end - 1; i >= 0; i-- {
+		e := ns.byID[ns.order[i]]
 		if !opts.Match(&e.cp) {
 			continue
 		}

@@ -11,6 +11,27 @@
 // with Interrupt and be resumed later, in the same process or another, and a run that failed or
 // was killed resumes by running only the tasks that had not finished.
 //
+// # Checkpoints hold what changed
+//
+// A checkpoint stores the update of each task and, now and then, a snapshot of the whole state:
+// by default once the bytes saved since the last snapshot reach twice its size (WithSnapshotEvery
+// sets a fixed interval instead). An invocation's input and UpdateState's update are stored as
+// updates too. A state is rebuilt from its nearest snapshot and the updates after it. What a
+// thread stores thus grows with its updates, however large the state grows — when updates hold
+// only what changed. Keep deltas:
+//
+//   - A field that grows (a log, a conversation) is appended to by the reducer: tag it
+//     graph:"append", or append in your own reducer (SetReducer). A node returns only the new
+//     elements, never the list so far.
+//   - A field that must sometimes be replaced or cleared instead (a compaction) gets a flag in
+//     the update that tells the reducer so, rather than every update carrying the whole field.
+//   - Work in progress over several steps (a batch of calls run one per step) is saved once,
+//     by the step that starts it; each later step's update says how far it got and what it
+//     produced.
+//
+// A node that returns the whole list each time defeats this: every step then stores the state,
+// and a thread's storage grows with the square of its history.
+//
 // A minimal graph:
 //
 //	type State struct {

@@ -165,3 +165,43 @@ func ExampleAddMappedSubgraph() {
 	fmt.Println(final.Answer)
 	// Output: WHY?
 }
+
+// chat is a conversation that grows by appends, and is sometimes compacted.
+type chat struct {
+	Messages []string
+	Compact  bool // in an update: its Messages replace the conversation
+}
+
+// keepDeltas appends an update's messages, or replaces the conversation with them when the update
+// says so: each update, and so each checkpoint, holds only what changed.
+func keepDeltas(cur, u chat) chat {
+	if u.Compact {
+		return chat{Messages: u.Messages}
+	}
+	return chat{Messages: append(cur.Messages, u.Messages...)}
+}
+
+// A reducer that keeps deltas: nodes return only new messages, and each invocation on the thread
+// (a new message from the user) is saved as an update, not as the whole conversation.
+func ExampleStateGraph_SetReducer() {
+	g := graph.New[chat]()
+	g.SetReducer(keepDeltas)
+	g.AddNode("reply", func(_ context.Context, s chat) (chat, error) {
+		if len(s.Messages) > 4 {
+			return chat{Messages: []string{"(summary)", "ok"}, Compact: true}, nil
+		}
+		return chat{Messages: []string{"ok"}}, nil
+	})
+	g.AddEdge(graph.START, "reply")
+	g.AddEdge("reply", graph.END)
+	compiled, _ := g.Compile(graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("chat"))
+	ctx := context.Background()
+	for _, said := range []string{"hi", "how are you?", "bye"} {
+		final, _ := compiled.Invoke(ctx, chat{Messages: []string{said}})
+		fmt.Println(final.Messages)
+	}
+	// Output:
+	// [hi ok]
+	// [hi ok how are you? ok]
+	// [(summary) ok]
+}

@@ -30,15 +30,10 @@ type config struct {
 // otherwise.
 const DefaultRecursionLimit = 1000
 
-// DefaultSnapshotEvery is how often, in supersteps, a checkpoint holds a full snapshot of the state
-// unless WithSnapshotEvery says otherwise. Between snapshots only each task's update is stored.
-const DefaultSnapshotEvery = 100
-
 func defaultConfig() config {
 	return config{
 		serde:          checkpoint.JSON{},
 		recursionLimit: DefaultRecursionLimit,
-		snapshotEvery:  DefaultSnapshotEvery,
 	}
 }
 
@@ -89,7 +84,13 @@ func WithRecursionLimit(n int) Option { return func(c *config) { c.recursionLimi
 // WithMaxConcurrency bounds how many tasks of a superstep run at once (0, the default: no bound).
 func WithMaxConcurrency(n int) Option { return func(c *config) { c.maxConcurrency = n } }
 
-// WithSnapshotEvery sets how often, in supersteps, a checkpoint stores the full state.
+// WithSnapshotEvery makes every n-th checkpoint store the full state; the others store what
+// changed (each task's update, an input). By default snapshots are placed by size instead: a
+// checkpoint stores the full state once the bytes saved since the last snapshot reach twice that
+// snapshot's size, so snapshots take at most half of what the rest takes (plus one state),
+// whatever the state's size. A fixed interval bounds how many updates rebuilding a state replays,
+// but a state that keeps growing is then written whole every n steps: storage grows with the
+// square of its history. Use it for states that stay small.
 func WithSnapshotEvery(n int) Option {
 	return func(c *config) {
 		if n < 1 {

@@ -70,13 +70,41 @@ func (r *run[S]) putWrite(ctx context.Context, t *task[S], kind checkpoint.Write
 	if err := r.w.putWrites(ctx, r.cp, []checkpoint.Write{w}); err != nil {
 		return fmt.Errorf("graph: save %s of node %q in thread %q: %w", kind, t.node.name, r.cfg.thread, err)
 	}
+	r.snaps.saved(writeSize(w))
 	return nil
 }
 
-// commit saves a checkpoint of the current state and frontier.
-func (r *run[S]) commit(ctx context.Context, source checkpoint.Source, snapshot bool) error {
+// commit saves a checkpoint of the current state and frontier after a superstep, or, with full
+// set, a checkpoint that holds a snapshot of the state whatever the snapshot policy says (a fork).
+func (r *run[S]) commit(ctx context.Context, source checkpoint.Source, full bool) error {
+	return r.save(ctx, source, full, nil)
+}
+
+// commitInput saves the checkpoint made by merging update, from outside the run (an invocation's
+// input, or UpdateState's update as node), into the state of the checkpoint the run is at. Unless
+// a snapshot is due, update is saved as a WriteInput of that checkpoint, from which the new one's
+// state is rebuilt: an input costs what it holds, not what the state holds.
+func (r *run[S]) commitInput(ctx context.Context, source checkpoint.Source, node string, update S) error {
 	if !r.saving {
 		return nil
+	}
+	b, err := r.cfg.serde.Marshal(taskRecord[S]{Update: update})
+	if err != nil {
+		return fmt.Errorf("graph: save the %s of thread %q at step %d: %w", source, r.cfg.thread, r.step, err)
+	}
+	return r.save(ctx, source, false, &checkpoint.Write{Node: node, Kind: checkpoint.WriteInput, Value: b})
+}
+
+// save saves a checkpoint of the current state and frontier. It holds a snapshot of the state when
+// full is set, when it is the first of its namespace, or when the snapshot policy says one is due;
+// otherwise input, when the checkpoint was made by one, is saved first, as a write of the parent.
+func (r *run[S]) save(ctx context.Context, source checkpoint.Source, full bool, input *checkpoint.Write) error {
+	if !r.saving {
+		return nil
+	}
+	next, err := r.frontier()
+	if err != nil {
+		return err
 	}
 	cp := checkpoint.Checkpoint{
 		ID:        newCheckpointID(),
@@ -84,31 +112,27 @@ func (r *run[S]) commit(ctx context.Context, source checkpoint.Source, snapshot 
 		Step:      r.step,
 		Source:    source,
 		RunID:     r.cfg.runID,
+		Next:      next,
 		Joins:     cloneJoins(r.joins),
 		Meta:      r.meta,
 		Format:    formatVersion,
 		CreatedAt: timeNow(),
 	}
-	r.sinceSnap++
-	if snapshot || cp.ParentID == "" || r.sinceSnap >= r.cfg.snapshotEvery {
+	r.snaps.checkpoint(&cp)
+	switch {
+	case full || cp.ParentID == "" || r.snaps.due():
 		b, err := r.cfg.serde.Marshal(r.state)
 		if err != nil {
 			return fmt.Errorf("graph: save state of thread %q at step %d: %w", r.cfg.thread, r.step, err)
 		}
 		cp.State = b
-		r.sinceSnap = 0
-	}
-	cp.Next = make([]checkpoint.Task, len(r.next))
-	for i, t := range r.next {
-		ct := checkpoint.Task{ID: t.id, Node: t.node.name, Push: t.push}
-		if t.push {
-			b, err := r.cfg.serde.Marshal(t.arg)
-			if err != nil {
-				return fmt.Errorf("graph: save the argument of a Send to %q: %w", t.node.name, err)
-			}
-			ct.Arg = b
+		r.snaps.snapshot(len(b))
+	case input != nil:
+		input.TaskID = cp.ID
+		if err := r.w.putWrites(ctx, r.cp, []checkpoint.Write{*input}); err != nil {
+			return fmt.Errorf("graph: save the %s of thread %q at step %d: %w", source, r.cfg.thread, r.step, err)
 		}
-		cp.Next[i] = ct
+		r.snaps.saved(writeSize(*input))
 	}
 	cfg, err := r.w.put(ctx, r.nsConfig(""), cp)
 	if err != nil {
@@ -123,21 +147,48 @@ func (r *run[S]) commit(ctx context.Context, source checkpoint.Source, snapshot 
 	return nil
 }
 
-// stateAt rebuilds the state at a checkpoint: the nearest snapshot at or before it, with the update
-// writes of every checkpoint in between applied in order. It also returns how many supersteps
-// separate the checkpoint from that snapshot.
-func (r *run[S]) stateAt(ctx context.Context, t *checkpoint.Tuple) (S, int, error) {
+// frontier encodes the next tasks for a checkpoint.
+func (r *run[S]) frontier() ([]checkpoint.Task, error) {
+	next := make([]checkpoint.Task, len(r.next))
+	for i, t := range r.next {
+		ct := checkpoint.Task{ID: t.id, Node: t.node.name, Push: t.push}
+		if t.push {
+			b, err := r.cfg.serde.Marshal(t.arg)
+			if err != nil {
+				return nil, fmt.Errorf("graph: save the argument of a Send to %q: %w", t.node.name, err)
+			}
+			ct.Arg = b
+		}
+		next[i] = ct
+	}
+	return next, nil
+}
+
+// stateAt rebuilds the state at a checkpoint: the nearest snapshot at or before it, advanced along
+// the checkpoints in between. It also returns that chain: t and its ancestors, newest first, down
+// to the snapshot.
+func (r *run[S]) stateAt(ctx context.Context, t *checkpoint.Tuple) (S, []*checkpoint.Tuple, error) {
 	var s S
 	chain, err := r.ancestors(ctx, t, func(cp *checkpoint.Checkpoint) bool { return cp.State != nil })
 	if err != nil {
-		return s, 0, err
+		return s, nil, err
 	}
 	base := chain[len(chain)-1]
 	if err := r.cfg.serde.Unmarshal(base.Checkpoint.State, &s); err != nil {
-		return s, 0, r.corrupt(base, fmt.Errorf("state: %w", err))
+		return s, nil, r.corrupt(base, fmt.Errorf("state: %w", err))
 	}
-	s, err = r.replay(s, chain[1:])
-	return s, len(chain) - 1, err
+	s, err = r.replay(s, chain)
+	return s, chain, err
+}
+
+// continueFrom rebuilds the state at t for a run that goes on from t, and counts what was saved
+// since that state's snapshot.
+func (r *run[S]) continueFrom(ctx context.Context, t *checkpoint.Tuple) (S, error) {
+	s, chain, err := r.stateAt(ctx, t)
+	if err == nil {
+		r.snaps.resume(chain)
+	}
+	return s, err
 }
 
 // deltaAt is the sum of the updates made since the run that reached t started: what a subgraph of
@@ -148,57 +199,116 @@ func (r *run[S]) deltaAt(ctx context.Context, t *checkpoint.Tuple) (S, error) {
 	if err != nil {
 		return zero, err
 	}
-	return r.replay(zero, chain[1:])
+	return r.replay(zero, chain)
 }
 
 // ancestors returns t and its parents, newest first, up to and including the first for which stop
-// is true.
+// is true. Parents are read in pages (List) of the checkpoints that precede the last one found,
+// each as long as the chain found so far: a chain of n checkpoints takes about log2(n) reads,
+// which read at most about twice what the chain holds.
 func (r *run[S]) ancestors(ctx context.Context, t *checkpoint.Tuple, stop func(*checkpoint.Checkpoint) bool) ([]*checkpoint.Tuple, error) {
 	if err := r.checkFormat(t); err != nil {
 		return nil, err
 	}
 	chain := []*checkpoint.Tuple{t}
+	var page map[string]*checkpoint.Tuple
 	for cur := t; !stop(&cur.Checkpoint); {
-		if cur.Checkpoint.ParentID == "" {
-			return nil, r.corrupt(cur, errors.New("it has no saved state and no parent to rebuild it from"))
-		}
-		p, err := r.cfg.saver.Get(ctx, r.nsConfig(cur.Checkpoint.ParentID))
+		p, read, err := r.parentOf(ctx, cur, page, len(chain))
 		if err != nil {
-			return nil, r.corrupt(cur, fmt.Errorf("load its parent %s: %w", cur.Checkpoint.ParentID, err))
+			return nil, err
 		}
 		if err := r.checkFormat(p); err != nil {
 			return nil, err
 		}
+		page = read
 		chain = append(chain, p)
 		cur = p
 	}
 	return chain, nil
 }
 
-// replay applies, oldest first, the update writes of the given checkpoints (newest first) to s.
+// parentOf returns the parent of t: from page when it holds it, or else from a new page of the n
+// checkpoints that precede t, which it also returns, or else (checkpoints of other branches fill
+// the page) alone.
+func (r *run[S]) parentOf(ctx context.Context, t *checkpoint.Tuple, page map[string]*checkpoint.Tuple, n int) (*checkpoint.Tuple, map[string]*checkpoint.Tuple, error) {
+	id := t.Checkpoint.ParentID
+	if id == "" {
+		return nil, page, r.corrupt(t, errors.New("it has no saved state and no parent to rebuild it from"))
+	}
+	if p, ok := page[id]; ok {
+		return p, page, nil
+	}
+	list, err := r.cfg.saver.List(ctx, r.nsConfig(""), checkpoint.ListOptions{Before: t.Checkpoint.ID, Limit: n})
+	if err != nil {
+		return nil, page, r.corrupt(t, fmt.Errorf("load its parent %s: %w", id, err))
+	}
+	page = make(map[string]*checkpoint.Tuple, len(list))
+	for i := range list {
+		page[list[i].Checkpoint.ID] = &list[i]
+	}
+	if p, ok := page[id]; ok {
+		return p, page, nil
+	}
+	p, err := r.cfg.saver.Get(ctx, r.nsConfig(id))
+	if err != nil {
+		return nil, page, r.corrupt(t, fmt.Errorf("load its parent %s: %w", id, err))
+	}
+	return p, page, nil
+}
+
+// replay rebuilds the state of chain[0] from s, the state of the last of chain: a checkpoint and
+// its ancestors, newest first.
 func (r *run[S]) replay(s S, chain []*checkpoint.Tuple) (S, error) {
-	for i := len(chain) - 1; i >= 0; i-- {
-		t := chain[i]
-		updates := map[string][]byte{}
-		for _, w := range t.Writes {
-			if w.Kind == checkpoint.WriteUpdate {
-				updates[w.TaskID] = w.Value
+	var err error
+	for i := len(chain) - 1; i > 0; i-- {
+		if s, err = r.advance(s, chain[i], chain[i-1]); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// advance returns the state of checkpoint t from s, the state of its parent p: s with the updates
+// of p's tasks merged in the order of p's frontier, or, when t was made by an input or an edit,
+// with that update.
+func (r *run[S]) advance(s S, p, t *checkpoint.Tuple) (S, error) {
+	if src := t.Checkpoint.Source; src == checkpoint.SourceInput || src == checkpoint.SourceUpdate {
+		for _, w := range p.Writes {
+			if w.Kind == checkpoint.WriteInput && w.TaskID == t.Checkpoint.ID {
+				return r.merge(s, p, w.Value, "the "+string(src)+" of checkpoint "+t.Checkpoint.ID, w.Node, t.Checkpoint.Step)
 			}
 		}
-		for _, task := range t.Checkpoint.Next {
-			b, ok := updates[task.ID]
-			if !ok {
-				return s, r.corrupt(t, fmt.Errorf("task %s (%s) has no saved update, so the state after it cannot be rebuilt", task.ID, task.Node))
-			}
-			var rec taskRecord[S]
-			err := r.cfg.serde.Unmarshal(b, &rec)
-			if err != nil {
-				return s, r.corrupt(t, fmt.Errorf("update of task %s (%s): %w", task.ID, task.Node, err))
-			}
-			if s, err = r.g.reduce(s, rec.Update, task.Node, t.Checkpoint.Step+1); err != nil {
-				return s, r.corrupt(t, err)
-			}
+		return s, r.corrupt(t, fmt.Errorf("it holds no state, and its parent %s holds no %s for it", p.Checkpoint.ID, src))
+	}
+	updates := map[string][]byte{}
+	for _, w := range p.Writes {
+		if w.Kind == checkpoint.WriteUpdate {
+			updates[w.TaskID] = w.Value
 		}
+	}
+	for _, task := range p.Checkpoint.Next {
+		b, ok := updates[task.ID]
+		if !ok {
+			return s, r.corrupt(p, fmt.Errorf("task %s (%s) has no saved update, so the state after it cannot be rebuilt", task.ID, task.Node))
+		}
+		var err error
+		if s, err = r.merge(s, p, b, fmt.Sprintf("update of task %s (%s)", task.ID, task.Node), task.Node, t.Checkpoint.Step); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// merge decodes b, an update (what names it) saved with checkpoint t, and merges it into s as the
+// update of node at step.
+func (r *run[S]) merge(s S, t *checkpoint.Tuple, b []byte, what, node string, step int) (S, error) {
+	var rec taskRecord[S]
+	if err := r.cfg.serde.Unmarshal(b, &rec); err != nil {
+		return s, r.corrupt(t, fmt.Errorf("%s: %w", what, err))
+	}
+	s, err := r.g.reduce(s, rec.Update, node, step)
+	if err != nil {
+		return s, r.corrupt(t, err)
 	}
 	return s, nil
 }
@@ -261,7 +371,7 @@ func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (_ S, e
 		}
 		return s, fmt.Errorf("%w: thread %q has finished", ErrNothingToResume, r.cfg.thread)
 	}
-	if r.state, r.sinceSnap, err = r.stateAt(ctx, t); err != nil {
+	if r.state, err = r.continueFrom(ctx, t); err != nil {
 		return r.state, err
 	}
 	if r.trackDelta {

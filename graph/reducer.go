@@ -7,6 +7,11 @@ import (
 
 // Reducer merges an update into the current state and returns the new state. It must not modify
 // cur or update in place (other readers may hold them); it is called on one goroutine at a time.
+// Appending to a slice of cur is fine — it changes none of the elements others see — since the
+// engine merges into each state once: no two states are appended to from the same one.
+//
+// To keep checkpoints small, a reducer adds what an update holds rather than taking it whole
+// (see "Checkpoints hold what changed" in the package documentation).
 type Reducer[S any] func(cur, update S) S
 
 // Field tags understood by the default reducer, set as `graph:"..."` on fields of the state struct:

@@ -41,6 +41,16 @@ func (h *rsHookSaver) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoi
 	return t, err
 }
 
+func (h *rsHookSaver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint.ListOptions) ([]checkpoint.Tuple, error) {
+	list, err := h.Saver.List(ctx, cfg, opts)
+	if err == nil && h.mutate != nil {
+		for i := range list {
+			h.mutate(&list[i])
+		}
+	}
+	return list, err
+}
+
 var errRsBoom = errors.New("boom")
 
 // rsSiblings is START → {s1, s2, s3, f} → collect → END: f fails (or blocks) in the first superstep
@@ -506,14 +516,15 @@ func TestResume_NothingToResume(t *testing.T) {
 	rsWantLog(t, out, "a")
 }
 
-// rsPaused runs rsAskGraph on a fresh saver until it pauses in ask, and returns the saver.
+// rsPaused runs rsAskGraph on a fresh saver until it pauses in ask, and returns the saver. Its
+// latest checkpoint holds no snapshot.
 func rsPaused(t *testing.T, thread string) (*checkpoint.Memory, func(checkpoint.Saver) *graph.Compiled[rsState]) {
 	t.Helper()
 	var rec rsRecorder
 	var askRuns, bRuns atomic.Int32
 	mem := checkpoint.NewMemory()
 	build := func(s checkpoint.Saver) *graph.Compiled[rsState] {
-		return rsCompile(t, rsAskGraph(&rec, &askRuns, &bRuns), graph.WithCheckpointer(s))
+		return rsCompile(t, rsAskGraph(&rec, &askRuns, &bRuns), graph.WithCheckpointer(s), graph.WithSnapshotEvery(10))
 	}
 	_, err := build(mem).Invoke(rsCtx(t), rsState{Log: []string{"in"}}, graph.WithThread(thread))
 	rsInterrupted(t, err)

@@ -72,16 +72,16 @@ type run[S any] struct {
 	trackDelta bool
 	stopped    bool // the stream's reader stopped
 
-	state     S
-	delta     S
-	step      int // the step of the latest checkpoint
-	stepsRun  int // supersteps run by this invocation
-	next      []*task[S]
-	joins     map[string][]string
-	cp        checkpoint.Config // the checkpoint the frontier belongs to
-	sinceSnap int               // supersteps since the last full snapshot
-	toParent  *Command[S]       // a command for the parent graph that ended this run
-	meta      map[string]string // metadata of the next checkpoint
+	state    S
+	delta    S
+	step     int // the step of the latest checkpoint
+	stepsRun int // supersteps run by this invocation
+	next     []*task[S]
+	joins    map[string][]string
+	cp       checkpoint.Config // the checkpoint the frontier belongs to
+	snaps    snapshots         // when the next checkpoint stores the full state
+	toParent *Command[S]       // a command for the parent graph that ended this run
+	meta     map[string]string // metadata of the next checkpoint
 }
 
 // task is one entry of the frontier.
@@ -103,6 +103,7 @@ var errStopped = errors.New("graph: stream reader stopped")
 
 func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	r := &run[S]{g: g, cfg: cfg, parent: parent}
+	r.snaps.every = cfg.snapshotEvery
 	if parent != nil {
 		r.ns = parent.path()
 		r.cfg.checkpointID = ""
@@ -149,7 +150,7 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 			return base, err
 		}
 		if t != nil {
-			if base, _, err = r.stateAt(ctx, t); err != nil {
+			if base, err = r.continueFrom(ctx, t); err != nil {
 				return base, err
 			}
 			r.at(t)
@@ -169,7 +170,7 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 	if !r.send(Event{Mode: ModeValues, Namespace: r.ns, Step: r.step, Data: r.state}) {
 		return r.state, errStopped
 	}
-	if err := r.commit(ctx, checkpoint.SourceInput, true); err != nil {
+	if err := r.commitInput(ctx, checkpoint.SourceInput, "", input); err != nil {
 		return r.state, err
 	}
 	return r.loop(ctx)

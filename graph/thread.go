@@ -69,7 +69,9 @@ func (g *Compiled[S]) History(ctx context.Context, filter checkpoint.ListOptions
 	if err != nil {
 		return nil, fmt.Errorf("graph: history of thread %q: %w", r.cfg.thread, err)
 	}
-	// Rebuild states oldest first, so each checkpoint that stores only updates reuses its parent's.
+	// Rebuild states oldest first, so each checkpoint that stores only updates advances its
+	// parent's. A state is advanced once: an appending reducer may share its arrays with the next,
+	// so a second child of a checkpoint (a branch) is rebuilt on its own.
 	type built struct {
 		tuple *checkpoint.Tuple
 		state S
@@ -80,10 +82,11 @@ func (g *Compiled[S]) History(ctx context.Context, filter checkpoint.ListOptions
 		t := &tuples[i]
 		var s S
 		if p, ok := byID[t.Checkpoint.ParentID]; ok && t.Checkpoint.State == nil {
+			delete(byID, t.Checkpoint.ParentID)
 			if err := r.checkFormat(t); err != nil {
 				return nil, err
 			}
-			s, err = r.replay(p.state, []*checkpoint.Tuple{p.tuple})
+			s, err = r.advance(p.state, p.tuple, t)
 		} else {
 			s, _, err = r.stateAt(ctx, t)
 		}
@@ -148,7 +151,7 @@ func (g *Compiled[S]) UpdateState(ctx context.Context, update S, asNode string, 
 		paused map[string]bool
 	)
 	if t != nil {
-		if base, _, err = r.stateAt(ctx, t); err != nil {
+		if base, err = r.continueFrom(ctx, t); err != nil {
 			return checkpoint.Config{}, err
 		}
 		r.at(t)
@@ -173,7 +176,7 @@ func (g *Compiled[S]) UpdateState(ctx context.Context, update S, asNode string, 
 		r.next = nil
 	}
 	r.meta = map[string]string{"as_node": asNode}
-	err = r.commit(ctx, checkpoint.SourceUpdate, true)
+	err = r.commitInput(ctx, checkpoint.SourceUpdate, asNode, update)
 	if err == nil && len(paused) > 0 {
 		err = r.keepAnswered(ctx, paused)
 	}

@@ -605,6 +605,7 @@ func testWritesOrder(t *testing.T, s checkpoint.Saver) {
 		write("task-0", checkpoint.WriteResume, 0, "answer"),
 		{TaskID: "task-3", Node: "bytes", Kind: checkpoint.WriteUpdate, Value: allBytes},
 		write("a", checkpoint.WriteUpdate, 0, "last, although its task ID sorts first"),
+		write("0190a6f2-7c1e-7e5b-9b3a-2d4c6e8f0a1b", checkpoint.WriteInput, 0, "the input that made a child"),
 	}
 	putWrites(t, s, at(cfg, "c1"), ws[0])
 	putWrites(t, s, at(cfg, "c1"), ws[1:4]...)
@@ -679,6 +680,22 @@ func testWritesBelongToTheirCheckpoint(t *testing.T, s checkpoint.Saver) {
 	checkWrites(t, "List c3", l[0].Writes, nil)
 	checkWrites(t, "List c2", l[1].Writes, w2)
 	checkWrites(t, "List c1", l[2].Writes, w1)
+
+	// Writes put to several checkpoints in turn, and to another thread's checkpoint of the same
+	// ID, come back with their own checkpoint in a page of List, in the order they were put.
+	w1 = append(w1, write("c3", checkpoint.WriteInput, 0, "the input that made c3"))
+	putWrites(t, s, at(cfg, "c1"), w1[len(w1)-1])
+	other := checkpoint.Config{ThreadID: "u"}
+	put(t, s, other, fullCP("c2", "", 0))
+	putWrites(t, s, at(other, "c2"), write("task-1", checkpoint.WriteUpdate, 0, "another thread's"))
+	w2 = append(w2, write("task-1", checkpoint.WriteUpdate, 0, "c2 out 2"))
+	putWrites(t, s, at(cfg, "c2"), w2[len(w2)-1])
+	l = list(t, s, cfg, checkpoint.ListOptions{Before: "c3", Limit: 2})
+	if !slices.Equal(ids(l), []string{"c2", "c1"}) {
+		t.Fatalf("List before c3 = %v", ids(l))
+	}
+	checkWrites(t, "page c2", l[0].Writes, w2)
+	checkWrites(t, "page c1", l[1].Writes, w1)
 }
 
 // testWritesUnknownCheckpoint: PutWrites for a checkpoint that does not exist fails with

@@ -321,7 +321,8 @@ func (s *Saver) prepare(ctx context.Context) error {
 		{s.wdb, &s.deleteCheckpoints, `DELETE FROM checkpoints WHERE thread_id = ?`},
 		{s.rdb, &s.getByID, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`},
 		{s.rdb, &s.getLatest, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ? ORDER BY id DESC LIMIT 1`},
-		{s.rdb, &s.getWrites, `SELECT task_id, kind, idx, node, value, value IS NULL FROM writes WHERE checkpoint = ? ORDER BY seq`},
+		{s.rdb, &s.getWrites, `SELECT checkpoint, task_id, kind, idx, node, value, value IS NULL FROM writes
+			WHERE checkpoint IN (SELECT value FROM json_each(?)) ORDER BY seq`},
 	}
 	for v := range s.list {
 		stmts = append(stmts, stmt{s.rdb, &s.list[v], listQuery(v)})
@@ -490,7 +491,7 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.Tup
 	if err != nil {
 		return nil, err
 	}
-	if t.Writes, err = s.writes(ctx, tx, pk, cfg, t.Checkpoint.ID); err != nil {
+	if err := s.writes(ctx, tx, cfg, []*checkpoint.Tuple{t}, []int64{pk}); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -508,8 +509,9 @@ func (s *Saver) getError(cfg checkpoint.Config, err error) error {
 }
 
 // List returns the checkpoints of cfg's thread and namespace, newest (greatest ID) first, with
-// their writes, read in one transaction. Before, Source and RunID are applied by SQLite, Meta by
-// ListOptions.Match; Limit counts the checkpoints that pass every filter.
+// their writes, read in one transaction of two queries (the checkpoints, then all their writes),
+// so a page of a long thread is cheap to read. Before, Source and RunID are applied by SQLite,
+// Meta by ListOptions.Match; Limit counts the checkpoints that pass every filter.
 func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint.ListOptions) ([]checkpoint.Tuple, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -570,10 +572,12 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 	if err := rows.Err(); err != nil {
 		return nil, s.listError(cfg, err)
 	}
+	tuples := make([]*checkpoint.Tuple, len(out))
 	for i := range out {
-		if out[i].Writes, err = s.writes(ctx, tx, pks[i], cfg, out[i].Checkpoint.ID); err != nil {
-			return nil, err
-		}
+		tuples[i] = &out[i]
+	}
+	if err := s.writes(ctx, tx, cfg, tuples, pks); err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, s.listError(cfg, err)
@@ -611,36 +615,62 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	return nil
 }
 
-// writes reads the writes of the checkpoint whose row is pk, in the order they were put.
-func (s *Saver) writes(ctx context.Context, tx *sql.Tx, pk int64, cfg checkpoint.Config, id string) ([]checkpoint.Write, error) {
-	rows, err := tx.StmtContext(ctx, s.getWrites).QueryContext(ctx, pk)
+// writes reads the writes of the checkpoints of tuples, whose rows are pks, in one query, and
+// sets them in the order they were put.
+func (s *Saver) writes(ctx context.Context, tx *sql.Tx, cfg checkpoint.Config, tuples []*checkpoint.Tuple, pks []int64) error {
+	if len(tuples) == 0 {
+		return nil
+	}
+	byPK := make(map[int64]*checkpoint.Tuple, len(pks))
+	for i, pk := range pks {
+		byPK[pk] = tuples[i]
+	}
+	first := tuples[0].Checkpoint.ID // names the read in errors
+	rows, err := tx.StmtContext(ctx, s.getWrites).QueryContext(ctx, pkList(pks))
 	if err != nil {
-		return nil, s.readError(cfg, id, err)
+		return s.readError(cfg, first, err)
 	}
 	defer rows.Close()
-	var out []checkpoint.Write
-	var v [6]any
+	var v [7]any
 	for rows.Next() {
-		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]); err != nil {
-			return nil, s.readError(cfg, id, err)
+		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]); err != nil {
+			return s.readError(cfg, first, err)
 		}
-		d := rowDecoder{cfg: cfg, id: id, table: "writes"}
+		pk, _ := v[0].(int64)
+		t := byPK[pk]
+		if t == nil {
+			return s.readError(cfg, first, fmt.Errorf("a write of row %v, which was not read", v[0]))
+		}
+		d := rowDecoder{cfg: cfg, id: t.Checkpoint.ID, table: "writes"}
 		w := checkpoint.Write{
-			TaskID: d.text(v[0], "task_id"),
-			Kind:   checkpoint.WriteKind(d.text(v[1], "kind")),
-			Idx:    d.integer(v[2], "idx"),
-			Node:   d.text(v[3], "node"),
-			Value:  d.blob(v[4], v[5], "value"),
+			TaskID: d.text(v[1], "task_id"),
+			Kind:   checkpoint.WriteKind(d.text(v[2], "kind")),
+			Idx:    d.integer(v[3], "idx"),
+			Node:   d.text(v[4], "node"),
+			Value:  d.blob(v[5], v[6], "value"),
 		}
 		if d.err != nil {
-			return nil, d.err
+			return d.err
 		}
-		out = append(out, w)
+		t.Writes = append(t.Writes, w)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.readError(cfg, id, err)
+		return s.readError(cfg, first, err)
 	}
-	return out, nil
+	return nil
+}
+
+// pkList is pks as a JSON array, for json_each.
+func pkList(pks []int64) string {
+	b := make([]byte, 0, 2+len(pks)*8)
+	b = append(b, '[')
+	for i, pk := range pks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, pk, 10)
+	}
+	return string(append(b, ']'))
 }
 
 func (s *Saver) readError(cfg checkpoint.Config, id string, err error) error {

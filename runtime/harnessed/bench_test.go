@@ -3,8 +3,10 @@ package harnessed_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
@@ -12,6 +14,7 @@ import (
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/harnessed"
+	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -66,4 +69,104 @@ func BenchmarkReAct100SQLite(b *testing.B) {
 		b.Cleanup(func() { s.Close() })
 		return s
 	})
+}
+
+// BenchmarkTurn1000SQLite is one model turn of 1,000 tool calls (a coordinator putting 1,000
+// nodes on the board, say: a call of a tool that is not Safe runs alone, one superstep each),
+// then a publish, checkpointed durably in a new SQLite file per op. db_bytes is the size of the
+// file once the saver is closed (its log copied in): what the assignment leaves on disk.
+func BenchmarkTurn1000SQLite(b *testing.B) {
+	const calls = 1000
+	create := tools.Func("add_node", "Put a piece of work on the board.", func(_ context.Context, a struct {
+		Task string `json:"task"`
+	}) (string, error) {
+		return "Created node for: " + a.Task, nil
+	})
+	turn := make([]tools.Call, calls)
+	for i := range turn {
+		turn[i] = call(fmt.Sprint("c", i), "add_node", map[string]string{"task": fmt.Sprintf("Work item %d: read the input, write the findings to findings.md.", i)})
+	}
+	dir := b.TempDir()
+	var bytes int64
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		path := filepath.Join(dir, fmt.Sprint("turn-", i, ".db"))
+		saver, err := sqlite.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		model := scripted.New("bench", scripted.Turn{Calls: turn},
+			scripted.Turn{Calls: []tools.Call{call("done", "publish", runtime.PublishArgs{Summary: "done"})}})
+		rt := harnessed.New(model, harnessed.WithSaver(saver))
+		a := runtime.Assignment{ID: "turn", Task: "Plan 1,000 nodes.", Dir: runtime.NodeDir(filepath.Join(dir, fmt.Sprint(i))), Tools: []tools.Tool{create}}
+		b.StartTimer()
+		o, err := rt.Run(context.Background(), a, nil)
+		b.StopTimer()
+		if err != nil || o.Status != runtime.Published {
+			b.Fatalf("outcome %+v, %v; want published", o, err)
+		}
+		if err := saver.Close(); err != nil {
+			b.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += fi.Size()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(bytes)/float64(b.N), "db_bytes")
+}
+
+// BenchmarkWake300SQLite is a conversational worker (a coordinator, say) woken 300 times in one
+// conversation, each time by a message of 1 KB that it answers with 1 KB, checkpointed durably
+// in a new SQLite file per op: an agent that lives for weeks. ms/wake is the time of the last
+// 100 wake-ups (loading the conversation included), db_bytes the file once the saver is closed.
+func BenchmarkWake300SQLite(b *testing.B) {
+	const wakes = 300
+	dir := b.TempDir()
+	var bytes int64
+	var last100 time.Duration
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		path := filepath.Join(dir, fmt.Sprint("wake-", i, ".db"))
+		saver, err := sqlite.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		turns := make([]scripted.Turn, wakes)
+		for j := range turns {
+			turns[j] = scripted.Turn{Text: fmt.Sprintf("reply %d: %01000d", j, j)}
+		}
+		rt := harnessed.New(scripted.New("bench", turns...), harnessed.WithSaver(saver), harnessed.WithTextEndsTurn(), harnessed.WithMaxIterations(wakes))
+		mb := &runtimetest.Mailbox{}
+		a := runtime.Assignment{ID: "wake", Task: "Answer the human.", Dir: runtime.NodeDir(filepath.Join(dir, fmt.Sprint(i))), Mailbox: mb, Wake: true}
+		b.StartTimer()
+		for j := range wakes {
+			start := time.Now()
+			if j > 0 {
+				mb.Deliver("human", fmt.Sprintf("news %d: %01000d", j, j))
+			}
+			if _, err := rt.Run(context.Background(), a, nil); err != nil {
+				b.Fatal(err)
+			}
+			if j >= wakes-100 {
+				last100 += time.Since(start)
+			}
+		}
+		b.StopTimer()
+		if err := saver.Close(); err != nil {
+			b.Fatal(err)
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += fi.Size()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(last100.Microseconds())/1e3/float64(100*b.N), "ms/wake")
+	b.ReportMetric(float64(bytes)/float64(b.N), "db_bytes")
 }

@@ -2,7 +2,9 @@
 // the assignment's tools act, until the worker publishes or checkpoints.
 //
 // The loop is itself a graph (a model node and a tools node) run on a checkpoint.Saver, one thread
-// per assignment ID, so every model turn and every tool call is saved as it finishes. Running an
+// per assignment ID, so every model turn and every tool call is saved as it finishes. Each saves
+// only what it adds (a model turn its answer and the calls it asks for, a tool call its result),
+// so what an assignment stores grows with its conversation, not with its square. Running an
 // assignment again after a crash, a cancellation or a failure continues its conversation from the
 // last saved step: finished tool calls are not repeated and the model is not asked again for a
 // turn it already answered.
@@ -193,21 +195,26 @@ type worker struct {
 }
 
 func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {
-	var err error
+	var (
+		final state
+		err   error
+	)
 	switch {
 	case w.fresh:
 		w.rep.Emit(runtime.Event{Kind: runtime.Started, Text: "model " + w.rt.model.Name()})
-		_, err = w.g.Invoke(ctx, state{Conversation: []providers.Message{providers.UserText(w.a.Task)}})
+		input := state{}.update()
+		input.Conversation = []providers.Message{providers.UserText(w.a.Task)}
+		final, err = w.g.Invoke(ctx, input)
 	case len(w.snap.Next) == 0 && len(w.revive) > 0:
 		w.rep.Emit(runtime.Event{Kind: runtime.Started, Text: fmt.Sprintf("model %s, woken by %d message(s) after %d turns", w.rt.model.Name(), len(w.revive), w.snap.Values.Turns)})
-		input := w.snap.Values.carry()
-		input.Report = runtime.Outcome{}
+		input := w.snap.Values.update()
+		input.Woken = true
 		input.Conversation = []providers.Message{providers.UserText(runtime.FormatMessages(w.revive))}
-		_, err = w.g.Invoke(ctx, input)
+		final, err = w.g.Invoke(ctx, input)
 	case len(w.snap.Next) == 0:
-		return w.outcome(ctx, nil) // it ended before
+		return w.outcome(ctx, w.snap.Values, nil) // it ended before
 	case len(w.snap.Interrupts) > 0 && w.a.Answer == "":
-		return w.outcome(ctx, &graph.Interrupted{Interrupts: w.snap.Interrupts}) // still waiting
+		return w.outcome(ctx, w.snap.Values, &graph.Interrupted{Interrupts: w.snap.Interrupts}) // still waiting
 	default:
 		w.rep.Emit(runtime.Event{Kind: runtime.Started, Text: fmt.Sprintf("model %s, resumed after %d turns", w.rt.model.Name(), w.snap.Values.Turns)})
 		var answer any
@@ -215,18 +222,25 @@ func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {
 			answer = w.a.Answer
 			w.rep.Emit(runtime.Event{Kind: runtime.MessageReceived, Message: &runtime.Message{From: "human", To: w.a.Worker, Body: w.a.Answer}})
 		}
-		_, err = w.g.Resume(ctx, answer)
+		final, err = w.g.Resume(ctx, answer)
 	}
-	return w.outcome(ctx, err)
+	var in *graph.Interrupted
+	if err != nil && !errors.As(err, &in) {
+		final = w.saved(ctx) // the run's state may hold a step that was not saved
+	}
+	return w.outcome(ctx, final, err)
 }
 
-// outcome reads the assignment's saved state and reports how the run ended.
-func (w *worker) outcome(ctx context.Context, runErr error) (runtime.Outcome, error) {
-	snap, err := w.g.State(context.WithoutCancel(ctx))
-	if err != nil && runErr == nil {
-		runErr = err
-	}
-	s := snap.Values
+// saved reads the assignment's saved state, or the zero state when it cannot (after a run that
+// failed, whose error the outcome reports).
+func (w *worker) saved(ctx context.Context) state {
+	snap, _ := w.g.State(context.WithoutCancel(ctx))
+	return snap.Values
+}
+
+// outcome reports how the run ended, from runErr and s, the assignment's saved state (which a run
+// that ended or paused returns).
+func (w *worker) outcome(ctx context.Context, s state, runErr error) (runtime.Outcome, error) {
 	o := s.Report
 	o.Usage, o.Turns, o.Session = s.Usage, s.Turns, w.a.ID
 	var in *graph.Interrupted

@@ -17,41 +17,6 @@ import (
 	"github.com/agiraph/agiraph/tools"
 )
 
-// state is the worker's saved state. Conversation grows by appending (each update holds only
-// the new messages, so checkpoints stay small) unless Reset is set by a compaction; every other
-// field is replaced by each update.
-type state struct {
-	Conversation []providers.Message `json:"conversation,omitempty"`
-	Reset        bool                `json:"reset,omitempty"`
-	// Pending are the calls of the latest answer not yet run; Results and Held collect their
-	// results and the messages that arrived meanwhile, until the turn's results are complete.
-	Pending []tools.Call      `json:"pending,omitempty"`
-	Results []tools.Result    `json:"results,omitempty"`
-	Held    []runtime.Message `json:"held,omitempty"`
-	Turns   int               `json:"turns,omitempty"`
-	Usage   providers.Usage   `json:"usage"`
-	Report  runtime.Outcome   `json:"report"`
-	// LastContext is the context size the provider reported for the latest call.
-	LastContext int  `json:"last_context,omitempty"`
-	Flushing    bool `json:"flushing,omitempty"` // asked to save notes before a compaction
-	Compactions int  `json:"compactions,omitempty"`
-}
-
-func reduce(cur, u state) state {
-	conv := u.Conversation
-	if !u.Reset {
-		conv = append(slices.Clip(cur.Conversation), u.Conversation...)
-	}
-	u.Conversation, u.Reset = conv, false
-	return u
-}
-
-// carry starts the update of a node: every replaced field as it is, no new messages.
-func (s state) carry() state {
-	s.Conversation, s.Reset = nil, false
-	return s
-}
-
 const (
 	modelNode = "model"
 	toolsNode = "tools"
@@ -81,7 +46,7 @@ func (w *worker) graph() (*graph.Compiled[state], error) {
 // think is the model node: a yield point, a compaction if one is due, then one model turn.
 func (w *worker) think(ctx context.Context, s state) (state, error) {
 	w.report.Restore(s.Report) // the state is the truth: it holds steps saved and not re-run
-	next := s.carry()
+	next := s.update()
 	if s.Turns >= w.rt.cfg.maxIterations {
 		return next, fmt.Errorf("%w (%d)", ErrMaxIterations, w.rt.cfg.maxIterations)
 	}
@@ -134,7 +99,7 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 		if err := w.report.End(runtime.Checkpointed, resp.Message.Text()); err != nil {
 			return next, err
 		}
-		next.Report, next.Flushing = w.report.Outcome(), false
+		next.Report, next.Flushing = reported(s.Report, w.report.Outcome()), false
 	case len(next.Pending) == 0 && !next.Flushing:
 		next.Conversation = append(next.Conversation, providers.UserText(nudge))
 	}
@@ -143,46 +108,58 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 
 // act is the tools node: it runs the next pending call (or the next run of calls that are safe
 // to run together), then a yield point. When the turn's calls are all answered their results
-// become one message, followed by any messages that arrived meanwhile.
+// become one message, followed by any messages that arrived meanwhile. Its update holds what it
+// adds: the calls it ran, their results and the messages it received.
 func (w *worker) act(ctx context.Context, s state) (state, error) {
 	w.report.Restore(s.Report) // the state is the truth: it holds steps saved and not re-run
-	next := s.carry()
+	next := s.update()
 	batch := w.batch(s.Pending)
+	results, err := w.call(ctx, batch)
+	if err != nil {
+		return next, err
+	}
+	report := w.report.Outcome()
+	next.Ran, next.Report = len(batch), reported(s.Report, report)
+	var held []runtime.Message
+	if !w.report.Done() { // a worker that has ended leaves its mail for its next turn
+		held = w.receive(fmt.Sprintf("turn%d/result%d", s.Turns, len(s.Results)+len(results)))
+	}
+	if len(batch) < len(s.Pending) {
+		next.Results, next.Held = results, held
+		return next, nil
+	}
+	held = slices.Concat(s.Held, held)
+	msg := providers.ToolResults(slices.Concat(s.Results, results))
+	switch {
+	case len(held) > 0 && report.Status != "":
+		next.Report.Unread = held // the turn ended: no model call will see them
+	case len(held) > 0:
+		msg.Parts = append(msg.Parts, providers.Text(runtime.FormatMessages(held)))
+	}
+	next.Conversation = []providers.Message{msg}
+	return next, nil
+}
+
+// call runs a batch of calls and reports their results; ask_human, which comes alone, is
+// answered by the human.
+func (w *worker) call(ctx context.Context, batch []tools.Call) ([]tools.Result, error) {
 	var results []tools.Result
 	if batch[0].Name == askHuman.Name {
 		r, err := w.ask(ctx, batch[0])
 		if err != nil {
-			return next, err
+			return nil, err
 		}
 		results = []tools.Result{r}
 	} else {
 		results = w.reg.Run(runtime.WithReport(ctx, w.report), batch)
 		if err := ctx.Err(); err != nil {
-			return next, context.Cause(ctx) // do not save results cut short by cancellation
+			return nil, context.Cause(ctx) // do not save results cut short by cancellation
 		}
 	}
 	for _, r := range results {
 		w.rep.Emit(runtime.Event{Kind: runtime.ToolResult, Tool: &runtime.ToolEvent{ID: r.CallID, Name: r.Name, Result: r.Content, IsError: r.IsError}})
 	}
-	next.Pending = s.Pending[len(batch):]
-	next.Results = append(slices.Clip(s.Results), results...)
-	next.Report = w.report.Outcome()
-	if !w.report.Done() { // a worker that has ended leaves its mail for its next turn
-		next.Held = append(slices.Clip(s.Held), w.receive(fmt.Sprintf("turn%d/result%d", s.Turns, len(next.Results)))...)
-	}
-	if len(next.Pending) > 0 {
-		return next, nil
-	}
-	msg := providers.ToolResults(next.Results)
-	switch {
-	case len(next.Held) > 0 && next.Report.Status != "":
-		next.Report.Unread = next.Held // the turn ended: no model call will see them
-	case len(next.Held) > 0:
-		msg.Parts = append(msg.Parts, providers.Text(runtime.FormatMessages(next.Held)))
-	}
-	next.Conversation = []providers.Message{msg}
-	next.Pending, next.Results, next.Held = nil, nil, nil
-	return next, nil
+	return results, nil
 }
 
 // batch returns the calls to run next: the leading run of calls that are safe to run together,
