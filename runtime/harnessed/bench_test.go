@@ -106,14 +106,7 @@ func BenchmarkTurn1000SQLite(b *testing.B) {
 		if err != nil || o.Status != runtime.Published {
 			b.Fatalf("outcome %+v, %v; want published", o, err)
 		}
-		if err := saver.Close(); err != nil {
-			b.Fatal(err)
-		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bytes += fi.Size()
+		bytes += closedSize(b, saver, path)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(bytes)/float64(b.N), "db_bytes")
@@ -157,16 +150,22 @@ func BenchmarkWake300SQLite(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		if err := saver.Close(); err != nil {
-			b.Fatal(err)
-		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bytes += fi.Size()
+		bytes += closedSize(b, saver, path)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(last100.Microseconds())/1e3/float64(100*b.N), "ms/wake")
 	b.ReportMetric(float64(bytes)/float64(b.N), "db_bytes")
+}
+
+// closedSize closes saver and returns the size of its database file at path.
+func closedSize(b *testing.B, saver interface{ Close() error }, path string) int64 {
+	b.Helper()
+	if err := saver.Close(); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fi.Size()
 }
