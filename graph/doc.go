@@ -32,6 +32,11 @@
 // A node that returns the whole list each time defeats this: every step then stores the state,
 // and a thread's storage grows with the square of its history.
 //
+// Rebuilding still reads a snapshot as large as the state. A thread invoked again and again in
+// one process (an agent woken by each message) can skip that: WithCache keeps the latest state of
+// recent threads as their runs left it, and a run that finds its thread's latest checkpoint there
+// starts from it (see Cache).
+//
 // A minimal graph:
 //
 //	type State struct {

@@ -24,6 +24,7 @@ type config struct {
 	interruptAfter  map[string]bool
 	durability      Durability
 	checkpointID    string
+	cache           any // a *Cache[S] (WithCache)
 }
 
 // DefaultRecursionLimit is the number of supersteps a run may take unless WithRecursionLimit says

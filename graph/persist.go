@@ -139,6 +139,7 @@ func (r *run[S]) save(ctx context.Context, source checkpoint.Source, full bool, 
 		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
 	}
 	r.cp = cfg
+	r.cache.put(r.cacheKey(), cp.ID, r.state, r.snaps.count())
 	names := make([]string, len(r.next))
 	for i, t := range r.next {
 		names[i] = t.node.name
@@ -166,8 +167,11 @@ func (r *run[S]) frontier() ([]checkpoint.Task, error) {
 
 // stateAt rebuilds the state at a checkpoint: the nearest snapshot at or before it, advanced along
 // the checkpoints in between. It also returns that chain: t and its ancestors, newest first, down
-// to the snapshot.
+// to the snapshot. A state the cache holds at t is not rebuilt: then the chain is nil.
 func (r *run[S]) stateAt(ctx context.Context, t *checkpoint.Tuple) (S, []*checkpoint.Tuple, error) {
+	if s, _, ok := r.cache.get(r.cacheKey(), t); ok {
+		return s, nil, nil
+	}
 	var s S
 	chain, err := r.ancestors(ctx, t, func(cp *checkpoint.Checkpoint) bool { return cp.State != nil })
 	if err != nil {
@@ -184,6 +188,10 @@ func (r *run[S]) stateAt(ctx context.Context, t *checkpoint.Tuple) (S, []*checkp
 // continueFrom rebuilds the state at t for a run that goes on from t, and counts what was saved
 // since that state's snapshot.
 func (r *run[S]) continueFrom(ctx context.Context, t *checkpoint.Tuple) (S, error) {
+	if s, count, ok := r.cache.get(r.cacheKey(), t); ok {
+		r.snaps.restore(count, t)
+		return s, nil
+	}
 	s, chain, err := r.stateAt(ctx, t)
 	if err == nil {
 		r.snaps.resume(chain)

@@ -80,6 +80,7 @@ type run[S any] struct {
 	joins    map[string][]string
 	cp       checkpoint.Config // the checkpoint the frontier belongs to
 	snaps    snapshots         // when the next checkpoint stores the full state
+	cache    *Cache[S]         // WithCache, at the root of a run that saves
 	toParent *Command[S]       // a command for the parent graph that ended this run
 	meta     map[string]string // metadata of the next checkpoint
 }
@@ -123,7 +124,9 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	if r.saving && r.cfg.runID == "" {
 		r.cfg.runID = uuid.NewString()
 	}
-	return r, nil
+	var err error
+	r.cache, err = r.cacheOf()
+	return r, err
 }
 
 // reduce merges update into cur with the graph's reducer, turning a panic into an error that

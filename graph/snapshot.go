@@ -49,6 +49,26 @@ func (s *snapshots) snapshot(n int) {
 	s.since.Store(0)
 }
 
+// snapshotCount is what snapshots counted when a checkpoint was saved, its tasks' writes aside.
+type snapshotCount struct {
+	steps, size int
+	since       int64
+}
+
+// count returns the counts, to restore for a run that goes on from the checkpoint just saved.
+func (s *snapshots) count() snapshotCount {
+	return snapshotCount{steps: s.steps, size: s.size, since: s.since.Load()}
+}
+
+// restore sets the counts from those of the checkpoint t, and its tasks' writes.
+func (s *snapshots) restore(c snapshotCount, t *checkpoint.Tuple) {
+	s.steps, s.size = c.steps, c.size
+	s.since.Store(c.since)
+	for _, w := range t.Writes {
+		s.saved(writeSize(w))
+	}
+}
+
 // resume sets the counts from a chain loaded to rebuild a state: newest first, ending with the
 // snapshot it was rebuilt from.
 func (s *snapshots) resume(chain []*checkpoint.Tuple) {

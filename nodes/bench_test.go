@@ -225,9 +225,9 @@ func BenchmarkInfiniteCycles(b *testing.B) {
 		b.StopTimer()
 		home := b.TempDir()
 		coord := scripted.NewFunc("bench-cycles", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-			text, _ := scLast(req)
+			text := scSince(req) // a wake-up's message may come with the request to save notes
 			switch {
-			case strings.HasPrefix(text, "GOAL:") || strings.Contains(text, "[Message from human]"):
+			case strings.Contains(text, "GOAL:") || strings.Contains(text, "[Message from human]"):
 				return scTurn(req, scCall("create_work_node", map[string]any{"task": "Write this cycle's note."})), nil
 			case strings.Contains(text, " completed: "):
 				return scTurn(req, scCall("finish", map[string]string{"output": "cycle done"})), nil
@@ -258,10 +258,8 @@ func BenchmarkInfiniteCycles(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			for e := range events {
-				if e.Type == "x.cycle_completed" {
-					break
-				}
+			if err := awaitCycle(events, done); err != nil {
+				b.Fatalf("cycle %d: %v", i+1, err)
 			}
 			took[i] = time.Since(start)
 		}
@@ -279,6 +277,20 @@ func BenchmarkInfiniteCycles(b *testing.B) {
 		b.ReportMetric(msPerCycle(took[cycles-cycles/10:]), "ms/cycle-last10%")
 		b.ReportMetric(float64(diskUsage(home)), "bytes-on-disk")
 		b.StartTimer()
+	}
+}
+
+// awaitCycle waits for the end of a cycle, or for the run to end before it.
+func awaitCycle(events <-chan eventlog.Event, done <-chan error) error {
+	for {
+		select {
+		case e := <-events:
+			if e.Type == "x.cycle_completed" {
+				return nil
+			}
+		case err := <-done:
+			return fmt.Errorf("the run ended: %v", err)
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/runtime/triggers"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
@@ -80,6 +81,10 @@ type run struct {
 	cancel  context.CancelCauseFunc // ends the run's context: End, or the run returning
 	started time.Time               // when this process took the run up
 	wake    chan struct{}           // something the human did
+	// The conversations of the coordinator and of the harnessed workers as their last runs left
+	// them, so that a wake-up does not rebuild them from checkpoints (see harnessed.Cache); the
+	// coordinator's is kept apart, where the workers' do not push it out.
+	coordConv, workerConvs *harnessed.Cache
 
 	mu      sync.Mutex // guards the signals from outside
 	stopped bool
@@ -110,7 +115,8 @@ func (s *Squad) open(id, goal string) (*run, error) {
 	if err := dir.Create(); err != nil {
 		return nil, err
 	}
-	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, log: s.log, pool: newPool(), wake: make(chan struct{}, 1), started: s.cfg.now()}
+	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, log: s.log, pool: newPool(), wake: make(chan struct{}, 1), started: s.cfg.now(),
+		coordConv: harnessed.NewCache(1), workerConvs: harnessed.NewCache(max(s.cfg.maxConcurrent, 1))}
 	board, err := openBoard(dir, s.cfg.now)
 	if err != nil {
 		return nil, err

@@ -71,6 +71,16 @@ func scLast(req providers.Request) (string, []tools.Result) {
 	return text, results
 }
 
+// scSince returns the text of the messages since the model's last answer (the messages of a
+// wake-up, or a tool's results and the messages that came with them).
+func scSince(req providers.Request) string {
+	var b strings.Builder
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != providers.Assistant; i-- {
+		b.WriteString(req.Messages[i].Text() + "\n")
+	}
+	return b.String()
+}
+
 // scAll returns every text and tool result of the conversation, joined.
 func scAll(req providers.Request) string {
 	var b strings.Builder

@@ -169,7 +169,8 @@ func (r *run) runtimeFor(w Worker) (runtime.Runtime, error) {
 		if err != nil {
 			return nil, fmt.Errorf("nodes: worker %s: %w", w.Name, err)
 		}
-		opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithMaxIterations(r.board.runState().Contract.MaxIterations)}
+		opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithMaxIterations(r.board.runState().Contract.MaxIterations),
+			harnessed.WithCache(r.workerConvs)}
 		if w.Single {
 			opts = append(opts, harnessed.WithSingleInference())
 		}

@@ -142,6 +142,9 @@ func TestToolStepsSaveWhatTheyAdd(t *testing.T) {
 			if w.Node == "tools" && w.Kind == checkpoint.WriteUpdate {
 				sizes = append(sizes, len(w.Value))
 			}
+			if w.Node == "model" && w.Kind == checkpoint.WriteUpdate {
+				assert.NotContains(t, string(w.Value), `"pending"`, "the model step saves the answer, not its calls again")
+			}
 		}
 	}
 	require.Len(t, sizes, steps(turn)+1, "a step per call, or per run of Safe calls, and the checkpoint's")

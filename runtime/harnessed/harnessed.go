@@ -65,6 +65,7 @@ type config struct {
 	maxOutput     int
 	textEndsTurn  bool
 	ownTools      bool
+	cache         *Cache
 }
 
 // Option configures a Runtime.
@@ -74,8 +75,23 @@ type Option func(*config)
 // survives a cancelled or failed run but not the process).
 func WithSaver(s checkpoint.Saver) Option { return func(c *config) { c.saver = s } }
 
-// WithMaxIterations bounds the model turns of an assignment (default 50).
+// WithMaxIterations bounds the model turns of an assignment (default 50), and those of each
+// wake-up of an assignment that had ended (see Runtime.Run).
 func WithMaxIterations(n int) Option { return func(c *config) { c.maxIterations = n } }
+
+// Cache keeps the conversations of the assignments that ran last in memory, as their runs left
+// them, so that an assignment run again — woken by mail, a coordinator's next turn — starts from
+// it instead of rebuilding it from its checkpoints: a wake-up then costs what it adds, however long
+// the conversation. The checkpoints stay the truth (see graph.Cache). One cache may serve several
+// runtimes; it is safe for concurrent use.
+type Cache struct{ states *graph.Cache[state] }
+
+// NewCache returns a cache for the conversations of up to n assignments.
+func NewCache(n int) *Cache { return &Cache{graph.NewCache[state](n)} }
+
+// WithCache sets the runtime's cache (default: its own, for 16 assignments): a runtime made for
+// each run, or runtimes that take turns on the same assignments, share one to benefit from it.
+func WithCache(c *Cache) Option { return func(cfg *config) { cfg.cache = c } }
 
 // WithSingleInference makes every assignment one model call without tools; the answer is
 // published as result.md.
@@ -111,6 +127,9 @@ func New(model providers.Model, opts ...Option) *Runtime {
 	}
 	if c.saver == nil {
 		c.saver = checkpoint.NewMemory()
+	}
+	if c.cache == nil {
+		c.cache = NewCache(16)
 	}
 	return &Runtime{model: model, cfg: c}
 }
@@ -208,7 +227,7 @@ func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {
 	case len(w.snap.Next) == 0 && len(w.revive) > 0:
 		w.rep.Emit(runtime.Event{Kind: runtime.Started, Text: fmt.Sprintf("model %s, woken by %d message(s) after %d turns", w.rt.model.Name(), len(w.revive), w.snap.Values.Turns)})
 		input := w.snap.Values.update()
-		input.Woken = true
+		input.Woken, input.Since = true, w.snap.Values.Turns
 		input.Conversation = []providers.Message{providers.UserText(runtime.FormatMessages(w.revive))}
 		final, err = w.g.Invoke(ctx, input)
 	case len(w.snap.Next) == 0:

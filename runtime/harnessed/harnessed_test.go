@@ -538,6 +538,37 @@ func TestMaxIterations(t *testing.T) {
 	}
 }
 
+// The bound is on the turns of each wake-up: an assignment woken again and again (an infinite
+// agent's coordinator) is not stopped by the turns of the wake-ups before.
+func TestMaxIterationsCountsEachWakeUp(t *testing.T) {
+	a := assignment(t, "a7w", "Answer each message.")
+	mb := &runtimetest.Mailbox{}
+	a.Mailbox, a.Wake = mb, true
+	model := scripted.NewFunc("w", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if strings.Contains(last.Text(), "loop") || last.Parts[0].Type == providers.ToolResultPart {
+			return scripted.Turn{Calls: []tools.Call{{ID: fmt.Sprint("c", len(req.Messages)), Name: "think", Args: json.RawMessage(`{}`)}}}, nil
+		}
+		return scripted.Turn{Text: "done"}, nil
+	})
+	a.Tools = append(a.Tools, tools.Func("think", "Think.", func(context.Context, struct{}) (string, error) { return "loop", nil }))
+	rt := harnessed.New(model, harnessed.WithMaxIterations(3), harnessed.WithTextEndsTurn())
+	o, err := rt.Run(context.Background(), a, nil)
+	require.NoError(t, err)
+	for i := range 5 {
+		mb.Deliver("human", "again")
+		o, err = rt.Run(context.Background(), a, nil)
+		require.NoError(t, err, "wake-up %d", i+1)
+		assert.Equal(t, "done", o.Summary)
+	}
+	assert.Equal(t, 6, o.Turns)
+
+	mb.Deliver("human", "loop")
+	o, err = rt.Run(context.Background(), a, nil)
+	require.ErrorIs(t, err, harnessed.ErrMaxIterations)
+	assert.Equal(t, 9, o.Turns, "three turns of the last wake-up")
+}
+
 func TestSingleInference(t *testing.T) {
 	a := assignment(t, "a8", "Name three primes.")
 	model := scripted.New("w", scripted.Turn{Text: "2, 3, 5", Usage: providers.Usage{InputTokens: 10, OutputTokens: 5}}).KeepRequests()

@@ -40,14 +40,14 @@ func (w *worker) graph() (*graph.Compiled[state], error) {
 	g.AddConditionalEdges(modelNode, next, toolsNode, modelNode, graph.END)
 	g.AddConditionalEdges(toolsNode, next, toolsNode, modelNode, graph.END)
 	return g.Compile(graph.WithCheckpointer(w.rt.cfg.saver), graph.WithThread(w.a.ID),
-		graph.WithRecursionLimit(1<<30))
+		graph.WithRecursionLimit(1<<30), graph.WithCache(w.rt.cfg.cache.states))
 }
 
 // think is the model node: a yield point, a compaction if one is due, then one model turn.
 func (w *worker) think(ctx context.Context, s state) (state, error) {
 	w.report.Restore(s.Report) // the state is the truth: it holds steps saved and not re-run
 	next := s.update()
-	if s.Turns >= w.rt.cfg.maxIterations {
+	if s.Turns-s.Since >= w.rt.cfg.maxIterations {
 		return next, fmt.Errorf("%w (%d)", ErrMaxIterations, w.rt.cfg.maxIterations)
 	}
 	var add []providers.Message
@@ -84,8 +84,9 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 	next.LastContext = resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens + resp.Usage.OutputTokens
 	u := resp.Usage
 	w.rep.Emit(runtime.Event{Kind: runtime.ModelTurn, Text: resp.Message.Text(), Usage: &u})
-	next.Pending = resp.Message.ToolCalls()
-	for _, c := range next.Pending {
+	calls := resp.Message.ToolCalls()
+	next.Asks = len(calls) > 0 // the message, saved once, holds them
+	for _, c := range calls {
 		w.rep.Emit(runtime.Event{Kind: runtime.ToolCalled, Tool: &runtime.ToolEvent{ID: c.ID, Name: c.Name, Args: c.Args}})
 	}
 	switch {
@@ -95,12 +96,12 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 			return next, err
 		}
 		next.Report = o
-	case len(next.Pending) == 0 && w.rt.cfg.textEndsTurn && !next.Flushing:
+	case len(calls) == 0 && w.rt.cfg.textEndsTurn && !next.Flushing:
 		if err := w.report.End(runtime.Checkpointed, resp.Message.Text()); err != nil {
 			return next, err
 		}
 		next.Report, next.Flushing = reported(s.Report, w.report.Outcome()), false
-	case len(next.Pending) == 0 && !next.Flushing:
+	case len(calls) == 0 && !next.Flushing:
 		next.Conversation = append(next.Conversation, providers.UserText(nudge))
 	}
 	return next, nil

@@ -8,13 +8,13 @@ import (
 
 // state is the worker's saved state, and an update of it: a step's update holds only what the
 // step adds (see reduce), so a step's checkpoint is as large as what the step did, never as large
-// as the conversation. The model step saves its answer and the calls it asks for, once; each tools
-// step saves its results and how many of the calls it ran.
+// as the conversation. The model step saves its answer, whose calls become the pending calls
+// (Asks); each tools step saves its results and how many of the calls it ran.
 type state struct {
 	// Conversation grows by the messages of each update (a compaction's replace it: Reset).
 	Conversation []providers.Message `json:"conversation,omitempty"`
-	// Pending are the calls of the latest answer not yet run: the model step's update sets them,
-	// each tools step's update consumes Ran of them.
+	// Pending are the calls of the latest answer not yet run: the model step's update sets them
+	// (Asks), each tools step's update consumes Ran of them.
 	Pending []tools.Call `json:"pending,omitempty"`
 	// Results and Held collect the results of the pending calls and the messages that arrived
 	// meanwhile, each update adding its own, until the last call has run: that step's update
@@ -26,7 +26,10 @@ type state struct {
 	Report runtime.Outcome `json:"report,omitzero"`
 
 	// Every update replaces the fields below; a step carries those it does not change.
-	Turns int             `json:"turns,omitempty"`
+	Turns int `json:"turns,omitempty"`
+	// Since is Turns when the worker was last woken: the turns of a wake-up, which
+	// WithMaxIterations bounds, count from there.
+	Since int             `json:"since,omitempty"`
 	Usage providers.Usage `json:"usage,omitzero"`
 	// LastContext is the context size the provider reported for the latest call.
 	LastContext int  `json:"last_context,omitempty"`
@@ -37,6 +40,7 @@ type state struct {
 	Delta bool `json:"delta,omitempty"` // set in every update of this version (see reduceWhole)
 	Reset bool `json:"reset,omitempty"` // its Conversation replaces the conversation (a compaction)
 	Ran   int  `json:"ran,omitempty"`   // it ran that many of the pending calls
+	Asks  bool `json:"asks,omitempty"`  // the calls of its last message are the pending calls
 	Woken bool `json:"woken,omitempty"` // it wakes a worker that had ended: the report starts afresh
 }
 
@@ -51,7 +55,10 @@ func reduce(cur, u state) state {
 		next.Conversation = append(cur.Conversation, u.Conversation...)
 	}
 	next.Pending = cur.Pending
-	if len(u.Pending) > 0 {
+	switch {
+	case u.Asks:
+		next.Pending = u.Conversation[len(u.Conversation)-1].ToolCalls()
+	case len(u.Pending) > 0: // an update of the version before Asks
 		next.Pending = u.Pending
 	}
 	next.Pending = next.Pending[min(u.Ran, len(next.Pending)):]
@@ -88,7 +95,7 @@ func (s state) update() state {
 
 // replaced is the state with only the fields every update replaces.
 func (s state) replaced() state {
-	return state{Turns: s.Turns, Usage: s.Usage, LastContext: s.LastContext, Flushing: s.Flushing, Compactions: s.Compactions}
+	return state{Turns: s.Turns, Since: s.Since, Usage: s.Usage, LastContext: s.LastContext, Flushing: s.Flushing, Compactions: s.Compactions}
 }
 
 // reported is what the worker reported during a step: the report after the step less the

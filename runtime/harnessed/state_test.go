@@ -12,18 +12,22 @@ import (
 	"github.com/agiraph/agiraph/tools"
 )
 
-// A turn of three calls as this version's steps save it: the model step sets the calls, each
-// tools step adds what it ran, the last one makes the results a message and clears them.
+// A turn of three calls as this version's steps save it: the model step saves the answer, whose
+// calls become the pending calls, each tools step adds what it ran, the last one makes the
+// results a message and clears them.
 func TestReduceKeepsDeltas(t *testing.T) {
 	calls := []tools.Call{{ID: "c1", Name: "a"}, {ID: "c2", Name: "b"}, {ID: "c3", Name: "c"}}
 	results := []tools.Result{{CallID: "c1", Content: "1"}, {CallID: "c2", Content: "2"}, {CallID: "c3", Content: "3"}}
 	held := runtime.Message{From: "bob", Body: "hi"}
 	answer := providers.Message{Role: providers.Assistant, Parts: []providers.Part{providers.Text("on it")}}
+	for i := range calls {
+		answer.Parts = append(answer.Parts, providers.Part{Type: providers.ToolCallPart, ToolCall: &calls[i]})
+	}
 	done := providers.ToolResults(results)
 
 	s := reduce(state{}, state{Delta: true, Conversation: []providers.Message{providers.UserText("task")}})
 	model := s.update()
-	model.Conversation, model.Pending, model.Turns = []providers.Message{answer}, calls, 1
+	model.Conversation, model.Asks, model.Turns = []providers.Message{answer}, true, 1
 	s = reduce(s, model)
 	assert.Equal(t, calls, s.Pending)
 	assert.Equal(t, 1, s.Turns)
@@ -52,7 +56,7 @@ func TestReduceKeepsDeltas(t *testing.T) {
 	assert.Equal(t, []providers.Message{providers.UserText("task"), answer, done}, s.Conversation)
 	assert.Equal(t, runtime.Outcome{Status: runtime.Checkpointed, Summary: "ok",
 		SubNodes: []runtime.SubNode{{Task: "sub"}, {Task: "sub 2"}}, Unread: []runtime.Message{held}}, s.Report)
-	assert.False(t, s.Delta || s.Reset || s.Woken || s.Ran != 0, "a state keeps none of an update's flags")
+	assert.False(t, s.Delta || s.Reset || s.Woken || s.Asks || s.Ran != 0, "a state keeps none of an update's flags")
 
 	// Woken, the report starts afresh; a compaction replaces the conversation.
 	wake := s.update()
