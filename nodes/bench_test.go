@@ -224,59 +224,87 @@ func BenchmarkInfiniteCycles(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		home := b.TempDir()
-		coord := scripted.NewFunc("bench-cycles", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-			text := scSince(req) // a wake-up's message may come with the request to save notes
-			switch {
-			case strings.Contains(text, "GOAL:") || strings.Contains(text, "[Message from human]"):
-				return scTurn(req, scCall("create_work_node", map[string]any{"task": "Write this cycle's note."})), nil
-			case strings.Contains(text, " completed: "):
-				return scTurn(req, scCall("finish", map[string]string{"output": "cycle done"})), nil
-			case strings.Contains(text, "The run is ending"):
-				return scripted.Turn{Text: "noted"}, nil
-			}
-			return scTurn(req, scCall("wait", map[string]string{})), nil
-		})
-		worker := benchWorker()
-		s, err := nodes.New(nodes.WithHome(home), nodes.WithMode(nodes.Infinite), nodes.WithCoordinatorModel(coord.Name()),
-			nodes.WithModel(worker.Name()), nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		events, stop := s.Subscribe(0)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		done := make(chan error, 1)
-		go func() {
-			_, err := s.Run(ctx, "Write a note whenever the human asks.")
-			done <- err
-		}()
+		agent := startCycles(b, home)
 		b.StartTimer()
 		took := make([]time.Duration, cycles)
 		for i := range cycles {
 			start := time.Now()
-			if i > 0 { // the first cycle runs on the goal alone
-				if err := sendWhenRunning(s, fmt.Sprintf("Note %d, please.", i+1)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := awaitCycle(events, done); err != nil {
-				b.Fatalf("cycle %d: %v", i+1, err)
-			}
+			agent.cycle(b, i)
 			took[i] = time.Since(start)
 		}
 		b.StopTimer()
-		if err := s.End(); err != nil {
-			b.Fatal(err)
-		}
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
-		stop()
-		cancel()
-		s.Close()
+		agent.end(b)
 		b.ReportMetric(msPerCycle(took[:cycles/10]), "ms/cycle-first10%")
 		b.ReportMetric(msPerCycle(took[cycles-cycles/10:]), "ms/cycle-last10%")
 		b.ReportMetric(float64(diskUsage(home)), "bytes-on-disk")
 		b.StartTimer()
+	}
+}
+
+// cycleAgent is an infinite agent, woken by a message from the human for each cycle: its
+// coordinator puts a node on the board, a worker writes a note and publishes, and the
+// coordinator closes the cycle.
+type cycleAgent struct {
+	s      *nodes.Squad
+	events <-chan eventlog.Event
+	done   chan error // the run's end
+	stop   func()
+	cancel context.CancelFunc
+}
+
+// startCycles starts the agent in home; its first cycle runs on the goal.
+func startCycles(tb testing.TB, home string) *cycleAgent {
+	coord := scripted.NewFunc("cycles-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		text := scSince(req) // a wake-up's message may come with the request to save notes
+		switch {
+		case strings.Contains(text, "GOAL:") || strings.Contains(text, "[Message from human]"):
+			return scTurn(req, scCall("create_work_node", map[string]any{"task": "Write this cycle's note."})), nil
+		case strings.Contains(text, " completed: "):
+			return scTurn(req, scCall("finish", map[string]string{"output": "cycle done"})), nil
+		case strings.Contains(text, "The run is ending"):
+			return scripted.Turn{Text: "noted"}, nil
+		}
+		return scTurn(req, scCall("wait", map[string]string{})), nil
+	})
+	worker := benchWorker()
+	s, err := nodes.New(nodes.WithHome(home), nodes.WithMode(nodes.Infinite), nodes.WithCoordinatorModel(coord.Name()),
+		nodes.WithModel(worker.Name()), nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &cycleAgent{s: s, done: make(chan error, 1)}
+	c.events, c.stop = s.Subscribe(0)
+	var ctx context.Context
+	ctx, c.cancel = context.WithTimeout(context.Background(), 10*time.Minute)
+	go func() {
+		_, err := s.Run(ctx, "Write a note whenever the human asks.")
+		c.done <- err
+	}()
+	return c
+}
+
+// cycle runs cycle i (from 0): the human's message, unless it is the first, and the cycle's end.
+func (c *cycleAgent) cycle(tb testing.TB, i int) {
+	if i > 0 {
+		if err := sendWhenRunning(c.s, fmt.Sprintf("Note %d, please.", i+1)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := awaitCycle(c.events, c.done); err != nil {
+		tb.Fatalf("cycle %d: %v", i+1, err)
+	}
+}
+
+// end ends the agent's run and closes it.
+func (c *cycleAgent) end(tb testing.TB) {
+	defer c.cancel()
+	defer c.s.Close()
+	defer c.stop()
+	if err := c.s.End(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := <-c.done; err != nil {
+		tb.Fatal(err)
 	}
 }
 

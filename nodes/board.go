@@ -701,7 +701,7 @@ func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
 	}
 	err = b.commit(func(t *tx) error {
 		for _, f := range []struct{ path, content string }{
-			{dir.Identity(), identity + "\n"}, {dir.Memory(), ""}, {dir.Notebook(), ""}, {dir.History(), "[]\n"},
+			{dir.Identity(), identity + "\n"}, {dir.Memory(), ""}, {dir.Notebook(), ""}, {dir.History(), ""},
 		} {
 			if err := t.batch.Add(f.path, []byte(f.content)); err != nil {
 				return err
@@ -762,7 +762,7 @@ func (b *board) workerList() string {
 	return strings.Join(names, ", ")
 }
 
-// historyEntry is one line of a worker's history.json.
+// historyEntry is one line of a worker's history.jsonl.
 type historyEntry struct {
 	Node    string         `json:"node"`
 	Task    string         `json:"task"`

@@ -286,9 +286,10 @@ const (
 	factMilestones   = "the run's milestone events (type node: text)"
 	factPublished    = "published files (node/file: content)"
 	factBoard        = "the final board (node stage status deps parent worker)"
+	factHistory      = "the workers' history.jsonl (worker: node status)"
 )
 
-var factNames = []string{factConversation, factCompleted, factMilestones, factPublished, factBoard}
+var factNames = []string{factConversation, factCompleted, factMilestones, factPublished, factBoard, factHistory}
 
 // milestones are the events that say what happened to the run, its stages, nodes and workers
 // and its human: each happens a fixed number of times in a run, crash or not. (Events of
@@ -345,6 +346,15 @@ func collectFacts(t *testing.T, home string) crashFacts {
 			add(factPublished, fmt.Sprintf("%s/%s: %s", id.Name(), filepath.ToSlash(rel), b))
 			return nil
 		})
+	}
+	workers, err := os.ReadDir(filepath.Join(string(run), "workers"))
+	require.NoError(t, err)
+	for _, w := range workers {
+		for _, line := range jsonLines(t, run.Worker(w.Name()).History()) {
+			var h struct{ Node, Status string }
+			require.NoError(t, json.Unmarshal([]byte(line), &h), "history.jsonl line %q", line)
+			add(factHistory, fmt.Sprintf("%s: %s %s", w.Name(), h.Node, h.Status))
+		}
 	}
 	for _, l := range f.lists {
 		sort.Strings(l)

@@ -12,11 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/triggers"
+	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -285,4 +289,43 @@ func TestTriggerActions(t *testing.T) {
 	if n1.Attempts != 2 || !slices.Equal(n1.Published, []string{"a1.md", "a2.md"}) {
 		t.Fatalf("n1 after running twice: %+v", n1)
 	}
+}
+
+// An infinite agent runs cycle after cycle without its files growing with the cycles behind it
+// (past the keys of updates it must remember) and without its coordinator running out of turns:
+// each wake-up has its own.
+func TestInfiniteAgentKeepsGoing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("140 cycles")
+	}
+	const n = 140 // each cycle remembers two update keys: more than _run.json keeps
+	home := t.TempDir()
+	agent := startCycles(t, home)
+	for i := range n {
+		agent.cycle(t, i)
+	}
+	agent.end(t)
+
+	runs, err := filepath.Glob(filepath.Join(home, "runs", "*", "_run.json"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	var st struct {
+		Cycle   int
+		Applied []string
+	}
+	require.NoError(t, workspace.ReadJSON(runs[0], &st))
+	assert.Equal(t, n, st.Cycle)
+	assert.Len(t, st.Applied, 256, "the keys of the latest updates")
+	assert.Contains(t, st.Applied, fmt.Sprintf("cycle%d", n))
+	info, err := os.Stat(runs[0])
+	require.NoError(t, err)
+	assert.Less(t, info.Size(), int64(16<<10), "_run.json")
+
+	histories, err := filepath.Glob(filepath.Join(filepath.Dir(runs[0]), "workers", "*", "history.jsonl"))
+	require.NoError(t, err)
+	lines := 0
+	for _, h := range histories {
+		lines += len(jsonLines(t, h))
+	}
+	assert.Equal(t, n, lines, "a history line per node")
 }

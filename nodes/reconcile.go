@@ -1,11 +1,12 @@
 package nodes
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/agiraph/agiraph/providers"
@@ -223,22 +224,27 @@ func (r *run) setNode(id string, fn func(n *Node)) (Node, error) {
 }
 
 // addHistory adds, in t, a node's outcome that published or checkpointed to its worker's
-// history.json, once per outcome.
+// history.jsonl, once per outcome: an outcome recorded again after a crash cut its record short
+// finds its line among the last.
 func (r *run) addHistory(t *tx, w Worker, n Node, rec outcomeRecord) error {
 	o := rec.Outcome
 	if w.ID == "" || (o.Status != runtime.Published && o.Status != runtime.Checkpointed) {
 		return nil
 	}
 	path := r.dir.Worker(w.ID).History()
-	var history []historyEntry
-	if err := workspace.ReadJSON(path, &history); err != nil && !errors.Is(err, os.ErrNotExist) {
+	entry := historyEntry{Node: n.ID, Task: firstLine(n.Task), Status: o.Status, Summary: o.Summary, Time: r.cfg.now().UTC(), Outcome: rec.key()}
+	key, err := json.Marshal(map[string]string{"outcome": entry.Outcome})
+	if err != nil {
 		return err
 	}
-	if slices.ContainsFunc(history, func(h historyEntry) bool { return h.Outcome == rec.key() }) {
+	tail, err := workspace.ReadTail(path, 64<<10)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if bytes.Contains(tail, key[1:len(key)-1]) { // "outcome":"<key>"
 		return nil
 	}
-	history = append(history, historyEntry{Node: n.ID, Task: firstLine(n.Task), Status: o.Status, Summary: o.Summary, Time: r.cfg.now().UTC(), Outcome: rec.key()})
-	return t.batch.AddJSON(path, history)
+	return t.batch.Append(path, entry)
 }
 
 // remember adds the node's outcome to the worker's memory, once.
@@ -246,7 +252,11 @@ func (r *run) remember(w Worker, n Node, rec outcomeRecord) error {
 	dir := r.dir.Worker(w.ID)
 	o := rec.Outcome
 	line := fmt.Sprintf("- %s (%s): %s\n", n.ID, o.Status, firstLine(o.Summary))
-	if strings.Contains(readText(dir.Memory())+"\n", strings.TrimSpace(line)+"\n") { // written before a crash
+	tail, err := workspace.ReadTail(dir.Memory(), 64<<10)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if strings.Contains(string(tail)+"\n", strings.TrimSpace(line)+"\n") { // written before a crash
 		return nil
 	}
 	f, err := os.OpenFile(dir.Memory(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)

@@ -34,11 +34,18 @@ type runState struct {
 	InTurn bool `json:"in_turn,omitempty"`
 	// Asked is the key of the coordinator's last question, which keys the answer's record.
 	Asked string `json:"asked,omitempty"`
-	// Applied are the keys of the updates made, so that none is made twice.
+	// Applied are the keys of the latest updates made (appliedKept of them), so that none is
+	// made twice.
 	Applied []string `json:"applied,omitempty"`
 }
 
 const runFile = "_run.json"
+
+// appliedKept is how many keys of updates made the run's state keeps. An update is made again only
+// when a crash cut short what made it, which is the latest of the run's work: the keys of an
+// infinite run's cycles long closed need not be kept, and _run.json stays small however long it
+// runs.
+const appliedKept = 256
 
 // readRunState reads a run's state from its folder; a run without one has the zero state.
 func readRunState(dir workspace.Run) (runState, error) {
@@ -79,6 +86,7 @@ func (b *board) updateRun(key string, fn func(st *runState)) (runState, bool, er
 	fn(&st)
 	if key != "" {
 		st.Applied = append(st.Applied, key)
+		st.Applied = st.Applied[max(len(st.Applied)-appliedKept, 0):]
 	}
 	if err := workspace.WriteJSON(filepath.Join(string(b.run), runFile), st); err != nil {
 		return b.state, false, err

@@ -123,3 +123,21 @@ func TestFuncDescriptionWithCommas(t *testing.T) {
 		t.Errorf("schema:\n got %s\nwant %s", tool.Schema, want)
 	}
 }
+
+// Tools made from the same argument type share its reflection, not their schemas: each tool's
+// schema is its own to change.
+func TestFuncReflectsATypeOnce(t *testing.T) {
+	noop := func(context.Context, writeArgs) (string, error) { return "", nil }
+	a, b := tools.Func("a", "A.", noop), tools.Func("b", "B.", noop)
+	want := string(tools.SchemaFor(reflect.TypeFor[writeArgs]()))
+	if string(a.Schema) != want || string(b.Schema) != want {
+		t.Fatalf("schemas differ: %s / %s / %s", a.Schema, b.Schema, want)
+	}
+	a.Schema[0] = 'X'
+	if string(b.Schema) != want || string(tools.SchemaFor(reflect.TypeFor[writeArgs]())) != want {
+		t.Fatal("changing one tool's schema changed another's")
+	}
+	if allocs := testing.AllocsPerRun(10, func() { tools.Func("c", "C.", noop) }); allocs > 20 {
+		t.Errorf("making a tool of a type reflected before: %.0f allocations", allocs)
+	}
+}

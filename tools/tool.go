@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"sync"
 
 	"github.com/invopop/jsonschema"
 )
@@ -67,15 +69,14 @@ func Func[A any](name, description string, fn func(ctx context.Context, args A) 
 	if fn == nil {
 		panic(fmt.Sprintf("tools.Func: tool %q: nil function", name))
 	}
-	schema := SchemaFor(elem)
-	compiled, err := compileSchema(schema)
+	schema, compiled, err := schemaOf(elem)
 	if err != nil { // cannot happen for reflected schemas; guard all the same
 		panic(fmt.Sprintf("tools.Func: tool %q: derived schema is not usable: %v", name, err))
 	}
 	t := Tool{
 		Name:        name,
 		Description: description,
-		Schema:      schema,
+		Schema:      slices.Clone(schema), // the tool's own: the reflected one is shared
 		Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
 			args = normalizeArgs(args)
 			if err := compiled.validate(args); err != nil {
@@ -104,6 +105,34 @@ func Func[A any](name, description string, fn func(ctx context.Context, args A) 
 // struct): inline, with root "type":"object", additionalProperties false and no $schema or $id.
 // It is exported for tools that write their own handler but want a derived schema.
 func SchemaFor(t reflect.Type) json.RawMessage {
+	schema, _, _ := schemaOf(t)
+	return slices.Clone(schema)
+}
+
+// reflected holds the schema of each argument type reflected so far, with its compiled form:
+// tools are made again and again from the same types (a worker's tools for each of its runs).
+var reflected sync.Map // reflect.Type → reflectedSchema
+
+type reflectedSchema struct {
+	schema   json.RawMessage
+	compiled *node
+	err      error
+}
+
+// schemaOf returns the schema of t (see SchemaFor) and its compiled form, reflected once.
+func schemaOf(t reflect.Type) (json.RawMessage, *node, error) {
+	if r, ok := reflected.Load(t); ok {
+		r := r.(reflectedSchema)
+		return r.schema, r.compiled, r.err
+	}
+	schema := reflectSchema(t)
+	compiled, err := compileSchema(schema)
+	reflected.Store(t, reflectedSchema{schema, compiled, err})
+	return schema, compiled, err
+}
+
+// reflectSchema derives the JSON Schema of t.
+func reflectSchema(t reflect.Type) json.RawMessage {
 	r := jsonschema.Reflector{
 		DoNotReference:            true,
 		ExpandedStruct:            true,

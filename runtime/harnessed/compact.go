@@ -13,22 +13,29 @@ import (
 	"github.com/agiraph/agiraph/runtime"
 )
 
-// over reports whether conv has reached the share of the context limit at which it is
-// compacted. The size is the larger of what the provider reported for the latest call and an
-// estimate of four characters per token over the system prompt, the tools and conv.
-func (w *worker) over(s state, conv []providers.Message) bool {
-	if len(conv) <= w.rt.cfg.keepMessages+1 {
+// over reports whether the conversation of s followed by add has reached the share of the
+// context limit at which it is compacted. The size is the larger of what the provider reported
+// for the latest call and an estimate of four characters per token over the system prompt, the
+// tools and the conversation (whose characters s counts: see state.Chars).
+func (w *worker) over(s state, add []providers.Message) bool {
+	if len(s.Conversation)+len(add) <= w.rt.cfg.keepMessages+1 {
 		return false // nothing a compaction could drop
 	}
-	chars := len(w.prompt)
+	chars := len(w.prompt) + s.chars() + conversationChars(add)
 	for _, t := range w.specs {
 		chars += len(t.Name) + len(t.Description) + len(t.Schema)
 	}
-	for _, m := range conv {
-		chars += messageChars(m)
-	}
 	size := max(chars/4, s.LastContext)
 	return float64(size) >= w.rt.cfg.compactAt*float64(w.rt.cfg.contextLimit)
+}
+
+// conversationChars counts the characters of msgs that over estimates tokens from.
+func conversationChars(msgs []providers.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += messageChars(m)
+	}
+	return n
 }
 
 func messageChars(m providers.Message) int {

@@ -56,7 +56,7 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 		add = append(add, providers.UserText(runtime.FormatMessages(msgs)))
 	}
 	conv := append(slices.Clip(s.Conversation), add...)
-	if w.over(s, conv) {
+	if w.over(s, add) {
 		if !s.Flushing {
 			add = append(add, providers.UserText(flushRequest))
 			conv = append(conv, add[len(add)-1])

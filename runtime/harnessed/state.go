@@ -13,6 +13,8 @@ import (
 type state struct {
 	// Conversation grows by the messages of each update (a compaction's replace it: Reset).
 	Conversation []providers.Message `json:"conversation,omitempty"`
+	// Chars counts the characters of the conversation (see over); reduce keeps it.
+	Chars int `json:"chars,omitempty"`
 	// Pending are the calls of the latest answer not yet run: the model step's update sets them
 	// (Asks), each tools step's update consumes Ran of them.
 	Pending []tools.Call `json:"pending,omitempty"`
@@ -50,9 +52,10 @@ func reduce(cur, u state) state {
 		return reduceWhole(cur, u)
 	}
 	next := u.replaced()
-	next.Conversation = u.Conversation
+	next.Conversation, next.Chars = u.Conversation, conversationChars(u.Conversation)
 	if !u.Reset {
 		next.Conversation = append(cur.Conversation, u.Conversation...)
+		next.Chars += cur.chars()
 	}
 	next.Pending = cur.Pending
 	switch {
@@ -81,8 +84,16 @@ func reduceWhole(cur, u state) state {
 	if !u.Reset {
 		u.Conversation = append(cur.Conversation, u.Conversation...)
 	}
-	u.Reset = false
+	u.Reset, u.Chars = false, conversationChars(u.Conversation)
 	return u
+}
+
+// chars returns Chars, counted afresh for a state saved before states counted them.
+func (s state) chars() int {
+	if s.Chars == 0 {
+		return conversationChars(s.Conversation)
+	}
+	return s.Chars
 }
 
 // update starts the update of a step (or an input) on the state s: the fields every update

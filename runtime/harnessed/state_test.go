@@ -54,6 +54,7 @@ func TestReduceKeepsDeltas(t *testing.T) {
 	assert.Nil(t, s.Results)
 	assert.Nil(t, s.Held)
 	assert.Equal(t, []providers.Message{providers.UserText("task"), answer, done}, s.Conversation)
+	assert.Equal(t, conversationChars(s.Conversation), s.Chars, "the characters counted")
 	assert.Equal(t, runtime.Outcome{Status: runtime.Checkpointed, Summary: "ok",
 		SubNodes: []runtime.SubNode{{Task: "sub"}, {Task: "sub 2"}}, Unread: []runtime.Message{held}}, s.Report)
 	assert.False(t, s.Delta || s.Reset || s.Woken || s.Asks || s.Ran != 0, "a state keeps none of an update's flags")
@@ -68,6 +69,7 @@ func TestReduceKeepsDeltas(t *testing.T) {
 	compact.Reset, compact.Conversation, compact.Compactions = true, []providers.Message{providers.UserText("summary")}, 1
 	s = reduce(s, compact)
 	assert.Equal(t, []providers.Message{providers.UserText("summary")}, s.Conversation)
+	assert.Equal(t, len("summary"), s.Chars)
 	assert.Equal(t, 1, s.Compactions)
 }
 
@@ -91,6 +93,7 @@ func TestReduceReadsUpdatesOfEarlierVersions(t *testing.T) {
 	assert.Equal(t, []tools.Result{{CallID: "c1", Content: "1"}}, s.Results)
 	assert.Len(t, s.Report.SubNodes, 1)
 	assert.Len(t, s.Conversation, 2)
+	assert.Equal(t, len("task")+len("on it"), s.Chars)
 
 	step := s.update()
 	step.Ran, step.Results = 1, []tools.Result{{CallID: "c2", Content: "2"}}

@@ -30,7 +30,7 @@
 //	                ├── identity.md         who the worker is         Worker.Identity
 //	                ├── memory.md           what it has learned       Worker.Memory
 //	                ├── notebook.md         its scratchpad            Worker.Notebook
-//	                ├── history.json        nodes it has completed    Worker.History
+//	                ├── history.jsonl       nodes it has completed    Worker.History
 //	                └── conversation.jsonl  its LLM conversation      Worker.Conversation
 //
 // The path types ([Home], [Run], [Worker] and [runtime.NodeDir]) are plain strings: their

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -46,8 +47,18 @@ func WriteView(path string, data []byte) error {
 // its path and makes the renames durable, with one sync of each kind (on Linux; elsewhere one
 // per file). A crash leaves each file old or new, never a mix; a batch is not a transaction: it
 // may leave some of its files new and others old. A Batch is not safe for concurrent use.
+//
+// A batch may also append lines to files (Append): Commit appends them before it syncs, so they
+// are as durable as the files written. A crash may leave them appended and the files old: make
+// the lines such that the next attempt can tell it made them.
 type Batch struct {
-	files []staged
+	files   []staged
+	appends []appended
+}
+
+type appended struct {
+	path string
+	data []byte
 }
 
 // Add writes data beside path, to be renamed over it by Commit (see WriteFile). The directory
@@ -70,29 +81,68 @@ func (b *Batch) AddJSON(path string, v any) error {
 	return b.Add(path, append(data, '\n'))
 }
 
-// Commit syncs the files added, renames each over its path and syncs the renames. On error
-// the files not yet renamed are discarded. The batch is empty afterwards.
+// Append adds v as one line of compact JSON, to be appended to path (created if need be) by
+// Commit.
+func (b *Batch) Append(path string, v any) error {
+	data, err := json.Marshal(v) // compact, and newlines in strings are escaped: one line
+	if err != nil {
+		return fmt.Errorf("workspace: append to %s: %w", path, err)
+	}
+	b.appends = append(b.appends, appended{path, append(data, '\n')})
+	return nil
+}
+
+// Commit appends the lines, syncs them and the files added, renames each file over its path and
+// syncs the renames. On error the files not yet renamed are discarded. The batch is empty
+// afterwards.
 func (b *Batch) Commit() error {
-	batch := b.files
-	b.files = nil
-	if len(batch) == 0 {
+	batch, appends := b.files, b.appends
+	b.files, b.appends = nil, nil
+	if len(batch) == 0 && len(appends) == 0 {
 		return nil
 	}
-	open := make([]*os.File, len(batch))
-	for i, s := range batch {
-		open[i] = s.f
-	}
-	err := syncFiles(open)
+	open := make([]*os.File, 0, len(batch)+len(appends))
 	for _, s := range batch {
-		err = errors.Join(err, s.f.Close())
+		open = append(open, s.f)
 	}
-	if err != nil {
+	var appendErr error
+	for _, a := range appends {
+		f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, defaultPerm)
+		if err == nil {
+			open = append(open, f)
+			_, err = f.Write(a.data)
+		}
+		if err != nil {
+			appendErr = fmt.Errorf("workspace: append to %s: %w", a.path, files.Cause(err))
+			break
+		}
+	}
+	var err error
+	if appendErr == nil {
+		err = syncFiles(open)
+	}
+	for _, f := range open {
+		err = errors.Join(err, f.Close())
+	}
+	if appendErr != nil || err != nil {
 		for _, s := range batch {
 			s.discard()
 		}
-		return fmt.Errorf("workspace: write %s: %w", batch[0].path, files.Cause(err))
+		if appendErr != nil {
+			return appendErr
+		}
+		name := appends[0].path // there is one or the other
+		if len(batch) > 0 {
+			name = batch[0].path
+		}
+		return fmt.Errorf("workspace: write %s: %w", name, files.Cause(err))
 	}
 	dirs := make([]string, 0, 1)
+	for _, a := range appends { // a file the line created
+		if dir := filepath.Dir(a.path); !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
 	for i, s := range batch {
 		if err := s.place(); err != nil {
 			for _, rest := range batch[i+1:] {
@@ -108,13 +158,13 @@ func (b *Batch) Commit() error {
 	return nil
 }
 
-// Discard removes the files added and not committed.
+// Discard removes the files added and forgets the lines, not committed.
 func (b *Batch) Discard() {
 	for _, s := range b.files {
 		_ = s.f.Close()
 		s.discard()
 	}
-	b.files = nil
+	b.files, b.appends = nil, nil
 }
 
 // staged is a file's new content written beside it, open, not synced.
@@ -173,6 +223,25 @@ func WriteJSON(path string, v any) error {
 		return fmt.Errorf("workspace: write %s: %w", path, err)
 	}
 	return WriteFile(path, append(data, '\n'))
+}
+
+// ReadTail returns the last n bytes of the file at path, or all of it when it is shorter.
+func ReadTail(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
+	}
+	off := max(st.Size()-n, 0)
+	b := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
+	}
+	return b, nil
 }
 
 // ReadJSON reads the JSON in path into v. Errors name the file; a missing file's error

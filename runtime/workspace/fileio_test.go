@@ -247,3 +247,37 @@ func TestBatch(t *testing.T) {
 	assert.Equal(t, "{\n  \"n\": 1\n}\n", string(got))
 	assert.ElementsMatch(t, []string{"a.json", "sub"}, entries(t, dir))
 }
+
+// A batch appends its lines at Commit, with its files; Discard forgets them, and a line that
+// cannot be appended is an error naming its file.
+func TestBatchAppends(t *testing.T) {
+	dir := t.TempDir()
+	log, state := filepath.Join(dir, "history.jsonl"), filepath.Join(dir, "state.json")
+	var batch workspace.Batch
+	require.NoError(t, batch.Append(log, map[string]string{"node": "n1", "summary": "two\nlines"}))
+	require.NoError(t, batch.AddJSON(state, 1))
+	assert.NoFileExists(t, log, "nothing is appended before Commit")
+	require.NoError(t, batch.Commit())
+	require.NoError(t, batch.Append(log, map[string]string{"node": "n2"}))
+	require.NoError(t, batch.Commit(), "a batch of lines alone")
+	got, err := os.ReadFile(log)
+	require.NoError(t, err)
+	assert.Equal(t, "{\"node\":\"n1\",\"summary\":\"two\\nlines\"}\n{\"node\":\"n2\"}\n", string(got))
+
+	require.NoError(t, batch.Append(log, map[string]string{"node": "dropped"}))
+	batch.Discard()
+	require.NoError(t, batch.Commit())
+	after, err := os.ReadFile(log)
+	require.NoError(t, err)
+	assert.Equal(t, got, after)
+
+	missing := filepath.Join(dir, "missing", "history.jsonl")
+	require.NoError(t, batch.Append(missing, 1))
+	require.NoError(t, batch.AddJSON(state, 2))
+	err = batch.Commit()
+	require.ErrorContains(t, err, missing)
+	b, err := os.ReadFile(state)
+	require.NoError(t, err)
+	assert.Equal(t, "1\n", string(b), "the files are not written when a line cannot be")
+	require.Error(t, batch.Append(log, make(chan int)))
+}

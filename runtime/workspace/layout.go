@@ -38,7 +38,7 @@ const (
 	identityFile = "identity.md"
 	memoryFile   = "memory.md"
 	notebookFile = "notebook.md"
-	historyFile  = "history.json"
+	historyFile  = "history.jsonl"
 	dirPerm      = 0o755
 	defaultPerm  = 0o644
 )
@@ -143,7 +143,7 @@ func (w Worker) Memory() string { return w.path(memoryFile) }
 // Notebook returns the path of notebook.md, the worker's scratchpad.
 func (w Worker) Notebook() string { return w.path(notebookFile) }
 
-// History returns the path of history.json: the nodes the worker has completed.
+// History returns the path of history.jsonl: the nodes the worker has completed, one line each.
 func (w Worker) History() string { return w.path(historyFile) }
 
 // Conversation returns the path of conversation.jsonl, the worker's LLM conversation.

@@ -43,7 +43,7 @@ func TestPaths(t *testing.T) {
 		{w.Identity(), j(string(w), "identity.md")},
 		{w.Memory(), j(string(w), "memory.md")},
 		{w.Notebook(), j(string(w), "notebook.md")},
-		{w.History(), j(string(w), "history.json")},
+		{w.History(), j(string(w), "history.jsonl")},
 		{w.Conversation(), j(string(w), "conversation.jsonl")},
 	} {
 		if c.got != c.want {

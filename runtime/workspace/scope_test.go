@@ -65,7 +65,7 @@ func TestScopes(t *testing.T) {
 		{w, read, "workers/w1/identity.md", true},
 		{w, read, "workers/w1/notebook.md", true},
 		{w, read, "workers/w1/memory.md", true},
-		{w, read, "workers/w1/history.json", true},
+		{w, read, "workers/w1/history.jsonl", true},
 		{w, read, "workers/w1/conversation.jsonl", true},
 		// Worker read refusals.
 		{w, read, ".", false},
@@ -115,7 +115,7 @@ func TestScopes(t *testing.T) {
 		{w, write, "nodes/n1/log.jsonl", false},
 		{w, write, "nodes/n1/x", false},
 		{w, write, "workers/w1/identity.md", false},
-		{w, write, "workers/w1/history.json", false},
+		{w, write, "workers/w1/history.jsonl", false},
 		{w, write, "workers/w1/conversation.jsonl", false},
 		{w, write, "workers/w1/other.md", false},
 		{w, write, "workers/w1/sub/notebook.md", false},
