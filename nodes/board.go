@@ -470,16 +470,14 @@ func (b *board) create(nn nodeSpec) (_ Node, created bool, err error) {
 	if err := dir.Create(); err != nil {
 		return Node{}, false, err
 	}
-	refs := node.Refs
-	if refs == nil {
-		refs = map[string]string{}
-	}
 	err = b.commit(func(t *tx) error {
 		if err := t.batch.Add(workspace.Spec(dir), []byte(specText(node))); err != nil {
 			return err
 		}
-		if err := t.batch.AddJSON(workspace.Refs(dir), refs); err != nil {
-			return err
+		if len(node.Refs) > 0 { // a file less for each node without inputs
+			if err := t.batch.AddJSON(workspace.Refs(dir), node.Refs); err != nil {
+				return err
+			}
 		}
 		t.nodes = append(t.nodes, node)
 		return t.adopt(node)

@@ -103,13 +103,14 @@ func TestDeepResearch(t *testing.T) {
 	}
 	// The folder layout.
 	run := filepath.Join(string(s.Home()), "runs", res.RunID)
-	for _, p := range []string{"_plan.md", "nodes/n1/_spec.md", "nodes/n1/_refs.json", "nodes/n1/_status.md", "nodes/n1/log.jsonl",
+	for _, p := range []string{"_plan.md", "nodes/n1/_spec.md", "nodes/n4/_refs.json", "nodes/n1/_status.md", "nodes/n1/log.jsonl",
 		"nodes/n1/published/findings.md", "nodes/n4/published/report.md", "_messages/log.jsonl",
 		"workers/alice/identity.md", "workers/alice/memory.md", "workers/alice/notebook.md", "workers/alice/history.jsonl", "workers/alice/conversation.jsonl"} {
 		if _, err := os.Stat(filepath.Join(run, p)); err != nil {
 			t.Errorf("missing %s", p)
 		}
 	}
+	assert.NoFileExists(t, filepath.Join(run, "nodes/n1/_refs.json"), "a node without inputs has no _refs.json")
 	msgs, _ := filepath.Glob(filepath.Join(run, "_messages", "0*_*.md"))
 	if len(msgs) == 0 {
 		t.Error("no message files in _messages/")

@@ -20,7 +20,7 @@
 //	        ├── nodes/
 //	        │   └── {node}/         a work node (runtime.NodeDir)     Run.Node
 //	        │       ├── _spec.md    what to do                        Spec
-//	        │       ├── _refs.json  pointers to upstream published/   Refs
+//	        │       ├── _refs.json  pointers to upstream published/   Refs (when it has some)
 //	        │       ├── _status.md  status and summary                Status
 //	        │       ├── scratch/    work in progress                  runtime.NodeDir.Scratch
 //	        │       ├── published/  outputs, immutable                runtime.NodeDir.Published
