@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,23 +24,25 @@ import (
 // coordinator spawns W workers and creates N nodes in its first turn, each worker writes a
 // note and publishes, and the coordinator finishes once the stage is complete. What it costs
 // is the squad's own overhead: it reports ms per node, the bytes the agent's home holds after
-// the run, and allocations.
+// the run and those of its checkpoints (state.db, with its log), and allocations.
 func BenchmarkSquad(b *testing.B) {
 	for _, size := range []struct{ nodes, workers int }{{100, 5}, {100, 50}, {300, 5}, {300, 50}, {1000, 5}, {1000, 50}} {
 		b.Run(fmt.Sprintf("N=%d/W=%d", size.nodes, size.workers), func(b *testing.B) {
 			b.ReportAllocs()
-			var disk int64
+			var disk, db int64
 			for b.Loop() {
-				disk = squadRun(b, size.nodes, size.workers)
+				disk, db = squadRun(b, size.nodes, size.workers)
 			}
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*size.nodes), "ms/node")
 			b.ReportMetric(float64(disk), "bytes-on-disk")
+			b.ReportMetric(float64(db), "state.db-bytes")
 		})
 	}
 }
 
-// squadRun runs the benchmark's squad once and returns the bytes its home holds.
-func squadRun(b *testing.B, n, w int) int64 {
+// squadRun runs the benchmark's squad once and returns the bytes its home holds, and those of
+// state.db and its write-ahead log.
+func squadRun(b *testing.B, n, w int) (disk, db int64) {
 	b.StopTimer()
 	home := b.TempDir()
 	coord := benchCoordinator(n, w)
@@ -70,8 +73,9 @@ func squadRun(b *testing.B, n, w int) int64 {
 	if completed != n {
 		b.Fatalf("%d of %d nodes completed", completed, n)
 	}
+	s.Close() // state.db's log is folded in
 	b.StartTimer()
-	return diskUsage(home)
+	return diskUsage(home), diskUsage(home, "state.db", "state.db-wal")
 }
 
 // benchCoordinator spawns w workers and creates n nodes in its first turn, then waits, and
@@ -197,11 +201,11 @@ func benchWorker() *scripted.Model {
 	})
 }
 
-// diskUsage returns the bytes of the files under dir.
-func diskUsage(dir string) int64 {
+// diskUsage returns the bytes of the files under dir, or of those named (any of names).
+func diskUsage(dir string, names ...string) int64 {
 	var disk int64
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil && !d.IsDir() && (len(names) == 0 || slices.Contains(names, d.Name())) {
 			if info, err := d.Info(); err == nil {
 				disk += info.Size()
 			}
