@@ -122,13 +122,23 @@ type Worker struct {
 // board is the run's work board: its nodes and workers. Every change is written through to the
 // run's folder (nodes/{id}/_node.json with _spec.md, _refs.json and _status.md beside it;
 // workers/{id}/worker.json), so the folder is the board's truth and a restarted process reads it
-// back. A board is safe for concurrent use. Changes are made one at a time (wmu), each written
-// to disk before it is made in memory (under mu, briefly), so a reader never waits for a write.
+// back. A board is safe for concurrent use. Changes are made one at a time (wmu): each writes its
+// files beside their paths and is made in memory (under mu, briefly), so a reader never waits
+// for a write; then, the lock released, its files are synced — with those of the changes made
+// meanwhile, by one sync — and put in place in the order the changes were made (see pending).
+// A change returns once it is on disk.
 type board struct {
 	run workspace.Run
 	now func() time.Time
 
-	wmu     sync.Mutex   // held by a change, from reading what it changes to its end
+	// The changes being placed: tickets are handed out in the order of wmu, and placed in it.
+	pmu     sync.Mutex
+	placing sync.Cond
+	tickets uint64 // handed out
+	placed  uint64 // placed, or given up
+	broken  error  // a change that could not be placed: the board on disk is behind, for good
+
+	wmu     sync.Mutex   // held by a change, from reading what it changes to its staged write
 	mu      sync.RWMutex // guards what follows; changed only by a holder of wmu
 	nodes   map[string]*Node
 	order   []*Node          // the nodes in creation order
@@ -147,6 +157,7 @@ const (
 // openBoard reads the board of run from its folder.
 func openBoard(run workspace.Run, now func() time.Time) (*board, error) {
 	b := &board{run: run, now: now, nodes: map[string]*Node{}, byRun: map[string]*Node{}, byKey: map[string]*Node{}, workers: map[string]*Worker{}}
+	b.placing.L = &b.pmu
 	ids, err := run.NodeIDs()
 	if err != nil {
 		return nil, err
@@ -414,7 +425,7 @@ func (t *tx) adopt(n *Node) error {
 	return err
 }
 
-// set makes a change in memory that is on disk; b.wmu is held.
+// set makes a change in memory whose files are written (see pending); b.wmu is held.
 func (b *board) set(change func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -427,35 +438,47 @@ func (b *board) create(nn nodeSpec) (_ Node, created bool, err error) {
 	if strings.TrimSpace(nn.Task) == "" {
 		return Node{}, false, errors.New("the task is empty")
 	}
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
+	var n Node
+	err = b.locked(func() (p *pending, err error) {
+		n, created, p, err = b.createLocked(nn)
+		return p, err
+	})
+	if err != nil {
+		return Node{}, false, err
+	}
+	return n, created, nil
+}
+
+// createLocked is create; b.wmu is held. The node is on disk once the change returned is placed.
+func (b *board) createLocked(nn nodeSpec) (_ Node, created bool, _ *pending, err error) {
 	if n := b.byKey[nn.Key]; nn.Key != "" && n != nil { // created before a crash, maybe not yet linked to its parent
-		return cloneNode(n), false, b.commit(func(t *tx) error { return t.adopt(n) })
+		p, err := b.commit(func(t *tx) error { return t.adopt(n) })
+		return cloneNode(n), false, p, err
 	}
 	for _, d := range nn.Deps {
 		if _, ok := b.nodes[d]; !ok {
-			return Node{}, false, fmt.Errorf("dependency %q is not a node on the board (nodes: %s)", d, b.nodeList())
+			return Node{}, false, nil, fmt.Errorf("dependency %q is not a node on the board (nodes: %s)", d, b.nodeList())
 		}
 	}
 	if nn.Parent != "" {
 		p, ok := b.nodes[nn.Parent]
 		if !ok {
-			return Node{}, false, fmt.Errorf("parent %q is not a node on the board", nn.Parent)
+			return Node{}, false, nil, fmt.Errorf("parent %q is not a node on the board", nn.Parent)
 		}
 		if p.Damaged != "" {
-			return Node{}, false, errors.New(p.Damaged)
+			return Node{}, false, nil, errors.New(p.Damaged)
 		}
 	}
 	for name, ref := range nn.Refs {
 		if err := b.checkRef(ref); err != nil {
-			return Node{}, false, fmt.Errorf("ref %q: %w", name, err)
+			return Node{}, false, nil, fmt.Errorf("ref %q: %w", name, err)
 		}
 	}
 	worker := ""
 	if nn.Worker != "" {
 		w := b.findWorker(nn.Worker)
 		if w == nil {
-			return Node{}, false, fmt.Errorf("worker %q does not exist (workers: %s)", nn.Worker, b.workerList())
+			return Node{}, false, nil, fmt.Errorf("worker %q does not exist (workers: %s)", nn.Worker, b.workerList())
 		}
 		worker = w.ID
 	}
@@ -468,9 +491,9 @@ func (b *board) create(nn nodeSpec) (_ Node, created bool, err error) {
 	}
 	dir := b.run.Node(node.ID)
 	if err := dir.Create(); err != nil {
-		return Node{}, false, err
+		return Node{}, false, nil, err
 	}
-	err = b.commit(func(t *tx) error {
+	p, err := b.commit(func(t *tx) error {
 		if err := t.batch.Add(workspace.Spec(dir), []byte(specText(node))); err != nil {
 			return err
 		}
@@ -483,9 +506,9 @@ func (b *board) create(nn nodeSpec) (_ Node, created bool, err error) {
 		return t.adopt(node)
 	})
 	if err != nil {
-		return Node{}, false, err
+		return Node{}, false, nil, err
 	}
-	return cloneNode(node), true, nil
+	return cloneNode(node), true, p, nil
 }
 
 // checkRef checks that ref is a path to another node's published output.
@@ -530,40 +553,52 @@ type tx struct {
 }
 
 // change runs fn, which changes nodes and workers through its tx, then writes them all in one
-// batch (workspace.Batch) and makes the changes in memory. When fn or the writing fails,
-// nothing changes in memory (and the board's files are each old or new).
+// batch (workspace.Batch), makes the changes in memory, and returns once they are on disk. When
+// fn or staging the files fails, nothing changes; when the files cannot be placed the board is
+// broken (see pending.place).
 func (b *board) change(fn func(t *tx) error) error {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	return b.commit(fn)
+	return b.locked(func() (*pending, error) { return b.commit(fn) })
 }
 
-// commit is change; b.wmu is held.
-func (b *board) commit(fn func(t *tx) error) error {
+// locked runs fn, which makes a change, under b.wmu, and returns once the change is placed.
+func (b *board) locked(fn func() (*pending, error)) error {
+	b.wmu.Lock()
+	p, err := fn()
+	b.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	return p.place()
+}
+
+// commit runs fn, stages the files of its change and makes it in memory; b.wmu is held. The
+// change is on disk once the pending change returned is placed, which its caller does after it
+// released b.wmu.
+func (b *board) commit(fn func(t *tx) error) (*pending, error) {
+	if err := b.failed(); err != nil {
+		return nil, err
+	}
 	t := &tx{b: b}
 	if err := fn(t); err != nil {
 		t.batch.Discard()
-		return err
+		return nil, err
 	}
 	for _, n := range t.nodes {
 		if err := t.batch.AddJSON(b.run.Node(n.ID).Path(nodeFile), n); err != nil {
 			t.batch.Discard()
-			return err
+			return nil, err
 		}
 	}
 	for _, w := range t.workers {
 		if err := t.batch.AddJSON(filepath.Join(string(b.run.Worker(w.ID)), workerFile), w); err != nil {
 			t.batch.Discard()
-			return err
+			return nil, err
 		}
 	}
-	if err := t.batch.Commit(); err != nil {
-		return err
-	}
-	var views error
+	p := b.pend(&t.batch)
 	for _, n := range t.nodes { // _status.md, a view of _node.json
 		if old := b.nodes[n.ID]; old == nil || statusText(old) != statusText(n) {
-			views = errors.Join(views, workspace.WriteView(workspace.Status(b.run.Node(n.ID)), []byte(statusText(n))))
+			p.views = append(p.views, view{workspace.Status(b.run.Node(n.ID)), statusText(n)})
 		}
 	}
 	b.set(func() {
@@ -583,7 +618,72 @@ func (b *board) commit(fn func(t *tx) error) error {
 			}
 		}
 	})
-	return views
+	return p, nil
+}
+
+// pending is a change made in memory whose files are written beside their paths: place puts
+// them in place.
+type pending struct {
+	b      *board
+	batch  *workspace.Batch
+	views  []view // written once the files are in place
+	ticket uint64 // the change's place in the order of changes
+}
+
+// view is a file derived from others (a node's _status.md), written without a sync.
+type view struct{ path, text string }
+
+// pend takes a ticket for the change whose files batch holds; b.wmu is held.
+func (b *board) pend(batch *workspace.Batch) *pending {
+	b.pmu.Lock()
+	defer b.pmu.Unlock()
+	p := &pending{b: b, batch: batch, ticket: b.tickets}
+	b.tickets++
+	return p
+}
+
+// place syncs the change's files (with those of the changes pending beside it: workspace groups
+// the syncs), puts them in place once the changes before it are, writes its views, and syncs the
+// renames. A change that cannot be placed leaves the board broken: its change, and those made
+// in memory after it, cannot be placed either, so every change from then on fails (the run
+// stops; resumed, it reads the board from disk). A nil change is placed.
+func (p *pending) place() error {
+	if p == nil {
+		return nil
+	}
+	b := p.b
+	err := p.batch.Sync()
+	b.pmu.Lock()
+	for b.placed != p.ticket {
+		b.placing.Wait()
+	}
+	switch {
+	case b.broken != nil:
+		p.batch.Discard()
+		err = b.broken
+	case err == nil:
+		err = p.batch.Place()
+	}
+	var views error
+	if err == nil {
+		for _, v := range p.views {
+			views = errors.Join(views, workspace.WriteView(v.path, []byte(v.text)))
+		}
+	} else if b.broken == nil {
+		b.broken = fmt.Errorf("nodes: the board could not be written, and is behind on disk (resume the run to go on from it): %w", err)
+	}
+	b.placed++
+	b.placing.Broadcast()
+	b.pmu.Unlock()
+	p.batch.SyncPlaced()
+	return errors.Join(err, views)
+}
+
+// failed returns the error that broke the board, if one did.
+func (b *board) failed() error {
+	b.pmu.Lock()
+	defer b.pmu.Unlock()
+	return b.broken
 }
 
 // current returns node id as t has it: its new version, or the board's.
@@ -675,19 +775,30 @@ func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
 	if err := workspace.ValidID(id); err != nil {
 		return Worker{}, false, fmt.Errorf("worker name %q: %w", name, err)
 	}
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
+	err = b.locked(func() (p *pending, err error) {
+		w, created, p, err = b.spawnLocked(id, name, nw)
+		return p, err
+	})
+	if err != nil {
+		return Worker{}, false, err
+	}
+	return w, created, nil
+}
+
+// spawnLocked is spawn, for the worker id named name; b.wmu is held. The worker is on disk once
+// the change returned is placed (none when it existed).
+func (b *board) spawnLocked(id, name string, nw workerSpec) (_ Worker, created bool, _ *pending, err error) {
 	if old := b.findWorker(name); old != nil {
-		return *old, false, nil
+		return *old, false, nil, nil
 	}
 	if name == "coordinator" || name == "human" || name == "*" {
-		return Worker{}, false, fmt.Errorf("%q is reserved", name)
+		return Worker{}, false, nil, fmt.Errorf("%q is reserved", name)
 	}
 	wk := &Worker{ID: id, Name: name, Role: nw.Role, Kind: nw.Kind, Model: nw.Model, Command: nw.Command,
 		Single: nw.Single, Memory: nw.Memory, Status: WorkerIdle, Created: b.now()}
 	dir := b.run.Worker(id)
 	if err := dir.Create(); err != nil {
-		return Worker{}, false, err
+		return Worker{}, false, nil, err
 	}
 	identity := nw.Identity
 	if identity == "" {
@@ -697,7 +808,7 @@ func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
 		}
 		identity += "."
 	}
-	err = b.commit(func(t *tx) error {
+	p, err := b.commit(func(t *tx) error {
 		for _, f := range []struct{ path, content string }{
 			{dir.Identity(), identity + "\n"}, {dir.Memory(), ""}, {dir.Notebook(), ""}, {dir.History(), ""},
 		} {
@@ -709,9 +820,9 @@ func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
 		return nil
 	})
 	if err != nil {
-		return Worker{}, false, err
+		return Worker{}, false, nil, err
 	}
-	return *wk, true, nil
+	return *wk, true, p, nil
 }
 
 // updateWorker changes worker id with fn and writes it back.

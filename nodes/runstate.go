@@ -74,12 +74,29 @@ func (b *board) runState() runState {
 // before a restart), fn is not called. It returns the state as it is afterwards, and whether
 // fn was applied.
 func (b *board) updateRun(key string, fn func(st *runState)) (runState, bool, error) {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
+	var (
+		st      runState
+		applied bool
+	)
+	err := b.locked(func() (p *pending, err error) {
+		st, applied, p, err = b.updateRunLocked(key, fn)
+		return p, err
+	})
+	if err != nil {
+		return b.runState(), false, err
+	}
+	st.Applied = nil
+	return st, applied, nil
+}
+
+// updateRunLocked is updateRun; b.wmu is held. The state is on disk once the change returned is
+// placed (none when the update was made before).
+func (b *board) updateRunLocked(key string, fn func(st *runState)) (runState, bool, *pending, error) {
+	if err := b.failed(); err != nil {
+		return runState{}, false, nil, err
+	}
 	if key != "" && slices.Contains(b.state.Applied, key) {
-		st := b.state
-		st.Applied = nil
-		return st, false, nil
+		return b.state, false, nil, nil
 	}
 	st := b.state
 	st.Applied = slices.Clone(b.state.Applied)
@@ -88,10 +105,11 @@ func (b *board) updateRun(key string, fn func(st *runState)) (runState, bool, er
 		st.Applied = append(st.Applied, key)
 		st.Applied = st.Applied[max(len(st.Applied)-appliedKept, 0):]
 	}
-	if err := workspace.WriteJSON(filepath.Join(string(b.run), runFile), st); err != nil {
-		return b.state, false, err
+	var batch workspace.Batch
+	if err := batch.AddJSON(filepath.Join(string(b.run), runFile), st); err != nil {
+		return runState{}, false, nil, err
 	}
+	p := b.pend(&batch)
 	b.set(func() { b.state = st })
-	st.Applied = nil
-	return st, true, nil
+	return st, true, p, nil
 }

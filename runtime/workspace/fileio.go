@@ -54,6 +54,8 @@ func WriteView(path string, data []byte) error {
 type Batch struct {
 	files   []staged
 	appends []appended
+	dirs    []string // the folders of files the lines created
+	synced  bool     // the files are synced and closed: Place may place them
 }
 
 type appended struct {
@@ -93,14 +95,23 @@ func (b *Batch) Append(path string, v any) error {
 }
 
 // Commit appends the lines, syncs them and the files added, renames each file over its path and
-// syncs the renames. On error the files not yet renamed are discarded. The batch is empty
-// afterwards.
+// syncs the renames: Sync, Place and SyncPlaced. On error the files not yet renamed are discarded. The
+// batch is empty afterwards.
 func (b *Batch) Commit() error {
-	batch, appends := b.files, b.appends
-	b.files, b.appends = nil, nil
-	if len(batch) == 0 && len(appends) == 0 {
-		return nil
+	if err := b.Sync(); err != nil {
+		return err
 	}
+	err := b.Place()
+	b.SyncPlaced()
+	return err
+}
+
+// Sync appends the lines and makes them and the files added durable, without placing the files:
+// a caller that must place several batches in order syncs them at once, then places them one
+// after the other (Place). On error the files are discarded and the batch is empty.
+func (b *Batch) Sync() error {
+	batch, appends := b.files, b.appends
+	b.appends = nil
 	open := make([]*os.File, 0, len(batch)+len(appends))
 	for _, s := range batch {
 		open = append(open, s.f)
@@ -116,33 +127,47 @@ func (b *Batch) Commit() error {
 			appendErr = fmt.Errorf("workspace: append to %s: %w", a.path, files.Cause(err))
 			break
 		}
+		if dir := filepath.Dir(a.path); !slices.Contains(b.dirs, dir) { // a file the line created
+			b.dirs = append(b.dirs, dir)
+		}
 	}
 	var err error
-	if appendErr == nil {
+	if appendErr == nil && len(open) > 0 {
 		err = syncFiles(open)
 	}
 	for _, f := range open {
 		err = errors.Join(err, f.Close())
 	}
-	if appendErr != nil || err != nil {
-		for _, s := range batch {
-			s.discard()
-		}
-		if appendErr != nil {
-			return appendErr
-		}
-		name := appends[0].path // there is one or the other
-		if len(batch) > 0 {
-			name = batch[0].path
-		}
-		return fmt.Errorf("workspace: write %s: %w", name, files.Cause(err))
+	b.synced = true
+	if appendErr == nil && err == nil {
+		return nil
 	}
-	dirs := make([]string, 0, 1)
-	for _, a := range appends { // a file the line created
-		if dir := filepath.Dir(a.path); !slices.Contains(dirs, dir) {
-			dirs = append(dirs, dir)
-		}
+	for _, s := range batch {
+		s.discard()
 	}
+	b.files, b.dirs, b.synced = nil, nil, false
+	if appendErr != nil {
+		return appendErr
+	}
+	name := appends[0].path // there is one or the other
+	if len(batch) > 0 {
+		name = batch[0].path
+	}
+	return fmt.Errorf("workspace: write %s: %w", name, files.Cause(err))
+}
+
+// Place renames each file, synced (Sync), over its path, then SyncPlaced makes the renames
+// durable: a caller that places batches in order, under a lock, syncs their renames after it. On
+// error the files not yet renamed are discarded; the batch is empty afterwards, but for the
+// folders SyncPlaced syncs.
+func (b *Batch) Place() error {
+	batch := b.files
+	b.files = nil
+	if !b.synced && len(batch) > 0 {
+		b.files = batch
+		return errors.New("workspace: a batch placed before it was synced")
+	}
+	b.synced = false
 	for i, s := range batch {
 		if err := s.place(); err != nil {
 			for _, rest := range batch[i+1:] {
@@ -150,12 +175,17 @@ func (b *Batch) Commit() error {
 			}
 			return err
 		}
-		if dir := filepath.Dir(s.path); !slices.Contains(dirs, dir) {
-			dirs = append(dirs, dir)
+		if dir := filepath.Dir(s.path); !slices.Contains(b.dirs, dir) {
+			b.dirs = append(b.dirs, dir)
 		}
 	}
-	syncDirs(dirs)
 	return nil
+}
+
+// SyncPlaced makes the renames of Place, and the files the lines created, durable.
+func (b *Batch) SyncPlaced() {
+	syncDirs(b.dirs)
+	b.dirs = nil
 }
 
 // Discard removes the files added and forgets the lines, not committed.
@@ -164,7 +194,7 @@ func (b *Batch) Discard() {
 		_ = s.f.Close()
 		s.discard()
 	}
-	b.files, b.appends = nil, nil
+	b.files, b.appends, b.dirs, b.synced = nil, nil, nil, false
 }
 
 // staged is a file's new content written beside it, open, not synced.

@@ -1,0 +1,89 @@
+package nodes
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// Changes made at once share their syncs and reach the disk in the order they were made: the
+// board read back from its folder is the board in memory.
+func TestBoardChangesReachTheDiskInOrder(t *testing.T) {
+	b, run := newTestBoard(t)
+	n, _, err := b.create(nodeSpec{Task: "count"})
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			_, _, err := b.create(nodeSpec{Task: fmt.Sprint("task ", i), Deps: []string{n.ID}})
+			assert.NoError(t, err)
+			for range 5 {
+				_, err := b.update(n.ID, func(n *Node) error { n.Attempts++; return nil })
+				assert.NoError(t, err)
+			}
+			_, _, err = b.updateRun("", func(s *runState) { s.Stage++ })
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	again, err := openBoard(run, time.Now)
+	require.NoError(t, err)
+	got, _ := again.node(n.ID)
+	assert.Equal(t, 100, got.Attempts, "the last change of the node is the one on disk")
+	assert.Equal(t, 20, again.runState().Stage)
+	assert.Len(t, again.Snapshot().Nodes, 21)
+}
+
+// A change whose files cannot be put in place breaks the board: the changes after it fail too,
+// and the folder keeps the board as it was before it.
+func TestBoardThatCannotBeWrittenStops(t *testing.T) {
+	b, run := newTestBoard(t)
+	n, _, err := b.create(nodeSpec{Task: "first"})
+	require.NoError(t, err)
+	other, _, err := b.create(nodeSpec{Task: "other"})
+	require.NoError(t, err)
+
+	b.wmu.Lock()
+	p, err := b.commit(func(t *tx) error {
+		_, err := t.node(n.ID, func(n *Node) error { n.Attempts = 7; return nil })
+		return err
+	})
+	b.wmu.Unlock()
+	require.NoError(t, err)
+	later := make(chan error, 1)
+	go func() { // made in memory after the broken change, it cannot be placed either
+		_, err := b.update(other.ID, func(n *Node) error { n.Attempts = 8; return nil })
+		later <- err
+	}()
+	require.NoError(t, os.RemoveAll(string(run.Node(n.ID))))
+	require.Error(t, p.place())
+	require.ErrorContains(t, <-later, "the board could not be written")
+	_, _, err = b.create(nodeSpec{Task: "second"})
+	require.ErrorContains(t, err, "the board could not be written")
+	_, _, err = b.updateRun("k", func(s *runState) { s.Stage = 3 })
+	require.ErrorContains(t, err, "the board could not be written")
+
+	again, err := openBoard(run, time.Now)
+	require.NoError(t, err)
+	got, _ := again.node(other.ID)
+	assert.Zero(t, got.Attempts, "the folder keeps the board as it was")
+	assert.Zero(t, again.runState().Stage)
+}
+
+// newTestBoard opens the board of a new run.
+func newTestBoard(t *testing.T) (*board, workspace.Run) {
+	t.Helper()
+	run := workspace.Home(t.TempDir()).Run("r1")
+	require.NoError(t, run.Create())
+	b, err := openBoard(run, time.Now)
+	require.NoError(t, err)
+	return b, run
+}
