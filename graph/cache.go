@@ -14,8 +14,8 @@ import (
 // it from the saver: such a run then costs what its new steps cost, not what the thread's history
 // holds. The saver stays the truth: a run still reads the thread's latest checkpoint, and takes
 // the cached state only when it was cached at that very checkpoint (a thread another process, a
-// fork or an edit moved on is rebuilt as before). State reads it the same way; History and
-// checkpoints other than the latest are always rebuilt.
+// fork or an edit moved on is rebuilt as before). State and History read it the same way, for
+// the latest checkpoint; the states of other checkpoints are always rebuilt.
 //
 // A cached state is the one the run held, not a decoded copy: fields the serializer does not keep
 // are kept. It is handed out with its exported slices clipped (appending to them copies them), so every

@@ -223,6 +223,16 @@ func (r *run) setNode(id string, fn func(n *Node)) (Node, error) {
 	return r.board.update(id, func(n *Node) error { fn(n); return nil })
 }
 
+// wroteBefore reports whether the latest lines of the file at path (its last 64 KiB) hold
+// what: a line that an outcome recorded again after a crash wrote the first time.
+func wroteBefore(path string, what []byte) (bool, error) {
+	tail, err := workspace.ReadTail(path, 64<<10)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	return bytes.Contains(tail, what), nil
+}
+
 // addHistory adds, in t, a node's outcome that published or checkpointed to its worker's
 // history.jsonl, once per outcome: an outcome recorded again after a crash cut its record short
 // finds its line among the last.
@@ -237,12 +247,8 @@ func (r *run) addHistory(t *tx, w Worker, n Node, rec outcomeRecord) error {
 	if err != nil {
 		return err
 	}
-	tail, err := workspace.ReadTail(path, 64<<10)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if done, err := wroteBefore(path, key[1:len(key)-1]); err != nil || done { // "outcome":"<key>"
 		return err
-	}
-	if bytes.Contains(tail, key[1:len(key)-1]) { // "outcome":"<key>"
-		return nil
 	}
 	return t.batch.Append(path, entry)
 }
@@ -252,12 +258,8 @@ func (r *run) remember(w Worker, n Node, rec outcomeRecord) error {
 	dir := r.dir.Worker(w.ID)
 	o := rec.Outcome
 	line := fmt.Sprintf("- %s (%s): %s\n", n.ID, o.Status, firstLine(o.Summary))
-	tail, err := workspace.ReadTail(dir.Memory(), 64<<10)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if done, err := wroteBefore(dir.Memory(), []byte(line)); err != nil || done {
 		return err
-	}
-	if strings.Contains(string(tail)+"\n", strings.TrimSpace(line)+"\n") { // written before a crash
-		return nil
 	}
 	f, err := os.OpenFile(dir.Memory(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {

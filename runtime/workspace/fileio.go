@@ -86,17 +86,40 @@ func (b *Batch) AddJSON(path string, v any) error {
 // Append adds v as one line of compact JSON, to be appended to path (created if need be) by
 // Commit.
 func (b *Batch) Append(path string, v any) error {
-	data, err := json.Marshal(v) // compact, and newlines in strings are escaped: one line
+	data, err := jsonLine(path, v)
 	if err != nil {
-		return fmt.Errorf("workspace: append to %s: %w", path, err)
+		return err
 	}
-	b.appends = append(b.appends, appended{path, append(data, '\n')})
+	b.appends = append(b.appends, appended{path, data})
 	return nil
 }
 
+// jsonLine returns v as one line of compact JSON (newlines in strings are escaped), for path.
+func jsonLine(path string, v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: append to %s: %w", path, err)
+	}
+	return append(data, '\n'), nil
+}
+
+// appendTo appends data to path (created 0644 if need be) in a single write to a file opened
+// with O_APPEND, and returns the file, open.
+func appendTo(path string, data []byte) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, defaultPerm)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: append to %s: %w", path, files.Cause(err))
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("workspace: append to %s: %w", path, files.Cause(err))
+	}
+	return f, nil
+}
+
 // Commit appends the lines, syncs them and the files added, renames each file over its path and
-// syncs the renames: Sync, Place and SyncPlaced. On error the files not yet renamed are discarded. The
-// batch is empty afterwards.
+// syncs the renames: Sync, Place and SyncPlaced. On error the files not yet renamed are
+// discarded. The batch is empty afterwards.
 func (b *Batch) Commit() error {
 	if err := b.Sync(); err != nil {
 		return err
@@ -118,15 +141,12 @@ func (b *Batch) Sync() error {
 	}
 	var appendErr error
 	for _, a := range appends {
-		f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, defaultPerm)
-		if err == nil {
-			open = append(open, f)
-			_, err = f.Write(a.data)
-		}
+		f, err := appendTo(a.path, a.data)
 		if err != nil {
-			appendErr = fmt.Errorf("workspace: append to %s: %w", a.path, files.Cause(err))
+			appendErr = err
 			break
 		}
+		open = append(open, f)
 		if dir := filepath.Dir(a.path); !slices.Contains(b.dirs, dir) { // a file the line created
 			b.dirs = append(b.dirs, dir)
 		}
@@ -296,19 +316,15 @@ func ReadJSON(path string, v any) error {
 // concurrent appenders, in this process or others, do not interleave their lines. The file
 // is not synced.
 func AppendJSONL(path string, v any) error {
-	data, err := json.Marshal(v) // compact, and newlines in strings are escaped: one line
+	data, err := jsonLine(path, v)
 	if err != nil {
-		return fmt.Errorf("workspace: append to %s: %w", path, err)
+		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, defaultPerm)
+	f, err := appendTo(path, data)
 	if err != nil {
-		return fmt.Errorf("workspace: append to %s: %w", path, files.Cause(err))
+		return err
 	}
-	_, err = f.Write(append(data, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("workspace: append to %s: %w", path, files.Cause(err))
 	}
 	return nil
