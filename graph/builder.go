@@ -144,12 +144,13 @@ func (g *StateGraph[S]) AddConditionalEdges(source string, choose func(ctx conte
 func (g *StateGraph[S]) Compile(opts ...Option) (*Compiled[S], error) {
 	errs := slices.Clone(g.errs)
 	reducer := g.reducer
+	var one oneValue[S]
 	if reducer == nil {
-		r, err := tagReducer[S]()
+		r, o, err := tagReducer[S]()
 		if err != nil {
 			errs = append(errs, err)
 		}
-		reducer = r
+		reducer, one = r, o
 	}
 	errs = append(errs, g.validate()...)
 	cfg := defaultConfig().with(opts)
@@ -171,6 +172,7 @@ func (g *StateGraph[S]) Compile(opts ...Option) (*Compiled[S], error) {
 		routers: map[string][]*router[S]{},
 		joins:   slices.Clone(g.joins),
 		reducer: reducer,
+		one:     one,
 		cfg:     cfg,
 	}
 	for k, v := range g.edges {

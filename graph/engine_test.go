@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/graph"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // engState is the state most engine tests run on.
@@ -842,17 +844,14 @@ func TestEngineSendFanOutIsDeterministic(t *testing.T) {
 			}
 		}
 	})
-	t.Run("untagged field: last Send wins", func(t *testing.T) {
+	t.Run("untagged field: several Sends setting it fail", func(t *testing.T) {
 		c := engCompile(t, engFanOut(200, func(i int) engState { return engState{Count: i + 1} }))
-		for run := range 3 {
-			out, err := engInvoke(t, context.Background(), c, engState{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out.Count != 200 {
-				t.Fatalf("run %d: Count = %d, want 200", run, out.Count)
-			}
-		}
+		_, err := engInvoke(t, context.Background(), c, engState{})
+		var bad *graph.InvalidUpdateError
+		require.ErrorAs(t, err, &bad)
+		assert.Equal(t, "Count", bad.Field)
+		assert.Len(t, bad.Nodes, 200)
+		assert.Contains(t, err.Error(), `"worker" (200 tasks) each set field Count`)
 	})
 }
 

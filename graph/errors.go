@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -55,6 +56,40 @@ type RecursionLimitError struct{ Limit int }
 
 func (e *RecursionLimitError) Error() string {
 	return fmt.Sprintf("graph: recursion limit of %d supersteps reached without hitting END (raise it with WithRecursionLimit)", e.Limit)
+}
+
+// InvalidUpdateError is a superstep in which several tasks set a field that keeps one value (a
+// field with no tag under the default reducer): merging them would keep one value and drop the
+// others without a word. Tag the field graph:"append" or graph:"merge" to combine the values, or
+// graph:"last" to keep the last in frontier order, or set a reducer (SetReducer). The tasks'
+// updates stay saved, so a run of a graph fixed that way resumes without running them again.
+type InvalidUpdateError struct {
+	Step  int
+	Field string   // the field; "" when the state type is not a struct
+	Nodes []string // the nodes of the tasks that set it, in frontier order
+}
+
+func (e *InvalidUpdateError) Error() string {
+	what := "the state"
+	if e.Field != "" {
+		what = "field " + e.Field
+	}
+	var names []string // in order of first appearance, with how many tasks of each
+	count := map[string]int{}
+	for _, n := range e.Nodes {
+		if count[n] == 0 {
+			names = append(names, n)
+		}
+		count[n]++
+	}
+	nodes := make([]string, len(names))
+	for i, n := range names {
+		nodes[i] = strconv.Quote(n)
+		if count[n] > 1 {
+			nodes[i] += fmt.Sprintf(" (%d tasks)", count[n])
+		}
+	}
+	return fmt.Sprintf("graph: step %d: tasks of nodes %s each set %s, which keeps one value per superstep; tag it graph:\"append\", graph:\"merge\" or graph:\"last\", or set a reducer", e.Step, strings.Join(nodes, ", "), what)
 }
 
 // InterruptInfo is a pending request for input: raised by a node with Interrupt, or by

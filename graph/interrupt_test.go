@@ -549,7 +549,15 @@ func TestInterrupt_FinishedSiblingIsNotRunAgain(t *testing.T) {
 
 	out, err := c.Invoke(ctx, rsState{Log: []string{"in"}}, th)
 	rsInterrupted(t, err)
-	rsWantLog(t, out, "in") // a's update is merged only when the whole superstep is done
+	rsWantLog(t, out, "in", "a") // the paused step shows what its finished task wrote
+	snap, err := c.State(ctx, th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsWantLog(t, snap.Values, "in", "a")
+	if !slices.Equal(snap.Next, []string{"b"}) || len(snap.Tasks) != 2 || !snap.Tasks[0].Done || snap.Tasks[1].Done {
+		t.Fatalf("next %v, tasks %+v; want b still to run, a done", snap.Next, snap.Tasks)
+	}
 
 	out, err = c.Resume(ctx, "ok", th)
 	if err != nil {

@@ -25,6 +25,7 @@ type config struct {
 	durability      Durability
 	checkpointID    string
 	cache           any // a *Cache[S] (WithCache)
+	nodeCache       NodeCache
 }
 
 // DefaultRecursionLimit is the number of supersteps a run may take unless WithRecursionLimit says
@@ -134,6 +135,8 @@ type nodeConfig struct {
 	retry        *RetryPolicy
 	timeout      time.Duration
 	destinations []string
+	deferred     bool
+	cache        *CachePolicy
 }
 
 // WithRetry retries the node's failures as the policy says.
@@ -142,6 +145,13 @@ func WithRetry(p RetryPolicy) NodeOption { return func(c *nodeConfig) { c.retry 
 // WithTimeout bounds each attempt of the node. An attempt that has not returned by then fails with
 // a *TimeoutError, even if the node ignores its context.
 func WithTimeout(d time.Duration) NodeOption { return func(c *nodeConfig) { c.timeout = d } }
+
+// Defer holds the node's tasks back until nothing else is left to run: when the frontier holds
+// tasks of other nodes, a deferred node's tasks wait (a node that leads to it again while it
+// waits adds nothing), and they run once every task left is deferred. It suits a node that
+// gathers the results of branches of different lengths (map-reduce), which an edge from each
+// branch would run once per branch. LangGraph's add_node(..., defer=True).
+func Defer() NodeOption { return func(c *nodeConfig) { c.deferred = true } }
 
 // Destinations declares where a command node may go (for validation and drawing).
 func Destinations(nodes ...string) NodeOption {

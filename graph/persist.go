@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strconv"
+	"sync"
 
 	"github.com/agiraph/agiraph/checkpoint"
 )
@@ -47,6 +50,8 @@ func (rec taskRecord[S]) command() Command[S] {
 type resumeRecord struct {
 	Value any            `json:"value,omitempty"`
 	ByID  map[string]any `json:"by_id,omitempty"`
+	// Held marks a task's answer that was a held value (see run.held): the held value is taken.
+	Held bool `json:"held,omitempty"`
 }
 
 func (rec resumeRecord) value() any {
@@ -65,6 +70,14 @@ func (r *run[S]) putWrite(ctx context.Context, t *task[S], kind checkpoint.Write
 	b, err := r.cfg.serde.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("graph: save %s of node %q: %w", kind, t.node.name, err)
+	}
+	return r.putEncoded(ctx, t, kind, idx, b)
+}
+
+// putEncoded saves b, encoded, as a write of task t of the current checkpoint, when the run saves.
+func (r *run[S]) putEncoded(ctx context.Context, t *task[S], kind checkpoint.WriteKind, idx int, b []byte) error {
+	if !r.saving {
+		return nil
 	}
 	w := checkpoint.Write{TaskID: t.id, Node: t.node.name, Kind: kind, Idx: idx, Value: b}
 	if err := r.w.putWrites(ctx, r.cp, []checkpoint.Write{w}); err != nil {
@@ -277,7 +290,8 @@ func (r *run[S]) replay(s S, chain []*checkpoint.Tuple) (S, error) {
 }
 
 // advance returns the state of checkpoint t from s, the state of its parent p: s with the updates
-// of p's tasks merged in the order of p's frontier, or, when t was made by an input or an edit,
+// of p's tasks that ran merged in the order of p's frontier (deferred tasks that waited wrote
+// nothing), or, when t was made by an input or an edit,
 // with that update.
 func (r *run[S]) advance(s S, p, t *checkpoint.Tuple) (S, error) {
 	if src := t.Checkpoint.Source; src == checkpoint.SourceInput || src == checkpoint.SourceUpdate {
@@ -294,7 +308,11 @@ func (r *run[S]) advance(s S, p, t *checkpoint.Tuple) (S, error) {
 			updates[w.TaskID] = w.Value
 		}
 	}
-	for _, task := range p.Checkpoint.Next {
+	ran, _ := split(p.Checkpoint.Next, func(t checkpoint.Task) bool {
+		n := r.g.nodes[t.Node]
+		return n != nil && n.cfg.deferred
+	})
+	for _, task := range ran {
 		b, ok := updates[task.ID]
 		if !ok {
 			return s, r.corrupt(p, fmt.Errorf("task %s (%s) has no saved update, so the state after it cannot be rebuilt", task.ID, task.Node))
@@ -379,6 +397,10 @@ func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (_ S, e
 		}
 		return s, fmt.Errorf("%w: thread %q has finished", ErrNothingToResume, r.cfg.thread)
 	}
+	cmd, isCmd := value.(ResumeCommand[S])
+	if isCmd {
+		value = cmd.Value
+	}
 	if r.state, err = r.continueFrom(ctx, t); err != nil {
 		return r.state, err
 	}
@@ -399,11 +421,103 @@ func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (_ S, e
 			return r.state, err
 		}
 	}
-	if err := r.answer(ctx, pending, value, answer); err != nil {
+	if isCmd {
+		var carried []checkpoint.Write
+		if !forked {
+			carried = t.Writes
+		}
+		if err := r.edit(ctx, cmd, carried); err != nil {
+			return r.state, err
+		}
+	}
+	// A checkpoint made by UpdateState or a fork runs its tasks from scratch: the interrupts
+	// they raised before are gone, and a value given now waits for the first Interrupt call.
+	mayHold := forked || t.Checkpoint.Source == checkpoint.SourceUpdate
+	if err := r.answer(ctx, pending, value, answer, mayHold); err != nil {
 		return r.state, err
 	}
 	r.setEvents()
+	if !r.send(Event{Mode: ModeValues, Namespace: r.ns, Step: r.step, Data: r.state}) {
+		return r.state, errStopped
+	}
 	return r.loop(ctx)
+}
+
+// edit carries out the update and the gotos of a ResumeCommand: a checkpoint of source update
+// whose state has cmd.Update merged, whose frontier has a task of each of cmd.Goto's nodes added,
+// and which keeps writes, what the tasks of the frontier wrote so far.
+func (r *run[S]) edit(ctx context.Context, cmd ResumeCommand[S], writes []checkpoint.Write) error {
+	var zero S
+	if len(cmd.Goto) == 0 && reflect.DeepEqual(cmd.Update, zero) {
+		return nil
+	}
+	for _, name := range cmd.Goto {
+		n := r.g.nodes[name]
+		switch {
+		case name == END:
+			continue
+		case n == nil:
+			return fmt.Errorf("graph: resume thread %q: the command goes to unknown node %q", r.cfg.thread, name)
+		case slices.ContainsFunc(r.next, func(t *task[S]) bool { return !t.push && t.node == n }):
+			continue
+		}
+		r.next = append(r.next, &task[S]{id: strconv.Itoa(len(r.next)), node: n})
+	}
+	r.step++
+	var err error
+	if r.state, err = r.g.reduce(r.state, cmd.Update, "", r.step); err != nil {
+		return err
+	}
+	r.meta = map[string]string{"resume_command": "true"}
+	defer func() { r.meta = nil }()
+	if err := r.commitInput(ctx, checkpoint.SourceUpdate, "", cmd.Update); err != nil {
+		return err
+	}
+	var carried []checkpoint.Write
+	for _, w := range writes {
+		if w.Kind != checkpoint.WriteInput && w.TaskID != heldTask {
+			carried = append(carried, w)
+		}
+	}
+	if len(carried) == 0 {
+		return nil
+	}
+	if err := r.w.putWrites(ctx, r.cp, carried); err != nil {
+		return fmt.Errorf("graph: resume thread %q: carry the paused step's writes: %w", r.cfg.thread, err)
+	}
+	for _, w := range carried {
+		r.snaps.saved(writeSize(w))
+	}
+	return nil
+}
+
+// heldTask is the task ID of the write that saves a held value.
+const heldTask = ""
+
+// heldValue is a resume value given when no Interrupt call was waiting for one: after
+// UpdateState, or on a fork of an interrupted checkpoint, whose tasks run again from scratch. The
+// first Interrupt call of the run's tasks that has no answer takes it (LangGraph's null resume).
+type heldValue struct {
+	mu sync.Mutex
+	v  any
+	ok bool // taken
+}
+
+// takeHeld gives task t's Interrupt call number idx the held value, if it is still there, and
+// saves it as that call's answer.
+func (r *run[S]) takeHeld(ctx context.Context, t *task[S], idx int) (any, bool, error) {
+	h := r.held
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ok {
+		return nil, false, nil
+	}
+	if err := r.putWrite(ctx, t, checkpoint.WriteResume, idx, resumeRecord{Value: h.v, Held: true}); err != nil {
+		return nil, false, err
+	}
+	h.ok = true
+	t.resume = append(t.resume[:idx:idx], h.v) // a retry of the task gets it too
+	return h.v, true, nil
 }
 
 // fork starts a new branch at the loaded checkpoint t when WithCheckpointID named it and it is not
@@ -451,7 +565,18 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 	}
 	asked := map[*task[S]]map[int][]InterruptInfo{}
 	answered := map[*task[S]]map[int]any{}
+	var (
+		held  *resumeRecord
+		taken bool
+	)
 	for _, w := range t.Writes {
+		if w.TaskID == heldTask && w.Kind == checkpoint.WriteResume {
+			held = new(resumeRecord)
+			if err := r.cfg.serde.Unmarshal(w.Value, held); err != nil {
+				return nil, r.corrupt(t, fmt.Errorf("held resume value: %w", err))
+			}
+			continue
+		}
 		nt := byID[w.TaskID]
 		if nt == nil {
 			continue
@@ -481,7 +606,12 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 				answered[nt] = map[int]any{}
 			}
 			answered[nt][w.Idx] = rec.value()
+			taken = taken || rec.Held
 		}
+	}
+	r.held = nil
+	if held != nil && !taken {
+		r.held = &heldValue{v: held.Value}
 	}
 	var pending []pendingInterrupt[S]
 	for _, nt := range r.next {
@@ -506,8 +636,24 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 	return pending, nil
 }
 
-// answer matches value to the pending interrupts and saves the answers.
-func (r *run[S]) answer(ctx context.Context, pending []pendingInterrupt[S], value any, isAnswer bool) error {
+// hold saves value as the held value of the checkpoint the run is at.
+func (r *run[S]) hold(ctx context.Context, value any) error {
+	b, err := r.cfg.serde.Marshal(resumeRecord{Value: value})
+	if err != nil {
+		return fmt.Errorf("graph: resume thread %q: save the value: %w", r.cfg.thread, err)
+	}
+	w := checkpoint.Write{TaskID: heldTask, Kind: checkpoint.WriteResume, Value: b}
+	if err := r.w.putWrites(ctx, r.cp, []checkpoint.Write{w}); err != nil {
+		return fmt.Errorf("graph: resume thread %q: save the value: %w", r.cfg.thread, err)
+	}
+	r.snaps.saved(writeSize(w))
+	r.held = &heldValue{v: value}
+	return nil
+}
+
+// answer matches value to the pending interrupts and saves the answers. With mayHold set, a value
+// that no pending interrupt asks for is held for the first Interrupt call (see heldValue).
+func (r *run[S]) answer(ctx context.Context, pending []pendingInterrupt[S], value any, isAnswer, mayHold bool) error {
 	byID, isMap := value.(ResumeByID)
 	during := 0 // interrupts raised by Interrupt calls, which need a value
 	for _, p := range pending {
@@ -531,6 +677,8 @@ func (r *run[S]) answer(ctx context.Context, pending []pendingInterrupt[S], valu
 			}
 		case during > 1:
 			return fmt.Errorf("graph: resume thread %q: %d interrupts are waiting; answer them with a ResumeByID", r.cfg.thread, during)
+		case during == 0 && value != nil && mayHold:
+			return r.hold(ctx, value)
 		case during == 0 && value != nil:
 			return fmt.Errorf("graph: resume thread %q: no interrupt is waiting for the value %v", r.cfg.thread, value)
 		}

@@ -79,7 +79,11 @@ func (x *rsSiblings) graph() *graph.StateGraph[rsState] {
 	for _, n := range []string{"s1", "s2", "s3"} {
 		g.AddNode(n, func(_ context.Context, _ rsState) (rsState, error) {
 			x.calls[n].Add(1)
-			return rsState{Log: []string{n}, N: 10}, nil
+			u := rsState{Log: []string{n}}
+			if n == "s1" {
+				u.N = 10 // one task of the step sets N: N keeps one value per step
+			}
+			return u, nil
 		})
 		g.AddEdge(graph.START, n)
 		g.AddEdge(n, "collect")

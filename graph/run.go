@@ -25,6 +25,7 @@ type Compiled[S any] struct {
 	joins         []*join
 	joinsBySource map[string][]int
 	reducer       Reducer[S]
+	one           oneValue[S] // nil when the reducer decides alone (SetReducer)
 	cfg           config
 }
 
@@ -82,6 +83,7 @@ type run[S any] struct {
 	snaps    snapshots         // when the next checkpoint stores the full state
 	cache    *Cache[S]         // WithCache, at the root of a run that saves
 	toParent *Command[S]       // a command for the parent graph that ended this run
+	held     *heldValue        // a resume value waiting for an Interrupt call
 	meta     map[string]string // metadata of the next checkpoint
 }
 
@@ -98,6 +100,8 @@ type task[S any] struct {
 	resume     []any      // answers to its Interrupt calls
 	resuming   bool       // resume got a new answer in this invocation
 	skipBefore bool       // its WithInterruptBefore pause was already answered
+
+	cached bool // its output came from the node cache
 }
 
 var errStopped = errors.New("graph: stream reader stopped")
@@ -120,7 +124,10 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	if r.saving {
 		r.w = newWriter(r.cfg.saver, r.cfg.durability)
 	}
-	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs}
+	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs, nodeCache: r.cfg.nodeCache}
+	if r.env.nodeCache == nil && parent != nil {
+		r.env.nodeCache = parent.nodeCache
+	}
 	if r.saving && r.cfg.runID == "" {
 		r.cfg.runID = uuid.NewString()
 	}
@@ -165,7 +172,7 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 	if r.state, err = r.g.reduce(base, input, "", r.step); err != nil {
 		return base, err
 	}
-	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}})
+	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}}, nil)
 	if err != nil {
 		return r.state, err
 	}
@@ -234,16 +241,26 @@ func (r *run[S]) loop(ctx context.Context) (S, error) {
 		if r.stepsRun >= r.cfg.recursionLimit {
 			return r.state, &RecursionLimitError{Limit: r.cfg.recursionLimit}
 		}
-		if err := r.interruptBefore(ctx); err != nil {
+		ran, waiting := split(r.next, func(t *task[S]) bool { return t.node.cfg.deferred })
+		if err := r.interruptBefore(ctx, ran); err != nil {
 			return r.state, err
 		}
-		outs, err := r.superstep(ctx)
+		outs, err := r.superstep(ctx, ran)
 		if err != nil {
+			if _, paused := err.(*Interrupted); paused {
+				// What the tasks that finished wrote is saved with the checkpoint, and shows in
+				// the state returned (and in State) though the step is merged only once it
+				// completes.
+				s, merr := r.withDone(r.state, ran)
+				return s, errors.Join(err, merr)
+			}
+			return r.state, err
+		}
+		if err := r.checkUpdates(ran, outs); err != nil {
 			return r.state, err
 		}
 		r.stepsRun++
 		r.step++
-		ran := r.next
 		for i, out := range outs {
 			if r.state, err = r.g.reduce(r.state, out.Update, ran[i].node.name, r.step); err != nil {
 				return r.state, err
@@ -259,7 +276,7 @@ func (r *run[S]) loop(ctx context.Context) (S, error) {
 		}
 		if r.toParent != nil {
 			r.next = nil
-		} else if r.next, err = r.plan(ctx, ran, outs); err != nil {
+		} else if r.next, err = r.plan(ctx, ran, outs, waiting); err != nil {
 			return r.state, err
 		}
 		if !r.send(Event{Mode: ModeValues, Namespace: r.ns, Step: r.step, Data: r.state}) {
@@ -275,9 +292,64 @@ func (r *run[S]) loop(ctx context.Context) (S, error) {
 	return r.state, nil
 }
 
-// superstep runs the frontier's tasks and returns their outputs in frontier order.
-func (r *run[S]) superstep(ctx context.Context) ([]Command[S], error) {
-	tasks := r.next
+// split divides a frontier into what runs in the next superstep and the deferred tasks that wait:
+// a deferred node's task runs only once every task left is deferred (see Defer).
+func split[T any](next []T, deferred func(T) bool) (now, wait []T) {
+	eager, lazy := 0, 0
+	for _, t := range next {
+		if deferred(t) {
+			lazy++
+		} else {
+			eager++
+		}
+	}
+	if eager == 0 || lazy == 0 {
+		return next, nil
+	}
+	now, wait = make([]T, 0, eager), make([]T, 0, lazy)
+	for _, t := range next {
+		if deferred(t) {
+			wait = append(wait, t)
+		} else {
+			now = append(now, t)
+		}
+	}
+	return now, wait
+}
+
+// checkUpdates fails a superstep in which several tasks set a field that keeps one value.
+func (r *run[S]) checkUpdates(ran []*task[S], outs []Command[S]) error {
+	if r.g.one == nil || len(outs) < 2 {
+		return nil
+	}
+	field, setBy := r.g.one(len(outs), func(i int) S { return outs[i].Update })
+	if len(setBy) == 0 {
+		return nil
+	}
+	e := &InvalidUpdateError{Step: r.step + 1, Field: field}
+	for _, i := range setBy {
+		e.Nodes = append(e.Nodes, ran[i].node.name)
+	}
+	return e
+}
+
+// withDone returns s with the updates of the tasks that finished merged in frontier order.
+func (r *run[S]) withDone(s S, tasks []*task[S]) (S, error) {
+	for _, t := range tasks {
+		if !t.done {
+			continue
+		}
+		var err error
+		if s, err = r.g.reduce(s, t.out.Update, t.node.name, r.step+1); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// superstep runs tasks, the part of the frontier that runs now, and returns their outputs in
+// frontier order. A task that finishes is marked done with its output.
+func (r *run[S]) superstep(ctx context.Context, tasks []*task[S]) ([]Command[S], error) {
 	outs := make([]Command[S], len(tasks))
 	todo := make([]int, 0, len(tasks))
 	for i, t := range tasks {
@@ -288,15 +360,20 @@ func (r *run[S]) superstep(ctx context.Context) ([]Command[S], error) {
 		}
 	}
 	var (
-		firstErr   error
-		interrupts []InterruptInfo
+		firstErr error
+		// interrupts holds what each task asked, by frontier index, so that they are reported
+		// in the frontier's order whatever the order in which the tasks paused.
+		interrupts [][]InterruptInfo
 	)
 	finish := func(i int, out Command[S], err error) {
 		t := tasks[i]
 		var sig *interruptSignal
 		switch {
 		case errors.As(err, &sig):
-			interrupts = append(interrupts, sig.interrupts...)
+			if interrupts == nil {
+				interrupts = make([][]InterruptInfo, len(tasks))
+			}
+			interrupts[i] = sig.interrupts
 			r.send(Event{Mode: ModeTasks, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id,
 				Data: TaskEvent{Finished: true, Push: t.push, Interrupts: sig.interrupts}})
 		case err != nil:
@@ -307,8 +384,9 @@ func (r *run[S]) superstep(ctx context.Context) ([]Command[S], error) {
 				Data: TaskEvent{Finished: true, Push: t.push, Err: err}})
 		default:
 			outs[i] = out
+			t.done, t.out = true, out
 			r.send(Event{Mode: ModeTasks, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id,
-				Data: TaskEvent{Finished: true, Push: t.push}})
+				Data: TaskEvent{Finished: true, Push: t.push, Cached: t.cached}})
 			r.send(Event{Mode: ModeUpdates, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id, Data: out.Update})
 		}
 	}
@@ -383,8 +461,8 @@ func (r *run[S]) superstep(ctx context.Context) ([]Command[S], error) {
 		return nil, stopError(ctx, "in", r.step+1)
 	case firstErr != nil:
 		return nil, firstErr
-	case len(interrupts) > 0:
-		return nil, &Interrupted{Interrupts: interrupts}
+	case interrupts != nil:
+		return nil, &Interrupted{Interrupts: slices.Concat(interrupts...)}
 	}
 	return outs, nil
 }
@@ -408,8 +486,23 @@ func (r *run[S]) send(ev Event) bool {
 	return !r.stopped
 }
 
-// execute runs one task with its retry policy and saves what it wrote.
+// execute runs one task with its retry policy, or takes its output from the node cache, and saves
+// what it wrote.
 func (r *run[S]) execute(ctx context.Context, t *task[S]) (Command[S], error) {
+	key, err := r.nodeCacheKey(t)
+	if err != nil {
+		return Command[S]{}, err
+	}
+	if key != "" {
+		out, b, ok, err := r.fromCache(ctx, key)
+		if err != nil {
+			return Command[S]{}, fmt.Errorf("node cache: %w", err)
+		}
+		if ok {
+			t.cached = true
+			return out, r.putEncoded(ctx, t, checkpoint.WriteUpdate, 0, b)
+		}
+	}
 	policy := t.node.cfg.retry
 	for attempt := 1; ; attempt++ {
 		sc := r.newScope(ctx, t)
@@ -421,12 +514,7 @@ func (r *run[S]) execute(ctx context.Context, t *task[S]) (Command[S], error) {
 			return Command[S]{}, sig
 		}
 		if err == nil {
-			if r.saving {
-				if err := r.putWrite(ctx, t, checkpoint.WriteUpdate, 0, taskRecordOf(out)); err != nil {
-					return Command[S]{}, err
-				}
-			}
-			return out, nil
+			return out, r.saveOutput(ctx, t, out, key)
 		}
 		if ctx.Err() != nil || policy == nil || attempt >= policy.attempts() || !policy.retryable(err) {
 			if attempt > 1 {
@@ -441,6 +529,26 @@ func (r *run[S]) execute(ctx context.Context, t *task[S]) (Command[S], error) {
 			return Command[S]{}, err
 		}
 	}
+}
+
+// saveOutput saves the output of task t, and caches it under key unless key is "".
+func (r *run[S]) saveOutput(ctx context.Context, t *task[S], out Command[S], key string) error {
+	if !r.saving && key == "" {
+		return nil
+	}
+	b, err := r.cfg.serde.Marshal(taskRecordOf(out))
+	if err != nil {
+		return fmt.Errorf("graph: save %s of node %q: %w", checkpoint.WriteUpdate, t.node.name, err)
+	}
+	if err := r.putEncoded(ctx, t, checkpoint.WriteUpdate, 0, b); err != nil {
+		return err
+	}
+	if key != "" {
+		if err := r.env.nodeCache.Set(ctx, key, b, t.node.cfg.cache.TTL); err != nil {
+			return fmt.Errorf("node cache: %w", err)
+		}
+	}
+	return nil
 }
 
 // attempt calls the node once, bounded by its timeout. A node that overruns its timeout is left
@@ -490,10 +598,14 @@ func call[S any](ctx context.Context, fn CommandFunc[S], input S) (out Command[S
 }
 
 func (r *run[S]) newScope(ctx context.Context, t *task[S]) *scope {
-	return &scope{
+	sc := &scope{
 		Context: ctx, env: r.env, node: t.node.name, step: r.step + 1, taskID: t.id, ns: r.ns, cpID: r.cp.CheckpointID,
 		resume: t.resume, resuming: t.resuming,
 	}
+	if r.held != nil {
+		sc.take = func(idx int) (any, bool, error) { return r.takeHeld(ctx, t, idx) }
+	}
+	return sc
 }
 
 // taskPath is the path of t's scope (see scope.path).
@@ -501,8 +613,9 @@ func (r *run[S]) taskPath(t *task[S]) string {
 	return (&scope{node: t.node.name, ns: r.ns, cpID: r.cp.CheckpointID, taskID: t.id}).path()
 }
 
-// plan computes the next frontier from the tasks that ran and their outputs.
-func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S]) ([]*task[S], error) {
+// plan computes the next frontier from the tasks that ran and their outputs, and the deferred
+// tasks that waited while they ran.
+func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], waiting []*task[S]) ([]*task[S], error) {
 	var next []*task[S]
 	pull := func(from, name string, declared []string) error {
 		if name == END {
@@ -595,6 +708,11 @@ func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S]) ([
 			}
 		}
 	}
+	for _, t := range waiting {
+		if t.push || !slices.ContainsFunc(next, func(n *task[S]) bool { return !n.push && n.node == t.node }) {
+			next = append(next, &task[S]{node: t.node, arg: t.arg, push: t.push})
+		}
+	}
 	for i, t := range next {
 		t.id = strconv.Itoa(i)
 	}
@@ -613,13 +731,14 @@ func route[S any](ctx context.Context, rt *router[S], state S) (nx Next[S], err 
 	return rt.route(ctx, state), nil
 }
 
-// interruptBefore pauses the run when the frontier holds a node listed in WithInterruptBefore.
-func (r *run[S]) interruptBefore(ctx context.Context) error {
+// interruptBefore pauses the run when the tasks about to run hold a node listed in
+// WithInterruptBefore.
+func (r *run[S]) interruptBefore(ctx context.Context, tasks []*task[S]) error {
 	if len(r.cfg.interruptBefore) == 0 {
 		return nil
 	}
 	var irs []InterruptInfo
-	for _, t := range r.next {
+	for _, t := range tasks {
 		if t.done || t.skipBefore || !r.cfg.interruptBefore[t.node.name] {
 			continue
 		}

@@ -19,6 +19,8 @@ type env struct {
 	modes  Mode
 	subs   bool         // stream subgraph events
 	events chan<- Event // to the run's loop; nil when nobody listens
+	// nodeCache keeps the outputs of nodes with a CachePolicy (WithNodeCache).
+	nodeCache NodeCache
 }
 
 // scope is what a running task knows about itself and its run. It is the context the task's node
@@ -34,6 +36,8 @@ type scope struct {
 	resume []any  // answers to the task's Interrupt calls, in order
 	// resuming is set when this attempt got a new answer, so a subgraph continues with it.
 	resuming bool
+	// take gives an Interrupt call with no answer the run's held value, if any (heldValue).
+	take func(idx int) (any, bool, error)
 
 	mu     sync.Mutex
 	calls  int
@@ -124,12 +128,27 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 	defer sc.mu.Unlock()
 	i := sc.calls
 	sc.calls++
-	if i < len(sc.resume) {
-		v, err := decodeAs[T](sc.serde, sc.resume[i])
+	var (
+		v        any
+		answered = i < len(sc.resume)
+	)
+	if answered {
+		v = sc.resume[i]
+	} else if sc.take != nil {
+		var err error
+		if v, answered, err = sc.take(i); err != nil {
+			return zero, fmt.Errorf("graph: node %q: Interrupt: %w", sc.node, err)
+		}
+		if answered {
+			sc.resume = append(sc.resume[:i:i], v)
+		}
+	}
+	if answered {
+		t, err := decodeAs[T](sc.serde, v)
 		if err != nil {
 			return zero, fmt.Errorf("graph: node %q: resume value %d does not fit %T: %w", sc.node, i, zero, err)
 		}
-		return v, nil
+		return t, nil
 	}
 	sig := &interruptSignal{interrupts: []InterruptInfo{{
 		ID: sc.path() + "#" + strconv.Itoa(i), Node: sc.node, NS: sc.ns, Value: payload, When: "during",

@@ -46,6 +46,7 @@ type TaskEvent struct {
 	Input      any  // the Send's argument, for push tasks
 	Err        error
 	Interrupts []InterruptInfo
+	Cached     bool // the task's output came from the node cache (see CachePolicy)
 }
 
 // CheckpointEvent is the Data of a ModeCheckpoints event.

@@ -11,9 +11,16 @@ import (
 
 // Snapshot is a thread's state at one checkpoint.
 type Snapshot[S any] struct {
+	// Values is the state at the checkpoint. For a thread's latest checkpoint (State without
+	// WithCheckpointID) it includes the updates of the next tasks that already finished: a step
+	// paused by an interrupt or stopped by a failure shows the work its other tasks did.
 	Values S
-	// Next lists the nodes of the next superstep; it is empty when the run has finished.
+	// Next lists the nodes of the tasks still to run (deferred ones that wait included); it is
+	// empty when the run has finished, or when every next task has finished but the step they
+	// belong to was not saved yet (a crash) — Tasks tells these apart.
 	Next []string
+	// Tasks are the checkpoint's next tasks, finished or not: none when the run has finished.
+	Tasks []TaskState
 	// Interrupts are the requests for input the run is waiting for at this checkpoint.
 	Interrupts []InterruptInfo
 	Config     checkpoint.Config // addresses this checkpoint
@@ -23,6 +30,17 @@ type Snapshot[S any] struct {
 	RunID      string
 	Meta       map[string]string
 	CreatedAt  time.Time
+}
+
+// TaskState is one of a snapshot's next tasks.
+type TaskState struct {
+	ID   string
+	Node string
+	// Done is set when the task finished (its update is in the snapshot's Values, for the
+	// latest checkpoint) and will not run again when the thread is resumed.
+	Done bool
+	// Interrupts are the task's requests for input that have no answer yet.
+	Interrupts []InterruptInfo
 }
 
 // threadRun is a run used to read or change a thread outside of an invocation.
@@ -55,7 +73,7 @@ func (g *Compiled[S]) State(ctx context.Context, opts ...Option) (Snapshot[S], e
 	if err != nil {
 		return Snapshot[S]{}, err
 	}
-	return r.snapshot(t, s)
+	return r.snapshot(t, s, r.cfg.checkpointID == "")
 }
 
 // History returns the thread's snapshots, newest first, narrowed by filter (limit, before, source,
@@ -94,28 +112,39 @@ func (g *Compiled[S]) History(ctx context.Context, filter checkpoint.ListOptions
 			return nil, err
 		}
 		byID[t.Checkpoint.ID] = built{t, s}
-		if out[i], err = r.snapshot(t, s); err != nil {
+		if out[i], err = r.snapshot(t, s, false); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// snapshot describes checkpoint t, whose state is s.
-func (r *run[S]) snapshot(t *checkpoint.Tuple, s S) (Snapshot[S], error) {
+// snapshot describes checkpoint t, whose state is s; with latest set, the updates of its next
+// tasks that finished are merged into the values and those tasks are not listed in Next.
+func (r *run[S]) snapshot(t *checkpoint.Tuple, s S, latest bool) (Snapshot[S], error) {
 	pending, err := r.loadFrontier(t)
 	if err != nil {
 		return Snapshot[S]{}, err
+	}
+	if latest {
+		if s, err = r.withDone(s, r.next); err != nil {
+			return Snapshot[S]{}, r.corrupt(t, err)
+		}
 	}
 	snap := Snapshot[S]{
 		Values: s, Config: t.Config, ParentID: t.Checkpoint.ParentID, Step: t.Checkpoint.Step,
 		Source: t.Checkpoint.Source, RunID: t.Checkpoint.RunID, Meta: t.Checkpoint.Meta, CreatedAt: t.Checkpoint.CreatedAt,
 	}
-	for _, task := range r.next {
-		snap.Next = append(snap.Next, task.node.name)
-	}
+	asked := map[*task[S]][]InterruptInfo{}
 	for _, p := range pending {
+		asked[p.task] = append(asked[p.task], p.its...)
 		snap.Interrupts = append(snap.Interrupts, p.its...)
+	}
+	for _, task := range r.next {
+		if !latest || !task.done {
+			snap.Next = append(snap.Next, task.node.name)
+		}
+		snap.Tasks = append(snap.Tasks, TaskState{ID: task.id, Node: task.node.name, Done: task.done, Interrupts: asked[task]})
 	}
 	return snap, nil
 }
@@ -169,7 +198,7 @@ func (g *Compiled[S]) UpdateState(ctx context.Context, update S, asNode string, 
 		return checkpoint.Config{}, err
 	}
 	if from != nil {
-		if r.next, err = r.plan(ctx, []*task[S]{{node: from}}, []Command[S]{{Update: update}}); err != nil {
+		if r.next, err = r.plan(ctx, []*task[S]{{node: from}}, []Command[S]{{Update: update}}, nil); err != nil {
 			return checkpoint.Config{}, err
 		}
 	} else if asNode == END {

@@ -47,3 +47,14 @@ type Router[S any] func(ctx context.Context, state S) Next[S]
 
 // Goto is a convenience for a router's decision to go to the given nodes.
 func Goto[S any](nodes ...string) Next[S] { return Next[S]{Goto: nodes} }
+
+// ResumeCommand is a value for Resume and StreamResume that does more than answer interrupts
+// (LangGraph's Command(resume=…, update=…, goto=…)): Value answers them as Resume's value would;
+// Update is merged into the state before the paused tasks run again, as UpdateState would, in a
+// checkpoint that keeps what the paused step's finished tasks wrote and the interrupts waiting
+// for Value; Goto adds a task of each named node to the superstep that runs next.
+type ResumeCommand[S any] struct {
+	Value  any
+	Update S
+	Goto   []string
+}

@@ -225,7 +225,7 @@ func (r *run) execute() (res Result, err error) {
 		_, err = r.g.Invoke(ctx, tick{})
 	case serr != nil:
 		return Result{RunID: r.id}, serr
-	case len(snap.Next) == 0: // it ended before
+	case len(snap.Tasks) == 0: // it ended before
 	default:
 		r.emit(eventlog.Event{Type: eventlog.AgentResumed, Text: fmt.Sprintf("resumed at tick %d", snap.Values.Tick)})
 		_, err = r.g.Resume(ctx, nil)

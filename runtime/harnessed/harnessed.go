@@ -173,7 +173,7 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 		w.snap = snap
 	}
 	w.report = runtime.NewReport(w.snap.Values.Report)
-	if !w.fresh && len(w.snap.Next) == 0 && a.Wake {
+	if !w.fresh && len(w.snap.Tasks) == 0 && a.Wake {
 		if w.revive = w.receive(fmt.Sprintf("turn%d/wake", w.snap.Values.Turns)); len(w.revive) > 0 {
 			w.report = runtime.NewReport(runtime.Outcome{})
 		}
@@ -224,13 +224,13 @@ func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {
 		input := state{}.update()
 		input.Conversation = []providers.Message{providers.UserText(w.a.Task)}
 		final, err = w.g.Invoke(ctx, input)
-	case len(w.snap.Next) == 0 && len(w.revive) > 0:
+	case len(w.snap.Tasks) == 0 && len(w.revive) > 0:
 		w.rep.Emit(runtime.Event{Kind: runtime.Started, Text: fmt.Sprintf("model %s, woken by %d message(s) after %d turns", w.rt.model.Name(), len(w.revive), w.snap.Values.Turns)})
 		input := w.snap.Values.update()
 		input.Woken, input.Since = true, w.snap.Values.Turns
 		input.Conversation = []providers.Message{providers.UserText(runtime.FormatMessages(w.revive))}
 		final, err = w.g.Invoke(ctx, input)
-	case len(w.snap.Next) == 0:
+	case len(w.snap.Tasks) == 0:
 		return w.outcome(ctx, w.snap.Values, nil) // it ended before
 	case len(w.snap.Interrupts) > 0 && w.a.Answer == "":
 		return w.outcome(ctx, w.snap.Values, &graph.Interrupted{Interrupts: w.snap.Interrupts}) // still waiting

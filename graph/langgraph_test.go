@@ -1,0 +1,531 @@
+package graph_test
+
+// Behaviours of LangGraph's engine that users coming from it rely on, each test named after the
+// behaviour (and, where there is one, the LangGraph test that shows it).
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/graph"
+)
+
+// lgState is the state of these tests.
+type lgState struct {
+	Log    []string `graph:"append"`
+	Answer string
+	Topic  string
+	Last   string `graph:"last"`
+}
+
+// lgOrderSaver opens gates as interrupts are saved, so that tasks pause in the order a test wants.
+type lgOrderSaver struct {
+	checkpoint.Saver
+	mu    sync.Mutex
+	gates map[string]chan struct{} // closed once the task of the key (its Send's argument) paused
+	byID  map[string]string
+}
+
+func (s *lgOrderSaver) PutWrites(ctx context.Context, cfg checkpoint.Config, ws []checkpoint.Write) error {
+	err := s.Saver.PutWrites(ctx, cfg, ws)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range ws {
+		if w.Kind == checkpoint.WriteInterrupt {
+			if g, ok := s.gates[s.byID[w.TaskID]]; ok {
+				close(g)
+				delete(s.gates, s.byID[w.TaskID])
+			}
+		}
+	}
+	return err
+}
+
+// LangGraph (test_parallel_interrupts, test_multiple_interrupt_state_persistence) reports the
+// interrupts of one step in the order of its tasks, whatever the order in which they paused.
+func TestLangGraph_InterruptsOfAStepComeInTaskOrder(t *testing.T) {
+	ctx := rsCtx(t)
+	saver := &lgOrderSaver{Saver: checkpoint.NewMemory(), byID: map[string]string{"0": "a", "1": "b", "2": "c"}}
+	// c pauses first, then b, then a: each waits for the one after it.
+	var wait map[string]chan struct{}
+	g := graph.New[lgState]()
+	g.AddRouter(graph.START, func(context.Context, lgState) graph.Next[lgState] {
+		return graph.Next[lgState]{Sends: []graph.Send[lgState]{
+			{Node: "ask", Arg: lgState{Topic: "a"}}, {Node: "ask", Arg: lgState{Topic: "b"}}, {Node: "ask", Arg: lgState{Topic: "c"}},
+		}}
+	}, "ask")
+	g.AddNode("ask", func(ctx context.Context, s lgState) (lgState, error) {
+		if w := wait[s.Topic]; w != nil {
+			select {
+			case <-w:
+			case <-ctx.Done():
+				return lgState{}, ctx.Err()
+			}
+		}
+		v, err := graph.Interrupt[string](ctx, s.Topic+"?")
+		if err != nil {
+			return lgState{}, err
+		}
+		return lgState{Log: []string{s.Topic + "=" + v}}, nil
+	})
+	g.AddEdge("ask", graph.END)
+	c := rsCompile(t, g, graph.WithCheckpointer(saver))
+
+	for run := range 20 {
+		b, cc := make(chan struct{}), make(chan struct{})
+		saver.mu.Lock()
+		saver.gates = map[string]chan struct{}{"b": b, "c": cc}
+		saver.mu.Unlock()
+		wait = map[string]chan struct{}{"a": b, "b": cc}
+		th := graph.WithThread("order" + string(rune('a'+run)))
+		_, err := c.Invoke(ctx, lgState{}, th)
+		var ir *graph.Interrupted
+		require.ErrorAs(t, err, &ir)
+		var got []any
+		for _, it := range ir.Interrupts {
+			got = append(got, it.Value)
+		}
+		require.Equal(t, []any{"a?", "b?", "c?"}, got, "run %d", run)
+		snap, err := c.State(ctx, th)
+		require.NoError(t, err)
+		for i, it := range snap.Interrupts {
+			assert.Equal(t, ir.Interrupts[i].ID, it.ID)
+		}
+	}
+}
+
+// LangGraph raises InvalidUpdateError when two tasks of a step write a channel that keeps one
+// value (a LastValue key with no reducer); it does not keep one of them silently.
+func TestLangGraph_InvalidUpdateErrorWhenTwoTasksSetAPlainField(t *testing.T) {
+	ctx := rsCtx(t)
+	var runs atomic.Int32
+	build := func() *graph.StateGraph[lgState] {
+		g := graph.New[lgState]()
+		for _, n := range []string{"x", "y", "z"} {
+			g.AddNode(n, func(context.Context, lgState) (lgState, error) {
+				runs.Add(1)
+				u := lgState{Log: []string{n}, Last: n}
+				if n != "y" {
+					u.Answer = n
+				}
+				return u, nil
+			})
+			g.AddEdge(graph.START, n)
+			g.AddEdge(n, graph.END)
+		}
+		return g
+	}
+	saver := checkpoint.NewMemory()
+	th := graph.WithThread("conflict")
+	_, err := rsCompile(t, build(), graph.WithCheckpointer(saver)).Invoke(ctx, lgState{}, th)
+	var bad *graph.InvalidUpdateError
+	require.ErrorAs(t, err, &bad)
+	assert.Equal(t, graph.InvalidUpdateError{Step: 1, Field: "Answer", Nodes: []string{"x", "z"}}, *bad)
+	assert.Contains(t, err.Error(), `tasks of nodes "x", "z" each set field Answer`)
+	require.Equal(t, int32(3), runs.Load())
+
+	// Nothing is lost: the same graph with a reducer that decides resumes from the saved updates.
+	fixed := build()
+	fixed.SetReducer(func(cur, u lgState) lgState {
+		cur.Log = append(cur.Log, u.Log...)
+		if u.Answer != "" {
+			cur.Answer += u.Answer
+		}
+		return cur
+	})
+	out, err := rsCompile(t, fixed, graph.WithCheckpointer(saver)).Resume(ctx, nil, th)
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), runs.Load(), "the tasks ran again")
+	assert.Equal(t, []string{"x", "y", "z"}, out.Log)
+	assert.Equal(t, "xz", out.Answer)
+
+	// A field tagged graph:"last" takes several values in one step: the last task's wins.
+	g := graph.New[lgState]()
+	for _, n := range []string{"x", "y", "z"} {
+		g.AddNode(n, func(context.Context, lgState) (lgState, error) { return lgState{Last: n}, nil })
+		g.AddEdge(graph.START, n)
+		g.AddEdge(n, graph.END)
+	}
+	for range 5 {
+		out, err := rsCompile(t, g).Invoke(ctx, lgState{})
+		require.NoError(t, err)
+		assert.Equal(t, "z", out.Last)
+	}
+}
+
+// lgSiblings is a step of two tasks: "done" finishes, "ask" pauses for a value.
+func lgSiblings(doneRuns, askRuns *atomic.Int32) *graph.StateGraph[lgState] {
+	g := graph.New[lgState]()
+	g.AddNode("done", func(context.Context, lgState) (lgState, error) {
+		doneRuns.Add(1)
+		return lgState{Log: []string{"done"}}, nil
+	})
+	g.AddNode("ask", func(ctx context.Context, s lgState) (lgState, error) {
+		askRuns.Add(1)
+		v, err := graph.Interrupt[string](ctx, "topic?")
+		if err != nil {
+			return lgState{}, err
+		}
+		return lgState{Log: []string{"ask=" + v + " seeing " + s.Topic}}, nil
+	})
+	g.AddNode("extra", func(context.Context, lgState) (lgState, error) {
+		return lgState{Log: []string{"extra"}}, nil
+	})
+	g.AddEdge(graph.START, "done")
+	g.AddEdge(graph.START, "ask")
+	g.AddEdge("done", graph.END)
+	g.AddEdge("ask", graph.END)
+	g.AddEdge("extra", graph.END)
+	// extra runs only when a ResumeCommand goes there; the router declares it reachable.
+	g.AddRouter("done", func(context.Context, lgState) graph.Next[lgState] { return graph.Goto[lgState]() }, "extra")
+	return g
+}
+
+
+// lgPaused is a graph of lgSiblings paused in its first step, and what it counts.
+type lgPaused struct {
+	c                 *graph.Compiled[lgState]
+	saver             checkpoint.Saver
+	th                graph.Option
+	doneRuns, askRuns atomic.Int32
+}
+
+// lgPause runs lgSiblings on thread from input until ask pauses.
+func lgPause(t *testing.T, ctx context.Context, thread string, input lgState) *lgPaused {
+	t.Helper()
+	p := &lgPaused{saver: checkpoint.NewMemory(), th: graph.WithThread(thread)}
+	p.c = rsCompile(t, lgSiblings(&p.doneRuns, &p.askRuns), graph.WithCheckpointer(p.saver))
+	_, err := p.c.Invoke(ctx, input, p.th)
+	rsInterrupted(t, err)
+	return p
+}
+
+// LangGraph's get_state applies the writes of a paused step's finished tasks (pending writes) to
+// the latest state and lists only the tasks still to run in next; invoke returns that state too.
+// Neither runs the finished task again.
+func TestLangGraph_PausedStepShowsItsFinishedTasks(t *testing.T) {
+	ctx := rsCtx(t)
+	var doneRuns, askRuns atomic.Int32
+	c := rsCompile(t, lgSiblings(&doneRuns, &askRuns), graph.WithCheckpointer(checkpoint.NewMemory()))
+	th := graph.WithThread("paused")
+
+	out, err := c.Invoke(ctx, lgState{Log: []string{"in"}}, th)
+	rsInterrupted(t, err)
+	assert.Equal(t, []string{"in", "done"}, out.Log, "the state returned")
+
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in", "done"}, snap.Values.Log)
+	assert.Equal(t, []string{"ask"}, snap.Next)
+	require.Len(t, snap.Tasks, 2)
+	assert.True(t, snap.Tasks[0].Done)
+	assert.False(t, snap.Tasks[1].Done)
+	assert.Len(t, snap.Tasks[1].Interrupts, 1)
+
+	// History shows the checkpoint as saved, as LangGraph's get_state_history does.
+	hist, err := c.History(ctx, checkpoint.ListOptions{Limit: 1}, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in"}, hist[0].Values.Log)
+	assert.Equal(t, []string{"done", "ask"}, hist[0].Next)
+
+	out, err = c.Resume(ctx, "go", th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in", "done", "ask=go seeing "}, out.Log)
+	assert.Equal(t, int32(1), doneRuns.Load())
+}
+
+// LangGraph: update_state while a node waits in an interrupt, then Command(resume=v): the node runs
+// again on the edited state and its interrupt returns v (a "null resume").
+func TestLangGraph_UpdateStateThenResumeAnswersTheInterrupt(t *testing.T) {
+	ctx := rsCtx(t)
+	p := lgPause(t, ctx, "edit", lgState{})
+	c, th := p.c, p.th
+	_, err := c.UpdateState(ctx, lgState{Topic: "cats"}, "", th)
+	require.NoError(t, err)
+	out, err := c.Resume(ctx, "yes", th)
+	require.NoError(t, err)
+	assert.Contains(t, out.Log, "ask=yes seeing cats")
+	assert.Equal(t, int32(2), p.askRuns.Load())
+
+	// Without an edit or a fork, a value that nothing asks for is still refused.
+	_, err = c.Invoke(ctx, lgState{}, graph.WithThread("plain"))
+	rsInterrupted(t, err)
+	_, err = c.Resume(ctx, "yes", graph.WithThread("plain"))
+	require.NoError(t, err)
+	_, err = c.Resume(ctx, "again", graph.WithThread("plain"))
+	require.ErrorIs(t, err, graph.ErrNothingToResume)
+}
+
+// LangGraph: Command(resume=v) with the config of an earlier, interrupted checkpoint forks it and
+// answers its interrupt in one call.
+func TestLangGraph_ForkAnInterruptedCheckpointAndAnswerInOneCall(t *testing.T) {
+	ctx := rsCtx(t)
+	p := lgPause(t, ctx, "fork", lgState{})
+	c, th := p.c, p.th
+	paused, err := c.State(ctx, th)
+	require.NoError(t, err)
+	first, err := c.Resume(ctx, "first", th)
+	require.NoError(t, err)
+	assert.Contains(t, first.Log, "ask=first seeing ")
+
+	second, err := c.Resume(ctx, "second", th, graph.WithCheckpointID(paused.Config.CheckpointID))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"done", "ask=second seeing "}, second.Log)
+	latest, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, second.Log, latest.Values.Log)
+}
+
+// LangGraph's Command(resume=…, update=…, goto=…): one call answers the interrupt, edits the state
+// the paused task sees when it runs again, and adds a node to that step. The paused step's
+// finished task keeps its result, also after a crash that follows the edit.
+func TestLangGraph_ResumeWithUpdateAndGotoInOneCall(t *testing.T) {
+	ctx := rsCtx(t)
+	p := lgPause(t, ctx, "command", lgState{})
+	c, th := p.c, p.th
+	out, err := c.Resume(ctx, graph.ResumeCommand[lgState]{Value: "ok", Update: lgState{Topic: "dogs"}, Goto: []string{"extra"}}, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"done", "ask=ok seeing dogs", "extra"}, out.Log)
+	assert.Equal(t, int32(1), p.doneRuns.Load(), "the finished task ran again")
+	assert.Equal(t, "dogs", out.Topic)
+
+	// The history holds the edit as a checkpoint of its own; the state rebuilt from the saver
+	// (another process) is the same.
+	hist, err := c.History(ctx, checkpoint.ListOptions{}, th)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(hist), 2)
+	assert.Equal(t, checkpoint.SourceUpdate, hist[1].Source)
+	assert.Equal(t, []string{"done", "ask", "extra"}, hist[1].Next)
+	var doneRuns, askRuns atomic.Int32
+	again, err := rsCompile(t, lgSiblings(&doneRuns, &askRuns), graph.WithCheckpointer(p.saver)).State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, out, again.Values)
+
+	// A goto to an unknown node is refused before anything is saved.
+	_, err = c.Invoke(ctx, lgState{}, graph.WithThread("bad"))
+	rsInterrupted(t, err)
+	_, err = c.Resume(ctx, graph.ResumeCommand[lgState]{Value: "ok", Goto: []string{"nowhere"}}, graph.WithThread("bad"))
+	require.ErrorContains(t, err, `unknown node "nowhere"`)
+	snap, err := c.State(ctx, graph.WithThread("bad"))
+	require.NoError(t, err)
+	assert.Len(t, snap.Interrupts, 1)
+}
+
+// lgRAG is LangGraph's test_in_one_fan_out_state_graph_defer_node, with branches of different
+// lengths: retriever_one → analyzer_one → qa and retriever_two → qa.
+func lgRAG(qaRuns *atomic.Int32, deferQA bool) *graph.StateGraph[lgState] {
+	g := graph.New[lgState]()
+	step := func(name string, u lgState) {
+		g.AddNode(name, func(context.Context, lgState) (lgState, error) {
+			u.Log = append([]string{name}, u.Log...)
+			return u, nil
+		})
+	}
+	step("rewrite_query", lgState{})
+	step("retriever_one", lgState{Log: []string{"doc1", "doc2"}})
+	step("retriever_two", lgState{Log: []string{"doc3", "doc4"}})
+	step("analyzer_one", lgState{})
+	var opts []graph.NodeOption
+	if deferQA {
+		opts = append(opts, graph.Defer())
+	}
+	g.AddNode("qa", func(_ context.Context, s lgState) (lgState, error) {
+		qaRuns.Add(1)
+		var docs []string
+		for _, l := range s.Log {
+			if strings.HasPrefix(l, "doc") {
+				docs = append(docs, l)
+			}
+		}
+		return lgState{Answer: strings.Join(docs, ",")}, nil
+	}, opts...)
+	g.AddEdge(graph.START, "rewrite_query")
+	g.AddEdge("rewrite_query", "retriever_one")
+	g.AddEdge("retriever_one", "analyzer_one")
+	g.AddEdge("rewrite_query", "retriever_two")
+	g.AddEdge("analyzer_one", "qa")
+	g.AddEdge("retriever_two", "qa")
+	g.AddEdge("qa", graph.END)
+	return g
+}
+
+// LangGraph's defer=True runs a node only once nothing else is left: qa runs once, after the
+// longer branch, with every document.
+func TestLangGraph_DeferredNodeRunsWhenNothingElseIsLeft(t *testing.T) {
+	ctx := rsCtx(t)
+	var qaRuns atomic.Int32
+	_, err := rsCompile(t, lgRAG(&qaRuns, false)).Invoke(ctx, lgState{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), qaRuns.Load(), "without Defer, qa runs after each branch")
+
+	qaRuns.Store(0)
+	saver := checkpoint.NewMemory()
+	c := rsCompile(t, lgRAG(&qaRuns, true), graph.WithCheckpointer(saver), graph.WithStreamMode(graph.ModeUpdates))
+	th := graph.WithThread("rag")
+	var order []string
+	for ev, err := range c.Stream(ctx, lgState{}, th) {
+		require.NoError(t, err)
+		order = append(order, ev.Node)
+	}
+	require.Len(t, order, 5)
+	assert.Equal(t, "rewrite_query", order[0])
+	assert.ElementsMatch(t, []string{"retriever_one", "retriever_two"}, order[1:3]) // one step
+	assert.Equal(t, []string{"analyzer_one", "qa"}, order[3:])
+	assert.Equal(t, int32(1), qaRuns.Load())
+
+	// The state rebuilt from the checkpoints (a step in which qa waited ran only analyzer_one)
+	// is the run's.
+	snap, err := rsCompile(t, lgRAG(&qaRuns, true), graph.WithCheckpointer(saver)).State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, "doc1,doc2,doc3,doc4", snap.Values.Answer)
+	assert.Empty(t, snap.Tasks)
+
+	// A run paused while qa waits resumes with qa still waiting.
+	c = rsCompile(t, lgRAG(&qaRuns, true), graph.WithCheckpointer(saver), graph.WithInterruptBefore("analyzer_one"))
+	th = graph.WithThread("rag-paused")
+	_, err = c.Invoke(ctx, lgState{}, th)
+	rsInterrupted(t, err)
+	paused, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"analyzer_one", "qa"}, paused.Next)
+	qaRuns.Store(0)
+	out, err := c.Resume(ctx, nil, th)
+	require.NoError(t, err)
+	assert.Equal(t, "doc1,doc2,doc3,doc4", out.Answer)
+	assert.Equal(t, int32(1), qaRuns.Load())
+}
+
+// LangGraph's values stream starts a resumed run with the state it resumes from, as it starts a
+// new run with the input merged.
+func TestLangGraph_StreamValuesOnResumeStartWithTheState(t *testing.T) {
+	ctx := rsCtx(t)
+	p := lgPause(t, ctx, "stream", lgState{Log: []string{"in"}})
+	c, th := p.c, p.th
+
+	var values [][]string
+	for ev, err := range c.StreamResume(ctx, "go", th) {
+		require.NoError(t, err)
+		values = append(values, ev.Data.(lgState).Log)
+	}
+	assert.Equal(t, [][]string{{"in"}, {"in", "done", "ask=go seeing "}}, values)
+}
+
+// lgFailingCache is a NodeCache whose store is down.
+type lgFailingCache struct{}
+
+func (lgFailingCache) Get(context.Context, string) ([]byte, bool, error) {
+	return nil, false, errors.New("cache is down")
+}
+func (lgFailingCache) Set(context.Context, string, []byte, time.Duration) error { return nil }
+
+// LangGraph's CachePolicy: a node whose input was seen before is not run again; its output comes
+// from the cache (marked cached in the stream) until the TTL passes; failures and interrupts are
+// not cached; the key can be chosen.
+func TestLangGraph_CachePolicySkipsANodeWhoseInputWasSeen(t *testing.T) {
+	ctx := rsCtx(t)
+	var runs atomic.Int32
+	build := func(p graph.CachePolicy) *graph.StateGraph[lgState] {
+		g := graph.New[lgState]()
+		g.AddNode("expensive", func(_ context.Context, s lgState) (lgState, error) {
+			runs.Add(1)
+			if s.Topic == "fail" {
+				return lgState{}, errors.New("boom")
+			}
+			return lgState{Answer: "about " + s.Topic}, nil
+		}, graph.WithCachePolicy(p))
+		g.AddEdge(graph.START, "expensive")
+		g.AddEdge("expensive", graph.END)
+		return g
+	}
+	cache := graph.NewMemoryNodeCache(100)
+	c := rsCompile(t, build(graph.CachePolicy{}), graph.WithNodeCache(cache), graph.WithStreamMode(graph.ModeTasks|graph.ModeValues))
+	invoke := func(topic string) (lgState, bool) {
+		var (
+			last   lgState
+			cached bool
+		)
+		for ev, err := range c.Stream(ctx, lgState{Topic: topic}) {
+			require.NoError(t, err)
+			if te, ok := ev.Data.(graph.TaskEvent); ok && te.Finished {
+				cached = te.Cached
+			}
+			if s, ok := ev.Data.(lgState); ok {
+				last = s
+			}
+		}
+		return last, cached
+	}
+	out, cached := invoke("cats")
+	assert.Equal(t, "about cats", out.Answer)
+	assert.False(t, cached)
+	out, cached = invoke("cats")
+	assert.Equal(t, "about cats", out.Answer)
+	assert.True(t, cached)
+	assert.Equal(t, int32(1), runs.Load())
+	invoke("dogs")
+	assert.Equal(t, int32(2), runs.Load())
+
+	// Failures are not cached.
+	for range 2 {
+		_, err := c.Invoke(ctx, lgState{Topic: "fail"})
+		require.Error(t, err)
+	}
+	assert.Equal(t, int32(4), runs.Load())
+
+	// A TTL that passed runs the node again.
+	runs.Store(0)
+	c = rsCompile(t, build(graph.CachePolicy{TTL: time.Millisecond}), graph.WithNodeCache(graph.NewMemoryNodeCache(0)))
+	for range 2 {
+		_, err := c.Invoke(ctx, lgState{Topic: "owls"})
+		require.NoError(t, err)
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Equal(t, int32(2), runs.Load())
+
+	// A key of one's own: inputs with the same topic share an output whatever else they hold.
+	runs.Store(0)
+	byTopic := graph.CachePolicy{Key: func(in any) (string, error) { return in.(lgState).Topic, nil }}
+	c = rsCompile(t, build(byTopic), graph.WithNodeCache(graph.NewMemoryNodeCache(0)))
+	for _, log := range []string{"x", "y"} {
+		out, err := c.Invoke(ctx, lgState{Topic: "bats", Log: []string{log}})
+		require.NoError(t, err)
+		assert.Equal(t, "about bats", out.Answer)
+	}
+	assert.Equal(t, int32(1), runs.Load())
+
+	// A cache that fails fails the task, naming the node.
+	c = rsCompile(t, build(graph.CachePolicy{}), graph.WithNodeCache(lgFailingCache{}))
+	_, err := c.Invoke(ctx, lgState{Topic: "cats"})
+	var ne *graph.NodeError
+	require.ErrorAs(t, err, &ne)
+	assert.Equal(t, "expensive", ne.Node)
+	assert.ErrorContains(t, err, "node cache: cache is down")
+}
+
+// The memory cache keeps its most recently used entries.
+func TestMemoryNodeCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
+	ctx := context.Background()
+	c := graph.NewMemoryNodeCache(2)
+	require.NoError(t, c.Set(ctx, "a", []byte("1"), 0))
+	require.NoError(t, c.Set(ctx, "b", []byte("2"), 0))
+	_, ok, _ := c.Get(ctx, "a")
+	require.True(t, ok)
+	require.NoError(t, c.Set(ctx, "c", []byte("3"), 0))
+	_, ok, _ = c.Get(ctx, "b")
+	assert.False(t, ok, "b was the least recently used")
+	v, ok, _ := c.Get(ctx, "a")
+	assert.True(t, ok)
+	assert.Equal(t, "1", string(v))
+	assert.Equal(t, 2, c.Len())
+	c.Clear()
+	assert.Equal(t, 0, c.Len())
+}
