@@ -6,10 +6,14 @@
 // reducer in the frontier's order (so the result never depends on timing), and the next frontier is
 // computed from static edges, routers (which see the merged state), Command gotos and Sends. A node
 // that several finished nodes lead to runs once in the next step; every Send is a task of its own.
+// Two tasks of one step that set a field keeping one value fail the run (InvalidUpdateError); a
+// deferred node (Defer) waits until nothing else is left to run.
 //
 // With a checkpoint.Saver and a thread ID, every superstep is saved: a run can pause for a human
 // with Interrupt and be resumed later, in the same process or another, and a run that failed or
-// was killed resumes by running only the tasks that had not finished.
+// was killed resumes by running only the tasks that had not finished. A ResumeCommand answers,
+// edits the state and adds nodes in one call. Nodes with a CachePolicy reuse the outputs of
+// inputs seen before, from a NodeCache.
 //
 // # Checkpoints hold what changed
 //

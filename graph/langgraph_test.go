@@ -190,7 +190,6 @@ func lgSiblings(doneRuns, askRuns *atomic.Int32) *graph.StateGraph[lgState] {
 	return g
 }
 
-
 // lgPaused is a graph of lgSiblings paused in its first step, and what it counts.
 type lgPaused struct {
 	c                 *graph.Compiled[lgState]

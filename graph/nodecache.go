@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/agiraph/agiraph/checkpoint"
 )
 
 // NodeCache stores the outputs of nodes that have a CachePolicy, so that a task whose node has
@@ -44,19 +46,14 @@ func WithCachePolicy(p CachePolicy) NodeOption { return func(c *nodeConfig) { c.
 // the outputs of their nodes of the same name.
 func WithNodeCache(c NodeCache) Option { return func(cfg *config) { cfg.nodeCache = c } }
 
-// nodeCacheKey returns the key under which the output of task t is cached, or "" when t's node has
-// no cache policy or the run no cache.
+// nodeCacheKey returns the key under which the output of task t is cached.
 func (r *run[S]) nodeCacheKey(t *task[S]) (string, error) {
-	p := t.node.cfg.cache
-	if p == nil || r.env.nodeCache == nil {
-		return "", nil
-	}
 	var input any = r.state
 	if t.push {
 		input = t.arg
 	}
-	if p.Key != nil {
-		k, err := p.Key(input)
+	if key := t.node.cfg.cache.Key; key != nil {
+		k, err := key(input)
 		if err != nil {
 			return "", fmt.Errorf("cache key: %w", err)
 		}
@@ -70,18 +67,23 @@ func (r *run[S]) nodeCacheKey(t *task[S]) (string, error) {
 	return t.node.name + ":" + hex.EncodeToString(sum[:]), nil
 }
 
-// fromCache returns the output cached under key and its encoding; ok is false on a miss. An
+// fromCache looks task t's output up in the node cache. On a hit it saves the output as the
+// task's and marks the task cached; on a miss it returns the key to cache the output under. An
 // entry that no longer decodes (the state type changed) is a miss.
-func (r *run[S]) fromCache(ctx context.Context, key string) (out Command[S], b []byte, ok bool, err error) {
-	b, ok, err = r.env.nodeCache.Get(ctx, key)
-	if err != nil || !ok {
-		return out, nil, false, err
+func (r *run[S]) fromCache(ctx context.Context, t *task[S]) (out Command[S], key string, err error) {
+	if key, err = r.nodeCacheKey(t); err != nil {
+		return out, "", err
+	}
+	b, ok, err := r.env.nodeCache.Get(ctx, key)
+	if err != nil {
+		return out, "", fmt.Errorf("node cache: %w", err)
 	}
 	var rec taskRecord[S]
-	if r.cfg.serde.Unmarshal(b, &rec) != nil {
-		return out, nil, false, nil
+	if !ok || r.cfg.serde.Unmarshal(b, &rec) != nil {
+		return out, key, nil
 	}
-	return rec.command(), b, true, nil
+	t.cached = true
+	return rec.command(), key, r.putEncoded(ctx, t, checkpoint.WriteUpdate, 0, b)
 }
 
 // MemoryNodeCache is a NodeCache in memory that keeps the most recently used entries. It is safe

@@ -48,8 +48,8 @@ type fieldPlan struct {
 
 // oneValue finds a field that several updates of one superstep set although it keeps one value:
 // it returns the field's name ("" for a state that is not a struct) and the indexes of the
-// updates that set it, or no indexes. update(i) is the i-th of n updates.
-type oneValue[S any] func(n int, update func(i int) S) (field string, setBy []int)
+// updates that set it, or no indexes. update(i) points to the i-th of n updates.
+type oneValue[S any] func(n int, update func(i int) *S) (field string, setBy []int)
 
 // tagReducer builds the default reducer for S from its struct tags, and the check that no two
 // updates of a superstep set a field that keeps one value. A state that is not a struct is
@@ -74,11 +74,10 @@ func tagReducer[S any]() (Reducer[S], oneValue[S], error) {
 		if op != opReplace {
 			return reduce, nil, nil
 		}
-		return reduce, func(n int, update func(int) S) (string, []int) {
+		return reduce, func(n int, update func(int) *S) (string, []int) {
 			var setBy []int
 			for i := range n {
-				u := update(i)
-				if !reflect.ValueOf(&u).Elem().IsZero() {
+				if !reflect.ValueOf(update(i)).Elem().IsZero() {
 					setBy = append(setBy, i)
 				}
 			}
@@ -140,11 +139,10 @@ func tagReducer[S any]() (Reducer[S], oneValue[S], error) {
 	if len(ones) == 0 {
 		return reduce, nil, nil
 	}
-	return reduce, func(n int, update func(int) S) (string, []int) {
+	return reduce, func(n int, update func(int) *S) (string, []int) {
 		first := make([]int, len(ones)) // the first update that set each field, plus one
 		for i := range n {
-			u := update(i)
-			v := reflect.ValueOf(&u).Elem()
+			v := reflect.ValueOf(update(i)).Elem()
 			for j, p := range ones {
 				if v.Field(p.index).IsZero() {
 					continue
@@ -155,7 +153,7 @@ func tagReducer[S any]() (Reducer[S], oneValue[S], error) {
 				}
 				setBy := []int{first[j] - 1}
 				for k := i; k < n; k++ {
-					if u := update(k); !reflect.ValueOf(&u).Elem().Field(p.index).IsZero() {
+					if !reflect.ValueOf(update(k)).Elem().Field(p.index).IsZero() {
 						setBy = append(setBy, k)
 					}
 				}

@@ -251,7 +251,7 @@ func (r *run[S]) loop(ctx context.Context) (S, error) {
 				// What the tasks that finished wrote is saved with the checkpoint, and shows in
 				// the state returned (and in State) though the step is merged only once it
 				// completes.
-				s, merr := r.withDone(r.state, ran)
+				s, merr := r.withDone(r.state, ran, outs)
 				return s, errors.Join(err, merr)
 			}
 			return r.state, err
@@ -322,7 +322,7 @@ func (r *run[S]) checkUpdates(ran []*task[S], outs []Command[S]) error {
 	if r.g.one == nil || len(outs) < 2 {
 		return nil
 	}
-	field, setBy := r.g.one(len(outs), func(i int) S { return outs[i].Update })
+	field, setBy := r.g.one(len(outs), func(i int) *S { return &outs[i].Update })
 	if len(setBy) == 0 {
 		return nil
 	}
@@ -333,14 +333,15 @@ func (r *run[S]) checkUpdates(ran []*task[S], outs []Command[S]) error {
 	return e
 }
 
-// withDone returns s with the updates of the tasks that finished merged in frontier order.
-func (r *run[S]) withDone(s S, tasks []*task[S]) (S, error) {
-	for _, t := range tasks {
+// withDone returns s with the updates of the tasks that finished merged in frontier order; outs
+// holds the tasks' outputs.
+func (r *run[S]) withDone(s S, tasks []*task[S], outs []Command[S]) (S, error) {
+	for i, t := range tasks {
 		if !t.done {
 			continue
 		}
 		var err error
-		if s, err = r.g.reduce(s, t.out.Update, t.node.name, r.step+1); err != nil {
+		if s, err = r.g.reduce(s, outs[i].Update, t.node.name, r.step+1); err != nil {
 			return s, err
 		}
 	}
@@ -348,7 +349,8 @@ func (r *run[S]) withDone(s S, tasks []*task[S]) (S, error) {
 }
 
 // superstep runs tasks, the part of the frontier that runs now, and returns their outputs in
-// frontier order. A task that finishes is marked done with its output.
+// frontier order. A task that finishes is marked done; when the step pauses, the outputs of those
+// that finished are returned with the *Interrupted error.
 func (r *run[S]) superstep(ctx context.Context, tasks []*task[S]) ([]Command[S], error) {
 	outs := make([]Command[S], len(tasks))
 	todo := make([]int, 0, len(tasks))
@@ -383,8 +385,7 @@ func (r *run[S]) superstep(ctx context.Context, tasks []*task[S]) ([]Command[S],
 			r.send(Event{Mode: ModeTasks, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id,
 				Data: TaskEvent{Finished: true, Push: t.push, Err: err}})
 		default:
-			outs[i] = out
-			t.done, t.out = true, out
+			outs[i], t.done = out, true
 			r.send(Event{Mode: ModeTasks, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id,
 				Data: TaskEvent{Finished: true, Push: t.push, Cached: t.cached}})
 			r.send(Event{Mode: ModeUpdates, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id, Data: out.Update})
@@ -462,7 +463,7 @@ func (r *run[S]) superstep(ctx context.Context, tasks []*task[S]) ([]Command[S],
 	case firstErr != nil:
 		return nil, firstErr
 	case interrupts != nil:
-		return nil, &Interrupted{Interrupts: slices.Concat(interrupts...)}
+		return outs, &Interrupted{Interrupts: slices.Concat(interrupts...)}
 	}
 	return outs, nil
 }
@@ -489,19 +490,13 @@ func (r *run[S]) send(ev Event) bool {
 // execute runs one task with its retry policy, or takes its output from the node cache, and saves
 // what it wrote.
 func (r *run[S]) execute(ctx context.Context, t *task[S]) (Command[S], error) {
-	key, err := r.nodeCacheKey(t)
-	if err != nil {
-		return Command[S]{}, err
-	}
-	if key != "" {
-		out, b, ok, err := r.fromCache(ctx, key)
-		if err != nil {
-			return Command[S]{}, fmt.Errorf("node cache: %w", err)
+	var key string
+	if t.node.cfg.cache != nil && r.env.nodeCache != nil {
+		out, k, err := r.fromCache(ctx, t)
+		if err != nil || t.cached {
+			return out, err
 		}
-		if ok {
-			t.cached = true
-			return out, r.putEncoded(ctx, t, checkpoint.WriteUpdate, 0, b)
-		}
+		key = k
 	}
 	policy := t.node.cfg.retry
 	for attempt := 1; ; attempt++ {

@@ -127,7 +127,11 @@ func (r *run[S]) snapshot(t *checkpoint.Tuple, s S, latest bool) (Snapshot[S], e
 		return Snapshot[S]{}, err
 	}
 	if latest {
-		if s, err = r.withDone(s, r.next); err != nil {
+		outs := make([]Command[S], len(r.next))
+		for i, t := range r.next {
+			outs[i] = t.out
+		}
+		if s, err = r.withDone(s, r.next, outs); err != nil {
 			return Snapshot[S]{}, r.corrupt(t, err)
 		}
 	}
