@@ -255,6 +255,23 @@ func TestLangGraph_UpdateStateThenResumeAnswersTheInterrupt(t *testing.T) {
 	assert.Contains(t, out.Log, "ask=yes seeing cats")
 	assert.Equal(t, int32(2), p.askRuns.Load())
 
+	// The held value is saved: a run that stops before a task takes it leaves it for the next.
+	var doneRuns, askRuns atomic.Int32
+	failing := &lgFailingResume{Saver: checkpoint.NewMemory(), tasksOnly: true}
+	c2 := rsCompile(t, lgSiblings(&doneRuns, &askRuns), graph.WithCheckpointer(failing))
+	th2 := graph.WithThread("held")
+	_, err = c2.Invoke(ctx, lgState{}, th2)
+	rsInterrupted(t, err)
+	_, err = c2.UpdateState(ctx, lgState{Topic: "moths"}, "", th2)
+	require.NoError(t, err)
+	failing.fail.Store(true)
+	_, err = c2.Resume(ctx, "kept", th2)
+	require.ErrorContains(t, err, "disk full")
+	failing.fail.Store(false)
+	out, err = c2.Resume(ctx, nil, th2)
+	require.NoError(t, err)
+	assert.Contains(t, out.Log, "ask=kept seeing moths")
+
 	// Without an edit or a fork, a value that nothing asks for is still refused.
 	_, err = c.Invoke(ctx, lgState{}, graph.WithThread("plain"))
 	rsInterrupted(t, err)
@@ -309,14 +326,53 @@ func TestLangGraph_ResumeWithUpdateAndGotoInOneCall(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, out, again.Values)
 
+	// A process that dies after the edit is saved but before the answer is: the edit's checkpoint
+	// keeps the finished task's output and the question, so a plain Resume answers it.
+	var doneRuns2, askRuns2 atomic.Int32
+	failing := &lgFailingResume{Saver: checkpoint.NewMemory()}
+	c2 := rsCompile(t, lgSiblings(&doneRuns2, &askRuns2), graph.WithCheckpointer(failing))
+	th2 := graph.WithThread("crash")
+	_, err = c2.Invoke(ctx, lgState{}, th2)
+	rsInterrupted(t, err)
+	failing.fail.Store(true)
+	_, err = c2.Resume(ctx, graph.ResumeCommand[lgState]{Value: "lost", Update: lgState{Topic: "edited"}}, th2)
+	require.Error(t, err)
+	failing.fail.Store(false)
+	snap, err := c2.State(ctx, th2)
+	require.NoError(t, err)
+	assert.Equal(t, "edited", snap.Values.Topic)
+	assert.Equal(t, []string{"ask"}, snap.Next)
+	require.Len(t, snap.Interrupts, 1)
+	out, err = c2.Resume(ctx, "again", th2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"done", "ask=again seeing edited"}, out.Log)
+	assert.Equal(t, int32(1), doneRuns2.Load())
+
 	// A goto to an unknown node is refused before anything is saved.
 	_, err = c.Invoke(ctx, lgState{}, graph.WithThread("bad"))
 	rsInterrupted(t, err)
 	_, err = c.Resume(ctx, graph.ResumeCommand[lgState]{Value: "ok", Goto: []string{"nowhere"}}, graph.WithThread("bad"))
 	require.ErrorContains(t, err, `unknown node "nowhere"`)
-	snap, err := c.State(ctx, graph.WithThread("bad"))
+	snap, err = c.State(ctx, graph.WithThread("bad"))
 	require.NoError(t, err)
 	assert.Len(t, snap.Interrupts, 1)
+}
+
+// lgFailingResume is a saver that, while fail is set, fails to save answers to interrupts (with
+// tasksOnly, only the answers saved for a task).
+type lgFailingResume struct {
+	checkpoint.Saver
+	fail      atomic.Bool
+	tasksOnly bool
+}
+
+func (s *lgFailingResume) PutWrites(ctx context.Context, cfg checkpoint.Config, ws []checkpoint.Write) error {
+	for _, w := range ws {
+		if w.Kind == checkpoint.WriteResume && s.fail.Load() && (w.TaskID != "" || !s.tasksOnly) {
+			return errors.New("disk full")
+		}
+	}
+	return s.Saver.PutWrites(ctx, cfg, ws)
 }
 
 // lgRAG is LangGraph's test_in_one_fan_out_state_graph_defer_node, with branches of different
