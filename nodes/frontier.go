@@ -350,9 +350,15 @@ func (r *run) start(l launch) error {
 
 // sink records an assignment's events in a log (its node's log.jsonl), the worker's side of
 // them in its conversation file (a worker's conversation.jsonl, readable by people; the
-// conversation itself is checkpointed), and the agent's event log.
+// conversation itself is checkpointed), and the agent's event log. A piece of the model's text
+// goes to the event log's subscribers only, as a live TextDelta event: the model turn that
+// follows records the text.
 func (r *run) sink(logPath, convPath, node, worker string) runtime.Sink {
 	return func(e runtime.Event) {
+		if e.Kind == runtime.TextDelta {
+			r.log.Broadcast(eventlog.Event{Type: eventlog.TextDelta, Time: e.Time, Run: r.id, Node: node, Worker: worker, Text: e.Text})
+			return
+		}
 		if err := workspace.AppendJSONL(logPath, e); err != nil {
 			r.cfg.logger.Error("node log not written", "run", r.id, "node", node, "err", err)
 		}

@@ -549,7 +549,11 @@ func (s *Squad) SettleTriggers(ctx context.Context) error {
 }
 
 // Subscribe returns the agent's events after seq, in order: first those already logged, then
-// new ones as they happen, until the returned func is called or the squad is closed.
+// new ones as they happen, until the returned func is called or the squad is closed. Among the
+// new ones come the models' answers as they are generated, a piece at a time: eventlog.TextDelta
+// events, with the piece in Text and the Worker and Node whose model wrote it. They are live
+// only — Seq 0, not in the log, not seen by Events or a later Subscribe — so a program that
+// remembers where it got to keeps the Seq of the last logged event, not of a delta.
 func (s *Squad) Subscribe(after int64) (<-chan eventlog.Event, func()) {
 	return s.log.Subscribe(after)
 }

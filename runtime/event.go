@@ -25,6 +25,14 @@ const (
 	Ended           Kind = "ended"            // the assignment ended (Status; Text: the summary or the error; Usage: the total)
 )
 
+// TextDelta is a piece of the model's answer as it is generated (Text: the piece), reported by
+// the runtimes that see the answer stream (harnessed, Claude Code). The pieces of a turn, in
+// order, add up to the text of its ModelTurn, which comes after them; a call that fails and is
+// tried again (Retrying) starts its pieces again. They are for watching a worker live: a squad
+// passes them to its subscribers as "text.delta" events and writes none of them anywhere (the
+// ModelTurn holds the text), and the liveness watchdog counts them as progress.
+const TextDelta Kind = "text_delta"
+
 // Event is one thing that happened during an assignment.
 type Event struct {
 	Time       time.Time        `json:"time"`

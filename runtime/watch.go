@@ -14,13 +14,13 @@ import (
 // Outcome with status Stalled and an error saying how long it went without progress, what its
 // last progress was and what it reported since. A stall of zero or less returns rt unchanged.
 //
-// Progress is the model or its tools at work — an event of kind Started, ModelTurn, ToolCalled,
-// ToolResult, MessageSent, MessageReceived, AskedHuman or Compacted — or a file written under
-// the assignment's node folder. Output lines (what a CLI agent prints) and Retrying events are
-// not: a CLI that prints a line per attempt while it retries an endpoint that never answers is
-// stalled all the same. A CLI agent whose runtime reports only its output (runtime/autonomous)
-// thus shows progress through the files it writes and the messages it sends; give it a stall
-// longer than its longest silent step.
+// Progress is the model or its tools at work — an event of kind Started, ModelTurn, TextDelta,
+// ToolCalled, ToolResult, MessageSent, MessageReceived, AskedHuman or Compacted — or a file
+// written under the assignment's node folder. Output lines (what a CLI agent prints) and
+// Retrying events are not: a CLI that prints a line per attempt while it retries an endpoint
+// that never answers is stalled all the same. A CLI agent whose runtime reports only its output
+// (runtime/autonomous) thus shows progress through the files it writes and the messages it
+// sends; give it a stall longer than its longest silent step.
 func Watch(rt Runtime, stall time.Duration) Runtime {
 	if stall <= 0 {
 		return rt

@@ -39,7 +39,11 @@
 //	POST   /agents/{id}/memory/search       {"query", "limit"?} → {"result"}
 //	GET    /agents/{id}/events              logged events, ?after=N&limit=M: {"events": [...]}
 //	GET    /agents/{id}/events/stream       server-sent events after ?after=N (or Last-Event-ID):
-//	                                        "id: <seq>\nevent: <type>\ndata: <event JSON>\n\n"
+//	                                        "id: <seq>\nevent: <type>\ndata: <event JSON>\n\n"; while a run
+//	                                        is in progress, also the models' text as it is generated, live
+//	                                        only (not logged, no id): "event: text.delta\ndata: <event JSON>\n\n",
+//	                                        the event with seq 0, the worker, the node (none for the
+//	                                        coordinator) and the piece of text
 //
 // An agent's status is "idle" (no run yet), "working" (a run in progress), "waiting_for_human"
 // (a run in progress in which a worker or the coordinator waits for an answer), "interrupted"

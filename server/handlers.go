@@ -697,10 +697,16 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, a *agent) 
 	if err := rc.Flush(); err != nil {
 		return
 	}
+	// A logged event carries its Seq as its id; a live one (a text.delta, Seq 0) none, so the
+	// Last-Event-ID of a client that reconnects always names a logged event.
 	send := func(e eventlog.Event) bool {
 		data, err := json.Marshal(e)
 		if err != nil {
 			return true
+		}
+		if e.Seq == 0 {
+			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Type, data)
+			return err == nil
 		}
 		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data); err != nil {
 			return false

@@ -471,10 +471,12 @@ type stream struct {
 	cancel context.CancelFunc
 	resp   *http.Response
 	events chan sse
+	live   []sse // the events without an id (text.delta) that until passed over, in order
 }
 
 type sse struct {
 	id    int64
+	hasID bool // the event had an id line
 	typ   string
 	event eventlog.Event
 }
@@ -509,11 +511,12 @@ func openStream(t *testing.T, ts *httptest.Server, path, lastID string) *stream 
 			switch {
 			case strings.HasPrefix(line, "id: "):
 				cur.id, _ = strconv.ParseInt(strings.TrimPrefix(line, "id: "), 10, 64)
+				cur.hasID = true
 			case strings.HasPrefix(line, "event: "):
 				cur.typ = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "data: "):
 				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.event)
-			case line == "" && cur.id != 0:
+			case line == "" && cur.typ != "":
 				select {
 				case s.events <- cur:
 				case <-ctx.Done():
@@ -534,7 +537,8 @@ func (s *stream) close() {
 	}
 }
 
-// until reads events up to the first of type typ and returns them all.
+// until reads events up to the first of type typ and returns the logged ones (those with an
+// id), keeping the others in s.live.
 func (s *stream) until(t *testing.T, typ eventlog.Type) []sse {
 	t.Helper()
 	var got []sse
@@ -547,6 +551,10 @@ func (s *stream) until(t *testing.T, typ eventlog.Type) []sse {
 			}
 			if e.id != e.event.Seq || e.typ != string(e.event.Type) {
 				t.Errorf("event %d %s carries %+v", e.id, e.typ, e.event)
+			}
+			if !e.hasID {
+				s.live = append(s.live, e)
+				continue
 			}
 			got = append(got, e)
 			if e.typ == string(typ) {

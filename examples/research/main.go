@@ -131,6 +131,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	go func() {
 		defer close(printed)
 		for e := range events {
+			if e.Type == eventlog.TextDelta {
+				continue // the models' text as it comes: the events printed say enough
+			}
 			if !o.quiet {
 				printEvent(stdout, e)
 			}

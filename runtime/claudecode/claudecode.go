@@ -35,7 +35,8 @@
 //	{"type":"system","subtype":"compact_boundary",...}  Compacted
 //	{"type":"system","subtype":"status",...}            nothing ("requesting" before each API call)
 //	{"type":"assistant","message":{...}}                ModelTurn (text, usage); ToolCalled per tool_use block
-//	{"type":"stream_event","event":{...}}               the usage of a model turn (message_start, message_delta)
+//	{"type":"stream_event","event":{...}}               the usage of a model turn (message_start, message_delta);
+//	                                                    TextDelta per text_delta of a content_block_delta
 //	{"type":"user","message":{...}}                     ToolResult per tool_result block (with is_error)
 //	{"type":"result",...}                               the Outcome: result text, session_id, num_turns,
 //	                                                    usage, total_cost_usd, is_error, permission_denials
@@ -44,10 +45,12 @@
 // tool_use block, reported when the message ends. The CLI prints one assistant event per content
 // block, as each block ends, all with the message's id and the usage of the message's start
 // (output_tokens 1); the final usage comes in the stream_event carrying the API's message_delta
-// (--include-partial-messages), and message_stop ends the message. The other stream events (the
-// content blocks' deltas, many a message) are decoded to their type and ignored. Should a CLI print
-// no stream events, a message ends at the next line of another kind, with the usage of its start
-// (output_tokens 1).
+// (--include-partial-messages), and message_stop ends the message. The text of the content
+// blocks' deltas is reported as it comes, a TextDelta each, before the message's ModelTurn; a
+// message of several text blocks has them joined by a newline in its ModelTurn, not between its
+// deltas. The other stream events (other deltas, block starts and stops) are decoded to their
+// type and ignored. Should a CLI print no stream events, a message ends at the next line of
+// another kind, with the usage of its start (output_tokens 1), and no TextDelta is reported.
 // The result's usage is the Outcome's; without a result, the Outcome has the sum of the turns'.
 // A result with is_error true (an API error after the CLI's own retries, for example) or a subtype
 // error_* (error_max_turns, error_during_execution) fails the run with its message, whatever the

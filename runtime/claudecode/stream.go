@@ -75,12 +75,19 @@ func decode(l []byte) (*event, error) {
 }
 
 // apiEvent is an event of the Messages API's stream, as a stream_event line carries it. Only
-// message_start (the message's id and its usage so far) and message_delta (its final usage) are
-// read; the many content_block_delta events are decoded to their type and dropped.
+// message_start (the message's id and its usage so far), message_delta (its final usage) and the
+// text of content_block_delta are read.
 type apiEvent struct {
 	Type    string      `json:"type"`
 	Message *message    `json:"message"` // message_start
 	Usage   *deltaUsage `json:"usage"`   // message_delta
+	Delta   *apiDelta   `json:"delta"`   // content_block_delta (and message_delta, whose fields are not read)
+}
+
+// apiDelta is the delta of a content_block_delta: of a text block, a text_delta with its text.
+type apiDelta struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 type message struct {
@@ -456,13 +463,18 @@ func (s *stream) assistant(e *event) {
 }
 
 // partial reads an event of the API's stream: message_start begins a message (its id, its usage
-// so far), message_delta gives its final usage, message_stop ends it. Other events (the content
-// blocks, their deltas) are ignored: the assistant events carry the blocks whole.
+// so far), a text_delta is reported as a TextDelta, message_delta gives the message's final
+// usage, message_stop ends it. Other events (the content blocks, their other deltas) are
+// ignored: the assistant events carry the blocks whole.
 func (s *stream) partial(a *apiEvent) {
 	if a == nil {
 		return
 	}
 	switch a.Type {
+	case "content_block_delta":
+		if a.Delta != nil && a.Delta.Type == "text_delta" && a.Delta.Text != "" {
+			s.rep.Emit(runtime.Event{Kind: runtime.TextDelta, Text: a.Delta.Text})
+		}
 	case "message_start":
 		s.flush()
 		if a.Message == nil {

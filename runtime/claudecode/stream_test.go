@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,8 +193,8 @@ func TestStream(t *testing.T) {
 
 // TestPartialMessages: with stream events, a model turn is reported when its message ends, with
 // the usage of its message_delta, whatever other lines come between; one only started is
-// dropped; one cut short by the end of the output is reported; the deltas and status lines make
-// no events.
+// dropped; one cut short by the end of the output is reported; the text deltas are reported as
+// they come (those of a message cut short too), the other deltas and status lines make no events.
 func TestPartialMessages(t *testing.T) {
 	se := func(event string) string {
 		return `{"type":"stream_event","event":` + event + `,"session_id":"s1","parent_tool_use_id":null}`
@@ -230,10 +231,21 @@ func TestPartialMessages(t *testing.T) {
 	}, "\n")))
 	assert.False(t, killed)
 	assert.Nil(t, s.result)
-	var kinds []string
+	var all []string
 	for _, e := range events {
+		all = append(all, string(e.Kind))
+	}
+	require.Equal(t, "started text_delta text_delta output model_turn tool_called tool_result model_turn tool_called text_delta model_turn", strings.Join(all, " "))
+	var kinds, deltas []string
+	for _, e := range events {
+		if e.Kind == runtime.TextDelta {
+			deltas = append(deltas, e.Text)
+			continue
+		}
 		kinds = append(kinds, string(e.Kind))
 	}
+	assert.Equal(t, []string{"Let me ", "look.", "Do"}, deltas)
+	events = slices.DeleteFunc(events, func(e runtime.Event) bool { return e.Kind == runtime.TextDelta })
 	require.Equal(t, "started output model_turn tool_called tool_result model_turn tool_called model_turn", strings.Join(kinds, " "))
 	assert.Contains(t, events[1].Text, "rate_limit_event")
 	events = events[1:]
@@ -270,6 +282,8 @@ func TestCorpus(t *testing.T) {
 		// turn is each model turn's usage: what the fake API charged with --include-partial-messages;
 		// without it, output_tokens is message_start's 1 (the CLI prints nothing later).
 		turn providers.Usage
+		// own: the model turns are the CLI's own making, which no API streamed (no text deltas)
+		own bool
 	}
 	turn := providers.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 300, CacheWriteTokens: 50}
 	wants := map[string]want{
@@ -282,7 +296,7 @@ func TestCorpus(t *testing.T) {
 		"auth401": {result: "Invalid API key · Fix external API key", isError: true, status: 401, turns: 1, auth: 401},
 		// The CLI does not retry a 403; its error is a model turn of its own making, of no cost.
 		"auth403": {result: "Failed to authenticate. API Error: 403 Your API key does not have permission to use the specified resource.",
-			isError: true, status: 403, turns: 1, kinds: "started model_turn", texts: "Failed to authenticate. API Error: 403 Your API key does not have permission to use the specified resource."},
+			isError: true, status: 403, turns: 1, kinds: "started model_turn", own: true, texts: "Failed to authenticate. API Error: 403 Your API key does not have permission to use the specified resource."},
 	}
 	files, err := filepath.Glob(corpus)
 	require.NoError(t, err)
@@ -334,9 +348,18 @@ func TestCorpus(t *testing.T) {
 			s.read(bytes.NewReader(b))
 			assert.NoError(t, s.readErr)
 			require.NotNil(t, s.result)
-			var kinds []string
-			var calls []string
+			// The text deltas, with --include-partial-messages: before each model turn, its text.
+			var kinds, calls, streamed []string
+			var delta strings.Builder
 			for _, e := range events {
+				switch e.Kind {
+				case runtime.TextDelta:
+					delta.WriteString(e.Text)
+					continue
+				case runtime.ModelTurn:
+					streamed = append(streamed, delta.String())
+					delta.Reset()
+				}
 				kinds = append(kinds, string(e.Kind))
 				if e.Kind == runtime.ToolCalled {
 					calls = append(calls, e.Tool.ID+":"+e.Tool.Name)
@@ -383,6 +406,12 @@ func TestCorpus(t *testing.T) {
 				sum = sum.Add(*e.Usage)
 			}
 			assert.Equal(t, w.texts, strings.Join(texts, "|"))
+			if flags == "partial" && !w.own {
+				assert.Equal(t, texts, streamed, "the text deltas of each turn")
+			} else {
+				assert.Empty(t, strings.Join(streamed, ""), "text deltas without stream events")
+			}
+			assert.Empty(t, delta.String(), "text deltas after the last turn")
 			assert.Len(t, s.perMsg, w.turns)
 			if flags == "partial" {
 				// The turns add up to the result, which a run without a result falls back on.

@@ -6,7 +6,9 @@
 // the file is opened again. The order of the lines in the file, the order of the sequence
 // numbers and the order in which subscribers receive events are one and the same. Each event is
 // written with a single write call before Append returns, so a crash can leave at most the last
-// line torn; Open drops such a line (and truncates it away) instead of failing.
+// line torn; Open drops such a line (and truncates it away) instead of failing. Live events
+// (TextDelta, through Broadcast) go to the subscribers listening at the time, among the others,
+// and nowhere else: they are not numbered and not written.
 //
 // Event types are the squad's fixed set (see Types). Custom types are accepted when they are
 // prefixed "x." (for example "x.build.finished"); any other unknown type is rejected, so that
@@ -28,6 +30,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -73,6 +76,14 @@ const (
 	MemoryWritten   Type = "memory.written"   // something was written to memory
 	MemoryCompacted Type = "memory.compacted" // memory or a conversation was compacted
 )
+
+// TextDelta is a piece of a model's answer as it is generated: Text is the piece, Node and
+// Worker say whose answer it is (the coordinator's has no Node). It is a live event: a squad
+// hands it to the subscribers of its log with Broadcast, it is never appended (Append refuses
+// it), has no Seq (0) and is not in the file, so a subscriber sees only the pieces generated
+// while it listens. The pieces of a turn add up to its text, which the logged "x.model_turn"
+// event that follows them carries whole (clipped to 500 bytes).
+const TextDelta Type = "text.delta"
 
 // customTypePrefix marks the custom types Append accepts besides Types.
 const customTypePrefix = "x."
@@ -273,6 +284,9 @@ func (l *Log) Append(e Event) (Event, error) {
 	if e.Type == "" {
 		return Event{}, fmt.Errorf("eventlog: event has no type: %w", ErrUnknownType)
 	}
+	if e.Type == TextDelta {
+		return Event{}, fmt.Errorf("eventlog: %s events are live only: Broadcast them", e.Type)
+	}
 	if !e.Type.Valid() {
 		return Event{}, fmt.Errorf("eventlog: %w %q (custom types must be prefixed %q)", ErrUnknownType, e.Type, customTypePrefix)
 	}
@@ -326,6 +340,31 @@ func (l *Log) Append(e Event) (Event, error) {
 		s.push(e)
 	}
 	return e, nil
+}
+
+// liveBacklog is how many events a subscriber may have waiting before live events are no longer
+// queued for it (see Broadcast).
+const liveBacklog = 4096
+
+// Broadcast hands e to the subscribers as it is now, without writing it: a live event, such as
+// a TextDelta, that a later Read or Subscribe never sees. Its Seq is 0 whatever e had, its Time
+// is set from the clock if zero, and it takes its place among the appended events in the order
+// the calls were made. A subscriber that has liveBacklog (4,096) events or more waiting misses
+// it: a subscriber that does not read costs the log memory for logged events only. On a closed
+// log Broadcast does nothing.
+func (l *Log) Broadcast(e Event) {
+	e.Seq = 0
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time = l.now()
+	}
+	for s := range l.subs {
+		s.pushLive(e)
+	}
 }
 
 // Has reports whether an event with key is in the log.
@@ -430,7 +469,8 @@ const catchUpPage = 256
 
 // Subscribe returns a channel that receives, in order and each exactly once, every event with
 // Seq > after: first those already in the log (read from the file, a page at a time), then the
-// ones appended from now on. Events appended while the subscriber catches up are queued, not
+// ones appended from now on, with the live events broadcast from now on (Seq 0; see Broadcast)
+// in their places among them. Events appended while the subscriber catches up are queued, not
 // lost. The queue is unbounded, so a subscriber that does not read never blocks Append (it only
 // costs memory). The returned func unsubscribes and closes the channel; it may be called more
 // than once, and from any goroutine. Close closes all channels. On a closed log, the channel is
@@ -466,8 +506,9 @@ func (l *Log) Subscribe(after int64) (<-chan Event, func()) {
 
 // subscriber forwards events to out from its own goroutine.
 type subscriber struct {
-	mu    sync.Mutex
-	queue []Event // live events not yet sent
+	mu      sync.Mutex
+	queue   []Event      // events appended or broadcast since the subscription, not yet taken to send
+	waiting atomic.Int64 // events pushed and not yet sent or skipped, taken or not
 
 	out      chan Event
 	wake     chan struct{} // signalled when the queue grows
@@ -477,12 +518,20 @@ type subscriber struct {
 }
 
 func (s *subscriber) push(e Event) {
+	s.waiting.Add(1)
 	s.mu.Lock()
 	s.queue = append(s.queue, e)
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
 	default:
+	}
+}
+
+// pushLive queues a live event, unless the subscriber has liveBacklog events waiting.
+func (s *subscriber) pushLive(e Event) {
+	if s.waiting.Load() < liveBacklog {
+		s.push(e)
 	}
 }
 
@@ -535,12 +584,12 @@ func (s *subscriber) run(l *Log, after, upto int64) {
 			}
 		}
 		for _, e := range q {
-			if e.Seq <= after {
-				continue
+			if e.Seq == 0 || e.Seq > after { // a live event (Seq 0) is sent as it comes
+				if !s.send(e) {
+					return
+				}
 			}
-			if !s.send(e) {
-				return
-			}
+			s.waiting.Add(-1)
 		}
 	}
 }

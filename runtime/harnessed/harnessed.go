@@ -65,6 +65,7 @@ type config struct {
 	maxOutput     int
 	textEndsTurn  bool
 	ownTools      bool
+	noStream      bool
 	cache         *Cache
 }
 
@@ -114,6 +115,11 @@ func WithMaxToolOutput(n int) Option { return func(c *config) { c.maxOutput = n 
 // the answer as its summary) instead of reminding the worker to publish: for a conversational
 // agent, such as a coordinator, whose text is its reply.
 func WithTextEndsTurn() Option { return func(c *config) { c.textEndsTurn = true } }
+
+// WithoutStreaming makes the model's calls without Request.OnText, so that they do not stream
+// (unless the adapter must) and report no TextDelta events: for a model or a proxy that streams
+// badly. By default every call streams its text as TextDelta events.
+func WithoutStreaming() Option { return func(c *config) { c.noStream = true } }
 
 // WithoutWorkTools leaves out runtime.WorkTools: the worker gets only the assignment's tools and
 // ask_human, and its tools end the assignment through runtime.ReportFrom (a coordinator, say).

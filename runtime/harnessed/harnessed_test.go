@@ -485,16 +485,22 @@ func TestModelTurnUsage(t *testing.T) {
 	assert.Equal(t, u1.Add(u2), o.Usage)
 }
 
-// Over the Anthropic API, answered as JSON or as a stream (whose message_start reports one
-// output token, its message_delta the turn's), each model_turn carries its answer's usage.
+// Over the Anthropic API, answered as JSON (WithoutStreaming) or as a stream (by default, and
+// when the SDK requires it; its message_start reports one output token, its message_delta the
+// turn's), each model_turn carries its answer's usage.
 func TestModelTurnUsageOverHTTP(t *testing.T) {
 	u1 := providers.Usage{InputTokens: 1200, OutputTokens: 85, CacheReadTokens: 300, CacheWriteTokens: 40}
 	u2 := providers.Usage{InputTokens: 90, OutputTokens: 412, CacheReadTokens: 1500}
 	for _, tc := range []struct {
 		name      string
 		maxTokens int // more than the SDK lets a call wait for without streaming
+		opts      []harnessed.Option
 		stream    bool
-	}{{"json", 0, false}, {"stream", 32000, true}} {
+	}{
+		{"json", 0, []harnessed.Option{harnessed.WithoutStreaming()}, false},
+		{"stream", 0, nil, true},
+		{"stream required", 32000, []harnessed.Option{harnessed.WithoutStreaming()}, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := providertest.NewAnthropic(t,
 				providertest.Reply{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "a.md", Content: "a"})}, Usage: u1},
@@ -504,7 +510,7 @@ func TestModelTurnUsageOverHTTP(t *testing.T) {
 			require.NoError(t, err)
 			a := assignment(t, "a15", "Work.")
 			var rec recorder
-			o, err := harnessed.New(m, harnessed.WithMaxTokens(tc.maxTokens)).Run(context.Background(), a, rec.sink)
+			o, err := harnessed.New(m, append(tc.opts, harnessed.WithMaxTokens(tc.maxTokens))...).Run(context.Background(), a, rec.sink)
 			require.NoError(t, err)
 			for _, r := range srv.Requests() {
 				assert.Equal(t, tc.stream, r.Stream, "streamed")

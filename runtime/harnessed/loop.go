@@ -192,10 +192,18 @@ func (w *worker) receive(step string) []runtime.Message {
 }
 
 // generate asks the model for the next turn, once: retrying is the model's own (see
-// providers.WithRetry), whose retries are reported as Retrying events. When the call fails, the
+// providers.WithRetry), whose retries are reported as Retrying events. The answer's text is
+// reported as it comes, in TextDelta events (unless WithoutStreaming). When the call fails, the
 // worker's notes on the failure go to failure_notes.md.
 func (w *worker) generate(ctx context.Context, conv []providers.Message) (providers.Response, error) {
 	req := providers.Request{System: w.prompt, Messages: conv, MaxTokens: w.rt.cfg.maxTokens, Tools: w.specs}
+	if !w.rt.cfg.noStream {
+		req.OnText = func(delta string) {
+			if delta != "" {
+				w.rep.Emit(runtime.Event{Kind: runtime.TextDelta, Text: delta})
+			}
+		}
+	}
 	ctx = providers.OnRetry(ctx, func(attempt int, err error, wait time.Duration) {
 		w.rep.Emit(runtime.Event{Kind: runtime.Retrying, Text: fmt.Sprintf("attempt %d failed, trying again in %v: %v", attempt, wait.Round(time.Millisecond), err)})
 	})
