@@ -19,6 +19,8 @@
 // run is already in progress or none is, or the agent is damaged, 413 for a text over the limit,
 // and 415 for a body not declared JSON.
 //
+//	GET    /                                the web UI (package ui); its files under /ui/. Served without the token
+//	GET    /models                          the models a new agent may name: {"models": ["", ...]} ("" is the server's choice)
 //	POST   /agents                          create an agent and start a run: {"id"?, "goal", "model"?, "mode"? "finite"|"infinite"} → 201 summary
 //	GET    /agents                          the agents' summaries: {"agents": [...]}
 //	GET    /agents/{id}                     an agent's summary (see [Summary])

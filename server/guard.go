@@ -22,7 +22,8 @@ import (
 //     to 127.0.0.1 cannot reach the server;
 //   - a cross-origin request from an origin that is not allowed (403), and answers the CORS
 //     preflight of one that is;
-//   - a request without the token (401);
+//   - a request without the token (401), but for the web UI's page and files, which hold no
+//     data: the page asks for the token when the API refuses it;
 //   - a state-changing request (POST, PUT, PATCH) whose body is not declared JSON (415): a
 //     cross-site HTML form can send text/plain, urlencoded or multipart bodies, never JSON.
 
@@ -106,6 +107,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.login(w, r)
 			return
 		}
+		if public(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agiraph"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong token: send \"Authorization: Bearer <token>\" (the token is in %s, and printed at start), or open the URL the server printed", filepath.Join(s.cfg.root, tokenFile))
@@ -131,6 +136,15 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// public reports whether r asks for the web UI's page or files, which hold no data and are
+// served without the token: the page asks for it when the API refuses it.
+func public(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	return r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/")
 }
 
 // authorized reports whether r carries the token, as a bearer token or in the cookie.

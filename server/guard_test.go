@@ -99,6 +99,39 @@ func TestTokenIsRequired(t *testing.T) {
 	assert.Empty(t, open.Token())
 }
 
+// The web UI's page and files are served without the token (they hold no data), under the
+// same Host checks as the API, with a policy that lets no inline script run; everything else
+// still needs the token.
+func TestUIIsServedWithoutTheToken(t *testing.T) {
+	c := start(t, t.TempDir(), demoTeam, server.WithModels("scripted/worker"))
+	status, body := c.raw("GET", "/", "", nil)
+	require.Equal(t, http.StatusOK, status)
+	assert.Contains(t, body, `<script type="module" src="/ui/app.js">`)
+	req, err := http.NewRequest("GET", c.ts.URL+"/ui/app.js", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, resp.Header.Get("Content-Type"), "javascript")
+	assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "script-src 'self'")
+	assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+
+	for _, path := range []string{"/ui/nothing.js", "/agents", "/models", "/ui/../agents"} {
+		status, body := c.raw("GET", path, "", nil)
+		assert.NotEqual(t, http.StatusOK, status, path)
+		assert.NotContains(t, body, `"agents"`, path)
+	}
+	status, _ = c.raw("POST", "/", "{}", map[string]string{"Content-Type": "application/json"})
+	assert.Equal(t, http.StatusUnauthorized, status, "only reading the page goes without the token")
+	status, _ = c.raw("GET", "/", "", map[string]string{"Host": "evil.example.com"})
+	assert.Equal(t, http.StatusForbidden, status, "a rebound name gets no page either")
+
+	var models struct{ Models []string }
+	require.Equal(t, http.StatusOK, c.do("GET", "/models", nil, &models))
+	assert.Equal(t, []string{"", "scripted/worker"}, models.Models)
+}
+
 // A web page that rebinds its own name to 127.0.0.1 reaches the server under that name: refused,
 // without data. The names the operator allows are served.
 func TestRebindingHostIsRefused(t *testing.T) {

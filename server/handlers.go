@@ -20,10 +20,14 @@ import (
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
 	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/server/ui"
 )
 
 func (s *Server) routes() {
 	m := s.mux
+	m.Handle("GET /{$}", ui.Handler())
+	m.Handle("GET /ui/", ui.Handler())
+	m.HandleFunc("GET /models", s.handleModels)
 	m.HandleFunc("POST /agents", s.handleCreate)
 	m.HandleFunc("GET /agents", s.handleList)
 	m.HandleFunc("GET /agents/{id}", s.handleGet)
@@ -789,4 +793,10 @@ func (s *Server) text(w http.ResponseWriter, field, value string) bool {
 		return true
 	}
 	return false
+}
+
+// handleModels lists the models a request may name for a new agent; the first entry, "", is
+// the server's own choice.
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"models": append([]string{""}, s.cfg.models...)})
 }

@@ -1,0 +1,451 @@
+package ui_test
+
+// The web UI in a real browser: Debian's Chromium, headless, driven over the DevTools protocol
+// (chromedp) against a server on loopback with a scripted team. The tests skip, saying so, where
+// no Chromium is installed; CI installs it. Screenshots are kept in $AGIRAPH_UI_ARTIFACTS (by
+// default a folder under the system's temporary folder, logged); AGIRAPH_UI_README=1 also
+// writes the README's screenshot, docs/ui.png.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// wait bounds every wait for the page: generous, never a timed assertion.
+const wait = 60 * time.Second
+
+// xss is model output that would run script if the page ever treated it as markup.
+const xss = `<img src=x onerror="document.title='pwned'"><script>window.pwned=1</script> [click](javascript:window.pwned=2) **bold**`
+
+// chromium returns the browser's path, or skips the test.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{os.Getenv("AGIRAPH_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
+		if name == "" {
+			continue
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no Chromium installed (apt-get install chromium, or set AGIRAPH_CHROMIUM): the browser tests need one")
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile and returns a tab's context.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.WindowSize(1400, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	// This chromedp's protocol tables predate some of the browser's values; it says so for every
+	// event that carries one, which is noise here.
+	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(func(format string, args ...any) {
+		if msg := fmt.Sprintf(format, args...); !strings.Contains(msg, "could not unmarshal event") {
+			t.Logf("chromedp: %s", msg)
+		}
+	}))
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	require.NoError(t, chromedp.Run(ctx)) // start the browser now, so that its start is not a step's
+	// The page's errors and console lines go to the test's log.
+	chromedp.ListenTarget(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *cdpruntime.EventExceptionThrown:
+			t.Logf("page exception: %s", ev.ExceptionDetails.Error())
+		case *cdpruntime.EventConsoleAPICalled:
+			var args []string
+			for _, a := range ev.Args {
+				args = append(args, string(a.Value)+a.Description)
+			}
+			t.Logf("page console.%s: %s", ev.Type, strings.Join(args, " "))
+		}
+	})
+	return ctx
+}
+
+// step runs actions with the generous deadline, failing the test with what was being done.
+func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := chromedp.Run(sctx, actions...); err != nil {
+		shot(t, ctx, "failed-"+strings.ReplaceAll(what, " ", "-"))
+		var body string
+		_ = chromedp.Run(ctx, chromedp.Text("body", &body, chromedp.ByQuery))
+		if onFailure != nil {
+			onFailure()
+		}
+		t.Fatalf("%s: %v\npage text:\n%s", what, err, body)
+	}
+}
+
+// onFailure, when set, logs what the server knows when a step fails.
+var onFailure func()
+
+// shot saves a screenshot of the page as an artifact.
+func shot(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	dir := os.Getenv("AGIRAPH_UI_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "agiraph-ui-artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return ""
+	}
+	var png []byte
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := chromedp.Run(sctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return ""
+	}
+	p := filepath.Join(dir, t.Name()+"-"+name+".png")
+	p = strings.ReplaceAll(p, "/", string(filepath.Separator))
+	if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".png"), png, 0o644); err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+	}
+	t.Logf("screenshot: %s", filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".png"))
+	return p
+}
+
+// team is a scripted squad: the coordinator says what it will do, spawns Dana and gives her a
+// node; Dana asks the human a question, writes a report holding the answer and model output that
+// tries to run script, and publishes it; the coordinator answers a human message ("ping") with
+// "pong", and finishes with Dana's report once the stage is done.
+func team(string) []nodes.Option {
+	coord := scripted.NewFunc("ui-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		text, results := lastOf(req)
+		switch {
+		case len(req.Messages) == 1:
+			return turn(req, "I will ask Dana to write the report. "+xss,
+				call("spawn_worker", map[string]any{"name": "Dana", "role": "writer"}),
+				call("create_work_node", map[string]any{"task": "Write report.md in your scratch folder, then publish.", "worker": "Dana"})), nil
+		case strings.Contains(text, "ping"):
+			return turn(req, "pong from the coordinator", call("wait", map[string]string{})), nil
+		case len(results) == 1 && results[0].Name == "read_file":
+			return turn(req, "Done.", call("finish", map[string]string{"output": results[0].Content})), nil
+		case strings.Contains(text, "Stage 1 is complete"):
+			return turn(req, "", call("read_file", map[string]string{"path": "nodes/n1/published/report.md"})), nil
+		}
+		return turn(req, "", call("wait", map[string]string{})), nil
+	})
+	worker := scripted.NewFunc("ui-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		called := map[string]bool{}
+		var said string
+		for _, m := range req.Messages {
+			for _, c := range m.ToolCalls() {
+				called[c.Name] = true
+			}
+			for _, p := range m.Parts {
+				if p.Type == providers.ToolResultPart && p.ToolResult.Name == "ask_human" {
+					said = p.ToolResult.Content
+				}
+			}
+		}
+		switch {
+		case !called["ask_human"]:
+			return turn(req, "", call("ask_human", map[string]string{"question": "Which colour should the report use?"})), nil
+		case !called["write_file"]:
+			report := "# The report\n\nColour: " + said + "\n\n" + xss + "\n"
+			return turn(req, "Writing the report.", call("write_file", map[string]string{"path": "nodes/n1/scratch/report.md", "content": report})), nil
+		}
+		return turn(req, "", call("publish", map[string]string{"summary": "report.md"})), nil
+	})
+	return []nodes.Option{
+		nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()),
+		nodes.WithTick(20 * time.Millisecond),
+	}
+}
+
+func lastOf(req providers.Request) (string, []tools.Result) {
+	var text string
+	var results []tools.Result
+	for _, p := range req.Messages[len(req.Messages)-1].Parts {
+		switch p.Type {
+		case providers.TextPart:
+			text += p.Text
+		case providers.ToolResultPart:
+			results = append(results, *p.ToolResult)
+		}
+	}
+	return text, results
+}
+
+func call(name string, args any) tools.Call {
+	raw, _ := json.Marshal(args)
+	return tools.Call{Name: name, Args: raw}
+}
+
+var callSeq atomic.Int64
+
+func turn(_ providers.Request, text string, calls ...tools.Call) scripted.Turn {
+	for i := range calls {
+		calls[i].ID = fmt.Sprintf("call_%d", callSeq.Add(1))
+	}
+	return scripted.Turn{Text: text, Calls: calls}
+}
+
+// site is a server on a fixed loopback address, which can be stopped and started again there.
+type site struct {
+	t    *testing.T
+	root string
+	addr string
+	srv  *server.Server
+	hs   *httptest.Server
+}
+
+func newSite(t *testing.T) *site {
+	s := &site{t: t, root: t.TempDir()}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *site) start() {
+	s.t.Helper()
+	srv, err := server.New(server.WithRoot(s.root), server.WithSquadOptions(team))
+	require.NoError(s.t, err)
+	hs := httptest.NewUnstartedServer(srv)
+	if s.addr != "" {
+		var l net.Listener
+		for i := 0; ; i++ { // the old listener's port may take a moment to be free
+			if l, err = net.Listen("tcp", s.addr); err == nil || i == 100 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		require.NoError(s.t, err)
+		hs.Listener.Close()
+		hs.Listener = l
+	}
+	hs.Start()
+	s.addr = hs.Listener.Addr().String()
+	s.srv, s.hs = srv, hs
+}
+
+func (s *site) stop() {
+	if s.hs == nil {
+		return
+	}
+	s.hs.CloseClientConnections()
+	s.hs.Close()
+	assert.NoError(s.t, s.srv.Close())
+	s.hs = nil
+}
+
+func (s *site) url(path string) string { return "http://" + s.addr + path }
+
+// api sends a request to the server with its token.
+func (s *site) api(method, path string, body any, out any) int {
+	s.t.Helper()
+	var r *strings.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = strings.NewReader(string(b))
+	} else {
+		r = strings.NewReader("")
+	}
+	req, err := http.NewRequest(method, s.url(path), r)
+	require.NoError(s.t, err)
+	req.Header.Set("Authorization", "Bearer "+s.srv.Token())
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	if out != nil {
+		require.NoError(s.t, json.NewDecoder(resp.Body).Decode(out))
+	}
+	return resp.StatusCode
+}
+
+// A person opens the page without the token, gives it, starts an agent, watches it work, talks
+// to the coordinator, answers the worker's question, reads the published report (whose script
+// stays text), and sees the stream carry on across a server restart.
+func TestBrowser(t *testing.T) {
+	s := newSite(t)
+	ctx := browser(t)
+	onFailure = func() {
+		var agents struct{ Agents []server.Summary }
+		s.api("GET", "/agents", nil, &agents)
+		for _, a := range agents.Agents {
+			var evs struct {
+				Events []struct {
+					Seq                      int64
+					Type, Worker, Node, Text string
+				}
+			}
+			s.api("GET", "/agents/"+a.ID+"/events?limit=100000", nil, &evs)
+			t.Logf("agent %s: %s", a.ID, a.Status)
+			for _, e := range evs.Events {
+				t.Logf("  %d %s worker=%s node=%s %.120q", e.Seq, e.Type, e.Worker, e.Node, e.Text)
+			}
+		}
+	}
+	t.Cleanup(func() { onFailure = nil })
+
+	// No token: the page asks for it.
+	step(t, ctx, "open without the token",
+		chromedp.Navigate(s.url("/")),
+		chromedp.WaitVisible("#token-dialog", chromedp.ByQuery))
+	shot(t, ctx, "token")
+	step(t, ctx, "give the token",
+		chromedp.SendKeys("#token-input", s.srv.Token(), chromedp.ByQuery),
+		chromedp.Click("#token-form button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible(".welcome", chromedp.ByQuery))
+
+	// A new agent, from the form.
+	step(t, ctx, "start an agent",
+		chromedp.Click("#new-agent", chromedp.ByQuery),
+		chromedp.WaitVisible("#new-goal", chromedp.ByQuery),
+		chromedp.SendKeys("#new-goal", "Write a colourful report.", chromedp.ByQuery),
+		chromedp.Click("form.new-agent button[type=submit]", chromedp.ByQuery),
+		chromedp.WaitVisible(`.view-head h2`, chromedp.ByQuery))
+	var agents struct{ Agents []server.Summary }
+	s.api("GET", "/agents", nil, &agents)
+	require.Len(t, agents.Agents, 1)
+	id := agents.Agents[0].ID
+
+	// The run is seen live: the coordinator's words (its markup inert), Dana in the sidebar, her
+	// question as a toast.
+	step(t, ctx, "watch the coordinator",
+		waitText(".timeline", "I will ask Dana"),
+		chromedp.WaitVisible(`#sidebar a[href$="/w/dana"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.toast`, chromedp.ByQuery))
+	noScriptRan(t, ctx)
+
+	// A message to the coordinator, and its reply.
+	step(t, ctx, "message the coordinator",
+		chromedp.SendKeys(".composer textarea", "ping", chromedp.ByQuery),
+		chromedp.Click(".composer button[type=submit]", chromedp.ByQuery),
+		waitText(".timeline", "pong from the coordinator"))
+	shot(t, ctx, "coordinator")
+
+	// The server stops and starts again on the same address while Dana waits: the page notices,
+	// reconnects, and goes on from the last event it saw.
+	s.stop()
+	step(t, ctx, "notice the drop", waitAttr("body", "stream", "reconnecting"))
+	s.start()
+	step(t, ctx, "reconnect", waitAttr("body", "stream", "live"))
+
+	// Dana's question, answered in her view.
+	step(t, ctx, "answer Dana",
+		chromedp.Click(`#sidebar a[href$="/w/dana"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.bubble.question textarea`, chromedp.ByQuery),
+		chromedp.SendKeys(`.bubble.question textarea`, "Teal", chromedp.ByQuery),
+		chromedp.Click(`.bubble.question form button[type=submit]`, chromedp.ByQuery),
+		waitText(".timeline", "Answered: Teal"))
+	shot(t, ctx, "worker")
+
+	// The run completes: the node on the board, the output in the coordinator's view.
+	step(t, ctx, "see the board",
+		chromedp.Click(`#sidebar a[href$="/board"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`g.node[data-node="n1"]`, chromedp.ByQuery),
+		waitText(".board", "completed"))
+	var panel string
+	step(t, ctx, "open the node",
+		chromedp.Click(`g.node[data-node="n1"]`, chromedp.ByQuery),
+		waitText(".node-panel", "Published"),
+		chromedp.Text(".node-panel", &panel, chromedp.ByQuery))
+	assert.Contains(t, panel, "report.md")
+	assert.NotContains(t, panel, "null")
+	assert.NotContains(t, panel, "undefined")
+	shot(t, ctx, "board")
+	step(t, ctx, "see the output",
+		chromedp.Click(`#sidebar details[data-agent] ul a`, chromedp.ByQuery),
+		waitText(".output", "The human answered: Teal"))
+
+	// Every event of the server's log reached the page once, across the restart.
+	var all struct{ Events []struct{ Seq int64 } }
+	s.api("GET", "/agents/"+id+"/events?limit=100000", nil, &all)
+	last := all.Events[len(all.Events)-1].Seq
+	step(t, ctx, "catch up", waitAttr("body", "lastSeq", fmt.Sprint(last)))
+	var count int
+	step(t, ctx, "count the page's events", chromedp.Evaluate(`Number(document.body.dataset.events)`, &count))
+	assert.Equal(t, len(all.Events), count, "events the page took, against the server's log")
+
+	// The published report, previewed: markdown rendered, the script shown as text.
+	step(t, ctx, "preview the report",
+		chromedp.Navigate(s.url("/#/a/"+id+"/files/nodes/n1/published/report.md")),
+		waitText(".preview", "The report"),
+		waitText(".preview", `onerror="document.title='pwned'"`))
+	var imgs, links int
+	step(t, ctx, "count markup in the preview",
+		chromedp.Evaluate(`document.querySelectorAll('.preview img, .preview script, .preview [onerror]').length`, &imgs),
+		chromedp.Evaluate(`[...document.querySelectorAll('.preview a')].filter(a => a.href.startsWith('javascript')).length`, &links))
+	assert.Zero(t, imgs, "markup from model output became elements")
+	assert.Zero(t, links, "a javascript: link became a link")
+	noScriptRan(t, ctx)
+	shot(t, ctx, "preview")
+
+	// The first render of an agent's page, measured (reported, not asserted).
+	var firstRender float64
+	step(t, ctx, "first render", chromedp.Navigate(s.url("/#/a/"+id)), chromedp.WaitVisible(".timeline .bubble", chromedp.ByQuery),
+		chromedp.Evaluate(`window.agiraphFirstRender`, &firstRender))
+	t.Logf("first render of the agent's page: %.0f ms after navigation", firstRender)
+	if os.Getenv("AGIRAPH_UI_README") != "" {
+		var png []byte
+		step(t, ctx, "README screenshot", chromedp.Navigate(s.url("/#/a/"+id+"/board/n1")), waitText(".node-panel", "Spec"), chromedp.FullScreenshot(&png, 100))
+		require.NoError(t, os.WriteFile(filepath.Join("..", "..", "docs", "ui.png"), png, 0o644))
+	}
+}
+
+// noScriptRan fails the test if model output ran script in the page.
+func noScriptRan(t *testing.T, ctx context.Context) {
+	t.Helper()
+	var title string
+	var pwned bool
+	step(t, ctx, "check no script ran", chromedp.Title(&title), chromedp.Evaluate(`window.pwned !== undefined`, &pwned))
+	assert.NotEqual(t, "pwned", title)
+	assert.False(t, pwned, "script from model output ran")
+}
+
+// waitText waits until the element matching sel holds text.
+func waitText(sel, text string) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.includes(%q); })()`, sel, text), nil,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait))
+}
+
+// waitAttr waits until the element matching sel has data-<key> = value.
+func waitAttr(sel, key, value string) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.dataset[%q] === %q; })()`, sel, key, value), nil,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait))
+}
