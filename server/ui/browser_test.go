@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -187,11 +188,40 @@ func team(string) []nodes.Option {
 		}
 		return turn(req, "", call("publish", map[string]string{"summary": "report.md"})), nil
 	})
+	gated := &gatedModel{Model: coord}
 	return []nodes.Option{
 		nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
-		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()),
+		nodes.WithModelOptions(models.WithModels(gated, worker), models.WithoutRetry()),
 		nodes.WithTick(20 * time.Millisecond),
 	}
+}
+
+// gate holds the coordinator's first answer half-written: once listening is closed (the page
+// follows the agent) the model streams its first words, and it finishes when release is closed.
+var gate struct {
+	listening, release chan struct{}
+	once               sync.Once
+}
+
+// gatedModel is a model whose first answer streams through the gate.
+type gatedModel struct{ providers.Model }
+
+func (m *gatedModel) Generate(ctx context.Context, req providers.Request) (providers.Response, error) {
+	first := false
+	gate.once.Do(func() { first = true })
+	if first && gate.listening != nil && req.OnText != nil {
+		for _, ch := range []chan struct{}{gate.listening, gate.release} {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return providers.Response{}, ctx.Err()
+			}
+			if ch == gate.listening {
+				req.OnText("Let me think about this… ")
+			}
+		}
+	}
+	return m.Model.Generate(ctx, req)
 }
 
 func lastOf(req providers.Request) (string, []tools.Result) {
@@ -226,13 +256,14 @@ func turn(_ providers.Request, text string, calls ...tools.Call) scripted.Turn {
 type site struct {
 	t    *testing.T
 	root string
+	team func(string) []nodes.Option // the agents' squad options (default: team)
 	addr string
 	srv  *server.Server
 	hs   *httptest.Server
 }
 
 func newSite(t *testing.T) *site {
-	s := &site{t: t, root: t.TempDir()}
+	s := &site{t: t, root: t.TempDir(), team: team}
 	s.start()
 	t.Cleanup(s.stop)
 	return s
@@ -240,7 +271,7 @@ func newSite(t *testing.T) *site {
 
 func (s *site) start() {
 	s.t.Helper()
-	srv, err := server.New(server.WithRoot(s.root), server.WithSquadOptions(team))
+	srv, err := server.New(server.WithRoot(s.root), server.WithSquadOptions(s.team))
 	require.NoError(s.t, err)
 	hs := httptest.NewUnstartedServer(srv)
 	if s.addr != "" {
@@ -301,6 +332,7 @@ func (s *site) api(method, path string, body any, out any) int {
 // to the coordinator, answers the worker's question, reads the published report (whose script
 // stays text), and sees the stream carry on across a server restart.
 func TestBrowser(t *testing.T) {
+	gate.listening, gate.release = make(chan struct{}), make(chan struct{})
 	s := newSite(t)
 	ctx := browser(t)
 	onFailure = func() {
@@ -343,6 +375,13 @@ func TestBrowser(t *testing.T) {
 	s.api("GET", "/agents", nil, &agents)
 	require.Len(t, agents.Agents, 1)
 	id := agents.Agents[0].ID
+
+	// The coordinator's words appear as the model writes them.
+	step(t, ctx, "follow the agent", waitAttr("body", "stream", "live"))
+	close(gate.listening)
+	step(t, ctx, "see the words as they come", waitText(".bubble.streaming", "Let me think about this"))
+	shot(t, ctx, "streaming")
+	close(gate.release)
 
 	// The run is seen live: the coordinator's words (its markup inert), Dana in the sidebar, her
 	// question as a toast.

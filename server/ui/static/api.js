@@ -78,10 +78,11 @@ export class Stream {
       const { value, done } = await reader.read();
       if (done) return;
       buf += value;
+      let at = 0; // where the next line starts: the buffer is cut once per chunk, not per line
       let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl).replace(/\r$/, '');
-        buf = buf.slice(nl + 1);
+      while ((nl = buf.indexOf('\n', at)) >= 0) {
+        const line = buf.slice(at, nl).replace(/\r$/, '');
+        at = nl + 1;
         if (line === '') {
           if (ev.data.length) this.dispatch(ev);
           ev = { id: '', type: '', data: [] };
@@ -95,6 +96,7 @@ export class Stream {
         else if (field === 'event') ev.type = val;
         else if (field === 'data') ev.data.push(val);
       }
+      buf = buf.slice(at);
     }
   }
 

@@ -187,7 +187,16 @@ function badge(n) {
   return n ? h('span', { class: 'badge', 'aria-label': `${n} unread` }, String(n)) : null;
 }
 
+// drawSidebar draws the sidebar again with the next frame, once however often it is asked.
+let sidebarFrame = 0;
 function drawSidebar() {
+  if (!sidebarFrame) sidebarFrame = requestAnimationFrame(() => {
+    sidebarFrame = 0;
+    drawSidebarNow();
+  });
+}
+
+function drawSidebarNow() {
   const route = page.route || {};
   clear(sidebar);
   for (const a of page.agents) {
