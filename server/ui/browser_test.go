@@ -249,7 +249,8 @@ func turn(_ providers.Request, text string, calls ...tools.Call) scripted.Turn {
 	for i := range calls {
 		calls[i].ID = fmt.Sprintf("call_%d", callSeq.Add(1))
 	}
-	return scripted.Turn{Text: text, Calls: calls}
+	// Every turn costs something, so that the page has tokens and cost to show.
+	return scripted.Turn{Text: text, Calls: calls, Usage: providers.Usage{InputTokens: 1000, OutputTokens: 100, CostUSD: 0.0025}}
 }
 
 // site is a server on a fixed loopback address, which can be stopped and started again there.
@@ -407,7 +408,7 @@ func TestBrowser(t *testing.T) {
 
 	// Dana's question, answered in her view.
 	step(t, ctx, "answer Dana",
-		chromedp.Click(`#sidebar a[href$="/w/dana"]`, chromedp.ByQuery),
+		follow(`#sidebar a[href$="/w/dana"]`),
 		chromedp.WaitVisible(`.bubble.question textarea`, chromedp.ByQuery),
 		chromedp.SendKeys(`.bubble.question textarea`, "Teal", chromedp.ByQuery),
 		chromedp.Click(`.bubble.question form button[type=submit]`, chromedp.ByQuery),
@@ -416,7 +417,7 @@ func TestBrowser(t *testing.T) {
 
 	// The run completes: the node on the board, the output in the coordinator's view.
 	step(t, ctx, "see the board",
-		chromedp.Click(`#sidebar a[href$="/board"]`, chromedp.ByQuery),
+		follow(`#sidebar a[href$="/board"]`),
 		chromedp.WaitVisible(`g.node[data-node="n1"]`, chromedp.ByQuery),
 		waitText(".board", "completed"))
 	var panel string
@@ -429,8 +430,13 @@ func TestBrowser(t *testing.T) {
 	assert.NotContains(t, panel, "undefined")
 	shot(t, ctx, "board")
 	step(t, ctx, "see the output",
-		chromedp.Click(`#sidebar details[data-agent] ul a`, chromedp.ByQuery),
+		follow(`#sidebar details[data-agent] ul a`),
 		waitText(".output", "The human answered: Teal"))
+
+	// Tokens and cost: the run's in the head, the node's in its panel.
+	var usage string
+	step(t, ctx, "read the run's usage", chromedp.Text(".view-head [data-usage=run]", &usage, chromedp.ByQuery))
+	assert.Regexp(t, `^[\d,]+ in · [\d,]+ out · \$\d+\.\d{4}$`, usage)
 
 	// Every event of the server's log reached the page once, across the restart.
 	var all struct{ Events []struct{ Seq int64 } }
@@ -455,6 +461,46 @@ func TestBrowser(t *testing.T) {
 	noScriptRan(t, ctx)
 	shot(t, ctx, "preview")
 
+	// Memory: the agent's files, previewed.
+	step(t, ctx, "preview a memory file",
+		chromedp.Navigate(s.url("/#/a/"+id+"/memory")),
+		chromedp.WaitVisible(".tree a", chromedp.ByQuery),
+		chromedp.Click(".tree a", chromedp.ByQuery),
+		chromedp.WaitVisible(".preview h3", chromedp.ByQuery))
+
+	// The keyboard reaches everything: every control has a name; the sidebar's links and the
+	// board's nodes work with Enter, and arrows move between nodes.
+	var unnamed []string
+	step(t, ctx, "name the controls", chromedp.Navigate(s.url("/#/a/"+id)), chromedp.WaitVisible(".composer", chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll('button, input, textarea, select, a[href], [role=button]')]
+			.filter((e) => !(e.getAttribute('aria-label') || e.textContent.trim() || (e.id && document.querySelector('label[for="' + e.id + '"]'))))
+			.map((e) => e.outerHTML.slice(0, 80))`, &unnamed))
+	assert.Empty(t, unnamed, "controls without a name")
+	var hash string
+	step(t, ctx, "go to the board by keyboard",
+		chromedp.Focus(`#sidebar a[href$="/board"]`, chromedp.ByQuery),
+		chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(`g.node[data-node="n1"]`, chromedp.ByQuery),
+		chromedp.Focus(`g.node[data-node="n1"]`, chromedp.ByQuery),
+		chromedp.KeyEvent("\r"),
+		waitText(".node-panel", "Spec"),
+		chromedp.Evaluate(`location.hash`, &hash))
+	assert.Equal(t, "#/a/"+id+"/board/n1", hash)
+
+	// Control: a new run from the head, then stop it.
+	step(t, ctx, "start a new run",
+		chromedp.SendKeys(`.new-run input`, "Write another report.", chromedp.ByQuery),
+		chromedp.Click(`.new-run button`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('.view-head .status').textContent !== 'completed'`, nil,
+			chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait)))
+	var after server.Summary
+	s.api("GET", "/agents/"+id, nil, &after)
+	assert.Equal(t, "Write another report.", after.Goal)
+	step(t, ctx, "stop it", chromedp.Click(`.view-head .controls button`, chromedp.ByQuery))
+	var failed []string
+	step(t, ctx, "read the notices", chromedp.Evaluate(`[...document.querySelectorAll('.toast')].map((t) => t.textContent).filter((t) => /^(Stop|Resume|New run):/.test(t))`, &failed))
+	assert.Empty(t, failed, "a control failed")
+
 	// The first render of an agent's page, measured (reported, not asserted).
 	var firstRender float64
 	step(t, ctx, "first render", chromedp.Navigate(s.url("/#/a/"+id)), chromedp.WaitVisible(".timeline .bubble", chromedp.ByQuery),
@@ -475,6 +521,13 @@ func noScriptRan(t *testing.T, ctx context.Context) {
 	step(t, ctx, "check no script ran", chromedp.Title(&title), chromedp.Evaluate(`window.pwned !== undefined`, &pwned))
 	assert.NotEqual(t, "pwned", title)
 	assert.False(t, pwned, "script from model output ran")
+}
+
+// follow clicks the link that matches sel once it is there, from inside the page: the sidebar
+// may be drawn again between finding a link and clicking it.
+func follow(sel string) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`(() => { const a = document.querySelector(%q); if (a) a.click(); return !!a; })()`, sel), nil,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait))
 }
 
 // waitText waits until the element matching sel holds text.

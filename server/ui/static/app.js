@@ -196,8 +196,17 @@ function drawSidebar() {
   });
 }
 
+// sidebarDrawn is what the sidebar shows, so that it is drawn again only when that changes: a
+// link is not replaced under a pointer about to click it.
+let sidebarDrawn = '';
+
 function drawSidebarNow() {
   const route = page.route || {};
+  const f = page.agent;
+  const shown = JSON.stringify([route, [...page.expanded], page.agents.map((a) => [a.id, a.status, a.goal, a.waiting_for]),
+    f && [f.id, [...f.workers.values()].map((w) => [w.id, w.name, w.status]), [...f.questions.keys()], [...f.unread]]]);
+  if (shown === sidebarDrawn) return;
+  sidebarDrawn = shown;
   clear(sidebar);
   for (const a of page.agents) {
     const open = a.id === route.agent || page.expanded.has(a.id);
