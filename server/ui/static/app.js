@@ -454,7 +454,7 @@ function boardView(a, nodeID) {
         refs.length ? [h('h4', {}, 'References'), h('ul', {}, refs.map(([k, v]) => h('li', {}, `${k}: `, h('a', { href: `#/a/${enc(a.id)}/board/${enc(String(v).split('/')[0])}` }, String(v)))))] : null,
         h('h4', {}, 'Published'),
         (n.published || []).length ? h('ul', {}, n.published.map((p) => h('li', {}, h('a', { href: `#/a/${enc(a.id)}/files/${publishedPath(n, p)}` }, p)))) : h('p', { class: 'meta' }, 'Nothing yet.'),
-        h('h4', {}, 'Scratch'), h('p', {}, h('a', { href: `#/a/${enc(a.id)}/files/nodes/${enc(id)}` }, `nodes/${id}`)),
+        h('h4', {}, 'Scratch'), h('p', {}, h('a', { href: `#/a/${enc(a.id)}/files/nodes/${enc(id)}/scratch` }, `nodes/${id}/scratch`)),
         h('h4', {}, 'Log'), h('ol', { class: 'log' }, log.map((ev) => h('li', {}, h('span', { class: 'meta' }, time(ev.time)), ` ${ev.type} `, ev.text ? ev.text.split('\n')[0].slice(0, 200) : '')))));
     } catch (err) {
       panel.append(h('p', { class: 'error' }, err.message));

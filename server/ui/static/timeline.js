@@ -36,7 +36,9 @@ export class Timeline {
       this.streams.delete(ev.worker);
       if (i !== undefined) {
         const item = this.list.items[i];
-        this.list.update(i, { ...item, kind: 'turn', text: ev.text || item.text, streaming: false });
+        // The log keeps a turn's first 500 bytes; the streamed text may hold all of it.
+        const text = item.text.length > (ev.text || '').length ? item.text : ev.text;
+        this.list.update(i, { ...item, kind: 'turn', text, time: ev.time, streaming: false });
         return;
       }
     }
