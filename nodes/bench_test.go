@@ -82,26 +82,26 @@ func squadRun(b *testing.B, n, w int) (disk, db int64) {
 // finishes once the stage is complete (or at the first refused call, saying so).
 func benchCoordinator(n, w int) *scripted.Model {
 	return scripted.NewFunc("bench-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, results := scLast(req)
+		text, results := scripted.Last(req)
 		switch {
 		case len(req.Messages) == 1:
 			calls := make([]tools.Call, 0, w+n)
 			for i := range w {
-				calls = append(calls, scCall("spawn_worker", map[string]any{"name": fmt.Sprintf("w%d", i+1), "role": "writer"}))
+				calls = append(calls, scripted.Call("spawn_worker", map[string]any{"name": fmt.Sprintf("w%d", i+1), "role": "writer"}))
 			}
 			for i := range n {
-				calls = append(calls, scCall("create_work_node", map[string]any{"task": fmt.Sprintf("Write note %d.", i+1)}))
+				calls = append(calls, scripted.Call("create_work_node", map[string]any{"task": fmt.Sprintf("Write note %d.", i+1)}))
 			}
 			return scTurn(req, calls...), nil
 		case strings.Contains(text, "Stage 1 is complete"):
-			return scTurn(req, scCall("finish", map[string]string{"output": "all notes written"})), nil
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "all notes written"})), nil
 		}
 		for _, r := range results {
 			if r.IsError {
-				return scTurn(req, scCall("finish", map[string]string{"output": "FAILED: " + r.Content})), nil
+				return scTurn(req, scripted.Call("finish", map[string]string{"output": "FAILED: " + r.Content})), nil
 			}
 		}
-		return scTurn(req, scCall("wait", map[string]string{})), nil
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 }
 
@@ -195,9 +195,9 @@ func benchWorker() *scripted.Model {
 	return scripted.NewFunc("bench-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		if scCalled(req)["write_file"] == 0 {
 			node := scNode(req)
-			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/" + node + "/scratch/note.md", "content": "A note on " + node + ".\n"})), nil
+			return scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/" + node + "/scratch/note.md", "content": "A note on " + node + ".\n"})), nil
 		}
-		return scTurn(req, scCall("publish", map[string]string{"summary": "note.md"})), nil
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "note.md"})), nil
 	})
 }
 
@@ -262,13 +262,13 @@ func startCycles(tb testing.TB, home string) *cycleAgent {
 		text := scSince(req) // a wake-up's message may come with the request to save notes
 		switch {
 		case strings.Contains(text, "GOAL:") || strings.Contains(text, "[Message from human]"):
-			return scTurn(req, scCall("create_work_node", map[string]any{"task": "Write this cycle's note."})), nil
+			return scTurn(req, scripted.Call("create_work_node", map[string]any{"task": "Write this cycle's note."})), nil
 		case strings.Contains(text, " completed: "):
-			return scTurn(req, scCall("finish", map[string]string{"output": "cycle done"})), nil
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "cycle done"})), nil
 		case strings.Contains(text, "The run is ending"):
 			return scripted.Turn{Text: "noted"}, nil
 		}
-		return scTurn(req, scCall("wait", map[string]string{})), nil
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 	worker := benchWorker()
 	s, err := nodes.New(nodes.WithHome(home), nodes.WithMode(nodes.Infinite), nodes.WithCoordinatorModel(coord.Name()),

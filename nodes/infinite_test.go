@@ -32,7 +32,7 @@ var postID = regexp.MustCompile(`post-\d+`)
 // it schedules a heartbeat to wake it every 30 minutes.
 func monitor() *scripted.Model {
 	return scripted.NewFunc("monitor", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, results := scLast(req)
+		text, results := scripted.Last(req)
 		byName := map[string]tools.Result{}
 		for _, r := range results {
 			byName[r.Name] = r
@@ -41,9 +41,9 @@ func monitor() *scripted.Model {
 		case strings.Contains(text, "The run is ending"):
 			return scripted.Turn{Text: "noted"}, nil
 		case len(req.Messages) == 1 || strings.Contains(text, "[trigger"):
-			calls := []tools.Call{scCall("fetch_front_page", map[string]string{}), scCall("memory_read", map[string]string{"path": "knowledge/hn-reported.md"})}
+			calls := []tools.Call{scripted.Call("fetch_front_page", map[string]string{}), scripted.Call("memory_read", map[string]string{"path": "knowledge/hn-reported.md"})}
 			if scCalled(req)["schedule"] == 0 {
-				calls = append(calls, scCall("schedule", map[string]any{"type": "heartbeat", "interval_seconds": 1800, "action": "Check the front page for new AI posts."}))
+				calls = append(calls, scripted.Call("schedule", map[string]any{"type": "heartbeat", "interval_seconds": 1800, "action": "Check the front page for new AI posts."}))
 			}
 			return scTurn(req, calls...), nil
 		case byName["fetch_front_page"].Content != "":
@@ -63,18 +63,18 @@ func monitor() *scripted.Model {
 			for _, id := range all {
 				fmt.Fprintf(&summary, "- %s\n", id)
 			}
-			calls := []tools.Call{scCall("write_file", map[string]string{"path": "coordinator/hn_summary.md", "content": summary.String()})}
+			calls := []tools.Call{scripted.Call("write_file", map[string]string{"path": "coordinator/hn_summary.md", "content": summary.String()})}
 			if len(fresh) > 0 {
-				calls = append(calls, scCall("memory_write", map[string]string{"path": "knowledge/hn-reported.md", "content": "## Reported\n" + strings.Join(fresh, "\n")}))
+				calls = append(calls, scripted.Call("memory_write", map[string]string{"path": "knowledge/hn-reported.md", "content": "## Reported\n" + strings.Join(fresh, "\n")}))
 			}
 			report := "No new AI posts."
 			if len(fresh) > 0 {
 				report = "New AI posts: " + strings.Join(fresh, ", ")
 			}
-			calls = append(calls, scCall("finish", map[string]string{"output": report}))
+			calls = append(calls, scripted.Call("finish", map[string]string{"output": report}))
 			return scTurn(req, calls...), nil
 		}
-		return scTurn(req, scCall("wait", map[string]string{})), nil
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 }
 
@@ -167,15 +167,15 @@ func TestDelayedTriggerSurvivesARestart(t *testing.T) {
 	clock := triggers.NewFakeClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 	woken := make(chan string, 4)
 	coord := scripted.NewFunc("reminder", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, results := scLast(req)
+		text, results := scripted.Last(req)
 		switch {
 		case len(req.Messages) == 1:
-			return scTurn(req, scCall("schedule", map[string]any{"type": "delayed", "delay_seconds": 3600, "action": "Check the build."})), nil
+			return scTurn(req, scripted.Call("schedule", map[string]any{"type": "delayed", "delay_seconds": 3600, "action": "Check the build."})), nil
 		case strings.Contains(text, "[trigger"):
 			woken <- text
-			return scTurn(req, scCall("finish", map[string]string{"output": "checked the build"})), nil
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "checked the build"})), nil
 		case len(results) > 0:
-			return scTurn(req, scCall("wait", map[string]string{})), nil
+			return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 		}
 		return scripted.Turn{Text: "ok"}, nil
 	})
@@ -231,33 +231,33 @@ func TestDelayedTriggerSurvivesARestart(t *testing.T) {
 func TestTriggerActions(t *testing.T) {
 	clock := triggers.NewFakeClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 	coord := scripted.NewFunc("actions", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, results := scLast(req)
+		text, results := scripted.Last(req)
 		switch {
 		case len(req.Messages) == 1:
 			return scTurn(req,
-				scCall("create_work_node", map[string]any{"task": "write a.md"}),
-				scCall("schedule", map[string]any{"type": "on_event", "pattern": "node.completed", "filter": map[string]string{"node": "n1"}, "to": "human", "message": "n1 is done"}),
-				scCall("schedule", map[string]any{"type": "delayed", "delay_seconds": 600, "node": "n1"}),
-				scCall("schedule", map[string]any{"type": "delayed", "delay_seconds": 1200, "action": "Wrap up."}),
+				scripted.Call("create_work_node", map[string]any{"task": "write a.md"}),
+				scripted.Call("schedule", map[string]any{"type": "on_event", "pattern": "node.completed", "filter": map[string]string{"node": "n1"}, "to": "human", "message": "n1 is done"}),
+				scripted.Call("schedule", map[string]any{"type": "delayed", "delay_seconds": 600, "node": "n1"}),
+				scripted.Call("schedule", map[string]any{"type": "delayed", "delay_seconds": 1200, "action": "Wrap up."}),
 			), nil
 		case strings.Contains(text, "Wrap up."):
-			return scTurn(req, scCall("finish", map[string]string{"output": "wrapped up"})), nil
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "wrapped up"})), nil
 		case len(results) > 0:
 			for _, r := range results {
 				if r.IsError {
-					return scTurn(req, scCall("finish", map[string]string{"output": "FAILED: " + r.Content})), nil
+					return scTurn(req, scripted.Call("finish", map[string]string{"output": "FAILED: " + r.Content})), nil
 				}
 			}
 		}
-		return scTurn(req, scCall("wait", map[string]string{})), nil
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 	var runs atomic.Int32
 	worker := scripted.NewFunc("writer", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		if len(req.Messages) == 1 {
 			runs.Add(1)
-			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/n1/scratch/a" + fmt.Sprint(runs.Load()) + ".md", "content": "a"})), nil
+			return scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/n1/scratch/a" + fmt.Sprint(runs.Load()) + ".md", "content": "a"})), nil
 		}
-		return scTurn(req, scCall("publish", map[string]string{"summary": "a written"})), nil
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "a written"})), nil
 	})
 	s := scSquad(t, coord, []providers.Model{worker}, nodes.WithTriggerClock(clock))
 	events, stop := s.Subscribe(0)

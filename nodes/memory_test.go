@@ -23,24 +23,24 @@ import (
 func TestMemoryAcrossRuns(t *testing.T) {
 	const note = "## Event loops\n\nasyncio runs coroutines on one event loop; use asyncio.gather to run fetches concurrently.\n"
 	coord := scripted.NewFunc("mem-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, results := scLast(req)
+		text, results := scripted.Last(req)
 		goal := req.Messages[0].Text()
 		switch {
 		case strings.Contains(text, "The run is ending"):
 			if strings.Contains(goal, "Research") {
-				return scTurn(req, scCall("memory_write", map[string]string{"path": "knowledge/python-asyncio.md", "content": note})), nil
+				return scTurn(req, scripted.Call("memory_write", map[string]string{"path": "knowledge/python-asyncio.md", "content": note})), nil
 			}
 			return scripted.Turn{Text: "nothing new to store"}, nil
 		case len(results) == 1 && results[0].Name == "memory_write":
 			return scripted.Turn{Text: "stored"}, nil
 		case len(req.Messages) == 1 && strings.Contains(goal, "Research"):
-			return scTurn(req, scCall("finish", map[string]string{"output": "asyncio: one event loop, gather for concurrency"})), nil
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "asyncio: one event loop, gather for concurrency"})), nil
 		case len(req.Messages) == 1:
-			return scTurn(req, scCall("memory_search", map[string]string{"query": "python async"})), nil
+			return scTurn(req, scripted.Call("memory_search", map[string]string{"query": "python async"})), nil
 		case len(results) == 1 && results[0].Name == "memory_search":
-			return scTurn(req, scCall("finish", map[string]string{"output": "scraper.py uses what I know: " + firstMatch(results[0].Content)})), nil
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "scraper.py uses what I know: " + firstMatch(results[0].Content)})), nil
 		}
-		return scTurn(req, scCall("wait", map[string]string{})), nil
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	}).KeepRequests()
 	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
 	scRun(t, s, "Research Python async patterns. Write what you learn to memory.")
@@ -95,7 +95,7 @@ func TestCompactionOnALongAssignment(t *testing.T) {
 	worker := scripted.NewFunc("long-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		node := scNode(req)
 		notesPath := "nodes/" + node + "/scratch/notes.md"
-		text, results := scLast(req)
+		text, results := scripted.Last(req)
 		all := scAll(req)
 		done := map[string]bool{}
 		for _, c := range companies {
@@ -105,16 +105,16 @@ func TestCompactionOnALongAssignment(t *testing.T) {
 		}
 		switch {
 		case strings.Contains(text, "about to be compacted"):
-			return scTurn(req, scCall("memory_write", map[string]string{"path": "experiences/long-research.md", "content": "## Long research\n\nKeep per-company notes in notes.md; compaction keeps files.\n"})), nil
+			return scTurn(req, scripted.Call("memory_write", map[string]string{"path": "experiences/long-research.md", "content": "## Long research\n\nKeep per-company notes in notes.md; compaction keeps files.\n"})), nil
 		case strings.Contains(req.Messages[0].Text(), "This conversation was compacted") && scCalled(req)["read_file"] == 0:
-			return scTurn(req, scCall("read_file", map[string]string{"path": notesPath})), nil
+			return scTurn(req, scripted.Call("read_file", map[string]string{"path": notesPath})), nil
 		case len(results) == 1 && results[0].Name == "lookup":
 			name := strings.SplitN(results[0].Content, ":", 2)[0]
-			return scTurn(req, scCall("note_done", map[string]string{"name": name})), nil
+			return scTurn(req, scripted.Call("note_done", map[string]string{"name": name})), nil
 		}
 		for _, c := range companies {
 			if !done[c] {
-				return scTurn(req, scCall("lookup", map[string]string{"name": c})), nil
+				return scTurn(req, scripted.Call("lookup", map[string]string{"name": c})), nil
 			}
 		}
 		if scCalled(req)["write_file"] == 0 && !strings.Contains(all, "report.md (") { // not written, nor listed in a compaction summary
@@ -123,9 +123,9 @@ func TestCompactionOnALongAssignment(t *testing.T) {
 			for _, c := range companies {
 				fmt.Fprintf(&b, "\n## %s\n\nResearched.\n", c)
 			}
-			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/" + node + "/scratch/report.md", "content": b.String()})), nil
+			return scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/" + node + "/scratch/report.md", "content": b.String()})), nil
 		}
-		return scTurn(req, scCall("publish", map[string]string{"summary": "report.md covers all ten"})), nil
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "report.md covers all ten"})), nil
 	})
 	// note appends a line to notes.md (the worker's way of keeping track).
 	var squadRef *nodes.Squad
@@ -144,8 +144,8 @@ func TestCompactionOnALongAssignment(t *testing.T) {
 	})
 	coord := scCoordinator("long-coordinator", func() []tools.Call {
 		return []tools.Call{
-			scCall("spawn_worker", map[string]any{"name": "Lena", "agent_memory": true}),
-			scCall("create_work_node", map[string]any{"task": "Research the top 10 AI startups one by one; write report.md.", "worker": "Lena"}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Lena", "agent_memory": true}),
+			scripted.Call("create_work_node", map[string]any{"task": "Research the top 10 AI startups one by one; write report.md.", "worker": "Lena"}),
 		}
 	}, "nodes/n1/published/report.md", func(content string) string { return content })
 	s := scSquad(t, coord, []providers.Model{worker},

@@ -59,7 +59,7 @@ func TestCancelledRunIsPaused(t *testing.T) {
 // "working": here the coordinator's question to the human.
 func TestStallIsReported(t *testing.T) {
 	coord := scripted.NewFunc("asker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		return scTurn(req, scCall("ask_human", map[string]string{"question": "Which market?"})), nil
+		return scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Which market?"})), nil
 	})
 	s := scSquad(t, coord, []providers.Model{scripted.New("unused")}, nodes.WithStall(100*time.Millisecond), nodes.WithTick(10*time.Millisecond))
 	events, stop := s.Subscribe(0)

@@ -28,15 +28,15 @@ func TestWorkerBashIsSandboxed(t *testing.T) {
 	worker := scripted.NewFunc("sandbox-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		switch called := scCalled(req); {
 		case called["bash"] == 0:
-			return scTurn(req, scCall("bash", map[string]string{"command": script})), nil
+			return scTurn(req, scripted.Call("bash", map[string]string{"command": script})), nil
 		case called["write_file"] == 0:
 			out := scResults(req, "bash")[0].Content
-			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/n1/scratch/result.txt", "content": out})), nil
+			return scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/n1/scratch/result.txt", "content": out})), nil
 		}
-		return scTurn(req, scCall("publish", map[string]string{"summary": "done"})), nil
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "done"})), nil
 	})
 	plan := func() []tools.Call {
-		return []tools.Call{scCall("create_work_node", map[string]any{"task": "Try the sandbox."})}
+		return []tools.Call{scripted.Call("create_work_node", map[string]any{"task": "Try the sandbox."})}
 	}
 	// run runs the squad and returns the output and the run's folder.
 	run := func(opts ...nodes.Option) (string, string) {
@@ -76,9 +76,9 @@ func TestCLIWorkerIsSandboxed(t *testing.T) {
 	skipUnenforced(t)
 	plan := func() []tools.Call {
 		return []tools.Call{
-			scCall("spawn_worker", map[string]any{"name": "Ada", "role": "tester", "kind": "autonomous",
+			scripted.Call("spawn_worker", map[string]any{"name": "Ada", "role": "tester", "kind": "autonomous",
 				"command": []string{"sh", "-c", script + "; cat mine.txt > /dev/null && echo tried > _result.md", "agent"}}),
-			scCall("create_work_node", map[string]any{"task": "Try the sandbox.", "worker": "Ada"}),
+			scripted.Call("create_work_node", map[string]any{"task": "Try the sandbox.", "worker": "Ada"}),
 		}
 	}
 	coord := scCoordinator("cli-sandbox-coord", plan, "nodes/n1/published/mine.txt", func(c string) string { return c })
@@ -115,9 +115,9 @@ func TestNodeStartedSaysContainmentIsWeaker(t *testing.T) {
 	t.Setenv("AGIRAPH_CONTAIN", "group")
 	plan := func() []tools.Call {
 		return []tools.Call{
-			scCall("spawn_worker", map[string]any{"name": "Ada", "role": "tester", "kind": "autonomous",
+			scripted.Call("spawn_worker", map[string]any{"name": "Ada", "role": "tester", "kind": "autonomous",
 				"command": []string{"sh", "-c", "echo done > out.txt; echo done > _result.md"}}),
-			scCall("create_work_node", map[string]any{"task": "Do it.", "worker": "Ada"}),
+			scripted.Call("create_work_node", map[string]any{"task": "Do it.", "worker": "Ada"}),
 		}
 	}
 	coord := scCoordinator("weak-coord", plan, "nodes/n1/published/out.txt", func(c string) string { return c })

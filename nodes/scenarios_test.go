@@ -33,15 +33,6 @@ import (
 // scTimeout bounds every scenario run; they take well under a second.
 const scTimeout = 60 * time.Second
 
-// scCall is a tool call with args marshalled to JSON.
-func scCall(name string, args any) tools.Call {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		panic(err)
-	}
-	return tools.Call{Name: name, Args: raw}
-}
-
 // scTurn answers with calls, given ids unique in the conversation.
 func scTurn(req providers.Request, calls ...tools.Call) scripted.Turn {
 	turn := 0
@@ -54,21 +45,6 @@ func scTurn(req providers.Request, calls ...tools.Call) scripted.Turn {
 		calls[i].ID = fmt.Sprintf("call_%d_%d", turn, i+1)
 	}
 	return scripted.Turn{Calls: calls}
-}
-
-// scLast returns the text of the request's last message and the tool results it holds.
-func scLast(req providers.Request) (string, []tools.Result) {
-	var text string
-	var results []tools.Result
-	for _, p := range req.Messages[len(req.Messages)-1].Parts {
-		switch p.Type {
-		case providers.TextPart:
-			text += p.Text
-		case providers.ToolResultPart:
-			results = append(results, *p.ToolResult)
-		}
-	}
-	return text, results
 }
 
 // scSince returns the text of the messages since the model's last answer (the messages of a
@@ -148,9 +124,9 @@ func scStrip(s string) string {
 // when the squad says nothing runs, so a broken run ends at once instead of at the timeout.
 func scCoordinator(name string, plan func() []tools.Call, readPath string, output func(content string) string) *scripted.Model {
 	return scripted.NewFunc(name, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, results := scLast(req)
+		text, results := scripted.Last(req)
 		finish := func(out string) (scripted.Turn, error) {
-			return scTurn(req, scCall("finish", map[string]string{"output": out})), nil
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": out})), nil
 		}
 		if len(req.Messages) == 1 {
 			return scTurn(req, plan()...), nil
@@ -164,13 +140,13 @@ func scCoordinator(name string, plan func() []tools.Call, readPath string, outpu
 		case len(results) == 1 && results[0].Name == "read_file":
 			return finish(output(scStrip(results[0].Content)))
 		case len(results) > 0:
-			return scTurn(req, scCall("wait", map[string]string{})), nil
+			return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 		case strings.Contains(text, "Stage 1 is complete"):
-			return scTurn(req, scCall("read_file", map[string]string{"path": readPath})), nil
+			return scTurn(req, scripted.Call("read_file", map[string]string{"path": readPath})), nil
 		case strings.Contains(text, "Nothing is running"):
 			return finish("STUCK: " + text)
 		}
-		return scTurn(req, scCall("wait", map[string]string{})), nil
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 }
 
@@ -363,7 +339,7 @@ func TestSingleNodeSmoke(t *testing.T) {
 	scNoSearchEnv(t)
 	const goal = "What are the top 3 programming languages in 2026?"
 	coord := scCoordinator("smoke-coordinator", func() []tools.Call {
-		return []tools.Call{scCall("create_work_node", map[string]any{
+		return []tools.Call{scripted.Call("create_work_node", map[string]any{
 			"task": "Search the web for the top 3 programming languages in 2026. Write research.md in your scratch folder, then publish.",
 		})}
 	}, "nodes/n1/published/research.md", func(content string) string {
@@ -374,14 +350,14 @@ func TestSingleNodeSmoke(t *testing.T) {
 		called := scCalled(req)
 		switch {
 		case called["web_search"] == 0:
-			return scTurn(req, scCall("web_search", map[string]any{"query": "top programming languages 2026"})), nil
+			return scTurn(req, scripted.Call("web_search", map[string]any{"query": "top programming languages 2026"})), nil
 		case called["write_file"] == 0:
 			found := scResults(req, "web_search")[0].Content
-			return scTurn(req, scCall("write_file", map[string]string{
+			return scTurn(req, scripted.Call("write_file", map[string]string{
 				"path": "nodes/" + node + "/scratch/research.md", "content": "# Top programming languages in 2026\n\n" + found + "\n",
 			})), nil
 		}
-		return scTurn(req, scCall("publish", map[string]string{"summary": "research.md: Python, JavaScript and TypeScript lead in 2026"})), nil
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "research.md: Python, JavaScript and TypeScript lead in 2026"})), nil
 	})
 	search := &fakeSearch{}
 	s := scSquad(t, coord, []providers.Model{worker}, nodes.WithWorkerTools(func(nodes.Worker, nodes.Node) []tools.Tool {
@@ -474,10 +450,10 @@ func TestRecursiveSpawning(t *testing.T) {
 	script := scScript(t, "backend_agent.sh")
 	coord := scCoordinator("rec-coordinator", func() []tools.Call {
 		return []tools.Call{
-			scCall("spawn_worker", map[string]any{"name": "Scripty", "role": "backend", "kind": "autonomous", "command": []string{"sh", script, "{{.TaskFile}}"}}),
-			scCall("spawn_worker", map[string]any{"name": "Quick", "role": "devops", "single": true, "model": "scripted/rec-single"}),
-			scCall("spawn_worker", map[string]any{"name": "Lead", "role": "lead"}),
-			scCall("create_work_node", map[string]any{
+			scripted.Call("spawn_worker", map[string]any{"name": "Scripty", "role": "backend", "kind": "autonomous", "command": []string{"sh", script, "{{.TaskFile}}"}}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Quick", "role": "devops", "single": true, "model": "scripted/rec-single"}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Lead", "role": "lead"}),
+			scripted.Call("create_work_node", map[string]any{
 				"task":   "Build a full-stack todo app: a FastAPI backend, a React frontend and a Docker setup. Split the work into sub-tasks, then integrate their results into integration.md and publish.",
 				"worker": "Lead",
 			}),
@@ -495,7 +471,7 @@ func TestRecursiveSpawning(t *testing.T) {
 			case called["read_file"] == 0:
 				var calls []tools.Call
 				for _, p := range paths {
-					calls = append(calls, scCall("read_file", map[string]string{"path": p}))
+					calls = append(calls, scripted.Call("read_file", map[string]string{"path": p}))
 				}
 				return scTurn(req, calls...), nil
 			case called["write_file"] == 0:
@@ -504,21 +480,21 @@ func TestRecursiveSpawning(t *testing.T) {
 				for i, r := range scResults(req, "read_file") {
 					fmt.Fprintf(&b, "\n## %s\n\n%s\n", paths[i], scStrip(r.Content))
 				}
-				return scTurn(req, scCall("write_file", map[string]string{"path": scratch + "integration.md", "content": b.String()})), nil
+				return scTurn(req, scripted.Call("write_file", map[string]string{"path": scratch + "integration.md", "content": b.String()})), nil
 			}
-			return scTurn(req, scCall("publish", map[string]string{"summary": "integration.md brings the backend, the frontend and the Dockerfile together"})), nil
+			return scTurn(req, scripted.Call("publish", map[string]string{"summary": "integration.md brings the backend, the frontend and the Dockerfile together"})), nil
 		case strings.Contains(task, "Build a full-stack todo app"):
 			return scTurn(req,
-				scCall("create_work_node", map[string]any{"task": "Write the FastAPI backend of the todo app as backend.py.", "worker": "Scripty"}),
-				scCall("create_work_node", map[string]any{"task": "Write the Dockerfile of the todo app.", "worker": "Quick"}),
-				scCall("create_work_node", map[string]any{"task": "Write the React frontend of the todo app as App.jsx."}),
-				scCall("checkpoint", map[string]string{"summary": "split into backend, Docker and frontend sub-tasks; waiting for them"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Write the FastAPI backend of the todo app as backend.py.", "worker": "Scripty"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Write the Dockerfile of the todo app.", "worker": "Quick"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Write the React frontend of the todo app as App.jsx."}),
+				scripted.Call("checkpoint", map[string]string{"summary": "split into backend, Docker and frontend sub-tasks; waiting for them"}),
 			), nil
 		case strings.Contains(task, "React frontend"):
 			if called["write_file"] == 0 {
-				return scTurn(req, scCall("write_file", map[string]string{"path": scratch + "App.jsx", "content": "export default function App() { return <h1>Todos</h1>; }\n"})), nil
+				return scTurn(req, scripted.Call("write_file", map[string]string{"path": scratch + "App.jsx", "content": "export default function App() { return <h1>Todos</h1>; }\n"})), nil
 			}
-			return scTurn(req, scCall("publish", map[string]string{"summary": "App.jsx: the React frontend"})), nil
+			return scTurn(req, scripted.Call("publish", map[string]string{"summary": "App.jsx: the React frontend"})), nil
 		}
 		return scripted.Turn{Text: "I do not know this task: " + task}, nil
 	}).KeepRequests()
@@ -621,8 +597,8 @@ func TestAutonomousWorker(t *testing.T) {
 	script := scScript(t, "csv2json_agent.sh")
 	coord := scCoordinator("auto-coordinator", func() []tools.Call {
 		return []tools.Call{
-			scCall("spawn_worker", map[string]any{"name": "Cody", "role": "coder", "kind": "autonomous", "command": []string{"sh", script, "{{.TaskFile}}"}}),
-			scCall("create_work_node", map[string]any{"task": "Write a CLI tool that converts CSV to JSON, as csv2json.sh; test it.", "worker": "Cody"}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Cody", "role": "coder", "kind": "autonomous", "command": []string{"sh", script, "{{.TaskFile}}"}}),
+			scripted.Call("create_work_node", map[string]any{"task": "Write a CLI tool that converts CSV to JSON, as csv2json.sh; test it.", "worker": "Cody"}),
 		}
 	}, "nodes/n1/published/csv2json.sh", func(content string) string { return "csv2json.sh is ready:\n\n" + content })
 	idle := scripted.NewFunc("auto-unused", func(context.Context, providers.Request) (scripted.Turn, error) {
@@ -704,12 +680,12 @@ func TestMixedTeamMessaging(t *testing.T) {
 	var s *nodes.Squad // set before the run; the tester's model watches its events
 	coord := scCoordinator("team-coordinator", func() []tools.Call {
 		return []tools.Call{
-			scCall("spawn_worker", map[string]any{"name": "Coder", "role": "coder", "model": "scripted/team-coder"}),
-			scCall("spawn_worker", map[string]any{"name": "Tester", "role": "tester", "model": "scripted/team-tester"}),
-			scCall("spawn_worker", map[string]any{"name": "Docs", "role": "docs", "model": "scripted/team-docs"}),
-			scCall("create_work_node", map[string]any{"task": "Write a shell module of string utilities, strutils.sh, with upper and reverse_words. Coordinate with Tester.", "worker": "Coder"}),
-			scCall("create_work_node", map[string]any{"task": "Write tests for Coder's string utilities module, as test_strutils.sh. Coordinate with Coder.", "worker": "Tester"}),
-			scCall("create_work_node", map[string]any{
+			scripted.Call("spawn_worker", map[string]any{"name": "Coder", "role": "coder", "model": "scripted/team-coder"}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Tester", "role": "tester", "model": "scripted/team-tester"}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Docs", "role": "docs", "model": "scripted/team-docs"}),
+			scripted.Call("create_work_node", map[string]any{"task": "Write a shell module of string utilities, strutils.sh, with upper and reverse_words. Coordinate with Tester.", "worker": "Coder"}),
+			scripted.Call("create_work_node", map[string]any{"task": "Write tests for Coder's string utilities module, as test_strutils.sh. Coordinate with Coder.", "worker": "Tester"}),
+			scripted.Call("create_work_node", map[string]any{
 				"task": "Write README.md documenting the string utilities and their tests.", "worker": "Docs", "deps": []string{"n1", "n2"},
 				"refs": map[string]string{"code": "nodes/n1/published/strutils.sh", "tests": "nodes/n2/published/test_strutils.sh"},
 			}),
@@ -717,22 +693,22 @@ func TestMixedTeamMessaging(t *testing.T) {
 	}, "nodes/n3/published/README.md", func(content string) string { return content })
 	coder := scripted.NewFunc("team-coder", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		scratch := "nodes/" + scNode(req) + "/scratch/"
-		text, _ := scLast(req)
+		text, _ := scripted.Last(req)
 		switch {
 		case strings.Contains(text, "[Message from Tester]: found a bug in reverse_words"):
 			return scTurn(req,
-				scCall("write_file", map[string]string{"path": scratch + "strutils.sh", "content": scFixedUtils}),
-				scCall("send_message", map[string]string{"to": "Tester", "content": "fixed reverse_words in strutils.sh:\n" + scFixedUtils}),
-				scCall("publish", map[string]string{"summary": "strutils.sh: upper and reverse_words (fixed after Tester's report)"}),
+				scripted.Call("write_file", map[string]string{"path": scratch + "strutils.sh", "content": scFixedUtils}),
+				scripted.Call("send_message", map[string]string{"to": "Tester", "content": "fixed reverse_words in strutils.sh:\n" + scFixedUtils}),
+				scripted.Call("publish", map[string]string{"summary": "strutils.sh: upper and reverse_words (fixed after Tester's report)"}),
 			), nil
 		case scCalled(req)["write_file"] == 0:
 			return scTurn(req,
-				scCall("write_file", map[string]string{"path": scratch + "strutils.sh", "content": scBuggyUtils}),
-				scCall("send_message", map[string]string{"to": "Tester", "content": "strutils.sh is written; here it is:\n" + scBuggyUtils}),
-				scCall("checkpoint", map[string]string{"summary": "strutils.sh written and sent to Tester; waiting for the tests"}),
+				scripted.Call("write_file", map[string]string{"path": scratch + "strutils.sh", "content": scBuggyUtils}),
+				scripted.Call("send_message", map[string]string{"to": "Tester", "content": "strutils.sh is written; here it is:\n" + scBuggyUtils}),
+				scripted.Call("checkpoint", map[string]string{"summary": "strutils.sh written and sent to Tester; waiting for the tests"}),
 			), nil
 		}
-		return scTurn(req, scCall("checkpoint", map[string]string{"summary": "nothing new"})), nil
+		return scTurn(req, scripted.Call("checkpoint", map[string]string{"summary": "nothing new"})), nil
 	}).KeepRequests()
 	tester := scripted.NewFunc("team-tester", func(ctx context.Context, req providers.Request) (scripted.Turn, error) {
 		scratch := "nodes/" + scNode(req) + "/scratch/"
@@ -745,12 +721,12 @@ func TestMixedTeamMessaging(t *testing.T) {
 			if err := scAwait(ctx, s, func(evs []eventlog.Event) bool { return scSent(evs, "Coder", "Tester") >= 1 }); err != nil {
 				return scripted.Turn{}, err
 			}
-			return scTurn(req, scCall("check_messages", map[string]string{})), nil
+			return scTurn(req, scripted.Call("check_messages", map[string]string{})), nil
 		case called["write_file"] == 0:
 			if !strings.Contains(all, "reverse_words()") {
 				return scripted.Turn{Text: "Coder's message lacks the code"}, nil
 			}
-			return scTurn(req, scCall("write_file", map[string]string{"path": scratch + "test_strutils.sh", "content": scTests})), nil
+			return scTurn(req, scripted.Call("write_file", map[string]string{"path": scratch + "test_strutils.sh", "content": scTests})), nil
 		case called["send_message"] == 0:
 			// Report the bug once Coder's first assignment has ended, so the mail wakes it.
 			if err := scAwait(ctx, s, func(evs []eventlog.Event) bool {
@@ -760,22 +736,22 @@ func TestMixedTeamMessaging(t *testing.T) {
 			}); err != nil {
 				return scripted.Turn{}, err
 			}
-			return scTurn(req, scCall("send_message", map[string]string{"to": "Coder", "content": "found a bug in reverse_words: reverse_words 'a b c' prints 'a b c', not 'c b a'"})), nil
+			return scTurn(req, scripted.Call("send_message", map[string]string{"to": "Coder", "content": "found a bug in reverse_words: reverse_words 'a b c' prints 'a b c', not 'c b a'"})), nil
 		case fromCoder < 2:
 			if err := scAwait(ctx, s, func(evs []eventlog.Event) bool { return scSent(evs, "Coder", "Tester") >= 2 }); err != nil {
 				return scripted.Turn{}, err
 			}
-			return scTurn(req, scCall("check_messages", map[string]string{})), nil
+			return scTurn(req, scripted.Call("check_messages", map[string]string{})), nil
 		}
-		return scTurn(req, scCall("publish", map[string]string{"summary": "test_strutils.sh tests upper and reverse_words of Coder's strutils.sh"})), nil
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "test_strutils.sh tests upper and reverse_words of Coder's strutils.sh"})), nil
 	})
 	docs := scripted.NewFunc("team-docs", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		called := scCalled(req)
 		switch {
 		case called["read_file"] == 0:
 			return scTurn(req,
-				scCall("read_file", map[string]string{"path": "nodes/n1/published/strutils.sh"}),
-				scCall("read_file", map[string]string{"path": "nodes/n2/published/test_strutils.sh"}),
+				scripted.Call("read_file", map[string]string{"path": "nodes/n1/published/strutils.sh"}),
+				scripted.Call("read_file", map[string]string{"path": "nodes/n2/published/test_strutils.sh"}),
 			), nil
 		case called["write_file"] == 0:
 			var b strings.Builder
@@ -788,9 +764,9 @@ func TestMixedTeamMessaging(t *testing.T) {
 			if strings.Contains(rs[1].Content, "test_strutils.sh") {
 				b.WriteString("Run `sh test_strutils.sh` beside strutils.sh.\n")
 			}
-			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/" + scNode(req) + "/scratch/README.md", "content": b.String()})), nil
+			return scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/" + scNode(req) + "/scratch/README.md", "content": b.String()})), nil
 		}
-		return scTurn(req, scCall("publish", map[string]string{"summary": "README.md documents strutils.sh and its tests"})), nil
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "README.md documents strutils.sh and its tests"})), nil
 	})
 	s = scSquad(t, coord, []providers.Model{coder, tester, docs})
 	res := scRun(t, s, "Create a shell package with a module, tests, and documentation. The code writer and test writer should coordinate.")
@@ -897,21 +873,21 @@ func firstLineOf(s string) string {
 func TestWorkerCannotReadAnotherWorkersNotes(t *testing.T) {
 	coord := scCoordinator("iso-coordinator", func() []tools.Call {
 		return []tools.Call{
-			scCall("spawn_worker", map[string]any{"name": "Ann", "model": "scripted/iso-ann"}),
-			scCall("spawn_worker", map[string]any{"name": "Ben", "model": "scripted/iso-ben"}),
-			scCall("create_work_node", map[string]any{"task": "Write notes.md, then publish.", "worker": "Ann"}),
-			scCall("create_work_node", map[string]any{"task": "Review Ann's notes; write review.md, then publish.", "worker": "Ben", "deps": []string{"n1"}}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Ann", "model": "scripted/iso-ann"}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Ben", "model": "scripted/iso-ben"}),
+			scripted.Call("create_work_node", map[string]any{"task": "Write notes.md, then publish.", "worker": "Ann"}),
+			scripted.Call("create_work_node", map[string]any{"task": "Review Ann's notes; write review.md, then publish.", "worker": "Ben", "deps": []string{"n1"}}),
 		}
 	}, "nodes/n2/published/review.md", func(content string) string { return content })
 	ann := scripted.NewFunc("iso-ann", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		if scCalled(req)["write_file"] == 0 {
 			return scTurn(req,
-				scCall("write_file", map[string]string{"path": "workers/ann/notebook.md", "content": "Ann's private notes: the launch code is 1234.\n"}),
-				scCall("write_file", map[string]string{"path": "nodes/n1/scratch/_draft.md", "content": "Ann's unpublished draft.\n"}),
-				scCall("write_file", map[string]string{"path": "nodes/n1/scratch/notes.md", "content": "Ann's public notes.\n"}),
+				scripted.Call("write_file", map[string]string{"path": "workers/ann/notebook.md", "content": "Ann's private notes: the launch code is 1234.\n"}),
+				scripted.Call("write_file", map[string]string{"path": "nodes/n1/scratch/_draft.md", "content": "Ann's unpublished draft.\n"}),
+				scripted.Call("write_file", map[string]string{"path": "nodes/n1/scratch/notes.md", "content": "Ann's public notes.\n"}),
 			), nil
 		}
-		return scTurn(req, scCall("publish", map[string]string{"summary": "notes.md"})), nil
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "notes.md"})), nil
 	})
 	probes := []struct {
 		tool, path string
@@ -931,19 +907,19 @@ func TestWorkerCannotReadAnotherWorkersNotes(t *testing.T) {
 				if p.tool == "write_file" {
 					args["content"] = "Ben was here.\n"
 				}
-				calls = append(calls, scCall(p.tool, args))
+				calls = append(calls, scripted.Call(p.tool, args))
 			}
 			return scTurn(req, calls...), nil
 		case called["publish"] == 0 && called["write_file"] == 1:
-			_, results := scLast(req)
+			_, results := scripted.Last(req)
 			var b strings.Builder
 			b.WriteString("# Review\n\n")
 			for _, r := range results {
 				fmt.Fprintf(&b, "- %s error=%v: %s\n", r.Name, r.IsError, firstLineOf(r.Content))
 			}
-			return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/n2/scratch/review.md", "content": b.String()})), nil
+			return scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/n2/scratch/review.md", "content": b.String()})), nil
 		}
-		return scTurn(req, scCall("publish", map[string]string{"summary": "review.md"})), nil
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "review.md"})), nil
 	}).KeepRequests()
 	s := scSquad(t, coord, []providers.Model{ann, ben})
 	res := scRun(t, s, "Write notes and review them.")
@@ -961,7 +937,7 @@ func TestWorkerCannotReadAnotherWorkersNotes(t *testing.T) {
 	if len(reqs) < 2 {
 		t.Fatalf("Ben made %d requests", len(reqs))
 	}
-	_, results := scLast(reqs[1])
+	_, results := scripted.Last(reqs[1])
 	if len(results) != len(probes) {
 		t.Fatalf("Ben's second request holds %d results, want %d", len(results), len(probes))
 	}
@@ -1015,27 +991,27 @@ func TestHumanInTheLoop(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			coord := scCoordinator("hitl-coordinator", func() []tools.Call {
 				return []tools.Call{
-					scCall("spawn_worker", map[string]any{"name": "Dana", "role": "dba"}),
-					scCall("create_work_node", map[string]any{"task": "Set up a database for our project: write db.md in your scratch folder, then publish.", "worker": "Dana"}),
+					scripted.Call("spawn_worker", map[string]any{"name": "Dana", "role": "dba"}),
+					scripted.Call("create_work_node", map[string]any{"task": "Set up a database for our project: write db.md in your scratch folder, then publish.", "worker": "Dana"}),
 				}
 			}, "nodes/n1/published/db.md", func(content string) string { return content })
 			worker := scripted.NewFunc("hitl-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 				called := scCalled(req)
 				switch {
 				case called["ask_human"] == 0:
-					return scTurn(req, scCall("ask_human", map[string]string{"question": question})), nil
+					return scTurn(req, scripted.Call("ask_human", map[string]string{"question": question})), nil
 				case called["write_file"] == 0:
 					said := scResults(req, "ask_human")[0].Content
 					choice := "SQLite"
 					if strings.Contains(said, "PostgreSQL") {
 						choice = "PostgreSQL"
 					}
-					return scTurn(req, scCall("write_file", map[string]string{
+					return scTurn(req, scripted.Call("write_file", map[string]string{
 						"path":    "nodes/" + scNode(req) + "/scratch/db.md",
 						"content": "# Database\n\nChoice: " + choice + "\n\n" + said + "\n",
 					})), nil
 				}
-				return scTurn(req, scCall("publish", map[string]string{"summary": "db.md: the database set-up"})), nil
+				return scTurn(req, scripted.Call("publish", map[string]string{"summary": "db.md: the database set-up"})), nil
 			}).KeepRequests()
 			s := scSquad(t, coord, []providers.Model{worker})
 			events, stop := s.Subscribe(0)
@@ -1152,19 +1128,19 @@ func TestWorkersOnDifferentModels(t *testing.T) {
 	writer := func(name string) *scripted.Model {
 		return scripted.NewFunc(name, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 			if scCalled(req)["write_file"] == 0 {
-				return scTurn(req, scCall("write_file", map[string]string{"path": "nodes/" + scNode(req) + "/scratch/by.md", "content": name})), nil
+				return scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/" + scNode(req) + "/scratch/by.md", "content": name})), nil
 			}
-			return scTurn(req, scCall("publish", map[string]string{"summary": "written by " + name})), nil
+			return scTurn(req, scripted.Call("publish", map[string]string{"summary": "written by " + name})), nil
 		}).KeepRequests()
 	}
 	def, named, byRole := writer("default"), writer("named"), writer("analyst")
 	coord := scCoordinator("mix-coordinator", func() []tools.Call {
 		return []tools.Call{
-			scCall("spawn_worker", map[string]any{"name": "Nia", "model": "scripted/named"}),
-			scCall("spawn_worker", map[string]any{"name": "Ray", "role": "analyst"}),
-			scCall("create_work_node", map[string]any{"task": "Write by.md.", "worker": "Nia"}),
-			scCall("create_work_node", map[string]any{"task": "Write by.md.", "worker": "Ray"}),
-			scCall("create_work_node", map[string]any{"task": "Write by.md."}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Nia", "model": "scripted/named"}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Ray", "role": "analyst"}),
+			scripted.Call("create_work_node", map[string]any{"task": "Write by.md.", "worker": "Nia"}),
+			scripted.Call("create_work_node", map[string]any{"task": "Write by.md.", "worker": "Ray"}),
+			scripted.Call("create_work_node", map[string]any{"task": "Write by.md."}),
 		}
 	}, "nodes/n1/published/by.md", func(content string) string { return content })
 	s := scSquad(t, coord, []providers.Model{def, named, byRole}, nodes.WithRoleModel("analyst", "scripted/analyst"))
@@ -1194,8 +1170,8 @@ func TestClaudeCodeWorker(t *testing.T) {
 	}
 	coord := scCoordinator("cc-coordinator", func() []tools.Call {
 		return []tools.Call{
-			scCall("spawn_worker", map[string]any{"name": "Cody", "kind": "claude-code", "model": "sonnet"}),
-			scCall("create_work_node", map[string]any{"task": "Write a CLI that converts CSV to JSON.", "worker": "Cody"}),
+			scripted.Call("spawn_worker", map[string]any{"name": "Cody", "kind": "claude-code", "model": "sonnet"}),
+			scripted.Call("create_work_node", map[string]any{"task": "Write a CLI that converts CSV to JSON.", "worker": "Cody"}),
 		}
 	}, "nodes/n1/published/csv2json.sh", func(content string) string { return content })
 	s := scSquad(t, coord, []providers.Model{scripted.New("unused")}, nodes.WithClaudeCode(claudecode.WithBinary(bin)))

@@ -22,26 +22,26 @@ import (
 // A team whose coordinator and worker say something at their turns.
 func talkativeTeam() (coord, worker *scripted.Model) {
 	coord = scripted.NewFunc("talk-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, _ := scLast(req)
+		text, _ := scripted.Last(req)
 		switch {
 		case len(req.Messages) == 1:
-			t := scTurn(req, scCall("create_work_node", map[string]any{"task": "Write notes.md in your scratch folder, then publish."}))
+			t := scTurn(req, scripted.Call("create_work_node", map[string]any{"task": "Write notes.md in your scratch folder, then publish."}))
 			t.Text = "One node will do: the notes."
 			return t, nil
 		case strings.Contains(text, "Stage 1 is complete"):
-			t := scTurn(req, scCall("finish", map[string]string{"output": "The notes are written."}))
+			t := scTurn(req, scripted.Call("finish", map[string]string{"output": "The notes are written."}))
 			t.Text = "The notes are done, so I finish."
 			return t, nil
 		}
-		return scTurn(req, scCall("wait", map[string]string{})), nil
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 	worker = scripted.NewFunc("talk-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		if scCalled(req)["write_file"] == 0 {
-			t := scTurn(req, scCall("write_file", map[string]string{"path": "nodes/" + scNode(req) + "/scratch/notes.md", "content": "# Notes\n"}))
+			t := scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/" + scNode(req) + "/scratch/notes.md", "content": "# Notes\n"}))
 			t.Text = "I write the notes first."
 			return t, nil
 		}
-		t := scTurn(req, scCall("publish", map[string]string{"summary": "notes.md"}))
+		t := scTurn(req, scripted.Call("publish", map[string]string{"summary": "notes.md"}))
 		t.Text = "The notes are written; I publish them."
 		return t, nil
 	})

@@ -266,11 +266,11 @@ func TestStalled(t *testing.T) {
 		for _, m := range req.Messages {
 			for _, p := range m.Parts {
 				if p.Type == providers.ToolResultPart && p.ToolResult.Name == "ask_human" {
-					return turn(req, call("finish", map[string]string{"output": "Chose " + p.ToolResult.Content})), nil
+					return turn(req, scripted.Call("finish", map[string]string{"output": "Chose " + p.ToolResult.Content})), nil
 				}
 			}
 		}
-		return turn(req, call("ask_human", map[string]string{"question": "Which one?"})), nil
+		return turn(req, scripted.Call("ask_human", map[string]string{"question": "Which one?"})), nil
 	})
 	team := func(string) []nodes.Option {
 		return []nodes.Option{
@@ -312,18 +312,18 @@ func TestStalled(t *testing.T) {
 func TestTriggerWakesAnInterruptedAgent(t *testing.T) {
 	clock := triggers.NewFakeClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 	coord := scripted.NewFunc("heartbeat-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, results := lastOf(req)
+		text, results := scripted.Last(req)
 		switch {
 		case strings.Contains(text, "The run is ending"):
 			return scripted.Turn{Text: "noted"}, nil
 		case len(req.Messages) == 1:
-			return turn(req, call("schedule", map[string]any{"type": "heartbeat", "interval_seconds": 1800, "action": "Look again."})), nil
+			return turn(req, scripted.Call("schedule", map[string]any{"type": "heartbeat", "interval_seconds": 1800, "action": "Look again."})), nil
 		case len(results) == 1 && results[0].Name == "schedule":
-			return turn(req, call("finish", map[string]string{"output": "first look"})), nil
+			return turn(req, scripted.Call("finish", map[string]string{"output": "first look"})), nil
 		case strings.Contains(text, "[trigger"):
-			return turn(req, call("finish", map[string]string{"output": "woken by the heartbeat"})), nil
+			return turn(req, scripted.Call("finish", map[string]string{"output": "woken by the heartbeat"})), nil
 		}
-		return turn(req, call("wait", map[string]string{})), nil
+		return turn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 	team := func(string) []nodes.Option {
 		return []nodes.Option{

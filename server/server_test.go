@@ -622,19 +622,19 @@ func TestEventStream(t *testing.T) {
 func TestHumanInTheLoop(t *testing.T) {
 	const question = "Should I use PostgreSQL or SQLite?"
 	coord := scripted.NewFunc("hitl-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, results := lastOf(req)
+		text, results := scripted.Last(req)
 		switch {
 		case len(req.Messages) == 1:
 			return turn(req,
-				call("spawn_worker", map[string]any{"name": "Dana", "role": "dba"}),
-				call("create_work_node", map[string]any{"task": "Set up a database: write db.md in your scratch folder, then publish.", "worker": "Dana"}),
+				scripted.Call("spawn_worker", map[string]any{"name": "Dana", "role": "dba"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Set up a database: write db.md in your scratch folder, then publish.", "worker": "Dana"}),
 			), nil
 		case len(results) == 1 && results[0].Name == "read_file":
-			return turn(req, call("finish", map[string]string{"output": results[0].Content})), nil
+			return turn(req, scripted.Call("finish", map[string]string{"output": results[0].Content})), nil
 		case strings.Contains(text, "Stage 1 is complete"):
-			return turn(req, call("read_file", map[string]string{"path": "nodes/n1/published/db.md"})), nil
+			return turn(req, scripted.Call("read_file", map[string]string{"path": "nodes/n1/published/db.md"})), nil
 		}
-		return turn(req, call("wait", map[string]string{})), nil
+		return turn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 	worker := scripted.NewFunc("hitl-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		called := map[string]bool{}
@@ -651,11 +651,11 @@ func TestHumanInTheLoop(t *testing.T) {
 		}
 		switch {
 		case !called["ask_human"]:
-			return turn(req, call("ask_human", map[string]string{"question": question})), nil
+			return turn(req, scripted.Call("ask_human", map[string]string{"question": question})), nil
 		case !called["write_file"]:
-			return turn(req, call("write_file", map[string]string{"path": "nodes/n1/scratch/db.md", "content": "# Database\n\n" + said + "\n"})), nil
+			return turn(req, scripted.Call("write_file", map[string]string{"path": "nodes/n1/scratch/db.md", "content": "# Database\n\n" + said + "\n"})), nil
 		}
-		return turn(req, call("publish", map[string]string{"summary": "db.md"})), nil
+		return turn(req, scripted.Call("publish", map[string]string{"summary": "db.md"})), nil
 	})
 	team := func(string) []nodes.Option {
 		return []nodes.Option{
@@ -699,25 +699,6 @@ func TestHumanInTheLoop(t *testing.T) {
 			t.Errorf("the conversation lacks %q:\n%s", want, all)
 		}
 	}
-}
-
-func lastOf(req providers.Request) (string, []tools.Result) {
-	var text string
-	var results []tools.Result
-	for _, p := range req.Messages[len(req.Messages)-1].Parts {
-		switch p.Type {
-		case providers.TextPart:
-			text += p.Text
-		case providers.ToolResultPart:
-			results = append(results, *p.ToolResult)
-		}
-	}
-	return text, results
-}
-
-func call(name string, args any) tools.Call {
-	raw, _ := json.Marshal(args)
-	return tools.Call{Name: name, Args: raw}
 }
 
 func turn(req providers.Request, calls ...tools.Call) scripted.Turn {
@@ -788,11 +769,11 @@ func TestCoordinatorAsks(t *testing.T) {
 		for _, m := range req.Messages {
 			for _, p := range m.Parts {
 				if p.Type == providers.ToolResultPart && p.ToolResult.Name == "ask_human" {
-					return turn(req, call("finish", map[string]string{"output": "Looked at: " + p.ToolResult.Content})), nil
+					return turn(req, scripted.Call("finish", map[string]string{"output": "Looked at: " + p.ToolResult.Content})), nil
 				}
 			}
 		}
-		return turn(req, call("ask_human", map[string]string{"question": question})), nil
+		return turn(req, scripted.Call("ask_human", map[string]string{"question": question})), nil
 	})
 	team := func(string) []nodes.Option {
 		return []nodes.Option{

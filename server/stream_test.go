@@ -26,7 +26,7 @@ import (
 func talkingTeam(asked, gate chan struct{}) func(string) []nodes.Option {
 	var once sync.Once
 	coord := scripted.NewFunc("talk-coordinator", func(ctx context.Context, req providers.Request) (scripted.Turn, error) {
-		text, _ := lastOf(req)
+		text, _ := scripted.Last(req)
 		switch {
 		case len(req.Messages) == 1:
 			once.Do(func() { close(asked) })
@@ -36,29 +36,29 @@ func talkingTeam(asked, gate chan struct{}) func(string) []nodes.Option {
 				return scripted.Turn{}, ctx.Err()
 			}
 			t := turn(req,
-				call("spawn_worker", map[string]any{"name": "Dana", "role": "writer"}),
-				call("create_work_node", map[string]any{"task": "Write notes.md in your scratch folder, then publish.", "worker": "Dana"}),
+				scripted.Call("spawn_worker", map[string]any{"name": "Dana", "role": "writer"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Write notes.md in your scratch folder, then publish.", "worker": "Dana"}),
 			)
 			t.Text = "Dana will write the notes."
 			return t, nil
 		case strings.Contains(text, "Stage 1 is complete"):
-			t := turn(req, call("finish", map[string]string{"output": "The notes are written."}))
+			t := turn(req, scripted.Call("finish", map[string]string{"output": "The notes are written."}))
 			t.Text = "The notes are done; I finish."
 			return t, nil
 		}
-		return turn(req, call("wait", map[string]string{})), nil
+		return turn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 	worker := scripted.NewFunc("talk-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		for _, m := range req.Messages {
 			for _, c := range m.ToolCalls() {
 				if c.Name == "write_file" {
-					t := turn(req, call("publish", map[string]string{"summary": "notes.md"}))
+					t := turn(req, scripted.Call("publish", map[string]string{"summary": "notes.md"}))
 					t.Text = "Written; I publish them."
 					return t, nil
 				}
 			}
 		}
-		t := turn(req, call("write_file", map[string]string{"path": "nodes/n1/scratch/notes.md", "content": "# Notes\n"}))
+		t := turn(req, scripted.Call("write_file", map[string]string{"path": "nodes/n1/scratch/notes.md", "content": "# Notes\n"}))
 		t.Text = "I write the notes first."
 		return t, nil
 	})

@@ -16,6 +16,7 @@ package scripted
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -185,4 +186,31 @@ func (r *Recorder) Script() []Turn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Turn(nil), r.turns...)
+}
+
+// Call is a tool call for a scripted turn, with args marshalled to JSON. It panics when args
+// cannot be marshalled: a script's mistake.
+func Call(name string, args any) tools.Call {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		panic(fmt.Sprintf("scripted: the arguments of %s: %v", name, err))
+	}
+	return tools.Call{Name: name, Args: raw}
+}
+
+// Last returns what a scripted model answers to: the text of the request's last message and the
+// tool results it holds.
+func Last(req providers.Request) (text string, results []tools.Result) {
+	if len(req.Messages) == 0 {
+		return "", nil
+	}
+	for _, p := range req.Messages[len(req.Messages)-1].Parts {
+		switch p.Type {
+		case providers.TextPart:
+			text += p.Text
+		case providers.ToolResultPart:
+			results = append(results, *p.ToolResult)
+		}
+	}
+	return text, results
 }

@@ -151,20 +151,20 @@ func shot(t *testing.T, ctx context.Context, name string) string {
 // "pong", and finishes with Dana's report once the stage is done.
 func team(string) []nodes.Option {
 	coord := scripted.NewFunc("ui-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, results := lastOf(req)
+		text, results := scripted.Last(req)
 		switch {
 		case len(req.Messages) == 1:
 			return turn(req, "I will ask Dana to write the report. "+xss,
-				call("spawn_worker", map[string]any{"name": "Dana", "role": "writer"}),
-				call("create_work_node", map[string]any{"task": "Write report.md in your scratch folder, then publish.", "worker": "Dana"})), nil
+				scripted.Call("spawn_worker", map[string]any{"name": "Dana", "role": "writer"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Write report.md in your scratch folder, then publish.", "worker": "Dana"})), nil
 		case strings.Contains(text, "ping"):
-			return turn(req, "pong from the coordinator", call("wait", map[string]string{})), nil
+			return turn(req, "pong from the coordinator", scripted.Call("wait", map[string]string{})), nil
 		case len(results) == 1 && results[0].Name == "read_file":
-			return turn(req, "Done.", call("finish", map[string]string{"output": results[0].Content})), nil
+			return turn(req, "Done.", scripted.Call("finish", map[string]string{"output": results[0].Content})), nil
 		case strings.Contains(text, "Stage 1 is complete"):
-			return turn(req, "", call("read_file", map[string]string{"path": "nodes/n1/published/report.md"})), nil
+			return turn(req, "", scripted.Call("read_file", map[string]string{"path": "nodes/n1/published/report.md"})), nil
 		}
-		return turn(req, "", call("wait", map[string]string{})), nil
+		return turn(req, "", scripted.Call("wait", map[string]string{})), nil
 	})
 	worker := scripted.NewFunc("ui-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		called := map[string]bool{}
@@ -181,12 +181,12 @@ func team(string) []nodes.Option {
 		}
 		switch {
 		case !called["ask_human"]:
-			return turn(req, "", call("ask_human", map[string]string{"question": "Which colour should the report use?"})), nil
+			return turn(req, "", scripted.Call("ask_human", map[string]string{"question": "Which colour should the report use?"})), nil
 		case !called["write_file"]:
 			report := "# The report\n\nColour: " + said + "\n\n" + xss + "\n"
-			return turn(req, "Writing the report.", call("write_file", map[string]string{"path": "nodes/n1/scratch/report.md", "content": report})), nil
+			return turn(req, "Writing the report.", scripted.Call("write_file", map[string]string{"path": "nodes/n1/scratch/report.md", "content": report})), nil
 		}
-		return turn(req, "", call("publish", map[string]string{"summary": "report.md"})), nil
+		return turn(req, "", scripted.Call("publish", map[string]string{"summary": "report.md"})), nil
 	})
 	gated := &gatedModel{Model: coord}
 	return []nodes.Option{
@@ -222,25 +222,6 @@ func (m *gatedModel) Generate(ctx context.Context, req providers.Request) (provi
 		}
 	}
 	return m.Model.Generate(ctx, req)
-}
-
-func lastOf(req providers.Request) (string, []tools.Result) {
-	var text string
-	var results []tools.Result
-	for _, p := range req.Messages[len(req.Messages)-1].Parts {
-		switch p.Type {
-		case providers.TextPart:
-			text += p.Text
-		case providers.ToolResultPart:
-			results = append(results, *p.ToolResult)
-		}
-	}
-	return text, results
-}
-
-func call(name string, args any) tools.Call {
-	raw, _ := json.Marshal(args)
-	return tools.Call{Name: name, Args: raw}
 }
 
 var callSeq atomic.Int64

@@ -34,24 +34,24 @@ const (
 // publish.
 func bigTeam(string) []nodes.Option {
 	coord := scripted.NewFunc("big-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, _ := lastOf(req)
+		text, _ := scripted.Last(req)
 		switch {
 		case len(req.Messages) == 1:
 			var calls []tools.Call
 			for w := range scaleWorkers {
-				calls = append(calls, call("spawn_worker", map[string]any{"name": fmt.Sprintf("W%02d", w)}))
+				calls = append(calls, scripted.Call("spawn_worker", map[string]any{"name": fmt.Sprintf("W%02d", w)}))
 			}
 			for n := range scaleNodes {
-				calls = append(calls, call("create_work_node", map[string]any{
+				calls = append(calls, scripted.Call("create_work_node", map[string]any{
 					"task":   fmt.Sprintf("Task %d: read your spec, then publish.", n+1),
 					"worker": fmt.Sprintf("W%02d", n%scaleWorkers),
 				}))
 			}
 			return turn(req, "Splitting the goal into 200 nodes.", calls...), nil
 		case strings.Contains(text, "Stage 1 is complete"):
-			return turn(req, "All done.", call("finish", map[string]string{"output": "# Done\n\nAll 200 nodes published."})), nil
+			return turn(req, "All done.", scripted.Call("finish", map[string]string{"output": "# Done\n\nAll 200 nodes published."})), nil
 		}
-		return turn(req, "", call("wait", map[string]string{})), nil
+		return turn(req, "", scripted.Call("wait", map[string]string{})), nil
 	})
 	task := regexp.MustCompile(`Task (\d+):`)
 	worker := scripted.NewFunc("big-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
@@ -66,12 +66,12 @@ func bigTeam(string) []nodes.Option {
 		last := req.Messages[len(req.Messages)-1]
 		for _, p := range last.Parts {
 			if p.Type == providers.ToolResultPart && p.ToolResult.Name == "read_file" {
-				return turn(req, "", call("publish", map[string]string{"summary": "read " + id})), nil
+				return turn(req, "", scripted.Call("publish", map[string]string{"summary": "read " + id})), nil
 			}
 		}
 		var calls []tools.Call
 		for range scaleReads {
-			calls = append(calls, call("read_file", map[string]string{"path": "nodes/" + id + "/_spec.md"}))
+			calls = append(calls, scripted.Call("read_file", map[string]string{"path": "nodes/" + id + "/_spec.md"}))
 		}
 		return turn(req, "Reading "+id+".", calls...), nil
 	})
