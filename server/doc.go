@@ -21,6 +21,7 @@
 //
 //	GET    /                                the web UI (package ui); its files under /ui/. Served without the token
 //	GET    /models                          the models a new agent may name: {"models": ["", ...]} ("" is the server's choice)
+//	       /mcp                             the same operations as MCP tools (streamable HTTP; see below)
 //	POST   /agents                          create an agent and start a run: {"id"?, "goal", "model"?, "mode"? "finite"|"infinite"} → 201 summary
 //	GET    /agents                          the agents' summaries: {"agents": [...]}
 //	GET    /agents/{id}                     an agent's summary (see [Summary])
@@ -46,6 +47,12 @@
 //	                                        only (not logged, no id): "event: text.delta\ndata: <event JSON>\n\n",
 //	                                        the event with seq 0, the worker, the node (none for the
 //	                                        coordinator) and the piece of text
+//
+// At /mcp the server speaks the Model Context Protocol (streamable HTTP), behind the same guard:
+// an MCP client that sends the token can list_agents, create_agent, get_agent, start_run,
+// send_message, answer_question, stop_agent, resume_agent, get_board, get_node, read_file,
+// get_conversation and get_events. Each tool runs the API's request in-process and answers with
+// its JSON; what the API refuses comes back as a tool error with the API's message.
 //
 // An agent's status is "idle" (no run yet), "working" (a run in progress), "waiting_for_human"
 // (a run in progress in which a worker or the coordinator waits for an answer), "interrupted"

@@ -28,6 +28,7 @@ func (s *Server) routes() {
 	m.Handle("GET /{$}", ui.Handler())
 	m.Handle("GET /ui/", ui.Handler())
 	m.HandleFunc("GET /models", s.handleModels)
+	m.Handle(mcpPath, s.mcpHandler())
 	m.HandleFunc("POST /agents", s.handleCreate)
 	m.HandleFunc("GET /agents", s.handleList)
 	m.HandleFunc("GET /agents/{id}", s.handleGet)

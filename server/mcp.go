@@ -1,0 +1,199 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The server also speaks the Model Context Protocol at /mcp (streamable HTTP), so that a person's
+// own MCP client (a desktop assistant, an IDE, another agent) can drive the agents: each tool is
+// one operation of the HTTP API, run in-process behind the same guard (the token, the Host and
+// Origin checks), and answers with the API's JSON, or with its error as a tool error.
+
+// mcpPath is where the MCP endpoint is served.
+const mcpPath = "/mcp"
+
+// The inputs of the MCP tools. Field names follow the HTTP API's bodies.
+type (
+	mcpNone  struct{}
+	mcpAgent struct {
+		Agent string `json:"agent" jsonschema:"the agent's id"`
+	}
+	mcpCreate struct {
+		Goal  string `json:"goal" jsonschema:"what the agent should do"`
+		ID    string `json:"id,omitempty" jsonschema:"the agent's id (default: a new one)"`
+		Model string `json:"model,omitempty" jsonschema:"the model, among the ones the server allows (default: the server's)"`
+		Mode  string `json:"mode,omitempty" jsonschema:"finite (finish the goal; the default) or infinite (keep going)"`
+	}
+	mcpRun struct {
+		Agent string `json:"agent" jsonschema:"the agent's id"`
+		Goal  string `json:"goal" jsonschema:"the goal of the new run"`
+	}
+	mcpSend struct {
+		Agent   string `json:"agent" jsonschema:"the agent's id"`
+		Message string `json:"message" jsonschema:"the message"`
+		To      string `json:"to,omitempty" jsonschema:"a worker's id (default: the coordinator)"`
+	}
+	mcpAnswer struct {
+		Agent    string `json:"agent" jsonschema:"the agent's id"`
+		Response string `json:"response" jsonschema:"the answer"`
+		Worker   string `json:"worker,omitempty" jsonschema:"who asked: a worker's id, or coordinator (default: the one waiting)"`
+	}
+	mcpResume struct {
+		Agent string `json:"agent" jsonschema:"the agent's id"`
+		Run   string `json:"run,omitempty" jsonschema:"the run to resume (default: the last)"`
+	}
+	mcpNode struct {
+		Agent string `json:"agent" jsonschema:"the agent's id"`
+		Node  string `json:"node" jsonschema:"the node's id, such as n1"`
+	}
+	mcpFile struct {
+		Agent string `json:"agent" jsonschema:"the agent's id"`
+		Path  string `json:"path" jsonschema:"a path in the run's folder, such as nodes/n1/published/report.md; empty for the folder itself"`
+	}
+	mcpPage struct {
+		Agent string `json:"agent" jsonschema:"the agent's id"`
+		After int64  `json:"after,omitempty" jsonschema:"only what comes after this sequence number"`
+		Limit int64  `json:"limit,omitempty" jsonschema:"at most this many (default: the API's)"`
+	}
+)
+
+// mcpHandler is the MCP endpoint: a server whose tools are the API's operations.
+func (s *Server) mcpHandler() http.Handler {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agiraph", Title: "Agiraph agents", Version: "1"}, nil)
+	agent := func(id string) string { return "/agents/" + url.PathEscape(id) }
+	mcpTool(s, srv, "list_agents", "List the agents and their status.",
+		func(mcpNone) (string, string, any) { return http.MethodGet, "/agents", nil })
+	mcpTool(s, srv, "create_agent", "Create an agent with a goal; it starts working on it at once.",
+		func(in mcpCreate) (string, string, any) {
+			return http.MethodPost, "/agents", omitEmpty(map[string]string{"goal": in.Goal, "id": in.ID, "model": in.Model, "mode": in.Mode})
+		})
+	mcpTool(s, srv, "get_agent", "An agent's status: working, waiting_for_human (with the question and who asks), completed (with the output), failed (with the error)...",
+		func(in mcpAgent) (string, string, any) { return http.MethodGet, agent(in.Agent), nil })
+	mcpTool(s, srv, "start_run", "Start another run of an agent, with a new goal.",
+		func(in mcpRun) (string, string, any) {
+			return http.MethodPost, agent(in.Agent) + "/runs", map[string]string{"goal": in.Goal}
+		})
+	mcpTool(s, srv, "send_message", "Send a message to an agent's coordinator, or to one of its workers.",
+		func(in mcpSend) (string, string, any) {
+			return http.MethodPost, agent(in.Agent) + "/send", omitEmpty(map[string]string{"message": in.Message, "to": in.To})
+		})
+	mcpTool(s, srv, "answer_question", "Answer the question an agent's coordinator or worker asked.",
+		func(in mcpAnswer) (string, string, any) {
+			return http.MethodPost, agent(in.Agent) + "/respond", omitEmpty(map[string]string{"response": in.Response, "worker": in.Worker})
+		})
+	mcpTool(s, srv, "stop_agent", "Stop an agent's workers; the run stays in progress.",
+		func(in mcpAgent) (string, string, any) { return http.MethodPost, agent(in.Agent) + "/stop", nil })
+	mcpTool(s, srv, "resume_agent", "Resume an agent's run that was interrupted.",
+		func(in mcpResume) (string, string, any) {
+			return http.MethodPost, agent(in.Agent) + "/resume", omitEmpty(map[string]string{"run": in.Run})
+		})
+	mcpTool(s, srv, "get_board", "An agent's work board: its nodes (task, status, worker, what they published) and workers.",
+		func(in mcpAgent) (string, string, any) { return http.MethodGet, agent(in.Agent) + "/board", nil })
+	mcpTool(s, srv, "get_node", "One node of an agent's board, with its spec and published files.",
+		func(in mcpNode) (string, string, any) {
+			return http.MethodGet, agent(in.Agent) + "/board/" + url.PathEscape(in.Node), nil
+		})
+	mcpTool(s, srv, "read_file", "Read a file of an agent's run folder, or list a folder.",
+		func(in mcpFile) (string, string, any) {
+			p := agent(in.Agent) + "/workspace"
+			if in.Path != "" {
+				parts := strings.Split(strings.Trim(in.Path, "/"), "/")
+				for i := range parts {
+					parts[i] = url.PathEscape(parts[i])
+				}
+				p += "/" + strings.Join(parts, "/")
+			}
+			return http.MethodGet, p, nil
+		})
+	mcpTool(s, srv, "get_conversation", "The conversation between the human and an agent's coordinator.",
+		func(in mcpPage) (string, string, any) { return http.MethodGet, agent(in.Agent) + "/conversation" + page(in), nil })
+	mcpTool(s, srv, "get_events", "What happened in an agent, as logged events.",
+		func(in mcpPage) (string, string, any) { return http.MethodGet, agent(in.Agent) + "/events" + page(in), nil })
+	// The guard checks the Host (against more names than loopback ones) and the Origin before
+	// this handler; the SDK's own loopback check would refuse the names the operator allowed.
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
+}
+
+// mcpTool adds an MCP tool that runs the API request that request makes of its input.
+func mcpTool[In any](s *Server, srv *mcp.Server, name, description string, request func(In) (method, path string, body any)) {
+	mcp.AddTool(srv, &mcp.Tool{Name: name, Description: description},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+			method, path, body := request(in)
+			status, out := s.call(ctx, method, path, body)
+			res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}
+			res.IsError = status >= http.StatusBadRequest
+			return res, nil, nil
+		})
+}
+
+// call serves one request of the API in-process, past the guard (the MCP request that asks for
+// it passed it), and returns the status and the answer.
+func (s *Server) call(ctx context.Context, method, path string, body any) (int, string) {
+	var r io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return http.StatusBadRequest, fmt.Sprintf(`{"error": %q}`, err.Error())
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, path, r)
+	if err != nil {
+		return http.StatusBadRequest, fmt.Sprintf(`{"error": %q}`, err.Error())
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	s.mux.ServeHTTP(rec, req)
+	if rec.status >= 300 && rec.status < 400 { // the mux cleans paths with a redirect: ".." and such
+		b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("%s is not a clean path (it leads to %s)", path, rec.header.Get("Location"))})
+		return http.StatusBadRequest, string(b)
+	}
+	return rec.status, strings.TrimSpace(rec.body.String())
+}
+
+// recorder is the answer of an in-process request.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return r.body.Write(b) }
+func (r *recorder) WriteHeader(status int)      { r.status = status }
+
+// omitEmpty drops the empty fields of a body, so that defaults apply.
+func omitEmpty(m map[string]string) map[string]string {
+	for k, v := range m {
+		if v == "" {
+			delete(m, k)
+		}
+	}
+	return m
+}
+
+// page is the query of a paged read.
+func page(in mcpPage) string {
+	q := url.Values{}
+	if in.After > 0 {
+		q.Set("after", fmt.Sprint(in.After))
+	}
+	if in.Limit > 0 {
+		q.Set("limit", fmt.Sprint(in.Limit))
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
