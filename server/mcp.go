@@ -115,9 +115,13 @@ func (s *Server) mcpHandler() http.Handler {
 			return http.MethodGet, p, nil
 		})
 	mcpTool(s, srv, "get_conversation", "The conversation between the human and an agent's coordinator.",
-		func(in mcpPage) (string, string, any) { return http.MethodGet, agent(in.Agent) + "/conversation" + page(in), nil })
+		func(in mcpPage) (string, string, any) {
+			return http.MethodGet, agent(in.Agent) + "/conversation" + page(in), nil
+		})
 	mcpTool(s, srv, "get_events", "What happened in an agent, as logged events.",
-		func(in mcpPage) (string, string, any) { return http.MethodGet, agent(in.Agent) + "/events" + page(in), nil })
+		func(in mcpPage) (string, string, any) {
+			return http.MethodGet, agent(in.Agent) + "/events" + page(in), nil
+		})
 	// The guard checks the Host (against more names than loopback ones) and the Origin before
 	// this handler; the SDK's own loopback check would refuse the names the operator allowed.
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
