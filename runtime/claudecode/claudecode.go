@@ -90,6 +90,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -301,7 +302,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); st.read(p.stdout) }()
-	go func() { defer wg.Done(); p.tail.readFrom(p.stderr) }()
+	go func() { defer wg.Done(); _, _ = io.Copy(p.tail, p.stderr) }()
 
 	exited := make(chan struct{})
 	wg.Add(2)
@@ -446,7 +447,7 @@ type process struct {
 	cmd            *exec.Cmd
 	proc           *proc.Process
 	stdout, stderr *os.File // the read ends of its pipes
-	tail           *tail
+	tail           *proc.Tail
 	how            string // its sandbox and containment, for the Started event
 }
 
@@ -487,7 +488,7 @@ func (r *Runtime) start(a runtime.Assignment) (*process, error) {
 	if w := pr.Weakness(); w != "" {
 		how += "; containment is weaker here: " + w
 	}
-	return &process{cmd: cmd, proc: pr, stdout: outR, stderr: errR, tail: &tail{}, how: how}, nil
+	return &process{cmd: cmd, proc: pr, stdout: outR, stderr: errR, tail: proc.NewTail(stderrTail), how: how}, nil
 }
 
 // policy returns the sandbox a's CLI runs in, started with env: a's, letting the CLI also
@@ -502,34 +503,4 @@ func (r *Runtime) policy(a runtime.Assignment, env []string) (sandbox.Policy, er
 	}
 	cli := sandbox.CLI{Program: "claude", Dir: a.Dir.Scratch(), Env: env, Given: r.env}
 	return cli.Policy(a.Sandbox, change)
-}
-
-// tail keeps the last stderrTail bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) readFrom(f *os.File) {
-	b := make([]byte, 4096)
-	for {
-		n, err := f.Read(b)
-		if n > 0 {
-			t.mu.Lock()
-			t.buf = append(t.buf, b[:n]...)
-			if len(t.buf) > stderrTail {
-				t.buf = append(t.buf[:0], t.buf[len(t.buf)-stderrTail:]...)
-			}
-			t.mu.Unlock()
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

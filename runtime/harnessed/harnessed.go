@@ -43,6 +43,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/tools"
+	"github.com/agiraph/agiraph/tools/mcp"
 )
 
 // ErrMaxIterations is the cause of an assignment that used up its model turns.
@@ -67,6 +68,7 @@ type config struct {
 	ownTools      bool
 	noStream      bool
 	cache         *Cache
+	mcp           []mcp.Server
 }
 
 // Option configures a Runtime.
@@ -125,6 +127,13 @@ func WithoutStreaming() Option { return func(c *config) { c.noStream = true } }
 // ask_human, and its tools end the assignment through runtime.ReportFrom (a coordinator, say).
 func WithoutWorkTools() Option { return func(c *config) { c.ownTools = true } }
 
+// WithMCP gives every assignment the tools of these MCP servers (see package tools/mcp), named
+// "<server>__<tool>": they are connected when an assignment runs — a server that cannot be
+// connected fails the run, naming it — and closed, their commands ended, when the run ends.
+func WithMCP(servers ...mcp.Server) Option {
+	return func(c *config) { c.mcp = append(c.mcp, servers...) }
+}
+
 // New returns a runtime whose workers think with model.
 func New(model providers.Model, opts ...Option) *Runtime {
 	c := config{maxIterations: 50, contextLimit: 200_000, compactAt: 0.8, keepMessages: 6, maxOutput: 32 << 10}
@@ -152,13 +161,17 @@ func (rt *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.S
 	}
 	rep := runtime.NewReporter(a, sink)
 	w, err := rt.worker(ctx, a, rep)
+	if w != nil && w.mcp != nil {
+		defer w.mcp.Close()
+	}
 	if err != nil {
 		return rep.End(runtime.Outcome{Status: runtime.StatusOf(ctx, err), Summary: err.Error()}, err)
 	}
 	return w.run(ctx)
 }
 
-// worker prepares one Run: the saved state, the report, the tools and the graph.
+// worker prepares one Run: the saved state, the report, the tools and the graph. When it fails
+// after connecting MCP servers it returns the worker all the same, for Run to close them.
 func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtime.Reporter) (*worker, error) {
 	w := &worker{rt: rt, a: a, rep: rep}
 	if err := a.Dir.Create(); err != nil {
@@ -193,9 +206,15 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 		ts = append(ts, runtime.WorkTools(a, w.report, rep)...)
 	}
 	ts = append(ts, a.Tools...)
+	if len(rt.cfg.mcp) > 0 && w.runs() {
+		if w.mcp, err = mcp.Connect(ctx, rt.cfg.mcp...); err != nil {
+			return w, fmt.Errorf("harnessed: assignment %s: %w", a.ID, err)
+		}
+		ts = append(ts, w.mcp.Tools()...)
+	}
 	w.reg, err = tools.NewRegistry(ts, tools.WithMaxOutput(rt.cfg.maxOutput))
 	if err != nil {
-		return nil, fmt.Errorf("harnessed: assignment %s: %w", a.ID, err)
+		return w, fmt.Errorf("harnessed: assignment %s: %w", a.ID, err)
 	}
 	w.prompt, w.specs = w.system(), providers.Specs(w.reg.Tools())
 	return w, nil
@@ -217,6 +236,13 @@ type worker struct {
 	unsaved []runtime.Message
 	prompt  string // the system prompt
 	specs   []providers.ToolSpec
+	mcp     *mcp.Set // the MCP servers' tools, closed when the run ends
+}
+
+// runs reports whether this Run works on the assignment, rather than only reporting how it
+// ended or that it still waits for an answer (see run).
+func (w *worker) runs() bool {
+	return w.fresh || len(w.revive) > 0 || len(w.snap.Tasks) > 0 && (len(w.snap.Interrupts) == 0 || w.a.Answer != "")
 }
 
 func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {
