@@ -52,4 +52,12 @@
 // what it started (after two seconds to exit once its stdin is closed). The tools are listed
 // once, at Connect: a server's later changes to its tools are not followed, and a server that
 // exits is not restarted.
+//
+// # Serving tools
+//
+// The other way round, [Serve] offers tools to MCP clients: an [Endpoint] on a loopback port,
+// over streamable HTTP, that answers only requests with its token (and its own Host), runs
+// calls through a [tools.Registry] (arguments checked, output capped) and reports a failed
+// call as an error result. [Endpoint.Config] is the client configuration Claude Code's
+// --mcp-config reads. It is how a CLI agent reaches the tools of its assignment.
 package mcp

@@ -1,0 +1,100 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/tools"
+	"github.com/agiraph/agiraph/tools/mcp"
+)
+
+type noteArgs struct {
+	Text string `json:"text" jsonschema:"required,description=what to note"`
+}
+
+// An endpoint offers tools to an MCP client — here this package's own — with their schemas,
+// checks arguments, reports failures as error results, and answers only with its token and Host.
+func TestServeOffersTools(t *testing.T) {
+	var noted []string
+	ts := []tools.Tool{
+		tools.Func("note", "Note a line.", func(_ context.Context, a noteArgs) (string, error) {
+			noted = append(noted, a.Text)
+			return "noted: " + a.Text, nil
+		}, tools.WithGuidance("Note what matters.")),
+		tools.Func("fail", "Always fails.", func(context.Context, struct{}) (string, error) {
+			return "", errors.New("it failed, as it always does")
+		}),
+	}
+	e, err := mcp.Serve("work", ts)
+	require.NoError(t, err)
+	defer e.Close()
+	assert.True(t, strings.HasPrefix(e.URL, "http://127.0.0.1:"))
+	var cfg struct {
+		MCPServers map[string]struct {
+			Type, URL string
+			Headers   map[string]string
+		} `json:"mcpServers"`
+	}
+	require.NoError(t, json.Unmarshal(e.Config("agiraph"), &cfg))
+	assert.Equal(t, "http", cfg.MCPServers["agiraph"].Type)
+	assert.Equal(t, e.URL, cfg.MCPServers["agiraph"].URL)
+	assert.Equal(t, "Bearer "+e.Token, cfg.MCPServers["agiraph"].Headers["Authorization"])
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	set, err := mcp.Connect(ctx, mcp.Server{Name: "work", URL: e.URL, Headers: map[string]string{"Authorization": "Bearer " + e.Token}})
+	require.NoError(t, err)
+	defer set.Close()
+	byName := map[string]tools.Tool{}
+	for _, tool := range set.Tools() {
+		byName[tool.Name] = tool
+	}
+	note, ok := byName[mcp.ToolName("work", "note")]
+	require.True(t, ok, "tools: %v", byName)
+	assert.Contains(t, note.Description, "Note what matters.")
+	assert.Contains(t, string(note.Schema), `"text"`)
+
+	out, err := note.Handler(ctx, json.RawMessage(`{"text":"hello"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "noted: hello", out)
+	assert.Equal(t, []string{"hello"}, noted)
+	_, err = note.Handler(ctx, json.RawMessage(`{"text": 3}`))
+	require.Error(t, err, "arguments against the schema were taken")
+	_, err = byName[mcp.ToolName("work", "fail")].Handler(ctx, json.RawMessage(`{}`))
+	require.ErrorContains(t, err, "it failed, as it always does")
+
+	for _, c := range []struct {
+		header, host string
+		want         int
+	}{
+		{"", "", http.StatusUnauthorized},
+		{"Bearer wrong", "", http.StatusUnauthorized},
+		{"Bearer " + e.Token, "evil.example:80", http.StatusForbidden},
+	} {
+		req, err := http.NewRequest("POST", e.URL, strings.NewReader(`{}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if c.header != "" {
+			req.Header.Set("Authorization", c.header)
+		}
+		if c.host != "" {
+			req.Host = c.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, c.want, resp.StatusCode, "%+v", c)
+	}
+
+	require.NoError(t, e.Close())
+	_, err = mcp.Connect(ctx, mcp.Server{Name: "work", URL: e.URL, Headers: map[string]string{"Authorization": "Bearer " + e.Token}, InitTimeout: 5 * time.Second})
+	require.Error(t, err, "a closed endpoint answered")
+}
