@@ -286,3 +286,20 @@ func TestWorkToolSchemasKeepTheirDescriptions(t *testing.T) {
 		}
 	}
 }
+
+// A question ends a report Waiting with the question; one that already ended takes none.
+func TestReportAsk(t *testing.T) {
+	r := runtime.NewReport(runtime.Outcome{})
+	if err := r.Ask("Which colour?"); err != nil {
+		t.Fatal(err)
+	}
+	if o := r.Outcome(); o.Status != runtime.Waiting || o.Question != "Which colour?" {
+		t.Fatalf("outcome %+v", o)
+	}
+	if err := r.End(runtime.Checkpointed, "later"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Ask("Again?"); err == nil {
+		t.Fatal("a report that ended took a question")
+	}
+}

@@ -71,6 +71,18 @@ func (r *Report) end(s Status, summary string, published []string) error {
 	return nil
 }
 
+// Ask records that the worker stopped to ask the human question: the assignment ends Waiting,
+// to be run again with the answer. It fails if the worker already ended.
+func (r *Report) Ask(question string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.o.Status == Published || r.o.Status == Checkpointed {
+		return fmt.Errorf("this assignment already ended (%s)", r.o.Status)
+	}
+	r.o.Status, r.o.Question = Waiting, question
+	return nil
+}
+
 type reportKey struct{}
 
 // WithReport returns ctx carrying r, the report of the assignment a tool runs for; runtimes that

@@ -68,6 +68,16 @@
 // own where bubblewrap runs, so a Bash command it backgrounded or detached dies with the run.
 // The Started event says which sandbox the CLI runs in, and when containment is weaker.
 //
+// # The work tools over MCP
+//
+// Unless WithoutMCP, each Run serves the assignment's work tools (runtime.WorkTools: publish,
+// checkpoint, send_message, check_messages, create_work_node, suggest_next) and ask_human to
+// the CLI over MCP (tools/mcp.Serve: a loopback endpoint behind a token of its own, passed with
+// --mcp-config; with an allow-list, the server is allowed too). What the CLI reports through them
+// — publishing, a checkpoint, a question (the Outcome is Waiting; run again with the Answer, the
+// session resumed), sub-nodes and suggestions — makes the Outcome; the file protocol below still
+// works beside it, for what the tools were not used for.
+//
 // # The file protocol
 //
 // The appended system prompt tells the agent how to talk to the rest of the run through files in
@@ -103,6 +113,8 @@ import (
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
 	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/tools"
+	"github.com/agiraph/agiraph/tools/mcp"
 )
 
 // The protocol files, in the scratch directory.
@@ -129,6 +141,7 @@ type Runtime struct {
 	env      []string
 	interval time.Duration
 	sandbox  func(runtime.Assignment, sandbox.Policy) sandbox.Policy
+	noMCP    bool
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -173,6 +186,10 @@ func WithSandbox(fn func(a runtime.Assignment, p sandbox.Policy) sandbox.Policy)
 	return func(r *Runtime) { r.sandbox = fn }
 }
 
+// WithoutMCP gives the CLI no MCP server of the assignment's work tools: it works through the
+// file protocol alone (for a CLI without MCP support).
+func WithoutMCP() Option { return func(r *Runtime) { r.noMCP = true } }
+
 // WithBridgeInterval sets how often, while the CLI runs, incoming messages are appended to
 // _inbox.md and new blocks of _outbox.md are sent. Zero or less means DefaultBridgeInterval.
 func WithBridgeInterval(d time.Duration) Option { return func(r *Runtime) { r.interval = d } }
@@ -200,24 +217,39 @@ func (r *Runtime) permissionMode() string {
 	return "bypassPermissions"
 }
 
-// args returns the CLI's arguments for a.
-func (r *Runtime) args(a runtime.Assignment) []string {
+// mcpServer is the name of the MCP server of an assignment's work tools, as the CLI sees it: its
+// tools are mcp__agiraph__<tool>.
+const mcpServer = "agiraph"
+
+// args returns the CLI's arguments for a, with mcpConfig (the --mcp-config JSON of the
+// assignment's work tools) unless it is empty.
+func (r *Runtime) args(a runtime.Assignment, mcpConfig string) []string {
 	// --include-partial-messages: the stream events carry each model turn's final usage.
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"}
 	if r.model != "" {
 		args = append(args, "--model", r.model)
 	}
-	args = append(args, "--append-system-prompt", SystemPrompt(a), "--permission-mode", r.permissionMode())
+	system := SystemPrompt(a)
+	if mcpConfig != "" {
+		system += mcpPrompt
+	}
+	args = append(args, "--append-system-prompt", system, "--permission-mode", r.permissionMode())
 	if r.maxTurns > 0 {
 		args = append(args, "--max-turns", fmt.Sprint(r.maxTurns))
 	}
 	if a.Session != "" {
 		args = append(args, "--resume", a.Session)
 	}
+	if mcpConfig != "" {
+		args = append(args, "--mcp-config", mcpConfig)
+	}
 	if len(r.allowed) > 0 {
 		// --allowedTools takes any number of values: "--" ends them before the prompt.
 		args = append(args, "--allowedTools")
 		args = append(args, r.allowed...)
+		if mcpConfig != "" {
+			args = append(args, "mcp__"+mcpServer)
+		}
 	}
 	return append(args, "--", Prompt(a))
 }
@@ -239,6 +271,14 @@ func Prompt(a runtime.Assignment) string {
 	}
 	return a.Task + "\n\nYou asked the human a question earlier; their answer:\n" + a.Answer
 }
+
+// mcpPrompt follows the system prompt when the CLI has the work tools over MCP.
+const mcpPrompt = `
+
+# Work tools
+
+The MCP server "agiraph" gives you the tools of this run: publish (finish: publishes your scratch files), checkpoint (end this stage without publishing), send_message and check_messages (talk to the coordinator, other workers or the human), create_work_node (ask for a sub-task, for another worker), suggest_next (suggest follow-up work), and ask_human (ask the human; end your turn right after). Prefer them to the files above; both work.
+`
 
 // SystemPrompt returns the system prompt a Run appends to Claude Code's own: a's System followed
 // by the file protocol.
@@ -294,7 +334,19 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		return fail(fmt.Errorf("claudecode: %w", err))
 	}
 
-	p, err := r.start(a)
+	// The assignment's work tools, over MCP: what the CLI reports through them is in report.
+	report := runtime.NewReport(runtime.Outcome{})
+	var mcpConfig string
+	if !r.noMCP {
+		ep, err := mcp.Serve(mcpServer, append(runtime.WorkTools(a, report, rep), askHuman(report)))
+		if err != nil {
+			return fail(fmt.Errorf("claudecode: %w", err))
+		}
+		defer ep.Close()
+		mcpConfig = string(ep.Config(mcpServer))
+	}
+
+	p, err := r.start(a, mcpConfig)
 	if err != nil {
 		return fail(err)
 	}
@@ -350,12 +402,29 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	if ctx.Err() == nil {
 		br.Step(ctx, true) // the final bridge: blocks written just before the end
 	}
-	return rep.End(r.outcome(ctx, a, st, waitErr, p.tail.String()))
+	return rep.End(r.outcome(ctx, a, st, waitErr, p.tail.String(), report.Outcome()))
 }
 
-// outcome decides how a run ended once the process and its readers are done.
-func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream, waitErr error, stderr string) (runtime.Outcome, error) {
-	o := runtime.Outcome{Status: runtime.Failed, Usage: st.usage(), Session: st.session, Turns: len(st.perMsg)}
+// askHuman is the ask_human tool of a CLI agent: the question ends the assignment, which runs
+// again (resuming the CLI's session) with the human's answer.
+func askHuman(report *runtime.Report) tools.Tool {
+	type args struct {
+		Question string `json:"question" jsonschema_description:"The question, with what the human needs to answer it"`
+	}
+	return tools.Func("ask_human", "Ask the human a question. End your turn right after: the answer comes as your next message.",
+		func(_ context.Context, a args) (string, error) {
+			if err := report.Ask(a.Question); err != nil {
+				return "", err
+			}
+			return "Your question is with the human. End your turn now; their answer will be your next message.", nil
+		})
+}
+
+// outcome decides how a run ended once the process and its readers are done; reported is what
+// the CLI reported through the work tools (MCP), which takes precedence over the file protocol.
+func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream, waitErr error, stderr string, reported runtime.Outcome) (runtime.Outcome, error) {
+	o := runtime.Outcome{Status: runtime.Failed, Usage: st.usage(), Session: st.session, Turns: len(st.perMsg),
+		Suggestions: reported.Suggestions, SubNodes: reported.SubNodes}
 	res := st.result
 	if res != nil {
 		o.Turns = res.NumTurns
@@ -415,6 +484,14 @@ func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream,
 	if denials != "" {
 		o.Summary = strings.TrimSpace(o.Summary + "\n\n" + denials)
 	}
+	switch reported.Status {
+	case runtime.Published, runtime.Checkpointed, runtime.Waiting:
+		o.Status, o.Published, o.Question = reported.Status, reported.Published, reported.Question
+		if reported.Summary != "" {
+			o.Summary = reported.Summary
+		}
+		return o, nil
+	}
 	cp, err := os.ReadFile(a.Dir.Path("scratch/" + CheckpointFile))
 	switch {
 	case err == nil:
@@ -456,7 +533,7 @@ type process struct {
 func (p *process) kill() { p.proc.Kill() }
 
 // start starts the CLI for a, contained (internal/proc), with stdin closed.
-func (r *Runtime) start(a runtime.Assignment) (*process, error) {
+func (r *Runtime) start(a runtime.Assignment, mcpConfig string) (*process, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("claudecode: %w", err)
@@ -467,7 +544,7 @@ func (r *Runtime) start(a runtime.Assignment) (*process, error) {
 		outW.Close()
 		return nil, fmt.Errorf("claudecode: %w", err)
 	}
-	cmd := exec.Command(r.binary, r.args(a)...)
+	cmd := exec.Command(r.binary, r.args(a, mcpConfig)...)
 	cmd.Dir = a.Dir.Scratch()
 	cmd.Env = r.environ()
 	cmd.Stdin = nil // /dev/null: the prompt is an argument

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/runtimetest"
@@ -98,7 +101,7 @@ cat | wc -c > _stdin.txt
 	a.Session = "sess-0"
 	a.Answer = "Use metric units."
 	rt := claudecode.New(claudecode.WithBinary(bin), claudecode.WithModel("opus"), claudecode.WithMaxTurns(7),
-		claudecode.WithEnv([]string{"ANTHROPIC_BASE_URL=http://127.0.0.1:9", "AGIRAPH_TEST_VAR=yes"}))
+		claudecode.WithEnv([]string{"ANTHROPIC_BASE_URL=http://127.0.0.1:9", "AGIRAPH_TEST_VAR=yes"}), claudecode.WithoutMCP())
 	o, err, _ := run(t, rt, a)
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +140,9 @@ cat | wc -c > _stdin.txt
 		t.Errorf("_inbox.md was not created: %v", err)
 	}
 
-	// An allow-list: dontAsk, the tools after --allowedTools, "--" before the prompt; no
-	// IS_SANDBOX.
+	// An allow-list: dontAsk, the tools after --allowedTools (the work tools' MCP server among
+	// them), "--" before the prompt; no IS_SANDBOX. The work tools come over MCP: --mcp-config
+	// names the assignment's endpoint, and the system prompt says so.
 	a2 := assignment(t, "-starts with a dash")
 	rt2 := claudecode.New(claudecode.WithBinary(bin), claudecode.WithAllowedTools([]string{"Read", "Bash(git *)"}))
 	if _, err, _ := run(t, rt2, a2); err != nil {
@@ -146,8 +150,9 @@ cat | wc -c > _stdin.txt
 	}
 	b, _ := os.ReadFile(filepath.Join(a2.Dir.Scratch(), "_args.txt"))
 	got := strings.Split(strings.TrimSuffix(string(b), "\n<ARG>\n"), "\n<ARG>\n")
-	tailArgs := strings.Join(got[len(got)-7:], " | ")
-	eq(t, "allow-list args", tailArgs, "--permission-mode | dontAsk | --allowedTools | Read | Bash(git *) | -- | -starts with a dash")
+	tailArgs := strings.Join(got[len(got)-10:], " | ")
+	require.Regexp(t, `^--permission-mode \| dontAsk \| --mcp-config \| \{"mcpServers":\{"agiraph":\{"headers":\{"Authorization":"Bearer [0-9a-f]{48}"\},"type":"http","url":"http://127\.0\.0\.1:\d+/mcp"\}\}\} \| --allowedTools \| Read \| Bash\(git \*\) \| mcp__agiraph \| -- \| -starts with a dash$`, tailArgs)
+	assert.Contains(t, strings.Join(got, "\n"), `The MCP server "agiraph" gives you the tools of this run`)
 	b, _ = os.ReadFile(filepath.Join(a2.Dir.Scratch(), "_env.txt"))
 	if strings.Contains(string(b), "IS_SANDBOX=1\n") && os.Getenv("IS_SANDBOX") != "1" {
 		t.Error("IS_SANDBOX=1 set without bypassPermissions")

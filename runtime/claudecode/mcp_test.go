@@ -1,0 +1,112 @@
+package claudecode_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/providers/providertest"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/claudecode"
+	"github.com/agiraph/agiraph/runtime/runtimetest"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// The real Claude Code CLI reaches the run through the work tools over MCP: the scripted model
+// sends the coordinator a message, asks for a sub-node and publishes with the squad's own tools
+// (mcp__agiraph__*); the message is sent through the mailbox, the sub-node and the published
+// file are in the outcome.
+func TestRealCLIWorkToolsOverMCP(t *testing.T) {
+	bin := claudeBinary(t)
+	a := assignment(t, "Split the survey.")
+	box := &runtimetest.Mailbox{}
+	a.Mailbox = box
+	scratch := a.Dir.Scratch()
+	call := func(id, name string, args any) providertest.Reply {
+		raw, _ := json.Marshal(args)
+		return providertest.Reply{Calls: []tools.Call{{ID: id, Name: name, Args: raw}}}
+	}
+	fake := providertest.NewAnthropicFunc(t, func(r providertest.Request) providertest.Reply {
+		last := lastMessage(r)
+		switch {
+		case strings.Contains(last, `"tool_use_id":"toolu_send"`):
+			return call("toolu_sub", "mcp__agiraph__create_work_node", map[string]any{"task": "Survey the northern region."})
+		case strings.Contains(last, `"tool_use_id":"toolu_sub"`):
+			return call("toolu_write", "Write", map[string]string{"file_path": filepath.Join(scratch, "survey.md"), "content": "# Survey\n\nThe south is done.\n"})
+		case strings.Contains(last, `"tool_use_id":"toolu_write"`):
+			return call("toolu_publish", "mcp__agiraph__publish", map[string]string{"summary": "survey.md; the north is a sub-node"})
+		case strings.Contains(last, `"tool_use_id":"toolu_publish"`):
+			return providertest.Reply{Text: "Published."}
+		case strings.Contains(last, "Split the survey."):
+			return call("toolu_send", "mcp__agiraph__send_message", map[string]string{"to": "coordinator", "content": "Starting the survey."})
+		}
+		return providertest.Reply{Text: "OK"}
+	})
+	rec := newRecorder(t)
+	rt := claudecode.New(claudecode.WithBinary(bin), claudecode.WithModel("claude-sonnet-4-5"),
+		claudecode.WithEnv(offlineEnv(t, fake.URL())), claudecode.WithMaxTurns(10))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o, err := rt.Run(ctx, a, rec.sink)
+	require.NoError(t, err, "events %s", rec.kinds())
+
+	assert.Equal(t, runtime.Published, o.Status)
+	assert.Equal(t, "survey.md; the north is a sub-node", o.Summary)
+	assert.Equal(t, []string{"survey.md"}, o.Published)
+	require.Len(t, o.SubNodes, 1)
+	assert.Equal(t, "Survey the northern region.", o.SubNodes[0].Task)
+	sent := box.Sent()
+	require.Len(t, sent, 1)
+	assert.Equal(t, "coordinator", sent[0].To)
+	assert.Equal(t, "Starting the survey.", sent[0].Body)
+}
+
+// A question over MCP ends the assignment Waiting; run again with the answer (the CLI's session
+// resumed), the worker goes on and publishes.
+func TestRealCLIAsksOverMCP(t *testing.T) {
+	bin := claudeBinary(t)
+	a := assignment(t, "Pick a colour.")
+	scratch := a.Dir.Scratch()
+	call := func(id, name string, args any) providertest.Reply {
+		raw, _ := json.Marshal(args)
+		return providertest.Reply{Calls: []tools.Call{{ID: id, Name: name, Args: raw}}}
+	}
+	fake := providertest.NewAnthropicFunc(t, func(r providertest.Request) providertest.Reply {
+		last := lastMessage(r)
+		switch {
+		case strings.Contains(last, `"tool_use_id":"toolu_ask"`):
+			return providertest.Reply{Text: "Waiting for the human."}
+		case strings.Contains(last, `"tool_use_id":"toolu_write"`):
+			return call("toolu_publish", "mcp__agiraph__publish", map[string]string{"summary": "colour.md"})
+		case strings.Contains(last, `"tool_use_id":"toolu_publish"`):
+			return providertest.Reply{Text: "Published."}
+		case strings.Contains(last, "their answer"):
+			return call("toolu_write", "Write", map[string]string{"file_path": filepath.Join(scratch, "colour.md"), "content": "teal\n"})
+		case strings.Contains(last, "Pick a colour."):
+			return call("toolu_ask", "mcp__agiraph__ask_human", map[string]string{"question": "Which colour?"})
+		}
+		return providertest.Reply{Text: "OK"}
+	})
+	rt := claudecode.New(claudecode.WithBinary(bin), claudecode.WithModel("claude-sonnet-4-5"),
+		claudecode.WithEnv(offlineEnv(t, fake.URL())), claudecode.WithMaxTurns(10))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rec := newRecorder(t)
+	o, err := rt.Run(ctx, a, rec.sink)
+	require.NoError(t, err, "events %s", rec.kinds())
+	assert.Equal(t, runtime.Waiting, o.Status)
+	assert.Equal(t, "Which colour?", o.Question)
+	require.NotEmpty(t, o.Session)
+
+	a.Session, a.Answer = o.Session, "Teal."
+	o, err = rt.Run(ctx, a, newRecorder(t).sink)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Published, o.Status)
+	assert.Equal(t, []string{"colour.md"}, o.Published)
+}
