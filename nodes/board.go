@@ -107,7 +107,9 @@ type Worker struct {
 	// Single makes a harnessed worker answer in one model call, without tools.
 	Single bool `json:"single,omitempty"`
 	// Memory lets the worker write to the agent's long-term memory.
-	Memory bool         `json:"agent_memory,omitempty"`
+	Memory bool `json:"agent_memory,omitempty"`
+	// MCP names the MCP servers (among WithMCPServers) whose tools a harnessed worker gets.
+	MCP    []string     `json:"mcp_servers,omitempty"`
 	Status WorkerStatus `json:"status"`
 	// Node is the node it works on, while busy or waiting.
 	Node string `json:"node,omitempty"`
@@ -752,6 +754,7 @@ type workerSpec struct {
 	Command                 []string
 	Single, Memory          bool
 	Identity                string
+	MCP                     []string
 }
 
 // spawn adds a worker and makes its folder; a worker of the same name is returned as it is.
@@ -795,7 +798,7 @@ func (b *board) spawnLocked(id, name string, nw workerSpec) (_ Worker, created b
 		return Worker{}, false, nil, fmt.Errorf("%q is reserved", name)
 	}
 	wk := &Worker{ID: id, Name: name, Role: nw.Role, Kind: nw.Kind, Model: nw.Model, Command: nw.Command,
-		Single: nw.Single, Memory: nw.Memory, Status: WorkerIdle, Created: b.now()}
+		Single: nw.Single, Memory: nw.Memory, MCP: nw.MCP, Status: WorkerIdle, Created: b.now()}
 	dir := b.run.Worker(id)
 	if err := dir.Create(); err != nil {
 		return Worker{}, false, nil, err

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +81,9 @@ func (r *run) coordinatorSystem() string {
 		sections = append(sections, "YOUR MEMORY\n"+m)
 	}
 	sections = append(sections, fmt.Sprintf(operatingRules, r.dir))
+	if len(r.cfg.mcp) > 0 {
+		sections = append(sections, "MCP SERVERS\nHarnessed workers can be given the tools of these MCP servers (spawn_worker's mcp_servers): "+r.mcpNames()+".")
+	}
 	if r.cfg.mode == Infinite {
 		sections = append(sections, infiniteRules)
 	}
@@ -114,6 +119,7 @@ type (
 		Single   bool     `json:"single,omitempty" jsonschema_description:"Answer in one model call without tools (cheap, for small well-defined tasks)"`
 		Memory   bool     `json:"agent_memory,omitempty" jsonschema_description:"Let the worker write to your long-term memory (it can always search and read it)"`
 		Identity string   `json:"identity,omitempty" jsonschema_description:"Who the worker is and what it is good at"`
+		MCP      []string `json:"mcp_servers,omitempty" jsonschema_description:"MCP servers whose tools a harnessed worker gets, by name, among those the run offers"`
 	}
 	assignArgs struct {
 		Node   string `json:"node"`
@@ -192,6 +198,14 @@ func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
 }
 
 func (r *run) toolSpawn(ctx context.Context, args spawnArgs) (string, error) {
+	for _, name := range args.MCP {
+		if _, ok := r.cfg.mcp[name]; !ok {
+			return "", fmt.Errorf("no MCP server %q: the run offers %s", name, r.mcpNames())
+		}
+	}
+	if len(args.MCP) > 0 && args.Kind != "" && args.Kind != string(Harnessed) {
+		return "", fmt.Errorf("MCP servers are for harnessed workers; a %s worker has the team's tools over MCP already", args.Kind)
+	}
 	w, created, err := r.spawn(workerSpec(args))
 	if err != nil {
 		return "", err
@@ -335,4 +349,12 @@ func (r *run) toolFinish(ctx context.Context, args finishArgs) (string, error) {
 		return "", err
 	}
 	return "The run is finished; the output is in " + outputFile + ".", endTurn(ctx, "")
+}
+
+// mcpNames lists the MCP servers the run offers, by name.
+func (r *run) mcpNames() string {
+	if len(r.cfg.mcp) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(r.cfg.mcp)), ", ")
 }

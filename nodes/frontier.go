@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/tools/mcp"
 )
 
 // plan chooses the assignments to start this tick, within the pool's free places: first those
@@ -342,6 +344,15 @@ func (r *run) start(l launch) error {
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
+		a := a
+		if len(w.MCP) > 0 && w.Kind == Harnessed {
+			set, err := r.connectMCP(ctx, w.MCP)
+			if err != nil {
+				return r.saveOutcome(n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
+			}
+			defer set.Close()
+			a.Tools = append(slices.Clip(a.Tools), set.Tools()...)
+		}
 		o, err := rt.Run(ctx, a, r.sink(workspace.Log(r.dir.Node(n.ID)), r.dir.Worker(w.ID).Conversation(), n.ID, w.ID))
 		return r.saveOutcome(n.ID, l.Assignment, o, err)
 	})
@@ -438,4 +449,21 @@ func refsText(refs map[string]string) string {
 	}
 	b, _ := json.MarshalIndent(refs, "", "  ")
 	return strings.TrimSpace(string(b))
+}
+
+// connectMCP connects the MCP servers of the given names, among WithMCPServers.
+func (r *run) connectMCP(ctx context.Context, names []string) (*mcp.Set, error) {
+	servers := make([]mcp.Server, 0, len(names))
+	for _, name := range names {
+		s, ok := r.cfg.mcp[name]
+		if !ok {
+			return nil, fmt.Errorf("nodes: no MCP server %q: the run offers %s", name, r.mcpNames())
+		}
+		servers = append(servers, s)
+	}
+	set, err := mcp.Connect(ctx, servers...)
+	if err != nil {
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	return set, nil
 }

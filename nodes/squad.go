@@ -53,6 +53,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/triggers"
 	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
+	"github.com/agiraph/agiraph/tools/mcp"
 )
 
 // Contract bounds the work of a stage.
@@ -82,6 +83,7 @@ const (
 type Option func(*config)
 
 type config struct {
+	mcp           map[string]mcp.Server // WithMCPServers, by name
 	home          string
 	model         string
 	coordModel    string
@@ -147,6 +149,22 @@ func WithMaxConcurrent(n int) Option { return func(c *config) { c.maxConcurrent 
 // WithTick sets how long collect waits at most before looking again (default 1s); it also
 // wakes at once for anything that needs attention.
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
+
+// WithMCPServers offers MCP servers to the run's workers: the coordinator names them in
+// spawn_worker (mcp_servers), and a harnessed worker given one gets its tools (named
+// "<server>__<tool>") for each assignment, connected when the assignment starts and closed when
+// it ends (see package tools/mcp). A server that cannot be reached fails the assignment, naming
+// it. Claude Code workers get the team's own tools over MCP instead (runtime/claudecode).
+func WithMCPServers(servers ...mcp.Server) Option {
+	return func(c *config) {
+		if c.mcp == nil {
+			c.mcp = map[string]mcp.Server{}
+		}
+		for _, s := range servers {
+			c.mcp[s.Name] = s
+		}
+	}
+}
 
 // WithStall stops an assignment that shows no sign of progress for d (see runtime.Watch;
 // default 10 minutes; 0 turns the watchdog off).

@@ -1,0 +1,80 @@
+package nodes_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/tools/mcp"
+)
+
+// factArgs are the arguments of the fact server's lookup tool.
+type factArgs struct {
+	Key string `json:"key" jsonschema:"what to look up"`
+}
+
+// factServer serves an MCP server with one tool, lookup, over streamable HTTP.
+func factServer(t *testing.T) string {
+	t.Helper()
+	s := sdk.NewServer(&sdk.Implementation{Name: "facts", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "lookup", Description: "Look a fact up."},
+		func(_ context.Context, _ *sdk.CallToolRequest, a factArgs) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "the fact about " + a.Key + " is 42"}}}, nil, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv.URL
+}
+
+// The coordinator gives a worker an MCP server the run offers, by name, in spawn_worker; the
+// worker's model calls the server's tool and publishes what it said. A server the run does not
+// offer is refused, naming those it does.
+func TestWorkerGetsMCPServerFromSpawnWorker(t *testing.T) {
+	var refusal string
+	coord := scripted.NewFunc("mcp-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		text, results := scripted.Last(req)
+		switch {
+		case len(req.Messages) == 1:
+			return scTurn(req, scripted.Call("spawn_worker", map[string]any{"name": "Quinn", "mcp_servers": []string{"nowhere"}})), nil
+		case len(results) == 1 && results[0].Name == "spawn_worker" && results[0].IsError:
+			refusal = results[0].Content
+			return scTurn(req,
+				scripted.Call("spawn_worker", map[string]any{"name": "Kim", "mcp_servers": []string{"facts"}}),
+				scripted.Call("create_work_node", map[string]any{"task": "Look up the fact about towels, then publish it.", "worker": "Kim"})), nil
+		case strings.Contains(text, "Stage 1 is complete"):
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "done"})), nil
+		}
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
+	})
+	worker := scripted.NewFunc("mcp-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if _, results := scripted.Last(req); len(results) == 1 && results[0].Name == "facts__lookup" {
+			return scTurn(req, scripted.Call("publish", map[string]string{"summary": results[0].Content})), nil
+		}
+		return scTurn(req, scripted.Call("facts__lookup", factArgs{Key: "towels"})), nil
+	})
+	s := scSquad(t, coord, []providers.Model{worker}, nodes.WithMCPServers(mcp.Server{Name: "facts", URL: factServer(t)}))
+	res := scRun(t, s, "Find the fact.")
+	require.True(t, res.Finished)
+	assert.Contains(t, refusal, `no MCP server "nowhere"`)
+	assert.Contains(t, refusal, "facts")
+	var summary string
+	for _, n := range res.Board.Nodes {
+		if n.Worker == "kim" {
+			summary = n.Summary
+		}
+	}
+	assert.Equal(t, "the fact about towels is 42", summary)
+}
