@@ -94,12 +94,12 @@ type task[S any] struct {
 	arg  S // the Send's argument for push tasks
 	push bool
 
+	done bool       // the task finished: in this superstep, or before the checkpoint was loaded
+	out  Command[S] // its update, when it was loaded from the checkpoint
 	// Set when the run was loaded from a checkpoint.
-	done       bool       // the task's update was saved before
-	out        Command[S] // that update
-	resume     []any      // answers to its Interrupt calls
-	resuming   bool       // resume got a new answer in this invocation
-	skipBefore bool       // its WithInterruptBefore pause was already answered
+	resume     []any // answers to its Interrupt calls
+	resuming   bool  // resume got a new answer in this invocation
+	skipBefore bool  // its WithInterruptBefore pause was already answered
 
 	cached bool // its output came from the node cache
 }

@@ -18,6 +18,12 @@ import (
 	"github.com/agiraph/agiraph/tools"
 )
 
+// call is a reply of the fake API that calls one tool.
+func call(id, name string, args any) providertest.Reply {
+	raw, _ := json.Marshal(args)
+	return providertest.Reply{Calls: []tools.Call{{ID: id, Name: name, Args: raw}}}
+}
+
 // The real Claude Code CLI reaches the run through the work tools over MCP: the scripted model
 // sends the coordinator a message, asks for a sub-node and publishes with the squad's own tools
 // (mcp__agiraph__*); the message is sent through the mailbox, the sub-node and the published
@@ -28,10 +34,6 @@ func TestRealCLIWorkToolsOverMCP(t *testing.T) {
 	box := &runtimetest.Mailbox{}
 	a.Mailbox = box
 	scratch := a.Dir.Scratch()
-	call := func(id, name string, args any) providertest.Reply {
-		raw, _ := json.Marshal(args)
-		return providertest.Reply{Calls: []tools.Call{{ID: id, Name: name, Args: raw}}}
-	}
 	fake := providertest.NewAnthropicFunc(t, func(r providertest.Request) providertest.Reply {
 		last := lastMessage(r)
 		switch {
@@ -73,10 +75,6 @@ func TestRealCLIAsksOverMCP(t *testing.T) {
 	bin := claudeBinary(t)
 	a := assignment(t, "Pick a colour.")
 	scratch := a.Dir.Scratch()
-	call := func(id, name string, args any) providertest.Reply {
-		raw, _ := json.Marshal(args)
-		return providertest.Reply{Calls: []tools.Call{{ID: id, Name: name, Args: raw}}}
-	}
 	fake := providertest.NewAnthropicFunc(t, func(r providertest.Request) providertest.Reply {
 		last := lastMessage(r)
 		switch {
