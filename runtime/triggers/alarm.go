@@ -106,7 +106,10 @@ func (a *Alarm) loop(done chan struct{}) {
 		}
 		// The wall clock may jump (a suspended machine, a corrected clock): look again within
 		// maxWait, as the scheduler does.
-		timer := a.clock.After(min(at.Sub(now), maxWait))
+		if at.Sub(now) > maxWait {
+			at = now.Add(maxWait)
+		}
+		timer := a.clock.At(at)
 		a.mu.Unlock()
 		select {
 		case <-timer:

@@ -11,8 +11,10 @@ import (
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time
-	// After returns a channel that receives a time once d has passed.
-	After(d time.Duration) <-chan time.Time
+	// At returns a channel that receives a time once the clock reads t or later (at once when
+	// it already does). Waiting for a time rather than for a duration leaves no gap between
+	// reading the clock and asking for the timer in which the clock could move unseen.
+	At(t time.Time) <-chan time.Time
 }
 
 // RealClock returns the system clock.
@@ -20,8 +22,8 @@ func RealClock() Clock { return realClock{} }
 
 type realClock struct{}
 
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (realClock) Now() time.Time                  { return time.Now() }
+func (realClock) At(t time.Time) <-chan time.Time { return time.After(time.Until(t)) }
 
 // FakeClock is a [Clock] that only moves when [FakeClock.Advance] is called. It is safe for
 // concurrent use.
@@ -48,24 +50,23 @@ func (c *FakeClock) Now() time.Time {
 	return c.now
 }
 
-// After returns a channel (buffered, so an unread one never blocks the clock) that receives
-// the time at which it came due once the clock has been advanced by d or more. A d <= 0 is due
-// at once.
-func (c *FakeClock) After(d time.Duration) <-chan time.Time {
+// At returns a channel (buffered, so an unread one never blocks the clock) that receives t
+// once the clock has been advanced to t or past it; a t not after Now receives Now at once.
+func (c *FakeClock) At(t time.Time) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := make(chan time.Time, 1)
-	if d <= 0 {
+	if !t.After(c.now) {
 		ch <- c.now
 		return ch
 	}
 	c.seq++
-	c.waiters = append(c.waiters, fakeWaiter{at: c.now.Add(d), seq: c.seq, ch: ch})
+	c.waiters = append(c.waiters, fakeWaiter{at: t, seq: c.seq, ch: ch})
 	return ch
 }
 
-// Advance moves the clock forward by d (a negative d counts as zero) and fires the After
-// channels that have come due, in the order of their due times (ties in the order After was
+// Advance moves the clock forward by d (a negative d counts as zero) and fires the At
+// channels that have come due, in the order of their due times (ties in the order At was
 // called). Each receives its own due time. When Advance returns, Now reads the new time.
 func (c *FakeClock) Advance(d time.Duration) {
 	c.mu.Lock()

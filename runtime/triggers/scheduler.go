@@ -480,12 +480,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 			if deadline.Sub(now) > maxWait {
 				deadline = now.Add(maxWait)
 			}
-			timer = s.clock.After(deadline.Sub(now))
-			// The clock may have moved between reading it and asking for the timer.
-			if !s.now().Before(deadline) {
-				s.mu.Unlock()
-				continue
-			}
+			timer = s.clock.At(deadline)
 		}
 		s.waiting, s.waitUntil = true, deadline
 		close(s.waited)

@@ -259,12 +259,12 @@ func TestDurationJSON(t *testing.T) {
 
 func TestFakeClock(t *testing.T) {
 	c := triggers.NewFakeClock(base)
-	late := c.After(2 * time.Minute)
-	early := c.After(time.Minute)
-	never := c.After(time.Hour)
-	now := c.After(0)
+	late := c.At(base.Add(2 * time.Minute))
+	early := c.At(base.Add(time.Minute))
+	never := c.At(base.Add(time.Hour))
+	now := c.At(base.Add(-time.Minute))
 	if got := <-now; !got.Equal(base) {
-		t.Fatalf("After(0) = %s", got)
+		t.Fatalf("At(a time passed) = %s", got)
 	}
 	c.Advance(59 * time.Second)
 	select {
