@@ -3,6 +3,8 @@ package sqlite
 import (
 	"errors"
 	"fmt"
+
+	"github.com/agiraph/agiraph/checkpoint/internal/codec"
 )
 
 // ErrNotDatabase is wrapped by the error of Open when the file is not a SQLite database.
@@ -36,23 +38,9 @@ func (e *SchemaVersionError) Unwrap() error { return ErrSchemaTooNew }
 
 // CorruptError is the error of Get or List for a stored checkpoint or write that cannot be read
 // back: a column holds a value of the wrong type or an encoding that does not decode. It names the
-// row so that it can be found and repaired or deleted.
-type CorruptError struct {
-	ThreadID, NS, CheckpointID string
-	Column                     string // the column that could not be read, when known
-	Err                        error  // what was wrong
-}
-
-func (e *CorruptError) Error() string {
-	where := ""
-	if e.Column != "" {
-		where = " (column " + e.Column + ")"
-	}
-	return fmt.Sprintf("checkpoint/sqlite: thread %q namespace %q checkpoint %q is corrupt%s: %v", e.ThreadID, e.NS, e.CheckpointID, where, e.Err)
-}
-
-// Unwrap returns what was wrong.
-func (e *CorruptError) Unwrap() error { return e.Err }
+// thread, the namespace, the checkpoint and the column, so that the row can be found and repaired
+// or deleted; errors.Unwrap gives what was wrong.
+type CorruptError = codec.CorruptError
 
 // fileError is an error of Open about what the file is: it matches kind (ErrNotDatabase or
 // ErrForeignDatabase) and err, the error that revealed it, if any.

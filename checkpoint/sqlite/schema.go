@@ -36,7 +36,7 @@ var migrations = []migration{
 				run_id     TEXT    NOT NULL,
 				format     INTEGER NOT NULL,
 				created_at INTEGER,  -- Unix microseconds; NULL for the zero time
-				next       BLOB,     -- the frontier, in the binary encoding of codec.go; NULL when empty
+				next       BLOB,     -- the frontier, in the encoding of checkpoint/internal/codec; NULL when empty
 				joins      BLOB,     -- join progress, likewise
 				meta       BLOB,     -- metadata, likewise
 				state      BLOB,     -- the encoded state, as given; NULL when the checkpoint has no snapshot

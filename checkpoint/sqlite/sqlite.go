@@ -18,6 +18,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/checkpoint/internal/codec"
 )
 
 // Synchronous is how hard SQLite works to make a commit survive a power failure (PRAGMA
@@ -374,7 +375,7 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Ch
 		created = cp.CreatedAt.UnixMicro()
 	}
 	_, err := s.putCheckpoint.ExecContext(ctx, cfg.ThreadID, cfg.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.RunID,
-		cp.Format, created, encodeNext(cp.Next), encodeJoins(cp.Joins), encodeMeta(cp.Meta), blob(cp.State))
+		cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), blob(cp.State))
 	if err != nil {
 		return checkpoint.Config{}, fmt.Errorf("checkpoint/sqlite: put checkpoint %s of thread %q namespace %q: %w", cp.ID, cfg.ThreadID, cfg.NS, err)
 	}
@@ -703,13 +704,13 @@ func (r *cpRow) tuple(cfg checkpoint.Config) (*checkpoint.Tuple, int64, error) {
 		cp.CreatedAt = time.UnixMicro(d.integer64(r[7], "created_at")).UTC()
 	}
 	var err error
-	if cp.Next, err = decodeNext(d.raw(r[8], "next")); err != nil {
+	if cp.Next, err = codec.DecodeNext(d.raw(r[8], "next")); err != nil {
 		d.fail("next", err)
 	}
-	if cp.Joins, err = decodeJoins(d.raw(r[9], "joins")); err != nil {
+	if cp.Joins, err = codec.DecodeJoins(d.raw(r[9], "joins")); err != nil {
 		d.fail("joins", err)
 	}
-	if cp.Meta, err = decodeMeta(d.raw(r[10], "meta")); err != nil {
+	if cp.Meta, err = codec.DecodeMeta(d.raw(r[10], "meta")); err != nil {
 		d.fail("meta", err)
 	}
 	if d.err != nil {
@@ -728,7 +729,7 @@ type rowDecoder struct {
 
 func (d *rowDecoder) fail(column string, err error) {
 	if d.err == nil {
-		d.err = &CorruptError{ThreadID: d.cfg.ThreadID, NS: d.cfg.NS, CheckpointID: d.id, Column: d.table + "." + column, Err: err}
+		d.err = &CorruptError{ThreadID: d.cfg.ThreadID, NS: d.cfg.NS, CheckpointID: d.id, Column: d.table + "." + column, Err: err, Saver: "checkpoint/sqlite"}
 	}
 }
 

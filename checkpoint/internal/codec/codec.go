@@ -1,4 +1,7 @@
-package sqlite
+// Package codec is the compact binary encoding of a checkpoint's frontier, joins and metadata that
+// the SQL savers store in their next, joins and meta columns, and the error they return for a row
+// that does not decode.
+package codec
 
 import (
 	"encoding/binary"
@@ -11,7 +14,7 @@ import (
 )
 
 // The next, joins and meta columns hold a compact binary encoding, NULL when there is nothing to
-// store. Every encoding starts with the byte codecVersion; strings and byte slices are a uvarint
+// store. Every encoding starts with the byte Version; strings and byte slices are a uvarint
 // length followed by the bytes; counts are uvarints.
 //
 //	next:  version, count, then per task: id, node, flags (bit 0: push, bit 1: has an argument),
@@ -22,7 +25,7 @@ import (
 // The encoding keeps strings byte for byte and byte slices without the growth of base64; decoding
 // checks every length against what is left, so a damaged value is an error and never a panic or a
 // huge allocation.
-const codecVersion = 1
+const Version = 1
 
 const (
 	flagPush   = 1 << 0
@@ -36,7 +39,8 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func encodeNext(next []checkpoint.Task) []byte {
+// EncodeNext encodes a frontier; an empty one is nil.
+func EncodeNext(next []checkpoint.Task) []byte {
 	if len(next) == 0 {
 		return nil
 	}
@@ -45,7 +49,7 @@ func encodeNext(next []checkpoint.Task) []byte {
 		n += len(t.ID) + len(t.Node) + len(t.Arg) + 3*binary.MaxVarintLen32
 	}
 	b := make([]byte, 0, n)
-	b = append(b, codecVersion)
+	b = append(b, Version)
 	b = binary.AppendUvarint(b, uint64(len(next)))
 	for _, t := range next {
 		b = appendString(b, t.ID)
@@ -66,7 +70,8 @@ func encodeNext(next []checkpoint.Task) []byte {
 	return b
 }
 
-func encodeJoins(joins map[string][]string) []byte {
+// EncodeJoins encodes join progress; an empty map is nil.
+func EncodeJoins(joins map[string][]string) []byte {
 	return encodeMap(joins, func(b []byte, sources []string) []byte {
 		b = binary.AppendUvarint(b, uint64(len(sources)))
 		for _, s := range sources {
@@ -76,7 +81,8 @@ func encodeJoins(joins map[string][]string) []byte {
 	})
 }
 
-func encodeMeta(meta map[string]string) []byte { return encodeMap(meta, appendString) }
+// EncodeMeta encodes metadata; an empty map is nil.
+func EncodeMeta(meta map[string]string) []byte { return encodeMap(meta, appendString) }
 
 // encodeMap writes a map as its size and, in key order, each key followed by its value; an empty
 // map is nil.
@@ -84,7 +90,7 @@ func encodeMap[V any](m map[string]V, appendValue func([]byte, V) []byte) []byte
 	if len(m) == 0 {
 		return nil
 	}
-	b := []byte{codecVersion}
+	b := []byte{Version}
 	b = binary.AppendUvarint(b, uint64(len(m)))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		b = appendString(b, k)
@@ -103,7 +109,7 @@ func newDecoder(b []byte) *decoder {
 	d := &decoder{b: b}
 	if len(b) == 0 {
 		d.err = errTruncated
-	} else if b[0] != codecVersion {
+	} else if b[0] != Version {
 		d.err = fmt.Errorf("unknown encoding version %d", b[0])
 	} else {
 		d.b = b[1:]
@@ -171,8 +177,8 @@ func (d *decoder) done() error {
 	return d.err
 }
 
-// decodeNext decodes the next column; b is owned by the caller's result (arguments alias it).
-func decodeNext(b []byte) ([]checkpoint.Task, error) {
+// DecodeNext decodes what EncodeNext made (nil decodes to nil); the tasks' arguments alias b.
+func DecodeNext(b []byte) ([]checkpoint.Task, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -199,7 +205,8 @@ func decodeNext(b []byte) ([]checkpoint.Task, error) {
 	return next, d.done()
 }
 
-func decodeJoins(b []byte) (map[string][]string, error) {
+// DecodeJoins decodes what EncodeJoins made (nil decodes to nil).
+func DecodeJoins(b []byte) (map[string][]string, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -223,7 +230,8 @@ func decodeJoins(b []byte) (map[string][]string, error) {
 	return joins, d.done()
 }
 
-func decodeMeta(b []byte) (map[string]string, error) {
+// DecodeMeta decodes what EncodeMeta made (nil decodes to nil).
+func DecodeMeta(b []byte) (map[string]string, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -239,3 +247,25 @@ func decodeMeta(b []byte) (map[string]string, error) {
 	}
 	return meta, d.done()
 }
+
+// CorruptError is the error of a saver's Get or List for a stored checkpoint or write that cannot be
+// read back: a column holds a value of the wrong type or an encoding that does not decode. It names
+// the row so that it can be found and repaired or deleted.
+type CorruptError struct {
+	ThreadID, NS, CheckpointID string
+	Column                     string // the column that could not be read, as table.column, when known
+	Err                        error  // what was wrong
+	// Saver names the package that read the row ("checkpoint/sqlite"), as the message's prefix.
+	Saver string
+}
+
+func (e *CorruptError) Error() string {
+	where := ""
+	if e.Column != "" {
+		where = " (column " + e.Column + ")"
+	}
+	return fmt.Sprintf("%s: thread %q namespace %q checkpoint %q is corrupt%s: %v", e.Saver, e.ThreadID, e.NS, e.CheckpointID, where, e.Err)
+}
+
+// Unwrap returns what was wrong.
+func (e *CorruptError) Unwrap() error { return e.Err }
