@@ -3,6 +3,8 @@ package graph
 import (
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agiraph/agiraph/checkpoint"
 )
 
@@ -26,6 +28,7 @@ type config struct {
 	checkpointID    string
 	cache           any // a *Cache[S] (WithCache)
 	nodeCache       NodeCache
+	tracer          trace.Tracer // WithTracerProvider's; nil for the global provider
 }
 
 // DefaultRecursionLimit is the number of supersteps a run may take unless WithRecursionLimit says

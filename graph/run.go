@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agiraph/agiraph/checkpoint"
 )
@@ -40,7 +41,10 @@ func (g *Compiled[S]) Invoke(ctx context.Context, input S, opts ...Option) (S, e
 		var zero S
 		return zero, err
 	}
-	return r.start(ctx, input)
+	ctx = r.traceRun(ctx, "graph.invoke")
+	s, err := r.start(ctx, input)
+	r.endRun(ctx, err)
+	return s, err
 }
 
 // Resume continues a thread from its latest checkpoint: after an interrupt, a failure, a crash or a
@@ -55,7 +59,10 @@ func (g *Compiled[S]) Resume(ctx context.Context, value any, opts ...Option) (S,
 		var zero S
 		return zero, err
 	}
-	return r.resume(ctx, value)
+	ctx = r.traceRun(ctx, "graph.resume")
+	s, err := r.resume(ctx, value)
+	r.endRun(ctx, err)
+	return s, err
 }
 
 // run is one invocation of a compiled graph.
@@ -85,6 +92,7 @@ type run[S any] struct {
 	toParent *Command[S]       // a command for the parent graph that ended this run
 	held     *heldValue        // a resume value waiting for an Interrupt call
 	meta     map[string]string // metadata of the next checkpoint
+	span     trace.Span        // the run's span, when it records (see traceRun)
 }
 
 // task is one entry of the frontier.
@@ -113,7 +121,7 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 		r.ns = parent.path()
 		r.cfg.checkpointID = ""
 		r.cfg.saver, r.cfg.serde, r.cfg.thread = parent.saver, parent.serde, parent.thread
-		r.cfg.modes, r.cfg.subgraphs = parent.modes, parent.subs
+		r.cfg.modes, r.cfg.subgraphs, r.cfg.tracer = parent.modes, parent.subs, parent.tracer
 		if parent.subs && parent.events != nil {
 			r.emit = parent.emit
 		}
@@ -124,7 +132,7 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	if r.saving {
 		r.w = newWriter(r.cfg.saver, r.cfg.durability)
 	}
-	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs, nodeCache: r.cfg.nodeCache}
+	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs, nodeCache: r.cfg.nodeCache, tracer: r.cfg.tracer}
 	if r.env.nodeCache == nil && parent != nil {
 		r.env.nodeCache = parent.nodeCache
 	}
@@ -205,6 +213,7 @@ func (r *run[S]) load(ctx context.Context) (*checkpoint.Tuple, error) {
 func (r *run[S]) at(t *checkpoint.Tuple) {
 	r.cp, r.step, r.joins = t.Config, t.Checkpoint.Step, cloneJoins(t.Checkpoint.Joins)
 	r.w.savedID = t.Checkpoint.ID
+	r.traceFrom(t.Checkpoint.ID)
 }
 
 // finish saves what the durability mode left unsaved and adds any failure to err.
@@ -245,49 +254,62 @@ func (r *run[S]) loop(ctx context.Context) (S, error) {
 		if err := r.interruptBefore(ctx, ran); err != nil {
 			return r.state, err
 		}
-		outs, err := r.superstep(ctx, ran)
+		sctx, span := r.traceStep(ctx, len(ran))
+		s, err := r.runStep(sctx, ran, waiting)
+		r.endStep(span, err)
 		if err != nil {
-			if _, paused := err.(*Interrupted); paused {
-				// What the tasks that finished wrote is saved with the checkpoint, and shows in
-				// the state returned (and in State) though the step is merged only once it
-				// completes.
-				s, merr := r.withDone(r.state, ran, outs)
-				return s, errors.Join(err, merr)
-			}
+			return s, err
+		}
+	}
+	return r.state, nil
+}
+
+// runStep runs the superstep of the tasks ran, merges their updates, plans the next frontier
+// (which keeps the deferred tasks waiting) and saves the step. It returns the state to return
+// when it fails or pauses.
+func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (S, error) {
+	outs, err := r.superstep(ctx, ran)
+	if err != nil {
+		if _, paused := err.(*Interrupted); paused {
+			// What the tasks that finished wrote is saved with the checkpoint, and shows in
+			// the state returned (and in State) though the step is merged only once it
+			// completes.
+			s, merr := r.withDone(r.state, ran, outs)
+			return s, errors.Join(err, merr)
+		}
+		return r.state, err
+	}
+	if err := r.checkUpdates(ran, outs); err != nil {
+		return r.state, err
+	}
+	r.stepsRun++
+	r.step++
+	for i, out := range outs {
+		if r.state, err = r.g.reduce(r.state, out.Update, ran[i].node.name, r.step); err != nil {
 			return r.state, err
 		}
-		if err := r.checkUpdates(ran, outs); err != nil {
-			return r.state, err
-		}
-		r.stepsRun++
-		r.step++
-		for i, out := range outs {
-			if r.state, err = r.g.reduce(r.state, out.Update, ran[i].node.name, r.step); err != nil {
+		if r.trackDelta {
+			if r.delta, err = r.g.reduce(r.delta, out.Update, ran[i].node.name, r.step); err != nil {
 				return r.state, err
 			}
-			if r.trackDelta {
-				if r.delta, err = r.g.reduce(r.delta, out.Update, ran[i].node.name, r.step); err != nil {
-					return r.state, err
-				}
-			}
-			if out.ToParent && r.toParent == nil {
-				r.toParent = &outs[i]
-			}
 		}
-		if r.toParent != nil {
-			r.next = nil
-		} else if r.next, err = r.plan(ctx, ran, outs, waiting); err != nil {
-			return r.state, err
+		if out.ToParent && r.toParent == nil {
+			r.toParent = &outs[i]
 		}
-		if !r.send(Event{Mode: ModeValues, Namespace: r.ns, Step: r.step, Data: r.state}) {
-			return r.state, errStopped
-		}
-		if err := r.commit(ctx, checkpoint.SourceLoop, false); err != nil {
-			return r.state, err
-		}
-		if err := r.interruptAfter(ran); err != nil {
-			return r.state, err
-		}
+	}
+	if r.toParent != nil {
+		r.next = nil
+	} else if r.next, err = r.plan(ctx, ran, outs, waiting); err != nil {
+		return r.state, err
+	}
+	if !r.send(Event{Mode: ModeValues, Namespace: r.ns, Step: r.step, Data: r.state}) {
+		return r.state, errStopped
+	}
+	if err := r.commit(ctx, checkpoint.SourceLoop, false); err != nil {
+		return r.state, err
+	}
+	if err := r.interruptAfter(ran); err != nil {
+		return r.state, err
 	}
 	return r.state, nil
 }
@@ -490,6 +512,17 @@ func (r *run[S]) send(ev Event) bool {
 // execute runs one task with its retry policy, or takes its output from the node cache, and saves
 // what it wrote.
 func (r *run[S]) execute(ctx context.Context, t *task[S]) (Command[S], error) {
+	if r.span == nil {
+		return r.executeTask(ctx, t)
+	}
+	ctx, span := r.traceTask(ctx, t)
+	out, err := r.executeTask(ctx, t)
+	r.endTask(span, t, err)
+	return out, err
+}
+
+// executeTask is execute, within the task's span when the run is traced.
+func (r *run[S]) executeTask(ctx context.Context, t *task[S]) (Command[S], error) {
 	var key string
 	if t.node.cfg.cache != nil && r.env.nodeCache != nil {
 		out, k, err := r.fromCache(ctx, t)
@@ -520,6 +553,7 @@ func (r *run[S]) execute(ctx context.Context, t *task[S]) (Command[S], error) {
 			}
 			return Command[S]{}, err
 		}
+		r.traceRetry(ctx, attempt, err)
 		if sleep(ctx, policy.wait(attempt)) != nil {
 			return Command[S]{}, err
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agiraph/agiraph/checkpoint"
 )
 
@@ -21,6 +23,7 @@ type env struct {
 	events chan<- Event // to the run's loop; nil when nobody listens
 	// nodeCache keeps the outputs of nodes with a CachePolicy (WithNodeCache).
 	nodeCache NodeCache
+	tracer    trace.Tracer // the run's WithTracerProvider, for its subgraphs
 }
 
 // scope is what a running task knows about itself and its run. It is the context the task's node

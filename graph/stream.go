@@ -60,15 +60,15 @@ type CheckpointEvent struct {
 // (default ModeValues). The run's error, if any, is yielded last with a zero Event. Stopping the
 // iteration cancels the run.
 func (g *Compiled[S]) Stream(ctx context.Context, input S, opts ...Option) iter.Seq2[Event, error] {
-	return g.stream(ctx, opts, func(ctx context.Context, r *run[S]) (S, error) { return r.start(ctx, input) })
+	return g.stream(ctx, "graph.stream", opts, func(ctx context.Context, r *run[S]) (S, error) { return r.start(ctx, input) })
 }
 
 // StreamResume is Resume with events, as Stream.
 func (g *Compiled[S]) StreamResume(ctx context.Context, value any, opts ...Option) iter.Seq2[Event, error] {
-	return g.stream(ctx, opts, func(ctx context.Context, r *run[S]) (S, error) { return r.resume(ctx, value) })
+	return g.stream(ctx, "graph.stream_resume", opts, func(ctx context.Context, r *run[S]) (S, error) { return r.resume(ctx, value) })
 }
 
-func (g *Compiled[S]) stream(ctx context.Context, opts []Option, body func(context.Context, *run[S]) (S, error)) iter.Seq2[Event, error] {
+func (g *Compiled[S]) stream(ctx context.Context, span string, opts []Option, body func(context.Context, *run[S]) (S, error)) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		cfg := g.cfg.with(opts)
 		if cfg.modes == 0 {
@@ -93,7 +93,9 @@ func (g *Compiled[S]) stream(ctx context.Context, opts []Option, body func(conte
 			}
 			return true
 		}
+		ctx = r.traceRun(ctx, span)
 		_, err = body(ctx, r)
+		r.endRun(ctx, err)
 		if err != nil && !stopped {
 			yield(Event{}, err)
 		}

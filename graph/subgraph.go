@@ -69,6 +69,8 @@ func (g *Compiled[S]) runNested(ctx context.Context, input S) (final, delta S, t
 	if err != nil {
 		return final, delta, nil, err
 	}
+	ctx = r.traceRun(ctx, "graph.subgraph")
+	defer func() { r.endRun(ctx, err) }()
 	r.trackDelta = true
 	if r.saving {
 		t, err := r.cfg.saver.Get(ctx, r.nsConfig(""))
