@@ -17,6 +17,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/memory"
 	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
+	"github.com/agiraph/agiraph/tools/mcp"
 )
 
 // coordinate gives the coordinator a turn: the first one with the goal, later ones woken by its
@@ -39,6 +40,16 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 		Mailbox: r.bus.Mailbox(bus.Coordinator), Answer: st.Answer, Wake: wake,
 	}
 	a.Tools = r.coordinatorTools(a)
+	if len(r.cfg.coordMCP) > 0 {
+		if r.coordMCP == nil {
+			set, err := mcp.Connect(ctx, r.cfg.coordMCP...)
+			if err != nil {
+				return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
+			}
+			r.coordMCP = set
+		}
+		a.Tools = append(a.Tools, r.coordMCP.Tools()...)
+	}
 	if st.Answer != "" {
 		if err := r.heard(st.Asked, bus.Coordinator, st.Answer); err != nil {
 			return runtime.Outcome{}, err

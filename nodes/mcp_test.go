@@ -25,6 +25,13 @@ type factArgs struct {
 // factServer serves an MCP server with one tool, lookup, over streamable HTTP.
 func factServer(t *testing.T) string {
 	t.Helper()
+	url, _ := factServerSessions(t)
+	return url
+}
+
+// factServerSessions is factServer, with a function that counts its open sessions.
+func factServerSessions(t *testing.T) (string, func() int) {
+	t.Helper()
 	s := sdk.NewServer(&sdk.Implementation{Name: "facts", Version: "1"}, nil)
 	sdk.AddTool(s, &sdk.Tool{Name: "lookup", Description: "Look a fact up."},
 		func(_ context.Context, _ *sdk.CallToolRequest, a factArgs) (*sdk.CallToolResult, any, error) {
@@ -36,7 +43,13 @@ func factServer(t *testing.T) string {
 		srv.CloseClientConnections()
 		srv.Close()
 	})
-	return srv.URL
+	return srv.URL, func() int {
+		n := 0
+		for range s.Sessions() {
+			n++
+		}
+		return n
+	}
 }
 
 // The coordinator gives a worker an MCP server the run offers, by name, in spawn_worker; the
@@ -77,4 +90,32 @@ func TestWorkerGetsMCPServerFromSpawnWorker(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "the fact about towels is 42", summary)
+}
+
+// The coordinator given MCP servers by WithCoordinatorMCP calls their tools itself, and their
+// sessions end when the run returns; a server that cannot be reached fails the run, naming it.
+func TestCoordinatorGetsMCPServers(t *testing.T) {
+	coord := scripted.NewFunc("mcp-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if _, results := scripted.Last(req); len(results) == 1 && results[0].Name == "facts__lookup" {
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": results[0].Content})), nil
+		}
+		return scTurn(req, scripted.Call("facts__lookup", factArgs{Key: "towels"})), nil
+	})
+	url, sessions := factServerSessions(t)
+	s := scSquad(t, coord, []providers.Model{scripted.New("unused")}, nodes.WithCoordinatorMCP(mcp.Server{Name: "facts", URL: url}))
+	res := scRun(t, s, "Find the fact.")
+	require.True(t, res.Finished)
+	assert.Equal(t, "the fact about towels is 42", res.Output)
+	assert.Zero(t, sessions(), "the coordinator's MCP session is closed when the run returns")
+
+	t.Run("unreachable", func(t *testing.T) {
+		dead := httptest.NewServer(http.NotFoundHandler())
+		dead.Close()
+		s := scSquad(t, coord, []providers.Model{scripted.New("unused")}, nodes.WithCoordinatorMCP(mcp.Server{Name: "gone", URL: dead.URL}))
+		ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+		defer cancel()
+		_, err := s.Run(ctx, "Find the fact.")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), `"gone"`)
+	})
 }

@@ -68,11 +68,13 @@ func (r *run) damagedOutcome(node Node, id string, err error) outcomeRecord {
 }
 
 // record applies an outcome to its node: its sub-nodes, then in one change the node's new
-// status and its worker released. It returns the node as it is now.
+// status and its worker released. It returns the node as it is now. The sub-nodes of an
+// outcome that checkpointed are waited for; those of one that published go on the board as
+// work of their own (the node is done); a failed attempt's are dropped with it.
 func (r *run) record(node Node, worker Worker, id string, rec outcomeRecord, stage int) (Node, error) {
 	o := rec.Outcome
 	var children []string
-	if o.Status == runtime.Checkpointed {
+	if o.Status == runtime.Checkpointed || o.Status == runtime.Published {
 		for i, sub := range o.SubNodes {
 			c, _, err := r.board.create(nodeSpec{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: node.ID, Stage: stage, By: worker.Name, Key: fmt.Sprintf("%s#%d", id, i)})
 			if err != nil {
@@ -298,25 +300,32 @@ func (r *run) wakeParents(ctx context.Context) error {
 }
 
 // stageComplete reports whether the stage's nodes are done as policy asks, with the note that
-// tells the coordinator.
+// tells the coordinator. The policy counts the nodes the coordinator put on the board; under
+// "all", the sub-nodes its workers asked for must have ended too (those of a node that
+// published are work of their own, which no node waits for).
 func (r *run) stageComplete(stage int, policy string) (string, bool) {
 	if r.revival() {
 		return "", false // a worker has mail to wake up to first
 	}
-	total, done, ended := 0, 0, 0
+	total, done, ended, open := 0, 0, 0, 0
 	complete := false
 	var b strings.Builder
 	r.board.read(func(rd reader) {
 		for _, n := range rd.nodes() {
-			if n.Stage != stage || n.Parent != "" {
-				continue
-			}
-			total++
-			if n.Status.done() {
-				done++
-			}
-			if n.Status.done() || n.Status == NodeFailed {
-				ended++
+			switch {
+			case n.Stage != stage:
+			case n.Parent != "":
+				if !n.Status.done() && n.Status != NodeFailed {
+					open++
+				}
+			default:
+				total++
+				if n.Status.done() {
+					done++
+				}
+				if n.Status.done() || n.Status == NodeFailed {
+					ended++
+				}
 			}
 		}
 		switch policy {
@@ -325,14 +334,18 @@ func (r *run) stageComplete(stage int, policy string) (string, bool) {
 		case "majority":
 			complete = done*2 > total
 		default:
-			complete = ended == total
+			complete = ended == total && open == 0
 		}
 		if total == 0 || !complete {
 			return
 		}
 		fmt.Fprintf(&b, "Stage %d is complete (policy %q): %d of %d nodes done.\n", stage, policyName(policy), done, total)
 		for _, n := range rd.nodes() {
-			if n.Stage == stage && n.Parent == "" {
+			switch {
+			case n.Stage != stage:
+			case n.Parent != "":
+				fmt.Fprintf(&b, "  - %s (sub-node of %s) %s: %s\n", n.ID, n.Parent, n.Status, firstLine(n.Summary))
+			default:
 				fmt.Fprintf(&b, "- %s %s: %s\n", n.ID, n.Status, firstLine(n.Summary))
 			}
 		}

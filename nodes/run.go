@@ -19,6 +19,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/runtime/triggers"
 	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/tools/mcp"
 )
 
 // tick is the squad graph's state: what a tick passes to the next. The run's own facts (goal,
@@ -85,6 +86,7 @@ type run struct {
 	// them, so that a wake-up does not rebuild them from checkpoints (see harnessed.Cache); the
 	// coordinator's is kept apart, where the workers' do not push it out.
 	coordConv, workerConvs *harnessed.Cache
+	coordMCP               *mcp.Set // the coordinator's MCP servers, once its first turn connected them
 
 	mu      sync.Mutex // guards the signals from outside
 	stopped bool
@@ -207,6 +209,9 @@ func (r *run) execute() (res Result, err error) {
 	defer func() {
 		r.pool.cancelAll()
 		r.pool.wait()
+		if r.coordMCP != nil {
+			r.coordMCP.Close()
+		}
 	}()
 	for _, e := range r.bus.Events() { // what a crash kept from the log: logged now, once
 		r.observeMessage(e)

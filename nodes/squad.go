@@ -84,6 +84,7 @@ type Option func(*config)
 
 type config struct {
 	mcp           map[string]mcp.Server // WithMCPServers, by name
+	coordMCP      []mcp.Server          // WithCoordinatorMCP
 	home          string
 	model         string
 	coordModel    string
@@ -218,6 +219,15 @@ func WithTriggerClock(c triggers.Clock) Option { return func(c2 *config) { c2.tr
 // time, and only those that came due before t count as having come due while the agent was
 // down (triggers.Firing.Late). By default, late means due before the squad opened.
 func WithUpSince(t time.Time) Option { return func(c *config) { c.upSince = t } }
+
+// WithCoordinatorMCP gives the coordinator the tools of these MCP servers (named
+// "<server>__<tool>", see package tools/mcp) beside its own. They are connected when the
+// coordinator first thinks in a run, and closed, their commands ended, when the run returns; a
+// server that cannot be connected fails the run, naming it (Resume tries again). To offer
+// servers to workers instead, see WithMCPServers.
+func WithCoordinatorMCP(servers ...mcp.Server) Option {
+	return func(c *config) { c.coordMCP = append(c.coordMCP, servers...) }
+}
 
 // WithCoordinatorTools gives the coordinator tools beyond its own.
 func WithCoordinatorTools(ts ...tools.Tool) Option {

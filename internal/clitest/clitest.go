@@ -1,0 +1,107 @@
+// Package clitest finds the third-party programs that tests run for real — the Claude Code,
+// Codex and Gemini CLIs, MCP servers from npm — where .ci/run installs them: npm packages
+// pinned to a version under <repository>/.cache/<folder>. A program that is not there skips
+// the test with the command that installs it; under CI (the CI variable set), which installs
+// them all, it fails the test instead.
+package clitest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Package is an npm package a test runs, installed by .ci/run with
+// npm install --prefix .cache/<Folder> <Name>@<Version>.
+type Package struct {
+	Folder  string // the folder under .cache
+	Name    string // the npm package, e.g. "@anthropic-ai/claude-code"
+	Version string // the version the tests pin
+}
+
+// The packages the tests run, as .ci/run installs them.
+var (
+	Claude     = Package{"claude-code", "@anthropic-ai/claude-code", "2.1.330"}
+	Claude197  = Package{"claude-code-2.1.197", "@anthropic-ai/claude-code", "2.1.197"}
+	Codex      = Package{"codex", "@openai/codex", "0.169.0"}
+	Gemini     = Package{"gemini-cli", "@google/gemini-cli", "0.61.0"}
+	Everything = Package{"mcp-everything", "@modelcontextprotocol/server-everything", "2026.8.31"}
+)
+
+// RepoRoot returns the module's root directory: the first folder above the test's working
+// directory that holds go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("clitest: no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// Dir returns the folder of the installed package (where its package.json is). A package
+// missing, or installed at another version, skips the test — fails it under CI.
+func (p Package) Dir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(RepoRoot(t), ".cache", p.Folder, "node_modules", filepath.FromSlash(p.Name))
+	var meta struct{ Version string }
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &meta)
+	}
+	if err == nil && meta.Version != p.Version {
+		err = fmt.Errorf("version %s is installed", meta.Version)
+	}
+	if err != nil {
+		missing(t, fmt.Sprintf("%s@%s is not installed (npm install --prefix .cache/%s %s@%s): %v", p.Name, p.Version, p.Folder, p.Name, p.Version, err))
+	}
+	return dir
+}
+
+// Bin returns the path of the package's command bin (node_modules/.bin/<bin>), or the path in
+// the environment variable override when that is set (a test run against another copy). A
+// missing package skips the test — fails it under CI.
+func (p Package) Bin(t testing.TB, bin, override string) string {
+	t.Helper()
+	if v := os.Getenv(override); override != "" && v != "" {
+		return v
+	}
+	p.Dir(t)
+	return filepath.Join(RepoRoot(t), ".cache", p.Folder, "node_modules", ".bin", bin)
+}
+
+// missing skips the test with msg, or fails it under CI.
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// ClaudeEnv returns the environment in which the Claude Code CLI talks to the Messages API at
+// baseURL (a fake one) with a test key, in a home folder of its own, and reaches nothing else.
+func ClaudeEnv(t testing.TB, baseURL string) []string {
+	return []string{
+		"HOME=" + t.TempDir(),
+		"ANTHROPIC_BASE_URL=" + baseURL,
+		"ANTHROPIC_API_KEY=test-key",
+		"ANTHROPIC_AUTH_TOKEN=",
+		"CLAUDE_CODE_USE_BEDROCK=", "CLAUDE_CODE_USE_VERTEX=",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+		"DISABLE_ERROR_REPORTING=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}
+}
