@@ -2,8 +2,6 @@ package mcp_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -11,49 +9,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/internal/clitest"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/mcp"
 )
 
-// The reference MCP server of the MCP project, from npm, which .ci/run installs with
-// npm install --prefix .cache/mcp-everything @modelcontextprotocol/server-everything@2026.8.31.
-const (
-	everythingDir = "mcp-everything"
-	everythingPkg = "@modelcontextprotocol/server-everything"
-	everythingVer = "2026.8.31"
-)
-
-// everything returns the command that runs the reference server over stdio. Where it is not
-// installed the test is skipped, except in CI (CI set), which installs it and must run it.
+// everything returns the command that runs the MCP project's reference server, from npm, over
+// stdio (see clitest.Everything).
 func everything(t *testing.T) []string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "no go.mod above the test's directory")
-		dir = parent
-	}
-	pkg := filepath.Join(dir, ".cache", everythingDir, "node_modules", filepath.FromSlash(everythingPkg))
-	var meta struct{ Version string }
-	b, err := os.ReadFile(filepath.Join(pkg, "package.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &meta)
-	}
-	if err == nil && meta.Version != everythingVer {
-		err = fmt.Errorf("version %s is installed", meta.Version)
-	}
-	if err != nil {
-		msg := fmt.Sprintf("%s@%s is not installed (npm install --prefix .cache/%s %s@%s): %v", everythingPkg, everythingVer, everythingDir, everythingPkg, everythingVer, err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return []string{"node", filepath.Join(pkg, "dist", "index.js"), "stdio"}
+	return []string{"node", filepath.Join(clitest.Everything.Dir(t), "dist", "index.js"), "stdio"}
 }
 
 func TestTheReferenceServer(t *testing.T) {
