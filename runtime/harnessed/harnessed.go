@@ -38,6 +38,8 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/providers"
@@ -51,8 +53,9 @@ var ErrMaxIterations = errors.New("harnessed: reached the maximum number of mode
 
 // Runtime runs assignments with one model. It is safe for concurrent use.
 type Runtime struct {
-	model providers.Model
-	cfg   config
+	model  providers.Model
+	cfg    config
+	tracer trace.Tracer // of the model and tool spans (see WithTracerProvider)
 }
 
 type config struct {
@@ -69,6 +72,9 @@ type config struct {
 	noStream      bool
 	cache         *Cache
 	mcp           []mcp.Server
+	// tracerProvider and traceArgs are WithTracerProvider's and WithTracedArguments'.
+	tracerProvider trace.TracerProvider
+	traceArgs      bool
 }
 
 // Option configures a Runtime.
@@ -146,7 +152,7 @@ func New(model providers.Model, opts ...Option) *Runtime {
 	if c.cache == nil {
 		c.cache = NewCache(16)
 	}
-	return &Runtime{model: model, cfg: c}
+	return &Runtime{model: model, cfg: c, tracer: tracerOf(c.tracerProvider)}
 }
 
 // Run runs a to its end, or continues it from its last saved step when a.ID has run before.
@@ -212,7 +218,7 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 		}
 		ts = append(ts, w.mcp.Tools()...)
 	}
-	w.reg, err = tools.NewRegistry(ts, tools.WithMaxOutput(rt.cfg.maxOutput))
+	w.reg, err = tools.NewRegistry(rt.traceTools(ts), tools.WithMaxOutput(rt.cfg.maxOutput))
 	if err != nil {
 		return w, fmt.Errorf("harnessed: assignment %s: %w", a.ID, err)
 	}

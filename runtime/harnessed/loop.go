@@ -40,7 +40,7 @@ func (w *worker) graph() (*graph.Compiled[state], error) {
 	g.AddConditionalEdges(modelNode, next, toolsNode, modelNode, graph.END)
 	g.AddConditionalEdges(toolsNode, next, toolsNode, modelNode, graph.END)
 	return g.Compile(graph.WithCheckpointer(w.rt.cfg.saver), graph.WithThread(w.a.ID),
-		graph.WithRecursionLimit(1<<30), graph.WithCache(w.rt.cfg.cache.states))
+		graph.WithRecursionLimit(1<<30), graph.WithCache(w.rt.cfg.cache.states), graph.WithTracerProvider(w.rt.cfg.tracerProvider))
 }
 
 // think is the model node: a yield point, a compaction if one is due, then one model turn.
@@ -204,10 +204,13 @@ func (w *worker) generate(ctx context.Context, conv []providers.Message) (provid
 			}
 		}
 	}
+	ctx, span := w.traceModel(ctx, req)
 	ctx = providers.OnRetry(ctx, func(attempt int, err error, wait time.Duration) {
 		w.rep.Emit(runtime.Event{Kind: runtime.Retrying, Text: fmt.Sprintf("attempt %d failed, trying again in %v: %v", attempt, wait.Round(time.Millisecond), err)})
+		traceRetry(span, attempt, err)
 	})
 	resp, err := w.rt.model.Generate(ctx, req)
+	endModel(span, resp, err)
 	if err == nil || ctx.Err() != nil {
 		return resp, err
 	}
