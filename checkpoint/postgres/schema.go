@@ -16,7 +16,7 @@ const (
 	writesTable      = "agiraph_checkpoint_writes"
 )
 
-// migrationLock is the key of the transaction-level advisory lock that migrations hold, so that
+// migrationLock is the key of the advisory lock that migrations hold, so that
 // processes opening a database at once migrate it one after the other: "agcp" and 1.
 const migrationLock = 0x6167637000000001
 
@@ -96,9 +96,9 @@ func readVersion(ctx context.Context, q querier) (int, error) {
 }
 
 // migrate brings the database to the version of the last of list, applying the missing migrations
-// and recording them in one transaction that holds an advisory lock, so that a process that fails
-// half way leaves the old version and several processes opening a new database apply each
-// migration once. It refuses a database newer than list.
+// and recording them in one transaction, under an advisory lock, so that a process that fails half
+// way leaves the old version and several processes opening a new database apply each migration
+// once. It refuses a database newer than list.
 func migrate(ctx context.Context, pool *pgxpool.Pool, db string, list []migration) error {
 	// Most opens find the schema up to date and need no lock.
 	v, err := readVersion(ctx, pool)
@@ -108,14 +108,27 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, db string, list []migratio
 	if err := checkVersion(db, v, len(list)); err != nil || v == len(list) {
 		return err
 	}
-	tx, err := pool.Begin(ctx)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint/postgres: %s: %w", db, err)
+	}
+	defer conn.Release()
+	// The lock is the session's, taken before the transaction begins: a transaction that begins
+	// sees the catalog as it is then, so the tables another process created while this one waited
+	// for the lock are seen.
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+		return fmt.Errorf("checkpoint/postgres: %s: wait for the migration lock: %w", db, err)
+	}
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock)); err != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx)) // closing the session releases its lock
+		}
+	}()
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("checkpoint/postgres: %s: begin the schema migration: %w", db, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
-		return fmt.Errorf("checkpoint/postgres: %s: wait for the migration lock: %w", db, err)
-	}
 	// Another process may have migrated in between.
 	if v, err = readVersion(ctx, tx); err != nil {
 		return fmt.Errorf("checkpoint/postgres: %s: read the schema version: %w", db, err)

@@ -1,0 +1,78 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agiraph/agiraph/checkpoint/postgres"
+	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/internal/pgtest"
+	"github.com/agiraph/agiraph/internal/workload"
+)
+
+// tableBytes is the size on disk of the saver's tables in the database at url: rows, indexes and
+// out-of-line values (PostgreSQL's write-ahead log is the server's, shared by all databases, and
+// recycled; it is not counted).
+func tableBytes(b *testing.B, url string) int64 {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT pg_total_relation_size('agiraph_checkpoints') + pg_total_relation_size('agiraph_checkpoint_writes')`).Scan(&n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// benchLoop is BenchmarkLoop (see package graph) with 500 steps, checkpointed with sync durability
+// to a new database of the test cluster per run, whose URL gets params. It reports the time per
+// step, db_bytes (the size of the saver's tables when the run has ended) and that per step.
+func benchLoop(b *testing.B, params string) {
+	const steps = 500
+	g, check := workload.Loop(steps)
+	c, err := g.Compile(graph.WithRecursionLimit(steps + 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var bytes int64
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		url := pgtest.Start(b) + params
+		saver, err := postgres.Open(ctx, url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		out, err := c.Invoke(ctx, workload.LoopState{}, graph.WithCheckpointer(saver), graph.WithThread("loop"))
+		b.StopTimer()
+		if err == nil {
+			err = check(out)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += tableBytes(b, url)
+		saver.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N*steps), "us/step")
+	b.ReportMetric(float64(bytes)/float64(b.N), "db_bytes")
+	b.ReportMetric(float64(bytes)/float64(b.N*steps), "bytes/step")
+}
+
+// BenchmarkLoopPostgres: BenchmarkLoopSQLite (see checkpoint/sqlite) on PostgreSQL with the
+// server's defaults: every commit waits for the server's fsync.
+func BenchmarkLoopPostgres(b *testing.B) { benchLoop(b, "") }
+
+// BenchmarkLoopPostgresAsyncCommit: the same with synchronous_commit=off, the durability of
+// checkpoint/sqlite's default (a crash of the server, not of the client, may lose the last
+// commits).
+func BenchmarkLoopPostgresAsyncCommit(b *testing.B) { benchLoop(b, "&synchronous_commit=off") }
