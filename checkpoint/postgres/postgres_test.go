@@ -19,7 +19,18 @@ import (
 	"github.com/agiraph/agiraph/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+// TestMain runs this binary as a child process of a test when the environment says so (see
+// process_test.go), and runs the tests otherwise.
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		if err := child(role, os.Getenv(urlEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(pgtest.Run(m))
+}
 
 // open opens a Saver on url, closed when the test ends.
 func open(t testing.TB, url string) *postgres.Saver {
