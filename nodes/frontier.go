@@ -353,7 +353,9 @@ func (r *run) start(l launch) error {
 			defer set.Close()
 			a.Tools = append(slices.Clip(a.Tools), set.Tools()...)
 		}
-		o, err := rt.Run(ctx, a, r.sink(workspace.Log(r.dir.Node(n.ID)), r.dir.Worker(w.ID).Conversation(), n.ID, w.ID))
+		sink, done := r.sink(workspace.Log(r.dir.Node(n.ID)), r.dir.Worker(w.ID).Conversation(), n.ID, w.ID)
+		defer done()
+		o, err := rt.Run(ctx, a, sink)
 		return r.saveOutcome(n.ID, l.Assignment, o, err)
 	})
 	return nil
@@ -363,18 +365,24 @@ func (r *run) start(l launch) error {
 // them in its conversation file (a worker's conversation.jsonl, readable by people; the
 // conversation itself is checkpointed), and the agent's event log. A piece of the model's text
 // goes to the event log's subscribers only, as a live TextDelta event: the model turn that
-// follows records the text.
-func (r *run) sink(logPath, convPath, node, worker string) runtime.Sink {
+// follows records the text. The files stay open until done is called.
+func (r *run) sink(logPath, convPath, node, worker string) (sink runtime.Sink, done func()) {
+	var files workspace.Appender
+	done = func() {
+		if err := files.Close(); err != nil {
+			r.cfg.logger.Error("log not written", "run", r.id, "node", node, "worker", worker, "err", err)
+		}
+	}
 	return func(e runtime.Event) {
 		if e.Kind == runtime.TextDelta {
 			r.log.Broadcast(eventlog.Event{Type: eventlog.TextDelta, Time: e.Time, Run: r.id, Node: node, Worker: worker, Text: e.Text})
 			return
 		}
-		if err := workspace.AppendJSONL(logPath, e); err != nil {
+		if err := files.AppendJSONL(logPath, e); err != nil {
 			r.cfg.logger.Error("node log not written", "run", r.id, "node", node, "err", err)
 		}
 		if line, ok := conversationLine(e); ok {
-			if err := workspace.AppendJSONL(convPath, line); err != nil {
+			if err := files.AppendJSONL(convPath, line); err != nil {
 				r.cfg.logger.Error("conversation not written", "run", r.id, "worker", worker, "err", err)
 			}
 		}
@@ -382,7 +390,7 @@ func (r *run) sink(logPath, convPath, node, worker string) runtime.Sink {
 			ev.Node, ev.Worker = node, worker
 			r.emit(ev)
 		}
-	}
+	}, done
 }
 
 // convLine is a line of a worker's conversation.jsonl.

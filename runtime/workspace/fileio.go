@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/agiraph/agiraph/tools/files"
 )
@@ -101,6 +102,60 @@ func jsonLine(path string, v any) ([]byte, error) {
 		return nil, fmt.Errorf("workspace: append to %s: %w", path, err)
 	}
 	return append(data, '\n'), nil
+}
+
+// Appender appends JSON lines, as AppendJSONL does, to files it keeps open until Close: for one
+// that appends many lines to a few files (an assignment's log and conversation), one open per
+// file rather than per line. Its methods are safe for concurrent use.
+type Appender struct {
+	mu     sync.Mutex
+	files  map[string]*os.File
+	closed bool
+}
+
+// AppendJSONL appends v's JSON and a newline to path in a single write, opening path (created
+// 0644 if need be) on its first line. After Close it appends as the function AppendJSONL does,
+// keeping nothing open.
+func (a *Appender) AppendJSONL(path string, v any) error {
+	data, err := jsonLine(path, v)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return AppendJSONL(path, v)
+	}
+	if f, ok := a.files[path]; ok {
+		if _, err := f.Write(data); err != nil {
+			return fmt.Errorf("workspace: append to %s: %w", path, files.Cause(err))
+		}
+		return nil
+	}
+	f, err := appendTo(path, data)
+	if err != nil {
+		return err
+	}
+	if a.files == nil {
+		a.files = map[string]*os.File{}
+	}
+	a.files[path] = f
+	return nil
+}
+
+// Close closes the files.
+func (a *Appender) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	var err error
+	for path, f := range a.files {
+		if cerr := f.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("workspace: append to %s: %w", path, files.Cause(cerr)))
+		}
+	}
+	clear(a.files)
+	return err
 }
 
 // appendTo appends data to path (created 0644 if need be) in a single write to a file opened

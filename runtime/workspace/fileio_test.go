@@ -281,3 +281,34 @@ func TestBatchAppends(t *testing.T) {
 	assert.Equal(t, "1\n", string(b), "the files are not written when a line cannot be")
 	require.Error(t, batch.Append(log, make(chan int)))
 }
+
+// An Appender appends lines as AppendJSONL does, from several goroutines, keeping each file
+// open until Close; after Close it still appends, keeping nothing open.
+func TestAppender(t *testing.T) {
+	dir := t.TempDir()
+	log, conv := filepath.Join(dir, "log.jsonl"), filepath.Join(dir, "conversation.jsonl")
+	var a workspace.Appender
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			require.NoError(t, a.AppendJSONL(log, map[string]int{"i": i}))
+			require.NoError(t, a.AppendJSONL(conv, i))
+		})
+	}
+	wg.Wait()
+	require.NoError(t, a.Close())
+	require.NoError(t, a.AppendJSONL(log, map[string]int{"i": 20}))
+	require.Error(t, a.AppendJSONL(filepath.Join(dir, "missing", "x.jsonl"), 1), "a folder that is not there")
+
+	b, err := os.ReadFile(log)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	assert.Len(t, lines, 21)
+	for _, l := range lines {
+		var v map[string]int
+		require.NoError(t, json.Unmarshal([]byte(l), &v), "line %q", l)
+	}
+	b, err = os.ReadFile(conv)
+	require.NoError(t, err)
+	assert.Len(t, strings.Split(strings.TrimSpace(string(b)), "\n"), 20)
+}

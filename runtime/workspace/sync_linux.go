@@ -19,7 +19,8 @@ func syncFiles(files []*os.File) error {
 		if slices.Contains(done, st.Dev) {
 			continue
 		}
-		if err := syncerOf(st.Dev).sync(int(f.Fd())); err != nil {
+		fd := int(f.Fd())
+		if err := syncerOf(st.Dev).sync(func() (int, func()) { return fd, func() {} }); err != nil {
 			return err
 		}
 		done = append(done, st.Dev)
@@ -28,20 +29,23 @@ func syncFiles(files []*os.File) error {
 }
 
 // syncDirs makes renames in dirs durable, where the system supports it: a syncfs of each file
-// system they are on.
+// system they are on. A folder is opened only when its syncfs runs, not when it shares
+// another's.
 func syncDirs(dirs []string) {
 	var done []uint64
 	for _, dir := range dirs {
-		d, err := os.Open(dir)
-		if err != nil {
+		var st unix.Stat_t
+		if unix.Stat(dir, &st) != nil || slices.Contains(done, st.Dev) {
 			continue
 		}
-		var st unix.Stat_t
-		if unix.Fstat(int(d.Fd()), &st) == nil && !slices.Contains(done, st.Dev) {
-			_ = syncerOf(st.Dev).sync(int(d.Fd()))
-			done = append(done, st.Dev)
-		}
-		_ = d.Close()
+		_ = syncerOf(st.Dev).sync(func() (int, func()) {
+			d, err := os.Open(dir)
+			if err != nil {
+				return -1, func() {}
+			}
+			return int(d.Fd()), func() { _ = d.Close() }
+		})
+		done = append(done, st.Dev)
 	}
 }
 
@@ -62,6 +66,18 @@ type syncer struct {
 // syncfs is unix.Syncfs; tests count its calls.
 var syncfs = unix.Syncfs
 
+// syncThrough runs a syncfs through the file descriptor fd gives; when it gives none (-1: a
+// folder removed meanwhile), a sync of every file system stands for it.
+func syncThrough(fd func() (int, func())) error {
+	n, release := fd()
+	defer release()
+	if n < 0 {
+		unix.Sync()
+		return nil
+	}
+	return syncfs(n)
+}
+
 var (
 	syncersMu sync.Mutex
 	syncers   = map[uint64]*syncer{}
@@ -80,9 +96,10 @@ func syncerOf(dev uint64) *syncer {
 	return s
 }
 
-// sync returns once a syncfs of the file system, through fd, that started after the call has
-// finished: with that sync's error, or a later one's.
-func (s *syncer) sync(fd int) error {
+// sync returns once a syncfs of the file system that started after the call has finished:
+// with that sync's error, or a later one's. When the call runs the syncfs itself, it goes
+// through the file descriptor fd gives, which it releases after.
+func (s *syncer) sync(fd func() (int, func())) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	need := s.started + 1 // the running sync, if any, may have started before our writes
@@ -95,7 +112,7 @@ func (s *syncer) sync(fd int) error {
 		s.started++
 		gen := s.started
 		s.mu.Unlock()
-		err := syncfs(fd)
+		err := syncThrough(fd)
 		s.mu.Lock()
 		s.running, s.done = false, gen
 		if err != nil {

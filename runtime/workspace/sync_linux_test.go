@@ -36,6 +36,11 @@ func TestSyncerGroupsSyncs(t *testing.T) {
 	}
 	s := &syncer{}
 	s.cond.L = &s.mu
+	var opened, released atomic.Int32
+	fd := func() (int, func()) {
+		opened.Add(1)
+		return 0, func() { released.Add(1) }
+	}
 
 	const writers = 50
 	var wg sync.WaitGroup
@@ -43,7 +48,7 @@ func TestSyncerGroupsSyncs(t *testing.T) {
 		wg.Go(func() {
 			for range 4 {
 				called := time.Now()
-				require.NoError(t, s.sync(0))
+				require.NoError(t, s.sync(fd))
 				returned := time.Now()
 				mu.Lock()
 				covered := false
@@ -58,9 +63,11 @@ func TestSyncerGroupsSyncs(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d syncs for %d calls", calls.Load(), 4*writers)
 	assert.Less(t, int(calls.Load()), 4*writers/2, "the syncs are shared")
+	assert.Equal(t, calls.Load(), opened.Load(), "a descriptor is had only for a sync that runs")
+	assert.Equal(t, opened.Load(), released.Load())
 
 	failing.Store(true)
-	require.ErrorContains(t, s.sync(0), "disk gone")
+	require.ErrorContains(t, s.sync(fd), "disk gone")
 	failing.Store(false)
-	require.NoError(t, s.sync(0), "a later sync that succeeds")
+	require.NoError(t, s.sync(fd), "a later sync that succeeds")
 }
