@@ -8,8 +8,26 @@
 // are replaced by the assignment's values ({{.Task}} is the bare task; {{.Prompt}} a short
 // instruction to read _task.md, which holds the task and the protocol). A placeholder that is
 // not a field of Vars makes the template invalid: [Runtime.Err] reports it, naming it, and
-// every Run fails with that error without starting anything. [Codex], [Gemini], [Aider] and
-// [Script] are example templates.
+// every Run fails with that error without starting anything. Leading arguments of the form
+// NAME=value (templates too) set variables of the agent's environment, as in a shell; the
+// first other argument is the program. [Codex], [Gemini], [Aider] and [Script] are example
+// templates.
+//
+// # The work tools over MCP
+//
+// A template that uses {{.MCPURL}} or {{.MCPConfig}} gives the agent the squad's work tools
+// over MCP, as harnessed and Claude Code workers have them: publish, checkpoint,
+// send_message, check_messages, create_work_node, suggest_next and ask_human, on an endpoint
+// of the assignment (a loopback port, streamable HTTP, behind a token of its own) that closes
+// when the run ends. The token is in the agent's environment ([MCPTokenEnv], beside
+// [MCPURLEnv]) and in no file: {{.MCPConfig}}, a client configuration written outside the
+// node's folder and removed when the run ends, refers to the variable. [Codex] passes the
+// endpoint with -c overrides of its configuration, [Gemini] with its settings file of system
+// defaults; _task.md then names the tools. What the agent reports through them makes the
+// outcome: publishing, checkpointing or a question (the outcome is Waiting; run again with
+// the Answer, which _task.md gives) ends the run as _result.md does, and its sub-nodes and
+// suggestions are in the outcome. The file protocol works beside them; a template without
+// these placeholders has it alone.
 //
 // The process runs in the node's scratch directory (Assignment.Dir.Scratch()), contained with
 // everything it starts (internal/proc), with stdin empty (/dev/null) and the environment of the
@@ -76,6 +94,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,6 +103,7 @@ import (
 	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
+	"github.com/agiraph/agiraph/runtime/internal/workmcp"
 	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
@@ -102,16 +122,25 @@ const pipeGrace = 2 * time.Second
 // you run, and add the flags (model, sandbox, approvals) your deployment needs.
 
 // Codex runs OpenAI's Codex CLI non-interactively, printing its events as JSON lines, allowed
-// to write in its working directory.
+// to write in its working directory, with the work tools' MCP server added to its
+// configuration: -c mcp_servers.agiraph.url=..., its bearer token read from MCPTokenEnv, its
+// tools approved (codex exec approves nothing it would ask about).
 func Codex() []string {
-	return []string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "{{.Prompt}}"}
+	server := "mcp_servers." + workmcp.Name
+	return []string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check",
+		"-c", server + `.url="{{.MCPURL}}"`,
+		"-c", server + `.bearer_token_env_var="` + MCPTokenEnv + `"`,
+		"-c", server + `.default_tools_approval_mode="approve"`,
+		"{{.Prompt}}"}
 }
 
 // Gemini runs Google's Gemini CLI non-interactively, approving its own tool calls and trusting
 // the folder for the session (without --skip-trust it exits 55 in the node's untrusted scratch
-// folder).
+// folder), with the work tools' MCP server in the settings it reads as system defaults
+// (GEMINI_CLI_SYSTEM_DEFAULTS_PATH, which replaces /etc/gemini-cli/system-defaults.json; the
+// user's and the workspace's settings still apply over it).
 func Gemini() []string {
-	return []string{"gemini", "--skip-trust", "--yolo", "-p", "{{.Prompt}}"}
+	return []string{"GEMINI_CLI_SYSTEM_DEFAULTS_PATH={{.MCPConfig}}", "gemini", "--skip-trust", "--yolo", "-p", "{{.Prompt}}"}
 }
 
 // Aider runs Aider on one message, with _task.md as read-only context, without git.
@@ -200,16 +229,19 @@ func (r *Runtime) Err() error { return r.err }
 
 // Run runs a's agent to its end. See the package documentation.
 func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
-	var mu sync.Mutex // the output goroutine and this one both emit
-	rep := runtime.NewReporter(a, sink)
-	emit := func(e runtime.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		rep.Emit(e)
-	}
+	var mu sync.Mutex // the output goroutine, the work tools and this one all emit
+	rep := runtime.NewReporter(a, func(e runtime.Event) {
+		if sink != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			sink(e)
+		}
+	})
+	emit := rep.Emit
+	var srv *workmcp.Server // the work tools over MCP, when the template uses them
 	end := func(o runtime.Outcome, err error) (runtime.Outcome, error) {
-		mu.Lock()
-		defer mu.Unlock()
+		_ = srv.Close()        // no tool reports after the outcome is decided
+		o, _ = srv.Complete(o) // the suggestions and sub-nodes asked for
 		return rep.End(o, err)
 	}
 	fail := func(err error) (runtime.Outcome, error) {
@@ -224,7 +256,17 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	if err := ctx.Err(); err != nil {
 		return fail(fmt.Errorf("autonomous: not started: %w", context.Cause(ctx)))
 	}
-	argv, v, err := r.prepare(a)
+	if r.cmd.mcp {
+		var err error
+		if srv, err = workmcp.Serve(a, rep); err != nil {
+			return fail(fmt.Errorf("autonomous: %w", err))
+		}
+		defer srv.Close()
+	}
+	env, argv, v, err := r.prepare(a, srv)
+	if v.MCPConfig != "" {
+		defer os.RemoveAll(filepath.Dir(v.MCPConfig))
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -243,14 +285,19 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	cmd.Env = append(os.Environ(),
 		"AGIRAPH_ASSIGNMENT="+a.ID, "AGIRAPH_NODE="+a.Node, "AGIRAPH_WORKER="+a.Worker,
 		"AGIRAPH_SCRATCH="+v.Scratch)
-	cmd.Env = append(cmd.Env, r.env...)
+	given := slices.Concat(env, r.env) // the MCP server's and the template's variables, then WithEnv's, which win
+	cmd.Env = append(cmd.Env, given...)
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = pw, pw
 	var change func(sandbox.Policy) sandbox.Policy
 	if r.sandbox != nil {
 		change = func(p sandbox.Policy) sandbox.Policy { return r.sandbox(a, p) }
 	}
-	policy, err := sandbox.CLI{Program: argv[0], Dir: v.Scratch, Env: cmd.Env, Given: r.env}.Policy(a.Sandbox, change)
+	assigned := a.Sandbox
+	if v.MCPConfig != "" { // shown even where it is under /tmp, which the sandbox hides
+		assigned.Readable = append(slices.Clone(assigned.Readable), v.MCPConfig)
+	}
+	policy, err := sandbox.CLI{Program: argv[0], Dir: v.Scratch, Env: cmd.Env, Given: given}.Policy(assigned, change)
 	var p *proc.Process
 	if err == nil {
 		p, err = proc.Start(cmd, policy)
@@ -262,6 +309,9 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	how := fmt.Sprintf("%s (pid %d) in %s; %s", describeArgv(argv), cmd.Process.Pid, v.Scratch, policy)
 	if w := p.Weakness(); w != "" {
 		how += "; containment is weaker here: " + w
+	}
+	if srv != nil {
+		how += "; the work tools over MCP at " + srv.URL
 	}
 	emit(runtime.Event{Kind: runtime.Started, Text: how})
 
@@ -332,7 +382,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		case <-ticker.C:
 			// Look for the end first: a finishing agent is not handed messages it will not
 			// read (they stay in the mailbox); its outbox is still sent below.
-			if done = result.complete() || checkpoint.complete(); !done {
+			if done = srv.Ended() || result.complete() || checkpoint.complete(); !done {
 				b.Step(ctx, false)
 			}
 		}
@@ -341,6 +391,10 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		}
 		finish()
 		b.Step(ctx, true)
+		_ = srv.Close() // what the agent reported is final
+		if o, ok := srv.Complete(runtime.Outcome{}); ok {
+			return end(o, nil)
+		}
 		if o, ok, err := r.ended(a, result.path, checkpoint.path); ok {
 			return end(o, err)
 		}
@@ -354,10 +408,12 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	}
 }
 
-// prepare creates the node folder, writes the protocol files and renders the command.
-func (r *Runtime) prepare(a runtime.Assignment) ([]string, Vars, error) {
+// prepare creates the node folder, writes the protocol files (and, with srv, the MCP client
+// configuration, in a folder of its own outside the node's) and renders the command: the
+// agent's environment entries and its command line.
+func (r *Runtime) prepare(a runtime.Assignment, srv *workmcp.Server) (env, argv []string, v Vars, err error) {
 	if err := a.Dir.Create(); err != nil {
-		return nil, Vars{}, err
+		return nil, nil, Vars{}, err
 	}
 	abs := func(p string) string {
 		if q, err := filepath.Abs(p); err == nil {
@@ -366,44 +422,52 @@ func (r *Runtime) prepare(a runtime.Assignment) ([]string, Vars, error) {
 		return p
 	}
 	scratch := abs(a.Dir.Scratch())
-	v := Vars{
+	v = Vars{
 		Task: a.Task, Prompt: Prompt,
 		TaskFile: filepath.Join(scratch, TaskFile), ContextFile: filepath.Join(scratch, ContextFile),
 		Dir: abs(string(a.Dir)), Scratch: scratch, Published: abs(a.Dir.Published()),
 		ID: a.ID, Run: a.Run, Node: a.Node, Worker: a.Worker,
 	}
-	argv, err := r.cmd.render(v)
-	if err != nil {
-		return nil, v, err
+	if srv != nil {
+		v.MCPURL = srv.URL
+		if v.MCPConfig, err = writeMCPConfig(srv.URL); err != nil {
+			return nil, nil, v, fmt.Errorf("autonomous: %w", err)
+		}
+		env = []string{MCPURLEnv + "=" + srv.URL, MCPTokenEnv + "=" + srv.Token}
 	}
+	tenv, argv, err := r.cmd.render(v)
+	if err != nil {
+		return nil, nil, v, err
+	}
+	env = append(env, tenv...)
 	var previous string
 	if data, err := os.ReadFile(filepath.Join(scratch, CheckpointFile)); err == nil {
 		previous = string(data)
 	}
 	for _, name := range []string{ResultFile, CheckpointFile} {
 		if err := os.Remove(filepath.Join(scratch, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, v, fmt.Errorf("autonomous: %w", err)
+			return nil, nil, v, fmt.Errorf("autonomous: %w", err)
 		}
 	}
 	ctxJSON, err := contextJSON(a, v)
 	if err != nil {
-		return nil, v, fmt.Errorf("autonomous: %s: %w", ContextFile, err)
+		return nil, nil, v, fmt.Errorf("autonomous: %s: %w", ContextFile, err)
 	}
 	files := []struct {
 		name string
 		data []byte
 	}{
-		{TaskFile, []byte(taskText(a, scratch, previous))},
+		{TaskFile, []byte(taskText(a, scratch, previous, srv != nil))},
 		{ContextFile, ctxJSON},
 		{InboxFile, nil},
 		{OutboxFile, nil},
 	}
 	for _, f := range files {
 		if err := writeFile(scratch, f.name, f.data); err != nil {
-			return nil, v, fmt.Errorf("autonomous: %w", err)
+			return nil, nil, v, fmt.Errorf("autonomous: %w", err)
 		}
 	}
-	return argv, v, nil
+	return env, argv, v, nil
 }
 
 // ended reads how the agent ended: published (result), checkpointed, or neither (ok false).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
+	"github.com/agiraph/agiraph/runtime/internal/workmcp"
 )
 
 // The protocol files, in the agent's working directory (the node's scratch directory). Their
@@ -23,6 +24,43 @@ const (
 	CheckpointFile = filebridge.CheckpointFile // written by the agent: stage done, do not publish
 )
 
+// The agent's environment variables of the MCP server of its work tools, set when the
+// command template uses it ({{.MCPURL}}, {{.MCPConfig}}): the token is in MCPTokenEnv only.
+const (
+	MCPURLEnv   = "AGIRAPH_MCP_URL"
+	MCPTokenEnv = "AGIRAPH_MCP_TOKEN"
+)
+
+// writeMCPConfig writes the MCP client configuration {{.MCPConfig}} names, for the server at
+// url, in a new folder of its own under the user's cache folder (Gemini CLI refuses settings
+// under a folder others may write, as /tmp), or else the temporary one; it returns the file's
+// path. The file holds no token: its header refers to MCPTokenEnv.
+func writeMCPConfig(url string) (string, error) {
+	data, err := json.Marshal(map[string]any{"mcpServers": map[string]any{workmcp.Name: map[string]any{
+		"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer ${" + MCPTokenEnv + "}"},
+	}}})
+	if err != nil {
+		return "", err
+	}
+	parent := os.TempDir()
+	if cache, err := os.UserCacheDir(); err == nil {
+		parent = filepath.Join(cache, "agiraph", "mcp")
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			return "", err
+		}
+	}
+	dir, err := os.MkdirTemp(parent, "run-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return path, nil
+}
+
 // Prompt is what {{.Prompt}} renders to: it points the agent at _task.md, which holds
 // everything else.
 const Prompt = "Your assignment is in the file _task.md in your current working directory. " +
@@ -30,8 +68,9 @@ const Prompt = "Your assignment is in the file _task.md in your current working 
 	"(_result.md or _checkpoint.md) and for messages (_outbox.md, _inbox.md)."
 
 // taskText renders _task.md: the task, the worker's instructions, the human's answer, where
-// the previous stage ended, and the file protocol.
-func taskText(a runtime.Assignment, scratch, previous string) string {
+// the previous stage ended, the file protocol, and the work tools when the agent has them
+// over MCP (withTools).
+func taskText(a runtime.Assignment, scratch, previous string, withTools bool) string {
 	var b strings.Builder
 	b.WriteString("# Task\n\n")
 	b.WriteString(strings.TrimSpace(a.Task))
@@ -83,6 +122,9 @@ You work in the directory %s. The runtime watches it.
 - Messages for you are appended to %s as they arrive, each as
   "[Message from NAME]: text". Read it from time to time; when you wait for a reply, poll it.
 `, OutboxFile, InboxFile)
+	}
+	if withTools {
+		b.WriteString(workmcp.Prompt)
 	}
 	return b.String()
 }

@@ -3,14 +3,21 @@
 package autonomous_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,8 +53,8 @@ type agentCLI struct {
 	keyVar string
 	// basePath is what the API's base URL has after the host (the fake's URL too).
 	basePath string
-	// serve starts the fake API the CLI speaks, answering with fn.
-	serve func(t *testing.T, fn func(providertest.Request) providertest.Reply) *providertest.Server
+	// serve starts the fake API the CLI speaks, answering with fn; the CLI reaches it at url.
+	serve func(t *testing.T, fn func(providertest.Request) providertest.Reply) (fake *providertest.Server, url string)
 	// env points the CLI at url, with a key or none, away from this machine's configuration.
 	env func(t *testing.T, url string, withKey bool) []string
 	// wire checks a request of the agent's turns as the CLI sends it.
@@ -63,6 +70,8 @@ type agentCLI struct {
 	write             func(path, content string) tools.Call
 	// usage, when set, checks the usage the CLI reports for turns turns of turnUsage.
 	usage func(t *testing.T, rec *recorder, turns int)
+	// work calls the squad's work tool tool over MCP, by the name the CLI gives it.
+	work func(tool string, args map[string]any) tools.Call
 }
 
 // clis are the CLIs the tests run.
@@ -82,8 +91,9 @@ func codexCLI(t *testing.T) agentCLI {
 		command:  cmd,
 		keyVar:   "OPENAI_API_KEY",
 		basePath: "/v1",
-		serve: func(t *testing.T, fn func(providertest.Request) providertest.Reply) *providertest.Server {
-			return providertest.NewResponsesFunc(t, fn)
+		serve: func(t *testing.T, fn func(providertest.Request) providertest.Reply) (*providertest.Server, string) {
+			fake := providertest.NewResponsesFunc(t, fn)
+			return fake, namespaced(t, fake.URL())
 		},
 		env: func(t *testing.T, url string, withKey bool) []string {
 			// Codex ignores OPENAI_BASE_URL: the endpoint is a model provider in
@@ -124,6 +134,12 @@ wire_api = "responses"
 			return out
 		},
 		shell: shell,
+		work: func(tool string, args map[string]any) tools.Call {
+			// Codex declares the tools of an MCP server in a namespace (mcp__agiraph), or, for
+			// a model with tool search (gpt-5.5), lets the model find them with tool_search;
+			// either way it runs a call of a tool of the namespace (see namespaced).
+			return call("mcp__agiraph__"+tool, args)
+		},
 		background: func(command string) tools.Call {
 			// Codex reaps what a command leaves when it returns (its own sandbox), so the
 			// command goes on in the foreground while the detached one runs.
@@ -153,6 +169,33 @@ wire_api = "responses"
 	}
 }
 
+// namespaced returns the URL of a proxy of the Responses API at url that gives the MCP tools'
+// calls of its replies ("mcp__agiraph__publish") the form Codex reads: the tool's name in the
+// namespace of its server ("publish" in "mcp__agiraph"), as Codex declares them to the API.
+func namespaced(t *testing.T, url string) string {
+	target, err := neturl.Parse(url)
+	require.NoError(t, err)
+	call := regexp.MustCompile(`"name":"(mcp__[a-z0-9_-]+?)__([a-z0-9_]+)"`)
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.URL.Path = r.In.URL.Path },
+		ModifyResponse: func(res *http.Response) error {
+			body, err := io.ReadAll(res.Body)
+			res.Body.Close()
+			if err != nil {
+				return err
+			}
+			body = call.ReplaceAll(body, []byte(`"name":"$2","namespace":"$1"`))
+			res.Body = io.NopCloser(bytes.NewReader(body))
+			res.ContentLength = int64(len(body))
+			res.Header.Del("Content-Length")
+			return nil
+		},
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return srv.URL + target.Path
+}
+
 // geminiStream is the path of the agent's turns; geminiRoute the path of the model router's
 // requests, which Gemini CLI sends first to choose a model when none is set.
 var (
@@ -163,16 +206,13 @@ var (
 func geminiCLI(t *testing.T) agentCLI {
 	cmd := autonomous.Gemini()
 	require.Contains(t, cmd, "--skip-trust", "Gemini CLI exits (55) in a folder it does not trust, which every node's scratch folder is")
-	cmd[0] = installed(t, "GEMINI_BIN", "gemini-cli", "gemini", geminiPackage)
-	call := func(name string, args map[string]any) tools.Call {
-		b, _ := json.Marshal(args)
-		return tools.Call{Name: name, Args: b}
-	}
+	cmd[slices.Index(cmd, "gemini")] = installed(t, "GEMINI_BIN", "gemini-cli", "gemini", geminiPackage)
 	return agentCLI{
 		command: cmd,
 		keyVar:  "GEMINI_API_KEY",
-		serve: func(t *testing.T, fn func(providertest.Request) providertest.Reply) *providertest.Server {
-			return providertest.NewGeminiFunc(t, fn)
+		serve: func(t *testing.T, fn func(providertest.Request) providertest.Reply) (*providertest.Server, string) {
+			fake := providertest.NewGeminiFunc(t, fn)
+			return fake, fake.URL()
 		},
 		env: func(t *testing.T, url string, withKey bool) []string {
 			// Gemini CLI takes its endpoint from GOOGLE_GEMINI_BASE_URL once its settings
@@ -229,7 +269,16 @@ func geminiCLI(t *testing.T) agentCLI {
 		write: func(path, content string) tools.Call {
 			return call("write_file", map[string]any{"file_path": path, "content": content})
 		},
+		work: func(tool string, args map[string]any) tools.Call {
+			return call("mcp_agiraph_"+tool, args)
+		},
 	}
+}
+
+// call is a call of the tool name with args.
+func call(name string, args map[string]any) tools.Call {
+	b, _ := json.Marshal(args)
+	return tools.Call{Name: name, Args: b}
 }
 
 // repoRoot returns the module's root directory.
@@ -375,13 +424,20 @@ func realAssignment(t *testing.T, task string) runtime.Assignment {
 func (c agentCLI) publish(t *testing.T, a runtime.Assignment, steps ...func() providertest.Reply) (runtime.Outcome, []string, int, *recorder, *providertest.Server) {
 	t.Helper()
 	s := &conversation{t: t, cli: c, steps: steps}
-	fake := c.serve(t, s.reply)
-	rec := &recorder{t: t}
-	rt := autonomous.New(c.command, append(realOptions, autonomous.WithEnv(c.env(t, fake.URL(), true)))...)
-	o, err := realRun(context.Background(), rt, a, rec)
+	o, rec, fake, err := c.run(t, a, true, s.reply)
 	results, turns := s.seen()
 	require.NoError(t, err, "outcome %+v\nresults %q\noutput:\n%s", o, results, outputs(rec))
 	return o, results, turns, rec, fake
+}
+
+// run runs a with the CLI against its fake API answering with fn, with its key or none; it
+// returns the outcome, the events, the fake and the error.
+func (c agentCLI) run(t *testing.T, a runtime.Assignment, withKey bool, fn func(providertest.Request) providertest.Reply) (runtime.Outcome, *recorder, *providertest.Server, error) {
+	fake, url := c.serve(t, fn)
+	rec := &recorder{t: t}
+	rt := autonomous.New(c.command, append(realOptions, autonomous.WithEnv(c.env(t, url, withKey)))...)
+	o, err := realRun(context.Background(), rt, a, rec)
+	return o, rec, fake, err
 }
 
 // realRun runs a with a deadline.
@@ -493,10 +549,10 @@ func TestRealCLICancelKillsBackground(t *testing.T) {
 				calls(cli.background("sleep 611")),
 				func() providertest.Reply { <-hold; return providertest.Reply{Text: "Done."} },
 			}}
-			fake := cli.serve(t, s.reply)
+			_, url := cli.serve(t, s.reply)
 			t.Cleanup(func() { close(hold) }) // before the fake closes, which waits for its handlers
 			rec := &recorder{t: t}
-			rt := autonomous.New(cli.command, append(realOptions, autonomous.WithEnv(cli.env(t, fake.URL(), true)))...)
+			rt := autonomous.New(cli.command, append(realOptions, autonomous.WithEnv(cli.env(t, url, true)))...)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			type result struct {
@@ -535,11 +591,8 @@ func TestRealCLIMissingKey(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cli := c.cli(t)
 			a := realAssignment(t, "Anything.")
-			fake := cli.serve(t, func(providertest.Request) providertest.Reply { return providertest.Reply{Text: "Done."} })
-			rec := &recorder{t: t}
-			rt := autonomous.New(cli.command, append(realOptions, autonomous.WithEnv(cli.env(t, fake.URL(), false)))...)
 			start := time.Now()
-			o, err := realRun(context.Background(), rt, a, rec)
+			o, _, fake, err := cli.run(t, a, false, func(providertest.Request) providertest.Reply { return providertest.Reply{Text: "Done."} })
 			require.Error(t, err)
 			assert.Less(t, time.Since(start), 30*time.Second, "a missing key fails fast")
 			assert.Equal(t, runtime.Failed, o.Status)
@@ -622,4 +675,131 @@ func TestRealCLISandbox(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRealCLIWorkToolsOverMCP has each CLI, through its template, reach the run through the
+// squad's work tools over MCP alone (no _outbox.md, no _result.md): it sends the coordinator a
+// message, asks for a sub-node, suggests follow-up work, writes a file and publishes. The
+// message goes through the mailbox, the sub-node and the suggestion are in the outcome, and the
+// file is published. Without the MCP server none of these tools exists and the run fails.
+func TestRealCLIWorkToolsOverMCP(t *testing.T) {
+	for _, c := range clis {
+		t.Run(c.name, func(t *testing.T) {
+			cli := c.cli(t)
+			a := realAssignment(t, "Split the survey.")
+			mb := &mailbox{}
+			a.Mailbox = mb
+			scratch, err := filepath.Abs(a.Dir.Scratch())
+			require.NoError(t, err)
+			o, results, _, rec, fake := cli.publish(t, a,
+				calls(cli.work("send_message", map[string]any{"to": "coordinator", "content": "Starting the survey."})),
+				calls(cli.work("create_work_node", map[string]any{"task": "Survey the northern region."})),
+				calls(cli.work("suggest_next", map[string]any{"suggestion": "Compare with last year."})),
+				calls(cli.write(filepath.Join(scratch, "survey.md"), "# Survey\n\nThe south is done.\n")),
+				calls(cli.work("publish", map[string]any{"summary": "survey.md; the north is a sub-node"})))
+
+			assert.Equal(t, runtime.Published, o.Status, "results %q\noutput:\n%s", results, outputs(rec))
+			assert.Equal(t, "survey.md; the north is a sub-node", o.Summary)
+			assert.Equal(t, []string{"survey.md"}, o.Published)
+			assert.Equal(t, "# Survey\n\nThe south is done.\n", readFile(t, filepath.Join(a.Dir.Published(), "survey.md")))
+			require.Len(t, o.SubNodes, 1)
+			assert.Equal(t, "Survey the northern region.", o.SubNodes[0].Task)
+			assert.Equal(t, []string{"Compare with last year."}, o.Suggestions)
+			sent := mb.sentMessages()
+			require.Len(t, sent, 1)
+			assert.Equal(t, "coordinator", sent[0].To)
+			assert.Equal(t, "Starting the survey.", sent[0].Body)
+			assert.Len(t, rec.of(runtime.MessageSent), 1)
+			require.GreaterOrEqual(t, len(results), 4, "tool results %q", results)
+			assert.Contains(t, results[0], "Sent to coordinator.", "the CLI called send_message over MCP")
+			assert.Contains(t, results[1], "Sub-task 1 requested", "the CLI called create_work_node over MCP")
+			started := rec.of(runtime.Started)
+			require.Len(t, started, 1)
+			assert.Contains(t, started[0].Text, "the work tools over MCP at http://127.0.0.1:")
+			for _, r := range fake.Requests() {
+				assert.NotContains(t, string(r.Body), "AGIRAPH_MCP_TOKEN=", "the token stays out of the model's view")
+			}
+			assertNoToken(t, a)
+		})
+	}
+}
+
+// TestRealCLIAsksOverMCP has each CLI ask the human through ask_human over MCP: the run ends
+// Waiting with the question; run again with the answer (in _task.md), the agent reads it and
+// publishes it through the tools.
+func TestRealCLIAsksOverMCP(t *testing.T) {
+	for _, c := range clis {
+		t.Run(c.name, func(t *testing.T) {
+			cli := c.cli(t)
+			a := realAssignment(t, "Pick a colour.")
+			o, results, _, rec, _ := cli.publish(t, a,
+				calls(cli.work("ask_human", map[string]any{"question": "Which colour?"})))
+			assert.Equal(t, runtime.Waiting, o.Status, "results %q\noutput:\n%s", results, outputs(rec))
+			assert.Equal(t, "Which colour?", o.Question)
+			assert.Empty(t, o.Published)
+
+			a.Answer = "Teal."
+			o, results, _, rec, _ = cli.publish(t, a,
+				calls(cli.shell("sed -n '/answer to your question/,$p' "+autonomous.TaskFile+" > colour.md; cat colour.md")),
+				calls(cli.work("publish", map[string]any{"summary": "colour.md"})))
+			assert.Equal(t, runtime.Published, o.Status, "results %q\noutput:\n%s", results, outputs(rec))
+			assert.Equal(t, []string{"colour.md"}, o.Published)
+			assert.Contains(t, readFile(t, filepath.Join(a.Dir.Published(), "colour.md")), "Teal.")
+		})
+	}
+}
+
+// TestRealCLIWithoutMCP runs each CLI with its template less the MCP server: the work tools are
+// not offered, a call of publish fails, and the run ends without a result.
+func TestRealCLIWithoutMCP(t *testing.T) {
+	for _, c := range clis {
+		t.Run(c.name, func(t *testing.T) {
+			cli := c.cli(t)
+			cli.command = withoutMCP(cli.command)
+			a := realAssignment(t, "Publish nothing.")
+			s := &conversation{t: t, cli: cli, steps: []func() providertest.Reply{
+				calls(cli.work("publish", map[string]any{"summary": "nothing"})),
+			}}
+			o, rec, fake, err := cli.run(t, a, true, s.reply)
+			require.ErrorIs(t, err, runtime.ErrNoResult, "outcome %+v", o)
+			assert.Equal(t, runtime.Failed, o.Status)
+			requests := fake.Requests()
+			require.NotEmpty(t, requests)
+			for _, r := range requests {
+				offered, _ := json.Marshal(r.JSON["tools"])
+				assert.NotContains(t, string(offered), "agiraph", "no work tools without the MCP server")
+			}
+			assert.NotContains(t, rec.of(runtime.Started)[0].Text, "over MCP")
+		})
+	}
+}
+
+// withoutMCP returns a template without the arguments that give the CLI the MCP server.
+func withoutMCP(command []string) []string {
+	var out []string
+	for i := 0; i < len(command); i++ {
+		switch {
+		case command[i] == "-c" && i+1 < len(command) && strings.HasPrefix(command[i+1], "mcp_servers."):
+			i++
+		case strings.Contains(command[i], "{{.MCP"):
+		default:
+			out = append(out, command[i])
+		}
+	}
+	return out
+}
+
+// assertNoToken fails if a file of a's node folder holds the token of the MCP server.
+func assertNoToken(t *testing.T, a runtime.Assignment) {
+	t.Helper()
+	require.NoError(t, filepath.WalkDir(string(a.Dir), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err == nil {
+			assert.NotContains(t, string(data), autonomous.MCPTokenEnv+"=", "%s", path)
+		}
+		return nil
+	}))
 }

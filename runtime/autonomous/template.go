@@ -3,6 +3,7 @@ package autonomous
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"text/template"
@@ -32,14 +33,34 @@ type Vars struct {
 	Dir, Scratch, Published string
 	// ID, Run, Node and Worker identify the assignment, the run, the node and the worker.
 	ID, Run, Node, Worker string
+	// MCPURL is the URL of the assignment's MCP server (streamable HTTP), which offers the
+	// squad's work tools: publish, checkpoint, send_message, check_messages, create_work_node,
+	// suggest_next and ask_human. A client sends "Authorization: Bearer <token>", the token
+	// being in the agent's environment variable MCPTokenEnv and nowhere else.
+	MCPURL string
+	// MCPConfig is the path of a file naming that server for MCP clients, outside the node's
+	// folder (under the user's cache folder) and removed when the run ends: {"mcpServers": {"agiraph": {"type": "http",
+	// "url": ..., "headers": {"Authorization": "Bearer ${AGIRAPH_MCP_TOKEN}"}}}} — the shape
+	// of Gemini CLI's settings, which resolve the variable; the file holds no token.
+	MCPConfig string
 }
 
 // placeholders lists the names Vars offers, sorted.
-var placeholders = []string{"ContextFile", "Dir", "ID", "Node", "Prompt", "Published", "Run", "Scratch", "Task", "TaskFile", "Worker"}
+var placeholders = []string{"ContextFile", "Dir", "ID", "MCPConfig", "MCPURL", "Node", "Prompt", "Published", "Run", "Scratch", "Task", "TaskFile", "Worker"}
 
-// command is a parsed command template: one text/template per argument.
+// mcpPlaceholders are the placeholders that give the agent the MCP server: a template that
+// uses one gets it.
+var mcpPlaceholders = []string{"MCPConfig", "MCPURL"}
+
+// envArg matches an argument that sets an environment variable (NAME=value).
+var envArg = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+// command is a parsed command template: one text/template per argument, the leading
+// NAME=value arguments setting the agent's environment.
 type command struct {
-	args []*template.Template
+	env, args []*template.Template
+	// mcp says whether the template uses the MCP server.
+	mcp bool
 }
 
 // parseCommand parses each argument of argv as a text/template over Vars and checks that it
@@ -58,13 +79,21 @@ func parseCommand(argv []string) (*command, error) {
 		for _, tree := range t.Templates() {
 			if tree.Tree != nil {
 				walk(tree.Tree.Root, func(name string) {
+					c.mcp = c.mcp || slices.Contains(mcpPlaceholders, name)
 					if !slices.Contains(placeholders, name) && !slices.Contains(unknown, name) {
 						unknown = append(unknown, name)
 					}
 				})
 			}
 		}
-		c.args = append(c.args, t)
+		if len(c.args) == 0 && envArg.MatchString(arg) {
+			c.env = append(c.env, t)
+		} else {
+			c.args = append(c.args, t)
+		}
+	}
+	if len(c.args) == 0 {
+		return nil, fmt.Errorf("%w: no program after the variables", ErrTemplate)
 	}
 	if len(unknown) > 0 {
 		for i, u := range unknown {
@@ -74,16 +103,25 @@ func parseCommand(argv []string) (*command, error) {
 			strings.Join(unknown, ", "), strings.Join(placeholders, "}}, {{."))
 	}
 	// Whatever the walk did not catch (a field of a field, a call of a string) fails here.
-	if _, err := c.render(Vars{}); err != nil {
+	if _, _, err := c.render(Vars{}); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// render executes the templates with v.
-func (c *command) render(v Vars) ([]string, error) {
-	out := make([]string, len(c.args))
-	for i, t := range c.args {
+// render executes the templates with v: the agent's environment entries and its command line.
+func (c *command) render(v Vars) (env, argv []string, err error) {
+	if env, err = execute(c.env, v); err != nil {
+		return nil, nil, err
+	}
+	argv, err = execute(c.args, v)
+	return env, argv, err
+}
+
+// execute executes ts with v.
+func execute(ts []*template.Template, v Vars) ([]string, error) {
+	out := make([]string, len(ts))
+	for i, t := range ts {
 		var b strings.Builder
 		if err := t.Execute(&b, v); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrTemplate, err)

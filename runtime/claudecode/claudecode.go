@@ -112,9 +112,8 @@ import (
 	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
+	"github.com/agiraph/agiraph/runtime/internal/workmcp"
 	"github.com/agiraph/agiraph/runtime/sandbox"
-	"github.com/agiraph/agiraph/tools"
-	"github.com/agiraph/agiraph/tools/mcp"
 )
 
 // The protocol files, in the scratch directory.
@@ -217,10 +216,6 @@ func (r *Runtime) permissionMode() string {
 	return "bypassPermissions"
 }
 
-// mcpServer is the name of the MCP server of an assignment's work tools, as the CLI sees it: its
-// tools are mcp__agiraph__<tool>.
-const mcpServer = "agiraph"
-
 // args returns the CLI's arguments for a, with mcpConfig (the --mcp-config JSON of the
 // assignment's work tools) unless it is empty.
 func (r *Runtime) args(a runtime.Assignment, mcpConfig string) []string {
@@ -231,7 +226,7 @@ func (r *Runtime) args(a runtime.Assignment, mcpConfig string) []string {
 	}
 	system := SystemPrompt(a)
 	if mcpConfig != "" {
-		system += mcpPrompt
+		system += workmcp.Prompt
 	}
 	args = append(args, "--append-system-prompt", system, "--permission-mode", r.permissionMode())
 	if r.maxTurns > 0 {
@@ -248,7 +243,7 @@ func (r *Runtime) args(a runtime.Assignment, mcpConfig string) []string {
 		args = append(args, "--allowedTools")
 		args = append(args, r.allowed...)
 		if mcpConfig != "" {
-			args = append(args, "mcp__"+mcpServer)
+			args = append(args, "mcp__"+workmcp.Name)
 		}
 	}
 	return append(args, "--", Prompt(a))
@@ -271,14 +266,6 @@ func Prompt(a runtime.Assignment) string {
 	}
 	return a.Task + "\n\nYou asked the human a question earlier; their answer:\n" + a.Answer
 }
-
-// mcpPrompt follows the system prompt when the CLI has the work tools over MCP.
-const mcpPrompt = `
-
-# Work tools
-
-The MCP server "agiraph" gives you the tools of this run: publish (finish: publishes your scratch files), checkpoint (end this stage without publishing), send_message and check_messages (talk to the coordinator, other workers or the human), create_work_node (ask for a sub-task, for another worker), suggest_next (suggest follow-up work), and ask_human (ask the human; end your turn right after). Prefer them to the files above; both work.
-`
 
 // SystemPrompt returns the system prompt a Run appends to Claude Code's own: a's System followed
 // by the file protocol.
@@ -334,16 +321,15 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		return fail(fmt.Errorf("claudecode: %w", err))
 	}
 
-	// The assignment's work tools, over MCP: what the CLI reports through them is in report.
-	report := runtime.NewReport(runtime.Outcome{})
+	// The assignment's work tools, over MCP: srv has what the CLI reports through them.
+	var srv *workmcp.Server
 	var mcpConfig string
 	if !r.noMCP {
-		ep, err := mcp.Serve(mcpServer, append(runtime.WorkTools(a, report, rep), askHuman(report)))
-		if err != nil {
+		if srv, err = workmcp.Serve(a, rep); err != nil {
 			return fail(fmt.Errorf("claudecode: %w", err))
 		}
-		defer ep.Close()
-		mcpConfig = string(ep.Config(mcpServer))
+		defer srv.Close()
+		mcpConfig = string(srv.Config(workmcp.Name))
 	}
 
 	p, err := r.start(a, mcpConfig)
@@ -402,27 +388,16 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	if ctx.Err() == nil {
 		br.Step(ctx, true) // the final bridge: blocks written just before the end
 	}
-	return rep.End(r.outcome(ctx, a, st, waitErr, p.tail.String(), report.Outcome()))
-}
-
-// askHuman is the ask_human tool of a CLI agent: the question ends the assignment, which runs
-// again (resuming the CLI's session) with the human's answer.
-func askHuman(report *runtime.Report) tools.Tool {
-	type args struct {
-		Question string `json:"question" jsonschema_description:"The question, with what the human needs to answer it"`
+	if srv != nil {
+		_ = srv.Close() // no tool reports after the outcome is decided
 	}
-	return tools.Func("ask_human", "Ask the human a question. End your turn right after: the answer comes as your next message.",
-		func(_ context.Context, a args) (string, error) {
-			if err := report.Ask(a.Question); err != nil {
-				return "", err
-			}
-			return "Your question is with the human. End your turn now; their answer will be your next message.", nil
-		})
+	return rep.End(r.outcome(ctx, a, st, waitErr, p.tail.String(), srv))
 }
 
-// outcome decides how a run ended once the process and its readers are done; reported is what
-// the CLI reported through the work tools (MCP), which takes precedence over the file protocol.
-func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream, waitErr error, stderr string, reported runtime.Outcome) (runtime.Outcome, error) {
+// outcome decides how a run ended once the process and its readers are done; srv has what the
+// CLI reported through the work tools (MCP), which takes precedence over the file protocol.
+func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream, waitErr error, stderr string, srv *workmcp.Server) (runtime.Outcome, error) {
+	reported := srv.Reported()
 	o := runtime.Outcome{Status: runtime.Failed, Usage: st.usage(), Session: st.session, Turns: len(st.perMsg),
 		Suggestions: reported.Suggestions, SubNodes: reported.SubNodes}
 	res := st.result
@@ -484,12 +459,7 @@ func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream,
 	if denials != "" {
 		o.Summary = strings.TrimSpace(o.Summary + "\n\n" + denials)
 	}
-	switch reported.Status {
-	case runtime.Published, runtime.Checkpointed, runtime.Waiting:
-		o.Status, o.Published, o.Question = reported.Status, reported.Published, reported.Question
-		if reported.Summary != "" {
-			o.Summary = reported.Summary
-		}
+	if o, ok := srv.Complete(o); ok {
 		return o, nil
 	}
 	cp, err := os.ReadFile(a.Dir.Path("scratch/" + CheckpointFile))

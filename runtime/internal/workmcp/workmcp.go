@@ -1,0 +1,104 @@
+// Package workmcp offers an assignment's work tools to a CLI agent over MCP, for the adapters
+// that run one (runtime/claudecode, runtime/autonomous): the tools of runtime.WorkTools and
+// ask_human on an endpoint of the assignment (tools/mcp.Serve: a loopback port behind a token
+// of its own), and the outcome the agent reported through them.
+package workmcp
+
+import (
+	"context"
+	"sync"
+
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/tools"
+	"github.com/agiraph/agiraph/tools/mcp"
+)
+
+// Name is the name of the server in the CLI's MCP configuration; CLIs name its tools after it
+// (Claude Code mcp__agiraph__publish, Gemini CLI mcp_agiraph_publish).
+const Name = "agiraph"
+
+// Prompt follows an agent's instructions when it has the work tools over MCP.
+const Prompt = `
+
+# Work tools
+
+The MCP server "agiraph" gives you the tools of this run: publish (finish: publishes your scratch files), checkpoint (end this stage without publishing), send_message and check_messages (talk to the coordinator, other workers or the human), create_work_node (ask for a sub-task, for another worker), suggest_next (suggest follow-up work), and ask_human (ask the human; end your turn right after). Prefer them to the files above; both work.
+`
+
+// Server is the endpoint of one assignment's work tools, with what the agent reported through
+// them. Close it when the assignment ends.
+type Server struct {
+	*mcp.Endpoint
+	report *runtime.Report
+	close  sync.Once
+	err    error
+}
+
+// Serve starts the endpoint of a's work tools and ask_human; the events of the tools (messages
+// sent and received) go to rep, whose sink must take events from several goroutines at once.
+func Serve(a runtime.Assignment, rep *runtime.Reporter) (*Server, error) {
+	report := runtime.NewReport(runtime.Outcome{})
+	ep, err := mcp.Serve(Name, append(runtime.WorkTools(a, report, rep), askHuman(report)))
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Endpoint: ep, report: report}, nil
+}
+
+// Close stops the endpoint: no tool runs after it returns. It may be called more than once,
+// and on a nil Server.
+func (s *Server) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.close.Do(func() { s.err = s.Endpoint.Close() })
+	return s.err
+}
+
+// Reported returns what the agent reported through the tools so far; the zero Outcome for a
+// nil Server (no tools were served).
+func (s *Server) Reported() runtime.Outcome {
+	if s == nil {
+		return runtime.Outcome{}
+	}
+	return s.report.Outcome()
+}
+
+// Ended reports whether the agent ended its assignment through the tools: published,
+// checkpointed or asked the human.
+func (s *Server) Ended() bool {
+	_, ok := s.Complete(runtime.Outcome{})
+	return ok
+}
+
+// Complete returns o with what the agent reported through the tools: its suggestions and
+// sub-nodes; and, when the agent ended the assignment through them (ok true), that ending —
+// status, files, question, and the summary it gave, if any. A nil Server reports nothing.
+func (s *Server) Complete(o runtime.Outcome) (_ runtime.Outcome, ok bool) {
+	r := s.Reported()
+	o.Suggestions, o.SubNodes = r.Suggestions, r.SubNodes
+	switch r.Status {
+	case runtime.Published, runtime.Checkpointed, runtime.Waiting:
+		o.Status, o.Published, o.Question = r.Status, r.Published, r.Question
+		if r.Summary != "" {
+			o.Summary = r.Summary
+		}
+		return o, true
+	}
+	return o, false
+}
+
+// askHuman is the ask_human tool of a CLI agent: the question ends the assignment, which runs
+// again with the human's answer.
+func askHuman(report *runtime.Report) tools.Tool {
+	type args struct {
+		Question string `json:"question" jsonschema_description:"The question, with what the human needs to answer it"`
+	}
+	return tools.Func("ask_human", "Ask the human a question. End your turn right after: the work goes on with their answer.",
+		func(_ context.Context, a args) (string, error) {
+			if err := report.Ask(a.Question); err != nil {
+				return "", err
+			}
+			return "Your question is with the human. End your turn now; the work goes on with their answer.", nil
+		})
+}
