@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/internal/clitest"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/providertest"
 	"github.com/agiraph/agiraph/runtime"
@@ -34,13 +35,9 @@ import (
 )
 
 // These tests run the real Codex and Gemini CLIs through the package's templates against fake
-// provider APIs (providertest). .ci/run installs the pinned releases with
-// npm install --prefix .cache/<dir> <package>; where they are missing the tests are skipped,
-// except in CI (CI set), where they must run.
-const (
-	codexPackage  = "@openai/codex@0.169.0"
-	geminiPackage = "@google/gemini-cli@0.61.0"
-)
+// provider APIs (providertest). .ci/run installs the pinned releases (clitest.Codex and
+// clitest.Gemini); where they are missing the tests are skipped, except in CI (CI set), where
+// they must run.
 
 // realOptions are the options the real CLIs run with.
 var realOptions = []autonomous.Option{autonomous.WithPollInterval(100 * time.Millisecond), autonomous.WithStopGrace(time.Second)}
@@ -82,7 +79,7 @@ var clis = []struct {
 
 func codexCLI(t *testing.T) agentCLI {
 	cmd := autonomous.Codex()
-	cmd[0] = installed(t, "CODEX_BIN", "codex", "codex", codexPackage)
+	cmd[0] = clitest.Codex.Bin(t, "codex", "CODEX_BIN")
 	shell := func(command string) tools.Call {
 		args, _ := json.Marshal(map[string]any{"cmd": command, "yield_time_ms": 10000})
 		return tools.Call{Name: "exec_command", Args: args}
@@ -206,7 +203,7 @@ var (
 func geminiCLI(t *testing.T) agentCLI {
 	cmd := autonomous.Gemini()
 	require.Contains(t, cmd, "--skip-trust", "Gemini CLI exits (55) in a folder it does not trust, which every node's scratch folder is")
-	cmd[slices.Index(cmd, "gemini")] = installed(t, "GEMINI_BIN", "gemini-cli", "gemini", geminiPackage)
+	cmd[slices.Index(cmd, "gemini")] = clitest.Gemini.Bin(t, "gemini", "GEMINI_BIN")
 	return agentCLI{
 		command: cmd,
 		keyVar:  "GEMINI_API_KEY",
@@ -281,46 +278,12 @@ func call(name string, args map[string]any) tools.Call {
 	return tools.Call{Name: name, Args: b}
 }
 
-// repoRoot returns the module's root directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, dir, parent, "no go.mod above the test's directory")
-		dir = parent
-	}
-}
-
-// installed returns the CLI bin installed with npm under <repo>/.cache/dir, or $override. A
-// missing CLI skips the test, except in CI (CI set), which installs it and must run the tests.
-func installed(t *testing.T, override, dir, bin, pkg string) string {
-	t.Helper()
-	if p := os.Getenv(override); p != "" {
-		return p
-	}
-	p := filepath.Join(repoRoot(t), ".cache", dir, "node_modules", ".bin", bin)
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s is not installed (npm install --prefix .cache/%s %s, or set %s)", bin, dir, pkg, override)
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
 // codexHome returns a new CODEX_HOME, removed when the test ends. It is not under the
 // temporary directory: there Codex refuses to create the helper its sandbox runs commands
 // with, and every command fails ("execvp codex-linux-sandbox").
 func codexHome(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(repoRoot(t), ".cache", "codex-home")
+	dir := filepath.Join(clitest.RepoRoot(t), ".cache", "codex-home")
 	if strings.HasPrefix(dir, "/tmp/") { // a checkout under /tmp: use a folder Codex accepts
 		dir = filepath.Join("/var/tmp", "agiraph-codex-home")
 	}

@@ -2,7 +2,6 @@ package claudecode_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agiraph/agiraph/internal/clitest"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/sandbox"
@@ -21,63 +21,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // claudeVersions are the Claude Code releases the tests run, the newest first: every real-CLI
 // test runs the newest; TestRealCLI runs them all (2.1.197 printed fractional retry delays).
-var claudeVersions = []string{"2.1.330", "2.1.197"}
+var claudeVersions = []clitest.Package{clitest.Claude, clitest.Claude197}
 
-// repoRoot returns the module's root directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-}
-
-var installMu sync.Mutex
-
-// claudeBinary returns the newest real CLI the tests run (see claudeBinaryOf): $CLAUDE_BIN, or
-// the copy in <repo>/.cache/claude-code.
+// claudeBinary returns the newest real CLI the tests run: $CLAUDE_BIN, or the copy in
+// <repo>/.cache/claude-code that .ci/run installs.
 func claudeBinary(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("CLAUDE_BIN"); p != "" {
-		return p
-	}
-	return claudeBinaryOf(t, claudeVersions[0])
-}
-
-// claudeBinaryOf returns the real CLI of version: the copy in <repo>/.cache/claude-code (the
-// newest) or <repo>/.cache/claude-code-<version>, installed with npm when it is missing.
-func claudeBinaryOf(t *testing.T, version string) string {
-	t.Helper()
-	installMu.Lock()
-	defer installMu.Unlock()
-	prefix := filepath.Join(repoRoot(t), ".cache", "claude-code")
-	if version != claudeVersions[0] {
-		prefix += "-" + version
-	}
-	bin := filepath.Join(prefix, "node_modules", ".bin", "claude")
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	pkg := "@anthropic-ai/claude-code@" + version
-	t.Logf("installing the Claude Code CLI: npm install --prefix %s %s", prefix, pkg)
-	out, err := exec.Command("npm", "install", "--prefix", prefix, pkg).CombinedOutput()
-	if err != nil {
-		t.Fatalf("npm install --prefix %s %s: %v\n%s", prefix, pkg, err, out)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("npm installed %s but %s is missing: %v\n%s", pkg, bin, err, out)
-	}
-	return bin
+	return clitest.Claude.Bin(t, "claude", "CLAUDE_BIN")
 }
 
 // fakeCLI writes a shell script standing in for claude and returns its path.

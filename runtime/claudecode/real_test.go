@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/clitest"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/providertest"
 	"github.com/agiraph/agiraph/runtime"
@@ -25,19 +26,7 @@ import (
 
 // offlineEnv is the environment that points the real CLI at a fake API and keeps it offline
 // and away from this machine's configuration.
-func offlineEnv(t *testing.T, baseURL string) []string {
-	return []string{
-		"HOME=" + t.TempDir(),
-		"ANTHROPIC_BASE_URL=" + baseURL,
-		"ANTHROPIC_API_KEY=test-key",
-		"ANTHROPIC_AUTH_TOKEN=",
-		"CLAUDE_CODE_USE_BEDROCK=", "CLAUDE_CODE_USE_VERTEX=",
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_AUTOUPDATER=1",
-		"DISABLE_ERROR_REPORTING=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-	}
-}
+func offlineEnv(t *testing.T, baseURL string) []string { return clitest.ClaudeEnv(t, baseURL) }
 
 // lastMessage returns the JSON of a request's last message.
 func lastMessage(r providertest.Request) string {
@@ -54,12 +43,12 @@ func lastMessage(r providertest.Request) string {
 // both files.
 func TestRealCLI(t *testing.T) {
 	for i, v := range claudeVersions {
-		t.Run(v, func(t *testing.T) {
+		t.Run(v.Version, func(t *testing.T) {
 			if i == 0 {
 				realCLI(t, claudeBinary(t)) // $CLAUDE_BIN may stand for it
 				return
 			}
-			realCLI(t, claudeBinaryOf(t, v))
+			realCLI(t, v.Bin(t, "claude", ""))
 		})
 	}
 }
