@@ -226,3 +226,24 @@ func TestTrace_Untraced(t *testing.T) {
 	}
 	assert.Empty(t, rec.Ended())
 }
+
+// TestTrace_Cached: a task whose output comes from the node cache says so.
+func TestTrace_Cached(t *testing.T) {
+	tp, rec := recorder(t)
+	g := graph.New[rsState]()
+	g.AddNode("slow", rsLog("slow", nil), graph.WithCachePolicy(graph.CachePolicy{}))
+	g.AddEdge(graph.START, "slow")
+	g.AddEdge("slow", graph.END)
+	c := rsCompile(t, g, graph.WithNodeCache(graph.NewMemoryNodeCache(10)), graph.WithTracerProvider(tp))
+	for range 2 {
+		_, err := c.Invoke(rsCtx(t), rsState{N: 1})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, strings.TrimSpace(`
+graph.invoke steps=1 outcome=done
+  graph.step step=1 tasks=1
+    slow task_id=0
+graph.invoke steps=1 outcome=done
+  graph.step step=1 tasks=1
+    slow task_id=0 task.cached=true`), outline(rec.Ended(), shown...))
+}
