@@ -21,9 +21,11 @@ import (
 )
 
 // A real Claude Code worker in a squad reaches it through the work tools over MCP: its model
-// (a fake Messages API) tells the coordinator it starts, asks for a sub-node, writes a file and
-// publishes. The message reaches the coordinator, the sub-node lands on the board under the
-// worker's node and is done by another worker, and the file is published.
+// (a fake Messages API) tells the coordinator it starts, searches the agent's memory (a team
+// tool, served beside the work tools), tries to write it (not allowed to this worker), asks for
+// a sub-node, writes a file and publishes. The message reaches the coordinator, the search
+// answers, the write is refused, the sub-node lands on the board under the worker's node and is
+// done by another worker, and the file is published.
 func TestRealClaudeCodeWorkerOverMCP(t *testing.T) {
 	bin := clitest.Claude.Bin(t, "claude", "CLAUDE_BIN")
 	scNoSearchEnv(t)
@@ -32,6 +34,8 @@ func TestRealClaudeCodeWorkerOverMCP(t *testing.T) {
 		require.NoError(t, err)
 		return providertest.Reply{Calls: []tools.Call{{ID: id, Name: name, Args: raw}}}
 	}
+	var mu sync.Mutex
+	var searched, wrote string // the results of memory_search and memory_write, as the model saw them
 	fake := providertest.NewAnthropicFunc(t, func(r providertest.Request) providertest.Reply {
 		msgs := r.Messages()
 		if len(msgs) == 0 {
@@ -40,6 +44,16 @@ func TestRealClaudeCodeWorkerOverMCP(t *testing.T) {
 		b, _ := json.Marshal(msgs[len(msgs)-1])
 		switch last := string(b); {
 		case strings.Contains(last, `"tool_use_id":"toolu_send"`):
+			return reply("toolu_search", "mcp__agiraph__memory_search", map[string]any{"query": "survey"})
+		case strings.Contains(last, `"tool_use_id":"toolu_search"`):
+			mu.Lock()
+			searched = last
+			mu.Unlock()
+			return reply("toolu_remember", "mcp__agiraph__memory_write", map[string]any{"path": "knowledge/survey.md", "content": "# Survey\n"})
+		case strings.Contains(last, `"tool_use_id":"toolu_remember"`):
+			mu.Lock()
+			wrote = last
+			mu.Unlock()
 			return reply("toolu_sub", "mcp__agiraph__create_work_node", map[string]any{"task": "Survey the northern region."})
 		case strings.Contains(last, `"tool_use_id":"toolu_sub"`):
 			return reply("toolu_write", "Bash", map[string]string{"command": "printf '# Survey\\n\\nThe south is done.\\n' > survey.md", "description": "Write the survey"})
@@ -53,7 +67,6 @@ func TestRealClaudeCodeWorkerOverMCP(t *testing.T) {
 		return providertest.Reply{Text: "OK"}
 	})
 
-	var mu sync.Mutex
 	var heard []string
 	coord := scripted.NewFunc("cc-mcp-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		text, _ := scripted.Last(req)
@@ -99,4 +112,8 @@ func TestRealClaudeCodeWorkerOverMCP(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Contains(t, strings.Join(heard, "\n"), "Starting the survey.", "the coordinator heard the worker's message")
+	require.NotEmpty(t, searched)
+	assert.NotContains(t, searched, `"is_error":true`, "memory_search is served")
+	require.NotEmpty(t, wrote)
+	assert.Contains(t, wrote, `"is_error":true`, "memory_write is not served to a worker without the agent's memory")
 }

@@ -51,6 +51,8 @@ func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
 	}
 	if w.Kind == Harnessed || r.cfg.runtimes[w.Kind] != nil {
 		a.Tools = r.workerTools(n, w, a.Sandbox)
+	} else { // a CLI agent, which brings its own file, shell and web tools
+		a.Tools = r.teamTools(n, w, workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)[0])
 	}
 	return a, nil
 }
@@ -97,13 +99,12 @@ func (r *run) sandbox(n Node, w Worker) sandbox.Policy {
 }
 
 // workerTools are a harnessed worker's tools on a node: the file tools confined to what it may
-// touch, bash in its scratch folder within policy, the web tools, and the squad's extra tools.
+// touch, the team's tools, bash in its scratch folder within policy, the web tools, and the
+// squad's extra tools.
 func (r *run) workerTools(n Node, w Worker, policy sandbox.Policy) []tools.Tool {
 	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
-	scratch := r.dir.Node(n.ID).Scratch()
-	ts = append(ts, readRef(n, ts[0]), shell.Bash(shell.Dir(scratch), shell.Sandbox(policy)))
-	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: w.Name, CanWrite: w.Memory})...)
-	ts = append(ts, r.sched.ToolsFor(w.Name, n.Assignment)...)
+	ts = append(ts, r.teamTools(n, w, ts[0])...)
+	ts = append(ts, shell.Bash(shell.Dir(r.dir.Node(n.ID).Scratch()), shell.Sandbox(policy)))
 	var extra []tools.Tool
 	if r.cfg.tools != nil {
 		extra = r.cfg.tools(w, n)
@@ -118,6 +119,15 @@ func (r *run) workerTools(n Node, w Worker, policy sandbox.Policy) []tools.Tool 
 		ts = append(ts, web.Search(backend))
 	}
 	return append(ts, extra...)
+}
+
+// teamTools are the tools of the team every worker gets, beside the work tools (a CLI agent
+// over MCP with them): read_ref (through readFile, so the worker's scope applies), the memory
+// tools (memory_write when the worker may write the agent's memory) and the trigger tools.
+func (r *run) teamTools(n Node, w Worker, readFile tools.Tool) []tools.Tool {
+	ts := []tools.Tool{readRef(n, readFile)}
+	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: w.Name, CanWrite: w.Memory})...)
+	return append(ts, r.sched.ToolsFor(w.Name, n.Assignment)...)
 }
 
 // refArgs are read_ref's arguments.

@@ -48,8 +48,10 @@ type Assignment struct {
 	System string
 	// Dir is the node's folder of truth; the worker works in Dir.Scratch().
 	Dir NodeDir
-	// Tools are the tools the worker may call, for runtimes that call tools themselves
-	// (harnessed); CLI agents bring their own.
+	// Tools are the tools the worker may call beside the work tools: all of them for a runtime
+	// that calls tools itself (harnessed); a CLI agent, which brings its own file and shell
+	// tools, gets those it is given here over MCP with the work tools (claudecode, and
+	// autonomous templates that take MCP).
 	Tools []tools.Tool
 	// Sandbox is what the processes of a runtime that starts them (a CLI agent and what it
 	// starts) may reach; the runtime adds what it needs itself (its working directory, its

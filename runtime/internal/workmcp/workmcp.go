@@ -1,6 +1,6 @@
 // Package workmcp offers an assignment's work tools to a CLI agent over MCP, for the adapters
-// that run one (runtime/claudecode, runtime/autonomous): the tools of runtime.WorkTools and
-// ask_human on an endpoint of the assignment (tools/mcp.Serve: a loopback port behind a token
+// that run one (runtime/claudecode, runtime/autonomous): the tools of runtime.WorkTools,
+// ask_human and the assignment's own tools on an endpoint of the assignment (tools/mcp.Serve: a loopback port behind a token
 // of its own), and the outcome the agent reported through them.
 package workmcp
 
@@ -22,7 +22,7 @@ const Prompt = `
 
 # Work tools
 
-The MCP server "agiraph" gives you the tools of this run: publish (finish: publishes your scratch files), checkpoint (end this stage without publishing), send_message and check_messages (talk to the coordinator, other workers or the human), create_work_node (ask for a sub-task, for another worker), suggest_next (suggest follow-up work), and ask_human (ask the human; end your turn right after). Prefer them to the files above; both work.
+The MCP server "agiraph" gives you the tools of this run: publish (finish: publishes your scratch files), checkpoint (end this stage without publishing), send_message and check_messages (talk to the coordinator, other workers or the human), create_work_node (ask for a sub-task, for another worker), suggest_next (suggest follow-up work), and ask_human (ask the human; end your turn right after); its other tools, such as read_ref (an input of your node, by name) and the memory tools, are the team's. Prefer them to the files above; both work.
 `
 
 // Server is the endpoint of one assignment's work tools, with what the agent reported through
@@ -34,11 +34,13 @@ type Server struct {
 	err    error
 }
 
-// Serve starts the endpoint of a's work tools and ask_human; the events of the tools (messages
-// sent and received) go to rep, whose sink must take events from several goroutines at once.
+// Serve starts the endpoint of a's work tools, ask_human and a.Tools (a tool named as a work
+// tool is refused); the events of the tools (messages sent and received) go to rep, whose sink
+// must take events from several goroutines at once.
 func Serve(a runtime.Assignment, rep *runtime.Reporter) (*Server, error) {
 	report := runtime.NewReport(runtime.Outcome{})
-	ep, err := mcp.Serve(Name, append(runtime.WorkTools(a, report, rep), askHuman(report)))
+	ts := append(runtime.WorkTools(a, report, rep), askHuman(report))
+	ep, err := mcp.Serve(Name, append(ts, a.Tools...))
 	if err != nil {
 		return nil, err
 	}
