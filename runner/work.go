@@ -1,0 +1,378 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/graph"
+)
+
+// The kinds of operations.
+const (
+	opInvoke = "invoke"
+	opResume = "resume"
+)
+
+// op is a thread's latest operation, as its row keeps it.
+type op struct {
+	ID      string // the run ID of the checkpoints it writes
+	Kind    string // opInvoke or opResume
+	Input   []byte // the input (invoke) or a resumeInput (resume), in JSON
+	Answers []string
+}
+
+// answers returns o.Answers, never nil (the column is NOT NULL).
+func (o op) answers() []string {
+	if o.Answers == nil {
+		return []string{}
+	}
+	return o.Answers
+}
+
+// resumeInput is the value of a resume, as stored.
+type resumeInput struct {
+	Value any              `json:"value,omitempty"`
+	ByID  graph.ResumeByID `json:"by_id,omitempty"`
+}
+
+func (in resumeInput) value() any {
+	if in.ByID != nil {
+		return in.ByID
+	}
+	return in.Value
+}
+
+// outcome is how a run ended, encoded for the thread's row.
+type outcome struct {
+	err        error // the run's error
+	status     Status
+	errText    *string
+	interrupts []byte
+	state      []byte
+}
+
+// execute runs o on thread: the operation itself when it has not been applied yet, or else (its
+// process died after applying it) the continuation of the thread from its latest checkpoint.
+func (g *Graph[S]) execute(ctx context.Context, thread string, o op) outcome {
+	opts := []graph.Option{graph.WithCheckpointer(g.r.saver), graph.WithThread(thread), graph.WithRunID(o.ID)}
+	s, err := g.run(ctx, thread, o, opts)
+	out := outcome{err: err, status: StatusDone}
+	var it *graph.Interrupted
+	switch {
+	case errors.As(err, &it):
+		out.status = StatusInterrupted
+		out.interrupts, err = json.Marshal(it.Interrupts)
+	case err != nil:
+		out.status = StatusFailed
+	}
+	if err == nil {
+		out.state, err = json.Marshal(s)
+	}
+	if err != nil && out.status != StatusFailed {
+		out.status, err = StatusFailed, fmt.Errorf("encode the outcome: %w", err)
+	}
+	if err != nil {
+		text := err.Error()
+		out.errText = &text
+	}
+	return out
+}
+
+func (g *Graph[S]) run(ctx context.Context, thread string, o op, opts []graph.Option) (S, error) {
+	var zero S
+	fresh, err := g.fresh(ctx, thread, o, opts)
+	if err != nil {
+		return zero, err
+	}
+	if fresh && o.Kind == opInvoke {
+		var input S
+		if err := json.Unmarshal(o.Input, &input); err != nil {
+			return zero, fmt.Errorf("decode the input: %w", err)
+		}
+		return g.compiled.Invoke(ctx, input, opts...)
+	}
+	if fresh {
+		var in resumeInput
+		if err := json.Unmarshal(o.Input, &in); err != nil {
+			return zero, fmt.Errorf("decode the resume value: %w", err)
+		}
+		return g.compiled.Resume(ctx, in.value(), opts...)
+	}
+	snap, err := g.compiled.State(ctx, opts...)
+	switch {
+	case err != nil:
+		return zero, err
+	case len(snap.Tasks) == 0:
+		return snap.Values, nil
+	case len(snap.Interrupts) > 0:
+		return snap.Values, &graph.Interrupted{Interrupts: snap.Interrupts}
+	}
+	return g.compiled.Resume(ctx, nil, opts...)
+}
+
+// fresh reports whether o has not been applied to the thread yet: it has written no checkpoint,
+// and (a resume) every interrupt it answers is still pending.
+func (g *Graph[S]) fresh(ctx context.Context, thread string, o op, opts []graph.Option) (bool, error) {
+	written, err := g.r.saver.List(ctx, checkpoint.Config{ThreadID: thread}, checkpoint.ListOptions{RunID: o.ID, Limit: 1})
+	if err != nil || len(written) > 0 || o.Kind == opInvoke || len(o.Answers) == 0 {
+		return len(written) == 0, err
+	}
+	snap, err := g.compiled.State(ctx, opts...)
+	if err != nil {
+		return false, err
+	}
+	pending := map[string]bool{}
+	for _, it := range snap.Interrupts {
+		pending[it.ID] = true
+	}
+	for _, id := range o.Answers {
+		if !pending[id] {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// runArgs are the arguments of a run's River job: the thread and the generation of its row the
+// job was made for. A job whose generation is not the row's is stale and ends at once.
+type runArgs struct {
+	Thread     string `json:"thread"`
+	Generation int64  `json:"generation"`
+}
+
+// Kind is the River job kind of runs.
+func (runArgs) Kind() string { return "agiraph_run" }
+
+// InsertOpts makes a run's job unique by its arguments among the jobs not finished: one job per
+// thread and generation, however many watchdogs see a lease expire at once.
+func (runArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+		rivertype.JobStateRunning, rivertype.JobStateScheduled,
+	}}}
+}
+
+// worker runs the jobs of runs.
+type worker struct {
+	river.WorkerDefaults[runArgs]
+	r *Runner
+}
+
+// Timeout is -1: River neither cancels a run nor rescues its job; the lease does that.
+func (*worker) Timeout(*river.Job[runArgs]) time.Duration { return -1 }
+
+// Work takes the thread's lease, runs its operation while renewing the lease, and records the
+// outcome if the lease is still this process's.
+func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
+	r := w.r
+	l := lease{thread: job.Args.Thread, generation: job.Args.Generation}
+	deadline := time.Now().Add(r.opts.leaseTTL)
+	reg, o, err := r.take(ctx, l, job.ID)
+	if err != nil || reg == nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := r.keep(runCtx, cancel, l, deadline)
+	out := reg.execute(runCtx, l.thread, o)
+	stop()
+	bg := context.WithoutCancel(ctx)
+	switch cause := context.Cause(runCtx); {
+	case errors.Is(cause, errLeaseLost):
+		r.logger.Warn("runner: lease lost; the run stopped", "thread", l.thread, "generation", l.generation, "cause", cause)
+		return nil
+	case out.err != nil && ctx.Err() != nil: // stopping
+		_, err := r.requeue(bg, false, `thread_id = $1 AND generation = $2 AND owner = $3`, l.thread, l.generation, r.owner)
+		return err
+	}
+	return r.finish(bg, l, out)
+}
+
+// errLeaseLost is the cause of a run's cancellation when its lease was lost: taken over by
+// another process, or not renewed in time.
+var errLeaseLost = errors.New("runner: the thread's lease was lost")
+
+// lease is a thread's lease as this process holds it.
+type lease struct {
+	thread     string
+	generation int64
+}
+
+// take takes the lease of l's thread for job jobID, when the thread is queued under l's generation.
+// It returns nil, and no error, when the job is stale: the thread is done, queued again, or run
+// by another process.
+func (r *Runner) take(ctx context.Context, l lease, jobID int64) (reg registered, o op, err error) {
+	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		var (
+			name string
+			st   Status
+			gen  int64
+		)
+		err := tx.QueryRow(ctx, `SELECT graph, status, generation, op_id, op_kind, op_input, op_answers FROM `+runsTable+` WHERE thread_id = $1 FOR UPDATE`, l.thread).
+			Scan(&name, &st, &gen, &o.ID, &o.Kind, &o.Input, &o.Answers)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && (gen != l.generation || st != StatusQueued) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		r.mu.RLock()
+		reg = r.graphs[name]
+		r.mu.RUnlock()
+		if reg == nil {
+			return fmt.Errorf("runner: graph %q of thread %q is not registered in this process (%s); the job is retried", name, l.thread, r.owner)
+		}
+		_, err = tx.Exec(ctx, `UPDATE `+runsTable+` SET status = 'running', owner = $2, expires_at = now() + make_interval(secs => $3), job_id = $4, updated_at = now()
+			WHERE thread_id = $1`, l.thread, r.owner, r.opts.leaseTTL.Seconds(), jobID)
+		return err
+	})
+	if err != nil {
+		reg = nil
+	}
+	return reg, o, err
+}
+
+// keep renews the lease every heartbeat until stop is called. When the lease is taken by another
+// process, or cannot be renewed before deadline (when it may expire), it cancels the run with
+// errLeaseLost: the run stops before another process can take the thread over.
+func (r *Runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l lease, deadline time.Time) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(r.opts.heartbeat)
+		defer tick.Stop()
+		expire := time.NewTimer(time.Until(deadline))
+		defer expire.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-expire.C:
+				cancel(fmt.Errorf("%w: not renewed by %v", errLeaseLost, deadline.Format(time.RFC3339Nano)))
+				return
+			case <-tick.C:
+			}
+			sent := time.Now()
+			rctx, rcancel := context.WithDeadline(ctx, deadline)
+			tag, err := r.pool.Exec(rctx, `UPDATE `+runsTable+` SET expires_at = now() + make_interval(secs => $4)
+				WHERE thread_id = $1 AND generation = $2 AND owner = $3 AND status = 'running'`,
+				l.thread, l.generation, r.owner, r.opts.leaseTTL.Seconds())
+			rcancel()
+			switch {
+			case err == nil && tag.RowsAffected() == 0:
+				cancel(fmt.Errorf("%w: another process took the thread over", errLeaseLost))
+				return
+			case err == nil:
+				deadline = sent.Add(r.opts.leaseTTL)
+				expire.Reset(time.Until(deadline))
+			case ctx.Err() == nil:
+				r.logger.Warn("runner: renew a lease", "thread", l.thread, "error", err)
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// finish records the outcome of a run and ends its lease, in one statement that does nothing when
+// the lease is no longer this process's.
+func (r *Runner) finish(ctx context.Context, l lease, out outcome) error {
+	tag, err := r.pool.Exec(ctx, `UPDATE `+runsTable+` SET status = $4, error_text = $5, interrupts = $6, state = $7,
+			owner = NULL, expires_at = NULL, job_id = NULL, updated_at = now()
+		WHERE thread_id = $1 AND generation = $2 AND owner = $3 AND status = 'running'`,
+		l.thread, l.generation, r.owner, out.status, out.errText, out.interrupts, out.state)
+	if err != nil {
+		return fmt.Errorf("runner: record the outcome of thread %q: %w", l.thread, err)
+	}
+	if tag.RowsAffected() == 0 {
+		r.logger.Warn("runner: the lease was lost before the outcome was recorded", "thread", l.thread, "generation", l.generation)
+	}
+	return nil
+}
+
+// requeue queues running threads again under a new generation, each with a new job, in one
+// transaction: those whose lease expired (the watchdog, cancelOld set: the dead process's jobs are
+// cancelled, so that River's rescuer finalizes them), or the one a stopping process gives up. cond
+// selects them, with args. It returns how many it queued.
+func (r *Runner) requeue(ctx context.Context, cancelOld bool, cond string, args ...any) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `WITH old AS (
+				SELECT thread_id, job_id FROM `+runsTable+` WHERE status = 'running' AND `+cond+`
+				ORDER BY thread_id LIMIT 1000 FOR UPDATE SKIP LOCKED)
+			UPDATE `+runsTable+` r SET status = 'queued', generation = r.generation + 1, owner = NULL, expires_at = NULL,
+				job_id = NULL, updated_at = now()
+			FROM old WHERE r.thread_id = old.thread_id
+			RETURNING r.thread_id, r.generation, old.job_id`, args...)
+		if err != nil {
+			return err
+		}
+		var (
+			jobs []river.InsertManyParams
+			old  []int64
+		)
+		for rows.Next() {
+			var a runArgs
+			var job *int64
+			if err := rows.Scan(&a.Thread, &a.Generation, &job); err != nil {
+				return err
+			}
+			jobs = append(jobs, river.InsertManyParams{Args: a, InsertOpts: &river.InsertOpts{Queue: r.opts.queue}})
+			if job != nil && cancelOld {
+				old = append(old, *job)
+			}
+		}
+		if err := rows.Err(); err != nil || len(jobs) == 0 {
+			return err
+		}
+		if _, err := r.river.InsertManyTx(ctx, tx, jobs); err != nil {
+			return err
+		}
+		for _, id := range old {
+			if _, err := r.river.JobCancelTx(ctx, tx, id); err != nil && !errors.Is(err, rivertype.ErrNotFound) {
+				return err
+			}
+		}
+		n = len(jobs)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("runner: queue threads again: %w", err)
+	}
+	return n, nil
+}
+
+// watch is the watchdog: every watch interval, it queues again the threads whose lease expired.
+func (r *Runner) watch(ctx context.Context) {
+	defer r.watching.Done()
+	t := time.NewTicker(r.opts.watchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := r.requeue(ctx, true, `expires_at < now()`)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.logger.Warn("runner: watchdog", "error", err)
+		case n > 0:
+			r.logger.Info("runner: took over threads whose process stopped renewing their lease", slog.Int("threads", n))
+		}
+	}
+}
