@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,7 +129,7 @@ type Worker struct {
 // files beside their paths and is made in memory (under mu, briefly), so a reader never waits
 // for a write; then, the lock released, its files are synced — with those of the changes made
 // meanwhile, by one sync — and put in place in the order the changes were made (see pending).
-// A change returns once it is on disk.
+// A change returns once it is on disk; a deferred one (see deferred) later.
 type board struct {
 	run workspace.Run
 	now func() time.Time
@@ -136,9 +137,10 @@ type board struct {
 	// The changes being placed: tickets are handed out in the order of wmu, and placed in it.
 	pmu     sync.Mutex
 	placing sync.Cond
-	tickets uint64 // handed out
-	placed  uint64 // placed, or given up
-	broken  error  // a change that could not be placed: the board on disk is behind, for good
+	tickets uint64     // handed out
+	placed  uint64     // placed, or given up
+	broken  error      // a change that could not be placed: the board on disk is behind, for good
+	later   []*pending // deferred changes not yet being placed, in ticket order (see deferred)
 
 	wmu     sync.Mutex   // held by a change, from reading what it changes to its staged write
 	mu      sync.RWMutex // guards what follows; changed only by a holder of wmu
@@ -436,12 +438,20 @@ func (b *board) set(change func()) {
 
 // create adds a node, writes its folder and returns it; created is false when a node with the
 // same key existed.
-func (b *board) create(nn nodeSpec) (_ Node, created bool, err error) {
+func (b *board) create(nn nodeSpec) (Node, bool, error) { return b.createBy(nn, b.locked) }
+
+// createDeferred is create, returning before the node is on disk (see deferred).
+func (b *board) createDeferred(nn nodeSpec) (Node, bool, error) {
+	return b.createBy(nn, b.deferred)
+}
+
+// createBy is create, with the change made by change: locked, or deferred.
+func (b *board) createBy(nn nodeSpec, change func(func() (*pending, error)) error) (_ Node, created bool, err error) {
 	if strings.TrimSpace(nn.Task) == "" {
 		return Node{}, false, errors.New("the task is empty")
 	}
 	var n Node
-	err = b.locked(func() (p *pending, err error) {
+	err = change(func() (p *pending, err error) {
 		n, created, p, err = b.createLocked(nn)
 		return p, err
 	})
@@ -546,6 +556,17 @@ func (b *board) update(id string, fn func(n *Node) error) (n Node, err error) {
 	return n, err
 }
 
+// updateDeferred is update, returning before the change is on disk (see deferred).
+func (b *board) updateDeferred(id string, fn func(n *Node) error) (n Node, err error) {
+	err = b.deferred(func() (*pending, error) {
+		return b.commit(func(t *tx) error {
+			n, err = t.node(id, fn)
+			return err
+		})
+	})
+	return n, err
+}
+
 // tx is a change of several nodes and workers, written in one batch (see board.change).
 type tx struct {
 	b       *board
@@ -571,6 +592,67 @@ func (b *board) locked(fn func() (*pending, error)) error {
 		return err
 	}
 	return p.place()
+}
+
+// maxDeferred is how many deferred changes may wait to be placed: the next one places them.
+const maxDeferred = 256
+
+// deferred runs fn, which makes a change, under b.wmu, and returns at once: the change is made
+// in memory, its files are written beside their paths, and it is put in place — with the other
+// deferred changes, by one sync of each kind — by flush, by the next change that is placed, or
+// once maxDeferred wait. It is for a caller that makes many changes in a row and orders its own
+// record of them after a flush: the coordinator, whose tool calls create nodes and whose
+// conversation is saved after a flush (see flushFirst). A crash may lose a deferred change.
+func (b *board) deferred(fn func() (*pending, error)) error {
+	b.wmu.Lock()
+	p, err := fn()
+	full := false
+	if err == nil && p != nil {
+		b.pmu.Lock()
+		b.later = append(b.later, p)
+		full, err = len(b.later) >= maxDeferred, b.broken
+		b.pmu.Unlock()
+	}
+	b.wmu.Unlock()
+	if err != nil || !full {
+		return err
+	}
+	return b.flush()
+}
+
+// flush puts the deferred changes in place, and returns once they are on disk.
+func (b *board) flush() error { return b.placeBefore(math.MaxUint64) }
+
+// placeBefore puts in place the deferred changes with a ticket before t: their files synced
+// together (the syncs of concurrent writers are shared), placed in ticket order, and the
+// renames synced together.
+func (b *board) placeBefore(t uint64) error {
+	b.pmu.Lock()
+	i := 0
+	for i < len(b.later) && b.later[i].ticket < t {
+		i++
+	}
+	ps := slices.Clone(b.later[:i])
+	b.later = slices.Delete(b.later, 0, i)
+	b.pmu.Unlock()
+	if len(ps) == 0 {
+		return nil
+	}
+	synced := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Go(func() { synced[i] = p.batch.Sync() })
+	}
+	wg.Wait()
+	var err error
+	for i, p := range ps {
+		err = errors.Join(err, p.put(synced[i]))
+	}
+	for _, p := range ps {
+		wg.Go(p.batch.SyncPlaced)
+	}
+	wg.Wait()
+	return err
 }
 
 // commit runs fn, stages the files of its change and makes it in memory; b.wmu is held. The
@@ -653,8 +735,19 @@ func (p *pending) place() error {
 	if p == nil {
 		return nil
 	}
-	b := p.b
-	err := p.batch.Sync()
+	derr := p.b.placeBefore(p.ticket) // the deferred changes made before it go first
+	err := p.put(p.batch.Sync())
+	p.batch.SyncPlaced()
+	if err != nil {
+		return err // the board is broken; derr, if any, broke it
+	}
+	return derr
+}
+
+// put puts the change's files, synced with the error synced, in place once the changes before
+// it are, and writes its views; a change that cannot be placed breaks the board.
+func (p *pending) put(synced error) error {
+	b, err := p.b, synced
 	b.pmu.Lock()
 	for b.placed != p.ticket {
 		b.placing.Wait()
@@ -677,7 +770,6 @@ func (p *pending) place() error {
 	b.placed++
 	b.placing.Broadcast()
 	b.pmu.Unlock()
-	p.batch.SyncPlaced()
 	return errors.Join(err, views)
 }
 

@@ -87,3 +87,40 @@ func newTestBoard(t *testing.T) (*board, workspace.Run) {
 	require.NoError(t, err)
 	return b, run
 }
+
+// A deferred change is made in memory at once and reaches the disk when the board is flushed,
+// or before a later change that is placed; deferred changes stay in the order they were made.
+func TestDeferredChangesReachTheDiskInOrder(t *testing.T) {
+	b, run := newTestBoard(t)
+	onDisk := func() *board {
+		again, err := openBoard(run, time.Now)
+		require.NoError(t, err)
+		return again
+	}
+	n1, _, err := b.createDeferred(nodeSpec{Task: "first"})
+	require.NoError(t, err)
+	_, err = b.updateDeferred(n1.ID, func(n *Node) error { n.Attempts = 1; return nil })
+	require.NoError(t, err)
+	got, ok := b.node(n1.ID)
+	require.True(t, ok, "in memory at once")
+	assert.Equal(t, 1, got.Attempts)
+	assert.Empty(t, onDisk().Snapshot().Nodes, "not on disk before a flush")
+
+	n2, _, err := b.create(nodeSpec{Task: "second"}) // placed: the deferred ones go first
+	require.NoError(t, err)
+	again := onDisk()
+	assert.Len(t, again.Snapshot().Nodes, 2)
+	got, _ = again.node(n1.ID)
+	assert.Equal(t, 1, got.Attempts)
+
+	for i := range maxDeferred + 10 { // more than wait: the board places them as it goes
+		_, err := b.updateDeferred(n2.ID, func(n *Node) error { n.Attempts = i + 1; return nil })
+		require.NoError(t, err)
+	}
+	got, _ = onDisk().node(n2.ID)
+	assert.Equal(t, maxDeferred, got.Attempts, "the first maxDeferred placed, in order")
+	require.NoError(t, b.flush())
+	got, _ = onDisk().node(n2.ID)
+	assert.Equal(t, maxDeferred+10, got.Attempts, "the last one is on disk after a flush")
+	require.NoError(t, b.flush(), "nothing to flush")
+}

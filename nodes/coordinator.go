@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
@@ -30,7 +31,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 	if err != nil {
 		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
 	}
-	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
+	opts := []harnessed.Option{harnessed.WithSaver(flushFirst{r.s.saver, r.board.flush}), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
 		harnessed.WithMaxIterations(1000), harnessed.WithCache(r.coordConv)}
 	rt := harnessed.New(model, opts...)
 	st := r.board.runState()
@@ -159,7 +160,7 @@ type (
 // stages, and the end of its turn or of the run.
 func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 	ts := []tools.Tool{
-		tools.Func("create_work_node", "Put a piece of work on the board.", r.toolCreate,
+		tools.Func("create_work_node", "Put a piece of work on the board.", r.toolCreate, tools.Idempotent(),
 			tools.WithGuidance("Give each node a self-contained task: the worker knows nothing else. Say what file to produce. Use deps and refs for work that builds on other nodes' outputs.")),
 		tools.Func("spawn_worker", "Add a worker to the team.", r.toolSpawn,
 			tools.WithGuidance("Workers are spawned for you when a node has none; spawn one yourself to pick its name, role and model, to use a CLI agent (claude-code for coding work, autonomous for another agent's command), or a single-inference worker for small well-defined tasks. A worker keeps its memory from node to node.")),
@@ -201,7 +202,8 @@ func (r *run) callKey(ctx context.Context) string {
 }
 
 func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
-	n, _, err := r.board.create(nodeSpec{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker,
+	// Deferred: the nodes of a turn go on disk together, before its conversation is saved.
+	n, _, err := r.board.createDeferred(nodeSpec{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker,
 		Stage: r.board.runState().Stage, By: bus.Coordinator, Key: r.callKey(ctx)})
 	if err != nil {
 		return "", err
@@ -370,4 +372,28 @@ func (r *run) mcpNames() string {
 		return "none"
 	}
 	return strings.Join(slices.Sorted(maps.Keys(r.cfg.mcp)), ", ")
+}
+
+// flushFirst is the coordinator's saver: it puts the board's deferred changes on disk before
+// each write, so that the coordinator's conversation never holds the result of a tool call
+// whose change a crash could lose.
+type flushFirst struct {
+	checkpoint.Saver
+	flush func() error
+}
+
+// Put puts the board's deferred changes on disk, then saves cp.
+func (s flushFirst) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
+	if err := s.flush(); err != nil {
+		return checkpoint.Config{}, err
+	}
+	return s.Saver.Put(ctx, cfg, cp)
+}
+
+// PutWrites puts the board's deferred changes on disk, then saves writes.
+func (s flushFirst) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	return s.Saver.PutWrites(ctx, cfg, writes)
 }

@@ -321,7 +321,10 @@ func (r *run) start(l launch) error {
 			return err
 		}
 	}
-	if _, err := r.board.update(n.ID, func(n *Node) error {
+	// Deferred: the starts of a tick go on disk together, before the outcomes they lead to are
+	// applied; a crash that loses one leaves the node assigned, and its assignment is started
+	// again, or its outcome collected (see resumption).
+	if _, err := r.board.updateDeferred(n.ID, func(n *Node) error {
 		n.Status, n.Applied, n.Woken = NodeRunning, "", l.Wake
 		return nil
 	}); err != nil {

@@ -16,41 +16,75 @@ import (
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
-// apply applies the outcome of assignment id to the board, tells the coordinator, and returns
-// the assignment's usage. It may run again for the same assignment after a crash: board changes
-// are made once (the node records the assignment it applied), events and messages are keyed by
+// applied is an outcome being applied to its node.
+type applied struct {
+	id       string // the assignment
+	node     Node   // as it is before the outcome, then after
+	worker   Worker
+	rec      outcomeRecord
+	already  bool     // the node had it applied, by a run a crash cut short
+	children []string // the sub-nodes it asked for, on the board
+}
+
+// apply applies the outcomes of the assignments ids to the board — the sub-nodes they asked
+// for, then one change for all of them — tells the coordinator, with one send for all, and
+// returns their usage. It may run again for the same assignments after a crash: board changes
+// are made once (a node records the assignment it applied), events and messages are keyed by
 // the outcome, so a second run completes what the first one left half done, and repeats
 // nothing.
-func (r *run) apply(ctx context.Context, id string, stage int) (providers.Usage, error) {
-	node, found := r.board.nodeOf(id)
-	if !found {
-		return providers.Usage{}, nil
+func (r *run) apply(ctx context.Context, ids []string, stage int) (providers.Usage, error) {
+	var usage providers.Usage
+	var todo []applied
+	for _, id := range ids {
+		node, found := r.board.nodeOf(id)
+		if !found {
+			continue
+		}
+		already := node.Applied == id
+		if !already && node.Status != NodeRunning && node.Status != NodeAssigned { // assigned: its start was lost to a crash
+			continue
+		}
+		rec, ok, err := r.outcome(node.ID, id)
+		if err != nil {
+			rec, ok = r.damagedOutcome(node, id, err), true
+		}
+		if !ok {
+			continue
+		}
+		a := applied{id: id, node: node, rec: rec, already: already}
+		a.worker, _ = r.board.worker(node.Worker)
+		if !already {
+			if a.children, err = r.subNodes(a, stage); err != nil {
+				return usage, err
+			}
+		}
+		usage = usage.Add(rec.Outcome.Usage)
+		todo = append(todo, a)
 	}
-	already := node.Applied == id
-	if !already && node.Status != NodeRunning {
-		return providers.Usage{}, nil
+	if len(todo) == 0 {
+		return usage, nil
 	}
-	rec, ok, err := r.outcome(node.ID, id)
+	err := r.board.change(func(t *tx) error {
+		for i := range todo {
+			if err := r.record(t, &todo[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		rec, ok = r.damagedOutcome(node, id, err), true
+		return usage, err
 	}
-	if !ok {
-		return providers.Usage{}, nil
+	var tells []bus.Message
+	for _, a := range todo {
+		ms, err := r.announce(a.node, a.worker, a.rec)
+		if err != nil {
+			return usage, err
+		}
+		tells = append(tells, ms...)
 	}
-	o := rec.Outcome
-	worker, _ := r.board.worker(node.Worker)
-	if already {
-		err = r.board.change(func(t *tx) error { return release(t, worker, id, o.Status) })
-	} else {
-		node, err = r.record(node, worker, id, rec, stage)
-	}
-	if err != nil {
-		return o.Usage, err
-	}
-	if err := r.announce(ctx, node, worker, rec); err != nil {
-		return o.Usage, err
-	}
-	return o.Usage, nil
+	_, err = r.bus.SendAll(ctx, tells)
+	return usage, err
 }
 
 // damagedOutcome stands for the outcome of assignment id on node when its file cannot be read:
@@ -67,65 +101,70 @@ func (r *run) damagedOutcome(node Node, id string, err error) outcomeRecord {
 	return rec
 }
 
-// record applies an outcome to its node: its sub-nodes, then in one change the node's new
-// status and its worker released. It returns the node as it is now. The sub-nodes of an
-// outcome that checkpointed are waited for; those of one that published go on the board as
-// work of their own (the node is done); a failed attempt's are dropped with it.
-func (r *run) record(node Node, worker Worker, id string, rec outcomeRecord, stage int) (Node, error) {
-	o := rec.Outcome
-	var children []string
-	if o.Status == runtime.Checkpointed || o.Status == runtime.Published {
-		for i, sub := range o.SubNodes {
-			c, _, err := r.board.create(nodeSpec{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: node.ID, Stage: stage, By: worker.Name, Key: fmt.Sprintf("%s#%d", id, i)})
-			if err != nil {
-				if _, serr := r.bus.SendOnce(r.ctxOrBackground(), fmt.Sprintf("%s/refused%d", rec.key(), i), squadName, bus.Coordinator,
-					fmt.Sprintf("Sub-node %d asked for by %s on %s was refused: %v", i+1, worker.Name, node.ID, err)); serr != nil {
-					return node, serr
-				}
-				continue
-			}
-			r.emitAt(eventlog.NodeCreated, c.ID, worker.ID, firstLine(c.Task), nil, "node/"+c.ID+"/created")
-			children = append(children, c.ID)
-		}
+// subNodes puts the sub-nodes an outcome asked for on the board and returns their IDs. The
+// sub-nodes of an outcome that checkpointed are waited for; those of one that published go on
+// the board as work of their own (the node is done); a failed attempt's are dropped with it.
+func (r *run) subNodes(a applied, stage int) ([]string, error) {
+	o := a.rec.Outcome
+	if o.Status != runtime.Checkpointed && o.Status != runtime.Published {
+		return nil, nil
 	}
-	retry := node.Attempts < r.cfg.maxAttempts
-	var n Node
-	err := r.board.change(func(t *tx) error {
-		var err error
-		if n, err = t.node(node.ID, func(n *Node) error {
-			n.Applied, n.Question, n.Answer, n.Woken = id, "", "", false
-			switch o.Status {
-			case runtime.Published:
-				n.Status, n.Summary, n.Published = NodeCompleted, o.Summary, o.Published
-			case runtime.Checkpointed:
-				n.Status, n.Summary, n.WaitingFor = NodeCheckpointed, o.Summary, children
-				if len(children) > 0 {
-					n.Status = NodeWaiting
-				}
-			case runtime.Waiting:
-				n.Status, n.Question, n.Asked = NodeWaiting, o.Question, rec.key()+"/question"
-			case runtime.Cancelled:
-				n.Status = NodePending // its assignment is kept, to be resumed
-			default:
-				n.Summary = fmt.Sprintf("attempt %d %s: %s", n.Attempts, o.Status, rec.Error)
-				n.Status = NodeFailed
-				if retry {
-					n.Status, n.Assignment = NodePending, ""
-				}
+	var children []string
+	for i, sub := range o.SubNodes {
+		c, _, err := r.board.create(nodeSpec{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: a.node.ID, Stage: stage, By: a.worker.Name, Key: fmt.Sprintf("%s#%d", a.id, i)})
+		if err != nil {
+			if _, serr := r.bus.SendOnce(r.ctxOrBackground(), fmt.Sprintf("%s/refused%d", a.rec.key(), i), squadName, bus.Coordinator,
+				fmt.Sprintf("Sub-node %d asked for by %s on %s was refused: %v", i+1, a.worker.Name, a.node.ID, err)); serr != nil {
+				return nil, serr
 			}
-			return nil
-		}); err != nil {
-			return err
+			continue
 		}
-		if err := r.addHistory(t, worker, n, rec); err != nil {
-			return err
+		r.emitAt(eventlog.NodeCreated, c.ID, a.worker.ID, firstLine(c.Task), nil, "node/"+c.ID+"/created")
+		children = append(children, c.ID)
+	}
+	return children, nil
+}
+
+// record applies an outcome to its node in t: the node's new status, the worker's history, and
+// the worker released; a.node becomes the node as it is now. An outcome applied before only
+// releases its worker.
+func (r *run) record(t *tx, a *applied) error {
+	o := a.rec.Outcome
+	if a.already {
+		return release(t, a.worker, a.id, o.Status)
+	}
+	retry := a.node.Attempts < r.cfg.maxAttempts
+	n, err := t.node(a.node.ID, func(n *Node) error {
+		n.Applied, n.Question, n.Answer, n.Woken = a.id, "", "", false
+		switch o.Status {
+		case runtime.Published:
+			n.Status, n.Summary, n.Published = NodeCompleted, o.Summary, o.Published
+		case runtime.Checkpointed:
+			n.Status, n.Summary, n.WaitingFor = NodeCheckpointed, o.Summary, a.children
+			if len(a.children) > 0 {
+				n.Status = NodeWaiting
+			}
+		case runtime.Waiting:
+			n.Status, n.Question, n.Asked = NodeWaiting, o.Question, a.rec.key()+"/question"
+		case runtime.Cancelled:
+			n.Status = NodePending // its assignment is kept, to be resumed
+		default:
+			n.Summary = fmt.Sprintf("attempt %d %s: %s", n.Attempts, o.Status, a.rec.Error)
+			n.Status = NodeFailed
+			if retry {
+				n.Status, n.Assignment = NodePending, ""
+			}
 		}
-		return release(t, worker, id, o.Status)
+		return nil
 	})
 	if err != nil {
-		return node, err
+		return err
 	}
-	return n, nil
+	a.node = n
+	if err := r.addHistory(t, a.worker, n, a.rec); err != nil {
+		return err
+	}
+	return release(t, a.worker, a.id, o.Status)
 }
 
 // release frees, in t, the worker of assignment id, which ended with status s: idle, or waiting
@@ -144,14 +183,15 @@ func release(t *tx, w Worker, id string, s runtime.Status) error {
 	return err
 }
 
-// announce makes an applied outcome known: the events, the worker's history and memory, the
-// note to the coordinator (or the question to the human), and the messages the worker left
-// unread or suggested. Each is done once per outcome, however often announce runs.
-func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcomeRecord) error {
+// announce makes an applied outcome known: the events, the worker's memory, the question to
+// the human, and it returns the messages to send — the note to the coordinator, and the
+// messages the worker left unread or suggested — keyed by the outcome. Each is done once per
+// outcome, however often announce runs.
+func (r *run) announce(node Node, worker Worker, rec outcomeRecord) ([]bus.Message, error) {
 	o, key := rec.Outcome, rec.key()
-	tell := func(what, from, to, text string) error {
-		_, err := r.bus.SendOnce(ctx, key+"/"+what, from, to, text)
-		return err
+	var tells []bus.Message
+	tell := func(what, from, to, text string) {
+		tells = append(tells, bus.Message{Key: key + "/" + what, From: from, To: to, Body: text})
 	}
 	switch o.Status {
 	case runtime.Published, runtime.Checkpointed:
@@ -161,7 +201,7 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 		}
 		r.emitAt(eventlog.NodeCompleted, node.ID, worker.ID, text, map[string]any{"status": o.Status, "published": o.Published}, key+"/completed")
 		if err := r.remember(worker, node, rec); err != nil {
-			return err
+			return nil, err
 		}
 	case runtime.Waiting:
 		r.emitAt(eventlog.HumanQuestion, node.ID, worker.ID, o.Question, nil, key+"/question")
@@ -179,20 +219,16 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 		for _, f := range o.Published {
 			files = append(files, "nodes/"+node.ID+"/published/"+f)
 		}
-		if err := tell("done", squadName, bus.Coordinator, fmt.Sprintf("Node %s (%s) completed: %s\nPublished: %s", node.ID, worker.Name, o.Summary, strings.Join(files, ", "))); err != nil {
-			return err
-		}
+		tell("done", squadName, bus.Coordinator, fmt.Sprintf("Node %s (%s) completed: %s\nPublished: %s", node.ID, worker.Name, o.Summary, strings.Join(files, ", ")))
 	case runtime.Checkpointed:
 		text := fmt.Sprintf("Node %s (%s) checkpointed: %s", node.ID, worker.Name, o.Summary)
 		if len(node.WaitingFor) > 0 {
 			text += fmt.Sprintf("\nIt waits for its sub-nodes %s.", strings.Join(node.WaitingFor, ", "))
 		}
-		if err := tell("done", squadName, bus.Coordinator, text); err != nil {
-			return err
-		}
+		tell("done", squadName, bus.Coordinator, text)
 	case runtime.Waiting:
 		if err := r.toHuman(key+"/question", worker.Name, o.Question); err != nil {
-			return err
+			return nil, err
 		}
 	case runtime.Cancelled:
 	default:
@@ -203,21 +239,15 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 		if node.Status == NodePending {
 			text += "\nIt will be tried again."
 		}
-		if err := tell("failed", squadName, bus.Coordinator, text); err != nil {
-			return err
-		}
+		tell("failed", squadName, bus.Coordinator, text)
 	}
 	for i, m := range o.Unread { // back in the worker's mailbox, to wake it or wait for its next node
-		if err := tell(fmt.Sprintf("unread%d", i), m.From, worker.Name, m.Body); err != nil {
-			return err
-		}
+		tell(fmt.Sprintf("unread%d", i), m.From, worker.Name, m.Body)
 	}
 	for i, s := range o.Suggestions {
-		if err := tell(fmt.Sprintf("suggestion%d", i), worker.Name, bus.Coordinator, "Suggestion: "+s); err != nil {
-			return err
-		}
+		tell(fmt.Sprintf("suggestion%d", i), worker.Name, bus.Coordinator, "Suggestion: "+s)
 	}
-	return nil
+	return tells, nil
 }
 
 // setNode changes a node and stamps the events that follow with it.

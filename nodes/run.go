@@ -212,6 +212,9 @@ func (r *run) execute() (res Result, err error) {
 		if r.coordMCP != nil {
 			r.coordMCP.Close()
 		}
+		if ferr := r.board.flush(); ferr != nil && err == nil {
+			err = ferr
+		}
 	}()
 	for _, e := range r.bus.Events() { // what a crash kept from the log: logged now, once
 		r.observeMessage(e)
@@ -376,14 +379,11 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	rs := r.board.runState()
-	for _, id := range st.Done {
-		u, err := r.apply(ctx, id, rs.Stage)
-		if err != nil {
-			return n, err
-		}
-		n.Usage = n.Usage.Add(u)
+	u, err := r.apply(ctx, st.Done, rs.Stage)
+	if err != nil {
+		return n, err
 	}
-	n.Done = nil
+	n.Usage, n.Done = n.Usage.Add(u), nil
 	if err := r.wakeParents(ctx); err != nil {
 		return n, err
 	}

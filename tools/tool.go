@@ -32,6 +32,11 @@ type Tool struct {
 	// Safe marks a tool whose calls may run concurrently with other calls of the same model
 	// response: it neither changes state other calls read nor depends on their effects.
 	Safe bool
+	// Idempotent marks a tool whose call, run again (the same call, by its ID), does not do
+	// twice what it did: its handler keys its effects by the call. A runtime that saves its
+	// progress step by step may run consecutive calls of idempotent tools in one step, saved
+	// once, since a crash in the middle runs them all again harmlessly.
+	Idempotent bool
 	// Handler runs a call.
 	Handler Handler
 }
@@ -47,6 +52,11 @@ func WithGuidance(guidance string) Option {
 // Safe marks the tool as safe to run concurrently with other calls (see [Tool.Safe]).
 func Safe() Option {
 	return func(t *Tool) { t.Safe = true }
+}
+
+// Idempotent marks the tool's calls as safe to run again (see [Tool.Idempotent]).
+func Idempotent() Option {
+	return func(t *Tool) { t.Idempotent = true }
 }
 
 // Func builds a tool from a typed function. The schema is derived from A (see the package

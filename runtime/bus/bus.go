@@ -366,67 +366,123 @@ func (b *Bus) SendOnce(ctx context.Context, key, from, to, body string) ([]runti
 }
 
 func (b *Bus) send(ctx context.Context, idem, from, to, body string) ([]runtime.Message, error) {
+	sent, err := b.sendAll(ctx, []Message{{Key: idem, From: from, To: to, Body: body}})
+	if err != nil {
+		return nil, err
+	}
+	return sent[0], nil
+}
+
+// Message is one message of SendAll: its body from a participant to a name, role or group,
+// with an idempotency key as SendOnce takes (none: sent every time).
+type Message struct {
+	Key, From, To, Body string
+}
+
+// SendAll sends each message as Send (or, with a key, SendOnce) does, in order, and makes them
+// durable together: one sync of the log for all. It returns the copies of each. When it
+// returns an error nothing was sent: a message refused (an empty body, an unknown sender or
+// recipient) refuses them all, naming it.
+func (b *Bus) SendAll(ctx context.Context, msgs []Message) ([][]runtime.Message, error) {
+	return b.sendAll(ctx, msgs)
+}
+
+// sendAll is SendAll.
+func (b *Bus) sendAll(ctx context.Context, batch []Message) ([][]runtime.Message, error) {
 	if ctx != nil {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 	}
-	if strings.TrimSpace(body) == "" {
-		return nil, fmt.Errorf("%w (from %q to %q)", ErrEmptyBody, from, to)
+	for _, m := range batch {
+		if strings.TrimSpace(m.Body) == "" {
+			return nil, fmt.Errorf("%w (from %q to %q)", ErrEmptyBody, m.From, m.To)
+		}
 	}
-	to = strings.TrimSpace(to)
-
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if sent, ok := b.keys[idem]; ok && idem != "" {
-		b.mu.Unlock()
-		return append([]runtime.Message(nil), sent...), nil
+	// Each message's copies and recipients, in order; nothing changes until all are durable.
+	type pending struct {
+		copies     []runtime.Message
+		recipients []*member
+		old        bool // sent before, under its key
 	}
-	sender := b.byKey[key(from)]
-	if sender == nil {
-		err := fmt.Errorf("%w %q; %s", ErrUnknownSender, from, b.known())
-		b.mu.Unlock()
-		return nil, err
-	}
-	recipients, label, err := b.route(sender, to)
-	if err != nil {
+	out := make([][]runtime.Message, len(batch))
+	todo := make([]pending, len(batch))
+	batchKeys := map[string]int{} // a key sent earlier in this batch → its index
+	seq, sends, size := b.seq, b.sends, b.size
+	var written []string // the markdown files written, removed if the batch fails
+	fail := func(err error) ([][]runtime.Message, error) {
+		for _, p := range written {
+			os.Remove(p)
+		}
+		if b.size != size {
+			b.log.Truncate(size)
+			b.size = size
+		}
 		b.mu.Unlock()
 		return nil, err
 	}
 	now := b.cfg.now().Round(0)
-	msgs := make([]runtime.Message, len(recipients))
-	for i, r := range recipients {
-		msgs[i] = runtime.Message{
-			ID:   formatID(b.seq + 1 + i),
-			From: sender.Name,
-			To:   r.Name,
-			Body: body,
-			Time: now,
+	for i, m := range batch {
+		if m.Key != "" {
+			if sent, ok := b.keys[m.Key]; ok {
+				out[i], todo[i].old = append([]runtime.Message(nil), sent...), true
+				continue
+			}
+			if j, ok := batchKeys[m.Key]; ok {
+				out[i], todo[i].old = append([]runtime.Message(nil), out[j]...), true
+				continue
+			}
+		}
+		sender := b.byKey[key(m.From)]
+		if sender == nil {
+			return fail(fmt.Errorf("%w %q; %s", ErrUnknownSender, m.From, b.known()))
+		}
+		recipients, label, err := b.route(sender, strings.TrimSpace(m.To))
+		if err != nil {
+			return fail(err)
+		}
+		copies := make([]runtime.Message, len(recipients))
+		for k, r := range recipients {
+			copies[k] = runtime.Message{ID: formatID(seq + 1 + k), From: sender.Name, To: r.Name, Body: m.Body, Time: now}
+		}
+		n, mdPath, err := b.writeMarkdown(sends, sender.Name, label, recipients, now, m.Body)
+		if err != nil {
+			return fail(err)
+		}
+		written = append(written, mdPath)
+		if err := b.writeRecord(record{Type: "send", N: n, To: strings.TrimSpace(m.To), Messages: copies, Key: m.Key}); err != nil {
+			return fail(err)
+		}
+		sends, seq = n, seq+len(copies)
+		out[i], todo[i] = copies, pending{copies: copies, recipients: recipients}
+		if m.Key != "" {
+			batchKeys[m.Key] = i
 		}
 	}
-	n, mdPath, err := b.writeMarkdown(sender.Name, label, recipients, now, body)
-	if err != nil {
-		b.mu.Unlock()
-		return nil, err
+	if b.size != size {
+		if err := b.log.Sync(); err != nil {
+			return fail(fmt.Errorf("bus: syncing the log: %w", err))
+		}
 	}
-	if err := b.appendRecord(record{Type: "send", N: n, To: to, Messages: msgs, Key: idem}); err != nil {
-		os.Remove(mdPath)
-		b.mu.Unlock()
-		return nil, err
-	}
-	if idem != "" {
-		b.keys[idem] = msgs
-	}
-	b.sends = n
-	b.seq += len(msgs)
-	for i, r := range recipients {
-		r.queue = append(r.queue, msgs[i])
-		b.history = append(b.history, msgs[i])
-		if b.cfg.observer != nil {
-			b.events = append(b.events, Event{Kind: Sent, Message: msgs[i]})
+	b.sends, b.seq = sends, seq
+	for i, p := range todo {
+		if p.old {
+			continue
+		}
+		if batch[i].Key != "" {
+			b.keys[batch[i].Key] = p.copies
+		}
+		for k, r := range p.recipients {
+			r.queue = append(r.queue, p.copies[k])
+			b.history = append(b.history, p.copies[k])
+			if b.cfg.observer != nil {
+				b.events = append(b.events, Event{Kind: Sent, Message: p.copies[k]})
+			}
 		}
 	}
 	select {
@@ -435,7 +491,10 @@ func (b *Bus) send(ctx context.Context, idem, from, to, body string) ([]runtime.
 	}
 	b.mu.Unlock()
 	b.report()
-	return append([]runtime.Message(nil), msgs...), nil
+	for i := range out {
+		out[i] = append([]runtime.Message(nil), out[i]...)
+	}
+	return out, nil
 }
 
 // route resolves to for sender: the recipients and the addressee's label for file names.
@@ -659,6 +718,21 @@ func (b *Bus) report() {
 // appendRecord writes r to the log and syncs it; on failure it cuts off what it wrote. The
 // caller holds mu.
 func (b *Bus) appendRecord(r record) error {
+	size := b.size
+	if err := b.writeRecord(r); err != nil {
+		return err
+	}
+	if err := b.log.Sync(); err != nil {
+		b.log.Truncate(size)
+		b.size = size
+		return fmt.Errorf("bus: syncing the log: %w", err)
+	}
+	return nil
+}
+
+// writeRecord writes r to the log, not synced; on failure it cuts off what it wrote. The caller
+// holds mu.
+func (b *Bus) writeRecord(r record) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("bus: %w", err)
@@ -668,17 +742,13 @@ func (b *Bus) appendRecord(r record) error {
 		b.log.Truncate(b.size)
 		return fmt.Errorf("bus: writing the log: %w", err)
 	}
-	if err := b.log.Sync(); err != nil {
-		b.log.Truncate(b.size)
-		return fmt.Errorf("bus: syncing the log: %w", err)
-	}
 	b.size += int64(len(line))
 	return nil
 }
 
-// writeMarkdown writes the next Send's markdown file and returns its number and path. The
-// caller holds mu.
-func (b *Bus) writeMarkdown(from, label string, rs []*member, t time.Time, body string) (int, string, error) {
+// writeMarkdown writes a message's markdown file, numbered after after (the first number free),
+// and returns its number and path. The caller holds mu.
+func (b *Bus) writeMarkdown(after int, from, label string, rs []*member, t time.Time, body string) (int, string, error) {
 	header := label
 	if len(rs) > 1 || label != rs[0].Name {
 		names := make([]string, len(rs))
@@ -692,7 +762,7 @@ func (b *Bus) writeMarkdown(from, label string, rs []*member, t time.Time, body 
 	if !strings.HasSuffix(body, "\n") {
 		sb.WriteByte('\n')
 	}
-	for n := b.sends + 1; ; n++ {
+	for n := after + 1; ; n++ {
 		path := filepath.Join(b.dir, fmt.Sprintf("%04d_%s_to_%s.md", n, fileName(from), fileName(label)))
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, os.ErrExist) {

@@ -268,3 +268,55 @@ func TestWakeUpsStoreWhatTheyAdd(t *testing.T) {
 	t.Logf("conversation %d bytes, stored %d", added, stored)
 	assert.Less(t, stored, 6*added, "bytes stored for %d wake-ups (whole conversations would make it quadratic)", wakes)
 }
+
+// Consecutive calls of an idempotent tool run in one step, one after another in their order,
+// saved once; a step cut short runs them all again, which the tool's own keys make harmless.
+func TestIdempotentCallsShareAStep(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		order []string
+		made  = map[string]bool{} // the tool's effects, keyed by the call
+	)
+	mark := tools.Func("mark", "Mark an item.", func(ctx context.Context, args workArgs) (string, error) {
+		c, _ := tools.CallFrom(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, c.ID)
+		made[c.ID] = true
+		return "marked " + args.Item, nil
+	}, tools.Idempotent())
+	var turn []tools.Call
+	for i := range 40 {
+		turn = append(turn, call(fmt.Sprint("m", i), "mark", workArgs{Item: fmt.Sprint(i)}))
+	}
+	turn = append(turn, call("w", "work", workArgs{Item: "after"}), call("m40", "mark", workArgs{Item: "40"}))
+	var l ledger
+	a := assignment(t, "i1", "Mark them.")
+	a.Tools = append(a.Tools, mark)
+	a.Tools = append(a.Tools, workTools(&l, nil)...)
+	model := scripted.New("w", scripted.Turn{Calls: turn},
+		scripted.Turn{Calls: []tools.Call{call("p", "publish", runtime.PublishArgs{Summary: "marked"})}})
+	saver := checkpoint.NewMemory()
+	o, err := harnessed.New(model, harnessed.WithSaver(saver)).Run(context.Background(), a, nil)
+	require.NoError(t, err)
+	require.Equal(t, runtime.Published, o.Status)
+
+	want := make([]string, 41)
+	for i := range want {
+		want[i] = fmt.Sprint("m", i)
+	}
+	assert.Equal(t, want, order, "every call once, in order")
+	list, err := saver.List(context.Background(), checkpoint.Config{ThreadID: "i1"}, checkpoint.ListOptions{})
+	require.NoError(t, err)
+	toolSteps := 0
+	for _, tu := range list {
+		for _, w := range tu.Writes {
+			if w.Node == "tools" && w.Kind == checkpoint.WriteUpdate {
+				toolSteps++
+			}
+		}
+	}
+	// the 40 marks, the work call, the last mark, and publish: one step each
+	assert.Equal(t, 4, toolSteps)
+	assert.Len(t, made, 41)
+}

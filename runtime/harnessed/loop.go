@@ -163,16 +163,23 @@ func (w *worker) call(ctx context.Context, batch []tools.Call) ([]tools.Result, 
 	return results, nil
 }
 
-// batch returns the calls to run next: the leading run of calls that are safe to run together,
-// or else the first call alone.
+// batch returns the calls to run next, in one step: the leading run of calls that are safe to
+// run together, else the leading run of calls of idempotent tools (run one after another; a
+// crash runs them again), or else the first call alone.
 func (w *worker) batch(pending []tools.Call) []tools.Call {
-	n := 0
-	for _, c := range pending {
-		t, ok := w.reg.Get(c.Name)
-		if !ok || !t.Safe {
-			break
+	leading := func(ok func(tools.Tool) bool) int {
+		n := 0
+		for _, c := range pending {
+			if t, found := w.reg.Get(c.Name); !found || !ok(t) {
+				break
+			}
+			n++
 		}
-		n++
+		return n
+	}
+	n := leading(func(t tools.Tool) bool { return t.Safe })
+	if n == 0 {
+		n = leading(func(t tools.Tool) bool { return t.Idempotent })
 	}
 	return pending[:max(n, 1)]
 }
