@@ -160,7 +160,11 @@ func (g *Graph[S]) enqueue(ctx context.Context, thread string, o op, check func(
 		if err != nil {
 			return err
 		}
-		_, err = g.r.river.InsertTx(ctx, tx, runArgs{Thread: thread, Generation: gen}, &river.InsertOpts{Queue: g.r.opts.queue})
+		job, err := g.r.river.InsertTx(ctx, tx, runArgs{Thread: thread, Generation: gen}, &river.InsertOpts{Queue: g.r.opts.queue})
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE `+runsTable+` SET job_id = $2 WHERE thread_id = $1`, thread, job.Job.ID)
 		return err
 	})
 	var ours *Error

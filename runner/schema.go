@@ -40,7 +40,7 @@ var migrations = [][]string{
 			op_answers text[] NOT NULL DEFAULT '{}', -- resume: the interrupts pending when it was enqueued
 			owner      text,                      -- the process holding the lease, while running
 			expires_at timestamptz,               -- when the lease ends unless renewed
-			job_id     bigint,                    -- the River job of the lease holder
+			job_id     bigint,                    -- the River job of the latest generation
 			error_text text,
 			interrupts jsonb,
 			state      jsonb,
@@ -48,6 +48,7 @@ var migrations = [][]string{
 			updated_at timestamptz NOT NULL DEFAULT now()
 		)`,
 		`CREATE INDEX agiraph_runs_leases ON ` + runsTable + ` (expires_at) WHERE status = 'running'`,
+		`CREATE INDEX agiraph_runs_queued ON ` + runsTable + ` (job_id) WHERE status = 'queued'`,
 	},
 }
 

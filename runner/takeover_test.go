@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -93,7 +94,9 @@ func child(url string) int {
 		return fail(err)
 	}
 	defer pool.Close()
-	r, err := runner.New(ctx, pool, runner.WithLease(childTTL, childHeartbeat), runner.WithWatchInterval(childWatch), runner.WithMaxWorkers(20))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r, err := runner.New(ctx, pool, runner.WithLease(childTTL, childHeartbeat), runner.WithWatchInterval(childWatch),
+		runner.WithMaxWorkers(20), runner.WithLogger(logger))
 	if err != nil {
 		return fail(err)
 	}
@@ -109,6 +112,24 @@ func child(url string) int {
 		return fail(err)
 	}
 	return 0
+}
+
+// describe tells where a thread stands, and its River jobs, for the message of a failure.
+func describe(pool *pgxpool.Pool, thread string) string {
+	ctx := context.Background()
+	var b strings.Builder
+	rows, err := pool.Query(ctx, `SELECT format('thread: %s gen %s owner %s expires %s job %s', status, generation, owner, expires_at, job_id) FROM agiraph_runs WHERE thread_id = $1
+		UNION ALL SELECT format('job %s: %s, attempt %s, args %s, errors %s', id, state, attempt, args, errors) FROM river_job WHERE args->>'thread' = $1`, thread)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var line string
+		rows.Scan(&line)
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 // proc is a runner process of the takeover test.
@@ -237,7 +258,7 @@ func TestTakeover(t *testing.T) {
 		procs[i] = spawn(t, url, 3+k)
 		for _, th := range orphans {
 			watchers.Go(func() {
-				for {
+				for wait := time.Now(); time.Since(wait) < time.Minute; { // a bound on a hang
 					var st string
 					var owner *string
 					require.NoError(t, pool.QueryRow(ctx, `SELECT status, owner FROM agiraph_runs WHERE thread_id = $1`, th).Scan(&st, &owner))
@@ -249,6 +270,7 @@ func TestTakeover(t *testing.T) {
 					}
 					time.Sleep(10 * time.Millisecond)
 				}
+				t.Errorf("%s was not taken over\n%s", th, describe(pool, th))
 			})
 		}
 	}
@@ -259,7 +281,7 @@ func TestTakeover(t *testing.T) {
 	defer cancel()
 	for _, th := range threads {
 		final, err := g.Wait(wctx, th)
-		require.NoError(t, err, th)
+		require.NoError(t, err, "%s\n%s", th, describe(pool, th))
 		var nodes []string
 		for _, d := range final.Done {
 			nodes = append(nodes, strings.SplitN(d, ":", 2)[0])

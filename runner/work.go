@@ -192,7 +192,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 		r.logger.Warn("runner: lease lost; the run stopped", "thread", l.thread, "generation", l.generation, "cause", cause)
 		return nil
 	case out.err != nil && ctx.Err() != nil: // stopping
-		_, err := r.requeue(bg, false, `thread_id = $1 AND generation = $2 AND owner = $3`, l.thread, l.generation, r.owner)
+		_, err := r.requeue(bg, false, `status = 'running' AND thread_id = $1 AND generation = $2 AND owner = $3`, l.thread, l.generation, r.owner)
 		return err
 	}
 	return r.finish(bg, l, out)
@@ -304,15 +304,15 @@ func (r *Runner) finish(ctx context.Context, l lease, out outcome) error {
 	return nil
 }
 
-// requeue queues running threads again under a new generation, each with a new job, in one
-// transaction: those whose lease expired (the watchdog, cancelOld set: the dead process's jobs are
-// cancelled, so that River's rescuer finalizes them), or the one a stopping process gives up. cond
-// selects them, with args. It returns how many it queued.
+// requeue queues threads again under a new generation, each with a new job, in one transaction:
+// those whose process died (the watchdog, cancelOld set: the dead process's jobs are cancelled,
+// so that River's rescuer finalizes them), or the one a stopping process gives up. cond selects
+// them, with args. It returns how many it queued.
 func (r *Runner) requeue(ctx context.Context, cancelOld bool, cond string, args ...any) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `WITH old AS (
-				SELECT thread_id, job_id FROM `+runsTable+` WHERE status = 'running' AND `+cond+`
+				SELECT thread_id, job_id FROM `+runsTable+` WHERE `+cond+`
 				ORDER BY thread_id LIMIT 1000 FOR UPDATE SKIP LOCKED)
 			UPDATE `+runsTable+` r SET status = 'queued', generation = r.generation + 1, owner = NULL, expires_at = NULL,
 				job_id = NULL, updated_at = now()
@@ -322,8 +322,9 @@ func (r *Runner) requeue(ctx context.Context, cancelOld bool, cond string, args 
 			return err
 		}
 		var (
-			jobs []river.InsertManyParams
-			old  []int64
+			threads []string
+			jobs    []river.InsertManyParams
+			old     []int64
 		)
 		for rows.Next() {
 			var a runArgs
@@ -331,6 +332,7 @@ func (r *Runner) requeue(ctx context.Context, cancelOld bool, cond string, args 
 			if err := rows.Scan(&a.Thread, &a.Generation, &job); err != nil {
 				return err
 			}
+			threads = append(threads, a.Thread)
 			jobs = append(jobs, river.InsertManyParams{Args: a, InsertOpts: &river.InsertOpts{Queue: r.opts.queue}})
 			if job != nil && cancelOld {
 				old = append(old, *job)
@@ -339,7 +341,16 @@ func (r *Runner) requeue(ctx context.Context, cancelOld bool, cond string, args 
 		if err := rows.Err(); err != nil || len(jobs) == 0 {
 			return err
 		}
-		if _, err := r.river.InsertManyTx(ctx, tx, jobs); err != nil {
+		inserted, err := r.river.InsertManyTx(ctx, tx, jobs)
+		if err != nil {
+			return err
+		}
+		ids := make([]int64, len(inserted))
+		for i, res := range inserted {
+			ids[i] = res.Job.ID
+		}
+		if _, err := tx.Exec(ctx, `UPDATE `+runsTable+` r SET job_id = j.id FROM unnest($1::text[], $2::bigint[]) AS j (thread_id, id)
+			WHERE r.thread_id = j.thread_id`, threads, ids); err != nil {
 			return err
 		}
 		for _, id := range old {
@@ -356,6 +367,14 @@ func (r *Runner) requeue(ctx context.Context, cancelOld bool, cond string, args 
 	return n, nil
 }
 
+// orphaned selects, for requeue, the threads whose process died: running ones whose lease
+// expired, and queued ones whose job a process fetched (River says it is running) but did not
+// take the lease for within a TTL ($1, in seconds). Taking the lease is the first thing a job
+// does, so the process that fetched it died; should it be alive and slow, the new generation
+// makes its job stale.
+const orphaned = `status = 'running' AND expires_at < now()
+	OR status = 'queued' AND job_id IN (SELECT id FROM river_job WHERE state = 'running' AND attempted_at < now() - make_interval(secs => $1))`
+
 // watch is the watchdog: every watch interval, it queues again the threads whose lease expired.
 func (r *Runner) watch(ctx context.Context) {
 	defer r.watching.Done()
@@ -367,7 +386,7 @@ func (r *Runner) watch(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		n, err := r.requeue(ctx, true, `expires_at < now()`)
+		n, err := r.requeue(ctx, true, orphaned, r.opts.leaseTTL.Seconds())
 		switch {
 		case err != nil && ctx.Err() == nil:
 			r.logger.Warn("runner: watchdog", "error", err)
