@@ -48,7 +48,9 @@
 //     threads whose lease expired and, in one transaction, raises their generation, queues them
 //     and inserts a job for the new generation (unique by thread and generation, and the row lock
 //     with SKIP LOCKED makes one watchdog do it), and cancels the dead process's River job, which
-//     River's rescuer then finalizes in its own time. A thread is thus taken over within the TTL,
+//     River's rescuer then finalizes in its own time. It does the same for a queued thread whose
+//     job River shows running for longer than a TTL: the process that fetched it died before
+//     taking the lease (its first act). A thread is thus taken over within the TTL,
 //     plus the watch interval, plus the moment River takes to start a job: about 11 s by default.
 //   - Stop cancels the runs in progress once its context is done, and queues their threads again
 //     at once for the other processes (a handover, no TTL to wait for).
