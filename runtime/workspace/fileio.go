@@ -64,14 +64,11 @@ type appended struct {
 	data []byte
 }
 
-// Add writes data beside path, to be renamed over it by Commit (see WriteFile). The directory
-// must exist. On error nothing is added.
+// Add adds data, to be written beside path when the batch is synced (Sync, Commit) and renamed
+// over it by Commit (see WriteFile): batches made one after the other and synced together
+// (from several goroutines) write their files together too. The directory must exist then.
 func (b *Batch) Add(path string, data []byte) error {
-	s, err := stage(path, data)
-	if err != nil {
-		return err
-	}
-	b.files = append(b.files, s)
+	b.files = append(b.files, staged{path: path, data: data})
 	return nil
 }
 
@@ -188,6 +185,17 @@ func (b *Batch) Commit() error {
 // a caller that must place several batches in order syncs them at once, then places them one
 // after the other (Place). On error the files are discarded and the batch is empty.
 func (b *Batch) Sync() error {
+	for i, s := range b.files {
+		if s.f != nil {
+			continue
+		}
+		st, err := stage(s.path, s.data)
+		if err != nil {
+			b.Discard()
+			return err
+		}
+		b.files[i] = st
+	}
 	batch, appends := b.files, b.appends
 	b.appends = nil
 	open := make([]*os.File, 0, len(batch)+len(appends))
@@ -266,16 +274,19 @@ func (b *Batch) SyncPlaced() {
 // Discard removes the files added and forgets the lines, not committed.
 func (b *Batch) Discard() {
 	for _, s := range b.files {
-		_ = s.f.Close()
-		s.discard()
+		if s.f != nil {
+			_ = s.f.Close()
+			s.discard()
+		}
 	}
 	b.files, b.appends, b.dirs, b.synced = nil, nil, nil, false
 }
 
 // staged is a file's new content written beside it, open, not synced.
 type staged struct {
-	f         *os.File
+	f         *os.File // nil until it is written
 	tmp, path string
+	data      []byte // its content, until it is written
 }
 
 // stage writes data to a temporary file beside path, with path's permissions (0644 for a new

@@ -236,10 +236,16 @@ func TestBatch(t *testing.T) {
 	assert.Equal(t, []string{"b.md"}, entries(t, filepath.Dir(b)))
 	require.NoError(t, batch.Commit(), "an empty batch commits nothing")
 
-	// A file that cannot be added is an error naming it; Discard drops what was added.
-	err = batch.Add(filepath.Join(dir, "missing", "c.md"), []byte("x"))
+	// A file that cannot be written is an error of Commit naming it, and no file of the batch
+	// changes; Discard drops what was added.
+	require.NoError(t, batch.Add(a, []byte("not written")))
+	require.NoError(t, batch.Add(filepath.Join(dir, "missing", "c.md"), []byte("x")))
+	err = batch.Commit()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Join(dir, "missing", "c.md"))
+	got, err = os.ReadFile(a)
+	require.NoError(t, err)
+	assert.Equal(t, "{\n  \"n\": 1\n}\n", string(got))
 	require.NoError(t, batch.Add(a, []byte("dropped")))
 	batch.Discard()
 	got, err = os.ReadFile(a)
