@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/postgres"
-	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/internal/pgtest"
 	"github.com/agiraph/agiraph/internal/workload"
 )
@@ -34,38 +34,18 @@ func tableBytes(b *testing.B, url string) int64 {
 // to a new database of the test cluster per run, whose URL gets params. It reports the time per
 // step, db_bytes (the size of the saver's tables when the run has ended) and that per step.
 func benchLoop(b *testing.B, params string) {
-	const steps = 500
-	g, check := workload.Loop(steps)
-	c, err := g.Compile(graph.WithRecursionLimit(steps + 1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	var bytes int64
-	b.ReportAllocs()
-	for b.Loop() {
-		b.StopTimer()
+	workload.SaverLoop(b, func(b *testing.B) (checkpoint.Saver, func() int64) {
 		url := pgtest.Start(b) + params
-		saver, err := postgres.Open(ctx, url)
+		saver, err := postgres.Open(context.Background(), url)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.StartTimer()
-		out, err := c.Invoke(ctx, workload.LoopState{}, graph.WithCheckpointer(saver), graph.WithThread("loop"))
-		b.StopTimer()
-		if err == nil {
-			err = check(out)
+		return saver, func() int64 {
+			n := tableBytes(b, url)
+			saver.Close()
+			return n
 		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		bytes += tableBytes(b, url)
-		saver.Close()
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N*steps), "us/step")
-	b.ReportMetric(float64(bytes)/float64(b.N), "db_bytes")
-	b.ReportMetric(float64(bytes)/float64(b.N*steps), "bytes/step")
+	})
 }
 
 // BenchmarkLoopPostgres: BenchmarkLoopSQLite (see checkpoint/sqlite) on PostgreSQL with the

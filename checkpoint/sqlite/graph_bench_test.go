@@ -29,41 +29,22 @@ func dbBytes(b *testing.B, path string) int64 {
 // file with sync durability. Each run gets a new database; db_bytes is its size (database and log,
 // the saver still open) when the run has ended.
 func BenchmarkLoopSQLite(b *testing.B) {
-	const steps = 500
-	g, check := workload.Loop(steps)
-	c, err := g.Compile(graph.WithRecursionLimit(steps + 1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
 	dir := b.TempDir()
-	var bytes int64
-	b.ReportAllocs()
 	i := 0
-	for b.Loop() {
-		b.StopTimer()
+	workload.SaverLoop(b, func(b *testing.B) (checkpoint.Saver, func() int64) {
 		i++
 		path := filepath.Join(dir, fmt.Sprintf("loop-%d.db", i))
 		saver, err := sqlite.Open(path)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.StartTimer()
-		out, err := c.Invoke(ctx, workload.LoopState{}, graph.WithCheckpointer(saver), graph.WithThread("loop"))
-		b.StopTimer()
-		if err == nil {
-			err = check(out)
+		return saver, func() int64 {
+			n := dbBytes(b, path)
+			saver.Close()
+			os.Remove(path)
+			return n
 		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		bytes += dbBytes(b, path)
-		saver.Close()
-		os.Remove(path)
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N*steps), "us/step")
-	b.ReportMetric(float64(bytes)/float64(b.N), "db_bytes")
+	})
 }
 
 // longThread makes a thread of 10,000 checkpoints: a counter loop that logs a short entry per step

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
 )
 
@@ -131,4 +132,38 @@ func Loop(steps int) (*graph.StateGraph[LoopState], func(LoopState) error) {
 		}
 		return nil
 	}
+}
+
+// SaverLoop is Loop's benchmark (500 steps) checkpointed with sync durability to a saver: open
+// gives each run a new, empty one and a function that closes it and returns its size on disk
+// then. It reports the time per step, db_bytes (the size of a run's checkpoints) and that per
+// step.
+func SaverLoop(b *testing.B, open func(b *testing.B) (checkpoint.Saver, func() int64)) {
+	const steps = 500
+	g, check := Loop(steps)
+	c, err := g.Compile(graph.WithRecursionLimit(steps + 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var bytes int64
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		saver, closed := open(b)
+		b.StartTimer()
+		out, err := c.Invoke(ctx, LoopState{}, graph.WithCheckpointer(saver), graph.WithThread("loop"))
+		b.StopTimer()
+		if err == nil {
+			err = check(out)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += closed()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N*steps), "us/step")
+	b.ReportMetric(float64(bytes)/float64(b.N), "db_bytes")
+	b.ReportMetric(float64(bytes)/float64(b.N*steps), "bytes/step")
 }
