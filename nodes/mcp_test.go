@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,42 +14,8 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/tools/mcp"
+	"github.com/agiraph/agiraph/tools/mcp/mcptest"
 )
-
-// factArgs are the arguments of the fact server's lookup tool.
-type factArgs struct {
-	Key string `json:"key" jsonschema:"what to look up"`
-}
-
-// factServer serves an MCP server with one tool, lookup, over streamable HTTP.
-func factServer(t *testing.T) string {
-	t.Helper()
-	url, _ := factServerSessions(t)
-	return url
-}
-
-// factServerSessions is factServer, with a function that counts its open sessions.
-func factServerSessions(t *testing.T) (string, func() int) {
-	t.Helper()
-	s := sdk.NewServer(&sdk.Implementation{Name: "facts", Version: "1"}, nil)
-	sdk.AddTool(s, &sdk.Tool{Name: "lookup", Description: "Look a fact up."},
-		func(_ context.Context, _ *sdk.CallToolRequest, a factArgs) (*sdk.CallToolResult, any, error) {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "the fact about " + a.Key + " is 42"}}}, nil, nil
-		})
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	return srv.URL, func() int {
-		n := 0
-		for range s.Sessions() {
-			n++
-		}
-		return n
-	}
-}
 
 // The coordinator gives a worker an MCP server the run offers, by name, in spawn_worker; the
 // worker's model calls the server's tool and publishes what it said. A server the run does not
@@ -76,9 +41,9 @@ func TestWorkerGetsMCPServerFromSpawnWorker(t *testing.T) {
 		if _, results := scripted.Last(req); len(results) == 1 && results[0].Name == "facts__lookup" {
 			return scTurn(req, scripted.Call("publish", map[string]string{"summary": results[0].Content})), nil
 		}
-		return scTurn(req, scripted.Call("facts__lookup", factArgs{Key: "towels"})), nil
+		return scTurn(req, scripted.Call("facts__lookup", mcptest.LookupArgs{Key: "towels"})), nil
 	})
-	s := scSquad(t, coord, []providers.Model{worker}, nodes.WithMCPServers(mcp.Server{Name: "facts", URL: factServer(t)}))
+	s := scSquad(t, coord, []providers.Model{worker}, nodes.WithMCPServers(mcp.Server{Name: "facts", URL: mcptest.NewFacts(t).URL}))
 	res := scRun(t, s, "Find the fact.")
 	require.True(t, res.Finished)
 	assert.Contains(t, refusal, `no MCP server "nowhere"`)
@@ -99,14 +64,14 @@ func TestCoordinatorGetsMCPServers(t *testing.T) {
 		if _, results := scripted.Last(req); len(results) == 1 && results[0].Name == "facts__lookup" {
 			return scTurn(req, scripted.Call("finish", map[string]string{"output": results[0].Content})), nil
 		}
-		return scTurn(req, scripted.Call("facts__lookup", factArgs{Key: "towels"})), nil
+		return scTurn(req, scripted.Call("facts__lookup", mcptest.LookupArgs{Key: "towels"})), nil
 	})
-	url, sessions := factServerSessions(t)
-	s := scSquad(t, coord, []providers.Model{scripted.New("unused")}, nodes.WithCoordinatorMCP(mcp.Server{Name: "facts", URL: url}))
+	facts := mcptest.NewFacts(t)
+	s := scSquad(t, coord, []providers.Model{scripted.New("unused")}, nodes.WithCoordinatorMCP(mcp.Server{Name: "facts", URL: facts.URL}))
 	res := scRun(t, s, "Find the fact.")
 	require.True(t, res.Finished)
 	assert.Equal(t, "the fact about towels is 42", res.Output)
-	assert.Zero(t, sessions(), "the coordinator's MCP session is closed when the run returns")
+	assert.Zero(t, facts.Open(), "the coordinator's MCP session is closed when the run returns")
 
 	t.Run("unreachable", func(t *testing.T) {
 		dead := httptest.NewServer(http.NotFoundHandler())
