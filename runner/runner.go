@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/agiraph/agiraph/checkpoint/postgres"
+	leases "github.com/agiraph/agiraph/internal/lease"
 )
 
 // Runner enqueues runs of registered graphs and, once started, executes the runs of every process
@@ -122,10 +121,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Runner, erro
 	if err != nil {
 		return nil, fmt.Errorf("runner: new: %w", err)
 	}
-	host, _ := os.Hostname()
 	r := &Runner{
 		pool: pool, saver: saver, opts: o, logger: o.logger, graphs: map[string]registered{},
-		owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8]),
+		owner: leases.Owner(),
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{r: r})

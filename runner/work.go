@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
+	leases "github.com/agiraph/agiraph/internal/lease"
 )
 
 // The kinds of operations.
@@ -188,7 +188,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	stop()
 	bg := context.WithoutCancel(ctx)
 	switch cause := context.Cause(runCtx); {
-	case errors.Is(cause, errLeaseLost):
+	case errors.Is(cause, leases.ErrLost):
 		r.logger.Warn("runner: lease lost; the run stopped", "thread", l.thread, "generation", l.generation, "cause", cause)
 		return nil
 	case out.err != nil && ctx.Err() != nil: // stopping
@@ -197,10 +197,6 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	}
 	return r.finish(bg, l, out)
 }
-
-// errLeaseLost is the cause of a run's cancellation when its lease was lost: taken over by
-// another process, or not renewed in time.
-var errLeaseLost = errors.New("runner: the thread's lease was lost")
 
 // lease is a thread's lease as this process holds it.
 type lease struct {
@@ -242,50 +238,19 @@ func (r *Runner) take(ctx context.Context, l lease, jobID int64) (reg registered
 	return reg, o, err
 }
 
-// keep renews the lease every heartbeat until stop is called. When the lease is taken by another
-// process, or cannot be renewed before deadline (when it may expire), it cancels the run with
-// errLeaseLost: the run stops before another process can take the thread over.
+// keep renews the lease every heartbeat until stop is called (lease.Keep). When the lease is
+// taken by another process, or cannot be renewed before deadline (when it may expire), it cancels
+// the run with an error wrapping lease.ErrLost: the run stops before another process can take the
+// thread over.
 func (r *Runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l lease, deadline time.Time) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(r.opts.heartbeat)
-		defer tick.Stop()
-		expire := time.NewTimer(time.Until(deadline))
-		defer expire.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-expire.C:
-				cancel(fmt.Errorf("%w: not renewed by %v", errLeaseLost, deadline.Format(time.RFC3339Nano)))
-				return
-			case <-tick.C:
-			}
-			sent := time.Now()
-			rctx, rcancel := context.WithDeadline(ctx, deadline)
-			tag, err := r.pool.Exec(rctx, `UPDATE `+runsTable+` SET expires_at = now() + make_interval(secs => $4)
-				WHERE thread_id = $1 AND generation = $2 AND owner = $3 AND status = 'running'`,
-				l.thread, l.generation, r.owner, r.opts.leaseTTL.Seconds())
-			rcancel()
-			switch {
-			case err == nil && tag.RowsAffected() == 0:
-				cancel(fmt.Errorf("%w: another process took the thread over", errLeaseLost))
-				return
-			case err == nil:
-				deadline = sent.Add(r.opts.leaseTTL)
-				expire.Reset(time.Until(deadline))
-			case ctx.Err() == nil:
-				r.logger.Warn("runner: renew a lease", "thread", l.thread, "error", err)
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
+	renew := func(ctx context.Context) (bool, error) {
+		tag, err := r.pool.Exec(ctx, `UPDATE `+runsTable+` SET expires_at = now() + make_interval(secs => $4)
+			WHERE thread_id = $1 AND generation = $2 AND owner = $3 AND status = 'running'`,
+			l.thread, l.generation, r.owner, r.opts.leaseTTL.Seconds())
+		return tag.RowsAffected() > 0, err
 	}
+	return leases.Keep(ctx, deadline, r.opts.leaseTTL, r.opts.heartbeat, renew, func(err error) { cancel(err) },
+		r.logger.With("thread", l.thread))
 }
 
 // finish records the outcome of a run and ends its lease, in one statement that does nothing when
