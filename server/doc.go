@@ -11,7 +11,8 @@
 // ([WithAllowedOrigins], which also get CORS), and a POST whose body is not declared
 // application/json — what a cross-site form or a rebound DNS name could send. A request may name
 // only the models of [WithModels]; goals, messages and answers over [WithMaxText] are refused;
-// runs beyond [WithMaxRuns] are "queued". One server holds a root at a time (an OS lock on it).
+// runs beyond [WithMaxRuns] are "queued". One server holds a root at a time (an OS lock on it),
+// unless it is a replica of a fleet (see Replicas).
 //
 // Bodies and answers are JSON; errors are {"error": "..."} naming what is wrong, with status 400
 // for a bad body or field, 401 without the token, 403 for a host, origin or model not allowed and
@@ -80,6 +81,46 @@
 // agent's squad when its next trigger comes due, so that the trigger fires — on time, into the
 // agent's latest run, which it resumes — and the squad closes again. Damage a listing does not
 // read (the middle of events.jsonl) is found when the squad opens: the agent is then damaged.
+//
+// # Replicas
+//
+// With [WithPostgres] (or [WithPostgresPool]) the server is a replica of a fleet: any number of
+// server processes on one PostgreSQL database and one root folder, which every replica reaches
+// at the same path (a shared file system: NFS, a mounted volume). The root is not locked then —
+// the replicas share it by design — and each serves every agent of the fleet:
+//
+//   - The registry of agents (table agiraph_server_agents) says which agents exist: an agent
+//     created or deleted through one replica is listed, or forgotten, by all. Their folders stay
+//     under <root>/agents/<id>/.
+//   - The checkpoints of all agents live in the database (checkpoint/postgres), their threads
+//     prefixed with the agent's id; no state.db is made.
+//   - Each agent has a lease in its registry row (owner, base URL, generation, expires_at),
+//     held by the replica that has its squad open or runs it, and renewed by a heartbeat
+//     ([WithLease]; by default a TTL of 10 s renewed every 2 s, internal/lease as package runner
+//     does). A run executes in one replica at a time, so its event and message logs have one
+//     writer. A replica that cannot renew the lease before it may expire cancels the run first.
+//     The row names the run in progress; every replica's watchdog (every second by default)
+//     takes over a run whose lease expired — its replica died — or that a closing replica handed
+//     over, and resumes it from its checkpoints (Squad.Resume): within the TTL plus the watch
+//     interval. Stopping a replica hands its runs over to the others at once.
+//   - Reads (summaries, board, conversation, workspace, memory, logged events) are answered by
+//     any replica from the shared folder. Operations on a run — POST runs, resume, stop, pause,
+//     send, nudge, respond, DELETE and the event stream — are forwarded to the replica that
+//     holds the agent's lease, at the base URL it registered ([WithBaseURL], or made of
+//     [WithAddr]; it must be an allowed host there), with the server's token, which all replicas
+//     share ([WithToken], or <root>/token). Forwarding, rather than passing signals through the
+//     database, keeps one owner per fact: the squad that runs an agent is the only one that sends
+//     its messages, answers its questions and streams its models' text as it comes, with no
+//     polling and nothing new to persist. An operation on an agent no replica holds is done by
+//     the replica that receives it, which takes the lease.
+//   - Triggers fire once: the replica holding an agent's lease fires them (its squad's
+//     scheduler), and a replica whose alarm finds the lease held elsewhere does nothing but look
+//     again a heartbeat later; a trigger fired is recorded in triggers.json before the lease is
+//     let go, so the next holder finds it fired.
+//
+// A run whose replica lost its lease may still write to the agent's files while its workers
+// stop, should they ignore their context; the watchdog takes over only once the lease expired.
+// Without WithPostgres nothing of this applies: SQLite and local files stay the default.
 //
 // The server writes nothing to the standard streams; [WithLogger] says where it, and the
 // agents' squads, report what they cannot answer or log as events.

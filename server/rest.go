@@ -67,6 +67,14 @@ type agent struct {
 	asking   string        // the coordinator's question waiting for the human, if any
 	stalled  string        // what the run waits on, while the last event is an agent.waiting
 	lastTime time.Time     // the time of the last event
+
+	// In a fleet, the agent's lease (fleet.go), held while its squad is open or a run is in
+	// progress here: leaseRefs holders, under generation leaseGen, renewed until keepStop.
+	leaseMu   sync.Mutex
+	leaseRefs int
+	leaseGen  int64
+	leaseLost bool
+	keepStop  func()
 }
 
 // newAgent returns the agent id of the server, with meta m, at rest.
@@ -131,28 +139,40 @@ func (a *agent) acquire() (*nodes.Squad, error) {
 	}
 	busy := make(chan struct{})
 	a.busy = busy
-	m := a.meta
-	a.alarm.Set(a.id, time.Time{}) // while the squad is open, its own scheduler fires its triggers
 	a.mu.Unlock()
-	sq, err := nodes.New(a.srv.squadOptions(a, m)...)
+	err := a.hold() // in a fleet, one replica at a time opens the agent's squad
 	a.mu.Lock()
+	m := a.meta
+	if err == nil {
+		a.alarm.Set(a.id, time.Time{}) // while the squad is open, its own scheduler fires its triggers
+		a.mu.Unlock()
+		var sq *nodes.Squad
+		sq, err = nodes.New(a.srv.squadOptions(a, m)...)
+		a.mu.Lock()
+		a.squad = sq
+		if err != nil {
+			a.mu.Unlock()
+			a.unhold()
+			a.mu.Lock()
+		}
+	}
 	defer a.mu.Unlock()
 	a.busy = nil
 	close(busy)
 	if err != nil {
 		return nil, err
 	}
-	a.squad, a.refs = sq, 1
+	a.refs = 1
 	a.movedLocked()
-	return sq, nil
+	return a.squad, nil
 }
 
 // acquireChecked is acquire for a run or a trigger: should the squad not open, the agent's
 // files are checked in full, and a damage found makes the agent damaged (errDamaged).
 func (a *agent) acquireChecked() (*nodes.Squad, error) {
 	sq, err := a.acquire()
-	if err == nil {
-		return sq, nil
+	if err == nil || errors.Is(err, errLeased) {
+		return sq, err
 	}
 	if derr := a.files.CheckAll(); derr != nil {
 		a.markDamaged(derr)
@@ -187,6 +207,7 @@ func (a *agent) release() {
 	gone := a.gone
 	a.mu.Unlock()
 	err := sq.Close()
+	a.unhold()
 	if err != nil {
 		a.log.Error("cannot close the agent's squad", "err", err)
 		a.srv.closeError(fmt.Errorf("agent %q: %w", a.id, err))
@@ -293,6 +314,10 @@ func (s *Server) due(id string) {
 			return
 		}
 		sq, err := a.acquireChecked()
+		if errors.Is(err, errLeased) { // the replica holding the agent fires its triggers
+			a.alarm.Set(a.id, a.files.TriggerClock().Now().Add(s.fleet.heartbeat)) // should it die first
+			return
+		}
 		if err != nil {
 			a.log.Error("a trigger came due, and the agent's squad could not be opened", "err", err)
 			return

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/runtime/bus"
@@ -54,6 +56,13 @@ type config struct {
 	maxText   int
 	maxRuns   int
 	addr      string
+	// A fleet's (fleet.go).
+	pgURL     string
+	pgPool    *pgxpool.Pool
+	leaseTTL  time.Duration
+	heartbeat time.Duration
+	watch     time.Duration
+	baseURL   string
 }
 
 // DefaultMaxText is the default limit on a goal, a message or an answer, in bytes.
@@ -131,6 +140,7 @@ type Server struct {
 	handler http.Handler // the mux behind the guard
 	token   string       // "" without auth
 	lock    *rootlock.Lock
+	fleet   *fleet        // nil unless WithPostgres
 	slots   chan struct{} // one per run in progress
 	closing chan struct{} // closed by Close: event streams end
 	ctx     context.Context
@@ -169,7 +179,16 @@ func New(opts ...Option) (*Server, error) {
 	if host, _, err := net.SplitHostPort(c.addr); err == nil && host != "" && !net.ParseIP(strings.Trim(host, "[]")).IsUnspecified() {
 		s.cfg.hosts = append(s.cfg.hosts, c.addr)
 	}
-	lock, err := rootlock.Acquire(c.root, c.addr)
+	fl, err := openFleet(s.ctx, c)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	s.fleet = fl
+	var lock *rootlock.Lock
+	if fl == nil { // replicas share their root
+		lock, err = rootlock.Acquire(c.root, c.addr)
+	}
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
 		c.logger.Warn("two servers on one root cannot be prevented here", "err", err)
@@ -194,7 +213,7 @@ func New(opts ...Option) (*Server, error) {
 		}
 		s.token = tok
 	}
-	entries, err := os.ReadDir(s.agentsDir())
+	entries, err := s.agentEntries()
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -224,7 +243,11 @@ func New(opts ...Option) (*Server, error) {
 	for a, at := range next {
 		a.alarm.Set(a.id, at)
 	}
-	if !c.noResume {
+	if fl != nil {
+		s.wg.Add(1)
+		go s.watchFleet() // a fleet's runs in progress are resumed by its replicas' watchdogs
+	}
+	if !c.noResume && fl == nil {
 		for _, a := range s.agents {
 			a.mu.Lock()
 			run, status := a.meta.Run, a.meta.Status
@@ -242,6 +265,30 @@ func New(opts ...Option) (*Server, error) {
 }
 
 func (s *Server) agentsDir() string { return filepath.Join(s.cfg.root, "agents") }
+
+// agentEntries returns the folders of the agents the server takes up: those under the root, or
+// a fleet's, those of its registry.
+func (s *Server) agentEntries() ([]fs.DirEntry, error) {
+	if s.fleet == nil {
+		return os.ReadDir(s.agentsDir())
+	}
+	ids, err := s.fleet.ids(s.ctx)
+	var entries []fs.DirEntry
+	for _, id := range ids {
+		entries = append(entries, fs.FileInfoToDirEntry(dirInfo(id)))
+	}
+	return entries, err
+}
+
+// dirInfo is the fs.FileInfo of a folder named name, for agentEntries.
+type dirInfo string
+
+func (d dirInfo) Name() string     { return string(d) }
+func (dirInfo) Size() int64        { return 0 }
+func (dirInfo) Mode() fs.FileMode  { return fs.ModeDir | 0o755 }
+func (dirInfo) ModTime() time.Time { return time.Time{} }
+func (dirInfo) IsDir() bool        { return true }
+func (dirInfo) Sys() any           { return nil }
 
 // agentDir returns the home of agent id.
 func (s *Server) agentDir(id string) string { return filepath.Join(s.agentsDir(), id) }
@@ -283,6 +330,9 @@ func (s *Server) Close() error {
 	if s.lock != nil {
 		errs = append(errs, s.lock.Release())
 	}
+	if s.fleet != nil {
+		s.fleet.close()
+	}
 	return errors.Join(errs...)
 }
 
@@ -322,6 +372,9 @@ func (s *Server) squadOptions(a *agent, m meta) []nodes.Option {
 	}
 	if m.Mode == string(nodes.Infinite) {
 		opts = append(opts, nodes.WithMode(nodes.Infinite))
+	}
+	if s.fleet != nil {
+		opts = append(opts, nodes.WithSaver(prefixed{Saver: s.fleet.saver, prefix: id + "/"}))
 	}
 	return append(opts, nodes.WithHome(s.agentDir(id)), nodes.WithUpSince(a.upSince),
 		nodes.WithWake(func(runID string) { s.wake(id, runID) }))
@@ -364,7 +417,8 @@ func (s *Server) reopen(id string) (*agent, error) {
 		return nil, nil
 	}
 	m.ID = id
-	crashed := m.Status == StatusWorking || m.Status == StatusWaiting || m.Status == StatusQueued
+	// In a fleet, the replica that holds the agent says whether its run is in progress.
+	crashed := s.fleet == nil && (m.Status == StatusWorking || m.Status == StatusWaiting || m.Status == StatusQueued)
 	switch {
 	case crashed:
 		m.Status = StatusInterrupted // the server stopped without pausing it (a crash): it can be resumed
@@ -426,6 +480,18 @@ var (
 // holds the agent's squad open while it lasts: the squad open now, if it is (a trigger's firing
 // woke the run), else one it opens once it has its place among the runs in progress.
 func (s *Server) start(a *agent, goal, runID string, resume bool) error {
+	if err := a.hold(); err != nil { // in a fleet, only the replica holding the agent runs it
+		return err
+	}
+	err := s.startHeld(a, goal, runID, resume)
+	if err != nil {
+		a.unhold()
+	}
+	return err
+}
+
+// startHeld is start, once the agent's lease is held; the run lets it go when it ends.
+func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.damaged != "" {
@@ -467,10 +533,12 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 	a.meta.Updated = a.now().UTC()
 	a.save()
 	again := a.meta.Goal // to start a run again that a stop cut short before it began
+	a.markRun(id)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer close(done)
+		defer a.unhold()
 		defer cancel()
 		var res nodes.Result
 		var err error
@@ -495,7 +563,10 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 		}
 		a.mu.Lock()
 		a.running = false
+		lost := a.lost()
 		switch {
+		case lost: // another replica may be resuming it: it writes the agent's files now
+			a.log.Info("run stopped: the agent's lease was lost", "run", id)
 		case errors.Is(err, errDamaged):
 		case err == nil && res.Finished:
 			a.meta.Status, a.meta.Output = StatusComplete, res.Output
@@ -510,11 +581,15 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 		if err == nil {
 			a.meta.Counted, a.meta.Nodes, a.meta.Workers = id, len(res.Board.Nodes), len(res.Board.Workers)
 		}
-		if !errors.Is(err, errDamaged) {
+		if !errors.Is(err, errDamaged) && !lost {
 			a.meta.Updated = a.now().UTC()
 			a.save()
 		}
+		handover := a.meta.Status == StatusInterrupted && s.ctx.Err() != nil // the server closes: another replica resumes it
 		a.mu.Unlock()
+		if !lost && !handover {
+			a.markRun("")
+		}
 		if sq != nil {
 			a.release() // the run's events are all logged: its squad closes, unless something else holds it
 		}
@@ -759,6 +834,9 @@ func (a *agent) summary() Summary {
 		return Summary{ID: a.id, Status: a.meta.Status, Run: a.meta.Run, Goal: a.meta.Goal, Model: a.meta.Model, Error: a.meta.Error,
 			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
 	}
+	if !a.held() {
+		a.reload() // as the replica holding it wrote it
+	}
 	a.check()
 	if msg := a.damage(); msg != "" {
 		a.mu.Lock()
@@ -816,6 +894,22 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 	if err != nil {
 		return nil, status, err
 	}
+	if s.fleet != nil {
+		ok, err := s.fleet.register(a.id)
+		if err == nil && !ok {
+			status, err = http.StatusConflict, fmt.Errorf("agent %q already exists", a.id)
+		}
+		if err != nil {
+			s.mu.Lock()
+			delete(s.agents, a.id)
+			s.mu.Unlock()
+			s.wg.Done()
+			return nil, cmp.Or(status, http.StatusServiceUnavailable), err
+		}
+	}
+	// Held from the answer on: the other replicas forward the requests on its run here. A new
+	// agent's lease is free; should taking it fail, setUp fails the agent.
+	holdErr := a.hold()
 	// Before the answer, agent.json: a server killed now finds the agent, and starts its run.
 	a.mu.Lock()
 	err = errors.Join(os.MkdirAll(string(a.home), 0o755), a.write())
@@ -827,7 +921,7 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 		s.wg.Done()
 		return nil, http.StatusInternalServerError, fmt.Errorf("agent %q: %w", a.id, err)
 	}
-	go s.setUp(a, goal)
+	go s.setUp(a, goal, holdErr)
 	return a, 0, nil
 }
 
@@ -861,11 +955,17 @@ func (s *Server) add(id, goal, model, mode string) (*agent, int, error) {
 }
 
 // setUp makes the squad of an agent create made, and starts its first run toward goal. An
-// agent whose squad cannot be made (a model that cannot be resolved, say) is failed with the
-// error.
-func (s *Server) setUp(a *agent, goal string) {
+// agent whose squad cannot be made (a model that cannot be resolved, say), or whose lease
+// create could not take (holdErr), is failed with the error.
+func (s *Server) setUp(a *agent, goal string, holdErr error) {
 	defer s.wg.Done()
-	_, err := a.acquire()
+	if holdErr == nil {
+		defer a.unhold()
+	}
+	err := holdErr
+	if err == nil {
+		_, err = a.acquire()
+	}
 	a.mu.Lock()
 	m := a.meta
 	if err != nil {
@@ -891,8 +991,23 @@ func (s *Server) setUp(a *agent, goal string) {
 
 var errClosed = errors.New("the server is closed")
 
-// lookup returns the agent id.
+// lookup returns the agent id; in a fleet, as the registry has it.
 func (s *Server) lookup(id string) (*agent, int, error) {
+	if s.fleet != nil {
+		listed, err := s.fleet.listed(s.ctx, id)
+		switch {
+		case err != nil:
+			return nil, http.StatusServiceUnavailable, fmt.Errorf("agent %q: the fleet's database: %w", id, err)
+		case listed:
+			s.takeUp(id)
+		default:
+			s.mu.Lock()
+			if a, ok := s.agents[id]; ok && isClosed(a.ready) {
+				delete(s.agents, id) // another replica deleted it
+			}
+			s.mu.Unlock()
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -905,8 +1020,13 @@ func (s *Server) lookup(id string) (*agent, int, error) {
 	return a, 0, nil
 }
 
-// list returns the agents, by creation time then id.
+// list returns the agents, by creation time then id; in a fleet, as the registry has them.
 func (s *Server) list() []*agent {
+	if s.fleet != nil {
+		if err := s.sync(s.ctx); err != nil {
+			s.cfg.logger.Warn("cannot read the fleet's registry", "err", err)
+		}
+	}
 	s.mu.Lock()
 	var all []*agent
 	for _, a := range s.agents {
@@ -945,6 +1065,11 @@ func (s *Server) remove(id string) (int, error) {
 	s.mu.Unlock()
 	a.finish()
 	<-a.ready
+	if s.fleet != nil {
+		if err := s.fleet.forget(id); err != nil {
+			return http.StatusServiceUnavailable, fmt.Errorf("agent %q: the fleet's database: %w", id, err)
+		}
+	}
 	a.mu.Lock()
 	a.meta.Deleted, a.meta.Updated = true, a.now().UTC()
 	a.save()

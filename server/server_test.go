@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agiraph/agiraph/internal/pgtest"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
@@ -30,7 +31,19 @@ import (
 	"github.com/agiraph/agiraph/tools"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests, or, when the environment says so, a replica of a fleet (see
+// replicaMain); the tests' PostgreSQL cluster stops before goleak looks for goroutines left.
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(replicaEnv); cfg != "" {
+		os.Exit(replicaMain(cfg))
+	}
+	goleak.VerifyTestMain(withPostgres{m})
+}
+
+// withPostgres runs the tests through pgtest.Run.
+type withPostgres struct{ m *testing.M }
+
+func (w withPostgres) Run() int { return pgtest.Run(w.m) }
 
 // deadline bounds every wait for an agent's status: generous, never a timed assertion.
 const deadline = 60 * time.Second

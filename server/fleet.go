@@ -1,0 +1,576 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/checkpoint/postgres"
+	"github.com/agiraph/agiraph/internal/lease"
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// The defaults of a fleet's lease (see [WithLease]): a replica that dies mid-run has its runs
+// taken over within DefaultLeaseTTL plus DefaultWatchInterval.
+const (
+	DefaultLeaseTTL      = 10 * time.Second
+	DefaultHeartbeat     = 2 * time.Second
+	DefaultWatchInterval = time.Second
+)
+
+// WithPostgres makes the server a replica of a fleet on the PostgreSQL database at url (see the
+// package documentation, "Replicas"): its agents' registry, leases and checkpoints live there, and
+// their folders under the root, which every replica of the fleet shares.
+func WithPostgres(url string) Option { return func(c *config) { c.pgURL = url } }
+
+// WithPostgresPool is WithPostgres on a pool the caller owns (Close leaves it open).
+func WithPostgresPool(pool *pgxpool.Pool) Option { return func(c *config) { c.pgPool = pool } }
+
+// WithLease sets, for a replica, how long an agent's lease lasts unless renewed (ttl, default
+// [DefaultLeaseTTL]), how often the replica holding it renews it (heartbeat, less than ttl;
+// default [DefaultHeartbeat]), and how often the replica looks for runs whose replica stopped
+// renewing their lease (watch, default [DefaultWatchInterval]). Zero keeps a default.
+func WithLease(ttl, heartbeat, watch time.Duration) Option {
+	return func(c *config) { c.leaseTTL, c.heartbeat, c.watch = ttl, heartbeat, watch }
+}
+
+// WithBaseURL sets the URL the other replicas reach this one at ("http://10.0.0.5:8080"): they
+// forward to it the requests on the runs this replica holds. By default it is made of
+// [WithAddr]; a replica with neither answers those requests itself (409 for a run elsewhere).
+func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
+
+// agentsTable is the fleet's registry of agents and their leases; fleetLock is the key of the
+// advisory lock under which replicas create it ("agsv" and 1).
+const (
+	agentsTable = "agiraph_server_agents"
+	fleetLock   = 0x6167737600000001
+)
+
+// schema makes the registry: one row per agent, with the lease of the replica that holds the
+// agent (owner, base_url, generation, expires_at) and its run in progress, if any.
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS ` + agentsTable + ` (
+		id         text COLLATE "C" PRIMARY KEY,
+		deleted    boolean NOT NULL DEFAULT false,
+		created_at timestamptz NOT NULL DEFAULT now(),
+		run        text,             -- the run in progress: resumed by another replica should its owner die
+		owner      text,             -- the replica holding the lease
+		base_url   text,             -- where the owner serves the API
+		generation bigint NOT NULL DEFAULT 0, -- raised by every taking of the lease
+		expires_at timestamptz       -- when the lease ends unless renewed
+	)`,
+	`CREATE INDEX IF NOT EXISTS agiraph_server_agents_runs ON ` + agentsTable + ` (expires_at) WHERE run IS NOT NULL AND NOT deleted`,
+}
+
+// fleet is a replica's side of the database its fleet shares.
+type fleet struct {
+	pool      *pgxpool.Pool
+	owned     bool // the server opened the pool
+	saver     *postgres.Saver
+	owner     string // this replica's name in leases
+	url       string // its base URL
+	ttl       time.Duration
+	heartbeat time.Duration
+	watch     time.Duration
+}
+
+// openFleet connects the server to its fleet's database, if it is given one.
+func openFleet(ctx context.Context, c config) (*fleet, error) {
+	if c.pgURL == "" && c.pgPool == nil {
+		return nil, nil
+	}
+	f := &fleet{pool: c.pgPool, owner: lease.Owner(), url: c.baseURL,
+		ttl: cmpDur(c.leaseTTL, DefaultLeaseTTL), heartbeat: cmpDur(c.heartbeat, DefaultHeartbeat), watch: cmpDur(c.watch, DefaultWatchInterval)}
+	if f.heartbeat >= f.ttl {
+		return nil, fmt.Errorf("server: a lease of %v renewed every %v (want heartbeat < TTL)", f.ttl, f.heartbeat)
+	}
+	if f.url == "" && c.addr != "" {
+		f.url = "http://" + c.addr
+	}
+	if f.pool == nil {
+		pool, err := pgxpool.New(ctx, c.pgURL)
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		f.pool, f.owned = pool, true
+	}
+	err := pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(fleetLock)); err != nil {
+			return err
+		}
+		for _, stmt := range schema {
+			if _, err := tx.Exec(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		f.saver, err = postgres.New(ctx, f.pool)
+	}
+	if err != nil {
+		f.close()
+		return nil, fmt.Errorf("server: the fleet's database: %w", err)
+	}
+	return f, nil
+}
+
+func cmpDur(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// close closes the saver, and the pool if the server opened it.
+func (f *fleet) close() {
+	if f.saver != nil {
+		f.saver.Close()
+	}
+	if f.owned {
+		f.pool.Close()
+	}
+}
+
+// dbTimeout bounds a statement of the fleet's that no request's context bounds.
+const dbTimeout = 10 * time.Second
+
+func bg() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), dbTimeout)
+}
+
+// register adds agent id to the registry; false when it is there already (even deleted).
+func (f *fleet) register(id string) (bool, error) {
+	ctx, cancel := bg()
+	defer cancel()
+	tag, err := f.pool.Exec(ctx, `INSERT INTO `+agentsTable+` (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, id)
+	return tag.RowsAffected() == 1, err
+}
+
+// forget marks agent id deleted.
+func (f *fleet) forget(id string) error {
+	ctx, cancel := bg()
+	defer cancel()
+	_, err := f.pool.Exec(ctx, `UPDATE `+agentsTable+` SET deleted = true, run = NULL WHERE id = $1`, id)
+	return err
+}
+
+// ids returns the agents of the registry, but the deleted.
+func (f *fleet) ids(ctx context.Context) ([]string, error) {
+	rows, err := f.pool.Query(ctx, `SELECT id FROM `+agentsTable+` WHERE NOT deleted ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// listed reports whether agent id is in the registry and not deleted.
+func (f *fleet) listed(ctx context.Context, id string) (bool, error) {
+	var ok bool
+	err := f.pool.QueryRow(ctx, `SELECT true FROM `+agentsTable+` WHERE id = $1 AND NOT deleted`, id).Scan(&ok)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return ok, err
+}
+
+// errLeased is the refusal to take an agent's lease that another replica holds.
+var errLeased = errors.New("another replica holds the agent")
+
+// take takes the lease of agent id for this replica, when no replica holds it or its holder's
+// expired, and returns its generation.
+func (f *fleet) take(id string) (int64, error) {
+	ctx, cancel := bg()
+	defer cancel()
+	var gen int64
+	err := f.pool.QueryRow(ctx, `UPDATE `+agentsTable+` SET owner = $2, base_url = $3, generation = generation + 1,
+			expires_at = now() + make_interval(secs => $4)
+		WHERE id = $1 AND NOT deleted AND (owner IS NULL OR expires_at < now())
+		RETURNING generation`, id, f.owner, f.url, f.ttl.Seconds()).Scan(&gen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("agent %q: %w", id, errLeased)
+	}
+	return gen, err
+}
+
+// renew renews this replica's lease gen of agent id.
+func (f *fleet) renew(ctx context.Context, id string, gen int64) (bool, error) {
+	tag, err := f.pool.Exec(ctx, `UPDATE `+agentsTable+` SET expires_at = now() + make_interval(secs => $4)
+		WHERE id = $1 AND owner = $2 AND generation = $3`, id, f.owner, gen, f.ttl.Seconds())
+	return tag.RowsAffected() > 0, err
+}
+
+// setRun records the run in progress of agent id under this replica's lease gen ("": none).
+func (f *fleet) setRun(id string, gen int64, run string) error {
+	ctx, cancel := bg()
+	defer cancel()
+	_, err := f.pool.Exec(ctx, `UPDATE `+agentsTable+` SET run = nullif($4, '') WHERE id = $1 AND owner = $2 AND generation = $3`,
+		id, f.owner, gen, run)
+	return err
+}
+
+// drop ends this replica's lease gen of agent id.
+func (f *fleet) drop(id string, gen int64) error {
+	ctx, cancel := bg()
+	defer cancel()
+	_, err := f.pool.Exec(ctx, `UPDATE `+agentsTable+` SET owner = NULL, base_url = NULL, expires_at = NULL
+		WHERE id = $1 AND owner = $2 AND generation = $3`, id, f.owner, gen)
+	return err
+}
+
+// holder returns the base URL of the replica other than this one that holds agent id's lease;
+// "" when none does (or it did not say where it serves).
+func (f *fleet) holder(ctx context.Context, id string) (string, error) {
+	var u string
+	err := f.pool.QueryRow(ctx, `SELECT coalesce(base_url, '') FROM `+agentsTable+`
+		WHERE id = $1 AND owner IS NOT NULL AND owner <> $2 AND expires_at > now()`, id, f.owner).Scan(&u)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return u, err
+}
+
+// orphan is a run in progress that no replica holds: its replica died, or closed and handed it over.
+type orphan struct{ id, run string }
+
+// orphans returns the runs in progress whose lease no replica holds.
+func (f *fleet) orphans(ctx context.Context) ([]orphan, error) {
+	rows, err := f.pool.Query(ctx, `SELECT id, run FROM `+agentsTable+`
+		WHERE run IS NOT NULL AND NOT deleted AND (owner IS NULL OR expires_at < now()) ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (orphan, error) {
+		var o orphan
+		return o, r.Scan(&o.id, &o.run)
+	})
+}
+
+// hold holds the agent's lease, taking it if this replica does not hold it yet, until the
+// matching unhold; errLeased when another replica holds it. Without a fleet it does nothing.
+// While held, a heartbeat renews it; should it be lost, the run in progress is cancelled.
+func (a *agent) hold() error {
+	f := a.srv.fleet
+	if f == nil {
+		return nil
+	}
+	a.leaseMu.Lock()
+	if a.leaseRefs > 0 {
+		a.leaseRefs++
+		a.leaseMu.Unlock()
+		return nil
+	}
+	taken := time.Now()
+	gen, err := f.take(a.id)
+	if err != nil {
+		a.leaseMu.Unlock()
+		return err
+	}
+	a.leaseRefs, a.leaseGen, a.leaseLost = 1, gen, false
+	renew := func(ctx context.Context) (bool, error) { return f.renew(ctx, a.id, gen) }
+	a.keepStop = lease.Keep(context.Background(), taken.Add(f.ttl), f.ttl, f.heartbeat, renew, a.loseLease, a.log)
+	a.leaseMu.Unlock()
+	a.reload() // the agent's files as the replica that held it last left them
+	return nil
+}
+
+// unhold lets the lease go: the last holder ends it, unless it was lost.
+func (a *agent) unhold() {
+	f := a.srv.fleet
+	if f == nil {
+		return
+	}
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	if a.leaseRefs--; a.leaseRefs > 0 {
+		return
+	}
+	a.keepStop()
+	if !a.leaseLost {
+		if err := f.drop(a.id, a.leaseGen); err != nil {
+			a.log.Error("cannot end the agent's lease: another replica takes the agent when it expires", "err", err)
+		}
+	}
+}
+
+// loseLease stops the run in progress, whose lease was lost (err): another replica may take it.
+func (a *agent) loseLease(err error) {
+	a.log.Warn("the agent's lease was lost; its run stops here", "err", err)
+	a.leaseMu.Lock()
+	a.leaseLost = true
+	a.leaseMu.Unlock()
+	a.mu.Lock()
+	cancel := a.cancel
+	running := a.running
+	a.mu.Unlock()
+	if running {
+		cancel()
+	}
+}
+
+// lost reports whether the agent's lease was lost since it was last taken.
+func (a *agent) lost() bool {
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	return a.leaseLost
+}
+
+// held reports whether this replica holds the agent's lease (always, without a fleet).
+func (a *agent) held() bool {
+	if a.srv.fleet == nil {
+		return true
+	}
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	return a.leaseRefs > 0 && !a.leaseLost
+}
+
+// markRun records run as the agent's run in progress in the registry ("": none), under the
+// lease this replica holds; the caller holds a.mu or is the run's goroutine.
+func (a *agent) markRun(run string) {
+	f := a.srv.fleet
+	if f == nil {
+		return
+	}
+	a.leaseMu.Lock()
+	gen, lost := a.leaseGen, a.leaseLost
+	a.leaseMu.Unlock()
+	if lost {
+		return
+	}
+	if err := f.setRun(a.id, gen, run); err != nil {
+		a.log.Error("cannot record the run in progress in the registry", "run", run, "err", err)
+	}
+}
+
+// reload reads the agent's agent.json again, which another replica may have written, unless a
+// run of this replica is in progress; a changed one drops what was read of the last run.
+func (a *agent) reload() {
+	var m meta
+	if err := workspace.ReadJSON(filepath.Join(string(a.home), metaFile), &m); err != nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running || a.damaged != "" || m.Updated.Equal(a.meta.Updated) && m.Status == a.meta.Status {
+		return
+	}
+	m.ID = a.id
+	a.meta, a.ended = m, nil
+	a.starts++
+}
+
+// watchFleet is a replica's watchdog: every watch interval, it takes over the runs in progress
+// whose replica stopped renewing their lease (or handed them over as it closed), and resumes
+// them here.
+func (s *Server) watchFleet() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.fleet.watch)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		runs, err := s.fleet.orphans(s.ctx)
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.cfg.logger.Warn("watchdog", "err", err)
+			}
+			continue
+		}
+		for _, o := range runs {
+			a, _, err := s.lookup(o.id)
+			if err != nil {
+				continue
+			}
+			err = s.start(a, "", o.run, true)
+			switch {
+			case err == nil:
+				s.cfg.logger.Info("took over a run whose replica stopped", "agent", o.id, "run", o.run)
+			case !errors.Is(err, errLeased) && !errors.Is(err, errRunning):
+				s.cfg.logger.Warn("cannot take over a run", "agent", o.id, "run", o.run, "err", err)
+			}
+		}
+	}
+}
+
+// sync brings the server's agents in line with the registry: it takes up those another replica
+// created, and forgets those another deleted.
+func (s *Server) sync(ctx context.Context) error {
+	ids, err := s.fleet.ids(ctx)
+	if err != nil {
+		return err
+	}
+	listed := map[string]bool{}
+	for _, id := range ids {
+		listed[id] = true
+		s.takeUp(id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, a := range s.agents {
+		a.mu.Lock()
+		idle := !a.running
+		a.mu.Unlock()
+		if !listed[id] && idle && isClosed(a.ready) { // not one being created here
+			delete(s.agents, id)
+		}
+	}
+	return nil
+}
+
+// isClosed reports whether c is closed.
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// takeUp adds agent id of the registry to the server, from its folder, if it is not there.
+func (s *Server) takeUp(id string) *agent {
+	s.mu.Lock()
+	a, ok := s.agents[id]
+	s.mu.Unlock()
+	if ok || workspace.ValidID(id) != nil {
+		return a
+	}
+	a, err := s.reopen(id)
+	if err != nil {
+		a = s.damagedAgent(id, err)
+	}
+	if a == nil {
+		return nil
+	}
+	if a.damage() == "" {
+		if at, err := a.files.NextTrigger(); err == nil && !at.IsZero() {
+			a.alarm.Set(a.id, at)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.agents[id]; ok {
+		return prev
+	}
+	s.agents[id] = a
+	return a
+}
+
+// forwardedHeader marks a request one replica forwarded to another: it is not forwarded again.
+const forwardedHeader = "X-Agiraph-Forwarded"
+
+// forward serves h here unless another replica holds agent {id}'s lease: the request is then
+// forwarded to that replica, with the server's token, and its answer given back.
+func (s *Server) forward(h http.HandlerFunc) http.HandlerFunc {
+	if s.fleet == nil {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if r.Header.Get(forwardedHeader) != "" {
+			h(w, r)
+			return
+		}
+		s.mu.Lock()
+		a := s.agents[id]
+		s.mu.Unlock()
+		if a != nil && a.held() {
+			h(w, r)
+			return
+		}
+		base, err := s.fleet.holder(r.Context(), id)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, "agent %q: the fleet's database: %v", id, err)
+			return
+		}
+		target, err := url.Parse(base)
+		if base == "" || err != nil {
+			h(w, r)
+			return
+		}
+		proxy := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(target)
+				pr.Out.Header.Del("Cookie")
+				pr.Out.Header.Del("Origin") // checked here already
+				pr.Out.Header.Set(forwardedHeader, "1")
+				if s.token != "" {
+					pr.Out.Header.Set("Authorization", "Bearer "+s.token)
+				}
+			},
+			FlushInterval: -1, // event streams as they come
+			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+				writeError(w, http.StatusBadGateway, "agent %q: its replica at %s: %v", id, base, err)
+			},
+		}
+		proxy.ServeHTTP(w, r)
+	}
+}
+
+// prefixed is a saver that keeps the threads of one agent apart from the others' in a saver they
+// share: it prefixes thread IDs with the agent's id.
+type prefixed struct {
+	checkpoint.Saver
+	prefix string
+}
+
+func (p prefixed) in(cfg checkpoint.Config) checkpoint.Config {
+	cfg.ThreadID = p.prefix + cfg.ThreadID
+	return cfg
+}
+
+func (p prefixed) out(cfg checkpoint.Config) checkpoint.Config {
+	cfg.ThreadID = cfg.ThreadID[len(p.prefix):]
+	return cfg
+}
+
+// Put stores cp under the agent's thread.
+func (p prefixed) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
+	got, err := p.Saver.Put(ctx, p.in(cfg), cp)
+	if err != nil {
+		return got, err
+	}
+	return p.out(got), nil
+}
+
+// PutWrites records writes of the agent's thread.
+func (p prefixed) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
+	return p.Saver.PutWrites(ctx, p.in(cfg), writes)
+}
+
+// Get returns a checkpoint of the agent's thread.
+func (p prefixed) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.Tuple, error) {
+	t, err := p.Saver.Get(ctx, p.in(cfg))
+	if err != nil {
+		return nil, err
+	}
+	t.Config = p.out(t.Config)
+	return t, nil
+}
+
+// List returns the checkpoints of the agent's thread.
+func (p prefixed) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint.ListOptions) ([]checkpoint.Tuple, error) {
+	ts, err := p.Saver.List(ctx, p.in(cfg), opts)
+	for i := range ts {
+		ts[i].Config = p.out(ts[i].Config)
+	}
+	return ts, err
+}
+
+// DeleteThread removes the agent's thread.
+func (p prefixed) DeleteThread(ctx context.Context, threadID string) error {
+	return p.Saver.DeleteThread(ctx, p.prefix+threadID)
+}
