@@ -13,6 +13,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools/mcp"
 	"github.com/agiraph/agiraph/tools/mcp/mcptest"
 )
@@ -82,5 +83,11 @@ func TestCoordinatorGetsMCPServers(t *testing.T) {
 		_, err := s.Run(ctx, "Find the fact.")
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), `"gone"`)
+		evs, err := s.Events(0, 0)
+		require.NoError(t, err)
+		require.NotEmpty(t, evs)
+		last := evs[len(evs)-1]
+		assert.Equal(t, eventlog.AgentFailed, last.Type, "the failure is an event")
+		assert.Contains(t, last.Text, `"gone"`)
 	})
 }

@@ -246,6 +246,8 @@ func (r *run) execute() (res Result, err error) {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("%w: %w", ErrInterrupted, cause)
 		r.emit(eventlog.Event{Type: eventlog.AgentPaused, Text: "interrupted: " + cause.Error()})
+	default:
+		r.emit(eventlog.Event{Type: eventlog.AgentFailed, Text: err.Error()})
 	}
 	st := r.board.runState()
 	res = Result{RunID: r.id, Output: st.Output, Board: r.board.Snapshot(), Finished: r.complete()}

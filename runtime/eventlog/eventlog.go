@@ -44,6 +44,9 @@ const (
 	AgentPaused    Type = "agent.paused"    // an agent was paused
 	AgentResumed   Type = "agent.resumed"   // a paused agent resumed
 	AgentCompleted Type = "agent.completed" // an agent finished its goal
+	// AgentFailed says that a run stopped on an error, which Text gives; it may be resumed once
+	// the cause is mended.
+	AgentFailed Type = "agent.failed"
 	// AgentWaiting says that nothing moved in a run for its stall window; Text says what it
 	// waits on (a node, a worker, the human).
 	AgentWaiting Type = "agent.waiting"
@@ -89,7 +92,7 @@ const TextDelta Type = "text.delta"
 const customTypePrefix = "x."
 
 var types = []Type{
-	AgentCreated, AgentStarted, AgentPaused, AgentResumed, AgentCompleted, AgentWaiting,
+	AgentCreated, AgentStarted, AgentPaused, AgentResumed, AgentCompleted, AgentWaiting, AgentFailed,
 	NodeCreated, NodeAssigned, NodeStarted, NodeCompleted, NodeFailed,
 	WorkerSpawned, WorkerIdle, WorkerBusy, WorkerStopped,
 	MessageSent, MessageReceived,

@@ -130,10 +130,10 @@ func waitClosed(t *testing.T, ch <-chan eventlog.Event) {
 
 func TestTypes(t *testing.T) {
 	ts := eventlog.Types()
-	if len(ts) != 27 {
-		t.Fatalf("%d types, want 27", len(ts))
+	if len(ts) != 28 {
+		t.Fatalf("%d types, want 28", len(ts))
 	}
-	if ts[0] != eventlog.AgentCreated || ts[26] != eventlog.MemoryCompacted || ts[10] != eventlog.NodeFailed {
+	if ts[0] != eventlog.AgentCreated || ts[27] != eventlog.MemoryCompacted || ts[11] != eventlog.NodeFailed {
 		t.Fatalf("types out of order: %v", ts)
 	}
 	seen := map[eventlog.Type]bool{}

@@ -138,6 +138,7 @@ const systemText = {
   'agent.paused': 'Paused',
   'agent.resumed': 'Resumed',
   'agent.completed': 'Run completed',
+  'agent.failed': 'Run failed',
   'agent.waiting': 'Waiting',
   'stage.started': 'Stage started',
   'stage.reconvened': 'Reconvened',
