@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -290,18 +291,41 @@ func runError(w http.ResponseWriter, a *agent, err error) {
 }
 
 // withRun calls fn with the agent's squad, held open, if a run is in progress (its squad is
-// open); nodes.ErrNoRun otherwise.
-func withRun(a *agent, fn func(*nodes.Squad) error) error {
-	sq := a.borrow()
-	if sq == nil {
-		return nodes.ErrNoRun
+// open); nodes.ErrNoRun otherwise. A run that was started but whose squad is still opening (a
+// request right after the one that started it) is waited for, for up to runStartWait or until
+// ctx ends.
+func withRun(ctx context.Context, a *agent, fn func(*nodes.Squad) error) error {
+	end := time.Now().Add(runStartWait)
+	for {
+		err := nodes.ErrNoRun
+		if sq := a.borrow(); sq != nil {
+			err = fn(sq)
+			a.release()
+		}
+		if !errors.Is(err, nodes.ErrNoRun) || !a.starting() || time.Now().After(end) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	defer a.release()
-	return fn(sq)
+}
+
+// runStartWait bounds how long a request on a run waits for a run that is starting.
+const runStartWait = 10 * time.Second
+
+// starting reports whether a run of the agent was started and is working (not queued), so that
+// its squad is open, or about to be.
+func (a *agent) starting() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.running && a.meta.Status == StatusWorking
 }
 
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request, a *agent) {
-	if err := withRun(a, (*nodes.Squad).Stop); err != nil {
+	if err := withRun(r.Context(), a, (*nodes.Squad).Stop); err != nil {
 		runError(w, a, err)
 		return
 	}
@@ -323,7 +347,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
 	if to == "" {
 		to = bus.Coordinator
 	}
-	if err := withRun(a, func(sq *nodes.Squad) error { return sq.Send(to, req.Message) }); err != nil {
+	if err := withRun(r.Context(), a, func(sq *nodes.Squad) error { return sq.Send(to, req.Message) }); err != nil {
 		runError(w, a, err)
 		return
 	}
@@ -342,7 +366,7 @@ func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent)
 		return
 	}
 	to := req.Worker
-	err := withRun(a, func(sq *nodes.Squad) error {
+	err := withRun(r.Context(), a, func(sq *nodes.Squad) error {
 		if to == "" {
 			b, err := sq.Board()
 			if err != nil {
