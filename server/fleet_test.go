@@ -332,3 +332,28 @@ func TestTriggersFireOnceAcrossReplicas(t *testing.T) {
 		assert.Equal(t, 1, counts[fmt.Sprintf("t%d", i+1)], "trigger t%d", i+1)
 	}
 }
+
+// A replica that does not run an agent acts on its run through the one that does: its event
+// stream carries the run's events live, a stop stops the run's workers there, and a message
+// sets the run going again, which finishes where it ran.
+func TestNonOwnerActsOnTheRun(t *testing.T) {
+	dbURL, pool := fleetDB(t)
+	root := t.TempDir()
+	a := startReplica(t, "A", dbURL, root, 60*time.Millisecond)
+	b := startReplica(t, "B", dbURL, root, 60*time.Millisecond)
+
+	mark := lastGeneration(t, pool)
+	require.Equal(t, http.StatusCreated, a.do("POST", "/agents", map[string]string{"id": "delta", "goal": "AI chips"}, nil))
+	s := openStream(t, b.ts, "/agents/delta/events/stream", "")
+	defer s.close()
+	s.until(t, eventlog.NodeStarted)
+
+	var stopped map[string]any
+	require.Equal(t, http.StatusOK, b.do("POST", "/agents/delta/stop", nil, &stopped), "%v", stopped)
+	b.awaitEvent("delta", func(e eventlog.Event) bool { return e.Type == eventlog.WorkerStopped })
+	var sent map[string]any
+	require.Equal(t, http.StatusOK, b.do("POST", "/agents/delta/send", map[string]string{"message": "Go on."}, &sent), "%v", sent)
+	done := b.await("delta", server.StatusComplete)
+	assert.Equal(t, reference(t, "AI chips"), done.Output)
+	assert.Equal(t, []string{"A"}, answeredBy(t, pool, "delta", mark), "the run stayed in A")
+}
