@@ -129,7 +129,9 @@ func WithMaxRuns(n int) Option { return func(c *config) { c.maxRuns = n } }
 func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 
 // WithoutResume keeps New from resuming the runs that were in progress when the server last
-// stopped (see [New]): they stay "interrupted" until POST /agents/{id}/resume.
+// stopped (see [New]): they stay "interrupted" until POST /agents/{id}/resume. In a fleet
+// ([WithPostgres]) it does not apply: a run whose replica is gone is the fleet's to go on with,
+// and the replicas' watchdogs resume it.
 func WithoutResume() Option { return func(c *config) { c.noResume = true } }
 
 // Server serves the API (see the package documentation). It is an http.Handler, safe for
