@@ -23,7 +23,7 @@ type NodeStatus string
 // The node statuses.
 const (
 	NodePending      NodeStatus = "pending"      // waiting for its dependencies or a worker
-	NodeAssigned     NodeStatus = "assigned"     // a worker was chosen; not started yet
+	NodeAssigned     NodeStatus = "assigned"     // a worker was chosen, not started yet: read from boards that have it; a launch makes a node running
 	NodeRunning      NodeStatus = "running"      // a worker is on it
 	NodeWaiting      NodeStatus = "waiting"      // its worker waits for the human, or for sub-nodes
 	NodeCheckpointed NodeStatus = "checkpointed" // a stage of it is done; it may be picked up again
@@ -552,17 +552,6 @@ func (b *board) update(id string, fn func(n *Node) error) (n Node, err error) {
 	err = b.change(func(t *tx) error {
 		n, err = t.node(id, fn)
 		return err
-	})
-	return n, err
-}
-
-// updateDeferred is update, returning before the change is on disk (see deferred).
-func (b *board) updateDeferred(id string, fn func(n *Node) error) (n Node, err error) {
-	err = b.deferred(func() (*pending, error) {
-		return b.commit(func(t *tx) error {
-			n, err = t.node(id, fn)
-			return err
-		})
 	})
 	return n, err
 }

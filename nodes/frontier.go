@@ -211,7 +211,7 @@ func (r *run) assignAll(launches []launch) error {
 				}
 				n.Worker = l.Worker
 				if n.Status != NodeWaiting { // a waiting node keeps its question until its answer is handed over
-					n.Status = NodeAssigned
+					n.Status, n.Applied, n.Woken = NodeRunning, "", l.Wake
 				}
 				return nil
 			})
@@ -321,14 +321,16 @@ func (r *run) start(l launch) error {
 			return err
 		}
 	}
-	// Deferred: the starts of a tick go on disk together, before the outcomes they lead to are
-	// applied; a crash that loses one leaves the node assigned, and its assignment is started
-	// again, or its outcome collected (see resumption).
-	if _, err := r.board.updateDeferred(n.ID, func(n *Node) error {
-		n.Status, n.Applied, n.Woken = NodeRunning, "", l.Wake
-		return nil
-	}); err != nil {
-		return err
+	// A node assigned is running already (assignAll), but one that waited for the human's
+	// answer: it is running from here, on disk before its assignment starts, so that a restart
+	// collects the outcome it leaves rather than run it again (see resumption).
+	if n.Status != NodeRunning || n.Applied != "" || n.Woken != l.Wake {
+		if _, err := r.board.update(n.ID, func(n *Node) error {
+			n.Status, n.Applied, n.Woken = NodeRunning, "", l.Wake
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
 	started := fmt.Sprintf("%s (%s) on %s", w.Name, w.Kind, n.ID)
 	if weak := proc.Weakness(a.Sandbox); weak != "" && aerr == nil {
