@@ -650,22 +650,10 @@ func TestHumanInTheLoop(t *testing.T) {
 		return turn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 	worker := scripted.NewFunc("hitl-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		called := map[string]bool{}
-		var said string
-		for _, m := range req.Messages {
-			for _, c := range m.ToolCalls() {
-				called[c.Name] = true
-			}
-			for _, p := range m.Parts {
-				if p.Type == providers.ToolResultPart && p.ToolResult.Name == "ask_human" {
-					said = p.ToolResult.Content
-				}
-			}
-		}
-		switch {
-		case !called["ask_human"]:
+		seen := scripted.Results(req)
+		if said, ok := seen["ask_human"]; !ok {
 			return turn(req, scripted.Call("ask_human", map[string]string{"question": question})), nil
-		case !called["write_file"]:
+		} else if _, ok := seen["write_file"]; !ok {
 			return turn(req, scripted.Call("write_file", map[string]string{"path": "nodes/n1/scratch/db.md", "content": "# Database\n\n" + said + "\n"})), nil
 		}
 		return turn(req, scripted.Call("publish", map[string]string{"summary": "db.md"})), nil

@@ -214,3 +214,22 @@ func Last(req providers.Request) (text string, results []tools.Result) {
 	}
 	return text, results
 }
+
+// Results returns, for each tool the conversation called, the content of its latest result
+// ("" for a call not answered yet): what a script checks to know how far it has come.
+func Results(req providers.Request) map[string]string {
+	out := map[string]string{}
+	for _, m := range req.Messages {
+		for _, c := range m.ToolCalls() {
+			if _, ok := out[c.Name]; !ok {
+				out[c.Name] = ""
+			}
+		}
+		for _, p := range m.Parts {
+			if p.Type == providers.ToolResultPart {
+				out[p.ToolResult.Name] = p.ToolResult.Content
+			}
+		}
+	}
+	return out
+}

@@ -205,3 +205,24 @@ func TestKeepRequestsFromThenOn(t *testing.T) {
 	require.Len(t, reqs, 1)
 	assert.Equal(t, "after", reqs[0].System)
 }
+
+// Results says which tools a conversation called and what each answered last.
+func TestResults(t *testing.T) {
+	call := func(id, name string) providers.Part {
+		return providers.Part{Type: providers.ToolCallPart, ToolCall: &tools.Call{ID: id, Name: name}}
+	}
+	result := func(id, name, content string) providers.Part {
+		return providers.Part{Type: providers.ToolResultPart, ToolResult: &tools.Result{CallID: id, Name: name, Content: content}}
+	}
+	req := providers.Request{Messages: []providers.Message{
+		{Role: providers.User, Parts: []providers.Part{providers.Text("go")}},
+		{Role: providers.Assistant, Parts: []providers.Part{call("1", "ask_human")}},
+		{Role: providers.User, Parts: []providers.Part{result("1", "ask_human", "teal")}},
+		{Role: providers.Assistant, Parts: []providers.Part{call("2", "search"), call("3", "write_file")}},
+		{Role: providers.User, Parts: []providers.Part{result("2", "search", "first")}},
+		{Role: providers.Assistant, Parts: []providers.Part{call("4", "search")}},
+		{Role: providers.User, Parts: []providers.Part{result("4", "search", "second")}},
+	}}
+	assert.Equal(t, map[string]string{"ask_human": "teal", "search": "second", "write_file": ""}, scripted.Results(req))
+	assert.Empty(t, scripted.Results(providers.Request{}))
+}

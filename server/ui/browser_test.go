@@ -171,22 +171,10 @@ func team(string) []nodes.Option {
 		return turn(req, "", scripted.Call("wait", map[string]string{})), nil
 	})
 	worker := scripted.NewFunc("ui-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		called := map[string]bool{}
-		var said string
-		for _, m := range req.Messages {
-			for _, c := range m.ToolCalls() {
-				called[c.Name] = true
-			}
-			for _, p := range m.Parts {
-				if p.Type == providers.ToolResultPart && p.ToolResult.Name == "ask_human" {
-					said = p.ToolResult.Content
-				}
-			}
-		}
-		switch {
-		case !called["ask_human"]:
+		seen := scripted.Results(req)
+		if said, ok := seen["ask_human"]; !ok {
 			return turn(req, "", scripted.Call("ask_human", map[string]string{"question": "Which colour should the report use?"})), nil
-		case !called["write_file"]:
+		} else if _, ok := seen["write_file"]; !ok {
 			report := "# The report\n\nColour: " + said + "\n\n" + xss + "\n"
 			return turn(req, "Writing the report.", scripted.Call("write_file", map[string]string{"path": "nodes/n1/scratch/report.md", "content": report})), nil
 		}
