@@ -51,6 +51,7 @@ type replicaConfig struct {
 	URL   string        `json:"url"` // the database
 	Root  string        `json:"root"`
 	Delay time.Duration `json:"delay"` // of every model's answer
+	Ask   bool          `json:"ask"`   // a researcher asks the human (demo.WithHumanQuestion)
 }
 
 // recorded is a model of the offline team that answers after a delay and records, in the table
@@ -93,7 +94,11 @@ func replicaMain(raw string) int {
 	defer pool.Close()
 	team := func(id string) []nodes.Option {
 		var ms []providers.Model
-		for _, m := range demo.Models() {
+		var opts []demo.Option
+		if cfg.Ask {
+			opts = append(opts, demo.WithHumanQuestion())
+		}
+		for _, m := range demo.Models(opts...) {
 			ms = append(ms, recorded{Model: m, pool: pool, replica: cfg.Name, agent: id, delay: cfg.Delay})
 		}
 		return []nodes.Option{nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
@@ -135,7 +140,14 @@ type replica struct {
 // stops it.
 func startReplica(t *testing.T, name, dbURL, root string, delay time.Duration) *replica {
 	t.Helper()
-	cfg, err := json.Marshal(replicaConfig{Name: name, URL: dbURL, Root: root, Delay: delay})
+	return startReplicaOf(t, replicaConfig{Name: name, URL: dbURL, Root: root, Delay: delay})
+}
+
+// startReplicaOf is startReplica with the whole configuration.
+func startReplicaOf(t *testing.T, c replicaConfig) *replica {
+	t.Helper()
+	name := c.Name
+	cfg, err := json.Marshal(c)
 	require.NoError(t, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), replicaEnv+"="+string(cfg))
@@ -150,7 +162,7 @@ func startReplica(t *testing.T, name, dbURL, root string, delay time.Duration) *
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err, "replica %s did not start", name)
 	r.url = strings.TrimSpace(strings.TrimPrefix(line, "ready "))
-	r.api = &api{t: t, ts: remote(t, r.url), root: root}
+	r.api = &api{t: t, ts: remote(t, r.url), root: c.Root}
 	return r
 }
 
@@ -356,4 +368,31 @@ func TestNonOwnerActsOnTheRun(t *testing.T) {
 	done := b.await("delta", server.StatusComplete)
 	assert.Equal(t, reference(t, "AI chips"), done.Output)
 	assert.Equal(t, []string{"A"}, answeredBy(t, pool, "delta", mark), "the run stayed in A")
+}
+
+// Through a replica that does not run the agent, the human answers a question of its run,
+// which then finishes where it ran; and a DELETE forgets the agent for every replica.
+func TestNonOwnerAnswersAndDeletes(t *testing.T) {
+	dbURL, pool := fleetDB(t)
+	root := t.TempDir()
+	a := startReplicaOf(t, replicaConfig{Name: "A", URL: dbURL, Root: root, Ask: true})
+	b := startReplicaOf(t, replicaConfig{Name: "B", URL: dbURL, Root: root, Ask: true})
+
+	mark := lastGeneration(t, pool)
+	require.Equal(t, http.StatusCreated, a.do("POST", "/agents", map[string]string{"id": "echo", "goal": "AI chips"}, nil))
+	waiting := b.await("echo", server.StatusWaiting)
+	assert.Equal(t, demo.HumanQuestion, waiting.Question)
+	var answered map[string]any
+	require.Equal(t, http.StatusOK, b.do("POST", "/agents/echo/respond", map[string]string{"response": "yes"}, &answered), "%v", answered)
+	done := b.await("echo", server.StatusComplete)
+	assert.Contains(t, done.Output, "The human answered: yes")
+	assert.Equal(t, []string{"A"}, answeredBy(t, pool, "echo", mark), "the run stayed in A")
+
+	require.Equal(t, http.StatusOK, b.do("DELETE", "/agents/echo", nil, nil))
+	for _, r := range []*replica{a, b} {
+		var list struct{ Agents []server.Summary }
+		require.Equal(t, http.StatusOK, r.do("GET", "/agents", nil, &list))
+		assert.Empty(t, list.Agents, "replica %s still lists it", r.name)
+		assert.Equal(t, http.StatusNotFound, r.do("GET", "/agents/echo", nil, nil))
+	}
 }

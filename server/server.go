@@ -858,14 +858,17 @@ func (a *agent) summary() Summary {
 	if sum.Status == "" {
 		sum.Status = StatusIdle
 	}
+	// A run in progress here, or in the replica of the fleet that holds the agent: its board is
+	// read as it is now.
+	live := running || a.srv.fleet != nil && !a.held() && (m.Status == StatusWorking || m.Status == StatusWaiting)
 	var b nodes.Snapshot
-	if !running && m.Run != "" && m.Counted == m.Run {
+	if !live && m.Run != "" && m.Counted == m.Run {
 		sum.Nodes, sum.Workers = m.Nodes, m.Workers
 	} else {
-		b = a.summaryBoard(running)
+		b = a.summaryBoard(live)
 		sum.Nodes, sum.Workers = len(b.Nodes), len(b.Workers)
 	}
-	if running && m.Status != StatusQueued {
+	if live && m.Status != StatusQueued {
 		sum.Status = StatusWorking
 		if who, q := a.waiting(b); who != "" {
 			sum.Status, sum.WaitingFor, sum.Question = StatusWaiting, who, q
