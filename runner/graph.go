@@ -86,8 +86,9 @@ func (g *Graph[S]) Invoke(ctx context.Context, thread string, input S) error {
 }
 
 // Resume enqueues the continuation of thread, as graph.Compiled.Resume would do it: value answers
-// its pending interrupts (a graph.ResumeByID answers them by ID), or is nil to continue a run that
-// failed. It fails with an error wrapping ErrBusy when the thread is queued or running, and with
+// its pending interrupts (a graph.ResumeByID answers them by ID; a graph.ResumeCommand[S] answers,
+// updates the state and adds nodes to the step, its Update stored as JSON), or is nil to continue
+// a run that failed. It fails with an error wrapping ErrBusy when the thread is queued or running, and with
 // one wrapping graph.ErrNothingToResume when it has never run or is done.
 func (g *Graph[S]) Resume(ctx context.Context, thread string, value any) error {
 	in := resumeInput{Value: value}
@@ -95,7 +96,11 @@ func (g *Graph[S]) Resume(ctx context.Context, thread string, value any) error {
 	case graph.ResumeByID:
 		in = resumeInput{ByID: v}
 	case graph.ResumeCommand[S]:
-		return g.errorf(thread, "resume: a graph.ResumeCommand cannot be enqueued; update the state with the graph's UpdateState and resume with its value")
+		update, err := json.Marshal(v.Update)
+		if err != nil {
+			return g.errorf(thread, "resume: encode the command's update: %w", err)
+		}
+		in = resumeInput{Value: v.Value, Command: true, Update: update, Goto: v.Goto}
 	}
 	b, err := json.Marshal(in)
 	if err != nil {

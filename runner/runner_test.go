@@ -283,3 +283,36 @@ func TestHandover(t *testing.T) {
 	assert.Equal(t, int32(1), drafts.Load())
 	assert.Equal(t, int32(2), attempts.Load())
 }
+
+// A graph.ResumeCommand enqueued answers the interrupt, merges its update into the state the
+// paused task sees, and adds its Goto nodes to the step, as Compiled.Resume does in-process.
+func TestResumeCommand(t *testing.T) {
+	ctx := context.Background()
+	r := open(t, pgtest.Start(t))
+	g := graph.New[doc]()
+	g.AddNode("ask", func(ctx context.Context, s doc) (doc, error) {
+		answer, err := graph.Interrupt[string](ctx, "title?")
+		return doc{Log: []string{"answer: " + answer + " on " + s.Topic}}, err
+	})
+	g.AddNode("note", func(context.Context, doc) (doc, error) { return doc{Log: []string{"note"}}, nil })
+	g.AddEdge(graph.START, "ask")
+	g.AddEdge("ask", graph.END)
+	g.AddEdge("note", graph.END)
+	// note runs only when a ResumeCommand goes there; the router declares it reachable.
+	g.AddRouter(graph.START, func(context.Context, doc) graph.Next[doc] { return graph.Goto[doc]() }, "note")
+	c, err := g.Compile()
+	require.NoError(t, err)
+	rg, err := runner.Register(r, "cmd", c)
+	require.NoError(t, err)
+	require.NoError(t, r.Start(ctx))
+
+	require.NoError(t, rg.Invoke(ctx, "t", doc{Topic: "graphs"}))
+	_, err = rg.Wait(ctx, "t")
+	var it *graph.Interrupted
+	require.ErrorAs(t, err, &it)
+	require.NoError(t, rg.Resume(ctx, "t", graph.ResumeCommand[doc]{Value: "Engines", Update: doc{Topic: "state graphs"}, Goto: []string{"note"}}))
+	final, err := rg.Wait(ctx, "t")
+	require.NoError(t, err)
+	assert.Equal(t, "state graphs", final.Topic)
+	assert.ElementsMatch(t, []string{"answer: Engines on state graphs", "note"}, final.Log)
+}

@@ -43,13 +43,27 @@ func (o op) answers() []string {
 type resumeInput struct {
 	Value any              `json:"value,omitempty"`
 	ByID  graph.ResumeByID `json:"by_id,omitempty"`
+	// A graph.ResumeCommand: its Update (the graph's state type, in JSON) and Goto.
+	Command bool            `json:"command,omitempty"`
+	Update  json.RawMessage `json:"update,omitempty"`
+	Goto    []string        `json:"goto,omitempty"`
 }
 
-func (in resumeInput) value() any {
+// resumeValue is what the resume in gives Resume: its value, or the ResumeCommand it holds.
+func resumeValue[S any](in resumeInput) (any, error) {
 	if in.ByID != nil {
-		return in.ByID
+		return in.ByID, nil
 	}
-	return in.Value
+	if !in.Command {
+		return in.Value, nil
+	}
+	cmd := graph.ResumeCommand[S]{Value: in.Value, Goto: in.Goto}
+	if len(in.Update) > 0 {
+		if err := json.Unmarshal(in.Update, &cmd.Update); err != nil {
+			return nil, fmt.Errorf("decode the resume's update: %w", err)
+		}
+	}
+	return cmd, nil
 }
 
 // outcome is how a run ended, encoded for the thread's row.
@@ -106,7 +120,11 @@ func (g *Graph[S]) run(ctx context.Context, thread string, o op, opts []graph.Op
 		if err := json.Unmarshal(o.Input, &in); err != nil {
 			return zero, fmt.Errorf("decode the resume value: %w", err)
 		}
-		return g.compiled.Resume(ctx, in.value(), opts...)
+		v, err := resumeValue[S](in)
+		if err != nil {
+			return zero, err
+		}
+		return g.compiled.Resume(ctx, v, opts...)
 	}
 	snap, err := g.compiled.State(ctx, opts...)
 	switch {
