@@ -275,7 +275,8 @@ func (a *agent) hold() error {
 		a.leaseMu.Unlock()
 		return err
 	}
-	a.leaseRefs, a.leaseGen, a.leaseLost = 1, gen, false
+	a.leaseRefs, a.leaseGen = 1, gen
+	a.leaseLost.Store(false)
 	renew := func(ctx context.Context) (bool, error) { return f.renew(ctx, a.id, gen) }
 	a.keepStop = lease.Keep(context.Background(), taken.Add(f.ttl), f.ttl, f.heartbeat, renew, a.loseLease, a.log)
 	a.leaseMu.Unlock()
@@ -295,7 +296,7 @@ func (a *agent) unhold() {
 		return
 	}
 	a.keepStop()
-	if !a.leaseLost {
+	if !a.leaseLost.Load() {
 		if err := f.drop(a.id, a.leaseGen); err != nil {
 			a.log.Error("cannot end the agent's lease: another replica takes the agent when it expires", "err", err)
 		}
@@ -305,9 +306,7 @@ func (a *agent) unhold() {
 // loseLease stops the run in progress, whose lease was lost (err): another replica may take it.
 func (a *agent) loseLease(err error) {
 	a.log.Warn("the agent's lease was lost; its run stops here", "err", err)
-	a.leaseMu.Lock()
-	a.leaseLost = true
-	a.leaseMu.Unlock()
+	a.leaseLost.Store(true)
 	a.mu.Lock()
 	cancel := a.cancel
 	running := a.running
@@ -318,11 +317,7 @@ func (a *agent) loseLease(err error) {
 }
 
 // lost reports whether the agent's lease was lost since it was last taken.
-func (a *agent) lost() bool {
-	a.leaseMu.Lock()
-	defer a.leaseMu.Unlock()
-	return a.leaseLost
-}
+func (a *agent) lost() bool { return a.leaseLost.Load() }
 
 // held reports whether this replica holds the agent's lease (always, without a fleet).
 func (a *agent) held() bool {
@@ -331,7 +326,7 @@ func (a *agent) held() bool {
 	}
 	a.leaseMu.Lock()
 	defer a.leaseMu.Unlock()
-	return a.leaseRefs > 0 && !a.leaseLost
+	return a.leaseRefs > 0 && !a.leaseLost.Load()
 }
 
 // markRun records run as the agent's run in progress in the registry ("": none), under the
@@ -342,7 +337,7 @@ func (a *agent) markRun(run string) {
 		return
 	}
 	a.leaseMu.Lock()
-	gen, lost := a.leaseGen, a.leaseLost
+	gen, lost := a.leaseGen, a.leaseLost.Load()
 	a.leaseMu.Unlock()
 	if lost {
 		return

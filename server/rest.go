@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agiraph/agiraph/nodes"
@@ -70,10 +71,12 @@ type agent struct {
 
 	// In a fleet, the agent's lease (fleet.go), held while its squad is open or a run is in
 	// progress here: leaseRefs holders, under generation leaseGen, renewed until keepStop.
+	// leaseLost is set by the heartbeat, without leaseMu (unhold holds it while it stops the
+	// heartbeat).
 	leaseMu   sync.Mutex
 	leaseRefs int
 	leaseGen  int64
-	leaseLost bool
+	leaseLost atomic.Bool
 	keepStop  func()
 }
 
