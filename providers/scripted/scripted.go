@@ -215,8 +215,8 @@ func Last(req providers.Request) (text string, results []tools.Result) {
 	return text, results
 }
 
-// Results returns, for each tool the conversation called, the content of its latest result
-// ("" for a call not answered yet): what a script checks to know how far it has come.
+// Results returns, for each tool the conversation called, the content of the latest result it
+// holds of that tool ("" when none came yet): what a script checks to know how far it has come.
 func Results(req providers.Request) map[string]string {
 	out := map[string]string{}
 	for _, m := range req.Messages {
