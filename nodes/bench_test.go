@@ -127,15 +127,7 @@ func BenchmarkResume1000(b *testing.B) {
 			b.Fatal(err)
 		}
 		events, stop := s.Subscribe(0)
-		type result struct {
-			res nodes.Result
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			res, err := s.Run(context.Background(), "Write the notes.")
-			done <- result{res, err}
-		}()
+		done := inBackground(func() (nodes.Result, error) { return s.Run(context.Background(), "Write the notes.") })
 		created, started := 0, 0
 		for e := range events {
 			switch e.Type {
@@ -165,10 +157,7 @@ func BenchmarkResume1000(b *testing.B) {
 		events, stop = s.Subscribe(0)
 		b.StartTimer()
 		start := time.Now()
-		go func() {
-			res, err := s.Resume(context.Background(), r.res.RunID)
-			done <- result{res, err}
-		}()
+		done = inBackground(func() (nodes.Result, error) { return s.Resume(context.Background(), r.res.RunID) })
 		var first time.Duration
 		for e := range events {
 			if e.Type == eventlog.NodeStarted && e.Time.After(start) {

@@ -1018,15 +1018,7 @@ func TestHumanInTheLoop(t *testing.T) {
 			defer stop()
 			ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
 			defer cancel()
-			type result struct {
-				res nodes.Result
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				res, err := s.Run(ctx, "Set up a database for our project.")
-				done <- result{res, err}
-			}()
+			done := inBackground(func() (nodes.Result, error) { return s.Run(ctx, "Set up a database for our project.") })
 			var asked eventlog.Event
 		watch:
 			for {
@@ -1067,7 +1059,7 @@ func TestHumanInTheLoop(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var r result
+			var r runResult
 			select {
 			case r = <-done:
 			case <-ctx.Done():

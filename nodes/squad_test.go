@@ -213,3 +213,20 @@ func TestMermaid(t *testing.T) {
 		}
 	}
 }
+
+// runResult is how a run started in the background ended.
+type runResult struct {
+	res nodes.Result
+	err error
+}
+
+// inBackground runs fn — a squad's Run or Resume — on a goroutine of its own; its result comes on
+// the channel returned.
+func inBackground(fn func() (nodes.Result, error)) <-chan runResult {
+	done := make(chan runResult, 1)
+	go func() {
+		res, err := fn()
+		done <- runResult{res, err}
+	}()
+	return done
+}

@@ -60,15 +60,7 @@ func TestSubscribersSeeTextDeltas(t *testing.T) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
 	defer cancel()
-	type result struct {
-		res nodes.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := s.Run(ctx, "Write the notes.")
-		done <- result{res, err}
-	}()
+	done := inBackground(func() (nodes.Result, error) { return s.Run(ctx, "Write the notes.") })
 
 	var logged, deltas []eventlog.Event
 	turns, streamed := map[string][]string{}, map[string][]string{}
