@@ -386,6 +386,8 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys(`.bubble.question textarea`, "Teal", chromedp.ByQuery),
 		chromedp.Click(`.bubble.question form button[type=submit]`, chromedp.ByQuery),
 		waitText(".timeline", "Answered: Teal"))
+	step(t, ctx, "see the agent no longer waits", chromedp.Poll(`!document.querySelector('.view-head [data-status]').textContent.includes('waiting')`, nil,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait)))
 	shot(t, ctx, "worker")
 
 	// The run completes: the node on the board, the output in the coordinator's view.

@@ -122,6 +122,7 @@ class Agent {
     }
     if (ev.type.startsWith('node.') || ev.type.startsWith('stage.') || ev.type === 'worker.spawned') this.refreshBoard();
     if (ev.type.startsWith('agent.')) refreshAgents();
+    else if (ev.type.startsWith('human.')) refreshAgentsSoon(); // the agent waits, or no longer
     const shown = page.view?.event?.(ev);
     if (!shown && who && live(ev) && countsAsUnread(ev)) {
       this.unread.set(who, (this.unread.get(who) || 0) + 1);
@@ -148,12 +149,22 @@ async function refreshAgents() {
     const r = await api('/agents');
     page.agents = r.agents || [];
     drawSidebar();
+    drawHeadStatus();
   } catch (err) {
     if (err instanceof Unauthorized) askToken();
   }
 }
 
 const refreshAgentsSoon = debounce(refreshAgents, 500);
+
+// drawHeadStatus shows the open agent's status, as last listed, in its view's head.
+function drawHeadStatus() {
+  const a = page.agents.find((x) => x.id === page.route?.agent);
+  const status = main.querySelector('.view-head [data-status]');
+  if (!a || !status) return;
+  status.textContent = (a.status || '').replaceAll('_', ' ');
+  status.parentElement.querySelector('.dot').replaceWith(dot(a.status));
+}
 
 function statusClass(status) {
   switch (status) {
@@ -629,13 +640,7 @@ async function start() {
   setInterval(async () => {
     await refreshAgents();
     const a = page.agents.find((x) => x.id === page.route?.agent);
-    if (!a) return;
-    page.view?.summary?.(a);
-    const status = main.querySelector('.view-head [data-status]');
-    if (status) {
-      status.textContent = (a.status || '').replaceAll('_', ' ');
-      status.parentElement.querySelector('.dot').replaceWith(dot(a.status));
-    }
+    if (a) page.view?.summary?.(a);
   }, 3000);
 }
 
