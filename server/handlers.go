@@ -585,6 +585,9 @@ func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agen
 		}
 		entries := []entry{}
 		for _, d := range des {
+			if workspace.Internal(d.Name()) {
+				continue
+			}
 			e := entry{Name: d.Name(), Dir: d.IsDir()}
 			if info, err := d.Info(); err == nil && !d.IsDir() {
 				e.Size = info.Size()

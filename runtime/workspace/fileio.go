@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agiraph/agiraph/tools/files"
@@ -36,7 +37,7 @@ func WriteView(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := s.f.Close(); err != nil {
+	if err := s.close(); err != nil {
 		s.discard()
 		return fmt.Errorf("workspace: write %s: %w", path, files.Cause(err))
 	}
@@ -218,7 +219,10 @@ func (b *Batch) Sync() error {
 	if appendErr == nil && len(open) > 0 {
 		err = syncFiles(open)
 	}
-	for _, f := range open {
+	for _, s := range batch {
+		err = errors.Join(err, s.close())
+	}
+	for _, f := range open[len(batch):] {
 		err = errors.Join(err, f.Close())
 	}
 	b.synced = true
@@ -287,13 +291,26 @@ type staged struct {
 	f         *os.File // nil until it is written
 	tmp, path string
 	data      []byte // its content, until it is written
+	spare     bool   // tmp is the folder's spare, held open until it is placed (spare_linux.go)
 }
 
-// stage writes data to a temporary file beside path, with path's permissions (0644 for a new
-// file), and leaves it open.
+// SpareName is the name of the file each folder written atomically keeps for its next write
+// (where the system can exchange two files; see spare_linux.go). It holds an earlier content of
+// one of the folder's files.
+const SpareName = ".agiraph.spare"
+
+// Internal reports whether a file name is one of the workspace's own working files — a
+// folder's spare, or a write's temporary file — which listings of a folder leave out.
+func Internal(name string) bool {
+	return name == SpareName || strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+}
+
+// stage writes data beside path, with path's permissions (0644 for a new file), into the
+// folder's spare or a temporary file, and leaves it open.
 func stage(path string, data []byte) (staged, error) {
 	perm := fs.FileMode(defaultPerm)
-	if st, err := os.Stat(path); err == nil {
+	st, err := os.Stat(path)
+	if err == nil {
 		if !st.Mode().IsRegular() {
 			return staged{}, fmt.Errorf("workspace: write %s: not a regular file", path)
 		}
@@ -302,6 +319,11 @@ func stage(path string, data []byte) (staged, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
+	}
+	if err == nil { // a rewrite: the old content becomes the spare (a new file would take it)
+		if f, tmp, ok := takeSpare(dir, data, perm); ok {
+			return staged{f: f, tmp: tmp, path: path, spare: true}, nil
+		}
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
@@ -319,8 +341,23 @@ func stage(path string, data []byte) (staged, error) {
 	return s, nil
 }
 
-// place renames the staged file over its path; on error it is removed.
+// close closes a temporary file once it is written; a spare stays open, held, until placed.
+func (s staged) close() error {
+	if s.spare {
+		return nil
+	}
+	return s.f.Close()
+}
+
+// place renames the staged file over its path (a spare is exchanged with it); on error it is
+// removed.
 func (s staged) place() error {
+	if s.spare {
+		if err := exchange(s.f, s.tmp, s.path); err != nil {
+			return fmt.Errorf("workspace: write %s: %w", s.path, files.Cause(err))
+		}
+		return nil
+	}
 	if err := os.Rename(s.tmp, s.path); err != nil {
 		s.discard()
 		return fmt.Errorf("workspace: write %s: %w", s.path, files.Cause(err))
@@ -328,8 +365,14 @@ func (s staged) place() error {
 	return nil
 }
 
-// discard removes the staged file.
-func (s staged) discard() { _ = os.Remove(s.tmp) }
+// discard removes the staged file; a spare is let go, for the folder's next write.
+func (s staged) discard() {
+	if s.spare {
+		_ = s.f.Close()
+		return
+	}
+	_ = os.Remove(s.tmp)
+}
 
 // WriteJSON writes v to path as indented JSON with a final newline, atomically (see
 // [WriteFile]).
