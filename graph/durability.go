@@ -75,6 +75,38 @@ func (w *writer) put(ctx context.Context, ns checkpoint.Config, cp checkpoint.Ch
 	return saved, err
 }
 
+// savesSteps reports whether the saver saves a step's writes and checkpoint in one call, so
+// that a run keeps a step's last writes for it.
+func (w *writer) savesSteps() bool {
+	_, ok := w.saver.(checkpoint.StepSaver)
+	return ok && w.mode != DurabilityExit
+}
+
+// putStep saves writes of the checkpoint parent addresses, then cp under ns: in one call when the
+// saver is a checkpoint.StepSaver.
+func (w *writer) putStep(ctx context.Context, parent checkpoint.Config, writes []checkpoint.Write, ns checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
+	ss, ok := w.saver.(checkpoint.StepSaver)
+	if len(writes) == 0 || !ok || w.mode == DurabilityExit {
+		if len(writes) > 0 {
+			if err := w.putWrites(ctx, parent, writes); err != nil {
+				return checkpoint.Config{}, err
+			}
+		}
+		return w.put(ctx, ns, cp)
+	}
+	if w.mode == DurabilityAsync {
+		return checkpoint.Config{ThreadID: ns.ThreadID, NS: ns.NS, CheckpointID: cp.ID}, w.enqueue(func(ctx context.Context) error {
+			_, err := ss.PutStep(ctx, parent, writes, ns, cp)
+			return err
+		})
+	}
+	saved, err := ss.PutStep(ctx, parent, writes, ns, cp)
+	if err == nil {
+		w.savedID = cp.ID
+	}
+	return saved, err
+}
+
 // putWrites saves writes of tasks of the checkpoint cfg addresses.
 func (w *writer) putWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
 	switch w.mode {

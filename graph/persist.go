@@ -80,10 +80,29 @@ func (r *run[S]) putEncoded(ctx context.Context, t *task[S], kind checkpoint.Wri
 		return nil
 	}
 	w := checkpoint.Write{TaskID: t.id, Node: t.node.name, Kind: kind, Idx: idx, Value: b}
+	if r.keepOutput && kind == checkpoint.WriteUpdate {
+		r.stepWrites = append(r.stepWrites, w)
+		r.snaps.saved(writeSize(w))
+		return nil
+	}
 	if err := r.w.putWrites(ctx, r.cp, []checkpoint.Write{w}); err != nil {
 		return fmt.Errorf("graph: save %s of node %q in thread %q: %w", kind, t.node.name, r.cfg.thread, err)
 	}
 	r.snaps.saved(writeSize(w))
+	return nil
+}
+
+// saveStepWrites saves the output kept for the step's checkpoint (see keepOutput) on its own,
+// when the step ended without one: even when the run was cancelled, so that a resume does not
+// run the task again.
+func (r *run[S]) saveStepWrites(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
+	writes := r.stepWrites
+	r.stepWrites = nil
+	if err := r.w.putWrites(ctx, r.cp, writes); err != nil {
+		return fmt.Errorf("graph: save %s of node %q in thread %q: %w", writes[0].Kind, writes[0].Node, r.cfg.thread, err)
+	}
 	return nil
 }
 
@@ -110,7 +129,8 @@ func (r *run[S]) commitInput(ctx context.Context, source checkpoint.Source, node
 
 // save saves a checkpoint of the current state and frontier. It holds a snapshot of the state when
 // full is set, when it is the first of its namespace, or when the snapshot policy says one is due;
-// otherwise input, when the checkpoint was made by one, is saved first, as a write of the parent.
+// otherwise input, when the checkpoint was made by one, is saved as a write of the parent, with
+// the checkpoint, as is the output of the step's task kept for it (keepOutput).
 func (r *run[S]) save(ctx context.Context, source checkpoint.Source, full bool, input *checkpoint.Write) error {
 	if !r.saving {
 		return nil
@@ -142,12 +162,12 @@ func (r *run[S]) save(ctx context.Context, source checkpoint.Source, full bool, 
 		r.snaps.snapshot(len(b))
 	case input != nil:
 		input.TaskID = cp.ID
-		if err := r.w.putWrites(ctx, r.cp, []checkpoint.Write{*input}); err != nil {
-			return fmt.Errorf("graph: save the %s of thread %q at step %d: %w", source, r.cfg.thread, r.step, err)
-		}
+		r.stepWrites = append(r.stepWrites, *input)
 		r.snaps.saved(writeSize(*input))
 	}
-	cfg, err := r.w.put(ctx, r.nsConfig(""), cp)
+	writes := r.stepWrites
+	r.stepWrites = nil
+	cfg, err := r.w.putStep(ctx, r.cp, writes, r.nsConfig(""), cp)
 	if err != nil {
 		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
 	}

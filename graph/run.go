@@ -91,8 +91,13 @@ type run[S any] struct {
 	cache    *Cache[S]         // WithCache, at the root of a run that saves
 	toParent *Command[S]       // a command for the parent graph that ended this run
 	held     *heldValue        // a resume value waiting for an Interrupt call
-	meta     map[string]string // metadata of the next checkpoint
-	span     trace.Span        // the run's span, when it records (see traceRun)
+	// keepOutput is set while the one task of a superstep runs, when the saver saves a step in
+	// one call (checkpoint.StepSaver): its output is kept in stepWrites, to be saved with the
+	// step's checkpoint rather than on its own (see runStep).
+	keepOutput bool
+	stepWrites []checkpoint.Write
+	meta       map[string]string // metadata of the next checkpoint
+	span       trace.Span        // the run's span, when it records (see traceRun)
 }
 
 // task is one entry of the frontier.
@@ -267,7 +272,12 @@ func (r *run[S]) loop(ctx context.Context) (S, error) {
 // runStep runs the superstep of the tasks ran, merges their updates, plans the next frontier
 // (which keeps the deferred tasks waiting) and saves the step. It returns the state to return
 // when it fails or pauses.
-func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (S, error) {
+func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (_ S, err error) {
+	defer func() {
+		if len(r.stepWrites) > 0 { // the step ends before its checkpoint: its task's output is saved alone
+			err = errors.Join(err, r.saveStepWrites(ctx))
+		}
+	}()
 	outs, err := r.superstep(ctx, ran)
 	if err != nil {
 		if _, paused := err.(*Interrupted); paused {
@@ -427,7 +437,9 @@ func (r *run[S]) superstep(ctx context.Context, tasks []*task[S]) ([]Command[S],
 		i := todo[0]
 		started(i)
 		if !r.stopped { // the reader may stop at the task's start event: then it does not run
+			r.keepOutput = r.saving && r.w.savesSteps()
 			out, err := r.execute(ctx, tasks[i])
+			r.keepOutput = false
 			finish(i, out, err)
 		}
 	} else if len(todo) > 0 {

@@ -42,6 +42,9 @@
 //   - A saver keeps copies of what it is given and returns copies of what it keeps.
 //   - A call with a cancelled context fails with an error wrapping context.Canceled.
 //   - A saver is safe for concurrent use.
+//   - A checkpoint.StepSaver's PutStep saves the writes on the parent and the checkpoint as
+//     PutWrites and Put would, both or neither: with a parent that does not exist it fails with
+//     checkpoint.ErrNotFound and stores nothing. (Savers without it skip that property.)
 package checkpointtest
 
 import (
@@ -89,6 +92,7 @@ var properties = []property{
 	{"CancelledContext", testCancelledContext},
 	{"Concurrent", testConcurrent},
 	{"LargeValues", testLargeValues},
+	{"PutStep", testPutStep},
 }
 
 // Run checks that the savers newSaver makes follow the contract of checkpoint.Saver. newSaver is
@@ -1027,4 +1031,54 @@ func testLargeValues(t *testing.T, s checkpoint.Saver) {
 	}
 	checkCP(t, "List", l[0].Checkpoint, cp)
 	checkWrites(t, "List", l[0].Writes, ws)
+}
+
+// testPutStep: a StepSaver's PutStep is PutWrites on the parent and Put of the child, at once.
+func testPutStep(t *testing.T, s checkpoint.Saver) {
+	ss, ok := s.(checkpoint.StepSaver)
+	if !ok {
+		t.Skip("the saver is not a checkpoint.StepSaver")
+	}
+	ctx := context.Background()
+	cfg := checkpoint.Config{ThreadID: "t", NS: "ns"}
+	put(t, s, cfg, fullCP("c1", "", 0))
+	first := write("task-0", checkpoint.WriteUpdate, 0, "out")
+	putWrites(t, s, at(cfg, "c1"), first)
+	ws := []checkpoint.Write{
+		write("task-1", checkpoint.WriteUpdate, 0, "one"),
+		write("task-0", checkpoint.WriteUpdate, 0, "again: ignored"),
+		{TaskID: "task-2", Node: "bytes", Kind: checkpoint.WriteInput, Value: allBytes},
+	}
+	got, err := ss.PutStep(ctx, at(cfg, "c1"), ws, cfg, fullCP("c2", "c1", 1))
+	if err != nil {
+		t.Fatalf("PutStep: %v", err)
+	}
+	if got != at(cfg, "c2") {
+		t.Errorf("PutStep returned %+v, want %+v", got, at(cfg, "c2"))
+	}
+	checkWrites(t, "the parent's writes", get(t, s, at(cfg, "c1")).Writes, []checkpoint.Write{first, ws[0], ws[2]})
+	latest := get(t, s, cfg)
+	checkCP(t, "the step's checkpoint", latest.Checkpoint, fullCP("c2", "c1", 1))
+	if len(latest.Writes) != 0 {
+		t.Errorf("the new checkpoint has writes %v, want none", latest.Writes)
+	}
+	// No writes: a Put.
+	if _, err := ss.PutStep(ctx, at(cfg, "c2"), nil, cfg, fullCP("c3", "c2", 2)); err != nil {
+		t.Fatalf("PutStep without writes: %v", err)
+	}
+	checkCP(t, "a step without writes", get(t, s, cfg).Checkpoint, fullCP("c3", "c2", 2))
+
+	// An unknown parent: nothing is stored.
+	_, err = ss.PutStep(ctx, at(cfg, "c0-missing"), ws[:1], cfg, fullCP("c4", "c0-missing", 3))
+	if !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("PutStep with an unknown parent: err = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Get(ctx, at(cfg, "c4")); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("PutStep with an unknown parent stored its checkpoint (Get: %v)", err)
+	}
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := ss.PutStep(stopped, at(cfg, "c3"), ws[:1], cfg, fullCP("c5", "c3", 4)); !errors.Is(err, context.Canceled) {
+		t.Errorf("PutStep with a cancelled context: err = %v, want context.Canceled", err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -25,7 +26,7 @@ type Saver struct {
 	queries [1 << 4]string // the read query by the bits of readByID, readBefore, readSource, readRunID
 }
 
-var _ checkpoint.Saver = (*Saver)(nil)
+var _ checkpoint.StepSaver = (*Saver)(nil)
 
 // errClosed is the error of calls on a closed Saver.
 var errClosed = errors.New("the saver is closed")
@@ -98,43 +99,87 @@ func (s *Saver) check(ctx context.Context) error {
 	return ctx.Err()
 }
 
-const putQuery = `INSERT INTO ` + checkpointsTable + ` (thread_id, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-	ON CONFLICT (thread_id, ns, id) DO UPDATE SET parent_id = excluded.parent_id, step = excluded.step,
+// putColumns are the columns a checkpoint is stored in, and upsert what putting one that exists
+// replaces (its writes are kept).
+const (
+	putColumns = `thread_id, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state`
+	upsert     = `ON CONFLICT (thread_id, ns, id) DO UPDATE SET parent_id = excluded.parent_id, step = excluded.step,
 		source = excluded.source, run_id = excluded.run_id, format = excluded.format, created_at = excluded.created_at,
 		next = excluded.next, joins = excluded.joins, meta = excluded.meta, state = excluded.state`
+)
+
+const putQuery = `INSERT INTO ` + checkpointsTable + ` (` + putColumns + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ` + upsert
+
+// putArgs are the arguments of cp, stored under cfg, for putColumns.
+func putArgs(cfg checkpoint.Config, cp checkpoint.Checkpoint) []any {
+	var created *time.Time
+	if !cp.CreatedAt.IsZero() {
+		t := cp.CreatedAt.Truncate(time.Microsecond) // PostgreSQL keeps microseconds
+		created = &t
+	}
+	return []any{cfg.ThreadID, cfg.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.RunID,
+		cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), cp.State}
+}
 
 // Put stores cp under cfg's thread and namespace; a checkpoint with the same ID there is replaced
 // and keeps its writes. It is one statement, so one transaction.
 func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
-	err := s.check(ctx)
-	if err == nil && (cfg.ThreadID == "" || cp.ID == "") {
-		err = errors.New("put needs a thread ID and a checkpoint ID")
-	}
+	err := s.checkPut(ctx, cfg, cp)
 	if err == nil {
-		var created *time.Time
-		if !cp.CreatedAt.IsZero() {
-			t := cp.CreatedAt.Truncate(time.Microsecond) // PostgreSQL keeps microseconds
-			created = &t
-		}
-		_, err = s.pool.Exec(ctx, putQuery, cfg.ThreadID, cfg.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.RunID,
-			cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), cp.State)
+		_, err = s.pool.Exec(ctx, putQuery, putArgs(cfg, cp)...)
 	}
 	if err != nil {
-		return checkpoint.Config{}, fmt.Errorf("checkpoint/postgres: put checkpoint %q of thread %q namespace %q: %w", cp.ID, cfg.ThreadID, cfg.NS, err)
+		return checkpoint.Config{}, putError(cfg, cp, err)
 	}
 	return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
 }
 
-// putWritesQuery inserts the writes, given as arrays, for the checkpoint it looks up, in their
-// order, skipping those whose key the checkpoint has; it returns whether the checkpoint exists.
-const putWritesQuery = `WITH c AS (SELECT pk FROM ` + checkpointsTable + ` WHERE thread_id = $1 AND ns = $2 AND id = $3),
+func (s *Saver) checkPut(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if cfg.ThreadID == "" || cp.ID == "" {
+		return errors.New("put needs a thread ID and a checkpoint ID")
+	}
+	return nil
+}
+
+func putError(cfg checkpoint.Config, cp checkpoint.Checkpoint, err error) error {
+	return fmt.Errorf("checkpoint/postgres: put checkpoint %q of thread %q namespace %q: %w", cp.ID, cfg.ThreadID, cfg.NS, err)
+}
+
+// parentWrites is the part of a query that looks up the checkpoint ($1, $2, $3) as c and inserts
+// the writes, given as arrays ($4 to $8), for it, in their order, skipping those whose key the
+// checkpoint has.
+const parentWrites = `WITH c AS (SELECT pk FROM ` + checkpointsTable + ` WHERE thread_id = $1 AND ns = $2 AND id = $3),
 	ins AS (INSERT INTO ` + writesTable + ` (checkpoint, task_id, kind, idx, node, value)
 		SELECT c.pk, w.task_id, w.kind, w.idx, w.node, w.value
 		FROM c, unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::bytea[]) WITH ORDINALITY AS w (task_id, kind, idx, node, value, ord)
 		ORDER BY w.ord
-		ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING)
+		ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING)`
+
+// putWritesQuery inserts the writes and returns whether the checkpoint exists.
+const putWritesQuery = parentWrites + `
 	SELECT count(*) FROM c`
+
+// putStepQuery inserts the writes and, if their checkpoint exists, the checkpoint given as $9 to
+// $21; it returns whether the parent exists.
+const putStepQuery = parentWrites + `,
+	cp AS (INSERT INTO ` + checkpointsTable + ` (` + putColumns + `)
+		SELECT $9::text, $10::text, $11::text, $12::text, $13::bigint, $14::text, $15::text, $16::bigint, $17::timestamptz,
+			$18::bytea, $19::bytea, $20::bytea, $21::bytea FROM c ` + upsert + `)
+	SELECT count(*) FROM c`
+
+// writesArgs are the arguments of writes of the checkpoint cfg addresses, for parentWrites.
+func writesArgs(cfg checkpoint.Config, writes []checkpoint.Write) []any {
+	n := len(writes)
+	tasks, kinds, nodes, idxs, values := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([][]byte, n)
+	for i, w := range writes {
+		tasks[i], kinds[i], idxs[i], nodes[i], values[i] = w.TaskID, string(w.Kind), int64(w.Idx), w.Node, w.Value
+	}
+	return []any{cfg.ThreadID, cfg.NS, cfg.CheckpointID, tasks, kinds, idxs, nodes, values}
+}
 
 // PutWrites records writes of tasks of the checkpoint cfg addresses, in their order, ignoring a
 // write whose (TaskID, Kind, Idx) the checkpoint already has. It fails with an error wrapping
@@ -146,19 +191,42 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []c
 		err = errors.New("the config names no checkpoint")
 	}
 	if err == nil {
-		n := len(writes)
-		tasks, kinds, nodes, idxs, values := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([][]byte, n)
-		for i, w := range writes {
-			tasks[i], kinds[i], idxs[i], nodes[i], values[i] = w.TaskID, string(w.Kind), int64(w.Idx), w.Node, w.Value
-		}
-		var found int
-		err = s.pool.QueryRow(ctx, putWritesQuery, cfg.ThreadID, cfg.NS, cfg.CheckpointID, tasks, kinds, idxs, nodes, values).Scan(&found)
-		if err == nil && found == 0 {
-			err = checkpoint.ErrNotFound
-		}
+		err = found(s.pool.QueryRow(ctx, putWritesQuery, writesArgs(cfg, writes)...))
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint/postgres: put writes of thread %q namespace %q checkpoint %q: %w", cfg.ThreadID, cfg.NS, cfg.CheckpointID, err)
+	}
+	return nil
+}
+
+// PutStep records writes of the checkpoint parent addresses and stores cp under cfg, as PutWrites
+// and Put do, in one statement: one round trip, both saved or neither (see
+// checkpoint.StepSaver).
+func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []checkpoint.Write, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
+	err := s.checkPut(ctx, cfg, cp)
+	if err == nil && parent.CheckpointID == "" {
+		err = fmt.Errorf("the parent's config (thread %q namespace %q) names no checkpoint", parent.ThreadID, parent.NS)
+	}
+	if err == nil {
+		err = found(s.pool.QueryRow(ctx, putStepQuery, append(writesArgs(parent, writes), putArgs(cfg, cp)...)...))
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			err = fmt.Errorf("its parent %q: %w", parent.CheckpointID, err)
+		}
+	}
+	if err != nil {
+		return checkpoint.Config{}, putError(cfg, cp, err)
+	}
+	return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
+}
+
+// found scans the count of a checkpoint a query looked up: ErrNotFound when it is 0.
+func found(row pgx.Row) error {
+	var n int
+	if err := row.Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return checkpoint.ErrNotFound
 	}
 	return nil
 }
