@@ -162,8 +162,8 @@ type Saver interface {
 type StepSaver interface {
 	Saver
 	// PutStep records writes of the checkpoint parent addresses, as PutWrites does, and stores cp
-	// under cfg's thread and namespace, as Put does, in one transaction: both are saved, or
-	// neither. A parent that does not exist fails it with an error wrapping ErrNotFound, and cp
-	// is not stored.
+	// under cfg's thread and namespace, as Put does. The writes are saved no later than cp (a
+	// crash never leaves cp without them), and cp is not stored when PutStep fails: a parent
+	// that does not exist fails it with an error wrapping ErrNotFound.
 	PutStep(ctx context.Context, parent Config, writes []Write, cfg Config, cp Checkpoint) (Config, error)
 }

@@ -43,8 +43,8 @@
 //   - A call with a cancelled context fails with an error wrapping context.Canceled.
 //   - A saver is safe for concurrent use.
 //   - A checkpoint.StepSaver's PutStep saves the writes on the parent and the checkpoint as
-//     PutWrites and Put would, both or neither: with a parent that does not exist it fails with
-//     checkpoint.ErrNotFound and stores nothing. (Savers without it skip that property.)
+//     PutWrites and Put would; with a parent that does not exist it fails with
+//     checkpoint.ErrNotFound and stores no checkpoint. (Savers without it skip that property.)
 package checkpointtest
 
 import (
