@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -214,14 +213,7 @@ func damage(err error, id, what, path string) string {
 
 // nodeNumber returns n of a node id "nN", or 0.
 func nodeNumber(id string) int {
-	rest, ok := strings.CutPrefix(id, "n")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 {
-		return 0
-	}
+	n, _ := workspace.Number(id, "n")
 	return n
 }
 

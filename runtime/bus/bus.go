@@ -45,6 +45,7 @@ import (
 	"unicode"
 
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
 // Participant is someone who can send and receive: a worker, the coordinator, the human.
@@ -831,13 +832,7 @@ func key(name string) string { return strings.ToLower(strings.TrimSpace(name)) }
 
 func formatID(n int) string { return fmt.Sprintf("m%04d", n) }
 
-func idNumber(id string) (int, bool) {
-	if !strings.HasPrefix(id, "m") {
-		return 0, false
-	}
-	n, err := strconv.Atoi(id[1:])
-	return n, err == nil && n > 0
-}
+func idNumber(id string) (int, bool) { return workspace.Number(id, "m") }
 
 func hasControl(s string) bool {
 	return strings.IndexFunc(s, unicode.IsControl) >= 0

@@ -70,6 +70,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
 // Type is the kind of a trigger.
@@ -385,13 +386,6 @@ func typeList() string {
 
 // idNumber returns n for an id "t<n>", or 0.
 func idNumber(id string) int {
-	rest, ok := strings.CutPrefix(id, "t")
-	if !ok {
-		return 0
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 {
-		return 0
-	}
+	n, _ := workspace.Number(id, "t")
 	return n
 }

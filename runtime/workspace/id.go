@@ -1,6 +1,10 @@
 package workspace
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // MaxIDLen is the longest node or worker id [ValidID] accepts, in bytes.
 const MaxIDLen = 64
@@ -24,4 +28,18 @@ func ValidID(id string) error {
 		}
 	}
 	return nil
+}
+
+// Number returns n of a numbered id — prefix followed by the decimal number n, such as "n12"
+// (a node), "t3" (a trigger) or "m0040" (a message) — and whether id is one with n ≥ 1 (0 and false when not).
+func Number(id, prefix string) (int, bool) {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok || rest == "" || rest[0] < '0' || rest[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return n, true
 }

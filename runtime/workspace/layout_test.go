@@ -186,6 +186,20 @@ func TestValidID(t *testing.T) {
 	}
 }
 
+func TestNumber(t *testing.T) {
+	for id, want := range map[string]int{"n1": 1, "n12": 12, "t3": 3, "m0040": 40} {
+		n, ok := workspace.Number(id, id[:1])
+		if !ok || n != want {
+			t.Errorf("Number(%q, %q) = %d, %v; want %d, true", id, id[:1], n, ok, want)
+		}
+	}
+	for _, id := range []string{"n", "n0", "n-1", "n+1", "nx", "x1", "", "n1.5", "n99999999999999999999"} {
+		if n, ok := workspace.Number(id, "n"); ok || n != 0 {
+			t.Errorf("Number(%q, \"n\") = %d, %v; want not a numbered id", id, n, ok)
+		}
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
