@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agiraph/agiraph/internal/fsync"
 	"github.com/agiraph/agiraph/tools/files"
 )
 
@@ -217,7 +218,7 @@ func (b *Batch) Sync() error {
 	}
 	var err error
 	if appendErr == nil && len(open) > 0 {
-		err = syncFiles(open)
+		err = fsync.Files(open)
 	}
 	for _, s := range batch {
 		err = errors.Join(err, s.close())
@@ -271,7 +272,7 @@ func (b *Batch) Place() error {
 
 // SyncPlaced makes the renames of Place, and the files the lines created, durable.
 func (b *Batch) SyncPlaced() {
-	syncDirs(b.dirs)
+	fsync.Dirs(b.dirs)
 	b.dirs = nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agiraph/agiraph/internal/fsync"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -270,8 +271,8 @@ func (w *workspace) makeParents(root *os.Root, dir string) error {
 	return nil
 }
 
-// writeAtomic writes data to a temporary file in the target's directory and renames it over
-// the target, so readers never see a partial file.
+// writeAtomic writes data to a temporary file in the target's directory, makes it durable and
+// renames it over the target, so readers never see a partial file, nor a crash an empty one.
 func writeAtomic(root *os.Root, t target, data []byte, perm fs.FileMode) (err error) {
 	dir, base := path.Split(t.real)
 	tmp := dir + "." + base + ".tmp-" + rand.Text()[:12]
@@ -291,7 +292,7 @@ func writeAtomic(root *os.Root, t target, data []byte, perm fs.FileMode) (err er
 	if err = f.Chmod(perm); err != nil {
 		return ioError("set permissions of", t.rel, err)
 	}
-	if err = f.Sync(); err != nil {
+	if err = fsync.Files([]*os.File{f}); err != nil { // shared with other writers' syncs
 		return ioError("sync", t.rel, err)
 	}
 	if err = f.Close(); err != nil {

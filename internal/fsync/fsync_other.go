@@ -1,11 +1,11 @@
 //go:build !linux
 
-package workspace
+package fsync
 
 import "os"
 
-// syncFiles makes the content of files durable, one at a time.
-func syncFiles(files []*os.File) error {
+// Files makes the content of files durable, one at a time.
+func Files(files []*os.File) error {
 	for _, f := range files {
 		if err := f.Sync(); err != nil {
 			return err
@@ -14,8 +14,8 @@ func syncFiles(files []*os.File) error {
 	return nil
 }
 
-// syncDirs makes renames in dirs durable, where the system supports it.
-func syncDirs(dirs []string) {
+// Dirs makes renames in dirs durable, where the system supports it.
+func Dirs(dirs []string) {
 	for _, dir := range dirs {
 		d, err := os.Open(dir)
 		if err != nil {

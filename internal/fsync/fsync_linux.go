@@ -1,4 +1,4 @@
-package workspace
+package fsync
 
 import (
 	"os"
@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// syncFiles makes the content of files durable: a syncfs of each file system they are on.
-func syncFiles(files []*os.File) error {
+// Files makes the content of files durable: a syncfs of each file system they are on.
+func Files(files []*os.File) error {
 	var done []uint64
 	for _, f := range files {
 		var st unix.Stat_t
@@ -28,10 +28,10 @@ func syncFiles(files []*os.File) error {
 	return nil
 }
 
-// syncDirs makes renames in dirs durable, where the system supports it: a syncfs of each file
+// Dirs makes renames in dirs durable, where the system supports it: a syncfs of each file
 // system they are on. A folder is opened only when its syncfs runs, not when it shares
 // another's.
-func syncDirs(dirs []string) {
+func Dirs(dirs []string) {
 	var done []uint64
 	for _, dir := range dirs {
 		var st unix.Stat_t
