@@ -69,7 +69,10 @@
 // query reads one index. Wait polls that row (WithPollInterval, default 100 ms) rather than
 // LISTEN, which would hold a connection per waiter.
 //
-// A node that ignores its context may still be running in a process that lost its lease; its
-// task's output may then be saved twice (the first write of a task is kept) and its side effects
-// happen twice. Nodes that honour their context stop when the lease is lost.
+// A run's checkpoints are written through a saver fenced by its lease (postgres.Saver.Fenced):
+// each write checks, in its statement, that the thread's row still names this process and
+// generation, and locks it, so a takeover waits for the write in progress and refuses the ones
+// after. A node that ignores its context may still be running in a process that lost its lease:
+// its side effects may happen twice, but nothing it returns is saved. Nodes that honour their
+// context stop when the lease is lost.
 package runner

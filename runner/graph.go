@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
 )
 
@@ -27,7 +28,7 @@ type Graph[S any] struct {
 
 // registered is a Graph of any state type, as the worker runs it.
 type registered interface {
-	execute(ctx context.Context, thread string, op op) outcome
+	execute(ctx context.Context, thread string, op op, saver checkpoint.Saver) outcome
 }
 
 // Register makes compiled known to r under name. Runs use r's PostgreSQL saver, whatever

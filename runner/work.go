@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/checkpoint/postgres"
 	"github.com/agiraph/agiraph/graph"
 	leases "github.com/agiraph/agiraph/internal/lease"
 )
@@ -75,10 +76,11 @@ type outcome struct {
 	state      []byte
 }
 
-// execute runs o on thread: the operation itself when it has not been applied yet, or else (its
-// process died after applying it) the continuation of the thread from its latest checkpoint.
-func (g *Graph[S]) execute(ctx context.Context, thread string, o op) outcome {
-	opts := []graph.Option{graph.WithCheckpointer(g.r.saver), graph.WithThread(thread), graph.WithRunID(o.ID)}
+// execute runs o on thread, saving through saver: the operation itself when it has not been
+// applied yet, or else (its process died after applying it) the continuation of the thread from
+// its latest checkpoint.
+func (g *Graph[S]) execute(ctx context.Context, thread string, o op, saver checkpoint.Saver) outcome {
+	opts := []graph.Option{graph.WithCheckpointer(saver), graph.WithThread(thread), graph.WithRunID(o.ID)}
 	s, err := g.run(ctx, thread, o, opts)
 	out := outcome{err: err, status: StatusDone}
 	var it *graph.Interrupted
@@ -202,7 +204,11 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := r.keep(runCtx, cancel, l, deadline)
-	out := reg.execute(runCtx, l.thread, o)
+	// The run's checkpoints are written only while this process holds the lease: a node that
+	// ignores its context cannot save after another process took the thread over.
+	saver := r.saver.Fenced(postgres.Fence{Table: runsTable, Where: "thread_id = $1 AND generation = $2 AND owner = $3 AND status = 'running'",
+		Args: []any{l.thread, l.generation, r.owner}})
+	out := reg.execute(runCtx, l.thread, o, saver)
 	stop()
 	bg := context.WithoutCancel(ctx)
 	switch cause := context.Cause(runCtx); {

@@ -518,8 +518,16 @@ func (s *Server) forward(h http.HandlerFunc) http.HandlerFunc {
 // prefixed is a saver that keeps the threads of one agent apart from the others' in a saver they
 // share: it prefixes thread IDs with the agent's id.
 type prefixed struct {
-	checkpoint.Saver
+	checkpoint.StepSaver
 	prefix string
+}
+
+// agentSaver is the saver of agent id's squad in the fleet: its threads prefixed, its writes
+// fenced by the agent's lease — refused while another replica holds it — so that a replica that
+// lost the agent, and whose run goes on for a moment, cannot write after another took it over.
+func (f *fleet) agentSaver(id string) prefixed {
+	fenced := f.saver.Fenced(postgres.Fence{Table: agentsTable, Where: "id = $1 AND (owner IS NULL OR owner = $2)", Args: []any{id, f.owner}})
+	return prefixed{StepSaver: fenced, prefix: id + "/"}
 }
 
 func (p prefixed) in(cfg checkpoint.Config) checkpoint.Config {
@@ -534,7 +542,7 @@ func (p prefixed) out(cfg checkpoint.Config) checkpoint.Config {
 
 // Put stores cp under the agent's thread.
 func (p prefixed) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
-	got, err := p.Saver.Put(ctx, p.in(cfg), cp)
+	got, err := p.StepSaver.Put(ctx, p.in(cfg), cp)
 	if err != nil {
 		return got, err
 	}
@@ -543,12 +551,12 @@ func (p prefixed) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.
 
 // PutWrites records writes of the agent's thread.
 func (p prefixed) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
-	return p.Saver.PutWrites(ctx, p.in(cfg), writes)
+	return p.StepSaver.PutWrites(ctx, p.in(cfg), writes)
 }
 
 // Get returns a checkpoint of the agent's thread.
 func (p prefixed) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.Tuple, error) {
-	t, err := p.Saver.Get(ctx, p.in(cfg))
+	t, err := p.StepSaver.Get(ctx, p.in(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -558,14 +566,23 @@ func (p prefixed) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.T
 
 // List returns the checkpoints of the agent's thread.
 func (p prefixed) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint.ListOptions) ([]checkpoint.Tuple, error) {
-	ts, err := p.Saver.List(ctx, p.in(cfg), opts)
+	ts, err := p.StepSaver.List(ctx, p.in(cfg), opts)
 	for i := range ts {
 		ts[i].Config = p.out(ts[i].Config)
 	}
 	return ts, err
 }
 
+// PutStep saves a step of the agent's thread.
+func (p prefixed) PutStep(ctx context.Context, parent checkpoint.Config, writes []checkpoint.Write, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
+	got, err := p.StepSaver.PutStep(ctx, p.in(parent), writes, p.in(cfg), cp)
+	if err != nil {
+		return got, err
+	}
+	return p.out(got), nil
+}
+
 // DeleteThread removes the agent's thread.
 func (p prefixed) DeleteThread(ctx context.Context, threadID string) error {
-	return p.Saver.DeleteThread(ctx, p.prefix+threadID)
+	return p.StepSaver.DeleteThread(ctx, p.prefix+threadID)
 }

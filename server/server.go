@@ -376,7 +376,7 @@ func (s *Server) squadOptions(a *agent, m meta) []nodes.Option {
 		opts = append(opts, nodes.WithMode(nodes.Infinite))
 	}
 	if s.fleet != nil {
-		opts = append(opts, nodes.WithSaver(prefixed{Saver: s.fleet.saver, prefix: id + "/"}))
+		opts = append(opts, nodes.WithSaver(s.fleet.agentSaver(id)))
 	}
 	return append(opts, nodes.WithHome(s.agentDir(id)), nodes.WithUpSince(a.upSince),
 		nodes.WithWake(func(runID string) { s.wake(id, runID) }))

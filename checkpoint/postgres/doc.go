@@ -20,6 +20,15 @@
 // (ON CONFLICT DO NOTHING on its key), and a read sees one consistent snapshot of a checkpoint and
 // its writes. Writes of concurrent calls come back in the order PostgreSQL numbered them.
 //
+// # Fencing
+//
+// Several processes sharing a thread need one writer at a time; a lease (a row saying which
+// process runs the thread) gives that, but a process that lost its lease may not know it yet.
+// Saver.Fenced makes every write check a row of the caller's in the statement that writes, and
+// lock it (FOR SHARE): a write is made only while the row matches, a change of the row (a
+// takeover) waits for the writes in progress, and the writes after it fail with ErrFenced. The
+// package runner and the server's replicas fence their runs' checkpoints by their leases.
+//
 // # Durability
 //
 // A call that returned is committed. With PostgreSQL's default, synchronous_commit=on, a commit

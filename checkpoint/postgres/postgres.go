@@ -24,6 +24,9 @@ type Saver struct {
 	db      string // user@host:port/name, for errors
 	closed  atomic.Bool
 	queries [1 << 4]string // the read query by the bits of readByID, readBefore, readSource, readRunID
+	writes  writeQueries   // the statements that write, with the fence's condition (see Fenced)
+	fence   []any          // the fence's arguments, after each write statement's own
+	fenceOn Fence          // the fence, for errors
 }
 
 var _ checkpoint.StepSaver = (*Saver)(nil)
@@ -63,7 +66,7 @@ func New(ctx context.Context, pool *pgxpool.Pool) (*Saver, error) {
 	if pool == nil {
 		return nil, errors.New("checkpoint/postgres: new: the pool is nil")
 	}
-	s := &Saver{pool: pool, db: describe(pool.Config())}
+	s := &Saver{pool: pool, db: describe(pool.Config()), writes: newWriteQueries("", 0)}
 	for v := range s.queries {
 		s.queries[v] = readQuery(v)
 	}
@@ -108,9 +111,6 @@ const (
 		next = excluded.next, joins = excluded.joins, meta = excluded.meta, state = excluded.state`
 )
 
-const putQuery = `INSERT INTO ` + checkpointsTable + ` (` + putColumns + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ` + upsert
-
 // putArgs are the arguments of cp, stored under cfg, for putColumns.
 func putArgs(cfg checkpoint.Config, cp checkpoint.Checkpoint) []any {
 	var created *time.Time
@@ -122,12 +122,25 @@ func putArgs(cfg checkpoint.Config, cp checkpoint.Checkpoint) []any {
 		cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), cp.State}
 }
 
+// writeArgs are the arguments of writes of the checkpoint cfg addresses (see newWriteQueries).
+func writeArgs(cfg checkpoint.Config, writes []checkpoint.Write) []any {
+	n := len(writes)
+	tasks, kinds, nodes, idxs, values := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([][]byte, n)
+	for i, w := range writes {
+		tasks[i], kinds[i], idxs[i], nodes[i], values[i] = w.TaskID, string(w.Kind), int64(w.Idx), w.Node, w.Value
+	}
+	return []any{cfg.ThreadID, cfg.NS, cfg.CheckpointID, tasks, kinds, idxs, nodes, values}
+}
+
+// args are a write statement's arguments: its own, then the fence's.
+func (s *Saver) args(own ...any) []any { return append(own, s.fence...) }
+
 // Put stores cp under cfg's thread and namespace; a checkpoint with the same ID there is replaced
 // and keeps its writes. It is one statement, so one transaction.
 func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
 	err := s.checkPut(ctx, cfg, cp)
 	if err == nil {
-		_, err = s.pool.Exec(ctx, putQuery, putArgs(cfg, cp)...)
+		err = s.fenced(s.pool.QueryRow(ctx, s.writes.put, s.args(putArgs(cfg, cp)...)...), nil)
 	}
 	if err != nil {
 		return checkpoint.Config{}, putError(cfg, cp, err)
@@ -149,38 +162,6 @@ func putError(cfg checkpoint.Config, cp checkpoint.Checkpoint, err error) error 
 	return fmt.Errorf("checkpoint/postgres: put checkpoint %q of thread %q namespace %q: %w", cp.ID, cfg.ThreadID, cfg.NS, err)
 }
 
-// parentWrites is the part of a query that looks up the checkpoint ($1, $2, $3) as c and inserts
-// the writes, given as arrays ($4 to $8), for it, in their order, skipping those whose key the
-// checkpoint has.
-const parentWrites = `WITH c AS (SELECT pk FROM ` + checkpointsTable + ` WHERE thread_id = $1 AND ns = $2 AND id = $3),
-	ins AS (INSERT INTO ` + writesTable + ` (checkpoint, task_id, kind, idx, node, value)
-		SELECT c.pk, w.task_id, w.kind, w.idx, w.node, w.value
-		FROM c, unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::bytea[]) WITH ORDINALITY AS w (task_id, kind, idx, node, value, ord)
-		ORDER BY w.ord
-		ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING)`
-
-// putWritesQuery inserts the writes and returns whether the checkpoint exists.
-const putWritesQuery = parentWrites + `
-	SELECT count(*) FROM c`
-
-// putStepQuery inserts the writes and, if their checkpoint exists, the checkpoint given as $9 to
-// $21; it returns whether the parent exists.
-const putStepQuery = parentWrites + `,
-	cp AS (INSERT INTO ` + checkpointsTable + ` (` + putColumns + `)
-		SELECT $9::text, $10::text, $11::text, $12::text, $13::bigint, $14::text, $15::text, $16::bigint, $17::timestamptz,
-			$18::bytea, $19::bytea, $20::bytea, $21::bytea FROM c ` + upsert + `)
-	SELECT count(*) FROM c`
-
-// writesArgs are the arguments of writes of the checkpoint cfg addresses, for parentWrites.
-func writesArgs(cfg checkpoint.Config, writes []checkpoint.Write) []any {
-	n := len(writes)
-	tasks, kinds, nodes, idxs, values := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([][]byte, n)
-	for i, w := range writes {
-		tasks[i], kinds[i], idxs[i], nodes[i], values[i] = w.TaskID, string(w.Kind), int64(w.Idx), w.Node, w.Value
-	}
-	return []any{cfg.ThreadID, cfg.NS, cfg.CheckpointID, tasks, kinds, idxs, nodes, values}
-}
-
 // PutWrites records writes of tasks of the checkpoint cfg addresses, in their order, ignoring a
 // write whose (TaskID, Kind, Idx) the checkpoint already has. It fails with an error wrapping
 // checkpoint.ErrNotFound when the checkpoint does not exist. The writes of one call are one
@@ -191,7 +172,11 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []c
 		err = errors.New("the config names no checkpoint")
 	}
 	if err == nil {
-		err = found(s.pool.QueryRow(ctx, putWritesQuery, writesArgs(cfg, writes)...))
+		var found int
+		err = s.fenced(s.pool.QueryRow(ctx, s.writes.putWrites, s.args(writeArgs(cfg, writes)...)...), &found)
+		if err == nil && found == 0 {
+			err = checkpoint.ErrNotFound
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint/postgres: put writes of thread %q namespace %q checkpoint %q: %w", cfg.ThreadID, cfg.NS, cfg.CheckpointID, err)
@@ -208,9 +193,10 @@ func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []
 		err = fmt.Errorf("the parent's config (thread %q namespace %q) names no checkpoint", parent.ThreadID, parent.NS)
 	}
 	if err == nil {
-		err = found(s.pool.QueryRow(ctx, putStepQuery, append(writesArgs(parent, writes), putArgs(cfg, cp)...)...))
-		if errors.Is(err, checkpoint.ErrNotFound) {
-			err = fmt.Errorf("its parent %q: %w", parent.CheckpointID, err)
+		var found int
+		err = s.fenced(s.pool.QueryRow(ctx, s.writes.putStep, s.args(append(writeArgs(parent, writes), putArgs(cfg, cp)...)...)...), &found)
+		if err == nil && found == 0 {
+			err = fmt.Errorf("its parent %q: %w", parent.CheckpointID, checkpoint.ErrNotFound)
 		}
 	}
 	if err != nil {
@@ -219,14 +205,19 @@ func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []
 	return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
 }
 
-// found scans the count of a checkpoint a query looked up: ErrNotFound when it is 0.
-func found(row pgx.Row) error {
-	var n int
-	if err := row.Scan(&n); err != nil {
+// fenced scans the row a write statement returns: whether its fence held (ErrFenced when not)
+// and, for found when it is not nil, the count of the checkpoint it looked up.
+func (s *Saver) fenced(row pgx.Row, found *int) error {
+	var held bool
+	dest := []any{&held}
+	if found != nil {
+		dest = append(dest, found)
+	}
+	if err := row.Scan(dest...); err != nil {
 		return err
 	}
-	if n == 0 {
-		return checkpoint.ErrNotFound
+	if !held {
+		return s.fenceError()
 	}
 	return nil
 }
@@ -400,7 +391,7 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	err := s.check(ctx)
 	if err == nil {
-		_, err = s.pool.Exec(ctx, `DELETE FROM `+checkpointsTable+` WHERE thread_id = $1`, threadID)
+		err = s.fenced(s.pool.QueryRow(ctx, s.writes.deleteThread, s.args(threadID)...), nil)
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint/postgres: delete thread %q: %w", threadID, err)

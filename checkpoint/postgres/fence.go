@@ -1,0 +1,99 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// ErrFenced is wrapped by the error of a write that a fenced Saver refused: its fence did not
+// hold (see Fenced).
+var ErrFenced = errors.New("checkpoint/postgres: the fence does not hold")
+
+// A Fence makes writes depend on a row of the database: they are made only while a row of Table
+// matches Where — typically the lease of the process that runs a thread, so that a process that
+// lost its lease, and whose work goes on for a moment (a node that ignores its context), cannot
+// write after another process took the thread over.
+type Fence struct {
+	// Table is the table, as SQL: a name, schema-qualified if need be.
+	Table string
+	// Where is a condition on Table's columns, with placeholders $1, $2, … for Args, such as
+	// "thread_id = $1 AND owner = $2 AND generation = $3".
+	Where string
+	Args  []any
+}
+
+// Fenced returns a Saver whose writes (Put, PutWrites, PutStep, DeleteThread) are made only while
+// f holds, and fail with an error wrapping ErrFenced when it does not. Each write checks f in the
+// statement that writes, and locks the rows it matched (FOR SHARE), so that a change of them — a
+// takeover — waits for the write to commit, and the writes after it are refused. Reads are s's.
+// The returned Saver shares s's pool: closing it does not close the pool.
+func (s *Saver) Fenced(f Fence) *Saver {
+	cond := "EXISTS (SELECT 1 FROM " + f.Table + " WHERE " + f.Where + " FOR SHARE)"
+	return &Saver{pool: s.pool, db: s.db, queries: s.queries, writes: newWriteQueries(cond, len(f.Args)), fence: f.Args, fenceOn: f}
+}
+
+// fenceError is the error of a write whose fence did not hold.
+func (s *Saver) fenceError() error {
+	return fmt.Errorf("%w: no row of %s where %s (%v)", ErrFenced, s.fenceOn.Table, s.fenceOn.Where, s.fenceOn.Args)
+}
+
+// writeQueries are the statements that write. Each reads as f whether the fence holds (held),
+// writes only if it does, and returns held first.
+type writeQueries struct {
+	put, putWrites, putStep, deleteThread string
+}
+
+// placeholder matches the placeholders of a fence's condition.
+var placeholder = regexp.MustCompile(`\$([0-9]+)`)
+
+// newWriteQueries makes the write statements with the fence condition cond (none when empty),
+// whose n placeholders $1…$n are renumbered to follow each statement's own arguments.
+func newWriteQueries(cond string, n int) writeQueries {
+	held := func(own int) string {
+		if cond == "" {
+			return "WITH f AS (SELECT true AS held)"
+		}
+		return "WITH f AS (SELECT " + placeholder.ReplaceAllStringFunc(cond, func(p string) string {
+			k, _ := strconv.Atoi(p[1:])
+			return "$" + strconv.Itoa(own+k)
+		}) + " AS held)"
+	}
+	// c is the checkpoint ($1, $2, $3) the writes ($4 to $8) belong to; ins inserts them in their
+	// order, skipping those whose key the checkpoint has.
+	parentWrites := func(head string) string {
+		return head + `,
+	c AS (SELECT pk FROM ` + checkpointsTable + `, f WHERE f.held AND thread_id = $1 AND ns = $2 AND id = $3),
+	ins AS (INSERT INTO ` + writesTable + ` (checkpoint, task_id, kind, idx, node, value)
+		SELECT c.pk, w.task_id, w.kind, w.idx, w.node, w.value
+		FROM c, unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::bytea[]) WITH ORDINALITY AS w (task_id, kind, idx, node, value, ord)
+		ORDER BY w.ord
+		ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING)`
+	}
+	// insert stores the checkpoint given from $first (see putColumns) for each row of from.
+	insert := func(first int, from string) string {
+		types := []string{"text", "text", "text", "text", "bigint", "text", "text", "bigint", "timestamptz", "bytea", "bytea", "bytea", "bytea"}
+		vals := ""
+		for i, t := range types {
+			if i > 0 {
+				vals += ", "
+			}
+			vals += "$" + strconv.Itoa(first+i) + "::" + t
+		}
+		return `INSERT INTO ` + checkpointsTable + ` (` + putColumns + `) SELECT ` + vals + ` FROM ` + from + ` ` + upsert
+	}
+	return writeQueries{
+		put: held(13) + `,
+	ins AS (` + insert(1, "f WHERE f.held") + `)
+	SELECT held FROM f`,
+		putWrites: parentWrites(held(8)) + `
+	SELECT held, (SELECT count(*) FROM c) FROM f`,
+		putStep: parentWrites(held(21)) + `,
+	cp AS (` + insert(9, "c") + `)
+	SELECT held, (SELECT count(*) FROM c) FROM f`,
+		deleteThread: held(1) + `,
+	d AS (DELETE FROM ` + checkpointsTable + ` WHERE thread_id = $1 AND (SELECT held FROM f))
+	SELECT held FROM f`,
+	}
+}

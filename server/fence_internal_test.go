@@ -1,0 +1,48 @@
+package server
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/checkpoint/postgres"
+	"github.com/agiraph/agiraph/internal/pgtest"
+)
+
+// An agent's saver in a fleet writes while no other replica holds the agent, and is refused once
+// another does.
+func TestAgentSaverIsFencedByTheLease(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Start(t)
+	a, err := openFleet(ctx, config{pgURL: url})
+	require.NoError(t, err)
+	defer a.close()
+	b, err := openFleet(ctx, config{pgURL: url})
+	require.NoError(t, err)
+	defer b.close()
+	_, err = a.pool.Exec(ctx, `INSERT INTO `+agentsTable+` (id) VALUES ('ada')`)
+	require.NoError(t, err)
+
+	saver := a.agentSaver("ada")
+	cfg := checkpoint.Config{ThreadID: "run-1"}
+	put := func(id string) error {
+		_, err := saver.Put(ctx, cfg, checkpoint.Checkpoint{ID: id, Format: 1})
+		return err
+	}
+	require.NoError(t, put("c1"), "no replica holds the agent")
+	_, err = a.take("ada")
+	require.NoError(t, err)
+	require.NoError(t, put("c2"), "this replica holds it")
+	_, err = a.pool.Exec(ctx, `UPDATE `+agentsTable+` SET expires_at = now() - interval '1 second' WHERE id = 'ada'`)
+	require.NoError(t, err)
+	_, err = b.take("ada") // the lease expired: another replica takes the agent
+	require.NoError(t, err)
+	assert.ErrorIs(t, put("c3"), postgres.ErrFenced)
+	got, err := saver.Get(ctx, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, "c2", got.Checkpoint.ID)
+	assert.Equal(t, "run-1", got.Config.ThreadID, "the agent's prefix is taken off")
+}
