@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,7 +110,7 @@ func (g *Graph[S]) Resume(ctx context.Context, thread string, value any) error {
 	}
 	return g.enqueue(ctx, thread, op{Kind: opResume, Input: b}, func(st Status) ([]string, error) {
 		if st == "" || st == StatusDone {
-			return nil, g.errorf(thread, "resume: %w: the thread is %s", graph.ErrNothingToResume, cmpStatus(st, "unknown"))
+			return nil, g.errorf(thread, "resume: %w: the thread is %s", graph.ErrNothingToResume, cmp.Or(string(st), "unknown"))
 		}
 		snap, err := g.compiled.State(ctx, graph.WithCheckpointer(g.r.saver), graph.WithThread(thread))
 		if err != nil {
@@ -121,13 +122,6 @@ func (g *Graph[S]) Resume(ctx context.Context, thread string, value any) error {
 		}
 		return ids, nil
 	})
-}
-
-func cmpStatus(st Status, def string) string {
-	if st == "" {
-		return def
-	}
-	return string(st)
 }
 
 // enqueue records o as the thread's operation, status queued, and inserts its job, in one

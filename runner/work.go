@@ -206,8 +206,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	stop := r.keep(runCtx, cancel, l, deadline)
 	// The run's checkpoints are written only while this process holds the lease: a node that
 	// ignores its context cannot save after another process took the thread over.
-	saver := r.saver.Fenced(postgres.Fence{Table: runsTable, Where: "thread_id = $1 AND generation = $2 AND owner = $3 AND status = 'running'",
-		Args: []any{l.thread, l.generation, r.owner}})
+	saver := r.saver.Fenced(postgres.Fence{Table: runsTable, Where: heldBy, Args: r.held(l)})
 	out := reg.execute(runCtx, l.thread, o, saver)
 	stop()
 	bg := context.WithoutCancel(ctx)
@@ -216,7 +215,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 		r.logger.Warn("runner: lease lost; the run stopped", "thread", l.thread, "generation", l.generation, "cause", cause)
 		return nil
 	case out.err != nil && ctx.Err() != nil: // stopping
-		_, err := r.requeue(bg, false, `status = 'running' AND thread_id = $1 AND generation = $2 AND owner = $3`, l.thread, l.generation, r.owner)
+		_, err := r.requeue(bg, false, heldBy, r.held(l)...)
 		return err
 	}
 	return r.finish(bg, l, out)
@@ -227,6 +226,14 @@ type lease struct {
 	thread     string
 	generation int64
 }
+
+// heldBy is the condition on a thread's row that this process still holds the lease, with the
+// arguments held gives ($1 to $3): what the renewal, the outcome, a handover and the run's
+// checkpoints (a fence) all require.
+const heldBy = `thread_id = $1 AND generation = $2 AND owner = $3 AND status = 'running'`
+
+// held are the arguments of heldBy for l.
+func (r *Runner) held(l lease) []any { return []any{l.thread, l.generation, r.owner} }
 
 // take takes the lease of l's thread for job jobID, when the thread is queued under l's generation.
 // It returns nil, and no error, when the job is stale: the thread is done, queued again, or run
@@ -268,9 +275,8 @@ func (r *Runner) take(ctx context.Context, l lease, jobID int64) (reg registered
 // thread over.
 func (r *Runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l lease, deadline time.Time) (stop func()) {
 	renew := func(ctx context.Context) (bool, error) {
-		tag, err := r.pool.Exec(ctx, `UPDATE `+runsTable+` SET expires_at = now() + make_interval(secs => $4)
-			WHERE thread_id = $1 AND generation = $2 AND owner = $3 AND status = 'running'`,
-			l.thread, l.generation, r.owner, r.opts.leaseTTL.Seconds())
+		tag, err := r.pool.Exec(ctx, `UPDATE `+runsTable+` SET expires_at = now() + make_interval(secs => $4) WHERE `+heldBy,
+			append(r.held(l), r.opts.leaseTTL.Seconds())...)
 		return tag.RowsAffected() > 0, err
 	}
 	return leases.Keep(ctx, deadline, r.opts.leaseTTL, r.opts.heartbeat, renew, func(err error) { cancel(err) },
@@ -282,8 +288,7 @@ func (r *Runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l lea
 func (r *Runner) finish(ctx context.Context, l lease, out outcome) error {
 	tag, err := r.pool.Exec(ctx, `UPDATE `+runsTable+` SET status = $4, error_text = $5, interrupts = $6, state = $7,
 			owner = NULL, expires_at = NULL, job_id = NULL, updated_at = now()
-		WHERE thread_id = $1 AND generation = $2 AND owner = $3 AND status = 'running'`,
-		l.thread, l.generation, r.owner, out.status, out.errText, out.interrupts, out.state)
+		WHERE `+heldBy, append(r.held(l), out.status, out.errText, out.interrupts, out.state)...)
 	if err != nil {
 		return fmt.Errorf("runner: record the outcome of thread %q: %w", l.thread, err)
 	}

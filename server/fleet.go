@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,9 +90,9 @@ func openFleet(ctx context.Context, c config) (*fleet, error) {
 		return nil, nil
 	}
 	f := &fleet{pool: c.pgPool, owner: lease.Owner(), url: c.baseURL,
-		ttl: cmpDur(c.leaseTTL, DefaultLeaseTTL), heartbeat: cmpDur(c.heartbeat, DefaultHeartbeat), watch: cmpDur(c.watch, DefaultWatchInterval)}
-	if f.heartbeat >= f.ttl {
-		return nil, fmt.Errorf("server: a lease of %v renewed every %v (want heartbeat < TTL)", f.ttl, f.heartbeat)
+		ttl: cmp.Or(c.leaseTTL, DefaultLeaseTTL), heartbeat: cmp.Or(c.heartbeat, DefaultHeartbeat), watch: cmp.Or(c.watch, DefaultWatchInterval)}
+	if f.heartbeat <= 0 || f.heartbeat >= f.ttl || f.watch <= 0 {
+		return nil, fmt.Errorf("server: a lease of %v renewed every %v, watched every %v (want 0 < heartbeat < TTL, a positive watch)", f.ttl, f.heartbeat, f.watch)
 	}
 	if f.url == "" && c.addr != "" {
 		f.url = "http://" + c.addr
@@ -122,13 +123,6 @@ func openFleet(ctx context.Context, c config) (*fleet, error) {
 		return nil, fmt.Errorf("server: the fleet's database: %w", err)
 	}
 	return f, nil
-}
-
-func cmpDur(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // close closes the saver, and the pool if the server opened it.
@@ -385,11 +379,11 @@ func (s *Server) watchFleet() {
 			continue
 		}
 		for _, o := range runs {
-			a, _, err := s.lookup(o.id)
-			if err != nil {
+			a := s.takeUp(o.id) // orphans lists agents not deleted: no need to ask the registry again
+			if a == nil {
 				continue
 			}
-			err = s.start(a, "", o.run, true)
+			err := s.start(a, "", o.run, true)
 			switch {
 			case err == nil:
 				s.cfg.logger.Info("took over a run whose replica stopped", "agent", o.id, "run", o.run)
@@ -440,20 +434,15 @@ func (s *Server) takeUp(id string) *agent {
 	s.mu.Lock()
 	a, ok := s.agents[id]
 	s.mu.Unlock()
-	if ok || workspace.ValidID(id) != nil {
+	if ok {
 		return a
 	}
-	a, err := s.reopen(id)
-	if err != nil {
-		a = s.damagedAgent(id, err)
-	}
+	a, at := s.load(id)
 	if a == nil {
 		return nil
 	}
-	if a.damage() == "" {
-		if at, err := a.files.NextTrigger(); err == nil && !at.IsZero() {
-			a.alarm.Set(a.id, at)
-		}
+	if !at.IsZero() {
+		a.alarm.Set(a.id, at)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -222,7 +222,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 // startError answers start's error.
 func startError(w http.ResponseWriter, a *agent, err error) {
 	switch {
-	case errors.Is(err, errRunning):
+	case errors.Is(err, errRunning), errors.Is(err, errLeased): // a run here, or another replica's
 		writeError(w, http.StatusConflict, "agent %q: %v", a.id, err)
 	case errors.Is(err, errGone):
 		writeError(w, http.StatusNotFound, "no agent %q: %v", a.id, err)

@@ -215,28 +215,18 @@ func New(opts ...Option) (*Server, error) {
 		}
 		s.token = tok
 	}
-	entries, err := s.agentEntries()
+	ids, err := s.agentIDs()
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	next := map[*agent]time.Time{}
-	for _, e := range entries {
-		if !e.IsDir() || workspace.ValidID(e.Name()) != nil {
+	for _, id := range ids {
+		a, at := s.load(id)
+		if a == nil {
 			continue
 		}
-		a, err := s.reopen(e.Name())
-		if err != nil {
-			a = s.damagedAgent(e.Name(), err)
-		}
-		if a == nil {
-			continue // deleted
-		}
-		if a.damage() == "" {
-			if at, err := a.files.NextTrigger(); err != nil {
-				a.markDamaged(err)
-			} else if !at.IsZero() {
-				next[a] = at
-			}
+		if !at.IsZero() {
+			next[a] = at
 		}
 		s.agents[a.id] = a
 	}
@@ -268,29 +258,41 @@ func New(opts ...Option) (*Server, error) {
 
 func (s *Server) agentsDir() string { return filepath.Join(s.cfg.root, "agents") }
 
-// agentEntries returns the folders of the agents the server takes up: those under the root, or
-// a fleet's, those of its registry.
-func (s *Server) agentEntries() ([]fs.DirEntry, error) {
-	if s.fleet == nil {
-		return os.ReadDir(s.agentsDir())
+// agentIDs returns the ids of the agents the server takes up: the folders under the root, or a
+// fleet's, those of its registry.
+func (s *Server) agentIDs() ([]string, error) {
+	if s.fleet != nil {
+		return s.fleet.ids(s.ctx)
 	}
-	ids, err := s.fleet.ids(s.ctx)
-	var entries []fs.DirEntry
-	for _, id := range ids {
-		entries = append(entries, fs.FileInfoToDirEntry(dirInfo(id)))
+	entries, err := os.ReadDir(s.agentsDir())
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
 	}
-	return entries, err
+	return ids, err
 }
 
-// dirInfo is the fs.FileInfo of a folder named name, for agentEntries.
-type dirInfo string
-
-func (d dirInfo) Name() string     { return string(d) }
-func (dirInfo) Size() int64        { return 0 }
-func (dirInfo) Mode() fs.FileMode  { return fs.ModeDir | 0o755 }
-func (dirInfo) ModTime() time.Time { return time.Time{} }
-func (dirInfo) IsDir() bool        { return true }
-func (dirInfo) Sys() any           { return nil }
+// load opens agent id from its files — damaged when they cannot be read, nil when it is not an
+// agent's or was deleted — and returns when its next trigger is due (zero: none).
+func (s *Server) load(id string) (*agent, time.Time) {
+	if workspace.ValidID(id) != nil {
+		return nil, time.Time{}
+	}
+	a, err := s.reopen(id)
+	if err != nil {
+		a = s.damagedAgent(id, err)
+	}
+	if a == nil || a.damage() != "" {
+		return a, time.Time{}
+	}
+	at, err := a.files.NextTrigger()
+	if err != nil {
+		a.markDamaged(err)
+	}
+	return a, at
+}
 
 // agentDir returns the home of agent id.
 func (s *Server) agentDir(id string) string { return filepath.Join(s.agentsDir(), id) }
@@ -535,13 +537,13 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 	a.meta.Updated = a.now().UTC()
 	a.save()
 	again := a.meta.Goal // to start a run again that a stop cut short before it began
-	a.markRun(id)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer close(done)
 		defer a.unhold()
 		defer cancel()
+		a.markRun(id) // a database write: not under a.mu
 		var res nodes.Result
 		var err error
 		if queued {
@@ -836,7 +838,8 @@ func (a *agent) summary() Summary {
 		return Summary{ID: a.id, Status: a.meta.Status, Run: a.meta.Run, Goal: a.meta.Goal, Model: a.meta.Model, Error: a.meta.Error,
 			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
 	}
-	if !a.held() {
+	held := a.held() // always, without a fleet
+	if !held {
 		a.reload() // as the replica holding it wrote it
 	}
 	a.check()
@@ -860,7 +863,7 @@ func (a *agent) summary() Summary {
 	}
 	// A run in progress here, or in the replica of the fleet that holds the agent: its board is
 	// read as it is now.
-	live := running || a.srv.fleet != nil && !a.held() && (m.Status == StatusWorking || m.Status == StatusWaiting)
+	live := running || !held && (m.Status == StatusWorking || m.Status == StatusWaiting)
 	var b nodes.Snapshot
 	if !live && m.Run != "" && m.Counted == m.Run {
 		sum.Nodes, sum.Workers = m.Nodes, m.Workers
