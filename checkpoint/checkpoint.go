@@ -167,3 +167,17 @@ type StepSaver interface {
 	// that does not exist fails it with an error wrapping ErrNotFound.
 	PutStep(ctx context.Context, parent Config, writes []Write, cfg Config, cp Checkpoint) (Config, error)
 }
+
+// PutStep saves writes of the checkpoint parent addresses and cp under cfg with s: in one call
+// when s is a StepSaver, else with PutWrites (when there are writes), then Put.
+func PutStep(ctx context.Context, s Saver, parent Config, writes []Write, cfg Config, cp Checkpoint) (Config, error) {
+	if ss, ok := s.(StepSaver); ok && len(writes) > 0 {
+		return ss.PutStep(ctx, parent, writes, cfg, cp)
+	}
+	if len(writes) > 0 {
+		if err := s.PutWrites(ctx, parent, writes); err != nil {
+			return Config{}, err
+		}
+	}
+	return s.Put(ctx, cfg, cp)
+}

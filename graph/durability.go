@@ -85,8 +85,7 @@ func (w *writer) savesSteps() bool {
 // putStep saves writes of the checkpoint parent addresses, then cp under ns: in one call when the
 // saver is a checkpoint.StepSaver.
 func (w *writer) putStep(ctx context.Context, parent checkpoint.Config, writes []checkpoint.Write, ns checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
-	ss, ok := w.saver.(checkpoint.StepSaver)
-	if len(writes) == 0 || !ok || w.mode == DurabilityExit {
+	if len(writes) == 0 || !w.savesSteps() {
 		if len(writes) > 0 {
 			if err := w.putWrites(ctx, parent, writes); err != nil {
 				return checkpoint.Config{}, err
@@ -96,11 +95,11 @@ func (w *writer) putStep(ctx context.Context, parent checkpoint.Config, writes [
 	}
 	if w.mode == DurabilityAsync {
 		return checkpoint.Config{ThreadID: ns.ThreadID, NS: ns.NS, CheckpointID: cp.ID}, w.enqueue(func(ctx context.Context) error {
-			_, err := ss.PutStep(ctx, parent, writes, ns, cp)
+			_, err := checkpoint.PutStep(ctx, w.saver, parent, writes, ns, cp)
 			return err
 		})
 	}
-	saved, err := ss.PutStep(ctx, parent, writes, ns, cp)
+	saved, err := checkpoint.PutStep(ctx, w.saver, parent, writes, ns, cp)
 	if err == nil {
 		w.savedID = cp.ID
 	}

@@ -377,6 +377,8 @@ func (r *run) mcpNames() string {
 // flushFirst is the coordinator's saver: it puts the board's deferred changes on disk before
 // each write, so that the coordinator's conversation never holds the result of a tool call
 // whose change a crash could lose.
+var _ checkpoint.StepSaver = flushFirst{}
+
 type flushFirst struct {
 	checkpoint.Saver
 	flush func() error
@@ -388,6 +390,15 @@ func (s flushFirst) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoin
 		return checkpoint.Config{}, err
 	}
 	return s.Saver.Put(ctx, cfg, cp)
+}
+
+// PutStep puts the board's deferred changes on disk, then saves a step (in one call when the
+// squad's saver can).
+func (s flushFirst) PutStep(ctx context.Context, parent checkpoint.Config, writes []checkpoint.Write, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
+	if err := s.flush(); err != nil {
+		return checkpoint.Config{}, err
+	}
+	return checkpoint.PutStep(ctx, s.Saver, parent, writes, cfg, cp)
 }
 
 // PutWrites puts the board's deferred changes on disk, then saves writes.
