@@ -16,8 +16,9 @@ import (
 	"github.com/agiraph/agiraph/tools/files"
 )
 
-// WriteFile writes data to path atomically: it writes a temporary file in the same
-// directory, syncs it, and renames it over path, then syncs the directory. Readers see the
+// WriteFile writes data to path atomically: it writes the new content beside path — into the
+// folder's spare file when path exists (see spare_linux.go), else a temporary file — syncs it,
+// puts it in place of path (an exchange, or a rename), then syncs the folder. Readers see the
 // old content or the new, never a mix, and a crash leaves one or the other. A file that
 // already exists keeps its permissions; a new one gets 0644. The directory must exist. On
 // failure no temporary file is left behind.
@@ -32,9 +33,11 @@ func WriteFile(path string, data []byte) error {
 // WriteView writes data to path as WriteFile does, but without syncing: for a file derived from
 // others, which a later change rewrites (a node's _status.md, from its _node.json). Readers see
 // the old content or the new, never a mix; a crash of the process loses nothing, while a crash
-// of the system may leave it older, or empty, until its next change.
+// of the system may leave it older, or empty, until its next change. It always writes a new
+// temporary file: the folder's spare, written over and not synced, could hold another file's
+// earlier content after a crash of the system.
 func WriteView(path string, data []byte) error {
-	s, err := stage(path, data)
+	s, err := stage(path, data, false)
 	if err != nil {
 		return err
 	}
@@ -45,10 +48,9 @@ func WriteView(path string, data []byte) error {
 	return s.place()
 }
 
-// Batch writes several files as WriteFile writes one, syncing them together: Add writes each
-// beside its path under a temporary name, and Commit makes them all durable, renames each over
-// its path and makes the renames durable, with one sync of each kind (on Linux; elsewhere one
-// per file). A crash leaves each file old or new, never a mix; a batch is not a transaction: it
+// Batch writes several files as WriteFile writes one, syncing them together: Add records each,
+// and Commit writes them beside their paths, makes them durable, puts each in place of its path
+// and makes that durable, with one sync of each kind (on Linux; elsewhere one per file). A crash leaves each file old or new, never a mix; a batch is not a transaction: it
 // may leave some of its files new and others old. A Batch is not safe for concurrent use.
 //
 // A batch may also append lines to files (Append): Commit appends them before it syncs, so they
@@ -191,7 +193,7 @@ func (b *Batch) Sync() error {
 		if s.f != nil {
 			continue
 		}
-		st, err := stage(s.path, s.data)
+		st, err := stage(s.path, s.data, true)
 		if err != nil {
 			b.Discard()
 			return err
@@ -287,7 +289,8 @@ func (b *Batch) Discard() {
 	b.files, b.appends, b.dirs, b.synced = nil, nil, nil, false
 }
 
-// staged is a file's new content written beside it, open, not synced.
+// staged is a file's new content, to be written beside it (f nil), or written there, open, not
+// synced.
 type staged struct {
 	f         *os.File // nil until it is written
 	tmp, path string
@@ -307,8 +310,9 @@ func Internal(name string) bool {
 }
 
 // stage writes data beside path, with path's permissions (0644 for a new file), into the
-// folder's spare or a temporary file, and leaves it open.
-func stage(path string, data []byte) (staged, error) {
+// folder's spare (when spare is set and path exists) or a temporary file, and leaves it open.
+// The caller syncs a spare before placing it: its old bytes are another file's.
+func stage(path string, data []byte, spare bool) (staged, error) {
 	perm := fs.FileMode(defaultPerm)
 	st, err := os.Stat(path)
 	if err == nil {
@@ -321,7 +325,7 @@ func stage(path string, data []byte) (staged, error) {
 	if dir == "" {
 		dir = "."
 	}
-	if err == nil { // a rewrite: the old content becomes the spare (a new file would take it)
+	if spare && err == nil { // a rewrite: the old content becomes the spare (a new file would take it)
 		if f, tmp, ok := takeSpare(dir, data, perm); ok {
 			return staged{f: f, tmp: tmp, path: path, spare: true}, nil
 		}

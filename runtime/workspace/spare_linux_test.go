@@ -42,9 +42,12 @@ func TestSpareIsReused(t *testing.T) {
 	require.Len(t, names, 2)
 	assert.Equal(t, workspace.SpareName, names[0].Name())
 
-	// A view and a batch use it too.
+	// A view leaves it alone (not synced, the spare could hold another file's bytes after a
+	// crash); a batch uses it.
+	spare := inode(t, filepath.Join(dir, workspace.SpareName))
 	require.NoError(t, workspace.WriteView(filepath.Join(dir, "_status.md"), []byte("running")))
 	require.NoError(t, workspace.WriteView(filepath.Join(dir, "_status.md"), []byte("done")))
+	assert.Equal(t, spare, inode(t, filepath.Join(dir, workspace.SpareName)), "a view took the spare")
 	var b workspace.Batch
 	require.NoError(t, b.Add(p, []byte("batched")))
 	require.NoError(t, b.Add(filepath.Join(dir, "_status.md"), []byte("batched too"))) // the spare is held: a temporary file
