@@ -31,12 +31,12 @@ type Fence struct {
 // The returned Saver shares s's pool: closing it does not close the pool.
 func (s *Saver) Fenced(f Fence) *Saver {
 	cond := "EXISTS (SELECT 1 FROM " + f.Table + " WHERE " + f.Where + " FOR SHARE)"
-	return &Saver{pool: s.pool, db: s.db, queries: s.queries, writes: newWriteQueries(cond, len(f.Args)), fence: f.Args, fenceOn: f}
+	return &Saver{pool: s.pool, db: s.db, queries: s.queries, writes: newWriteQueries(cond), fence: &f}
 }
 
 // fenceError is the error of a write whose fence did not hold.
 func (s *Saver) fenceError() error {
-	return fmt.Errorf("%w: no row of %s where %s (%v)", ErrFenced, s.fenceOn.Table, s.fenceOn.Where, s.fenceOn.Args)
+	return fmt.Errorf("%w: no row of %s where %s (%v)", ErrFenced, s.fence.Table, s.fence.Where, s.fence.Args)
 }
 
 // writeQueries are the statements that write. Each reads as f whether the fence holds (held),
@@ -49,8 +49,8 @@ type writeQueries struct {
 var placeholder = regexp.MustCompile(`\$([0-9]+)`)
 
 // newWriteQueries makes the write statements with the fence condition cond (none when empty),
-// whose n placeholders $1…$n are renumbered to follow each statement's own arguments.
-func newWriteQueries(cond string, n int) writeQueries {
+// whose placeholders $1, $2, … are renumbered to follow each statement's own arguments.
+func newWriteQueries(cond string) writeQueries {
 	held := func(own int) string {
 		if cond == "" {
 			return "WITH f AS (SELECT true AS held)"
@@ -73,9 +73,8 @@ func newWriteQueries(cond string, n int) writeQueries {
 	}
 	// insert stores the checkpoint given from $first (see putColumns) for each row of from.
 	insert := func(first int, from string) string {
-		types := []string{"text", "text", "text", "text", "bigint", "text", "text", "bigint", "timestamptz", "bytea", "bytea", "bytea", "bytea"}
 		vals := ""
-		for i, t := range types {
+		for i, t := range putTypes {
 			if i > 0 {
 				vals += ", "
 			}
@@ -84,13 +83,13 @@ func newWriteQueries(cond string, n int) writeQueries {
 		return `INSERT INTO ` + checkpointsTable + ` (` + putColumns + `) SELECT ` + vals + ` FROM ` + from + ` ` + upsert
 	}
 	return writeQueries{
-		put: held(13) + `,
+		put: held(nPut) + `,
 	ins AS (` + insert(1, "f WHERE f.held") + `)
 	SELECT held FROM f`,
-		putWrites: parentWrites(held(8)) + `
+		putWrites: parentWrites(held(nWrite)) + `
 	SELECT held, (SELECT count(*) FROM c) FROM f`,
-		putStep: parentWrites(held(21)) + `,
-	cp AS (` + insert(9, "c") + `)
+		putStep: parentWrites(held(nWrite+nPut)) + `,
+	cp AS (` + insert(nWrite+1, "c") + `)
 	SELECT held, (SELECT count(*) FROM c) FROM f`,
 		deleteThread: held(1) + `,
 	d AS (DELETE FROM ` + checkpointsTable + ` WHERE thread_id = $1 AND (SELECT held FROM f))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,4 +150,13 @@ func TestFailedMigrationRollsBack(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&tables))
 	assert.Zero(t, tables)
 	require.NoError(t, migrate(ctx, pool, "test-db", migrations), "the good migrations still apply")
+}
+
+// The write statements' argument counts follow the arguments their callers give.
+func TestWriteArgumentCounts(t *testing.T) {
+	cfg := checkpoint.Config{ThreadID: "t", CheckpointID: "c"}
+	assert.Len(t, putArgs(cfg, checkpoint.Checkpoint{}), nPut)
+	assert.Len(t, putTypes, nPut)
+	assert.Equal(t, nPut, strings.Count(putColumns, ",")+1)
+	assert.Len(t, writeArgs(cfg, nil), nWrite)
 }

@@ -25,8 +25,7 @@ type Saver struct {
 	closed  atomic.Bool
 	queries [1 << 4]string // the read query by the bits of readByID, readBefore, readSource, readRunID
 	writes  writeQueries   // the statements that write, with the fence's condition (see Fenced)
-	fence   []any          // the fence's arguments, after each write statement's own
-	fenceOn Fence          // the fence, for errors
+	fence   *Fence         // nil when not fenced
 }
 
 var _ checkpoint.StepSaver = (*Saver)(nil)
@@ -66,7 +65,7 @@ func New(ctx context.Context, pool *pgxpool.Pool) (*Saver, error) {
 	if pool == nil {
 		return nil, errors.New("checkpoint/postgres: new: the pool is nil")
 	}
-	s := &Saver{pool: pool, db: describe(pool.Config()), writes: newWriteQueries("", 0)}
+	s := &Saver{pool: pool, db: describe(pool.Config()), writes: newWriteQueries("")}
 	for v := range s.queries {
 		s.queries[v] = readQuery(v)
 	}
@@ -111,6 +110,15 @@ const (
 		next = excluded.next, joins = excluded.joins, meta = excluded.meta, state = excluded.state`
 )
 
+// putTypes are the types of putColumns, in their order; nPut the number of putArgs, and nWrite
+// that of writeArgs.
+var putTypes = []string{"text", "text", "text", "text", "bigint", "text", "text", "bigint", "timestamptz", "bytea", "bytea", "bytea", "bytea"}
+
+const (
+	nPut   = 13
+	nWrite = 8
+)
+
 // putArgs are the arguments of cp, stored under cfg, for putColumns.
 func putArgs(cfg checkpoint.Config, cp checkpoint.Checkpoint) []any {
 	var created *time.Time
@@ -133,7 +141,12 @@ func writeArgs(cfg checkpoint.Config, writes []checkpoint.Write) []any {
 }
 
 // args are a write statement's arguments: its own, then the fence's.
-func (s *Saver) args(own ...any) []any { return append(own, s.fence...) }
+func (s *Saver) args(own ...any) []any {
+	if s.fence == nil {
+		return own
+	}
+	return append(own, s.fence.Args...)
+}
 
 // Put stores cp under cfg's thread and namespace; a checkpoint with the same ID there is replaced
 // and keeps its writes. It is one statement, so one transaction.
