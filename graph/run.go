@@ -432,14 +432,16 @@ func (r *run[S]) superstep(ctx context.Context, tasks []*task[S]) ([]Command[S],
 		r.send(Event{Mode: ModeTasks, Namespace: r.ns, Step: r.step + 1, Node: t.node.name, TaskID: t.id, Data: ev})
 	}
 
+	// The output of a step's only task is saved with the step's checkpoint (see keepOutput): set
+	// here, read by the task's goroutine, cleared once no task of the step runs.
+	r.keepOutput = len(todo) == 1 && r.saving && r.w.savesSteps()
+	defer func() { r.keepOutput = false }()
 	if len(todo) == 1 && r.events == nil && tasks[todo[0]].node.cfg.timeout == 0 {
 		// One task and nobody to hear from it while it runs: run it here, without a goroutine.
 		i := todo[0]
 		started(i)
 		if !r.stopped { // the reader may stop at the task's start event: then it does not run
-			r.keepOutput = r.saving && r.w.savesSteps()
 			out, err := r.execute(ctx, tasks[i])
-			r.keepOutput = false
 			finish(i, out, err)
 		}
 	} else if len(todo) > 0 {

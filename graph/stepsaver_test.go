@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -177,4 +178,21 @@ func writesOf(t checkpoint.Tuple) [][3]string {
 		out = append(out, [3]string{w.Node, string(w.Kind), string(w.Value)})
 	}
 	return out
+}
+
+// A step of one task that runs on a goroutine of its own (its node has a timeout) is saved in
+// one call too.
+func TestStepSaverSavesAStepWithATimeoutInOneCall(t *testing.T) {
+	g := graph.New[rsState]()
+	g.AddNode("work", func(context.Context, rsState) (rsState, error) {
+		return rsState{N: 1, Log: []string{"work"}}, nil
+	}, graph.WithTimeout(time.Minute))
+	g.AddEdge(graph.START, "work")
+	g.AddEdge("work", graph.END)
+	c, err := g.Compile()
+	require.NoError(t, err)
+	saver := newStepSaver()
+	_, err = c.Invoke(rsCtx(t), rsState{}, graph.WithCheckpointer(saver), graph.WithThread("t"))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"Put": 1, "PutStep": 1, "PutWrites": 0}, saver.counts())
 }
