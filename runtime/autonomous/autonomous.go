@@ -240,8 +240,9 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	emit := rep.Emit
 	var srv *workmcp.Server // the work tools over MCP, when the template uses them
 	end := func(o runtime.Outcome, err error) (runtime.Outcome, error) {
-		_ = srv.Close()        // no tool reports after the outcome is decided
-		o, _ = srv.Complete(o) // the suggestions and sub-nodes asked for
+		_ = srv.Close() // no tool reports after the outcome is decided
+		reported := srv.Reported()
+		o.Suggestions, o.SubNodes = reported.Suggestions, reported.SubNodes // the ending is o's
 		return rep.End(o, err)
 	}
 	fail := func(err error) (runtime.Outcome, error) {

@@ -200,7 +200,7 @@ func TestTemplateMCPAndVariables(t *testing.T) {
 	err := autonomous.New([]string{"A=1", "B={{.MCPURL}}"}).Err()
 	require.ErrorIs(t, err, autonomous.ErrTemplate)
 	assert.Contains(t, err.Error(), "no program")
-	assert.NoError(t, autonomous.New([]string{"A=1", "agent", "B=2"}).Err(), "NAME=value after the program is an argument")
+	assert.NoError(t, autonomous.New([]string{"A=1", "agent", "B=2"}).Err(), "a template with a program after its variables")
 
 	assert.Contains(t, autonomous.Codex(), `mcp_servers.agiraph.url="{{.MCPURL}}"`)
 	assert.Contains(t, autonomous.Codex(), `mcp_servers.agiraph.bearer_token_env_var="AGIRAPH_MCP_TOKEN"`)

@@ -29,6 +29,7 @@ import (
 	"github.com/agiraph/agiraph/internal/clitest"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/providertest"
+	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/autonomous"
 	"github.com/agiraph/agiraph/tools"
@@ -135,7 +136,7 @@ wire_api = "responses"
 			// Codex declares the tools of an MCP server in a namespace (mcp__agiraph), or, for
 			// a model with tool search (gpt-5.5), lets the model find them with tool_search;
 			// either way it runs a call of a tool of the namespace (see namespaced).
-			return call("mcp__agiraph__"+tool, args)
+			return scripted.Call("mcp__agiraph__"+tool, args)
 		},
 		background: func(command string) tools.Call {
 			// Codex reaps what a command leaves when it returns (its own sandbox), so the
@@ -258,24 +259,18 @@ func geminiCLI(t *testing.T) agentCLI {
 			return out
 		},
 		shell: func(command string) tools.Call {
-			return call("run_shell_command", map[string]any{"command": command, "description": "Run a command."})
+			return scripted.Call("run_shell_command", map[string]any{"command": command, "description": "Run a command."})
 		},
 		background: func(command string) tools.Call {
-			return call("run_shell_command", map[string]any{"command": command, "description": "Start a command.", "is_background": true})
+			return scripted.Call("run_shell_command", map[string]any{"command": command, "description": "Start a command.", "is_background": true})
 		},
 		write: func(path, content string) tools.Call {
-			return call("write_file", map[string]any{"file_path": path, "content": content})
+			return scripted.Call("write_file", map[string]any{"file_path": path, "content": content})
 		},
 		work: func(tool string, args map[string]any) tools.Call {
-			return call("mcp_agiraph_"+tool, args)
+			return scripted.Call("mcp_agiraph_"+tool, args)
 		},
 	}
-}
-
-// call is a call of the tool name with args.
-func call(name string, args map[string]any) tools.Call {
-	b, _ := json.Marshal(args)
-	return tools.Call{Name: name, Args: b}
 }
 
 // codexHome returns a new CODEX_HOME, removed when the test ends. It is not under the

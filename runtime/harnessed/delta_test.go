@@ -270,7 +270,7 @@ func TestWakeUpsStoreWhatTheyAdd(t *testing.T) {
 }
 
 // Consecutive calls of an idempotent tool run in one step, one after another in their order,
-// saved once; a step cut short runs them all again, which the tool's own keys make harmless.
+// saved once.
 func TestIdempotentCallsShareAStep(t *testing.T) {
 	var (
 		mu    sync.Mutex
