@@ -809,6 +809,29 @@ func (t *tx) worker(idOrName string, fn func(w *Worker)) (Worker, error) {
 	return c, nil
 }
 
+// repairViews rewrites the nodes' _status.md that do not say what their records do: a crash of
+// the system may leave a view behind its record, or damaged (see workspace.WriteView). It is
+// for a run being opened, before its board changes.
+func (b *board) repairViews() error {
+	var stale []view
+	b.read(func(rd reader) {
+		for _, n := range rd.nodes() {
+			if n.Damaged != "" {
+				continue
+			}
+			v := view{workspace.Status(b.run.Node(n.ID)), statusText(n)}
+			if got, err := os.ReadFile(v.path); err != nil || string(got) != v.text {
+				stale = append(stale, v)
+			}
+		}
+	})
+	var err error
+	for _, v := range stale {
+		err = errors.Join(err, workspace.WriteView(v.path, []byte(v.text)))
+	}
+	return err
+}
+
 // statusText is the content of a node's _status.md.
 func statusText(n *Node) string {
 	status := strings.ToUpper(string(n.Status))

@@ -121,3 +121,37 @@ func TestDeferredChangesReachTheDiskInOrder(t *testing.T) {
 	assert.Equal(t, fmt.Sprint("task ", maxDeferred+9), nodes[len(nodes)-1].Task, "in order")
 	require.NoError(t, b.flush(), "nothing to flush")
 }
+
+// A crash of the system may leave a node's _status.md, which is not synced, behind its record
+// or damaged: a run opened again rewrites the views that do not say what the records do, and
+// only those.
+func TestOpenedRunRepairsStatusViews(t *testing.T) {
+	b, run := newTestBoard(t)
+	var ids []string
+	for _, task := range []string{"behind", "gone", "fine"} {
+		n, _, err := b.create(nodeSpec{Task: task})
+		require.NoError(t, err)
+		_, err = b.update(n.ID, func(n *Node) error { n.Status, n.Summary = NodeCompleted, task+" done"; return nil })
+		require.NoError(t, err)
+		ids = append(ids, n.ID)
+	}
+	view := func(id string) string { return workspace.Status(run.Node(id)) }
+	require.NoError(t, os.WriteFile(view(ids[0]), []byte("PENDING\n\x00\x00\x00\x00"), 0o644)) // an earlier version, padded
+	require.NoError(t, os.Remove(view(ids[1])))
+	fine, err := os.Stat(view(ids[2]))
+	require.NoError(t, err)
+
+	again, err := openBoard(run, time.Now)
+	require.NoError(t, err)
+	require.NoError(t, again.repairViews())
+	for _, id := range ids {
+		n, ok := again.node(id)
+		require.True(t, ok)
+		got, err := os.ReadFile(view(id))
+		require.NoError(t, err)
+		assert.Equal(t, statusText(&n), string(got), id)
+	}
+	after, err := os.Stat(view(ids[2]))
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(fine, after), "a view that was right was written again")
+}

@@ -123,6 +123,9 @@ func (s *Squad) open(id, goal string) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := board.repairViews(); err != nil {
+		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
+	}
 	r.board = board
 	if goal != "" {
 		if _, _, err := board.updateRun("goal", func(st *runState) { st.Goal = goal }); err != nil {

@@ -32,12 +32,13 @@ func WriteFile(path string, data []byte) error {
 
 // WriteView writes data to path as WriteFile does, but without syncing: for a file derived from
 // others, which a later change rewrites (a node's _status.md, from its _node.json). Readers see
-// the old content or the new, never a mix; a crash of the process loses nothing, while a crash
-// of the system may leave it older, or empty, until its next change. It always writes a new
-// temporary file: the folder's spare, written over and not synced, could hold another file's
-// earlier content after a crash of the system.
+// the old content or the new, never a mix. A rewrite reuses the view's own spare (see
+// spare_linux.go): a crash of the process loses nothing, while a crash of the system may leave
+// the view empty, or holding an earlier version of itself cut short or padded with zero bytes,
+// until it is written again — its writer rewrites it from what it derives from, when it opens
+// them again (as the board does its nodes' _status.md).
 func WriteView(path string, data []byte) error {
-	s, err := stage(path, data, false)
+	s, err := stage(path, data, viewSpare(path))
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func (b *Batch) Sync() error {
 		if s.f != nil {
 			continue
 		}
-		st, err := stage(s.path, s.data, true)
+		st, err := stage(s.path, s.data, filepath.Join(filepath.Dir(s.path), SpareName))
 		if err != nil {
 			b.Discard()
 			return err
@@ -300,19 +301,29 @@ type staged struct {
 
 // SpareName is the name of the file each folder written atomically keeps for its next write
 // (where the system can exchange two files; see spare_linux.go). It holds an earlier content of
-// one of the folder's files.
+// one of the folder's files. A view's spare is named after it: SpareName, a dash and the view's
+// name.
 const SpareName = ".agiraph.spare"
 
-// Internal reports whether a file name is one of the workspace's own working files — a
-// folder's spare, or a write's temporary file — which listings of a folder leave out.
-func Internal(name string) bool {
-	return name == SpareName || strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+// viewSpare returns the path of the spare of the view at path.
+func viewSpare(path string) string {
+	dir, base := filepath.Split(path)
+	return filepath.Join(dir, SpareName+"-"+base)
 }
 
-// stage writes data beside path, with path's permissions (0644 for a new file), into the
-// folder's spare (when spare is set and path exists) or a temporary file, and leaves it open.
-// The caller syncs a spare before placing it: its old bytes are another file's.
-func stage(path string, data []byte, spare bool) (staged, error) {
+// Internal reports whether a file name is one of the workspace's own working files — a
+// folder's or a view's spare, or a write's temporary file — which listings of a folder leave
+// out.
+func Internal(name string) bool {
+	return name == SpareName || strings.HasPrefix(name, SpareName+"-") ||
+		strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+}
+
+// stage writes data beside path, with path's permissions (0644 for a new file), into the spare
+// at spare (when path exists and the spare can be taken; none when spare is "") or a temporary
+// file, and leaves it open. The caller syncs a folder's spare before placing it: its old bytes
+// are another file's.
+func stage(path string, data []byte, spare string) (staged, error) {
 	perm := fs.FileMode(defaultPerm)
 	st, err := os.Stat(path)
 	if err == nil {
@@ -325,9 +336,9 @@ func stage(path string, data []byte, spare bool) (staged, error) {
 	if dir == "" {
 		dir = "."
 	}
-	if spare && err == nil { // a rewrite: the old content becomes the spare (a new file would take it)
-		if f, tmp, ok := takeSpare(dir, data, perm); ok {
-			return staged{f: f, tmp: tmp, path: path, spare: true}, nil
+	if spare != "" && err == nil { // a rewrite: the old content becomes the spare (a new file would take it)
+		if f, ok := takeSpare(spare, data, perm); ok {
+			return staged{f: f, tmp: spare, path: path, spare: true}, nil
 		}
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")

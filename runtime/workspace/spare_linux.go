@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,40 +12,41 @@ import (
 // content is written over the spare's and the spare is exchanged with the file
 // (renameat2 RENAME_EXCHANGE), so the old content becomes the spare for the next write. On file
 // systems where creating a file and freeing one are costly (ext4 on a virtual disk: 0.1–0.5 ms
-// each), a rewrite then costs a write and a rename, not a new file and a freed one.
+// each), a rewrite then costs a write and a rename, not a new file and a freed one. A view
+// (WriteView), which is not synced, has a spare of its own beside it (viewSpare), so that what a
+// crash of the system may leave in it is an earlier version of itself, never another file's.
 //
-// A writer takes the spare only when nobody else has it open — the kernel grants a write lease
+// A writer takes a spare only when nobody else has it open — the kernel grants a write lease
 // only then (it is let go at once) — and, after that, only if it is still the file of that
 // name. Whoever else opens it after, a writer or a reader that held it as the file, finds it
 // open and leaves it alone; the name moves only by an exchange, made by a writer that has it
 // open. So two writers, in this process or others, never share a spare, and a reader keeps the
 // content it opened, never a mix. A writer that cannot take the spare uses a temporary file.
 
-// takeSpare writes data, with permissions perm, into dir's spare and returns the spare, open
-// (and so held), with its path; ok is false when the spare cannot be used (held by another writer,
-// not a plain file, or a write failed), and the caller writes a temporary file instead.
-func takeSpare(dir string, data []byte, perm fs.FileMode) (f *os.File, path string, ok bool) {
-	path = filepath.Join(dir, SpareName)
+// takeSpare writes data, with permissions perm, into the spare at path and returns it, open
+// (and so held); ok is false when the spare cannot be used (held by another writer, not a plain
+// file, or a write failed), and the caller writes a temporary file instead.
+func takeSpare(path string, data []byte, perm fs.FileMode) (f *os.File, ok bool) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW, perm)
 	if err != nil {
-		return nil, "", false
+		return nil, false
 	}
 	fd := int(f.Fd())
 	var held, named unix.Stat_t
 	if !unshared(fd) || unix.Fstat(fd, &held) != nil || unix.Lstat(path, &named) != nil ||
 		held.Dev != named.Dev || held.Ino != named.Ino || held.Nlink != 1 || held.Mode&unix.S_IFMT != unix.S_IFREG {
 		_ = f.Close()
-		return nil, "", false
+		return nil, false
 	}
 	if _, err := f.WriteAt(data, 0); err != nil || f.Truncate(int64(len(data))) != nil {
 		_ = f.Close()
-		return nil, "", false
+		return nil, false
 	}
 	if fs.FileMode(held.Mode)&fs.ModePerm != perm && f.Chmod(perm) != nil {
 		_ = f.Close()
-		return nil, "", false
+		return nil, false
 	}
-	return f, path, true
+	return f, true
 }
 
 // exchange puts the spare at tmp, held by f, in place of path, and lets it go: path's old

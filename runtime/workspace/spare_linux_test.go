@@ -43,21 +43,34 @@ func TestSpareIsReused(t *testing.T) {
 	assert.Equal(t, workspace.SpareName, names[0].Name())
 
 	// A view leaves it alone (not synced, the spare could hold another file's bytes after a
-	// crash); a batch uses it.
+	// crash): it takes turns with a spare of its own. A batch uses the folder's.
 	spare := inode(t, filepath.Join(dir, workspace.SpareName))
-	require.NoError(t, workspace.WriteView(filepath.Join(dir, "_status.md"), []byte("running")))
-	require.NoError(t, workspace.WriteView(filepath.Join(dir, "_status.md"), []byte("done")))
-	assert.Equal(t, spare, inode(t, filepath.Join(dir, workspace.SpareName)), "a view took the spare")
+	status := filepath.Join(dir, "_status.md")
+	views := map[uint64]bool{}
+	for _, v := range []string{"pending", "running", "done", "failed"} {
+		require.NoError(t, workspace.WriteView(status, []byte(v)))
+		got, err := os.ReadFile(status)
+		require.NoError(t, err)
+		require.Equal(t, v, string(got))
+		views[inode(t, status)] = true
+	}
+	assert.Len(t, views, 2, "the view and its spare take turns")
+	assert.Equal(t, spare, inode(t, filepath.Join(dir, workspace.SpareName)), "a view took the folder's spare")
+	held, err := os.ReadFile(filepath.Join(dir, workspace.SpareName+"-_status.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "done", string(held), "the view's spare holds its earlier version")
 	var b workspace.Batch
 	require.NoError(t, b.Add(p, []byte("batched")))
-	require.NoError(t, b.Add(filepath.Join(dir, "_status.md"), []byte("batched too"))) // the spare is held: a temporary file
+	require.NoError(t, b.Add(status, []byte("batched too"))) // the folder's spare is held: a temporary file
 	require.NoError(t, b.Commit())
-	got, err := os.ReadFile(filepath.Join(dir, "_status.md"))
+	got, err := os.ReadFile(status)
 	require.NoError(t, err)
 	assert.Equal(t, "batched too", string(got))
-	names, err = os.ReadDir(dir)
-	require.NoError(t, err)
-	assert.Len(t, names, 3, "no temporary file is left: %v", names)
+	assert.Equal(t, []string{"_node.json", "_status.md"}, entries(t, dir), "a temporary file is left")
+	for _, name := range []string{workspace.SpareName, workspace.SpareName + "-_status.md", "._status.md.tmp-123"} {
+		assert.True(t, workspace.Internal(name), name)
+	}
+	assert.False(t, workspace.Internal("_status.md"))
 }
 
 // A reader that opened a version keeps reading it, whole, however many writes follow: the
