@@ -22,6 +22,13 @@ import (
 // open and leaves it alone; the name moves only by an exchange, made by a writer that has it
 // open. So two writers, in this process or others, never share a spare, and a reader keeps the
 // content it opened, never a mix. A writer that cannot take the spare uses a temporary file.
+//
+// The lease cannot see an open that is under way: a reader that looked the name up while the
+// file was still under it, and whose open is counted only after a writer exchanged the file out
+// and the next took it as the spare, reads what that writer puts in — another file of the
+// folder for the folder's spare, a later version of itself for a view's. It takes two exchanges
+// within one open; a view, rewritten without syncs and so most often, has a spare of its own to
+// keep what such a reader may see to its own versions.
 
 // takeSpare writes data, with permissions perm, into the spare at path and returns it, open
 // (and so held); ok is false when the spare cannot be used (held by another writer, not a plain
