@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -73,8 +75,39 @@ type node struct {
 
 var knownTypes = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
 
-// compileSchema parses a schema into a node tree. The root must be a JSON object.
+// compiledSchemas holds the schemas compiled so far, by their text, with their compiled form (a
+// node tree is never changed once compiled): a registry is made for each run of an agent, from
+// the same tools, and compiling their schemas each time was a tenth of a squad's CPU. It keeps
+// at most maxCompiled schemas; others are compiled each time.
+var (
+	compiledSchemas sync.Map // string → compiledSchema
+	compiledCount   atomic.Int64
+)
+
+const maxCompiled = 1024
+
+type compiledSchema struct {
+	node *node
+	err  error
+}
+
+// compileSchema parses a schema into a node tree (see compiledSchemas). The root must be a
+// JSON object.
 func compileSchema(schema json.RawMessage) (*node, error) {
+	key := string(schema)
+	if c, ok := compiledSchemas.Load(key); ok {
+		c := c.(compiledSchema)
+		return c.node, c.err
+	}
+	n, err := compileText(schema)
+	if compiledCount.Add(1) <= maxCompiled {
+		compiledSchemas.Store(key, compiledSchema{n, err})
+	}
+	return n, err
+}
+
+// compileText parses a schema into a node tree, with no cache.
+func compileText(schema json.RawMessage) (*node, error) {
 	if len(bytes.TrimSpace(schema)) == 0 {
 		return nil, errors.New("schema is empty")
 	}
