@@ -83,9 +83,12 @@ func (r *run) plan(st tick) ([]launch, error) {
 	for _, n := range starts {
 		worker := n.Worker
 		if worker == "" {
-			w, err := r.pickWorker(taken, reserved)
+			w, ok, err := r.pickWorker(taken, reserved)
 			if err != nil {
 				return nil, err
+			}
+			if !ok { // a worker is about to be free: the node waits for it
+				continue
 			}
 			worker = w.ID
 		}
@@ -153,12 +156,21 @@ func ready(rd reader, n *Node) bool {
 	return true
 }
 
-// pickWorker returns an idle harnessed worker no node waits for, or spawns one.
-func (r *run) pickWorker(taken, reserved map[string]bool) (Worker, error) {
+// pickWorker returns an idle harnessed worker no node waits for, or spawns one. When there is
+// none but a worker whose assignment ended and is not yet applied (it is released at the next
+// reconcile), it claims that one in taken and returns ok false: the node waits a tick for it
+// rather than have the team grow by a worker whenever work ends between two ticks.
+func (r *run) pickWorker(taken, reserved map[string]bool) (_ Worker, ok bool, _ error) {
 	workers := r.board.roster()
 	for _, w := range workers {
 		if w.Kind == Harnessed && w.Status == WorkerIdle && !taken[w.ID] && !reserved[w.ID] {
-			return w, nil
+			return w, true, nil
+		}
+	}
+	for _, w := range workers {
+		if w.Kind == Harnessed && w.Status == WorkerBusy && !taken[w.ID] && !reserved[w.ID] && r.pool.hasEnded(w.Last) {
+			taken[w.ID] = true
+			return Worker{}, false, nil
 		}
 	}
 	name := ""
@@ -172,7 +184,7 @@ func (r *run) pickWorker(taken, reserved map[string]bool) (Worker, error) {
 		name = fmt.Sprintf("worker%d", len(workers)+1)
 	}
 	w, _, err := r.spawn(workerSpec{Name: name, Kind: Harnessed, Role: "worker"})
-	return w, err
+	return w, err == nil, err
 }
 
 // spawn adds a worker to the board and the bus.

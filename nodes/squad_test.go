@@ -230,3 +230,28 @@ func inBackground(fn func() (nodes.Result, error)) <-chan runResult {
 	}()
 	return done
 }
+
+// Work that ends between two ticks frees its worker at the next reconcile: the squad waits for
+// it rather than spawn another, so a team of W workers with W places stays W workers.
+func TestTeamDoesNotGrowWhileWorkersAreReleased(t *testing.T) {
+	const n, w = 60, 4
+	coord, worker := benchCoordinator(n, w), benchWorker()
+	s, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithMaxConcurrent(w))
+	require.NoError(t, err)
+	defer s.Close()
+	res := run(t, s, "Write the notes.")
+	require.Equal(t, "all notes written", res.Output)
+	var names []string
+	for _, wk := range res.Board.Workers {
+		names = append(names, wk.Name)
+	}
+	assert.Equal(t, []string{"w1", "w2", "w3", "w4"}, names)
+	done := 0
+	for _, nd := range res.Board.Nodes {
+		if nd.Status == nodes.NodeCompleted {
+			done++
+		}
+	}
+	assert.Equal(t, n, done)
+}
