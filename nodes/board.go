@@ -602,20 +602,25 @@ func (b *board) deferred(fn func() (*pending, error)) error {
 }
 
 // flush puts the deferred changes in place, and returns once they are on disk.
-func (b *board) flush() error { return b.placeBefore(math.MaxUint64) }
+func (b *board) flush() error { return b.placeAll(b.takeLater(math.MaxUint64)) }
 
-// placeBefore puts in place the deferred changes with a ticket before t: their files synced
-// together (the syncs of concurrent writers are shared), placed in ticket order, and the
-// renames synced together.
-func (b *board) placeBefore(t uint64) error {
+// takeLater takes the deferred changes with a ticket before t, to be placed by its caller.
+func (b *board) takeLater(t uint64) []*pending {
 	b.pmu.Lock()
+	defer b.pmu.Unlock()
 	i := 0
 	for i < len(b.later) && b.later[i].ticket < t {
 		i++
 	}
 	ps := slices.Clone(b.later[:i])
 	b.later = slices.Delete(b.later, 0, i)
-	b.pmu.Unlock()
+	return ps
+}
+
+// placeAll puts changes in place, given in ticket order: their files synced together (the syncs
+// of concurrent writers are shared), placed in ticket order once the changes before them are,
+// and the renames synced together.
+func (b *board) placeAll(ps []*pending) error {
 	if len(ps) == 0 {
 		return nil
 	}
@@ -707,22 +712,17 @@ func (b *board) pend(batch *workspace.Batch) *pending {
 	return p
 }
 
-// place syncs the change's files (with those of the changes pending beside it: workspace groups
-// the syncs), puts them in place once the changes before it are, writes its views, and syncs the
-// renames. A change that cannot be placed leaves the board broken: its change, and those made
-// in memory after it, cannot be placed either, so every change from then on fails (the run
-// stops; resumed, it reads the board from disk). A nil change is placed.
+// place syncs the change's files — with those of the deferred changes made before it, which go
+// first, and of the changes pending beside it (workspace groups the syncs) — puts them in place
+// once the changes before it are, writes its views, and syncs the renames. A change that cannot
+// be placed leaves the board broken: its change, and those made in memory after it, cannot be
+// placed either, so every change from then on fails (the run stops; resumed, it reads the board
+// from disk). A nil change is placed.
 func (p *pending) place() error {
 	if p == nil {
 		return nil
 	}
-	derr := p.b.placeBefore(p.ticket) // the deferred changes made before it go first
-	err := p.put(p.batch.Sync())
-	p.batch.SyncPlaced()
-	if err != nil {
-		return err // the board is broken; derr, if any, broke it
-	}
-	return derr
+	return p.b.placeAll(append(p.b.takeLater(p.ticket), p))
 }
 
 // put puts the change's files, synced with the error synced, in place once the changes before

@@ -459,9 +459,11 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 	return r.endTurn()
 }
 
-// endTurn records that the coordinator's turn ended and was made known.
+// endTurn records that the coordinator's turn ended and was made known. The record goes on
+// disk with the board's next change (deferred): a crash that loses it gives the turn's end
+// again, which makes it known once more, to no effect (decideNext).
 func (r *run) endTurn() error {
-	_, _, err := r.board.updateRun("", func(s *runState) { s.InTurn = false })
+	_, _, err := r.board.updateRunDeferred("", func(s *runState) { s.InTurn = false })
 	return err
 }
 

@@ -74,11 +74,22 @@ func (b *board) runState() runState {
 // before a restart), fn is not called. It returns the state as it is afterwards, and whether
 // fn was applied.
 func (b *board) updateRun(key string, fn func(st *runState)) (runState, bool, error) {
+	return b.updateRunBy(key, fn, b.locked)
+}
+
+// updateRunDeferred is updateRun, returning before the state is on disk (see deferred): it is
+// placed with the next change that is placed, or by a flush.
+func (b *board) updateRunDeferred(key string, fn func(st *runState)) (runState, bool, error) {
+	return b.updateRunBy(key, fn, b.deferred)
+}
+
+// updateRunBy is updateRun, with the change made by change: locked, or deferred.
+func (b *board) updateRunBy(key string, fn func(st *runState), change func(func() (*pending, error)) error) (runState, bool, error) {
 	var (
 		st      runState
 		applied bool
 	)
-	err := b.locked(func() (p *pending, err error) {
+	err := change(func() (p *pending, err error) {
 		st, applied, p, err = b.updateRunLocked(key, fn)
 		return p, err
 	})
