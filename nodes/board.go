@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/fsync"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
@@ -128,7 +129,8 @@ type Worker struct {
 // files beside their paths and is made in memory (under mu, briefly), so a reader never waits
 // for a write; then, the lock released, its files are synced — with those of the changes made
 // meanwhile, by one sync — and put in place in the order the changes were made (see pending).
-// A change returns once it is on disk; a deferred one (see deferred) later.
+// A change returns once it is on disk (its renames made durable by the next sync; see
+// placeAll); a deferred one (see deferred) later.
 type board struct {
 	run workspace.Run
 	now func() time.Time
@@ -604,6 +606,10 @@ func (b *board) deferred(fn func() (*pending, error)) error {
 // flush puts the deferred changes in place, and returns once they are on disk.
 func (b *board) flush() error { return b.placeAll(b.takeLater(math.MaxUint64)) }
 
+// syncPlaced makes the renames of the changes placed so far durable now, rather than with the
+// next sync (see placeAll): for a run that returns.
+func (b *board) syncPlaced() { fsync.Dirs([]string{string(b.run)}) }
+
 // takeLater takes the deferred changes with a ticket before t, to be placed by its caller.
 func (b *board) takeLater(t uint64) []*pending {
 	b.pmu.Lock()
@@ -618,8 +624,11 @@ func (b *board) takeLater(t uint64) []*pending {
 }
 
 // placeAll puts changes in place, given in ticket order: their files synced together (the syncs
-// of concurrent writers are shared), placed in ticket order once the changes before them are,
-// and the renames synced together.
+// of concurrent writers are shared), placed in ticket order once the changes before them are;
+// the renames are made durable by the next sync of the file system (the next change's, or
+// another writer's; at the latest a second later), not waited for. A crash of the process loses
+// no change placed; a crash of the system keeps the changes up to some point, in order, each
+// file whole (its content was synced before it was put in place).
 func (b *board) placeAll(ps []*pending) error {
 	if len(ps) == 0 {
 		return nil
@@ -635,9 +644,8 @@ func (b *board) placeAll(ps []*pending) error {
 		err = errors.Join(err, p.put(synced[i]))
 	}
 	for _, p := range ps {
-		wg.Go(p.batch.SyncPlaced)
+		p.batch.SyncPlacedSoon()
 	}
-	wg.Wait()
 	return err
 }
 
@@ -714,7 +722,7 @@ func (b *board) pend(batch *workspace.Batch) *pending {
 
 // place syncs the change's files — with those of the deferred changes made before it, which go
 // first, and of the changes pending beside it (workspace groups the syncs) — puts them in place
-// once the changes before it are, writes its views, and syncs the renames. A change that cannot
+// once the changes before it are, and writes its views (see placeAll). A change that cannot
 // be placed leaves the board broken: its change, and those made in memory after it, cannot be
 // placed either, so every change from then on fails (the run stops; resumed, it reads the board
 // from disk). A nil change is placed.

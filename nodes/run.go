@@ -218,6 +218,7 @@ func (r *run) execute() (res Result, err error) {
 		if ferr := r.board.flush(); ferr != nil && err == nil {
 			err = ferr
 		}
+		r.board.syncPlaced()
 	}()
 	for _, e := range r.bus.Events() { // what a crash kept from the log: logged now, once
 		r.observeMessage(e)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,14 +39,39 @@ func Dirs(dirs []string) {
 		if unix.Stat(dir, &st) != nil || slices.Contains(done, st.Dev) {
 			continue
 		}
-		_ = syncerOf(st.Dev).sync(func() (int, func()) {
-			d, err := os.Open(dir)
-			if err != nil {
-				return -1, func() {}
-			}
-			return int(d.Fd()), func() { _ = d.Close() }
-		})
+		_ = syncerOf(st.Dev).sync(openDir(dir))
 		done = append(done, st.Dev)
+	}
+}
+
+// soon is how long renames that DirsSoon was told of may wait for a sync of their file system.
+var soon = time.Second
+
+// DirsSoon makes renames in dirs durable soon, without waiting: with the next syncfs of their
+// file system, whoever starts it (a call of Files or Dirs), and at the latest after a second.
+// It is for a writer whose renames need be durable no later than what it writes next, which
+// syncs first: a crash of the system then keeps a prefix of what it wrote (the journal commits
+// renames in the order they were made), each file whole if its content was synced before.
+func DirsSoon(dirs []string) {
+	var done []uint64
+	for _, dir := range dirs {
+		var st unix.Stat_t
+		if unix.Stat(dir, &st) != nil || slices.Contains(done, st.Dev) {
+			continue
+		}
+		syncerOf(st.Dev).later(dir)
+		done = append(done, st.Dev)
+	}
+}
+
+// openDir gives a syncer the descriptor of dir to sync through (-1 when it cannot be opened).
+func openDir(dir string) func() (int, func()) {
+	return func() (int, func()) {
+		d, err := os.Open(dir)
+		if err != nil {
+			return -1, func() {}
+		}
+		return int(d.Fd()), func() { _ = d.Close() }
 	}
 }
 
@@ -61,6 +87,8 @@ type syncer struct {
 	done    uint64 // syncs finished
 	failed  uint64 // the latest sync that failed, and its error
 	err     error
+	due     uint64 // the sync that renames told of by later need (started after them)
+	timer   bool   // a timer runs it, unless a sync covers it first
 }
 
 // syncfs is unix.Syncfs; tests count its calls.
@@ -94,6 +122,28 @@ func syncerOf(dev uint64) *syncer {
 		syncers[dev] = s
 	}
 	return s
+}
+
+// later asks for a syncfs of the file system that starts after the call, within soon, and
+// returns at once: a sync that any caller starts covers it; when none has by then, a timer
+// runs one, through dir.
+func (s *syncer) later(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.due = s.started + 1
+	if s.timer {
+		return
+	}
+	s.timer = true
+	time.AfterFunc(soon, func() {
+		s.mu.Lock()
+		s.timer = false
+		covered := s.done >= s.due
+		s.mu.Unlock()
+		if !covered {
+			_ = s.sync(openDir(dir)) // as Dirs: the renames themselves have happened
+		}
+	})
 }
 
 // sync returns once a syncfs of the file system that started after the call has finished:

@@ -71,3 +71,39 @@ func TestSyncerGroupsSyncs(t *testing.T) {
 	failing.Store(false)
 	require.NoError(t, s.sync(fd), "a later sync that succeeds")
 }
+
+// Renames told of by later are made durable by the next sync anyone starts, without one of
+// their own; when nobody syncs, a timer does, once for all the renames told of meanwhile.
+func TestLaterIsCoveredByTheNextSync(t *testing.T) {
+	var calls atomic.Int32
+	savedSync, savedSoon := syncfs, soon
+	defer func() { syncfs, soon = savedSync, savedSoon }()
+	syncfs = func(int) error { calls.Add(1); return nil }
+	soon = 20 * time.Millisecond
+	s := &syncer{}
+	s.cond.L = &s.mu
+	dir := t.TempDir()
+
+	s.later(dir)
+	assert.Zero(t, calls.Load(), "later waited for a sync")
+	require.NoError(t, s.sync(openDir(dir)))
+	time.Sleep(5 * soon)
+	assert.EqualValues(t, 1, calls.Load(), "the timer synced what a sync had covered")
+
+	s.later(dir)
+	s.later(dir)
+	assert.Eventually(t, func() bool { return calls.Load() == 2 }, time.Second, soon/4, "nobody synced the renames")
+	time.Sleep(5 * soon)
+	assert.EqualValues(t, 2, calls.Load(), "one sync stands for the renames told of together")
+
+	// A sync that was running when the renames were told of does not cover them.
+	s.mu.Lock()
+	s.running, s.started = true, s.started+1
+	s.mu.Unlock()
+	s.later(dir)
+	s.mu.Lock()
+	s.running, s.done = false, s.started
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	assert.Eventually(t, func() bool { return calls.Load() == 3 }, time.Second, soon/4, "a sync that started before covered the renames")
+}

@@ -25,3 +25,6 @@ func Dirs(dirs []string) {
 		_ = d.Close()
 	}
 }
+
+// DirsSoon makes renames in dirs durable, as Dirs does: here it waits for them.
+func DirsSoon(dirs []string) { Dirs(dirs) }

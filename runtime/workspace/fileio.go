@@ -279,6 +279,15 @@ func (b *Batch) SyncPlaced() {
 	b.dirs = nil
 }
 
+// SyncPlacedSoon is SyncPlaced without waiting: the renames become durable with the next sync
+// of their file system, whoever starts it — the next batch's Sync, say — and at the latest a
+// second later. For a writer whose batches must be durable in order, not each at once: a crash
+// of the system keeps the batches up to some point, each file whole.
+func (b *Batch) SyncPlacedSoon() {
+	fsync.DirsSoon(b.dirs)
+	b.dirs = nil
+}
+
 // Discard removes the files added and forgets the lines, not committed.
 func (b *Batch) Discard() {
 	for _, s := range b.files {
