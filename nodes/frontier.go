@@ -290,7 +290,9 @@ func (r *run) hasOutcome(n Node) bool {
 
 // saveOutcome records how an assignment ended, before the squad hears of it, so a restart
 // finds it, and returns the record. When it cannot be written the squad still has it in
-// memory (see pool); a restart then runs the assignment again.
+// memory (see pool); a restart then runs the assignment again. The record is whole once it
+// returns; its rename is made durable by the next sync (the board's change that applies it
+// syncs first), so a crash of the system may lose it, and the assignment runs again.
 func (r *run) saveOutcome(node, assignment string, o runtime.Outcome, err error) outcomeRecord {
 	rec := outcomeRecord{ID: fmt.Sprintf("%s@%d", assignment, time.Now().UnixNano()), Assignment: assignment, Outcome: o}
 	if err != nil {
@@ -299,7 +301,12 @@ func (r *run) saveOutcome(node, assignment string, o runtime.Outcome, err error)
 			rec.Outcome.Status = runtime.Failed
 		}
 	}
-	if werr := workspace.WriteJSON(r.dir.Node(node).Path(outcomeFile), rec); werr != nil {
+	var b workspace.Batch
+	werr := b.AddJSON(r.dir.Node(node).Path(outcomeFile), rec)
+	if werr == nil {
+		werr = b.CommitSoon()
+	}
+	if werr != nil {
 		r.cfg.logger.Error("outcome not saved", "run", r.id, "node", node, "assignment", assignment, "err", werr)
 		r.emitAt("x.error", node, "", "the outcome of "+assignment+" was not saved: "+werr.Error(), nil, "")
 	}

@@ -186,6 +186,18 @@ func (b *Batch) Commit() error {
 	return err
 }
 
+// CommitSoon is Commit without waiting for the renames to be durable (see SyncPlacedSoon): the
+// files are whole once it returns, and in place; a crash of the system may leave them old, up
+// to the next sync of their file system.
+func (b *Batch) CommitSoon() error {
+	if err := b.Sync(); err != nil {
+		return err
+	}
+	err := b.Place()
+	b.SyncPlacedSoon()
+	return err
+}
+
 // Sync appends the lines and makes them and the files added durable, without placing the files:
 // a caller that must place several batches in order syncs them at once, then places them one
 // after the other (Place). On error the files are discarded and the batch is empty.

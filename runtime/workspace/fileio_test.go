@@ -210,9 +210,19 @@ func TestAppendJSONL(t *testing.T) {
 	}
 }
 
-// A batch writes its files together: nothing changes before Commit, every file is in place
-// after it, permissions kept, and no temporary file is left.
+// A batch writes its files together: nothing changes before Commit (or CommitSoon, which does
+// not wait for the renames to be durable), every file is in place after it, permissions kept,
+// and no temporary file is left.
 func TestBatch(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		commit func(*workspace.Batch) error
+	}{{"Commit", (*workspace.Batch).Commit}, {"CommitSoon", (*workspace.Batch).CommitSoon}} {
+		t.Run(c.name, func(t *testing.T) { testBatch(t, c.commit) })
+	}
+}
+
+func testBatch(t *testing.T, commit func(*workspace.Batch) error) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "sub", "b.md")
 	require.NoError(t, os.Mkdir(filepath.Dir(b), 0o755))
@@ -224,7 +234,7 @@ func TestBatch(t *testing.T) {
 	got, err := os.ReadFile(a)
 	require.NoError(t, err)
 	assert.Equal(t, "old", string(got), "nothing changes before Commit")
-	require.NoError(t, batch.Commit())
+	require.NoError(t, commit(&batch))
 	got, err = os.ReadFile(a)
 	require.NoError(t, err)
 	assert.Equal(t, "{\n  \"n\": 1\n}\n", string(got))
@@ -236,13 +246,13 @@ func TestBatch(t *testing.T) {
 	assert.Equal(t, fs.FileMode(0o600), st.Mode().Perm())
 	assert.ElementsMatch(t, []string{"a.json", "sub"}, entries(t, dir))
 	assert.Equal(t, []string{"b.md"}, entries(t, filepath.Dir(b)))
-	require.NoError(t, batch.Commit(), "an empty batch commits nothing")
+	require.NoError(t, commit(&batch), "an empty batch commits nothing")
 
 	// A file that cannot be written is an error of Commit naming it, and no file of the batch
 	// changes; Discard drops what was added.
 	require.NoError(t, batch.Add(a, []byte("not written")))
 	require.NoError(t, batch.Add(filepath.Join(dir, "missing", "c.md"), []byte("x")))
-	err = batch.Commit()
+	err = commit(&batch)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Join(dir, "missing", "c.md"))
 	got, err = os.ReadFile(a)
