@@ -126,7 +126,7 @@ func syncerOf(dev uint64) *syncer {
 
 // later asks for a syncfs of the file system that starts after the call, within soon, and
 // returns at once: a sync that any caller starts covers it; when none has by then, a timer
-// runs one, through dir.
+// runs one, through dir (none if dir is gone).
 func (s *syncer) later(dir string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,7 +140,7 @@ func (s *syncer) later(dir string) {
 		s.timer = false
 		covered := s.done >= s.due
 		s.mu.Unlock()
-		if !covered {
+		if _, err := os.Stat(dir); !covered && err == nil { // a folder removed since holds nothing to sync
 			_ = s.sync(openDir(dir)) // as Dirs: the renames themselves have happened
 		}
 	})

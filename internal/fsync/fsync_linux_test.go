@@ -2,6 +2,8 @@ package fsync
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,4 +108,17 @@ func TestLaterIsCoveredByTheNextSync(t *testing.T) {
 	s.cond.Broadcast()
 	s.mu.Unlock()
 	assert.Eventually(t, func() bool { return calls.Load() == 3 }, time.Second, soon/4, "a sync that started before covered the renames")
+
+	// A folder removed before the timer runs has nothing left to sync.
+	gone := filepath.Join(t.TempDir(), "gone")
+	require.NoError(t, os.Mkdir(gone, 0o755))
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	s.later(gone)
+	require.NoError(t, os.Remove(gone))
+	time.Sleep(5 * soon)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	assert.Equal(t, started, s.started, "a sync ran for a removed folder")
 }
