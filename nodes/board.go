@@ -606,6 +606,19 @@ func (b *board) deferred(fn func() (*pending, error)) error {
 // flush puts the deferred changes in place, and returns once they are on disk.
 func (b *board) flush() error { return b.placeAll(b.takeLater(math.MaxUint64)) }
 
+// flushDurable is flush, and makes the renames of what it placed durable before it returns
+// rather than with the next sync (see placeAll): for a caller whose record of the changes is
+// kept where a crash of the system does not order it after them (a saver on another file
+// system or server: the coordinator's conversation, which says which nodes it created).
+func (b *board) flushDurable() error {
+	ps := b.takeLater(math.MaxUint64)
+	err := b.placeAll(ps)
+	if len(ps) > 0 {
+		b.syncPlaced()
+	}
+	return err
+}
+
 // syncPlaced makes the renames of the changes placed so far durable now, rather than with the
 // next sync (see placeAll): for a run that returns.
 func (b *board) syncPlaced() { fsync.Dirs([]string{string(b.run)}) }

@@ -31,7 +31,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 	if err != nil {
 		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
 	}
-	opts := []harnessed.Option{harnessed.WithSaver(flushFirst{r.s.saver, r.board.flush}), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
+	opts := []harnessed.Option{harnessed.WithSaver(flushFirst{r.s.saver, r.board.flushDurable}), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
 		harnessed.WithMaxIterations(1000), harnessed.WithCache(r.coordConv)}
 	rt := harnessed.New(model, opts...)
 	st := r.board.runState()
@@ -384,7 +384,7 @@ type flushFirst struct {
 	flush func() error
 }
 
-// Put puts the board's deferred changes on disk, then saves cp.
+// Put puts the board's deferred changes on disk, durably, then saves cp.
 func (s flushFirst) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
 	if err := s.flush(); err != nil {
 		return checkpoint.Config{}, err
