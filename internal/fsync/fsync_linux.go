@@ -33,13 +33,19 @@ func Files(files []*os.File) error {
 // system they are on. A folder is opened only when its syncfs runs, not when it shares
 // another's.
 func Dirs(dirs []string) {
+	eachFileSystem(dirs, func(s *syncer, dir string) { _ = s.sync(openDir(dir)) })
+}
+
+// eachFileSystem calls fn with the syncer of each file system dirs are on, and the first of
+// dirs on it; a folder that is gone is left out.
+func eachFileSystem(dirs []string, fn func(s *syncer, dir string)) {
 	var done []uint64
 	for _, dir := range dirs {
 		var st unix.Stat_t
 		if unix.Stat(dir, &st) != nil || slices.Contains(done, st.Dev) {
 			continue
 		}
-		_ = syncerOf(st.Dev).sync(openDir(dir))
+		fn(syncerOf(st.Dev), dir)
 		done = append(done, st.Dev)
 	}
 }
@@ -53,15 +59,7 @@ var soon = time.Second
 // syncs first: a crash of the system then keeps a prefix of what it wrote (the journal commits
 // renames in the order they were made), each file whole if its content was synced before.
 func DirsSoon(dirs []string) {
-	var done []uint64
-	for _, dir := range dirs {
-		var st unix.Stat_t
-		if unix.Stat(dir, &st) != nil || slices.Contains(done, st.Dev) {
-			continue
-		}
-		syncerOf(st.Dev).later(dir)
-		done = append(done, st.Dev)
-	}
+	eachFileSystem(dirs, (*syncer).later)
 }
 
 // openDir gives a syncer the descriptor of dir to sync through (-1 when it cannot be opened).

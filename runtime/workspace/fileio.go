@@ -177,24 +177,20 @@ func appendTo(path string, data []byte) (*os.File, error) {
 // Commit appends the lines, syncs them and the files added, renames each file over its path and
 // syncs the renames: Sync, Place and SyncPlaced. On error the files not yet renamed are
 // discarded. The batch is empty afterwards.
-func (b *Batch) Commit() error {
-	if err := b.Sync(); err != nil {
-		return err
-	}
-	err := b.Place()
-	b.SyncPlaced()
-	return err
-}
+func (b *Batch) Commit() error { return b.commit(b.SyncPlaced) }
 
 // CommitSoon is Commit without waiting for the renames to be durable (see SyncPlacedSoon): the
 // files are whole once it returns, and in place; a crash of the system may leave them old, up
 // to the next sync of their file system.
-func (b *Batch) CommitSoon() error {
+func (b *Batch) CommitSoon() error { return b.commit(b.SyncPlacedSoon) }
+
+// commit is Sync, Place, then syncPlaced for the renames.
+func (b *Batch) commit(syncPlaced func()) error {
 	if err := b.Sync(); err != nil {
 		return err
 	}
 	err := b.Place()
-	b.SyncPlacedSoon()
+	syncPlaced()
 	return err
 }
 
