@@ -94,6 +94,39 @@ func BenchmarkPutStep(b *testing.B) {
 	}
 }
 
+// BenchmarkPutStepParallel: steps as BenchmarkPutStep, from 32 threads at once (a squad's
+// workers), whose writes the Saver groups into shared commits.
+func BenchmarkPutStepParallel(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opts []sqlite.Option
+	}{
+		{"normal", nil},
+		{"full", []sqlite.Option{sqlite.WithSynchronous(sqlite.SyncFull)}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"), bc.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			b.SetParallelism(16) // 32 goroutines on two cores
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				st := newStepper(s)
+				for pb.Next() {
+					if err := st.do(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "us/step")
+		})
+	}
+}
+
 // Benchmark500Steps: a fresh database per op (opened and closed within the op), 500 steps into it;
 // db_bytes is the size of the database and its log after the 500 steps, with the Saver still
 // open, closed_bytes after Close.

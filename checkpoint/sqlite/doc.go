@@ -12,8 +12,12 @@
 // The database is in WAL (write-ahead log) mode: a commit appends the pages it changed to the log
 // file next to the database (path + "-wal"), and readers keep reading a consistent snapshot while a
 // writer commits, so reads never wait for writes nor writes for reads. Writes are serialized by
-// SQLite; a Saver sends all its writes through one connection, so its own writers queue in Go, and
-// reads through a pool of read-only connections. Several Savers, in one process or in several
+// SQLite; a Saver sends all its writes through one connection, and reads through a pool of
+// read-only connections. Its writers do not queue one behind the other: the writes that come
+// while a transaction commits are committed together in the next (group commit), each within a
+// savepoint, so that one that fails is undone alone. When many threads write at once (the tasks of
+// a superstep, the workers of a squad), a write waits for at most the commit under way and its
+// own, and the log takes the pages a group changed once. Several Savers, in one process or in several
 // processes on one machine, may share a file: a writer that finds the write lock taken waits for it
 // up to the busy timeout (WithBusyTimeout, default 5 seconds), and every transaction that writes
 // takes the write lock when it begins (BEGIN IMMEDIATE), so that two writers never deadlock. Under a
@@ -25,8 +29,8 @@
 //
 // # Durability
 //
-// Every Put and every PutWrites is one transaction: once it returns, a crash of the process loses
-// nothing. What a crash of the machine (power loss, kernel panic) may lose depends on
+// Every Put, PutWrites and PutStep is atomic, and committed when it returns (perhaps in one
+// transaction with other callers' writes): a crash of the process then loses nothing. What a crash of the machine (power loss, kernel panic) may lose depends on
 // WithSynchronous:
 //
 //   - SyncNormal (the default, PRAGMA synchronous=NORMAL) syncs the log to the disk only when it is
@@ -34,8 +38,8 @@
 //     transactions committed since the last sync may be lost: the run resumes from an earlier
 //     checkpoint and redoes the steps after it. A commit costs no fsync.
 //   - SyncFull (PRAGMA synchronous=FULL) syncs the log at every commit, so that nothing that
-//     returned is lost, at the price of an fsync per Put and per PutWrites (from about 0.1 ms on a
-//     fast SSD to several milliseconds on a slow disk).
+//     returned is lost, at the price of an fsync per commit (from about 0.1 ms on a fast SSD to
+//     several milliseconds on a slow disk), shared by the writes committed together.
 //
 // The log is copied into the database (checkpointed) by the commit that takes it past
 // WithWALAutocheckpoint pages (default 256 pages of 1 KiB), which then pays for the checkpoint's

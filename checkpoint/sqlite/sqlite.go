@@ -65,7 +65,8 @@ type options struct {
 
 // WithBusyTimeout sets how long a call waits for a lock another process (or another Saver on the
 // same file) holds before failing with SQLITE_BUSY (default DefaultBusyTimeout). Writers of one
-// Saver never wait on each other this way: they queue for its single writing connection.
+// Saver never wait on each other this way: they share its single writing connection, those that
+// come while a transaction commits grouped into the next.
 func WithBusyTimeout(d time.Duration) Option {
 	return func(o *options) { o.busyTimeout = d }
 }
@@ -95,7 +96,8 @@ func WithMaxReaders(n int) Option {
 type Saver struct {
 	path string
 	full bool    // every commit is synced (SyncFull)
-	wdb  *sql.DB // one connection: writes queue for it
+	wdb  *sql.DB // one connection, through c
+	c    committer
 	rdb  *sql.DB // reads, in read-only transactions
 
 	putCheckpoint, putWriteSelect, putWrite, lookup, deleteWrites, deleteCheckpoints *sql.Stmt
@@ -329,6 +331,9 @@ func (s *Saver) prepare(ctx context.Context) error {
 	for v := range s.list {
 		stmts = append(stmts, stmt{s.rdb, &s.list[v], listQuery(v)})
 	}
+	if err := s.c.prepare(ctx, s.wdb); err != nil {
+		return fmt.Errorf("checkpoint/sqlite: open %s: %w", s.path, err)
+	}
 	for _, st := range stmts {
 		p, err := st.db.PrepareContext(ctx, st.text)
 		if err != nil {
@@ -349,6 +354,7 @@ func (s *Saver) Close() error {
 			errs = append(errs, st.Close())
 		}
 	}
+	errs = append(errs, s.c.close())
 	// Readers first, so that the writer's connection is the last and checkpoints the log.
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
@@ -371,7 +377,11 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Ch
 	if cfg.ThreadID == "" || cp.ID == "" {
 		return checkpoint.Config{}, fmt.Errorf("checkpoint/sqlite: put needs a thread ID and a checkpoint ID (thread %q, checkpoint %q)", cfg.ThreadID, cp.ID)
 	}
-	if _, err := s.putCheckpoint.ExecContext(ctx, putArgs(cfg, cp)...); err != nil {
+	err := s.c.do(ctx, true, func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
+		_, err := bind(s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...)
+		return err
+	})
+	if err != nil {
 		return checkpoint.Config{}, putError(cfg, cp, err)
 	}
 	return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
@@ -391,15 +401,10 @@ func putError(cfg checkpoint.Config, cp checkpoint.Checkpoint, err error) error 
 	return fmt.Errorf("checkpoint/sqlite: put checkpoint %s of thread %q namespace %q: %w", cp.ID, cfg.ThreadID, cfg.NS, err)
 }
 
-// PutStep records writes of the checkpoint parent addresses, then stores cp under cfg (see
-// checkpoint.StepSaver). When every commit is synced (SyncFull) both are one transaction, so a
-// step costs one sync, not two; otherwise they are two commits, which cost less than a
-// transaction's own statements when commits are not synced.
+// PutStep records writes of the checkpoint parent addresses, then stores cp under cfg, in one
+// transaction (see checkpoint.StepSaver): a step costs one commit, and one sync with SyncFull.
 func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []checkpoint.Write, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
-	if !s.full || len(writes) == 0 {
-		if err := s.PutWrites(ctx, parent, writes); err != nil {
-			return checkpoint.Config{}, err
-		}
+	if len(writes) == 0 {
 		return s.Put(ctx, cfg, cp)
 	}
 	if err := ctx.Err(); err != nil {
@@ -408,21 +413,22 @@ func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []
 	if cfg.ThreadID == "" || cp.ID == "" || parent.CheckpointID == "" {
 		return checkpoint.Config{}, fmt.Errorf("checkpoint/sqlite: put step needs a thread ID, a checkpoint ID and its parent's (thread %q, checkpoint %q, parent %q)", cfg.ThreadID, cp.ID, parent.CheckpointID)
 	}
-	tx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
-		return checkpoint.Config{}, putError(cfg, cp, err)
-	}
-	defer tx.Rollback()
-	if err := s.insertWrites(ctx, tx, parent, writes); err != nil {
+	var wrote bool
+	err := s.c.do(ctx, false, func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
+		if err := s.insertWrites(ctx, bind, parent, writes); err != nil {
+			return err
+		}
+		wrote = true
+		_, err := bind(s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...)
+		return err
+	})
+	switch {
+	case err == nil:
+		return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
+	case !wrote:
 		return checkpoint.Config{}, s.writesError(parent, err)
 	}
-	if _, err := tx.StmtContext(ctx, s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...); err != nil {
-		return checkpoint.Config{}, putError(cfg, cp, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return checkpoint.Config{}, putError(cfg, cp, err)
-	}
-	return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
+	return checkpoint.Config{}, putError(cfg, cp, err)
 }
 
 // blob is b as a query argument: NULL for nil, the bytes otherwise. An empty slice is passed as
@@ -450,46 +456,45 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []c
 		return fmt.Errorf("checkpoint/sqlite: put writes of thread %q namespace %q: the config names no checkpoint", cfg.ThreadID, cfg.NS)
 	}
 	if len(writes) == 0 {
-		return s.checkExists(ctx, s.lookup, cfg)
-	}
-	if len(writes) == 1 {
-		// The common case, one statement: the checkpoint is looked up while inserting.
-		w := writes[0]
-		res, err := s.putWriteSelect.ExecContext(ctx, w.TaskID, string(w.Kind), w.Idx, w.Node, blob(w.Value), cfg.ThreadID, cfg.NS, cfg.CheckpointID)
-		if err != nil {
+		if err := checkExists(ctx, s.lookup, cfg); err != nil {
 			return s.writesError(cfg, err)
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
-		}
-		// Nothing was inserted: the write is a duplicate, or the checkpoint does not exist.
-		return s.checkExists(ctx, s.lookup, cfg)
+		return nil
 	}
-	tx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
-		return s.writesError(cfg, err)
+	insert := func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
+		return s.insertWrites(ctx, bind, cfg, writes)
 	}
-	defer tx.Rollback()
-	if err := s.insertWrites(ctx, tx, cfg, writes); err != nil {
-		return s.writesError(cfg, err)
-	}
-	if err := tx.Commit(); err != nil {
+	if err := s.c.do(ctx, len(writes) == 1, insert); err != nil {
 		return s.writesError(cfg, err)
 	}
 	return nil
 }
 
-// insertWrites inserts writes of the checkpoint cfg addresses in tx, in their order, skipping
-// those whose key it has; ErrNotFound when it does not exist.
-func (s *Saver) insertWrites(ctx context.Context, tx *sql.Tx, cfg checkpoint.Config, writes []checkpoint.Write) error {
+// insertWrites inserts writes of the checkpoint cfg addresses, in their order, with the
+// statements bind gives, skipping those whose key it has; ErrNotFound when it does not exist. One
+// write takes one statement that changes anything.
+func (s *Saver) insertWrites(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt, cfg checkpoint.Config, writes []checkpoint.Write) error {
+	if len(writes) == 1 {
+		// The common case, one statement: the checkpoint is looked up while inserting.
+		w := writes[0]
+		res, err := bind(s.putWriteSelect).ExecContext(ctx, w.TaskID, string(w.Kind), w.Idx, w.Node, blob(w.Value), cfg.ThreadID, cfg.NS, cfg.CheckpointID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		// Nothing was inserted: the write is a duplicate, or the checkpoint does not exist.
+		return checkExists(ctx, bind(s.lookup), cfg)
+	}
 	var pk int64
-	if err := tx.StmtContext(ctx, s.lookup).QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID).Scan(&pk); err != nil {
+	if err := bind(s.lookup).QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID).Scan(&pk); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			err = checkpoint.ErrNotFound
 		}
 		return err
 	}
-	stmt := tx.StmtContext(ctx, s.putWrite)
+	stmt := bind(s.putWrite)
 	for _, w := range writes {
 		if _, err := stmt.ExecContext(ctx, pk, w.TaskID, string(w.Kind), w.Idx, w.Node, blob(w.Value)); err != nil {
 			return err
@@ -498,16 +503,15 @@ func (s *Saver) insertWrites(ctx context.Context, tx *sql.Tx, cfg checkpoint.Con
 	return nil
 }
 
-func (s *Saver) checkExists(ctx context.Context, lookup *sql.Stmt, cfg checkpoint.Config) error {
+// checkExists returns an error wrapping checkpoint.ErrNotFound when the checkpoint cfg addresses
+// does not exist.
+func checkExists(ctx context.Context, lookup *sql.Stmt, cfg checkpoint.Config) error {
 	var pk int64
 	err := lookup.QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID).Scan(&pk)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = checkpoint.ErrNotFound
+		return checkpoint.ErrNotFound
 	}
-	if err != nil {
-		return s.writesError(cfg, err)
-	}
-	return nil
+	return err
 }
 
 func (s *Saver) writesError(cfg checkpoint.Config, err error) error {
@@ -648,20 +652,13 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := func() error {
-		tx, err := s.wdb.BeginTx(ctx, nil)
-		if err != nil {
+	err := s.c.do(ctx, false, func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
+		if _, err := bind(s.deleteWrites).ExecContext(ctx, threadID); err != nil {
 			return err
 		}
-		defer tx.Rollback()
-		if _, err := tx.StmtContext(ctx, s.deleteWrites).ExecContext(ctx, threadID); err != nil {
-			return err
-		}
-		if _, err := tx.StmtContext(ctx, s.deleteCheckpoints).ExecContext(ctx, threadID); err != nil {
-			return err
-		}
-		return tx.Commit()
-	}()
+		_, err := bind(s.deleteCheckpoints).ExecContext(ctx, threadID)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("checkpoint/sqlite: delete thread %q: %w", threadID, err)
 	}
