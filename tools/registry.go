@@ -156,16 +156,27 @@ func (r *Registry) names() []string {
 // "## Tool: name" section per tool, sorted by name, separated by blank lines. It is empty if
 // no tool has guidance.
 func (r *Registry) Guidance() string {
+	names := r.names()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	size := 0 // at most what is written: one allocation
+	for _, name := range names {
+		size += len("\n\n## Tool: \n") + len(name) + len(r.tools[name].tool.Guidance)
+	}
 	var b strings.Builder
-	for _, t := range r.Tools() {
-		g := strings.TrimSpace(t.Guidance)
+	b.Grow(size)
+	for _, name := range names {
+		g := strings.TrimSpace(r.tools[name].tool.Guidance)
 		if g == "" {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
 		}
-		fmt.Fprintf(&b, "## Tool: %s\n%s", t.Name, g)
+		b.WriteString("## Tool: ")
+		b.WriteString(name)
+		b.WriteByte('\n')
+		b.WriteString(g)
 	}
 	return b.String()
 }

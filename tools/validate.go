@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -80,8 +79,8 @@ var knownTypes = []string{"object", "array", "string", "number", "integer", "boo
 // the same tools, and compiling their schemas each time was a tenth of a squad's CPU. It keeps
 // at most maxCompiled schemas; others are compiled each time.
 var (
-	compiledSchemas sync.Map // string → compiledSchema
-	compiledCount   atomic.Int64
+	compiledMu      sync.RWMutex
+	compiledSchemas = map[string]compiledSchema{}
 )
 
 const maxCompiled = 1024
@@ -94,15 +93,18 @@ type compiledSchema struct {
 // compileSchema parses a schema into a node tree (see compiledSchemas). The root must be a
 // JSON object.
 func compileSchema(schema json.RawMessage) (*node, error) {
-	key := string(schema)
-	if c, ok := compiledSchemas.Load(key); ok {
-		c := c.(compiledSchema)
+	compiledMu.RLock()
+	c, ok := compiledSchemas[string(schema)] // looked up without a copy of the text
+	compiledMu.RUnlock()
+	if ok {
 		return c.node, c.err
 	}
 	n, err := compileText(schema)
-	if compiledCount.Add(1) <= maxCompiled {
-		compiledSchemas.Store(key, compiledSchema{n, err})
+	compiledMu.Lock()
+	if len(compiledSchemas) < maxCompiled {
+		compiledSchemas[string(schema)] = compiledSchema{n, err}
 	}
+	compiledMu.Unlock()
 	return n, err
 }
 

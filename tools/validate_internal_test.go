@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,9 +28,18 @@ func TestSchemasAreCompiledOnce(t *testing.T) {
 	require.Error(t, err1)
 	assert.Equal(t, err1, err2)
 
-	saved := compiledCount.Load()
-	compiledCount.Store(maxCompiled)
-	defer compiledCount.Store(saved)
+	compiledMu.Lock()
+	saved := compiledSchemas
+	compiledSchemas = make(map[string]compiledSchema, maxCompiled)
+	for i := range maxCompiled {
+		compiledSchemas[fmt.Sprint(i)] = compiledSchema{}
+	}
+	compiledMu.Unlock()
+	defer func() {
+		compiledMu.Lock()
+		compiledSchemas = saved
+		compiledMu.Unlock()
+	}()
 	full := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
 	one, err := compileSchema(full)
 	require.NoError(t, err)
