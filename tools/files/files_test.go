@@ -476,3 +476,29 @@ func TestScopeMethods(t *testing.T) {
 		t.Errorf("empty scope: %v", err)
 	}
 }
+
+// A path through a file is refused, whether the rest exists or not; a root that is a symbolic
+// link is followed again when it is pointed elsewhere between two calls.
+func TestPathsThroughFilesAndMovedRoot(t *testing.T) {
+	root, outside := setup(t)
+	reg := registry(t, root, everything)
+	fails(t, reg, "write_file", m{"path": "top.txt/x", "content": "no"}, `path "top.txt/x" goes through a file as if it were a directory`)
+	fails(t, reg, "write_file", m{"path": "nodes/n1/a.txt/deep/x", "content": "no"}, "goes through a file as if it were a directory")
+	fails(t, reg, "read_file", m{"path": "top.txt/x"}, "goes through a file as if it were a directory")
+
+	link := filepath.Join(filepath.Dir(root), "link")
+	must(t, os.Symlink(root, link))
+	reg = registry(t, link, everything)
+	if out := ok(t, reg, "read_file", m{"path": "top.txt"}); out != "     1\ttop\n" {
+		t.Fatalf("through the root's link: %q", out)
+	}
+	must(t, os.Remove(link))
+	must(t, os.Symlink(outside, link))
+	if out := ok(t, reg, "read_file", m{"path": "secret.txt"}); out != "     1\toutside secret\n" {
+		t.Fatalf("the root's link, pointed elsewhere: %q", out)
+	}
+	ok(t, reg, "write_file", m{"path": "new.txt", "content": "here\n"})
+	if got := readDisk(t, filepath.Join(outside, "new.txt")); got != "here\n" {
+		t.Fatalf("written to %q", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -26,6 +27,10 @@ const (
 type workspace struct {
 	root   string // absolute, possibly through symlinks
 	policy Policy
+
+	mu     sync.Mutex
+	real   string      // the root's real path, when it was last resolved
+	rootFI fs.FileInfo // the folder the root was then
 }
 
 // target is a resolved path.
@@ -54,7 +59,7 @@ func (w *workspace) resolve(p string, a access) (t target, realRoot string, err 
 	if rel == ".." || strings.HasPrefix(rel, "../") {
 		return target{}, "", denied("path %q leads outside the workspace: paths are relative to the workspace root and may not climb above it with \"..\"", shown)
 	}
-	realRoot, err = filepath.EvalSymlinks(w.root)
+	realRoot, err = w.realRoot()
 	if err != nil {
 		return target{}, "", fmt.Errorf("the workspace root is not available: %v", Cause(err))
 	}
@@ -63,29 +68,12 @@ func (w *workspace) resolve(p string, a access) (t target, realRoot string, err 
 	if rel != "." {
 		parts = strings.Split(rel, "/")
 	}
-	realPrefix := ""
-	i := len(parts)
-	for ; i >= 0; i-- {
-		cand := filepath.Join(realRoot, filepath.FromSlash(strings.Join(parts[:i], "/")))
-		r, err := filepath.EvalSymlinks(cand)
-		if err == nil {
-			realPrefix = r
-			break
-		}
-		switch {
-		case errors.Is(err, syscall.ENOTDIR):
-			return target{}, "", fmt.Errorf("path %q goes through a file as if it were a directory", rel)
-		case !errors.Is(err, fs.ErrNotExist):
-			return target{}, "", fmt.Errorf("cannot resolve path %q: %v", rel, Cause(err))
-		}
-		if _, lerr := os.Lstat(cand); lerr == nil {
-			// It exists but cannot be resolved: a symlink whose target is missing.
-			return target{}, "", denied("path %q goes through a broken symbolic link (%q); it cannot be used",
-				rel, strings.Join(parts[:i], "/"))
-		}
+	realPrefix, i, linked, err := plainPrefix(realRoot, rel, parts)
+	if linked {
+		realPrefix, i, err = linkedPrefix(realRoot, rel, parts)
 	}
-	if i < 0 { // cannot happen: the real root itself exists
-		return target{}, "", fmt.Errorf("cannot resolve path %q", rel)
+	if err != nil {
+		return target{}, "", err
 	}
 	full := filepath.Join(append([]string{realPrefix}, parts[i:]...)...)
 	realRel, err := filepath.Rel(realRoot, full)
@@ -97,6 +85,74 @@ func (w *workspace) resolve(p string, a access) (t target, realRoot string, err 
 		return target{}, "", err
 	}
 	return t, realRoot, nil
+}
+
+// realRoot returns the root's real path: resolved again only when the root is no longer the
+// folder it was (a Stat, rather than a Lstat of each folder on the way).
+func (w *workspace) realRoot() (string, error) {
+	fi, err := os.Stat(w.root)
+	if err != nil {
+		return "", err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.rootFI == nil || !os.SameFile(fi, w.rootFI) {
+		real, err := filepath.EvalSymlinks(w.root)
+		if err != nil {
+			return "", err
+		}
+		w.real, w.rootFI = real, fi
+	}
+	return w.real, nil
+}
+
+// plainPrefix finds the longest existing prefix of parts under realRoot, a real path, with a
+// Lstat of each: it returns the prefix's path and length, or linked when a symbolic link is on
+// the way (linkedPrefix then resolves it).
+func plainPrefix(realRoot, rel string, parts []string) (prefix string, n int, linked bool, err error) {
+	prefix = realRoot
+	for k, part := range parts {
+		next := filepath.Join(prefix, part)
+		fi, err := os.Lstat(next)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return prefix, k, false, nil
+		case errors.Is(err, syscall.ENOTDIR):
+			return "", 0, false, fmt.Errorf("path %q goes through a file as if it were a directory", rel)
+		case err != nil:
+			return "", 0, false, fmt.Errorf("cannot resolve path %q: %v", rel, Cause(err))
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return "", 0, true, nil
+		case !fi.IsDir() && k < len(parts)-1:
+			return "", 0, false, fmt.Errorf("path %q goes through a file as if it were a directory", rel)
+		}
+		prefix = next
+	}
+	return prefix, len(parts), false, nil
+}
+
+// linkedPrefix resolves the longest existing prefix of parts under realRoot through the symbolic
+// links on the way, and returns its real path and length.
+func linkedPrefix(realRoot, rel string, parts []string) (string, int, error) {
+	for i := len(parts); i >= 0; i-- {
+		cand := filepath.Join(realRoot, filepath.FromSlash(strings.Join(parts[:i], "/")))
+		r, err := filepath.EvalSymlinks(cand)
+		if err == nil {
+			return r, i, nil
+		}
+		switch {
+		case errors.Is(err, syscall.ENOTDIR):
+			return "", 0, fmt.Errorf("path %q goes through a file as if it were a directory", rel)
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", 0, fmt.Errorf("cannot resolve path %q: %v", rel, Cause(err))
+		}
+		if _, lerr := os.Lstat(cand); lerr == nil {
+			// It exists but cannot be resolved: a symlink whose target is missing.
+			return "", 0, denied("path %q goes through a broken symbolic link (%q); it cannot be used",
+				rel, strings.Join(parts[:i], "/"))
+		}
+	}
+	return "", 0, fmt.Errorf("cannot resolve path %q", rel) // cannot happen: the real root itself exists
 }
 
 // allow asks the policy about rel and, if a symlink makes it differ, about real.
