@@ -80,10 +80,14 @@ func (r *run) plan(st tick) ([]launch, error) {
 			starts = append(starts, cloneNode(n))
 		}
 	})
+	var roster []Worker // read once, for the nodes no worker waits for
 	for _, n := range starts {
 		worker := n.Worker
 		if worker == "" {
-			w, ok, err := r.pickWorker(taken, reserved)
+			if roster == nil {
+				roster = r.board.roster()
+			}
+			w, ok, err := r.pickWorker(&roster, taken, reserved)
 			if err != nil {
 				return nil, err
 			}
@@ -159,9 +163,10 @@ func ready(rd reader, n *Node) bool {
 // pickWorker returns an idle harnessed worker no node waits for, or spawns one. When there is
 // none but a worker whose assignment ended and is not yet applied (it is released at the next
 // reconcile), it claims that one in taken and returns ok false: the node waits a tick for it
-// rather than have the team grow by a worker whenever work ends between two ticks.
-func (r *run) pickWorker(taken, reserved map[string]bool) (_ Worker, ok bool, _ error) {
-	workers := r.board.roster()
+// rather than have the team grow by a worker whenever work ends between two ticks. roster is the
+// board's workers, which pickWorker adds the worker it spawns to.
+func (r *run) pickWorker(roster *[]Worker, taken, reserved map[string]bool) (_ Worker, ok bool, _ error) {
+	workers := *roster
 	for _, w := range workers {
 		if w.Kind == Harnessed && w.Status == WorkerIdle && !taken[w.ID] && !reserved[w.ID] {
 			return w, true, nil
@@ -183,7 +188,10 @@ func (r *run) pickWorker(taken, reserved map[string]bool) (_ Worker, ok bool, _ 
 	if name == "" {
 		name = fmt.Sprintf("worker%d", len(workers)+1)
 	}
-	w, _, err := r.spawn(workerSpec{Name: name, Kind: Harnessed, Role: "worker"})
+	w, created, err := r.spawn(workerSpec{Name: name, Kind: Harnessed, Role: "worker"})
+	if created {
+		*roster = append(*roster, w)
+	}
 	return w, err == nil, err
 }
 
