@@ -62,16 +62,19 @@ func fileSize(path string) int64 {
 	return fi.Size()
 }
 
+// syncModes are the durability settings the step benchmarks run with.
+var syncModes = []struct {
+	name string
+	opts []sqlite.Option
+}{
+	{"normal", nil},
+	{"full", []sqlite.Option{sqlite.WithSynchronous(sqlite.SyncFull)}},
+}
+
 // BenchmarkPutStep: one step (a 150-byte PutWrites and a Put) per op, with the default options,
 // on one thread; it reports the time per step and the size of the database and its log at the end.
 func BenchmarkPutStep(b *testing.B) {
-	for _, bc := range []struct {
-		name string
-		opts []sqlite.Option
-	}{
-		{"normal", nil},
-		{"full", []sqlite.Option{sqlite.WithSynchronous(sqlite.SyncFull)}},
-	} {
+	for _, bc := range syncModes {
 		b.Run(bc.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "bench.db")
 			s, err := sqlite.Open(path, bc.opts...)
@@ -97,13 +100,7 @@ func BenchmarkPutStep(b *testing.B) {
 // BenchmarkPutStepParallel: steps as BenchmarkPutStep, from 32 threads at once (a squad's
 // workers), whose writes the Saver groups into shared commits.
 func BenchmarkPutStepParallel(b *testing.B) {
-	for _, bc := range []struct {
-		name string
-		opts []sqlite.Option
-	}{
-		{"normal", nil},
-		{"full", []sqlite.Option{sqlite.WithSynchronous(sqlite.SyncFull)}},
-	} {
+	for _, bc := range syncModes {
 		b.Run(bc.name, func(b *testing.B) {
 			s, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"), bc.opts...)
 			if err != nil {
