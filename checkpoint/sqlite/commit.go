@@ -127,7 +127,8 @@ func (c *committer) lead() {
 	next.wake <- struct{}{}
 }
 
-// commit runs group's writes in one transaction and sets each one's result.
+// commit runs group's writes in one transaction and sets each one's result. The deferred
+// rollback runs before the recovery of a panic, so a panicking group leaves nothing behind.
 func (c *committer) commit(group []*write) {
 	todo := make([]*write, 0, len(group))
 	for _, w := range group {
@@ -143,6 +144,13 @@ func (c *committer) commit(group []*write) {
 			w.err = err
 		}
 	}
+	defer func() {
+		// A write that panics fails its group, rolled back, rather than leave the callers
+		// waiting for a group that never ends.
+		if p := recover(); p != nil {
+			fail(todo, fmt.Errorf("checkpoint/sqlite: a write panicked: %v", p))
+		}
+	}()
 	ctx := context.Background()
 	if len(todo) == 1 && todo[0].alone {
 		todo[0].err = todo[0].fn(ctx, func(s *sql.Stmt) *sql.Stmt { return s })

@@ -208,3 +208,33 @@ func TestManyWritersGrouped(t *testing.T) {
 		}
 	}
 }
+
+// TestPanickingWriteFailsItsGroup: a write that panics fails every write of its group, which
+// is rolled back, and the saver writes on.
+func TestPanickingWriteFailsItsGroup(t *testing.T) {
+	ctx := context.Background()
+	s := openSaver(t)
+	thread := checkpoint.Config{ThreadID: "t"}
+	queued, release := holdGroup(t, s, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	wg.Go(func() { _, errs[0] = s.Put(ctx, thread, testCheckpoint("c1")) })
+	waitQueued(t, s, 1)
+	wg.Go(func() {
+		errs[1] = s.c.do(ctx, true, func(context.Context, func(*sql.Stmt) *sql.Stmt) error { panic("boom") })
+	})
+	queued()
+	release()
+	wg.Wait()
+	for _, err := range errs {
+		require.ErrorContains(t, err, "a write panicked: boom")
+	}
+	_, err := s.Get(ctx, checkpoint.Config{ThreadID: "t", CheckpointID: "c1"})
+	require.ErrorIs(t, err, checkpoint.ErrNotFound, "the group was rolled back")
+	_, err = s.Put(ctx, thread, testCheckpoint("c2"))
+	require.NoError(t, err)
+	err = s.c.do(ctx, true, func(context.Context, func(*sql.Stmt) *sql.Stmt) error { panic("alone") })
+	require.ErrorContains(t, err, "a write panicked: alone")
+	_, err = s.Put(ctx, thread, testCheckpoint("c3"))
+	require.NoError(t, err, "the saver writes on after a lone write panicked")
+}
