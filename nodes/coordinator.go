@@ -23,9 +23,9 @@ import (
 
 // coordinate gives the coordinator a turn: the first one with the goal, later ones woken by its
 // mail (or by the human's answer to its question), all in one conversation. Without wake, a
-// turn that ended returns how it ended and takes no mail. The run's state says the coordinator
-// is in a turn from before it may take its mail until its caller has made the turn's end known
-// (endTurn), so a crash in between gives the turn again on resume.
+// turn that ended returns how it ended and takes no mail; a turn a crash cut short goes on
+// either way. Mail the coordinator took in a turn a crash cut short before the turn's first
+// step was saved is given back by its mailbox, under the turn's key, when it is woken next.
 func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error) {
 	model, err := r.cfg.resolve(r.cfg.coordModel)
 	if err != nil {
@@ -53,11 +53,6 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 	}
 	if st.Answer != "" {
 		if err := r.heard(st.Asked, bus.Coordinator, st.Answer); err != nil {
-			return runtime.Outcome{}, err
-		}
-	}
-	if !st.InTurn { // from here the turn may take the coordinator's mail
-		if _, _, err := r.board.updateRun("", func(s *runState) { s.InTurn = true }); err != nil {
 			return runtime.Outcome{}, err
 		}
 	}

@@ -129,10 +129,11 @@ func (r *run) coordinatorWaiting() bool {
 }
 
 // coordinatorHasNews reports whether the coordinator has something to react to: the human's
-// answer to its question, or, when it is not waiting for one, mail; or a turn a crash cut short.
+// answer to its question, or, when it is not waiting for one, mail. (A turn a crash cut short
+// is taken up when the run starts again: see decideNext.)
 func (r *run) coordinatorHasNews() bool {
 	st := r.board.runState()
-	return st.InTurn || st.Answer != "" || (st.Question == "" && r.bus.Pending(bus.Coordinator) > 0)
+	return st.Answer != "" || (st.Question == "" && r.bus.Pending(bus.Coordinator) > 0)
 }
 
 // workToStart reports whether an assignment can start now that route_frontier has not started:

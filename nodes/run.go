@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -82,6 +83,9 @@ type run struct {
 	cancel  context.CancelCauseFunc // ends the run's context: End, or the run returning
 	started time.Time               // when this process took the run up
 	wake    chan struct{}           // something the human did
+	// takeUp is set when the run resumes at decide_next, which a crash or a pause cut short:
+	// perhaps in a coordinator turn (see decideNext).
+	takeUp bool
 	// The conversations of the coordinator and of the harnessed workers as their last runs left
 	// them, so that a wake-up does not rebuild them from checkpoints (see harnessed.Cache); the
 	// coordinator's is kept apart, where the workers' do not push it out.
@@ -240,6 +244,7 @@ func (r *run) execute() (res Result, err error) {
 	case len(snap.Tasks) == 0: // it ended before
 	default:
 		r.emit(eventlog.Event{Type: eventlog.AgentResumed, Text: fmt.Sprintf("resumed at tick %d", snap.Values.Tick)})
+		r.takeUp = slices.ContainsFunc(snap.Tasks, func(t graph.TaskState) bool { return t.Node == decideNode && !t.Done })
 		_, err = r.g.Resume(ctx, nil)
 	}
 	switch cause := context.Cause(ctx); {
@@ -407,16 +412,25 @@ func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 }
 
 // decideNext lets the coordinator react, when there is something to react to, and closes the
-// run (or an infinite run's cycle) once the coordinator has called finish.
+// run (or an infinite run's cycle) once the coordinator has called finish. A coordinator turn
+// runs only here, so a run that resumes elsewhere has none a crash or a pause cut short; one
+// that resumes here takes it up (takeUp): the turn goes on, or how it ended is made known
+// (once: see turn), before new mail is taken; then a turn that took mail and was cut short
+// before saving its first step takes it again (the mailbox gives the same messages back under
+// the turn's key), or the coordinator reads what is new.
 func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	n.Tick++
-	if st.Tick > 0 && !r.coordinatorHasNews() && !r.board.runState().Finished {
+	takeUp := r.takeUp
+	r.takeUp = false
+	news := st.Tick == 0 || r.coordinatorHasNews() || r.board.runState().Finished
+	if !news && !takeUp {
 		return n, nil
 	}
-	n.Sleeping = false
-	if rs := r.board.runState(); rs.InTurn && !rs.Finished {
-		// A turn a crash cut short: how it ended is made known before new mail is taken.
+	if news {
+		n.Sleeping = false
+	}
+	if takeUp && !r.board.runState().Finished {
 		if err := r.turn(ctx, &n, false); err != nil {
 			return n, err
 		}
@@ -457,15 +471,7 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 			return err
 		}
 	}
-	return r.endTurn()
-}
-
-// endTurn records that the coordinator's turn ended and was made known. The record goes on
-// disk with the board's next change (deferred): a crash that loses it gives the turn's end
-// again, which makes it known once more, to no effect (decideNext).
-func (r *run) endTurn() error {
-	_, _, err := r.board.updateRunDeferred("", func(s *runState) { s.InTurn = false })
-	return err
+	return nil
 }
 
 // close ends the run, or an infinite run's cycle, after finish: the coordinator's last turn to
@@ -479,9 +485,6 @@ func (r *run) close(ctx context.Context, n *tick) error {
 	o, err := r.coordinate(ctx, true)
 	n.Usage = n.Usage.Add(usageSince(o.Usage, n.CoordUsage))
 	n.CoordUsage = o.Usage
-	if err == nil {
-		err = r.endTurn()
-	}
 	if err != nil {
 		return err
 	}

@@ -29,9 +29,6 @@ type runState struct {
 	// until the coordinator has it.
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
-	// InTurn is set while the coordinator takes a turn: a turn a crash cut short (after it
-	// took its mail) is taken again on resume.
-	InTurn bool `json:"in_turn,omitempty"`
 	// Asked is the key of the coordinator's last question, which keys the answer's record.
 	Asked string `json:"asked,omitempty"`
 	// Applied are the keys of the latest updates made (appliedKept of them), so that none is
@@ -74,22 +71,11 @@ func (b *board) runState() runState {
 // before a restart), fn is not called. It returns the state as it is afterwards, and whether
 // fn was applied.
 func (b *board) updateRun(key string, fn func(st *runState)) (runState, bool, error) {
-	return b.updateRunBy(key, fn, b.locked)
-}
-
-// updateRunDeferred is updateRun, returning before the state is on disk (see deferred): it is
-// placed with the next change that is placed, or by a flush.
-func (b *board) updateRunDeferred(key string, fn func(st *runState)) (runState, bool, error) {
-	return b.updateRunBy(key, fn, b.deferred)
-}
-
-// updateRunBy is updateRun, with the change made by change: locked, or deferred.
-func (b *board) updateRunBy(key string, fn func(st *runState), change func(func() (*pending, error)) error) (runState, bool, error) {
 	var (
 		st      runState
 		applied bool
 	)
-	err := change(func() (p *pending, err error) {
+	err := b.locked(func() (p *pending, err error) {
 		st, applied, p, err = b.updateRunLocked(key, fn)
 		return p, err
 	})
