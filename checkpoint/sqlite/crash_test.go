@@ -121,6 +121,9 @@ func crashChild(role, dir string) error {
 	}
 	defer saver.Close()
 	ctx := context.Background()
+	if role == "writers" {
+		return writeUntilKilled(ctx, saver, dir)
+	}
 	thread := graph.WithThread(crashThread)
 	var g *graph.StateGraph[crashState]
 	switch role {
@@ -309,4 +312,121 @@ func TestInterruptInOneProcessAnswerInAnother(t *testing.T) {
 	if want := []string{"draft by " + asker}; !slices.Equal(final.Results, want) {
 		t.Errorf("results %q, want %q: the draft must not be redone", final.Results, want)
 	}
+}
+
+// writerThreads is how many threads writeUntilKilled writes at once.
+const writerThreads = 16
+
+// writeUntilKilled steps writerThreads threads at once, each step a PutStep (a write of the
+// step before, then the step's checkpoint, whose ID is its number), and appends the number of
+// each step the saver acknowledged to dir/<thread>.acks, until the process is killed.
+func writeUntilKilled(ctx context.Context, saver *sqlite.Saver, dir string) error {
+	errs := make(chan error, writerThreads)
+	for i := range writerThreads {
+		go func() {
+			thread := fmt.Sprintf("w%02d", i)
+			acks, err := os.OpenFile(filepath.Join(dir, thread+".acks"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				errs <- err
+				return
+			}
+			cfg := checkpoint.Config{ThreadID: thread}
+			var parent checkpoint.Config
+			for step := 0; ; step++ {
+				cp := checkpoint.Checkpoint{ID: fmt.Sprintf("%06d", step), ParentID: parent.CheckpointID, Step: step, Source: checkpoint.SourceLoop, Format: 1}
+				if step == 0 {
+					parent, err = saver.Put(ctx, cfg, cp)
+				} else {
+					w := checkpoint.Write{TaskID: "t", Node: "n", Kind: checkpoint.WriteUpdate, Value: []byte(fmt.Sprintf("%s:%d", thread, step))}
+					parent, err = saver.PutStep(ctx, parent, []checkpoint.Write{w}, cfg, cp)
+				}
+				if err == nil {
+					_, err = fmt.Fprintln(acks, step)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s step %d: %w", thread, step, err)
+					return
+				}
+			}
+		}()
+	}
+	return <-errs
+}
+
+// Many threads write through one Saver, their writes grouped into shared commits, and the process
+// is killed at a moment of the test's choosing: every step the saver acknowledged is in the
+// database, each whole (its checkpoint, and its write on the step before), and each thread's
+// steps are a prefix of what it wrote — a group is committed all or nothing, and never ahead of
+// an earlier one.
+func TestKillConcurrentWriters(t *testing.T) {
+	for _, after := range []int{1, 30, 200, 1000} { // acknowledged steps of the first thread
+		t.Run(fmt.Sprint(after), func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := crashCommand(t, "writers", dir)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			ended := make(chan error, 1)
+			go func() { ended <- cmd.Wait() }()
+			for deadline := time.Now().Add(time.Minute); acked(t, dir, "w00") < after; time.Sleep(time.Millisecond) {
+				select {
+				case err := <-ended:
+					t.Fatalf("the writers' process ended by itself: %v", err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("the writers acknowledged fewer than %d steps in a minute", after)
+				}
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-ended; err == nil || !strings.Contains(err.Error(), "killed") {
+				t.Fatalf("the writers' process ended by itself: %v", err)
+			}
+
+			s, err := sqlite.Open(filepath.Join(dir, "runs.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			total := 0
+			for i := range writerThreads {
+				thread := fmt.Sprintf("w%02d", i)
+				n := acked(t, dir, thread) // steps 0 .. n-1
+				got, err := s.List(ctx, checkpoint.Config{ThreadID: thread}, checkpoint.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) < n {
+					t.Fatalf("%s: %d steps acknowledged, %d in the database", thread, n, len(got))
+				}
+				for k, tu := range got { // newest first
+					step := len(got) - 1 - k
+					if tu.Checkpoint.ID != fmt.Sprintf("%06d", step) {
+						t.Fatalf("%s: checkpoint %d of %d is %q: the steps are not a prefix", thread, k, len(got), tu.Checkpoint.ID)
+					}
+					if step < len(got)-1 && (len(tu.Writes) != 1 || string(tu.Writes[0].Value) != fmt.Sprintf("%s:%d", thread, step+1)) {
+						t.Fatalf("%s: step %d holds writes %v, not the next step's", thread, step, tu.Writes)
+					}
+				}
+				total += len(got)
+			}
+			t.Logf("killed after %d steps of w00: %d steps in all", after, total)
+		})
+	}
+}
+
+// acked returns how many steps writeUntilKilled wrote to dir/<thread>.acks, whole lines only.
+func acked(t *testing.T, dir, thread string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, thread+".acks"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
 }
