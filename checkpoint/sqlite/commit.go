@@ -169,22 +169,23 @@ func (c *committer) commit(group []*write) {
 		}
 		return
 	}
+	savepoint, release, rollTo := bind(c.savepoint), bind(c.release), bind(c.rollTo)
 	var ok []*write
 	for i, w := range todo {
-		if _, err := bind(c.savepoint).ExecContext(ctx); err != nil {
+		if _, err := savepoint.ExecContext(ctx); err != nil {
 			fail(append(ok, todo[i:]...), err)
 			return
 		}
 		if w.err = w.fn(ctx, bind); w.err == nil {
 			ok = append(ok, w)
-		} else if _, err := bind(c.rollTo).ExecContext(ctx); err != nil {
+		} else if _, err := rollTo.ExecContext(ctx); err != nil {
 			// SQLite rolled the whole transaction back (a full disk, an I/O error): the
 			// writes before are undone too, and those after are not tried.
 			fail(ok, w.err)
 			fail(todo[i+1:], w.err)
 			return
 		}
-		if _, err := bind(c.release).ExecContext(ctx); err != nil {
+		if _, err := release.ExecContext(ctx); err != nil {
 			fail(append(ok, todo[i+1:]...), err)
 			return
 		}

@@ -95,7 +95,6 @@ func WithMaxReaders(n int) Option {
 // concurrent use, and several Savers, in one process or in several, may use the same file.
 type Saver struct {
 	path string
-	full bool    // every commit is synced (SyncFull)
 	wdb  *sql.DB // one connection, through c
 	c    committer
 	rdb  *sql.DB // reads, in read-only transactions
@@ -142,7 +141,7 @@ func Open(path string, opts ...Option) (*Saver, error) {
 		return nil, fmt.Errorf("checkpoint/sqlite: open %s: %w", path, err)
 	}
 
-	s := &Saver{path: path, full: o.sync == SyncFull}
+	s := &Saver{path: path}
 	if err := s.open(abs, o); err != nil {
 		s.Close()
 		return nil, err
@@ -487,11 +486,8 @@ func (s *Saver) insertWrites(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt
 		// Nothing was inserted: the write is a duplicate, or the checkpoint does not exist.
 		return checkExists(ctx, bind(s.lookup), cfg)
 	}
-	var pk int64
-	if err := bind(s.lookup).QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID).Scan(&pk); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			err = checkpoint.ErrNotFound
-		}
+	pk, err := lookupPK(ctx, bind(s.lookup), cfg)
+	if err != nil {
 		return err
 	}
 	stmt := bind(s.putWrite)
@@ -503,15 +499,20 @@ func (s *Saver) insertWrites(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt
 	return nil
 }
 
-// checkExists returns an error wrapping checkpoint.ErrNotFound when the checkpoint cfg addresses
-// does not exist.
+// checkExists returns checkpoint.ErrNotFound when the checkpoint cfg addresses does not exist.
 func checkExists(ctx context.Context, lookup *sql.Stmt, cfg checkpoint.Config) error {
+	_, err := lookupPK(ctx, lookup, cfg)
+	return err
+}
+
+// lookupPK returns the row of the checkpoint cfg addresses, or checkpoint.ErrNotFound.
+func lookupPK(ctx context.Context, lookup *sql.Stmt, cfg checkpoint.Config) (int64, error) {
 	var pk int64
 	err := lookup.QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID).Scan(&pk)
 	if errors.Is(err, sql.ErrNoRows) {
-		return checkpoint.ErrNotFound
+		return 0, checkpoint.ErrNotFound
 	}
-	return err
+	return pk, err
 }
 
 func (s *Saver) writesError(cfg checkpoint.Config, err error) error {

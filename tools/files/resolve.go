@@ -117,18 +117,21 @@ func plainPrefix(realRoot, rel string, parts []string) (prefix string, n int, li
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return prefix, k, false, nil
-		case errors.Is(err, syscall.ENOTDIR):
-			return "", 0, false, fmt.Errorf("path %q goes through a file as if it were a directory", rel)
 		case err != nil:
 			return "", 0, false, fmt.Errorf("cannot resolve path %q: %v", rel, Cause(err))
 		case fi.Mode()&fs.ModeSymlink != 0:
 			return "", 0, true, nil
 		case !fi.IsDir() && k < len(parts)-1:
-			return "", 0, false, fmt.Errorf("path %q goes through a file as if it were a directory", rel)
+			return "", 0, false, throughFile(rel)
 		}
 		prefix = next
 	}
 	return prefix, len(parts), false, nil
+}
+
+// throughFile is the error of a path that goes on past a file.
+func throughFile(rel string) error {
+	return fmt.Errorf("path %q goes through a file as if it were a directory", rel)
 }
 
 // linkedPrefix resolves the longest existing prefix of parts under realRoot through the symbolic
@@ -142,7 +145,7 @@ func linkedPrefix(realRoot, rel string, parts []string) (string, int, error) {
 		}
 		switch {
 		case errors.Is(err, syscall.ENOTDIR):
-			return "", 0, fmt.Errorf("path %q goes through a file as if it were a directory", rel)
+			return "", 0, throughFile(rel)
 		case !errors.Is(err, fs.ErrNotExist):
 			return "", 0, fmt.Errorf("cannot resolve path %q: %v", rel, Cause(err))
 		}
