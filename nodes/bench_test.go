@@ -82,8 +82,9 @@ func squadRun(b *testing.B, homes string, n, w int) (disk, db int64) {
 		b.Fatalf("%d of %d nodes completed", completed, n)
 	}
 	s.Close() // state.db's log is folded in
+	disk, db = diskUsage(home), diskUsage(home, "state.db", "state.db-wal")
 	b.StartTimer()
-	return diskUsage(home), diskUsage(home, "state.db", "state.db-wal")
+	return disk, db
 }
 
 // benchCoordinator spawns w workers and creates n nodes in its first turn, then waits, and

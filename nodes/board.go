@@ -566,6 +566,23 @@ func (b *board) change(fn func(t *tx) error) error {
 	return b.locked(func() (*pending, error) { return b.commit(fn) })
 }
 
+// changeAlong is change, with along run while the change is placed, so that both wait for one
+// sync: for a write that need not follow the change on disk — one that nothing outside the run
+// acts on before the change is placed, keyed so that when a crash kept it and lost the change,
+// the change made again does not make it twice.
+func (b *board) changeAlong(fn func(t *tx) error, along func() error) error {
+	b.wmu.Lock()
+	p, err := b.commit(fn)
+	b.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	placed := make(chan error, 1)
+	go func() { placed <- p.place() }()
+	err = along()
+	return errors.Join(<-placed, err)
+}
+
 // locked runs fn, which makes a change, under b.wmu, and returns once the change is placed.
 func (b *board) locked(fn func() (*pending, error)) error {
 	b.wmu.Lock()

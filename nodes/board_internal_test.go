@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -154,4 +155,32 @@ func TestOpenedRunRepairsStatusViews(t *testing.T) {
 	after, err := os.Stat(view(ids[2]))
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(fine, after), "a view that was right was written again")
+}
+
+// changeAlong runs its write while the change is placed — after the change is made in memory —
+// and returns once both are done, with the errors of both: the change is on disk, whatever the
+// write returned; a change refused runs no write.
+func TestChangeAlong(t *testing.T) {
+	b, run := newTestBoard(t)
+	n, _, err := b.create(nodeSpec{Task: "count"})
+	require.NoError(t, err)
+	bump := func(attempts int) func(t *tx) error {
+		return func(t *tx) error {
+			_, err := t.node(n.ID, func(n *Node) error { n.Attempts = attempts; return nil })
+			return err
+		}
+	}
+	refused := errors.New("refused")
+	err = b.changeAlong(bump(1), func() error {
+		got, _ := b.node(n.ID)
+		assert.Equal(t, 1, got.Attempts, "the change is in memory when the write runs")
+		return refused
+	})
+	require.ErrorIs(t, err, refused)
+	again, err := openBoard(run, time.Now)
+	require.NoError(t, err)
+	got, _ := again.node(n.ID)
+	assert.Equal(t, 1, got.Attempts, "on disk when changeAlong returns")
+
+	require.Error(t, b.changeAlong(func(*tx) error { return refused }, func() error { t.Error("a change refused runs no write"); return nil }))
 }

@@ -64,27 +64,31 @@ func (r *run) apply(ctx context.Context, ids []string, stage int) (providers.Usa
 	if len(todo) == 0 {
 		return usage, nil
 	}
-	err := r.board.change(func(t *tx) error {
+	record := func(t *tx) error {
 		for i := range todo {
 			if err := r.record(t, &todo[i]); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	tell := func() error {
+		var msgs []bus.Message
+		for _, a := range todo {
+			msgs = append(msgs, r.tells(a.node, a.worker, a.rec)...)
+		}
+		_, err := r.bus.SendAll(ctx, msgs)
+		return err
+	}
+	if err := r.board.changeAlong(record, tell); err != nil {
 		return usage, err
 	}
-	var tells []bus.Message
 	for _, a := range todo {
-		ms, err := r.announce(a.node, a.worker, a.rec)
-		if err != nil {
+		if err := r.announce(a.node, a.worker, a.rec); err != nil {
 			return usage, err
 		}
-		tells = append(tells, ms...)
 	}
-	_, err = r.bus.SendAll(ctx, tells)
-	return usage, err
+	return usage, nil
 }
 
 // damagedOutcome stands for the outcome of assignment id on node when its file cannot be read:
@@ -183,16 +187,11 @@ func release(t *tx, w Worker, id string, s runtime.Status) error {
 	return err
 }
 
-// announce makes an applied outcome known: the events, the worker's memory, the question to
-// the human, and it returns the messages to send — the note to the coordinator, and the
-// messages the worker left unread or suggested — keyed by the outcome. Each is done once per
-// outcome, however often announce runs.
-func (r *run) announce(node Node, worker Worker, rec outcomeRecord) ([]bus.Message, error) {
+// announce makes an applied outcome known to the human and the agent, once its node's change
+// is on disk: the events, the worker's memory, the question to the human. Each is done once
+// per outcome, however often announce runs.
+func (r *run) announce(node Node, worker Worker, rec outcomeRecord) error {
 	o, key := rec.Outcome, rec.key()
-	var tells []bus.Message
-	tell := func(what, from, to, text string) {
-		tells = append(tells, bus.Message{Key: key + "/" + what, From: from, To: to, Body: text})
-	}
 	switch o.Status {
 	case runtime.Published, runtime.Checkpointed:
 		text := o.Summary
@@ -201,10 +200,13 @@ func (r *run) announce(node Node, worker Worker, rec outcomeRecord) ([]bus.Messa
 		}
 		r.emitAt(eventlog.NodeCompleted, node.ID, worker.ID, text, map[string]any{"status": o.Status, "published": o.Published}, key+"/completed")
 		if err := r.remember(worker, node, rec); err != nil {
-			return nil, err
+			return err
 		}
 	case runtime.Waiting:
 		r.emitAt(eventlog.HumanQuestion, node.ID, worker.ID, o.Question, nil, key+"/question")
+		if err := r.toHuman(key+"/question", worker.Name, o.Question); err != nil {
+			return err
+		}
 	case runtime.Cancelled:
 	default:
 		retry := node.Status == NodePending
@@ -212,6 +214,19 @@ func (r *run) announce(node Node, worker Worker, rec outcomeRecord) ([]bus.Messa
 	}
 	if o.Status != runtime.Waiting {
 		r.emitAt(eventlog.WorkerIdle, "", worker.ID, "", nil, key+"/idle")
+	}
+	return nil
+}
+
+// tells returns the messages an applied outcome sends among the agents — the note to the
+// coordinator, and the messages the worker left unread or suggested — keyed by the outcome.
+// They are read in the squad's own turns, which come after its node's change is on disk, so
+// they may be sent while it is written (see board.changeAlong).
+func (r *run) tells(node Node, worker Worker, rec outcomeRecord) []bus.Message {
+	o, key := rec.Outcome, rec.key()
+	var msgs []bus.Message
+	tell := func(what, from, to, text string) {
+		msgs = append(msgs, bus.Message{Key: key + "/" + what, From: from, To: to, Body: text})
 	}
 	switch o.Status {
 	case runtime.Published:
@@ -226,11 +241,7 @@ func (r *run) announce(node Node, worker Worker, rec outcomeRecord) ([]bus.Messa
 			text += fmt.Sprintf("\nIt waits for its sub-nodes %s.", strings.Join(node.WaitingFor, ", "))
 		}
 		tell("done", squadName, bus.Coordinator, text)
-	case runtime.Waiting:
-		if err := r.toHuman(key+"/question", worker.Name, o.Question); err != nil {
-			return nil, err
-		}
-	case runtime.Cancelled:
+	case runtime.Waiting, runtime.Cancelled:
 	default:
 		text := fmt.Sprintf("Node %s (%s) %s: %s", node.ID, worker.Name, o.Status, rec.Error)
 		if notes := r.dir.Node(node.ID).Path("failure_notes.md"); fileExists(notes) {
@@ -247,7 +258,7 @@ func (r *run) announce(node Node, worker Worker, rec outcomeRecord) ([]bus.Messa
 	for i, s := range o.Suggestions {
 		tell(fmt.Sprintf("suggestion%d", i), worker.Name, bus.Coordinator, "Suggestion: "+s)
 	}
-	return tells, nil
+	return msgs
 }
 
 // setNode changes a node and stamps the events that follow with it.

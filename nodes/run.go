@@ -327,12 +327,21 @@ func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 	return n, err
 }
 
-// routeFrontier decides which assignments start now.
+// routeFrontier decides which assignments start now. It first applies what ended while the
+// last tick's coordinator turn ran (decide_next collected it), so that a worker that finished
+// then starts again in this tick, not the next.
 func (r *run) routeFrontier(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	n.Launches = nil
 	if r.isStopped() {
 		return n, nil
+	}
+	if len(st.Done) > 0 {
+		u, err := r.apply(ctx, st.Done, r.board.runState().Stage)
+		if err != nil {
+			return n, err
+		}
+		n.Usage, n.Done = n.Usage.Add(u), nil
 	}
 	launches, err := r.plan(st)
 	if err != nil {
@@ -418,9 +427,10 @@ func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 // (once: see turn), before new mail is taken; then a turn that took mail and was cut short
 // before saving its first step takes it again (the mailbox gives the same messages back under
 // the turn's key), or the coordinator reads what is new.
-func (r *run) decideNext(ctx context.Context, st tick) (tick, error) {
-	n := next(st)
+func (r *run) decideNext(ctx context.Context, st tick) (n tick, err error) {
+	n = next(st)
 	n.Tick++
+	defer func() { n.Done = append(n.Done, r.pool.drain()...) }() // for route_frontier to apply
 	takeUp := r.takeUp
 	r.takeUp = false
 	news := st.Tick == 0 || r.coordinatorHasNews() || r.board.runState().Finished

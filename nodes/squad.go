@@ -9,9 +9,11 @@
 //
 //	  - intake takes the goal and starts the run's plan and logs; the coordinator's prompt is
 //	    built from the agent's home (SOUL.md, GOAL.md, MEMORY.md, recent logs) at each of its turns.
-//	  - route_frontier matches ready work nodes (pending, dependencies done) to idle workers,
-//	    spawning workers when none is free, within the pool's concurrency limit; it also picks up
-//	    assignments to resume: after a restart, after a human's answer, or for a worker woken by mail.
+//	  - route_frontier first applies, as reconcile_inbox does, what ended while decide_next ran
+//	    (so a worker that finished then starts again in this tick), then matches ready work nodes
+//	    (pending, dependencies done) to idle workers, spawning workers when none is free, within
+//	    the pool's concurrency limit; it also picks up assignments to resume: after a restart,
+//	    after a human's answer, or for a worker woken by mail.
 //	  - dispatch starts each assignment on its worker's runtime. Assignments run on their own:
 //	    a long one keeps running across ticks.
 //	  - collect waits for the first thing that needs attention — an assignment that ended, a

@@ -1,0 +1,92 @@
+package nodes_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+)
+
+// A worker that finishes while the coordinator's turn runs starts its next node in the tick
+// that follows, before the coordinator's next turn: route_frontier applies what ended during
+// decide_next before it plans, rather than leave it to the next collect. Ben's first node, n2,
+// ends while the coordinator is in the turn n1's completion woke it for; n3, Ben's next node,
+// must start before the coordinator's following turn.
+func TestWorkerFinishedDuringTurnStartsInNextTick(t *testing.T) {
+	release := make(chan struct{})
+	var squad *nodes.Squad
+	coord := scripted.NewFunc("tick-coordinator", func(ctx context.Context, req providers.Request) (scripted.Turn, error) {
+		text, _ := scripted.Last(req)
+		switch {
+		case len(req.Messages) == 1:
+			return scTurn(req,
+				scripted.Call("spawn_worker", map[string]any{"name": "Ann"}),
+				scripted.Call("spawn_worker", map[string]any{"name": "Ben"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Quick note.", "worker": "Ann"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Slow note.", "worker": "Ben"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Next note.", "worker": "Ben"})), nil
+		case strings.Contains(text, "Stage 1 is complete"):
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "done"})), nil
+		case strings.Contains(text, "Node n1 (Ann) completed"):
+			close(release)
+			for !nodes.AssignmentEnded(squad, "tick.n2.1") { // n2 ends within this turn
+				select {
+				case <-ctx.Done():
+					return scripted.Turn{}, ctx.Err()
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
+	})
+	worker := scripted.NewFunc("tick-worker", func(ctx context.Context, req providers.Request) (scripted.Turn, error) {
+		node := scNode(req)
+		if scCalled(req)["write_file"] == 0 {
+			if node == "n2" {
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return scripted.Turn{}, ctx.Err()
+				}
+			}
+			return scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/" + node + "/scratch/note.md", "content": "A note.\n"})), nil
+		}
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "note.md"})), nil
+	})
+	s, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20*time.Millisecond))
+	require.NoError(t, err)
+	defer s.Close()
+	squad = s
+	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+	defer cancel()
+	res, err := s.RunID(ctx, "tick", "Write the notes.")
+	require.NoError(t, err)
+	require.Equal(t, "done", res.Output)
+
+	// After n2 completed: n3 starts, then the coordinator takes its next turn.
+	var after []string
+	seen := false
+	for _, e := range scEvents(t, s) {
+		switch {
+		case e.Type == eventlog.NodeCompleted && e.Node == "n2":
+			seen = true
+		case seen && e.Type == eventlog.NodeStarted:
+			after = append(after, "start "+e.Node)
+		case seen && e.Type == "x.model_turn" && e.Worker == "coordinator":
+			after = append(after, "coordinator turn")
+		}
+	}
+	require.True(t, seen, "n2 completed")
+	require.NotEmpty(t, after)
+	assert.Equal(t, "start n3", after[0], "what followed n2's completion: %v", after)
+}
