@@ -620,17 +620,37 @@ func (b *board) deferred(fn func() (*pending, error)) error {
 	return b.flush()
 }
 
-// flush puts the deferred changes in place, and returns once they are on disk.
-func (b *board) flush() error { return b.placeAll(b.takeLater(math.MaxUint64)) }
+// flush puts the deferred changes in place, and returns once they, and every change made
+// before the call, are on disk — also those another change is placing (see pending.place).
+func (b *board) flush() error {
+	_, err := b.flushAll()
+	return err
+}
+
+// flushAll is flush; it reports whether any change made before the call was not yet placed.
+func (b *board) flushAll() (waited bool, err error) {
+	b.pmu.Lock()
+	upto, waited := b.tickets, b.placed < b.tickets
+	b.pmu.Unlock()
+	err = b.placeAll(b.takeLater(math.MaxUint64))
+	b.pmu.Lock()
+	defer b.pmu.Unlock()
+	for b.placed < upto {
+		b.placing.Wait()
+	}
+	if err == nil {
+		err = b.broken
+	}
+	return waited, err
+}
 
 // flushDurable is flush, and makes the renames of what it placed durable before it returns
 // rather than with the next sync (see placeAll): for a caller whose record of the changes is
 // kept where a crash of the system does not order it after them (a saver on another file
 // system or server: the coordinator's conversation, which says which nodes it created).
 func (b *board) flushDurable() error {
-	ps := b.takeLater(math.MaxUint64)
-	err := b.placeAll(ps)
-	if len(ps) > 0 {
+	waited, err := b.flushAll()
+	if waited {
 		b.syncPlaced()
 	}
 	return err

@@ -184,3 +184,49 @@ func TestChangeAlong(t *testing.T) {
 
 	require.Error(t, b.changeAlong(func(*tx) error { return refused }, func() error { t.Error("a change refused runs no write"); return nil }))
 }
+
+// flush returns once every change made before it is on disk, also a deferred one that another
+// change took to place with it: what a caller orders after a flush (the coordinator's
+// conversation, the events of an outcome) never gets ahead of the board.
+func TestFlushWaitsForChangesMadeBefore(t *testing.T) {
+	b, run := newTestBoard(t)
+	n, _, err := b.create(nodeSpec{Task: "count"})
+	require.NoError(t, err)
+	staged := func(attempts int) *pending { // a change made, not placed
+		b.wmu.Lock()
+		defer b.wmu.Unlock()
+		p, err := b.commit(func(t *tx) error {
+			_, err := t.node(n.ID, func(n *Node) error { n.Attempts = attempts; return nil })
+			return err
+		})
+		require.NoError(t, err)
+		return p
+	}
+	first := staged(1)
+	_, _, err = b.createDeferred(nodeSpec{Task: "deferred"})
+	require.NoError(t, err)
+	third := staged(2)
+	placed := make(chan error, 1)
+	go func() { placed <- third.place() }() // takes the deferred change, and waits for the first
+	for taken := false; !taken; time.Sleep(time.Millisecond) {
+		b.pmu.Lock()
+		taken = len(b.later) == 0
+		b.pmu.Unlock()
+	}
+
+	flushed := make(chan error, 1)
+	go func() { flushed <- b.flush() }()
+	select {
+	case err := <-flushed:
+		t.Fatalf("flush returned (%v) before the deferred change was placed", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.NoError(t, first.place())
+	require.NoError(t, <-placed)
+	require.NoError(t, <-flushed)
+	again, err := openBoard(run, time.Now)
+	require.NoError(t, err)
+	got, _ := again.node(n.ID)
+	assert.Equal(t, 2, got.Attempts)
+	assert.Len(t, again.Snapshot().Nodes, 2, "the deferred change is on disk")
+}
