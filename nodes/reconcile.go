@@ -220,8 +220,8 @@ func (r *run) announce(node Node, worker Worker, rec outcomeRecord) error {
 
 // tells returns the messages an applied outcome sends among the agents — the note to the
 // coordinator, and the messages the worker left unread or suggested — keyed by the outcome.
-// They are read in the squad's own turns, which come after its node's change is on disk, so
-// they may be sent while it is written (see board.changeAlong).
+// The coordinator and the workers read them only in turns the squad starts after the node's
+// change is on disk, so they may be sent while it is written (see board.changeAlong).
 func (r *run) tells(node Node, worker Worker, rec outcomeRecord) []bus.Message {
 	o, key := rec.Outcome, rec.key()
 	var msgs []bus.Message
