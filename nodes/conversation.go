@@ -11,6 +11,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/agiraph/agiraph/internal/osfile"
 )
 
 // Entry is one message of the agent's conversation with its human, in conversation.jsonl: the
@@ -94,7 +96,7 @@ func (c *conversation) add(key, run, from, to, content string) error {
 // write appends line to the file in a single write call. Should the write fail, what it wrote
 // is truncated away; should that fail too, the conversation is broken. c.mu must be held.
 func (c *conversation) write(line []byte) error {
-	f, err := os.OpenFile(c.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := osfile.OpenFile(c.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}

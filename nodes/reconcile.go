@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/bus"
@@ -304,7 +305,7 @@ func (r *run) remember(w Worker, n Node, rec outcomeRecord) error {
 	if done, err := wroteBefore(dir.Memory(), []byte(line)); err != nil || done {
 		return err
 	}
-	f, err := os.OpenFile(dir.Memory(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := osfile.OpenFile(dir.Memory(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/autonomous"
 	"github.com/agiraph/agiraph/runtime/claudecode"
@@ -25,7 +26,7 @@ import (
 // folders), its tools, its mailbox, and the human's answer if it asked.
 func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
 	dir := r.dir.Node(n.ID)
-	spec, err := os.ReadFile(workspace.Spec(dir))
+	spec, err := osfile.ReadFile(workspace.Spec(dir))
 	if err != nil {
 		return runtime.Assignment{}, fmt.Errorf("nodes: node %s: %w", n.ID, err)
 	}
@@ -81,7 +82,7 @@ The run folder is %[2]s; file paths are relative to it.
 }
 
 func readText(path string) string {
-	b, err := os.ReadFile(path)
+	b, err := osfile.ReadFile(path)
 	if err != nil {
 		return ""
 	}

@@ -44,6 +44,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
@@ -765,7 +766,7 @@ func (b *Bus) writeMarkdown(after int, from, label string, rs []*member, t time.
 	}
 	for n := after + 1; ; n++ {
 		path := filepath.Join(b.dir, fmt.Sprintf("%04d_%s_to_%s.md", n, fileName(from), fileName(label)))
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := osfile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/agiraph/agiraph/internal/fsync"
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/tools/files"
 )
 
@@ -163,7 +164,7 @@ func (a *Appender) Close() error {
 // appendTo appends data to path (created 0644 if need be) in a single write to a file opened
 // with O_APPEND, and returns the file, open.
 func appendTo(path string, data []byte) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, defaultPerm)
+	f, err := osfile.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, defaultPerm)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: append to %s: %w", path, files.Cause(err))
 	}
@@ -358,7 +359,7 @@ func stage(path string, data []byte, spare string) (staged, error) {
 			return staged{f: f, tmp: spare, path: path, spare: true}, nil
 		}
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := osfile.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
 		return staged{}, fmt.Errorf("workspace: write %s: %w", path, files.Cause(err))
 	}
@@ -419,7 +420,7 @@ func WriteJSON(path string, v any) error {
 
 // ReadTail returns the last n bytes of the file at path, or all of it when it is shorter.
 func ReadTail(path string, n int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := osfile.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
 	}
@@ -439,7 +440,7 @@ func ReadTail(path string, n int64) ([]byte, error) {
 // ReadJSON reads the JSON in path into v. Errors name the file; a missing file's error
 // matches [fs.ErrNotExist].
 func ReadJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
+	data, err := osfile.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agiraph/agiraph/internal/osfile"
 )
 
 // A folder's spare is a file kept in it, under SpareName, that atomic writes reuse: the new
@@ -34,7 +36,7 @@ import (
 // (and so held); ok is false when the spare cannot be used (held by another writer, not a plain
 // file, or a write failed), and the caller writes a temporary file instead.
 func takeSpare(path string, data []byte, perm fs.FileMode) (f *os.File, ok bool) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW, perm)
+	f, err := osfile.OpenFile(path, os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW, perm)
 	if err != nil {
 		return nil, false
 	}
