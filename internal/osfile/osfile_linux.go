@@ -20,3 +20,18 @@ func OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
 		return os.NewFile(uintptr(fd), name), nil
 	}
 }
+
+// Rename is os.Rename without the look at newpath it takes first, to refuse to put a file in
+// place of a directory: the system refuses it too (EISDIR).
+func Rename(oldpath, newpath string) error {
+	for {
+		err := unix.Rename(oldpath, newpath)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+		}
+		return nil
+	}
+}

@@ -91,3 +91,25 @@ func TestReadFile(t *testing.T) {
 		assert.NotEmpty(t, got)
 	}
 }
+
+func TestRename(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.WriteFile(a, []byte("new"), 0o644))
+	require.NoError(t, os.WriteFile(b, []byte("old"), 0o644))
+	require.NoError(t, Rename(a, b))
+	got, err := os.ReadFile(b)
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(got))
+	assert.NoFileExists(t, a)
+
+	err = Rename(a, b)
+	var le *os.LinkError
+	require.ErrorAs(t, err, &le, "the error names both paths")
+	assert.Equal(t, a, le.Old)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	sub := filepath.Join(dir, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	assert.Error(t, Rename(b, sub), "a file does not replace a folder")
+	assert.FileExists(t, b)
+}

@@ -392,7 +392,7 @@ func (s staged) place() error {
 		}
 		return nil
 	}
-	if err := os.Rename(s.tmp, s.path); err != nil {
+	if err := osfile.Rename(s.tmp, s.path); err != nil {
 		s.discard()
 		return fmt.Errorf("workspace: write %s: %w", s.path, files.Cause(err))
 	}

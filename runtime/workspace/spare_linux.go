@@ -65,7 +65,7 @@ func exchange(f *os.File, tmp, path string) error {
 	defer f.Close()
 	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
-		err = os.Rename(tmp, path)
+		err = osfile.Rename(tmp, path)
 	}
 	return err
 }
