@@ -189,10 +189,19 @@ func BenchmarkResume1000(b *testing.B) {
 }
 
 // benchWorker is a worker that writes a note on its node and publishes it.
-func benchWorker() *scripted.Model {
-	return scripted.NewFunc("bench-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+func benchWorker() *scripted.Model { return noteWorker("bench-worker", nil) }
+
+// noteWorker is benchWorker named name; before, when set, is called before it writes a note on
+// a node, and an error it returns ends the model's turn.
+func noteWorker(name string, before func(ctx context.Context, node string) error) *scripted.Model {
+	return scripted.NewFunc(name, func(ctx context.Context, req providers.Request) (scripted.Turn, error) {
 		if scCalled(req)["write_file"] == 0 {
 			node := scNode(req)
+			if before != nil {
+				if err := before(ctx, node); err != nil {
+					return scripted.Turn{}, err
+				}
+			}
 			return scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/" + node + "/scratch/note.md", "content": "A note on " + node + ".\n"})), nil
 		}
 		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "note.md"})), nil

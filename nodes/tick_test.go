@@ -48,19 +48,16 @@ func TestWorkerFinishedDuringTurnStartsInNextTick(t *testing.T) {
 		}
 		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
-	worker := scripted.NewFunc("tick-worker", func(ctx context.Context, req providers.Request) (scripted.Turn, error) {
-		node := scNode(req)
-		if scCalled(req)["write_file"] == 0 {
-			if node == "n2" {
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return scripted.Turn{}, ctx.Err()
-				}
-			}
-			return scTurn(req, scripted.Call("write_file", map[string]string{"path": "nodes/" + node + "/scratch/note.md", "content": "A note.\n"})), nil
+	worker := noteWorker("tick-worker", func(ctx context.Context, node string) error {
+		if node != "n2" {
+			return nil
 		}
-		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "note.md"})), nil
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	})
 	s, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
 		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20*time.Millisecond))

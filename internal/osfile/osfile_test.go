@@ -30,7 +30,7 @@ func TestOpenFile(t *testing.T) {
 	assert.Equal(t, "one\ntwo\n", string(got))
 	st, err := os.Stat(path)
 	require.NoError(t, err)
-	assert.Equal(t, fs.FileMode(0o640), st.Mode().Perm()&^umask(t))
+	assert.Equal(t, fs.FileMode(0o640)&^umask(t), st.Mode().Perm(), "the permissions asked for, less the umask")
 
 	_, err = OpenFile(filepath.Join(dir, "missing"), os.O_RDONLY, 0)
 	var pe *fs.PathError
