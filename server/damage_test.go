@@ -24,6 +24,7 @@ func TestSecondServerOnARootIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "in use by process "+strconv.Itoa(os.Getpid()))
 	assert.Contains(t, err.Error(), "127.0.0.1:8123")
+	assert.Contains(t, err.Error(), "stop it, or use another root")
 	require.NoError(t, first.Close())
 	again, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam))
 	require.NoError(t, err)

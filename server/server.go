@@ -194,6 +194,9 @@ func New(opts ...Option) (*Server, error) {
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
 		c.logger.Warn("two servers on one root cannot be prevented here", "err", err)
+	case errors.Is(err, rootlock.ErrLocked):
+		s.stop()
+		return nil, fmt.Errorf("server: %w; stop it, or use another root", err)
 	case err != nil:
 		s.stop()
 		return nil, fmt.Errorf("server: %w", err)

@@ -1,26 +1,27 @@
-// Package rootlock keeps two server processes from running on the same root: an exclusive OS
-// file lock (flock) on <root>/.lock, held on an open file descriptor, so the OS releases it when
-// the holding process ends in any way, kill -9 included. The file also says who holds the lock,
-// so that the process turned away can name it.
+// Package rootlock keeps two processes from working in the same folder at once — two servers on
+// one root, two squads on one agent's home: an exclusive OS lock (flock) on the folder itself,
+// held on an open descriptor, so the OS releases it when the holding process ends in any way,
+// kill -9 included, and no file removed from the folder lets a second process in. The file
+// <dir>/.lock says who holds the lock, so that the process turned away can name it.
 package rootlock
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 )
 
-// FileName is the name of the lock file inside the locked folder.
+// FileName is the name of the file, inside the locked folder, that says who holds the lock.
 const FileName = ".lock"
 
 // ErrLocked is wrapped by the error of Acquire when another process (or another Lock of this
 // process) holds the lock of the folder.
-var ErrLocked = errors.New("rootlock: folder is locked by another process")
+var ErrLocked = errors.New("rootlock: the folder is in use")
 
 // errBusy is what lockFile returns when the lock is held elsewhere.
 var errBusy = errors.New("lock held elsewhere")
@@ -31,7 +32,7 @@ type Lock struct {
 	since string
 
 	mu sync.Mutex
-	f  *os.File // nil once released
+	f  *os.File // the locked folder; nil once released
 }
 
 // holder is the content of the lock file: who holds the lock.
@@ -41,31 +42,33 @@ type holder struct {
 	Since string `json:"since"` // RFC 3339
 }
 
-// Acquire takes the lock of dir, creating dir if needed: the file <dir>/.lock (mode 0600),
-// locked with flock(LOCK_EX|LOCK_NB), into which it writes who holds it as JSON — this process's
-// PID, addr and the time, e.g. {"pid":123,"addr":"127.0.0.1:8080","since":"2026-11-23T10:00:00Z"}.
-// addr may be empty when the address is not known yet; see SetAddr.
+// Acquire takes the lock of dir, creating dir if needed: the folder, locked with
+// flock(LOCK_EX|LOCK_NB), and the file <dir>/.lock (mode 0600), into which it writes who holds it
+// as JSON — this process's PID, addr and the time, e.g.
+// {"pid":123,"addr":"127.0.0.1:8080","since":"2026-11-23T10:00:00Z"}. addr may be empty when
+// there is none, or it is not known yet; see SetAddr.
 //
 // When the lock is held by another process — or by another Lock of this process: two Acquires of
 // one folder conflict — Acquire fails at once, without waiting, with an error wrapping ErrLocked
-// that names dir and the holder's PID and address as read from the file. A lock file left behind
-// by a process that is gone is no obstacle: the OS released its lock when the process ended.
+// that names dir and the holder's PID, address and time as read from the file. A lock file left
+// behind by a process that is gone is no obstacle: the OS released its lock when the process
+// ended. A lock file removed while its holder runs lets no one in: the lock is on the folder.
 //
-// The descriptor is opened close-on-exec, so child processes of the server do not keep the lock.
-// On systems without flock (Windows, Solaris, AIX, …) Acquire returns an error wrapping
-// errors.ErrUnsupported.
+// The descriptor is opened close-on-exec, so child processes do not keep the lock. On a network
+// file system (NFS) the lock keeps out the processes of this host only. On systems without
+// flock (Windows, Solaris, AIX, …) Acquire returns an error wrapping errors.ErrUnsupported.
 func Acquire(dir, addr string) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("rootlock: cannot create %s: %w", dir, err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, FileName), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("rootlock: cannot open the lock file of %s: %w", dir, err)
+		return nil, fmt.Errorf("rootlock: cannot open %s: %w", dir, err)
 	}
 	if err := lockFile(f); err != nil {
-		defer f.Close()
+		f.Close()
 		if errors.Is(err, errBusy) {
-			return nil, &lockedError{dir: dir, holder: readHolder(f)}
+			return nil, &lockedError{dir: dir, holder: readHolder(dir)}
 		}
 		return nil, fmt.Errorf("rootlock: cannot lock %s: %w", dir, err)
 	}
@@ -88,8 +91,7 @@ func (l *Lock) SetAddr(addr string) error {
 	return l.write(addr)
 }
 
-// Release unlocks and closes the lock file; the file stays, and is no obstacle to the next
-// Acquire. Releasing a released Lock does nothing.
+// Release unlocks the folder; the lock file stays, and is no obstacle to the next Acquire. Releasing a released Lock does nothing.
 func (l *Lock) Release() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -104,30 +106,40 @@ func (l *Lock) Release() error {
 	return nil
 }
 
-// write puts the holder information into the file, l.mu held or l not yet shared. It overwrites
-// the old content before cutting it to length, so a reader never sees an empty file; the reader
-// decodes the first JSON value only, ignoring a tail left over from a longer content.
+// write puts the holder information into the lock file (made again if it was removed), l.mu
+// held or l not yet shared. It overwrites the old content before cutting it to length, so a
+// reader never sees an empty file; the reader decodes the first JSON value only, ignoring a tail
+// left over from a longer content.
 func (l *Lock) write(addr string) error {
 	b, err := json.Marshal(holder{PID: os.Getpid(), Addr: addr, Since: l.since})
 	if err != nil {
 		return fmt.Errorf("rootlock: %w", err)
 	}
 	b = append(b, '\n')
-	if _, err := l.f.WriteAt(b, 0); err != nil {
-		return fmt.Errorf("rootlock: write the holder of %s: %w", l.dir, err)
+	f, err := os.OpenFile(filepath.Join(l.dir, FileName), os.O_WRONLY|os.O_CREATE, 0o600)
+	if err == nil {
+		_, err = f.WriteAt(b, 0)
+		if err == nil {
+			err = f.Truncate(int64(len(b)))
+		}
+		err = errors.Join(err, f.Close())
 	}
-	if err := l.f.Truncate(int64(len(b))); err != nil {
+	if err != nil {
 		return fmt.Errorf("rootlock: write the holder of %s: %w", l.dir, err)
 	}
 	return nil
 }
 
-// readHolder reads who holds the lock from f; the zero holder when the file does not say (yet).
-func readHolder(f *os.File) holder {
-	b := make([]byte, 4096)
-	n, _ := f.ReadAt(b, 0)
+// readHolder reads who holds the lock of dir from its lock file; the zero holder when the file
+// does not say (yet, or any more).
+func readHolder(dir string) holder {
+	f, err := os.Open(filepath.Join(dir, FileName))
+	if err != nil {
+		return holder{}
+	}
+	defer f.Close()
 	var h holder
-	if json.NewDecoder(bytes.NewReader(b[:n])).Decode(&h) != nil {
+	if json.NewDecoder(io.LimitReader(f, 4096)).Decode(&h) != nil {
 		return holder{}
 	}
 	return h
@@ -150,7 +162,7 @@ func (e *lockedError) Error() string {
 	if e.holder.Since != "" {
 		who += " since " + e.holder.Since
 	}
-	return fmt.Sprintf("rootlock: %s is in use by %s; stop it, or use another root", e.dir, who)
+	return fmt.Sprintf("rootlock: %s is in use by %s", e.dir, who)
 }
 
 func (e *lockedError) Unwrap() error { return ErrLocked }

@@ -55,8 +55,10 @@ func hold(dir string) error {
 // deadline bounds the wait for the child to lock: generous, never a timed assertion.
 const deadline = 60 * time.Second
 
-func TestKilledHolderReleases(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "root")
+// startHolder starts this test binary as a process that holds the lock of dir, and returns once
+// it does; the process is killed when the test ends.
+func startHolder(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), holderDirEnv+"="+dir)
 	cmd.Stderr = os.Stderr
@@ -79,14 +81,19 @@ func TestKilledHolderReleases(t *testing.T) {
 	case <-time.After(deadline):
 		t.Fatal("the child did not lock in time")
 	}
+	return cmd
+}
 
-	_, err = rootlock.Acquire(dir, "127.0.0.1:9090")
+func TestKilledHolderReleases(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "root")
+	cmd := startHolder(t, dir)
+
+	_, err := rootlock.Acquire(dir, "127.0.0.1:9090")
 	require.ErrorIs(t, err, rootlock.ErrLocked)
 	msg := err.Error()
 	assert.Contains(t, msg, dir)
 	assert.Contains(t, msg, "process "+strconv.Itoa(cmd.Process.Pid))
-	assert.Contains(t, msg, "(serving "+childAddr+")")
-	assert.Contains(t, msg, "stop it, or use another root")
+	assert.Contains(t, msg, "(serving "+childAddr+") since ")
 
 	require.NoError(t, cmd.Process.Kill()) // SIGKILL: the child cannot release anything itself
 	require.Error(t, cmd.Wait())
@@ -96,6 +103,25 @@ func TestKilledHolderReleases(t *testing.T) {
 	h := holderOf(t, dir)
 	assert.Equal(t, os.Getpid(), h.PID)
 	assert.Equal(t, "127.0.0.1:9090", h.Addr)
+	require.NoError(t, l.Release())
+}
+
+// The lock file removed while another process holds the lock lets no one in: the lock is on the
+// folder, not on the file. The refusal then cannot name the holder.
+func TestRemovedLockFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "root")
+	cmd := startHolder(t, dir)
+	require.NoError(t, os.Remove(filepath.Join(dir, rootlock.FileName)))
+
+	_, err := rootlock.Acquire(dir, "127.0.0.1:9090")
+	require.ErrorIs(t, err, rootlock.ErrLocked, "a second process took the lock once its file was removed")
+	assert.Equal(t, fmt.Sprintf("rootlock: %s is in use by another process", dir), err.Error())
+
+	require.NoError(t, cmd.Process.Kill())
+	require.Error(t, cmd.Wait())
+	l, err := rootlock.Acquire(dir, "127.0.0.1:9090")
+	require.NoError(t, err, "the lock of a killed process is not released")
+	assert.Equal(t, os.Getpid(), holderOf(t, dir).PID, "the lock file is made again")
 	require.NoError(t, l.Release())
 }
 
@@ -168,7 +194,7 @@ func TestUnknownHolder(t *testing.T) {
 
 	_, err = rootlock.Acquire(dir, "")
 	require.ErrorIs(t, err, rootlock.ErrLocked)
-	assert.Equal(t, fmt.Sprintf("rootlock: %s is in use by another process; stop it, or use another root", dir), err.Error())
+	assert.Equal(t, fmt.Sprintf("rootlock: %s is in use by another process", dir), err.Error())
 }
 
 func TestUncreatableDir(t *testing.T) {
