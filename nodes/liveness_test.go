@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
@@ -211,30 +216,56 @@ func (fakeTB) Helper()                   {}
 func (fakeTB) Fatal(args ...any)         { panic(args) }
 func (fakeTB) Fatalf(f string, a ...any) { panic(f) }
 
-// A run killed with SIGKILL in the middle of a tick resumes in a new process: finished nodes
-// are not done again, the interrupted one continues, and no message is lost or sent twice.
-func TestKillAndResume(t *testing.T) {
-	home := t.TempDir()
+// startChild starts this test binary as a process that runs the two-node team on home, and
+// returns once n2 has completed and n1 blocks; the process is killed when the test ends.
+func startChild(t *testing.T, home string, fx *effects) *exec.Cmd {
+	t.Helper()
 	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	child := exec.Command(exe, "-test.run=^$")
 	child.Env = append(os.Environ(), childEnv+"="+home)
 	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// Wait until n2 has completed and n1 blocks, then kill the process.
-	fx := &effects{path: filepath.Join(home, "effects")}
+	require.NoError(t, child.Start())
+	t.Cleanup(func() {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for !(fx.count("block") == 1 && completed(t, home, "n2")) {
 		if time.Now().After(deadline) {
-			child.Process.Kill()
 			t.Fatal("the child never reached the point to kill it at")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return child
+}
+
+// While a process runs an agent, a second process cannot open a squad on its home: it is
+// refused at once, naming the holder's PID. Once the holder is gone (killed: it released
+// nothing itself), the home opens.
+func TestHomeHeldByAnotherProcess(t *testing.T) {
+	home := t.TempDir()
+	fx := &effects{path: filepath.Join(home, "effects")}
+	child := startChild(t, home, fx)
+
+	opts := append(demo.Team(), nodes.WithHome(home))
+	_, err := nodes.New(opts...)
+	require.ErrorIs(t, err, nodes.ErrHomeInUse)
+	assert.Contains(t, err.Error(), fmt.Sprintf("%s is in use by process %d since ", home, child.Process.Pid))
+
+	require.NoError(t, child.Process.Kill())
+	require.Error(t, child.Wait())
+	s, err := nodes.New(opts...)
+	require.NoError(t, err, "the home of a killed process stays locked")
+	require.NoError(t, s.Close())
+}
+
+// A run killed with SIGKILL in the middle of a tick resumes in a new process: finished nodes
+// are not done again, the interrupted one continues, and no message is lost or sent twice.
+func TestKillAndResume(t *testing.T) {
+	home := t.TempDir()
+	fx := &effects{path: filepath.Join(home, "effects")}
+	child := startChild(t, home, fx)
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

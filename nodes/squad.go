@@ -43,6 +43,7 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
@@ -265,6 +266,7 @@ func WithWorkerNames(names ...string) Option { return func(c *config) { c.names 
 type Squad struct {
 	cfg   config
 	home  workspace.Home
+	lock  *rootlock.Lock // the home's, until Close; nil where folders cannot be locked
 	saver checkpoint.Saver
 	owned bool // the squad opened the saver and closes it
 	log   *eventlog.Log
@@ -297,6 +299,11 @@ func newConfig(opts []Option) config {
 // New returns a squad working from the agent's home folder (created if needed). It holds the
 // agent's files open (its state.db, its event log) and runs its triggers' scheduler until Close;
 // Files reads an agent's home without opening a squad.
+//
+// One squad at a time works from a home: New locks it (an OS lock the system drops when the
+// process ends, however it ends) until Close. While another squad has it open, in this process
+// or another, New fails at once with an error wrapping ErrHomeInUse that names the holder's
+// process id and since when it holds the home.
 func New(opts ...Option) (*Squad, error) {
 	c := newConfig(opts)
 	if c.logger == nil {
@@ -324,10 +331,19 @@ func New(opts ...Option) (*Squad, error) {
 	if err := s.home.Create(); err != nil {
 		return nil, err
 	}
+	lock, err := rootlock.Acquire(c.home, "")
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		c.logger.Warn("two squads on one home cannot be prevented here", "home", c.home, "err", err)
+	case err != nil:
+		return nil, fmt.Errorf("nodes: %w; close the squad open on it, or use another home", err)
+	}
+	s.lock = lock
 	s.saver = c.saver
 	if s.saver == nil {
 		db, err := sqlite.Open(filepath.Join(c.home, "state.db"))
 		if err != nil {
+			s.Close()
 			return nil, fmt.Errorf("nodes: %w", err)
 		}
 		s.saver, s.owned = db, true
@@ -383,6 +399,9 @@ func (s *Squad) Close() error {
 			errs = append(errs, c.Close())
 		}
 	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Release())
+	}
 	return errors.Join(errs...)
 }
 
@@ -418,6 +437,10 @@ type Result struct {
 	// returns without it was paused (End, or its context ended) and can be resumed.
 	Finished bool
 }
+
+// ErrHomeInUse is wrapped by the error New returns when another squad, in this process or
+// another, has the agent's home open.
+var ErrHomeInUse = rootlock.ErrLocked
 
 // ErrRunning is returned when a run is started while another is in progress.
 var ErrRunning = errors.New("nodes: a run is already in progress")

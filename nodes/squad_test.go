@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,31 @@ func newSquad(t *testing.T, opts ...nodes.Option) *nodes.Squad {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// One squad at a time works from a home: a second New on it, in the same process, is refused at
+// once while the first is open, naming this process; the first works on; once it is closed, the
+// home opens again.
+func TestHomeOpenTwiceInProcess(t *testing.T) {
+	home := t.TempDir()
+	opts := append(demo.Team(), nodes.WithHome(home), nodes.WithTick(20*time.Millisecond))
+	first, err := nodes.New(opts...)
+	require.NoError(t, err)
+
+	_, err = nodes.New(opts...)
+	require.ErrorIs(t, err, nodes.ErrHomeInUse)
+	assert.Contains(t, err.Error(), fmt.Sprintf("%s is in use by process %d since ", home, os.Getpid()))
+	assert.Contains(t, err.Error(), "close the squad open on it, or use another home")
+
+	res := run(t, first, "AI chips")
+	assert.True(t, res.Finished, "the first squad's run")
+	require.NoError(t, first.Close())
+	second, err := nodes.New(opts...)
+	require.NoError(t, err, "the home of a closed squad")
+	b, err := second.ReadBoard(res.RunID)
+	require.NoError(t, err)
+	assert.Len(t, b.Nodes, 4, "the first squad's board")
+	require.NoError(t, second.Close())
 }
 
 func run(t *testing.T, s *nodes.Squad, goal string) nodes.Result {
