@@ -136,6 +136,14 @@ func (s *Squad) open(id, goal string) (*run, error) {
 			return nil, err
 		}
 	}
+	// The goal opens the run's part of the conversation: it is added before the run is in
+	// progress, so no message of the human's comes before it (once: a run whose intake a crash
+	// cut short adds it when it resumes, if it was not added then).
+	if st := board.runState(); st.Stage == 0 {
+		if err := r.converse("goal", bus.Human, bus.Coordinator, st.Goal); err != nil {
+			return nil, err
+		}
+	}
 	b, err := bus.Open(dir.Messages(), bus.WithClock(s.cfg.now), bus.WithObserver(r.observeMessage))
 	if err != nil {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
@@ -304,8 +312,9 @@ func next(st tick) tick {
 	return st
 }
 
-// intake starts the run: the first stage, the goal in the conversation, and the events that
-// say so. Run again after a crash, it does what the first run left undone, once.
+// intake starts the run: the first stage, and the events that say so (the goal is in the
+// conversation already: see open). Run again after a crash, it does what the first run left
+// undone, once.
 func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	rs := r.board.runState()
@@ -313,9 +322,6 @@ func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 		return n, nil
 	}
 	if err := workspace.WriteFile(r.dir.Plan(), []byte("# Plan\n\nGoal: "+rs.Goal+"\n")); err != nil {
-		return n, err
-	}
-	if err := r.converse("goal", "human", bus.Coordinator, rs.Goal); err != nil {
 		return n, err
 	}
 	r.emit(eventlog.Event{Type: eventlog.AgentStarted, Text: rs.Goal, Key: "started"})

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
@@ -202,6 +204,45 @@ func TestConversationAcrossRuns(t *testing.T) {
 	if err != nil || len(page) != 2 || page[0].Seq != 3 || page[1].Seq != 4 {
 		t.Fatalf("page after 2: %+v, %v", page, err)
 	}
+}
+
+// gateSaver holds the first Get of a run's ticks — the first thing a run does once it is in
+// progress — until release is closed, and says when it got there.
+type gateSaver struct {
+	checkpoint.Saver
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (g *gateSaver) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.Tuple, error) {
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.release
+	})
+	return g.Saver.Get(ctx, cfg)
+}
+
+// The goal is the first line of a run's conversation: a message the human sends as soon as
+// the run is in progress, before it took its first step, comes after it.
+func TestGoalComesFirstInTheConversation(t *testing.T) {
+	gate := &gateSaver{Saver: checkpoint.NewMemory(), entered: make(chan struct{}), release: make(chan struct{})}
+	s := newSquad(t, nodes.WithSaver(gate))
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Run(context.Background(), "AI chips")
+		done <- err
+	}()
+	<-gate.entered
+	require.NoError(t, s.Send("", "keep it short"))
+	close(gate.release)
+	require.NoError(t, <-done)
+
+	all, _, err := s.Conversation(0, 0)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(all), 2)
+	assert.Equal(t, nodes.Entry{Seq: 1, Run: all[0].Run, From: "human", To: "coordinator", Content: "AI chips", Key: all[0].Run + "/goal", Time: all[0].Time}, all[0])
+	assert.Equal(t, "keep it short", all[1].Content, "the human's message")
+	assert.Equal(t, all[0].Run, all[1].Run)
 }
 
 // A damaged node file fails that node, named with the file and how to repair it, and is left
