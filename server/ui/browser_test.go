@@ -152,7 +152,7 @@ func shot(t *testing.T, ctx context.Context, name string) string {
 // team is a scripted squad: the coordinator says what it will do, spawns Dana and gives her a
 // node; Dana asks the human a question, writes a report holding the answer and model output that
 // tries to run script, and publishes it; the coordinator answers a human message ("ping") with
-// "pong", and finishes with Dana's report once the stage is done.
+// "pong" in plain text, and finishes with Dana's report once the stage is done.
 func team(string) []nodes.Option {
 	coord := scripted.NewFunc("ui-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		text, results := scripted.Last(req)
@@ -162,7 +162,7 @@ func team(string) []nodes.Option {
 				scripted.Call("spawn_worker", map[string]any{"name": "Dana", "role": "writer"}),
 				scripted.Call("create_work_node", map[string]any{"task": "Write report.md in your scratch folder, then publish.", "worker": "Dana"})), nil
 		case strings.Contains(text, "ping"):
-			return turn(req, "pong from the coordinator", scripted.Call("wait", map[string]string{})), nil
+			return turn(req, pong), nil
 		case len(results) == 1 && results[0].Name == "read_file":
 			return turn(req, "Done.", scripted.Call("finish", map[string]string{"output": results[0].Content})), nil
 		case strings.Contains(text, "Stage 1 is complete"):
@@ -215,6 +215,10 @@ func (m *gatedModel) Generate(ctx context.Context, req providers.Request) (provi
 	}
 	return m.Model.Generate(ctx, req)
 }
+
+// pong is the coordinator's reply in plain text: a turn of the model and a message to the human.
+// It is longer than the 500 bytes of a turn the log keeps.
+var pong = "pong from the coordinator." + strings.Repeat(" And some more words.", 30)
 
 var callSeq atomic.Int64
 
@@ -365,12 +369,17 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(`.toast`, chromedp.ByQuery))
 	noScriptRan(t, ctx)
 
-	// A message to the coordinator, and its reply.
+	// A message to the coordinator, and its reply, shown once — as it comes, and read again.
 	step(t, ctx, "message the coordinator",
 		chromedp.SendKeys(".composer textarea", "ping", chromedp.ByQuery),
 		chromedp.Click(".composer button[type=submit]", chromedp.ByQuery),
-		waitText(".timeline", "pong from the coordinator"))
+		waitText(".timeline", pong))
+	replied := s.eventSeq(id, func(e event) bool { return e.Type == "message.sent" && strings.HasPrefix(e.Text, "pong from") })
+	step(t, ctx, "see the reply's message", waitSeq(replied))
+	assert.Equal(t, 1, bubblesWith(t, ctx, "pong from"), "the coordinator's reply, live")
 	shot(t, ctx, "coordinator")
+	step(t, ctx, "read the conversation again", chromedp.Reload(), waitAttr("body", "stream", "live"), waitSeq(replied), waitText(".timeline", pong))
+	assert.Equal(t, 1, bubblesWith(t, ctx, "pong from"), "the coordinator's reply, read from the log (all of it)")
 
 	// The server stops and starts again on the same address while Dana waits: the page notices,
 	// reconnects, and goes on from the last event it saw.
@@ -379,13 +388,25 @@ func TestBrowser(t *testing.T) {
 	s.start()
 	step(t, ctx, "reconnect", waitAttr("body", "stream", "live"))
 
-	// Dana's question, answered in her view.
+	// Dana's question, answered in her view. Her header is drawn when the view opens and again
+	// as she goes back to work; its node's spec comes from the server, here held until both draws
+	// asked for it, and the first one's answered first: her header shows one spec, the latest.
+	step(t, ctx, "hold the node's spec", chromedp.Evaluate(holdSpecs, nil))
 	step(t, ctx, "answer Dana",
 		follow(`#sidebar a[href$="/w/dana"]`),
 		chromedp.WaitVisible(`.bubble.question textarea`, chromedp.ByQuery),
 		chromedp.SendKeys(`.bubble.question textarea`, "Teal", chromedp.ByQuery),
 		chromedp.Click(`.bubble.question form button[type=submit]`, chromedp.ByQuery),
 		waitText(".timeline", "Answered: Teal"))
+	step(t, ctx, "draw Dana's header twice", chromedp.Poll(`window.heldSpecs.length >= 2`, nil,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait)))
+	step(t, ctx, "answer the first draw", chromedp.Evaluate(`releaseFirstSpec()`, nil), chromedp.Poll(`window.firstSpecRead`, nil,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait)))
+	step(t, ctx, "answer the others", chromedp.Evaluate(`releaseSpecs()`, nil), waitText(".worker-info", "Write report.md"))
+	var specs []string
+	step(t, ctx, "read Dana's header", chromedp.Evaluate(`[...document.querySelectorAll('.worker-info details')].map((d) => d.textContent)`, &specs))
+	assert.Len(t, specs, 1, "specs in Dana's header: %q", specs)
+	assert.NotContains(t, strings.Join(specs, " "), "an old spec")
 	step(t, ctx, "see the agent no longer waits", chromedp.Poll(`!document.querySelector('.view-head [data-status]').textContent.includes('waiting')`, nil,
 		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait)))
 	shot(t, ctx, "worker")
@@ -486,6 +507,75 @@ func TestBrowser(t *testing.T) {
 		step(t, ctx, "README screenshot", chromedp.Navigate(s.url("/#/a/"+id+"/board/n1")), waitText(".node-panel", "Spec"), chromedp.FullScreenshot(&png, 100))
 		require.NoError(t, os.WriteFile(filepath.Join("..", "..", "docs", "ui.png"), png, 0o644))
 	}
+}
+
+// holdSpecs makes the page's requests for node n1 wait, in window.heldSpecs, until the test
+// answers them: releaseFirstSpec answers the first with an old spec, and sets firstSpecRead once
+// the page has read it and done what it does with it (a task runs after the promise reactions
+// that follow); releaseSpecs sends the others, and those to come, to the server.
+const holdSpecs = `(() => {
+	const fetch0 = window.fetch;
+	window.heldSpecs = [];
+	let holding = true;
+	window.fetch = (url, init) => {
+		if (!holding || !/\/board\/n1$/.test(String(url))) return fetch0(url, init);
+		return new Promise((resolve) => window.heldSpecs.push({ url, init, resolve }));
+	};
+	window.releaseFirstSpec = () => {
+		const res = new Response(JSON.stringify({ node: { id: 'n1' }, spec: 'an old spec' }), { headers: { 'Content-Type': 'application/json' } });
+		const text = res.text.bind(res);
+		res.text = async () => {
+			const t = await text();
+			setTimeout(() => { window.firstSpecRead = true; });
+			return t;
+		};
+		window.heldSpecs[0].resolve(res);
+	};
+	window.releaseSpecs = () => {
+		holding = false;
+		for (const r of window.heldSpecs.slice(1)) r.resolve(fetch0(r.url, r.init));
+	};
+})()`
+
+// event is an event of the server's log, as the tests read it.
+type event struct {
+	Seq        int64
+	Type, Text string
+}
+
+// eventSeq waits until agent id has logged an event that matches, and returns its number.
+func (s *site) eventSeq(id string, match func(event) bool) int64 {
+	s.t.Helper()
+	for end := time.Now().Add(wait); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		var evs struct{ Events []event }
+		s.api("GET", "/agents/"+id+"/events?limit=100000", nil, &evs)
+		for _, e := range evs.Events {
+			if match(e) {
+				return e.Seq
+			}
+		}
+	}
+	s.t.Fatal("the event never came")
+	return 0
+}
+
+// waitSeq waits until the page has taken the server's events up to seq.
+func waitSeq(seq int64) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`Number(document.body.dataset.lastSeq) >= %d`, seq), nil,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait))
+}
+
+// bubblesWith counts the timeline's bubbles that hold text, once the list has drawn what it has
+// (it draws with the next animation frame).
+func bubblesWith(t *testing.T, ctx context.Context, text string) int {
+	t.Helper()
+	var n int
+	count := fmt.Sprintf(`new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() =>
+		done([...document.querySelectorAll('.timeline .bubble')].filter((b) => b.textContent.includes(%q)).length))))`, text)
+	step(t, ctx, "count the bubbles with "+text, chromedp.Evaluate(count, &n, func(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams {
+		return p.WithAwaitPromise(true)
+	}))
+	return n
 }
 
 // noScriptRan fails the test if model output ran script in the page.

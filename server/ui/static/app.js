@@ -390,25 +390,31 @@ function timelineView(a, worker) {
   ag.unread.delete(worker || 'coordinator');
   drawSidebar();
 
+  // drawInfo draws the worker's header, then its node's spec once fetched; a draw that starts
+  // while another waits for its node supersedes it: only the latest one adds its node.
+  let draws = 0;
   const drawInfo = async () => {
     if (isCoordinator) {
       clear(output);
       if (a.output) output.append(h('details', { open: a.status === 'completed' }, h('summary', {}, 'Output'), h('div', { class: 'md' }, renderMarkdown(a.output))));
       return;
     }
+    const draw = ++draws;
     const w = ag.workers.get(worker) || {};
     const node = w.node || (ag.board?.nodes || []).filter((n) => n.worker === worker).map((n) => n.id).pop();
     clear(info).append(h('p', {}, dot(w.status), ` ${w.status || 'idle'} · ${w.kind || ''}`, node ? [' · on ', h('a', { href: `#/a/${enc(a.id)}/board/${enc(node)}` }, node)] : null,
       ' · ', h('span', { 'data-usage': 'worker' }, usageText(ag.usage.workers.get(worker)))));
     if (!node) return;
+    let parts;
     try {
       const n = await api(`/agents/${enc(a.id)}/board/${enc(node)}`);
-      info.append(h('details', {}, h('summary', {}, `Spec of ${node}`), h('div', { class: 'md' }, renderMarkdown(n.spec || n.node?.task || ''))));
       const pub = n.published || [];
-      if (pub.length) info.append(h('div', { class: 'published' }, 'Published: ', pub.map((p) => h('a', { href: `#/a/${enc(a.id)}/files/${publishedPath(n, p)}` }, p))));
+      parts = [h('details', {}, h('summary', {}, `Spec of ${node}`), h('div', { class: 'md' }, renderMarkdown(n.spec || n.node?.task || ''))),
+        pub.length ? h('div', { class: 'published' }, 'Published: ', pub.map((p) => h('a', { href: `#/a/${enc(a.id)}/files/${publishedPath(n, p)}` }, p))) : null];
     } catch (err) {
-      info.append(h('p', { class: 'error' }, err.message));
+      parts = [h('p', { class: 'error' }, err.message)];
     }
+    if (draw === draws) info.append(...parts.filter(Boolean));
   };
   drawInfo();
   return {

@@ -15,6 +15,7 @@ export class Timeline {
     this.names = names || (() => new Map());
     this.calls = new Map(); // tool call id → index of its item
     this.streams = new Map(); // who → index of the item their streamed text goes to
+    this.turns = new Map(); // who → index of their latest turn, which their reply to the human repeats
     this.asked = new Map(); // who → the text of their latest question
     this.list = new VirtualList(container, (item) => this.render(item));
   }
@@ -39,6 +40,7 @@ export class Timeline {
         // The log keeps a turn's first 500 bytes; the streamed text may hold all of it.
         const text = item.text.length > (ev.text || '').length ? item.text : ev.text;
         this.list.update(i, { ...item, kind: 'turn', text, time: ev.time, streaming: false });
+        this.turns.set(ev.worker, i);
         return;
       }
     }
@@ -47,7 +49,19 @@ export class Timeline {
     // A question reaches the human also as a message: it is shown once, as the question.
     if (item.kind === 'question') this.asked.set(item.who, item.text);
     else if (item.kind === 'chat' && item.who !== 'human' && [...this.asked.values()].includes(item.text)) return;
+    // A reply in plain text is the model's turn and a message to the human: it is shown once, as
+    // the turn, with the message's whole text (the logged turn keeps its first 500 bytes).
+    if (item.kind === 'chat' && item.who !== 'human') {
+      const i = this.turns.get(item.who);
+      const turn = i === undefined ? null : this.list.items[i];
+      if (turn && !turn.streaming && repeats(turn.text, item.text)) {
+        this.turns.delete(item.who);
+        this.list.update(i, { ...turn, text: item.text });
+        return;
+      }
+    }
     if (item.kind === 'tool') this.calls.set(item.id, this.list.length);
+    if (item.kind === 'turn') this.turns.set(item.who, this.list.length);
     this.list.append(item);
   }
 
@@ -58,6 +72,7 @@ export class Timeline {
     const i = this.streams.get(who);
     if (i === undefined) {
       this.streams.set(who, this.list.length);
+      this.turns.set(who, this.list.length);
       this.list.append({ kind: 'turn', who, text: d.text || '', streaming: true, time: d.time });
       return;
     }
@@ -153,6 +168,17 @@ const systemText = {
   'memory.written': 'Memory written',
   'memory.compacted': 'Compacted',
 };
+
+// repeats reports whether message says what a model's turn said: the same text, or, for a turn
+// the log cut short (its first 500 bytes, then "…"), the same beginning.
+function repeats(turn, message) {
+  const t = (turn || '').trim();
+  const m = (message || '').trim();
+  if (t === m) return true;
+  if (!t.endsWith('…')) return false;
+  const head = t.slice(0, -1).replace(/\uFFFD+$/, ''); // a character the cut split is lost
+  return head !== '' && m.startsWith(head);
+}
 
 // itemOf turns an event into a timeline item, or null for events shown otherwise.
 export function itemOf(ev) {
