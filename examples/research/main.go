@@ -69,20 +69,42 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.DurationVar(&o.pace, "pace", 0, fmt.Sprintf("how long the offline team takes for each answer, so that a person can follow it (default: %v when stdin and stdout are a terminal, else 0)", demo.Pace))
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: research [flags] \"goal\"\n       research [flags] -run <id>\n\n")
+		fmt.Fprintf(stderr, "Flags may come before or after the goal's words; \"--\" ends them.\n")
 		fmt.Fprintf(stderr, "Runs a squad of agents on a research goal and writes the report to _output.md.\n")
 		fmt.Fprintf(stderr, "Without an API key (or with -offline) a scripted offline team plays the run.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	words, err := parseAnywhere(fs, args)
+	if err != nil {
 		return o, "", err
 	}
 	fs.Visit(func(f *flag.Flag) { o.paceSet = o.paceSet || f.Name == "pace" })
-	goal := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	goal := strings.TrimSpace(strings.Join(words, " "))
 	if goal == "" && o.runID == "" {
 		fs.Usage()
 		return o, "", errors.New("give a goal, or -run <id> to resume")
 	}
 	return o, goal, nil
+}
+
+// parseAnywhere parses the flags of fs wherever they are among args and returns the other
+// arguments, in order: research "a goal" -quiet is research -quiet "a goal". After "--" every
+// argument is a word.
+func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return words, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(words, rest...), nil
+		}
+		words, args = append(words, rest[0]), rest[1:]
+	}
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {

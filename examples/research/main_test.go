@@ -102,3 +102,27 @@ func TestPacedRunStops(t *testing.T) {
 	require.NoError(t, run(context.Background(), []string{"-home", home, "-run", m[1]}, nil, &out, noEnv))
 	assert.Contains(t, out.String(), "Run "+m[1]+" finished")
 }
+
+// Flags count wherever they are among the goal's words; after "--" everything is the goal.
+func TestFlagsAfterTheGoal(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		goal  string
+		home  string
+		quiet bool
+	}{
+		{[]string{"my goal", "-home", "X", "-quiet"}, "my goal", "X", true},
+		{[]string{"my", "-quiet", "goal", "-home=X"}, "my goal", "X", true},
+		{[]string{"-home", "X", "my", "goal"}, "my goal", "X", false},
+		{[]string{"-home", "X", "--", "my", "-quiet", "goal"}, "my -quiet goal", "X", false},
+		{[]string{"my", "--", "-home", "X"}, "my -home X", ".agiraph/research", false},
+	} {
+		o, goal, err := parse(c.args, io.Discard)
+		require.NoError(t, err, "%q", c.args)
+		assert.Equal(t, c.goal, goal, "%q", c.args)
+		assert.Equal(t, c.home, o.home, "%q", c.args)
+		assert.Equal(t, c.quiet, o.quiet, "%q", c.args)
+	}
+	_, _, err := parse([]string{"my goal", "-hoem", "X"}, io.Discard)
+	require.ErrorContains(t, err, "hoem", "a mistyped flag after the goal is refused, not taken as a word")
+}
