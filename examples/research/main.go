@@ -69,9 +69,9 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.DurationVar(&o.pace, "pace", 0, fmt.Sprintf("how long the offline team takes for each answer, so that a person can follow it (default: %v when stdin and stdout are a terminal, else 0)", demo.Pace))
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: research [flags] \"goal\"\n       research [flags] -run <id>\n\n")
-		fmt.Fprintf(stderr, "Flags may come before or after the goal's words; \"--\" ends them.\n")
 		fmt.Fprintf(stderr, "Runs a squad of agents on a research goal and writes the report to _output.md.\n")
-		fmt.Fprintf(stderr, "Without an API key (or with -offline) a scripted offline team plays the run.\n\nflags:\n")
+		fmt.Fprintf(stderr, "Without an API key (or with -offline) a scripted offline team plays the run.\n\n")
+		fmt.Fprintf(stderr, "flags (before or after the goal's words; \"--\" ends them):\n")
 		fs.PrintDefaults()
 	}
 	words, err := parseAnywhere(fs, args)

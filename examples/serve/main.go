@@ -5,9 +5,9 @@
 //
 // With no API key (or with -offline) every agent plays the deterministic offline demo team, so
 // it runs anywhere; when the server runs in a terminal the team takes its time (-pace), so that
-// a person can follow it in the web UI. With ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or
-// GEMINI_API_KEY set, or -model, agents use real models (a request may name only the models
-// -models allows, and the server's own).
+// a person can follow it in the web UI. With ANTHROPIC_API_KEY, OPENAI_API_KEY,
+// OPENROUTER_API_KEY or GEMINI_API_KEY set, or -model, agents use real models (a request may
+// name only the models -models allows, and the server's own).
 //
 // Every request needs the server's token: made on first start and kept in <root>/token (or
 // given with -token or AGIRAPH_TOKEN), printed at start with a URL that logs a browser in. Only
