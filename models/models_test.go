@@ -124,6 +124,10 @@ func TestMissingKeyNamesTheVariable(t *testing.T) {
 		assert.Contains(t, err.Error(), "or pass models.WithAPIKey", "the option a caller of models.New passes")
 		assert.NotContains(t, err.Error(), provider+".WithAPIKey")
 		assert.NotContains(t, err.Error(), "langchain.WithAPIKey")
+		var mk *providers.MissingKeyError
+		require.ErrorAs(t, err, &mk)
+		assert.Contains(t, mk.Env, env)
+		assert.Equal(t, "models.WithAPIKey", mk.Option)
 	}
 }
 
