@@ -17,6 +17,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -83,7 +84,7 @@ func Providers() []string {
 
 // New returns the model name names. A name no provider serves is an error of kind
 // providers.ErrUnknownModel; a provider whose key is missing, one of kind providers.ErrMissingKey
-// naming the environment variable to set.
+// naming the environment variable to set and WithAPIKey.
 func New(name string, opts ...Option) (providers.Model, error) {
 	var c config
 	for _, o := range opts {
@@ -91,6 +92,10 @@ func New(name string, opts ...Option) (providers.Model, error) {
 	}
 	m, err := c.resolve(name)
 	if err != nil {
+		var mk *providers.MissingKeyError
+		if errors.As(err, &mk) {
+			mk.Option = "models.WithAPIKey" // the option New's caller passes, not the adapter's
+		}
 		return nil, err
 	}
 	if c.textTools {

@@ -119,9 +119,15 @@ func TestMissingKeyNamesTheVariable(t *testing.T) {
 			t.Setenv("GOOGLE_API_KEY", "")
 		}
 		_, err := models.New(provider + "/m")
-		if !errors.Is(err, providers.ErrMissingKey) || !strings.Contains(err.Error(), env) {
-			t.Errorf("%s without a key: %v; want ErrMissingKey naming %s", provider, err, env)
-		}
+		require.ErrorIs(t, err, providers.ErrMissingKey, provider)
+		assert.Contains(t, err.Error(), env)
+		assert.Contains(t, err.Error(), "or pass models.WithAPIKey", "the option a caller of models.New passes")
+		assert.NotContains(t, err.Error(), provider+".WithAPIKey")
+		assert.NotContains(t, err.Error(), "langchain.WithAPIKey")
+		var mk *providers.MissingKeyError
+		require.ErrorAs(t, err, &mk)
+		assert.Contains(t, mk.Env, env)
+		assert.Equal(t, "models.WithAPIKey", mk.Option)
 	}
 }
 

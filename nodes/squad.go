@@ -373,7 +373,12 @@ func New(opts ...Option) (*Squad, error) {
 	}
 	s.sched = sched
 	if log.Last() == 0 {
-		if _, err := log.Append(eventlog.Event{Type: eventlog.AgentCreated, Text: c.home}); err != nil {
+		// The agent's name, its home folder's: where the agent lives is its host's business.
+		name := c.home
+		if abs, err := filepath.Abs(c.home); err == nil {
+			name = filepath.Base(abs)
+		}
+		if _, err := log.Append(eventlog.Event{Type: eventlog.AgentCreated, Text: name}); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("nodes: %w", err)
 		}

@@ -3,6 +3,7 @@ package providers
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -49,6 +50,18 @@ func (e *Error) Error() string {
 func (e *Error) Is(target error) bool { return target == e.Kind }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// MissingKeyError is the cause (Error.Err) of an error of kind ErrMissingKey: where the key
+// would have come from. An adapter names its own option; a package that builds adapters for its
+// users, as models does, sets Option to the option its users pass.
+type MissingKeyError struct {
+	Env    []string // the environment variables read, in order
+	Option string   // the option that gives a key, as a caller writes it: "anthropic.WithAPIKey"
+}
+
+func (e *MissingKeyError) Error() string {
+	return "set " + strings.Join(e.Env, " or ") + " or pass " + e.Option
+}
 
 // Retryable reports whether trying the same request again later may succeed: rate limits,
 // overloads, server and connection errors. The other kinds (authentication, bad request, model

@@ -35,6 +35,7 @@ func TestSymlinkedFoldersAreRefused(t *testing.T) {
 		assert.Equal(t, http.StatusForbidden, status, path)
 		assert.NotContains(t, body, "the secret", path)
 		assert.Contains(t, body, "symbolic link", path)
+		assert.NotContains(t, body, root, "%s names the server's path", path)
 	}
 
 	// The memory folder likewise.

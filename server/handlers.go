@@ -439,13 +439,13 @@ func (a *agent) runRoot(run string) (*os.Root, error) {
 	defer home.Close()
 	rel := filepath.Join(filepath.Base(filepath.Dir(string(a.home.Run(run)))), run)
 	st, err := home.Lstat(rel)
-	switch {
+	switch { // errors name the folder within the agent's, not the server's path to it
 	case err != nil:
 		return nil, err
 	case st.Mode()&fs.ModeSymlink != 0:
-		return nil, fmt.Errorf("%w: %s", errLinked, a.home.Run(run))
+		return nil, fmt.Errorf("%w: %s", errLinked, rel)
 	case !st.IsDir():
-		return nil, fmt.Errorf("%s is not a folder", a.home.Run(run))
+		return nil, fmt.Errorf("%s is not a folder", rel)
 	}
 	return home.OpenRoot(rel)
 }

@@ -4,7 +4,8 @@
 //
 //	go run ./examples/research "the state of AI chips"
 //
-// With no API key it plays a deterministic offline team, so it runs anywhere. With
+// With no API key it plays a deterministic offline team, so it runs anywhere; at a terminal the
+// team takes its time (-pace), so that a person can follow it, talk to it and stop it. With
 // ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or GEMINI_API_KEY set, a reachable
 // Ollama, or -model, it uses real models (and real web search when BRAVE_API_KEY,
 // SERPER_API_KEY, TAVILY_API_KEY or SEARXNG_URL is set). Lines typed while it runs go to the
@@ -49,6 +50,8 @@ type options struct {
 	workers                        int
 	offline, quiet                 bool
 	timeout                        time.Duration
+	pace                           time.Duration // the offline team's; see paced
+	paceSet                        bool          // -pace was given
 }
 
 func parse(args []string, stderr io.Writer) (options, string, error) {
@@ -63,21 +66,45 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.BoolVar(&o.offline, "offline", false, "play the offline team even when a model is available")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the result")
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop after this long (0: no limit); resume later with -run")
+	fs.DurationVar(&o.pace, "pace", 0, fmt.Sprintf("how long the offline team takes for each answer, so that a person can follow it (default: %v when stdin and stdout are a terminal, else 0)", demo.Pace))
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: research [flags] \"goal\"\n       research [flags] -run <id>\n\n")
 		fmt.Fprintf(stderr, "Runs a squad of agents on a research goal and writes the report to _output.md.\n")
-		fmt.Fprintf(stderr, "Without an API key (or with -offline) a scripted offline team plays the run.\n\nflags:\n")
+		fmt.Fprintf(stderr, "Without an API key (or with -offline) a scripted offline team plays the run.\n\n")
+		fmt.Fprintf(stderr, "flags (before or after the goal's words; \"--\" ends them):\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	words, err := parseAnywhere(fs, args)
+	if err != nil {
 		return o, "", err
 	}
-	goal := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	fs.Visit(func(f *flag.Flag) { o.paceSet = o.paceSet || f.Name == "pace" })
+	goal := strings.TrimSpace(strings.Join(words, " "))
 	if goal == "" && o.runID == "" {
 		fs.Usage()
 		return o, "", errors.New("give a goal, or -run <id> to resume")
 	}
 	return o, goal, nil
+}
+
+// parseAnywhere parses the flags of fs wherever they are among args and returns the other
+// arguments, in order: research "a goal" -quiet is research -quiet "a goal". After "--" every
+// argument is a word.
+func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return words, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(words, rest...), nil
+		}
+		words, args = append(words, rest[0]), rest[1:]
+	}
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
@@ -100,7 +127,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	opts := []nodes.Option{nodes.WithHome(o.home), nodes.WithMaxConcurrent(o.workers)}
 	team := "offline team"
 	if model == "" {
-		opts = append(opts, demo.Team()...)
+		opts = append(opts, demo.Team(demo.WithPace(o.paced(stdin, stdout)))...)
 	} else {
 		team = model
 		opts = append(opts, nodes.WithModel(model))
@@ -179,6 +206,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		fmt.Fprintf(stdout, "\nTokens: %d in, %d out; cost $%.4f\n", res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.CostUSD)
 	}
 	return nil
+}
+
+// paced returns the offline team's pace: -pace's, else demo.Pace when the command talks to a
+// person at a terminal, else none (scripts and tests get their result at once).
+func (o options) paced(stdin io.Reader, stdout io.Writer) time.Duration {
+	if o.paceSet {
+		return o.pace
+	}
+	return demo.PaceAt(stdin, stdout)
 }
 
 // forwardInput sends each line typed to the coordinator, or to a worker with "@name text".

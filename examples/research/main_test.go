@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes/demo"
 )
 
 func noEnv(string) string { return "" }
@@ -62,4 +68,61 @@ func TestFlags(t *testing.T) {
 	if err := run(context.Background(), nil, nil, &out, noEnv); err == nil {
 		t.Error("no goal and no -run was accepted")
 	}
+}
+
+// The offline team takes its time only where a person watches: -pace's, else demo.Pace when
+// stdin and stdout are a terminal (a character device), else none.
+func TestPace(t *testing.T) {
+	tty, err := os.Open(os.DevNull) // a character device, as a terminal is
+	require.NoError(t, err)
+	defer tty.Close()
+	o, _, err := parse([]string{"a goal"}, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, o.paced(nil, &bytes.Buffer{}), "a test or a script gets its result at once")
+	assert.Equal(t, demo.Pace, o.paced(tty, tty))
+	o, _, err = parse([]string{"-pace", "0", "a goal"}, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, o.paced(tty, tty))
+	o, _, err = parse([]string{"-pace", "3s", "a goal"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 3*time.Second, o.paced(nil, io.Discard))
+}
+
+// A paced run stopped while the coordinator thinks stops at once, and the command says how to
+// resume it; resumed, it finishes. (Unpaced, the offline team would finish within the timeout.)
+func TestPacedRunStops(t *testing.T) {
+	home := t.TempDir()
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-home", home, "-pace", "1h", "-timeout", "1s", "a goal"}, nil, &out, noEnv))
+	m := regexp.MustCompile(`Stopped\. Resume with: .* -run (\S+)\n`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	assert.NotContains(t, out.String(), "node.created", "the coordinator answered before its pace was up")
+
+	out.Reset()
+	require.NoError(t, run(context.Background(), []string{"-home", home, "-run", m[1]}, nil, &out, noEnv))
+	assert.Contains(t, out.String(), "Run "+m[1]+" finished")
+}
+
+// Flags count wherever they are among the goal's words; after "--" everything is the goal.
+func TestFlagsAfterTheGoal(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		goal  string
+		home  string
+		quiet bool
+	}{
+		{[]string{"my goal", "-home", "X", "-quiet"}, "my goal", "X", true},
+		{[]string{"my", "-quiet", "goal", "-home=X"}, "my goal", "X", true},
+		{[]string{"-home", "X", "my", "goal"}, "my goal", "X", false},
+		{[]string{"-home", "X", "--", "my", "-quiet", "goal"}, "my -quiet goal", "X", false},
+		{[]string{"my", "--", "-home", "X"}, "my -home X", ".agiraph/research", false},
+	} {
+		o, goal, err := parse(c.args, io.Discard)
+		require.NoError(t, err, "%q", c.args)
+		assert.Equal(t, c.goal, goal, "%q", c.args)
+		assert.Equal(t, c.home, o.home, "%q", c.args)
+		assert.Equal(t, c.quiet, o.quiet, "%q", c.args)
+	}
+	_, _, err := parse([]string{"my goal", "-hoem", "X"}, io.Discard)
+	require.ErrorContains(t, err, "hoem", "a mistyped flag after the goal is refused, not taken as a word")
 }

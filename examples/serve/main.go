@@ -4,9 +4,10 @@
 //	go run ./examples/serve -addr 127.0.0.1:8080 -root .agiraph/server
 //
 // With no API key (or with -offline) every agent plays the deterministic offline demo team, so
-// it runs anywhere. With ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY or
-// GEMINI_API_KEY set, or -model, agents use real models (a request may name only the models
-// -models allows, and the server's own).
+// it runs anywhere; when the server runs in a terminal the team takes its time (-pace), so that
+// a person can follow it in the web UI. With ANTHROPIC_API_KEY, OPENAI_API_KEY,
+// OPENROUTER_API_KEY or GEMINI_API_KEY set, or -model, agents use real models (a request may
+// name only the models -models allows, and the server's own).
 //
 // Every request needs the server's token: made on first start and kept in <root>/token (or
 // given with -token or AGIRAPH_TOKEN), printed at start with a URL that logs a browser in. Only
@@ -63,6 +64,8 @@ type options struct {
 	offline, resume          bool
 	hosts, origins, models   list
 	maxRuns, maxText         int
+	pace                     time.Duration // the offline team's
+	paceSet                  bool          // -pace was given
 	// the sandbox of the agents' workers
 	sandbox, noNetwork bool
 	keepEnv            list
@@ -90,6 +93,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.root, "root", ".agiraph/server", "the folder agents live in (<root>/agents/<id>/)")
 	fs.StringVar(&o.model, "model", "", "the agents' model, as provider/model (default: chosen from the API keys set, else the offline team)")
 	fs.BoolVar(&o.offline, "offline", false, "play the offline team even when a model is available")
+	fs.DurationVar(&o.pace, "pace", 0, fmt.Sprintf("how long the offline team takes for each answer, so that a person can follow it (default: %v when standard output is a terminal, else 0)", demo.Pace))
 	fs.BoolVar(&o.resume, "resume", true, "resume, on start, the runs that were in progress when the server stopped")
 	fs.StringVar(&o.token, "token", "", "the token requests must carry (default: $AGIRAPH_TOKEN, else the one kept in <root>/token)")
 	fs.Var(&o.hosts, "allow-host", "a host name (or name:port) the server is reached under besides localhost; repeatable")
@@ -106,6 +110,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) { o.paceSet = o.paceSet || f.Name == "pace" })
 	return o, nil
 }
 
@@ -133,7 +138,7 @@ func newServer(o options, getenv func(string) string, log *slog.Logger, extra ..
 		model = models.Default(getenv)
 	}
 	team := "the offline demo team"
-	agentOpts := demo.Team()
+	agentOpts := demo.Team(demo.WithPace(o.pace))
 	if model != "" {
 		team = model
 		agentOpts = []nodes.Option{nodes.WithModel(model)}
@@ -168,6 +173,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if stderr == nil {
 		stderr = io.Discard
+	}
+	if !o.paceSet {
+		o.pace = demo.PaceAt(stdout)
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -92,6 +92,36 @@ func TestServeOffline(t *testing.T) {
 	}
 }
 
+// With -pace the offline team takes its time: a server stopped while an agent's coordinator
+// waits its pace of an hour stops at once, the run interrupted before anything is on its board
+// (unpaced, the team finishes well within the second the test waits).
+func TestServePaced(t *testing.T) {
+	root := t.TempDir()
+	o, err := parse([]string{"-root", root, "-pace", "1h"}, nil)
+	require.NoError(t, err)
+	srv, _, err := newServer(o, testEnv, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	require.Equal(t, http.StatusCreated, call(t, ts, "POST", "/agents", `{"id": "demo", "goal": "AI chips"}`, nil))
+	time.Sleep(time.Second)
+	require.NoError(t, srv.Close())
+	ts.Close()
+
+	o, err = parse([]string{"-root", root, "-resume=false"}, nil)
+	require.NoError(t, err)
+	srv, _, err = newServer(o, testEnv, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ts = httptest.NewServer(srv)
+	defer ts.Close()
+	defer srv.Close()
+	var s struct{ Status string }
+	require.Equal(t, http.StatusOK, call(t, ts, "GET", "/agents/demo", "", &s))
+	assert.Equal(t, "interrupted", s.Status)
+	var board struct{ Nodes []any }
+	require.Equal(t, http.StatusOK, call(t, ts, "GET", "/agents/demo/board", "", &board))
+	assert.Empty(t, board.Nodes)
+}
+
 // run listens, prints the address and a curl example, and returns when its context ends.
 func TestRunStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())

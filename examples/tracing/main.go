@@ -5,24 +5,33 @@
 //	go run ./examples/tracing
 //
 // With OTEL_EXPORTER_OTLP_ENDPOINT set (a collector, Jaeger, Tempo, Phoenix, ...:
-// http://localhost:4318) the spans go there over OTLP/HTTP; without it they are printed as JSON.
-// The workers think with a deterministic offline model, so no API key is needed.
+// http://localhost:4318) the spans go there over OTLP/HTTP; without it they are printed as a
+// tree, each span under its parent with its duration and key attributes (-json prints them as
+// OpenTelemetry's JSON instead). The workers think with a deterministic offline model, so no API
+// key is needed.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/providers"
@@ -33,15 +42,28 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout, os.Getenv); err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "tracing:", err)
 		os.Exit(1)
 	}
 }
 
-// run traces one run of the team: to the OTLP/HTTP endpoint getenv names, else as JSON on out.
-func run(ctx context.Context, out io.Writer, getenv func(string) string) (err error) {
-	exporter, err := newExporter(ctx, out, getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+// run traces one run of the team: to the OTLP/HTTP endpoint getenv names, else as a tree (or
+// with -json as JSON) on out.
+func run(ctx context.Context, args []string, out io.Writer, getenv func(string) string) (err error) {
+	fs := flag.NewFlagSet("tracing", flag.ContinueOnError)
+	fs.SetOutput(out)
+	asJSON := fs.Bool("json", false, "print the spans as OpenTelemetry's JSON, not as a tree (without OTEL_EXPORTER_OTLP_ENDPOINT)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	exporter, err := newExporter(ctx, out, getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), *asJSON)
 	if err != nil {
 		return err
 	}
@@ -70,13 +92,133 @@ func run(ctx context.Context, out io.Writer, getenv func(string) string) (err er
 	return nil
 }
 
-// newExporter returns an OTLP/HTTP exporter to endpoint, or one that prints JSON to out when
-// endpoint is "".
-func newExporter(ctx context.Context, out io.Writer, endpoint string) (sdktrace.SpanExporter, error) {
-	if endpoint != "" {
+// newExporter returns an OTLP/HTTP exporter to endpoint; when endpoint is "", one that prints
+// the spans to out, as JSON or as a tree.
+func newExporter(ctx context.Context, out io.Writer, endpoint string, asJSON bool) (sdktrace.SpanExporter, error) {
+	switch {
+	case endpoint != "":
 		return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/traces"))
+	case asJSON:
+		return stdouttrace.New(stdouttrace.WithWriter(out), stdouttrace.WithPrettyPrint())
 	}
-	return stdouttrace.New(stdouttrace.WithWriter(out), stdouttrace.WithPrettyPrint())
+	return &treeExporter{out: out}, nil
+}
+
+// treeExporter keeps the spans it is given and prints them as a tree when it shuts down: each
+// span under its parent, in the order they started, with its duration and key attributes.
+type treeExporter struct {
+	out   io.Writer
+	mu    sync.Mutex
+	spans []sdktrace.ReadOnlySpan
+}
+
+func (e *treeExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.spans = append(e.spans, spans...)
+	return nil
+}
+
+func (e *treeExporter) Shutdown(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.spans) == 0 {
+		return nil
+	}
+	// A span whose parent is not among them (the root, or one whose parent is elsewhere) is a root.
+	known := map[trace.SpanID]bool{}
+	for _, s := range e.spans {
+		known[s.SpanContext().SpanID()] = true
+	}
+	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{} // by parent; the roots under the zero ID
+	for _, s := range e.spans {
+		parent := s.Parent().SpanID()
+		if !known[parent] {
+			parent = trace.SpanID{}
+		}
+		children[parent] = append(children[parent], s)
+	}
+	type line struct {
+		label string
+		span  sdktrace.ReadOnlySpan
+	}
+	var lines []line
+	var walk func(parent trace.SpanID, indent string)
+	walk = func(parent trace.SpanID, indent string) {
+		kids := children[parent]
+		slices.SortStableFunc(kids, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+		for _, s := range kids {
+			lines = append(lines, line{indent + s.Name(), s})
+			walk(s.SpanContext().SpanID(), indent+"  ")
+		}
+	}
+	walk(trace.SpanID{}, "")
+	width := 0
+	for _, l := range lines {
+		width = max(width, len(l.label))
+	}
+	fmt.Fprintf(e.out, "\n%d spans:\n", len(lines))
+	for _, l := range lines {
+		fmt.Fprintln(e.out, strings.TrimRight(fmt.Sprintf("%-*s  %8s  %s", width, l.label, duration(l.span), brief(l.span)), " "))
+	}
+	return nil
+}
+
+// duration is how long span s took, to three or four digits.
+func duration(s sdktrace.ReadOnlySpan) string {
+	d := s.EndTime().Sub(s.StartTime())
+	switch {
+	case d >= time.Second:
+		d = d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		d = d.Round(10 * time.Microsecond)
+	default:
+		d = d.Round(time.Microsecond)
+	}
+	return d.String()
+}
+
+// shown are the attributes a span's line shows, in this order, each under a short label.
+var shown = []struct {
+	key   attribute.Key
+	label string
+}{
+	{"agiraph.graph.thread_id", "thread"},
+	{"agiraph.graph.step", "step"},
+	{"agiraph.graph.tasks", "tasks"},
+	{"agiraph.graph.steps", "steps"},
+	{"agiraph.graph.outcome", "outcome"},
+	{"agiraph.graph.interrupts", "interrupts"},
+	{"agiraph.graph.task.retries", "retries"},
+	{"agiraph.graph.task.cached", "cached"},
+	{"agiraph.graph.task.interrupted", "interrupted"},
+	{"gen_ai.usage.input_tokens", "in"},
+	{"gen_ai.usage.output_tokens", "out"},
+	{"agiraph.usage.cost_usd", "cost"},
+	{"gen_ai.response.finish_reasons", "stop"},
+	{"agiraph.model.tool_calls", "calls"},
+	{"agiraph.tool.output_bytes", "bytes"},
+}
+
+// brief returns span s's key attributes, as label=value, and its error if it failed.
+func brief(s sdktrace.ReadOnlySpan) string {
+	var parts []string
+	for _, a := range shown {
+		for _, kv := range s.Attributes() {
+			if kv.Key != a.key {
+				continue
+			}
+			v := kv.Value.Emit()
+			if kv.Value.Type() == attribute.STRINGSLICE {
+				v = strings.Join(kv.Value.AsStringSlice(), ",")
+			}
+			parts = append(parts, a.label+"="+v)
+		}
+	}
+	if st := s.Status(); st.Code == codes.Error {
+		parts = append(parts, "error: "+st.Description)
+	}
+	return strings.Join(parts, " ")
 }
 
 // State is the team's state: the question, one worker's angle on it, and what they found.

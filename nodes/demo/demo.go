@@ -12,6 +12,10 @@
 // integrates its details when it gets its node back; with WithHumanQuestion the worker on the
 // open questions asks the human (ask_human) and writes the answer into its findings.
 //
+// The team answers at once, as the tests want it. WithPace gives it a pace a person can follow:
+// each model waits that long before each answer (Pace is the examples' choice), and a
+// cancelled run stops at once.
+//
 // Every model decides each turn from its whole conversation — what it has done (its earlier
 // tool calls and their results) and everything it was told — never from the last message
 // alone, and never does a thing twice: news that arrive together, or beside tool results, are
@@ -22,8 +26,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
@@ -57,6 +63,7 @@ type Option func(*config)
 type config struct {
 	subNodes      bool
 	humanQuestion bool
+	pace          time.Duration
 }
 
 // WithSubNodes makes the researcher on the current state (Aspects[1]) ask for a sub-node that
@@ -67,6 +74,30 @@ func WithSubNodes() Option { return func(c *config) { c.subNodes = true } }
 // WithHumanQuestion makes the researcher on the open questions (Aspects[2]) ask the human
 // HumanQuestion with ask_human before it writes; the answer goes into its findings.
 func WithHumanQuestion() Option { return func(c *config) { c.humanQuestion = true } }
+
+// Pace is the pace of a team a person watches: time to read each event as it comes, to type a
+// message to the coordinator, or to stop the run and resume it.
+const Pace = 2 * time.Second
+
+// PaceAt returns the pace of a team whose command reads and writes the given streams: Pace when
+// every one is a file open on a terminal (a character device), where a person follows the run;
+// else 0, so that a script or a test gets its result at once.
+func PaceAt(streams ...any) time.Duration {
+	for _, s := range streams {
+		f, ok := s.(*os.File)
+		if !ok {
+			return 0
+		}
+		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+			return 0
+		}
+	}
+	return Pace
+}
+
+// WithPace makes every model of the team wait d before each answer (see scripted.Model.Paced);
+// 0, the default, answers at once.
+func WithPace(d time.Duration) Option { return func(c *config) { c.pace = d } }
 
 func configure(opts []Option) config {
 	var c config
@@ -79,7 +110,10 @@ func configure(opts []Option) config {
 // Models returns the coordinator and the worker model, of the variant opts choose.
 func Models(opts ...Option) []providers.Model {
 	c := configure(opts)
-	return []providers.Model{scripted.NewFunc("coordinator", coordinator), scripted.NewFunc("worker", c.worker)}
+	return []providers.Model{
+		scripted.NewFunc("coordinator", coordinator).Paced(c.pace),
+		scripted.NewFunc("worker", c.worker).Paced(c.pace),
+	}
 }
 
 // Team returns the options that make a squad play the offline team: its models, served by name,

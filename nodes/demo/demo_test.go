@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -164,4 +167,69 @@ func TestVariantRuns(t *testing.T) {
 	// n2 ends twice: checkpointed to wait for n4, then published.
 	assert.Equal(t, []string{"n1", "n2", "n2", "n3", "n4", "n5"}, completed)
 	assert.True(t, strings.HasPrefix(res.Output, "# Report"))
+}
+
+// The team answers at once unless it is given a pace; then every model waits it before each
+// answer, and the wait ends with the context.
+func TestPace(t *testing.T) {
+	goal := providers.Request{Messages: []providers.Message{providers.UserText("GOAL: tea")}}
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for _, m := range demo.Models() {
+			_, err := m.Generate(ctx, goal)
+			require.NoError(t, err, "%s answers at once by default", m.Name())
+		}
+		for _, m := range demo.Models(demo.WithPace(time.Hour)) {
+			_, err := m.Generate(ctx, goal)
+			require.ErrorIs(t, err, context.DeadlineExceeded, "%s waits its pace", m.Name())
+		}
+	})
+}
+
+// A team is paced where a person watches: at a terminal (a character device, as os.DevNull).
+func TestPaceAt(t *testing.T) {
+	tty, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer tty.Close()
+	file, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	require.NoError(t, err)
+	defer file.Close()
+	assert.Equal(t, demo.Pace, demo.PaceAt(tty, tty))
+	assert.Zero(t, demo.PaceAt(tty, file), "output to a file is a script's")
+	assert.Zero(t, demo.PaceAt(nil, &strings.Builder{}), "a test's streams")
+}
+
+// A paced run stopped while the coordinator waits its pace stops at once, and resumes where it
+// was.
+func TestPacedRunStops(t *testing.T) {
+	home := t.TempDir()
+	s, err := nodes.New(append(demo.Team(demo.WithPace(time.Hour)), nodes.WithHome(home), nodes.WithTick(10*time.Millisecond))...)
+	require.NoError(t, err)
+	events, stop := s.Subscribe(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for e := range events {
+			if e.Type == eventlog.AgentStarted {
+				cancel() // the coordinator waits its pace of an hour for its first answer
+			}
+		}
+	}()
+	res, err := s.Run(ctx, "tea")
+	stop()
+	require.ErrorIs(t, err, nodes.ErrInterrupted)
+	require.NotEmpty(t, res.RunID)
+	evs, err := s.Events(0, 0)
+	require.NoError(t, err)
+	for _, e := range evs {
+		assert.NotEqual(t, eventlog.NodeCreated, e.Type, "the coordinator answered")
+	}
+	require.NoError(t, s.Close())
+
+	s, err = nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithTick(10*time.Millisecond))...)
+	require.NoError(t, err)
+	defer s.Close()
+	done, err := s.Resume(context.Background(), res.RunID)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(done.Output, "# Report"))
 }

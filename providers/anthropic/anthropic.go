@@ -74,8 +74,8 @@ type Model struct {
 }
 
 // New returns the Anthropic model with the given id (for example "claude-sonnet-4-5"). It fails
-// with a *providers.Error of kind providers.ErrMissingKey when no API key is given or set in
-// ANTHROPIC_API_KEY.
+// with a *providers.Error of kind providers.ErrMissingKey (its cause a
+// *providers.MissingKeyError) when no API key is given or set in ANTHROPIC_API_KEY.
 func New(model string, opts ...Option) (*Model, error) {
 	cfg := config{
 		apiKey:    os.Getenv("ANTHROPIC_API_KEY"),
@@ -88,7 +88,7 @@ func New(model string, opts ...Option) (*Model, error) {
 	if cfg.apiKey == "" {
 		return nil, &providers.Error{
 			Provider: providerName, Model: model, Kind: providers.ErrMissingKey,
-			Message: "set ANTHROPIC_API_KEY or pass anthropic.WithAPIKey",
+			Err: &providers.MissingKeyError{Env: []string{"ANTHROPIC_API_KEY"}, Option: "anthropic.WithAPIKey"},
 		}
 	}
 	if cfg.maxTokens <= 0 {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms/openai"
@@ -162,7 +163,7 @@ func (s Service) key(cfg serviceConfig, model string) (string, error) {
 		return s.Provider, nil
 	}
 	return "", &providers.Error{Provider: s.Provider, Model: model, Kind: providers.ErrMissingKey,
-		Message: "set " + strings.Join(s.KeyEnv, " or ") + " or pass langchain.WithAPIKey"}
+		Err: &providers.MissingKeyError{Env: slices.Clone(s.KeyEnv), Option: "langchain.WithAPIKey"}}
 }
 
 // baseURL returns the base URL from the options, the environment or the default.

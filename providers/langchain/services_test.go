@@ -91,8 +91,8 @@ func TestMissingKey(t *testing.T) {
 		pe := providerError(t, err)
 		eq(t, "provider", pe.Provider, provider)
 		eq(t, "model", pe.Model, "m")
-		if !strings.Contains(pe.Message, "set "+env) || !strings.Contains(pe.Message, "langchain.WithAPIKey") {
-			t.Errorf("%s: message %q does not name %s", provider, pe.Message, env)
+		if !strings.Contains(err.Error(), "set "+env) || !strings.Contains(err.Error(), "langchain.WithAPIKey") {
+			t.Errorf("%s: error %q does not name %s", provider, err, env)
 		}
 	}
 }

@@ -12,6 +12,9 @@
 //
 // Requests on a model that was not asked to keep them panics, rather than answer with an empty
 // list a test could mistake for "the model was never called".
+//
+// A Model answers at once. One a person watches is given a pace with Paced: it waits that long
+// before each answer, as a real model takes its time, and a cancelled context ends the wait.
 package scripted
 
 import (
@@ -21,6 +24,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/tools"
@@ -74,6 +78,7 @@ type Model struct {
 	next     int
 	keep     bool // keep requests; see KeepRequests
 	requests []providers.Request
+	pace     time.Duration // the wait before each answer; see Paced
 }
 
 // New returns a model named "scripted/<name>" that answers with turns, one per call, in order,
@@ -90,10 +95,11 @@ func NewFunc(name string, fn Func) *Model {
 // Name returns "scripted/<name>".
 func (m *Model) Name() string { return "scripted/" + m.name }
 
-// Generate answers with the next turn (or the function). Text is streamed to req.OnText word by
-// word, as a real model would.
+// Generate answers with the next turn (or the function), after the model's pace. Text is
+// streamed to req.OnText word by word, as a real model would. A call cancelled before it
+// answers returns the context's error and leaves the script where it was.
 func (m *Model) Generate(ctx context.Context, req providers.Request) (providers.Response, error) {
-	if err := ctx.Err(); err != nil {
+	if err := m.wait(ctx); err != nil {
 		return providers.Response{}, err
 	}
 	m.mu.Lock()
@@ -128,6 +134,34 @@ func (m *Model) Generate(ctx context.Context, req providers.Request) (providers.
 		}
 	}
 	return turn.Response(m.Name()), nil
+}
+
+// wait waits the model's pace, or until ctx is done.
+func (m *Model) wait(ctx context.Context) error {
+	m.mu.Lock()
+	pace := m.pace
+	m.mu.Unlock()
+	if pace <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(pace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Paced makes the model wait d before each answer, so that a person can follow a run it plays,
+// and returns the model; 0 answers at once, the default. A context cancelled while the model
+// waits ends the wait at once, with the context's error.
+func (m *Model) Paced(d time.Duration) *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pace = d
+	return m
 }
 
 // KeepRequests makes the model keep every request it gets from now on, for Requests to return,

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -225,4 +227,46 @@ func TestResults(t *testing.T) {
 	}}
 	assert.Equal(t, map[string]string{"ask_human": "teal", "search": "second", "write_file": ""}, scripted.Results(req))
 	assert.Empty(t, scripted.Results(providers.Request{}))
+}
+
+// A paced model waits before each answer; an unpaced one answers at once. Time is the bubble's
+// fake clock: the waits are exact and take no real time.
+func TestPaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := scripted.New("quick", scripted.Turn{Text: "at once"}).Generate(ctx, providers.Request{})
+		require.NoError(t, err, "an unpaced model waits for nothing")
+
+		slow := scripted.New("slow", scripted.Turn{Text: "later"}).Paced(time.Hour)
+		_, err = slow.Generate(ctx, providers.Request{})
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the pace outlasts the context")
+		assert.Equal(t, 1, slow.Remaining(), "a call that ended while the model waited used no turn")
+
+		start := time.Now()
+		r, err := scripted.New("paced", scripted.Turn{Text: "after two seconds"}).Paced(2*time.Second).Generate(context.Background(), providers.Request{})
+		require.NoError(t, err)
+		assert.Equal(t, "after two seconds", r.Message.Text())
+		assert.Equal(t, 2*time.Second, time.Since(start))
+	})
+}
+
+// Cancelling a call while the model waits its pace ends the call at once, with the context's
+// error, and leaves the script where it was.
+func TestPacedCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := scripted.New("paced", scripted.Turn{Text: "never"}).Paced(time.Hour)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() {
+			_, err := m.Generate(ctx, providers.Request{})
+			done <- err
+		}()
+		synctest.Wait() // the call waits its pace
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		assert.Zero(t, time.Since(start), "the call waited on after the cancel")
+		assert.Equal(t, 1, m.Remaining())
+	})
 }

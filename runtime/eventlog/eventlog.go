@@ -39,7 +39,7 @@ type Type string
 
 // The event types: the agent, nodes, workers, messages, tools, the human, stages, memory.
 const (
-	AgentCreated   Type = "agent.created"   // an agent was created
+	AgentCreated   Type = "agent.created"   // an agent was created; Text: its name
 	AgentStarted   Type = "agent.started"   // an agent started working
 	AgentPaused    Type = "agent.paused"    // an agent was paused
 	AgentResumed   Type = "agent.resumed"   // a paused agent resumed

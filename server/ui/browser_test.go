@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
@@ -605,4 +606,50 @@ func waitText(sel, text string) chromedp.Action {
 func waitAttr(sel, key, value string) chromedp.Action {
 	return chromedp.Poll(fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.dataset[%q] === %q; })()`, sel, key, value), nil,
 		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait))
+}
+
+// The page has an icon, served from the UI's own files, and a browser that opens it makes no
+// request that fails: no 404 for /favicon.ico in its console.
+func TestIcon(t *testing.T) {
+	s := newSite(t)
+	resp, err := http.Get(s.url("/ui/favicon.svg"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "image/svg+xml", resp.Header.Get("Content-Type"))
+
+	ctx := browser(t)
+	var (
+		mu     sync.Mutex
+		failed []string
+		icon   = make(chan string, 1) // the first answer to a request for an icon
+	)
+	chromedp.ListenTarget(ctx, func(ev any) {
+		got, ok := ev.(*network.EventResponseReceived)
+		if !ok {
+			return
+		}
+		r := got.Response
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Status >= 400 {
+			failed = append(failed, fmt.Sprintf("%d %s", r.Status, r.URL))
+		}
+		if strings.Contains(r.URL, "favicon") {
+			select {
+			case icon <- fmt.Sprintf("%d %s", r.Status, r.URL):
+			default:
+			}
+		}
+	})
+	step(t, ctx, "open the page", chromedp.Navigate(s.srv.LoginURL(s.url(""))), chromedp.WaitVisible(".welcome", chromedp.ByQuery))
+	select {
+	case got := <-icon:
+		assert.Equal(t, "200 "+s.url("/ui/favicon.svg"), got)
+	case <-time.After(wait):
+		t.Fatal("the browser asked for no icon")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, failed, "requests that failed")
 }

@@ -13,7 +13,8 @@ import (
 //go:embed static
 var static embed.FS
 
-// Files are the UI's files: index.html at the root, the modules and the style sheet beside it.
+// Files are the UI's files: index.html at the root, the modules, the style sheet and the icon
+// (favicon.svg) beside it.
 func Files() fs.FS {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
