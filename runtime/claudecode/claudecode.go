@@ -34,6 +34,7 @@
 //	{"type":"system","subtype":"api_retry",...}         Retrying (attempt, status, delay)
 //	{"type":"system","subtype":"compact_boundary",...}  Compacted
 //	{"type":"system","subtype":"status",...}            nothing ("requesting" before each API call)
+//	{"type":"system","subtype":"permission_denied",...} Output: the tool call the CLI denied, and why
 //	{"type":"assistant","message":{...}}                ModelTurn (text, usage); ToolCalled per tool_use block
 //	{"type":"stream_event","event":{...}}               the usage of a model turn (message_start, message_delta);
 //	                                                    TextDelta per text_delta of a content_block_delta
@@ -448,7 +449,11 @@ func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream,
 		if denials != "" {
 			msg += "; " + denials
 		}
-		err := fmt.Errorf("claudecode: %s failed (%s): %s", r.binary, res.Subtype, msg)
+		how := "failed"
+		if strings.HasPrefix(res.Subtype, "error") { // not "success", which an API error has too
+			how += " (" + res.Subtype + ")"
+		}
+		err := fmt.Errorf("claudecode: %s %s: %s", r.binary, how, msg)
 		if waitErr != nil {
 			err = fmt.Errorf("%s", withStderr(fmt.Sprintf("%v; %v", err, waitErr)))
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/agiraph/agiraph/providers"
@@ -39,8 +40,14 @@ type event struct {
 	ErrorStatus  *float64        `json:"error_status"`
 	Error        json.RawMessage `json:"error"` // a string ("server_error"), read by errorText
 
-	// assistant, user
+	// assistant, user; system/permission_denied: a string, the text the model got back
 	Message *message `json:"message"`
+
+	// system/permission_denied (and its tool_use_id, as in result's permission_denials)
+	ToolName     string `json:"tool_name"`
+	ToolUseID    string `json:"tool_use_id"`
+	DecisionType string `json:"decision_reason_type"`
+	Decision     string `json:"decision_reason"`
 
 	// stream_event (--include-partial-messages): an event of the Messages API's stream
 	Event *apiEvent `json:"event"`
@@ -90,11 +97,23 @@ type apiDelta struct {
 	Text string `json:"text"`
 }
 
+// message is a model message (assistant), the CLI's answer to one (user), or, as a JSON string,
+// what a system/permission_denied event says the model got back (Text).
 type message struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
 	Content json.RawMessage `json:"content"` // a string or blocks
 	Usage   *usage          `json:"usage"`
+	Text    string          `json:"-"`
+}
+
+// UnmarshalJSON reads a message object, or a string into Text.
+func (m *message) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &m.Text)
+	}
+	type plain message // without this method
+	return json.Unmarshal(b, (*plain)(m))
 }
 
 type block struct {
@@ -172,6 +191,22 @@ func (e *event) denials() string {
 		parts = append(parts, fmt.Sprintf("%s %s", d.ToolName, compact(d.ToolInput)))
 	}
 	return "Permission denied for: " + strings.Join(parts, "; ")
+}
+
+// denied describes a system/permission_denied event: the tool call and why it was denied.
+func (e *event) denied() string {
+	text := fmt.Sprintf("Claude Code denied %s (%s)", e.ToolName, e.ToolUseID)
+	if e.DecisionType != "" {
+		text += " by " + e.DecisionType
+	}
+	why := e.Decision
+	if why == "" && e.Message != nil {
+		why = e.Message.Text
+	}
+	if why != "" {
+		text += ": " + why
+	}
+	return text
 }
 
 // blocks decodes content that is either a string (one text block) or an array of blocks.
@@ -309,6 +344,14 @@ type turn struct {
 	usage    usage
 	streamed bool // it began with a message_start: its message_stop ends it
 	answered bool // an assistant event or a message_delta was read
+	// after are the events of its calls read before it ended (the CLI runs a call as soon as
+	// its block ends), reported after the calls.
+	after []runtime.Event
+}
+
+// has says whether the message calls the tool_use id.
+func (t *turn) has(id string) bool {
+	return slices.ContainsFunc(t.calls, func(b block) bool { return b.ID == id })
 }
 
 // read reads lines until the end of the output, or until a line that is fatal (see parse) kills
@@ -420,6 +463,8 @@ func (s *stream) system(e *event, raw []byte) {
 		s.rep.Emit(runtime.Event{Kind: runtime.Compacted, Text: "Claude Code compacted its conversation (the full one stays in its session transcript)"})
 	case "status":
 		// "requesting" before each API call, "compacting", null: progress the other events show
+	case "permission_denied":
+		s.after(e.ToolUseID, runtime.Event{Kind: runtime.Output, Text: truncate(e.denied(), maxOutput)})
 	default:
 		s.rep.Emit(runtime.Event{Kind: runtime.Output, Text: truncate(string(raw), maxOutput)})
 	}
@@ -510,6 +555,19 @@ func (s *stream) flush() {
 	s.perMsg = append(s.perMsg, u)
 	s.rep.Emit(runtime.Event{Kind: runtime.ModelTurn, Text: strings.Join(t.text, "\n"), Usage: &u})
 	s.called(t.calls)
+	for _, e := range t.after {
+		s.rep.Emit(e)
+	}
+}
+
+// after reports e, an event of the tool call id, after the call: at once, unless the message
+// being read calls it, which then reports it after its calls.
+func (s *stream) after(id string, e runtime.Event) {
+	if s.turn != nil && id != "" && s.turn.has(id) {
+		s.turn.after = append(s.turn.after, e)
+		return
+	}
+	s.rep.Emit(e)
 }
 
 // called reports the tool_use blocks among bs.
