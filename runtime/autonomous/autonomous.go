@@ -259,7 +259,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	}
 	if r.cmd.mcp {
 		var err error
-		if srv, err = workmcp.Serve(a, rep); err != nil {
+		if srv, err = workmcp.Serve(a, rep, nil); err != nil {
 			return fail(fmt.Errorf("autonomous: %w", err))
 		}
 		defer srv.Close()

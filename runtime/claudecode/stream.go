@@ -9,9 +9,12 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/internal/workmcp"
+	"github.com/agiraph/agiraph/tools"
 )
 
 // maxOutput is how much of a raw line an Output event carries.
@@ -318,12 +321,13 @@ func (e *event) errorText() string {
 }
 
 // stream turns the CLI's output into events and remembers what the outcome needs. Its fields
-// are written by read only, and read once read has returned.
+// are written by read, and by mcpCall under mu; they are read once read has returned.
 type stream struct {
 	rep    *runtime.Reporter
 	kill   func()
 	how    string            // how the CLI runs (its sandbox), added to the Started event
-	tools  map[string]string // tool_use id → name
+	mu     sync.Mutex        // held by read while it handles a line, and by mcpCall
+	tools  map[string]string // tool_use id → name, of the calls reported
 	turns  map[string]bool   // the ids of the model messages reported
 	perMsg []providers.Usage // the usage of each model message reported, for a run without a result
 	// turn is the model message being read, reported when it ends (see flush).
@@ -357,12 +361,19 @@ func (t *turn) has(id string) bool {
 // read reads lines until the end of the output, or until a line that is fatal (see parse) kills
 // the process group.
 func (s *stream) read(r io.Reader) {
-	defer s.flush() // a message cut short by the end of the output
+	defer func() { // a message cut short by the end of the output
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.flush()
+	}()
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
 		if l := bytes.TrimSpace(line); len(l) > 0 {
-			if !s.line(l) {
+			s.mu.Lock()
+			ok := s.line(l)
+			s.mu.Unlock()
+			if !ok {
 				s.kill()
 				io.Copy(io.Discard, br) // let the dying group write without blocking
 				return
@@ -570,15 +581,34 @@ func (s *stream) after(id string, e runtime.Event) {
 	s.rep.Emit(e)
 }
 
-// called reports the tool_use blocks among bs.
+// called reports the tool_use blocks among bs, but those already reported (see mcpCall).
 func (s *stream) called(bs []block) {
 	for _, b := range bs {
 		if b.Type != "tool_use" {
 			continue
 		}
+		if _, ok := s.tools[b.ID]; ok && b.ID != "" {
+			continue
+		}
 		s.tools[b.ID] = b.Name
 		s.rep.Emit(runtime.Event{Kind: runtime.ToolCalled, Tool: &runtime.ToolEvent{ID: b.ID, Name: b.Name, Args: b.Input}})
 	}
+}
+
+// mcpCall reports c, a call of a work tool over MCP, as the output will show it (mcp__<server>__<tool>),
+// unless the output showed it already; it is called before the tool runs. The CLI runs a call
+// as soon as its block ends, and the output reports a message's calls when the message ends,
+// after its model turn: a call the tool runs first is reported before that turn, so that what
+// the tool does (a message sent, say) comes after the call.
+func (s *stream) mcpCall(c tools.Call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tools[c.ID]; ok {
+		return
+	}
+	name := "mcp__" + workmcp.Name + "__" + c.Name
+	s.tools[c.ID] = name
+	s.rep.Emit(runtime.Event{Kind: runtime.ToolCalled, Tool: &runtime.ToolEvent{ID: c.ID, Name: name, Args: c.Args}})
 }
 
 // user reports the tool results the CLI sends back to the model.

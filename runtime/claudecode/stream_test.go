@@ -16,6 +16,7 @@ import (
 
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/tools"
 )
 
 // The corpus: testdata/<Claude Code version>/<scenario>.jsonl, the standard output of the real
@@ -503,4 +504,43 @@ func BenchmarkStream(b *testing.B) {
 		testStream(&events, &killed).read(bytes.NewReader(data))
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+}
+
+// A call of a work tool over MCP that runs before the output shows it is reported as it runs,
+// before its model turn, and not again when the output shows it; a permission_denied line read
+// while its message is being read comes after the message's calls.
+func TestCallsBeforeTheirMessageEnds(t *testing.T) {
+	var events []runtime.Event
+	var killed bool
+	s := testStream(&events, &killed)
+	s.mcpCall(tools.Call{ID: "toolu_send", Name: "send_message", Args: json.RawMessage(`{"to":"coordinator","content":"hi"}`)})
+	s.read(strings.NewReader(strings.Join([]string{
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":5,"output_tokens":1}}}}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"tool_use","id":"toolu_send","name":"mcp__agiraph__send_message","input":{"to":"coordinator","content":"hi"}}]}}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"tool_use","id":"toolu_bash","name":"Bash","input":{"command":"ls"}}]}}`,
+		`{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"toolu_bash","decision_reason_type":"mode","message":"Permission to use Bash has been denied."}`,
+		`{"type":"stream_event","event":{"type":"message_delta","usage":{"output_tokens":9}}}`,
+		`{"type":"stream_event","event":{"type":"message_stop"}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_send","content":"Sent to coordinator."}]}}`,
+	}, "\n")))
+	s.mcpCall(tools.Call{ID: "toolu_send", Name: "send_message"}) // a call the output showed: nothing
+	var got []string
+	for _, e := range events {
+		switch e.Kind {
+		case runtime.ToolCalled, runtime.ToolResult:
+			got = append(got, string(e.Kind)+" "+e.Tool.ID+" "+e.Tool.Name)
+		case runtime.Output:
+			got = append(got, string(e.Kind)+" "+e.Text)
+		default:
+			got = append(got, string(e.Kind))
+		}
+	}
+	assert.Equal(t, []string{
+		"tool_called toolu_send mcp__agiraph__send_message",
+		"model_turn",
+		"tool_called toolu_bash Bash",
+		"output Claude Code denied Bash (toolu_bash) by mode: Permission to use Bash has been denied.",
+		"tool_result toolu_send mcp__agiraph__send_message",
+	}, got)
+	assert.JSONEq(t, `{"to":"coordinator","content":"hi"}`, string(events[0].Tool.Args))
 }
