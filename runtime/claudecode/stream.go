@@ -595,11 +595,11 @@ func (s *stream) called(bs []block) {
 	}
 }
 
-// mcpCall reports c, a call of a work tool over MCP, as the output will show it (mcp__<server>__<tool>),
-// unless the output showed it already; it is called before the tool runs. The CLI runs a call
-// as soon as its block ends, and the output reports a message's calls when the message ends,
-// after its model turn: a call the tool runs first is reported before that turn, so that what
-// the tool does (a message sent, say) comes after the call.
+// mcpCall reports c, a call of a work tool over MCP, named as the output names it
+// (mcp__<server>__<tool>), unless the output showed it already; it is called before the tool
+// runs. The CLI runs a call as soon as its block ends, and a message's calls are reported when
+// the message ends, after its model turn: a call the tool runs first is reported before that
+// turn, so that what the tool does (a message sent, say) comes after the call.
 func (s *stream) mcpCall(c tools.Call) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
