@@ -17,6 +17,7 @@ import (
 	"github.com/agiraph/agiraph/providers/providertest"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime/claudecode"
+	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -108,6 +109,21 @@ func TestRealClaudeCodeWorkerOverMCP(t *testing.T) {
 	assert.Equal(t, "n1", sub.Parent)
 	assert.Equal(t, nodes.NodeCompleted, sub.Status)
 	assert.Equal(t, "the north is done", sub.Summary)
+
+	// The event log has the call of send_message, then the message it sent (the CLI runs the
+	// call before the message that makes it has ended, and before its output shows the call).
+	evs, err := s.Events(0, 0)
+	require.NoError(t, err)
+	var order []string
+	for _, e := range evs {
+		switch {
+		case e.Type == eventlog.ToolCalled && strings.HasPrefix(e.Text, "mcp__agiraph__send_message "):
+			order = append(order, "called send_message")
+		case e.Type == eventlog.MessageSent && e.Text == "Starting the survey.":
+			order = append(order, "sent")
+		}
+	}
+	assert.Equal(t, []string{"called send_message", "sent"}, order)
 
 	mu.Lock()
 	defer mu.Unlock()

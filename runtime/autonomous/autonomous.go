@@ -38,7 +38,12 @@
 // what the policy allows, and everywhere its environment loses the secrets but the known CLI's
 // keys and WithEnv's variables ([WithSandbox] changes this). The Started event says how it runs.
 // Its stdout and stderr are reported line by line as runtime.Output events (a line is cut at
-// 4 KiB) and their last bytes are kept for the error of a failed run ([WithOutputTail]).
+// 4 KiB) and their last bytes are kept for the error of a failed run ([WithOutputTail]). So
+// are the last three lines that say something went wrong (a word such as error, failed or
+// refused; of JSON lines, those whose type is an error or a failure, by their message): the
+// error of a run that ends without a result, or is stopped (a deadline, a stall, a
+// cancellation), names them — a CLI that cannot reach its API retries until the deadline,
+// and says why.
 //
 // # The protocol
 //
@@ -259,7 +264,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	}
 	if r.cmd.mcp {
 		var err error
-		if srv, err = workmcp.Serve(a, rep); err != nil {
+		if srv, err = workmcp.Serve(a, rep, nil); err != nil {
 			return fail(fmt.Errorf("autonomous: %w", err))
 		}
 		defer srv.Close()
@@ -376,7 +381,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		select {
 		case <-ctx.Done():
 			finish()
-			err := fmt.Errorf("autonomous: agent stopped: %w", context.Cause(ctx))
+			err := fmt.Errorf("autonomous: agent stopped: %w%s", context.Cause(ctx), out.lastErrors())
 			return end(runtime.Outcome{Status: runtime.StatusOf(ctx, err), Summary: err.Error()}, err)
 		case waitErr = <-waited:
 			exited, done = true, true
@@ -399,7 +404,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		if o, ok, err := r.ended(a, result.path, checkpoint.path); ok {
 			return end(o, err)
 		}
-		err := fmt.Errorf("autonomous: %w: %s", runtime.ErrNoResult, exitStatus(waitErr))
+		err := fmt.Errorf("autonomous: %w: %s%s", runtime.ErrNoResult, exitStatus(waitErr), out.lastErrors())
 		if t := strings.TrimSpace(out.last()); t != "" {
 			err = fmt.Errorf("%w; last output:\n%s", err, t)
 		} else {

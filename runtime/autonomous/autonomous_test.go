@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/agiraph/agiraph/runtime"
@@ -652,3 +654,43 @@ func (b scriptBehaviors) finish(name, summary string) string {
 
 // quote quotes s for the shell.
 func (scriptBehaviors) quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// A run that ends without a result, or is stopped (its deadline, a stall, a cancellation),
+// fails naming the agent's last three errors: lines of text that say so, the message of a JSON
+// event of type error or *.failed (Codex's), a repeated one once; not other JSON lines, whatever
+// they quote.
+func TestFailureNamesLastErrors(t *testing.T) {
+	const output = `
+echo "fatal: an early error, one too many"
+echo "Starting."
+echo '{"type":"thread.started","thread_id":"t1"}'
+echo "Attempt 1 failed. Retrying with backoff... Error: fetch failed sending request" >&2
+echo '{"type":"item.completed","item":{"type":"command_execution","aggregated_output":"error: from the command itself"}}'
+echo '{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}'
+echo '{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}'
+echo '{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}'
+echo "    at retryWithBackoff (file:///bundle/chunk.js:1:1)"
+`
+	const want = "; the agent's last errors: Attempt 1 failed. Retrying with backoff... Error: fetch failed sending request" +
+		" | stream disconnected before completion | Reconnecting... waiting for network (Connection failed: error sending request)"
+
+	t.Run("exited", func(t *testing.T) {
+		_, err := autonomous.New(script(t, output+"exit 1\n"), fast...).Run(context.Background(), assignment(t, "x"), nil)
+		require.ErrorIs(t, err, runtime.ErrNoResult)
+		assert.Contains(t, err.Error(), "the agent exited with exit status 1"+want+"; last output:")
+	})
+	t.Run("stopped", func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		rec := &recorder{t: t}
+		sink := func(e runtime.Event) {
+			rec.sink(e)
+			if e.Kind == runtime.Output && e.Text == "ready" {
+				cancel(context.DeadlineExceeded)
+			}
+		}
+		_, err := autonomous.New(script(t, output+"echo ready\nexec sleep 1000\n"), fast...).Run(ctx, assignment(t, "x"), sink)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, "autonomous: agent stopped: context deadline exceeded"+want, err.Error())
+	})
+}

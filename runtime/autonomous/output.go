@@ -2,6 +2,9 @@ package autonomous
 
 import (
 	"bytes"
+	"encoding/json"
+	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -10,13 +13,21 @@ import (
 // ends is reported in pieces of this size.
 const maxLine = 4 << 10
 
+// maxErrors is how many of the agent's last errors a failure names; maxError bounds each.
+const (
+	maxErrors = 3
+	maxError  = 500
+)
+
 // output receives the agent's stdout and stderr (one pipe, so their order is kept): it keeps
-// the last bytes and reports each line. It is used from one goroutine.
+// the last bytes and the last lines that say something went wrong, and reports each line. It
+// is used from one goroutine.
 type output struct {
 	tail    []byte
 	limit   int
 	partial []byte
 	line    func(string)
+	errs    []string // the last errors (see errorText), a repeated one kept once
 }
 
 func (o *output) Write(p []byte) (int, error) {
@@ -57,9 +68,79 @@ func (o *output) emit(b []byte) {
 		s = s[:maxLine] + "…"
 	}
 	s = strings.ToValidUTF8(s, "�")
-	if strings.TrimSpace(s) != "" && o.line != nil {
+	if strings.TrimSpace(s) == "" {
+		return
+	}
+	if e := errorText(s); e != "" {
+		if len(e) > maxError {
+			e = e[:maxError] + "…"
+		}
+		o.errs = slices.DeleteFunc(o.errs, func(x string) bool { return x == e })
+		o.errs = append(o.errs, e)
+		if len(o.errs) > maxErrors {
+			o.errs = o.errs[1:]
+		}
+	}
+	if o.line != nil {
 		o.line(s)
 	}
+}
+
+// errorWords are the words of a line of text that says something went wrong.
+var errorWords = regexp.MustCompile(`(?i)\b(error|errors|failed|failure|fatal|exception|panic|refused|unauthorized|forbidden|denied)\b`)
+
+// errorText returns what a line of the agent's output says went wrong, or "" when it does not
+// look like an error: a JSON object whose type names an error or a failure (Codex's --json
+// events: {"type":"error","message":...}, {"type":"turn.failed","error":{"message":...}}), as
+// its message; another JSON object never (its text may quote anything); a line of text with a
+// word such as error, failed or refused, as it is.
+func errorText(line string) string {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "{") {
+		if errorWords.MatchString(line) {
+			return line
+		}
+		return ""
+	}
+	var v struct {
+		Type    string          `json:"type"`
+		Message string          `json:"message"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal([]byte(line), &v) != nil {
+		if errorWords.MatchString(line) {
+			return line
+		}
+		return ""
+	}
+	if !errorWords.MatchString(strings.NewReplacer(".", " ", "_", " ").Replace(v.Type)) {
+		return ""
+	}
+	if v.Message != "" {
+		return v.Message
+	}
+	var e struct {
+		Message string `json:"message"`
+	}
+	var text string
+	switch {
+	case json.Unmarshal(v.Error, &text) == nil && text != "":
+		return text
+	case json.Unmarshal(v.Error, &e) == nil && e.Message != "":
+		return e.Message
+	}
+	return line
+}
+
+// lastErrors says what the agent's last errors were, for a failure: "" when it printed none.
+func (o *output) lastErrors() string {
+	switch len(o.errs) {
+	case 0:
+		return ""
+	case 1:
+		return "; the agent's last error: " + o.errs[0]
+	}
+	return "; the agent's last errors: " + strings.Join(o.errs, " | ")
 }
 
 // last returns the kept tail of the output, starting at a whole character.

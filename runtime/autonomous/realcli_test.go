@@ -70,6 +70,9 @@ type agentCLI struct {
 	usage func(t *testing.T, rec *recorder, turns int)
 	// work calls the squad's work tool tool over MCP, by the name the CLI gives it.
 	work func(tool string, args map[string]any) tools.Call
+	// unreachableError is a part of the error the CLI prints when nothing listens at its API's
+	// address.
+	unreachableError string
 }
 
 // clis are the CLIs the tests run.
@@ -86,9 +89,10 @@ func codexCLI(t *testing.T) agentCLI {
 		return tools.Call{Name: "exec_command", Args: args}
 	}
 	return agentCLI{
-		command:  cmd,
-		keyVar:   "OPENAI_API_KEY",
-		basePath: "/v1",
+		command:          cmd,
+		keyVar:           "OPENAI_API_KEY",
+		basePath:         "/v1",
+		unreachableError: "Reconnecting... waiting for network (Connection failed: error sending request)",
 		serve: func(t *testing.T, fn func(providertest.Request) providertest.Reply) (*providertest.Server, string) {
 			fake := providertest.NewResponsesFunc(t, fn)
 			return fake, namespaced(t, fake.URL())
@@ -206,8 +210,9 @@ func geminiCLI(t *testing.T) agentCLI {
 	require.Contains(t, cmd, "--skip-trust", "Gemini CLI exits (55) in a folder it does not trust, which every node's scratch folder is")
 	cmd[slices.Index(cmd, "gemini")] = clitest.Gemini.Bin(t, "gemini", "GEMINI_BIN")
 	return agentCLI{
-		command: cmd,
-		keyVar:  "GEMINI_API_KEY",
+		command:          cmd,
+		keyVar:           "GEMINI_API_KEY",
+		unreachableError: "failed. Retrying with backoff... Error: exception TypeError: fetch failed sending request",
 		serve: func(t *testing.T, fn func(providertest.Request) providertest.Reply) (*providertest.Server, string) {
 			fake := providertest.NewGeminiFunc(t, fn)
 			return fake, fake.URL()
@@ -283,6 +288,8 @@ func codexHome(t *testing.T) string {
 		dir = filepath.Join("/var/tmp", "agiraph-codex-home")
 	}
 	require.NoError(t, os.MkdirAll(dir, 0o755))
+	dir, err := filepath.EvalSymlinks(dir) // the sandbox binds CODEX_HOME by a path without links
+	require.NoError(t, err)
 	home, err := os.MkdirTemp(dir, "test")
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -562,21 +569,25 @@ func TestRealCLIMissingKey(t *testing.T) {
 	}
 }
 
+// unreachable returns a runtime of the CLI pointed at an address where nothing listens.
+func (c agentCLI) unreachable(t *testing.T) *autonomous.Runtime {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "http://" + l.Addr().String() + c.basePath
+	require.NoError(t, l.Close())
+	return autonomous.New(c.command, append(realOptions, autonomous.WithEnv(c.env(t, url, true)))...)
+}
+
 // TestRealCLIUnreachableStalls points each CLI at an address where nothing listens: the CLI
 // retries, printing a line each time, which is no progress, and the watchdog reports the run
 // stalled within its window.
 func TestRealCLIUnreachableStalls(t *testing.T) {
 	for _, c := range clis {
 		t.Run(c.name, func(t *testing.T) {
-			cli := c.cli(t)
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			url := "http://" + l.Addr().String() + cli.basePath
-			require.NoError(t, l.Close())
 			a := realAssignment(t, "Anything.")
 			rec := &recorder{t: t}
 			const window = 10 * time.Second
-			rt := runtime.Watch(autonomous.New(cli.command, append(realOptions, autonomous.WithEnv(cli.env(t, url, true)))...), window)
+			rt := runtime.Watch(c.cli(t).unreachable(t), window)
 			start := time.Now()
 			o, err := realRun(context.Background(), rt, a, rec)
 			elapsed := time.Since(start)
@@ -586,6 +597,30 @@ func TestRealCLIUnreachableStalls(t *testing.T) {
 			// The watchdog looks every window/4; stopping the CLI takes its grace.
 			assert.Less(t, elapsed, window+window/4+5*time.Second, "stalled within the window")
 			assert.Contains(t, err.Error(), "latest event: output: ", "the CLI printed its retries, which are no progress")
+			assertGone(t, a)
+		})
+	}
+}
+
+// TestRealCLIUnreachableDeadline points each CLI at an address where nothing listens, with a
+// deadline and no watchdog: the CLI retries until the deadline, and the run's error says why,
+// with the CLI's own last error.
+func TestRealCLIUnreachableDeadline(t *testing.T) {
+	for _, c := range clis {
+		t.Run(c.name, func(t *testing.T) {
+			cli := c.cli(t)
+			a := realAssignment(t, "Anything.")
+			rec := &recorder{t: t}
+			rt := cli.unreachable(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			o, err := realRun(ctx, rt, a, rec)
+			require.ErrorIs(t, err, context.DeadlineExceeded, "output:\n%s", outputs(rec))
+			t.Log(err)
+			assert.Equal(t, runtime.TimedOut, o.Status)
+			assert.Contains(t, err.Error(), "autonomous: agent stopped: context deadline exceeded; the agent's last error")
+			assert.Contains(t, err.Error(), cli.unreachableError, "output:\n%s", outputs(rec))
+			assert.Equal(t, err.Error(), o.Summary)
 			assertGone(t, a)
 		})
 	}

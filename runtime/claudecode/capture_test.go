@@ -26,6 +26,8 @@ import (
 type scenario struct {
 	name   string
 	prompt string
+	// mode is the CLI's permission mode; bypassPermissions when empty.
+	mode string
 	// reply answers a request; n counts the requests that carried the prompt's conversation.
 	reply func(scratch string, n int, last string) providertest.Reply
 }
@@ -55,6 +57,24 @@ var scenarios = []scenario{
 				return providertest.Reply{Status: http.StatusInternalServerError}
 			}
 			return providertest.Reply{Text: "Hello.", Usage: captureUsage}
+		},
+	},
+	{
+		name:   "denied",
+		prompt: "Count the widgets.",
+		mode:   "dontAsk",
+		reply: func(scratch string, n int, last string) providertest.Reply {
+			if strings.Contains(last, `"tool_use_id":"toolu_bash"`) {
+				return providertest.Reply{Text: "Bash was denied.", Usage: captureUsage}
+			}
+			return providertest.Reply{Text: "Counting widgets.", Calls: []tools.Call{{ID: "toolu_bash", Name: "Bash", Args: json.RawMessage(`{"command":"echo hi > out.txt","description":"Write out.txt"}`)}}, Usage: captureUsage}
+		},
+	},
+	{
+		name:   "api400",
+		prompt: "Say hello.",
+		reply: func(scratch string, n int, last string) providertest.Reply {
+			return providertest.Reply{Status: http.StatusBadRequest}
 		},
 	},
 	{
@@ -128,8 +148,12 @@ func capture(t *testing.T, bin string, sc scenario) []byte {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
+	mode := sc.mode
+	if mode == "" {
+		mode = "bypassPermissions"
+	}
 	cmd := exec.CommandContext(ctx, bin, "-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--model", "claude-sonnet-4-5", "--permission-mode", "bypassPermissions", "--max-turns", "10", "--", sc.prompt)
+		"--model", "claude-sonnet-4-5", "--permission-mode", mode, "--max-turns", "10", "--", sc.prompt)
 	cmd.Dir = scratch
 	cmd.Env = append(os.Environ(), "IS_SANDBOX=1")
 	cmd.Env = append(cmd.Env, offlineEnv(t, front.URL)...)

@@ -34,6 +34,7 @@
 //	{"type":"system","subtype":"api_retry",...}         Retrying (attempt, status, delay)
 //	{"type":"system","subtype":"compact_boundary",...}  Compacted
 //	{"type":"system","subtype":"status",...}            nothing ("requesting" before each API call)
+//	{"type":"system","subtype":"permission_denied",...} Output: the tool call the CLI denied, and why
 //	{"type":"assistant","message":{...}}                ModelTurn (text, usage); ToolCalled per tool_use block
 //	{"type":"stream_event","event":{...}}               the usage of a model turn (message_start, message_delta);
 //	                                                    TextDelta per text_delta of a content_block_delta
@@ -76,7 +77,11 @@
 // --mcp-config; with an allow-list, the server is allowed too). What the CLI reports through them
 // — publishing, a checkpoint, a question (the Outcome is Waiting; run again with the Answer, the
 // session resumed), sub-nodes and suggestions — makes the Outcome; the file protocol below still
-// works beside it, for what the tools were not used for.
+// works beside it, for what the tools were not used for. The CLI runs a call as soon as its block
+// ends, before its message does: a call of a work tool is reported (ToolCalled) when it reaches
+// the endpoint, unless the output showed it already, so what the tool does — a message sent —
+// comes after the call, and the message's ModelTurn after both. A permission_denied line, read
+// while the message that made the denied call is being read, is reported after its calls.
 //
 // # The file protocol
 //
@@ -322,10 +327,11 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	}
 
 	// The assignment's work tools, over MCP: srv has what the CLI reports through them.
+	st := &stream{rep: rep, tools: map[string]string{}, turns: map[string]bool{}}
 	var srv *workmcp.Server
 	var mcpConfig string
 	if !r.noMCP {
-		if srv, err = workmcp.Serve(a, rep); err != nil {
+		if srv, err = workmcp.Serve(a, rep, st.mcpCall); err != nil {
 			return fail(fmt.Errorf("claudecode: %w", err))
 		}
 		defer srv.Close()
@@ -336,7 +342,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	if err != nil {
 		return fail(err)
 	}
-	st := &stream{rep: rep, tools: map[string]string{}, turns: map[string]bool{}, kill: p.kill, how: p.how}
+	st.kill, st.how = p.kill, p.how
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); st.read(p.stdout) }()
@@ -448,7 +454,11 @@ func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream,
 		if denials != "" {
 			msg += "; " + denials
 		}
-		err := fmt.Errorf("claudecode: %s failed (%s): %s", r.binary, res.Subtype, msg)
+		how := "failed"
+		if strings.HasPrefix(res.Subtype, "error") { // not "success", which an API error has too
+			how += " (" + res.Subtype + ")"
+		}
+		err := fmt.Errorf("claudecode: %s %s: %s", r.binary, how, msg)
 		if waitErr != nil {
 			err = fmt.Errorf("%s", withStderr(fmt.Sprintf("%v; %v", err, waitErr)))
 		}

@@ -227,8 +227,9 @@ func TestResultIsError(t *testing.T) {
 		t.Errorf("err %v wraps ErrNoResult, but there was a result", err)
 	}
 	eq(t, "status", o.Status, runtime.Failed)
-	contains(t, "error", err.Error(), "Invalid API key")
-	contains(t, "error", err.Error(), "401")
+	// The result's subtype, "success", is no label of a failure.
+	assert.Contains(t, err.Error(), " failed: Invalid API key · Fix external API key (API status 401)")
+	assert.NotContains(t, err.Error(), "success")
 	eq(t, "published", len(o.Published), 0)
 	if _, err := os.Stat(filepath.Join(a.Dir.Scratch(), "out.txt")); err != nil {
 		t.Errorf("a failed run's files should stay in scratch: %v", err)

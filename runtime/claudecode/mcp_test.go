@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,9 +26,10 @@ func call(id, name string, args any) providertest.Reply {
 }
 
 // The real Claude Code CLI reaches the run through the work tools over MCP: the scripted model
-// sends the coordinator a message, asks for a sub-node and publishes with the squad's own tools
-// (mcp__agiraph__*); the message is sent through the mailbox, the sub-node and the published
-// file are in the outcome.
+// sends the coordinator two messages, asks for a sub-node and publishes with the squad's own
+// tools (mcp__agiraph__*); both messages are sent through the mailbox, each after its call was
+// reported (the order of the event log, where the bus logs a message when it is sent), and the
+// sub-node and the published file are in the outcome.
 func TestRealCLIWorkToolsOverMCP(t *testing.T) {
 	bin := claudeBinary(t)
 	a := assignment(t, "Split the survey.")
@@ -38,6 +40,8 @@ func TestRealCLIWorkToolsOverMCP(t *testing.T) {
 		last := lastMessage(r)
 		switch {
 		case strings.Contains(last, `"tool_use_id":"toolu_send"`):
+			return call("toolu_again", "mcp__agiraph__send_message", map[string]string{"to": "coordinator", "content": "Still surveying."})
+		case strings.Contains(last, `"tool_use_id":"toolu_again"`):
 			return call("toolu_sub", "mcp__agiraph__create_work_node", map[string]any{"task": "Survey the northern region."})
 		case strings.Contains(last, `"tool_use_id":"toolu_sub"`):
 			return call("toolu_write", "Write", map[string]string{"file_path": filepath.Join(scratch, "survey.md"), "content": "# Survey\n\nThe south is done.\n"})
@@ -50,12 +54,31 @@ func TestRealCLIWorkToolsOverMCP(t *testing.T) {
 		}
 		return providertest.Reply{Text: "OK"}
 	})
+	// What happened, in order: the calls of send_message reported, the messages sent through
+	// the mailbox, and their MessageSent events.
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, s)
+	}
+	box.OnSend(func(m runtime.Message) error { note("sent " + m.Body); return nil })
 	rec := newRecorder(t)
+	sink := func(e runtime.Event) {
+		rec.sink(e)
+		switch {
+		case e.Kind == runtime.ToolCalled && e.Tool.Name == "mcp__agiraph__send_message":
+			note("called " + e.Tool.ID)
+		case e.Kind == runtime.MessageSent:
+			note("event " + e.Message.Body)
+		}
+	}
 	rt := claudecode.New(claudecode.WithBinary(bin), claudecode.WithModel("claude-sonnet-4-5"),
 		claudecode.WithEnv(offlineEnv(t, fake.URL())), claudecode.WithMaxTurns(10))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	o, err := rt.Run(ctx, a, rec.sink)
+	o, err := rt.Run(ctx, a, sink)
 	require.NoError(t, err, "events %s", rec.kinds())
 
 	assert.Equal(t, runtime.Published, o.Status)
@@ -63,10 +86,18 @@ func TestRealCLIWorkToolsOverMCP(t *testing.T) {
 	assert.Equal(t, []string{"survey.md"}, o.Published)
 	require.Len(t, o.SubNodes, 1)
 	assert.Equal(t, "Survey the northern region.", o.SubNodes[0].Task)
-	sent := box.Sent()
-	require.Len(t, sent, 1)
-	assert.Equal(t, "coordinator", sent[0].To)
-	assert.Equal(t, "Starting the survey.", sent[0].Body)
+	assert.Equal(t, []runtime.Message{{To: "coordinator", Body: "Starting the survey."}, {To: "coordinator", Body: "Still surveying."}}, box.Sent())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{
+		"called toolu_send", "sent Starting the survey.", "event Starting the survey.",
+		"called toolu_again", "sent Still surveying.", "event Still surveying.",
+	}, order)
+	var called []string
+	for _, e := range rec.of(runtime.ToolCalled) {
+		called = append(called, e.Tool.ID)
+	}
+	assert.Equal(t, []string{"toolu_send", "toolu_again", "toolu_sub", "toolu_write", "toolu_publish"}, called, "each call reported once")
 }
 
 // A question over MCP ends the assignment Waiting; run again with the answer (the CLI's session

@@ -17,16 +17,22 @@ import (
 
 // TestReplayCorpus runs each recorded transcript of testdata/ through a Run, with a fake CLI
 // that prints it: 2.1.197's fractional retry delays included, every run ends as the real one
-// did, without an Output event.
+// did, with no Output event but one per tool call the CLI denied (2.1.330's
+// system/permission_denied, whose message is a string).
 func TestReplayCorpus(t *testing.T) {
 	want := map[string]struct {
 		status  runtime.Status
-		summary string // a part of it
+		summary string   // a part of it
+		outputs []string // the Output events
 	}{
-		"tools":   {runtime.Published, "Wrote report.md and out.txt."},
-		"retry":   {runtime.Published, "Hello."},
-		"auth401": {runtime.Failed, "authentication failed: the API answered status 401 authentication_failed"},
-		"auth403": {runtime.Failed, "Failed to authenticate. API Error: 403"},
+		"tools":   {runtime.Published, "Wrote report.md and out.txt.", nil},
+		"retry":   {runtime.Published, "Hello.", nil},
+		"api400":  {runtime.Failed, "failed: API Error: 400 Invalid request (API status 400)", nil},
+		"auth401": {runtime.Failed, "authentication failed: the API answered status 401 authentication_failed", nil},
+		"auth403": {runtime.Failed, "Failed to authenticate. API Error: 403", nil},
+		"denied": {runtime.Published, "Bash was denied.\n\nPermission denied for: Bash", []string{
+			"Claude Code denied Bash (toolu_bash) by mode: Permission to use Bash has been denied because Claude Code is running in don't ask mode.",
+		}},
 	}
 	files, err := filepath.Glob("testdata/*/*.jsonl")
 	require.NoError(t, err)
@@ -45,8 +51,13 @@ func TestReplayCorpus(t *testing.T) {
 			} else {
 				require.NoError(t, err)
 			}
+			var outputs []string
 			for _, e := range rec.of(runtime.Output) {
-				t.Errorf("an Output event: %s", e.Text)
+				outputs = append(outputs, e.Text)
+			}
+			require.Len(t, outputs, len(w.outputs), "Output events %q", outputs)
+			for i, o := range w.outputs {
+				assert.True(t, strings.HasPrefix(outputs[i], o), "Output event %q does not start with %q", outputs[i], o)
 			}
 		})
 	}

@@ -7,10 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/internal/workmcp"
+	"github.com/agiraph/agiraph/tools"
 )
 
 // maxOutput is how much of a raw line an Output event carries.
@@ -39,8 +43,14 @@ type event struct {
 	ErrorStatus  *float64        `json:"error_status"`
 	Error        json.RawMessage `json:"error"` // a string ("server_error"), read by errorText
 
-	// assistant, user
+	// assistant, user; system/permission_denied: a string, the text the model got back
 	Message *message `json:"message"`
+
+	// system/permission_denied (and its tool_use_id, as in result's permission_denials)
+	ToolName     string `json:"tool_name"`
+	ToolUseID    string `json:"tool_use_id"`
+	DecisionType string `json:"decision_reason_type"`
+	Decision     string `json:"decision_reason"`
 
 	// stream_event (--include-partial-messages): an event of the Messages API's stream
 	Event *apiEvent `json:"event"`
@@ -90,11 +100,23 @@ type apiDelta struct {
 	Text string `json:"text"`
 }
 
+// message is a model message (assistant), the CLI's answer to one (user), or, as a JSON string,
+// what a system/permission_denied event says the model got back (Text).
 type message struct {
 	ID      string          `json:"id"`
 	Model   string          `json:"model"`
 	Content json.RawMessage `json:"content"` // a string or blocks
 	Usage   *usage          `json:"usage"`
+	Text    string          `json:"-"`
+}
+
+// UnmarshalJSON reads a message object, or a string into Text.
+func (m *message) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &m.Text)
+	}
+	type plain message // without this method
+	return json.Unmarshal(b, (*plain)(m))
 }
 
 type block struct {
@@ -172,6 +194,22 @@ func (e *event) denials() string {
 		parts = append(parts, fmt.Sprintf("%s %s", d.ToolName, compact(d.ToolInput)))
 	}
 	return "Permission denied for: " + strings.Join(parts, "; ")
+}
+
+// denied describes a system/permission_denied event: the tool call and why it was denied.
+func (e *event) denied() string {
+	text := fmt.Sprintf("Claude Code denied %s (%s)", e.ToolName, e.ToolUseID)
+	if e.DecisionType != "" {
+		text += " by " + e.DecisionType
+	}
+	why := e.Decision
+	if why == "" && e.Message != nil {
+		why = e.Message.Text
+	}
+	if why != "" {
+		text += ": " + why
+	}
+	return text
 }
 
 // blocks decodes content that is either a string (one text block) or an array of blocks.
@@ -283,12 +321,13 @@ func (e *event) errorText() string {
 }
 
 // stream turns the CLI's output into events and remembers what the outcome needs. Its fields
-// are written by read only, and read once read has returned.
+// are written by read, and by mcpCall under mu; they are read once read has returned.
 type stream struct {
 	rep    *runtime.Reporter
 	kill   func()
 	how    string            // how the CLI runs (its sandbox), added to the Started event
-	tools  map[string]string // tool_use id → name
+	mu     sync.Mutex        // held by read while it handles a line, and by mcpCall
+	tools  map[string]string // tool_use id → name, of the calls reported
 	turns  map[string]bool   // the ids of the model messages reported
 	perMsg []providers.Usage // the usage of each model message reported, for a run without a result
 	// turn is the model message being read, reported when it ends (see flush).
@@ -309,17 +348,32 @@ type turn struct {
 	usage    usage
 	streamed bool // it began with a message_start: its message_stop ends it
 	answered bool // an assistant event or a message_delta was read
+	// after are the events of its calls read before it ended (the CLI runs a call as soon as
+	// its block ends), reported after the calls.
+	after []runtime.Event
+}
+
+// has says whether the message calls the tool_use id.
+func (t *turn) has(id string) bool {
+	return slices.ContainsFunc(t.calls, func(b block) bool { return b.ID == id })
 }
 
 // read reads lines until the end of the output, or until a line that is fatal (see parse) kills
 // the process group.
 func (s *stream) read(r io.Reader) {
-	defer s.flush() // a message cut short by the end of the output
+	defer func() { // a message cut short by the end of the output
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.flush()
+	}()
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
 		if l := bytes.TrimSpace(line); len(l) > 0 {
-			if !s.line(l) {
+			s.mu.Lock()
+			ok := s.line(l)
+			s.mu.Unlock()
+			if !ok {
 				s.kill()
 				io.Copy(io.Discard, br) // let the dying group write without blocking
 				return
@@ -420,6 +474,8 @@ func (s *stream) system(e *event, raw []byte) {
 		s.rep.Emit(runtime.Event{Kind: runtime.Compacted, Text: "Claude Code compacted its conversation (the full one stays in its session transcript)"})
 	case "status":
 		// "requesting" before each API call, "compacting", null: progress the other events show
+	case "permission_denied":
+		s.after(e.ToolUseID, runtime.Event{Kind: runtime.Output, Text: truncate(e.denied(), maxOutput)})
 	default:
 		s.rep.Emit(runtime.Event{Kind: runtime.Output, Text: truncate(string(raw), maxOutput)})
 	}
@@ -510,17 +566,49 @@ func (s *stream) flush() {
 	s.perMsg = append(s.perMsg, u)
 	s.rep.Emit(runtime.Event{Kind: runtime.ModelTurn, Text: strings.Join(t.text, "\n"), Usage: &u})
 	s.called(t.calls)
+	for _, e := range t.after {
+		s.rep.Emit(e)
+	}
 }
 
-// called reports the tool_use blocks among bs.
+// after reports e, an event of the tool call id, after the call: at once, unless the message
+// being read calls it, which then reports it after its calls.
+func (s *stream) after(id string, e runtime.Event) {
+	if s.turn != nil && id != "" && s.turn.has(id) {
+		s.turn.after = append(s.turn.after, e)
+		return
+	}
+	s.rep.Emit(e)
+}
+
+// called reports the tool_use blocks among bs, but those already reported (see mcpCall).
 func (s *stream) called(bs []block) {
 	for _, b := range bs {
 		if b.Type != "tool_use" {
 			continue
 		}
+		if _, ok := s.tools[b.ID]; ok && b.ID != "" {
+			continue
+		}
 		s.tools[b.ID] = b.Name
 		s.rep.Emit(runtime.Event{Kind: runtime.ToolCalled, Tool: &runtime.ToolEvent{ID: b.ID, Name: b.Name, Args: b.Input}})
 	}
+}
+
+// mcpCall reports c, a call of a work tool over MCP, named as the output names it
+// (mcp__<server>__<tool>), unless the output showed it already; it is called before the tool
+// runs. The CLI runs a call as soon as its block ends, and a message's calls are reported when
+// the message ends, after its model turn: a call the tool runs first is reported before that
+// turn, so that what the tool does (a message sent, say) comes after the call.
+func (s *stream) mcpCall(c tools.Call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tools[c.ID]; ok {
+		return
+	}
+	name := "mcp__" + workmcp.Name + "__" + c.Name
+	s.tools[c.ID] = name
+	s.rep.Emit(runtime.Event{Kind: runtime.ToolCalled, Tool: &runtime.ToolEvent{ID: c.ID, Name: name, Args: c.Args}})
 }
 
 // user reports the tool results the CLI sends back to the model.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/tools"
 )
 
 // The corpus: testdata/<Claude Code version>/<scenario>.jsonl, the standard output of the real
@@ -284,6 +285,8 @@ func TestCorpus(t *testing.T) {
 		turn providers.Usage
 		// own: the model turns are the CLI's own making, which no API streamed (no text deltas)
 		own bool
+		// outputs is the number of Output events: one per tool call the CLI denied
+		outputs int
 	}
 	turn := providers.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 300, CacheWriteTokens: 50}
 	wants := map[string]want{
@@ -293,6 +296,14 @@ func TestCorpus(t *testing.T) {
 			usage: providers.Usage{InputTokens: 3000, OutputTokens: 600, CacheReadTokens: 900, CacheWriteTokens: 150, CostUSD: 0.0188325}},
 		"retry": {result: "Hello.", turns: 1, retries: 1, texts: "Hello.", turn: turn, kinds: "started retrying model_turn",
 			usage: providers.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 300, CacheWriteTokens: 50, CostUSD: 0.0062775}},
+		// The CLI denies Bash in dontAsk mode; the model answers without it.
+		"denied": {result: "Bash was denied.", turns: 2, calls: "toolu_bash:Bash", outputs: 1,
+			texts: "Counting widgets.|Bash was denied.", turn: turn,
+			kinds: "started model_turn tool_called output tool_result model_turn",
+			usage: providers.Usage{InputTokens: 2000, OutputTokens: 400, CacheReadTokens: 600, CacheWriteTokens: 100, CostUSD: 0.012555}},
+		// A 400 is not retried; the CLI's error is a model turn of its own making.
+		"api400": {result: "API Error: 400 Invalid request", isError: true, status: 400, turns: 1, kinds: "started model_turn", own: true,
+			texts: "API Error: 400 Invalid request"},
 		"auth401": {result: "Invalid API key · Fix external API key", isError: true, status: 401, turns: 1, auth: 401},
 		// The CLI does not retry a 403; its error is a model turn of its own making, of no cost.
 		"auth403": {result: "Failed to authenticate. API Error: 403 Your API key does not have permission to use the specified resource.",
@@ -351,6 +362,7 @@ func TestCorpus(t *testing.T) {
 			// The text deltas, with --include-partial-messages: before each model turn, its text.
 			var kinds, calls, streamed []string
 			var delta strings.Builder
+			outputs := 0
 			for _, e := range events {
 				switch e.Kind {
 				case runtime.TextDelta:
@@ -364,8 +376,12 @@ func TestCorpus(t *testing.T) {
 				if e.Kind == runtime.ToolCalled {
 					calls = append(calls, e.Tool.ID+":"+e.Tool.Name)
 				}
-				assert.NotEqual(t, runtime.Output, e.Kind, "an Output event: %s", e.Text)
+				if e.Kind == runtime.Output {
+					outputs++
+					assert.Contains(t, e.Text, "Claude Code denied ")
+				}
 			}
+			assert.Equal(t, w.outputs, outputs, "Output events")
 			require.NotEmpty(t, events)
 			assert.Equal(t, runtime.Started, events[0].Kind)
 			assert.Contains(t, events[0].Text, "Claude Code "+version+": model claude-sonnet-4-5")
@@ -429,7 +445,7 @@ func TestCorpus(t *testing.T) {
 			require.Len(t, results, len(calls))
 			for i, r := range results {
 				assert.Equal(t, calls[i], r.Tool.ID+":"+r.Tool.Name)
-				assert.False(t, r.Tool.IsError)
+				assert.Equal(t, w.outputs > 0, r.Tool.IsError, "a denied call's result is an error")
 			}
 		})
 	}
@@ -488,4 +504,43 @@ func BenchmarkStream(b *testing.B) {
 		testStream(&events, &killed).read(bytes.NewReader(data))
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+}
+
+// A call of a work tool over MCP that runs before the output shows it is reported as it runs,
+// before its model turn, and not again when the output shows it; a permission_denied line read
+// while its message is being read comes after the message's calls.
+func TestCallsBeforeTheirMessageEnds(t *testing.T) {
+	var events []runtime.Event
+	var killed bool
+	s := testStream(&events, &killed)
+	s.mcpCall(tools.Call{ID: "toolu_send", Name: "send_message", Args: json.RawMessage(`{"to":"coordinator","content":"hi"}`)})
+	s.read(strings.NewReader(strings.Join([]string{
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":5,"output_tokens":1}}}}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"tool_use","id":"toolu_send","name":"mcp__agiraph__send_message","input":{"to":"coordinator","content":"hi"}}]}}`,
+		`{"type":"assistant","message":{"id":"msg_1","content":[{"type":"tool_use","id":"toolu_bash","name":"Bash","input":{"command":"ls"}}]}}`,
+		`{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"toolu_bash","decision_reason_type":"mode","message":"Permission to use Bash has been denied."}`,
+		`{"type":"stream_event","event":{"type":"message_delta","usage":{"output_tokens":9}}}`,
+		`{"type":"stream_event","event":{"type":"message_stop"}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_send","content":"Sent to coordinator."}]}}`,
+	}, "\n")))
+	s.mcpCall(tools.Call{ID: "toolu_send", Name: "send_message"}) // a call the output showed: nothing
+	var got []string
+	for _, e := range events {
+		switch e.Kind {
+		case runtime.ToolCalled, runtime.ToolResult:
+			got = append(got, string(e.Kind)+" "+e.Tool.ID+" "+e.Tool.Name)
+		case runtime.Output:
+			got = append(got, string(e.Kind)+" "+e.Text)
+		default:
+			got = append(got, string(e.Kind))
+		}
+	}
+	assert.Equal(t, []string{
+		"tool_called toolu_send mcp__agiraph__send_message",
+		"model_turn",
+		"tool_called toolu_bash Bash",
+		"output Claude Code denied Bash (toolu_bash) by mode: Permission to use Bash has been denied.",
+		"tool_result toolu_send mcp__agiraph__send_message",
+	}, got)
+	assert.JSONEq(t, `{"to":"coordinator","content":"hi"}`, string(events[0].Tool.Args))
 }

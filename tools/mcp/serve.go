@@ -73,14 +73,21 @@ func toolText(t tools.Tool) string {
 	return t.Description + "\n\n" + t.Guidance
 }
 
-// serveTool runs calls of the named tool through reg; a failed call is an error result.
+// CallIDMeta is the key of the _meta field of a tools/call request in which Claude Code gives
+// the id of the model's call (its tool_use id).
+const CallIDMeta = "claudecode/toolUseId"
+
+// serveTool runs calls of the named tool through reg; a failed call is an error result. A call's
+// ID (tools.CallFrom in the handler) is the model's id of the call when the client gives it
+// (CallIDMeta), else empty: a handler keys what it does by it.
 func serveTool(reg *tools.Registry, name string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		args := req.Params.Arguments
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		res := reg.Run(ctx, []tools.Call{{ID: "mcp", Name: name, Args: args}})[0]
+		id, _ := req.Params.Meta[CallIDMeta].(string)
+		res := reg.Run(ctx, []tools.Call{{ID: id, Name: name, Args: args}})[0]
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Content}}, IsError: res.IsError}, nil
 	}
 }

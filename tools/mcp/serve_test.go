@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -97,4 +98,40 @@ func TestServeOffersTools(t *testing.T) {
 	require.NoError(t, e.Close())
 	_, err = mcp.Connect(ctx, mcp.Server{Name: "work", URL: e.URL, Headers: map[string]string{"Authorization": "Bearer " + e.Token}, InitTimeout: 5 * time.Second})
 	require.Error(t, err, "a closed endpoint answered")
+}
+
+// bearer sends requests with a token.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A call's ID, in the handler, is the model's id of the call that the client gives in _meta
+// (as Claude Code does), and empty without one: each call has its own, never one shared by all.
+func TestServeCallID(t *testing.T) {
+	var ids []string
+	note := tools.Func("note", "Note a line.", func(ctx context.Context, a noteArgs) (string, error) {
+		c, ok := tools.CallFrom(ctx)
+		require.True(t, ok)
+		ids = append(ids, c.ID)
+		return "noted", nil
+	})
+	e, err := mcp.Serve("work", []tools.Tool{note})
+	require.NoError(t, err)
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.URL, HTTPClient: &http.Client{Transport: bearer(e.Token)}}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	for _, meta := range []sdk.Meta{{mcp.CallIDMeta: "toolu_1"}, {mcp.CallIDMeta: "toolu_2"}, nil} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "note", Arguments: map[string]any{"text": "x"}, Meta: meta})
+		require.NoError(t, err)
+		require.False(t, res.IsError)
+	}
+	assert.Equal(t, []string{"toolu_1", "toolu_2", ""}, ids)
 }

@@ -6,6 +6,7 @@ package workmcp
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
 	"github.com/agiraph/agiraph/runtime"
@@ -36,11 +37,25 @@ type Server struct {
 
 // Serve starts the endpoint of a's work tools, ask_human and a.Tools (a tool named as a work
 // tool is refused); the events of the tools (messages sent and received) go to rep, whose sink
-// must take events from several goroutines at once.
-func Serve(a runtime.Assignment, rep *runtime.Reporter) (*Server, error) {
+// must take events from several goroutines at once. Unless it is nil, called is told of each
+// call the client gives the model's id of (see mcp.CallIDMeta) before the tool runs: an adapter
+// that reports the model's calls from the CLI's output, which can show a call only after the
+// CLI ran it, reports it there first, so that what the tool does comes after its call.
+func Serve(a runtime.Assignment, rep *runtime.Reporter, called func(tools.Call)) (*Server, error) {
 	report := runtime.NewReport(runtime.Outcome{})
 	ts := append(runtime.WorkTools(a, report, rep), askHuman(report))
-	ep, err := mcp.Serve(Name, append(ts, a.Tools...))
+	ts = append(ts, a.Tools...)
+	if called != nil {
+		for i, t := range ts {
+			ts[i].Handler = func(ctx context.Context, args json.RawMessage) (string, error) {
+				if c, ok := tools.CallFrom(ctx); ok && c.ID != "" {
+					called(tools.Call{ID: c.ID, Name: t.Name, Args: args})
+				}
+				return t.Handler(ctx, args)
+			}
+		}
+	}
+	ep, err := mcp.Serve(Name, ts)
 	if err != nil {
 		return nil, err
 	}
