@@ -36,6 +36,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/tools"
+	"golang.org/x/term"
 )
 
 // The names under which the models are served (see models.WithModels).
@@ -80,15 +81,12 @@ func WithHumanQuestion() Option { return func(c *config) { c.humanQuestion = tru
 const Pace = 2 * time.Second
 
 // PaceAt returns the pace of a team whose command reads and writes the given streams: Pace when
-// every one is a file open on a terminal (a character device), where a person follows the run;
-// else 0, so that a script or a test gets its result at once.
+// every one is a file open on a terminal, where a person follows the run; else 0, so that a
+// script or a test — its streams a pipe, a file or /dev/null — gets its result at once.
 func PaceAt(streams ...any) time.Duration {
 	for _, s := range streams {
 		f, ok := s.(*os.File)
-		if !ok {
-			return 0
-		}
-		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		if !ok || !term.IsTerminal(int(f.Fd())) {
 			return 0
 		}
 	}

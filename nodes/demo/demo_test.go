@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -187,17 +188,27 @@ func TestPace(t *testing.T) {
 	})
 }
 
-// A team is paced where a person watches: at a terminal (a character device, as os.DevNull).
+// A team is paced where a person watches, at a terminal; not where a script reads or writes a
+// pipe, a file or /dev/null (a character device, but no terminal).
 func TestPaceAt(t *testing.T) {
-	tty, err := os.Open(os.DevNull)
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	require.NoError(t, err)
-	defer tty.Close()
+	defer null.Close()
 	file, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	require.NoError(t, err)
 	defer file.Close()
-	assert.Equal(t, demo.Pace, demo.PaceAt(tty, tty))
-	assert.Zero(t, demo.PaceAt(tty, file), "output to a file is a script's")
+	assert.Zero(t, demo.PaceAt(null, null), "a script run with </dev/null >/dev/null")
+	assert.Zero(t, demo.PaceAt(null, file), "output to a file is a script's")
 	assert.Zero(t, demo.PaceAt(nil, &strings.Builder{}), "a test's streams")
+	if runtime.GOOS != "linux" {
+		t.Log("a terminal is opened here on Linux only (/dev/ptmx); the rest was checked")
+		return
+	}
+	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0) // a pseudo-terminal's controlling side
+	require.NoError(t, err)
+	defer tty.Close()
+	assert.Equal(t, demo.Pace, demo.PaceAt(tty, tty), "a terminal")
+	assert.Zero(t, demo.PaceAt(tty, file), "a terminal's input, a file's output")
 }
 
 // A paced run stopped while the coordinator waits its pace stops at once, and resumes where it
