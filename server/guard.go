@@ -26,6 +26,9 @@ import (
 //     data: the page asks for the token when the API refuses it;
 //   - a state-changing request (POST, PUT, PATCH) whose body is not declared JSON (415): a
 //     cross-site HTML form can send text/plain, urlencoded or multipart bodies, never JSON.
+//
+// Every answer but the web UI's is inert (see inert): the API serves what models wrote, and a
+// browser holding the cookie may be led to open it.
 
 // tokenFile is the token's file in the root, mode 0600.
 const tokenFile = "token"
@@ -77,6 +80,7 @@ func (s *Server) LoginURL(base string) string {
 // guard wraps the API with the checks above.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inert(w.Header()) // the web UI's handler sets its own policy
 		if !s.hostAllowed(r.Host) {
 			writeError(w, http.StatusForbidden, "host %q is not allowed (allowed: %s); a server reached under another name is configured with server.WithAllowedHosts (-allow-host)", r.Host, strings.Join(s.hosts(), ", "))
 			return
@@ -125,6 +129,19 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// inertPolicy is the Content-Security-Policy of the API's answers: a document a browser makes
+// of one runs in a sandbox — an origin of its own, which the cookie does not reach and the
+// guard refuses — with no script, no form, no plugin, and loads nothing.
+const inertPolicy = "sandbox; default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// inert sets the headers that keep an answer of the API from being active content in the
+// server's origin, whatever it holds: the sandboxing policy, and no sniffing of another type
+// than the one it is served as.
+func inert(h http.Header) {
+	h.Set("Content-Security-Policy", inertPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
 }
 
 // login answers the URL the server prints: with the right token it sets the cookie and sends

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"net/http"
 	"os"
 	"path"
@@ -604,16 +605,33 @@ func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agen
 		return
 	}
 	if raw, _ := strconv.ParseBool(r.URL.Query().Get("raw")); raw {
-		ct := http.DetectContentType(data)
-		if strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".jsonl") {
-			ct = "text/plain; charset=utf-8"
-		}
-		w.Header().Set("Content-Type", ct)
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(data)
+		writeFile(w, p, data)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"run": run, "path": p, "content": string(data)})
+}
+
+// passiveImages are the image types a browser shows without running anything (SVG, which can
+// hold script, is not among them).
+var passiveImages = []string{"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/x-icon"}
+
+// writeFile answers the bytes of the file name, which a model may have written, as a type that
+// is never active content: text as text/plain (HTML, XML and SVG too), an image of a passive
+// type as itself, anything else as a download. The guard made the answer inert besides.
+func writeFile(w http.ResponseWriter, name string, data []byte) {
+	ct := http.DetectContentType(data)
+	switch {
+	case strings.HasPrefix(ct, "text/plain"):
+	case strings.HasPrefix(ct, "text/"):
+		ct = "text/plain; charset=utf-8"
+	case slices.Contains(passiveImages, ct):
+	default:
+		ct = "application/octet-stream"
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(name)}))
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
 }
 
 func (s *Server) handleMemoryList(w http.ResponseWriter, r *http.Request, a *agent) {
