@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agiraph/agiraph/internal/osfile"
 )
 
 // The server's guard stands before every handler. In order, it refuses:
@@ -44,7 +46,7 @@ func loadToken(root, given string) (string, error) {
 		return given, nil
 	}
 	p := filepath.Join(root, tokenFile)
-	data, err := os.ReadFile(p)
+	data, err := osfile.ReadFile(p)
 	switch {
 	case err == nil && len(strings.TrimSpace(string(data))) >= 16:
 		if err := os.Chmod(p, 0o600); err != nil {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
@@ -495,7 +496,7 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *agent) {
 	}
 	defer root.Close()
 	dir := workspace.Run(".").Node(n.ID) // relative to the run's root
-	spec, err := root.ReadFile(workspace.Spec(dir))
+	spec, err := osfile.ReadIn(root, workspace.Spec(dir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		writeError(w, http.StatusForbidden, "agent %q: node %q: %v", a.id, id, err)
 		return
@@ -599,7 +600,7 @@ func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agen
 		writeJSON(w, http.StatusOK, map[string]any{"run": run, "path": p, "entries": entries})
 		return
 	}
-	data, err := root.ReadFile(p)
+	data, err := osfile.ReadIn(root, p)
 	if err != nil {
 		fileError(err)
 		return
