@@ -177,7 +177,7 @@ func New(opts ...Option) (*Server, error) {
 	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, max(c.maxRuns, 1)), closing: make(chan struct{}),
 		agents: map[string]*agent{}}
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	s.handler = s.guard(s.mux)
+	s.handler = s.guard(http.HandlerFunc(s.serveMux))
 	if host, _, err := net.SplitHostPort(c.addr); err == nil && host != "" && !net.ParseIP(strings.Trim(host, "[]")).IsUnspecified() {
 		s.cfg.hosts = append(s.cfg.hosts, c.addr)
 	}
