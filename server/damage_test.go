@@ -145,3 +145,17 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/model/runs", map[string]string{"goal": "more chips"}, nil))
 	c.await("model", server.StatusComplete)
 }
+
+// A run whose nodes/ folder was removed while it was paused is not taken up as a run with no
+// work, waiting for ever: its resume fails, and the agent says why.
+func TestRunWithoutItsNodesFails(t *testing.T) {
+	root := t.TempDir()
+	sum := interrupted(t, root, "a", "chips")
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "agents", "a", "runs", sum.Run, "nodes")))
+	c := start(t, root, demoTeam)
+	failed := c.await("a", server.StatusFailed)
+	assert.Contains(t, failed.Error, "damaged")
+	assert.Contains(t, failed.Error, filepath.Join(root, "agents", "a", "runs", sum.Run, "nodes"))
+	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/a/resume", nil, nil))
+	assert.Contains(t, c.await("a", server.StatusFailed).Error, "damaged", "resumed again, it fails again")
+}
