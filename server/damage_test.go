@@ -111,6 +111,7 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 	replace(at("runs", "runs"), func(p string) error { return os.WriteFile(p, []byte("not a folder"), 0o644) })
 	model := filepath.Join(root, "agents", "model", "runs", run)
 	require.NoError(t, syscall.Mkfifo(filepath.Join(model, "pipe.md"), 0o644))
+	replace(filepath.Join(model, "nodes", "n1", "_status.md"), func(p string) error { return syscall.Mkfifo(p, 0o644) })
 	require.NoError(t, os.MkdirAll(at("model", "memory"), 0o755))
 	require.NoError(t, syscall.Mkfifo(at("model", "memory/pipe.md"), 0o644))
 
@@ -142,6 +143,10 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/good/runs", map[string]string{"goal": "more chips"}, nil))
 	c.await("good", server.StatusComplete)
+	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/model/resume", nil, nil))
+	failed := c.await("model", server.StatusFailed)
+	assert.Contains(t, failed.Error, filepath.Join(model, "nodes", "n1", "_status.md"))
+	assert.Contains(t, failed.Error, "not a regular file")
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/model/runs", map[string]string{"goal": "more chips"}, nil))
 	c.await("model", server.StatusComplete)
 }
