@@ -60,12 +60,7 @@ func TestDamagedAgentIsListedWhileOthersWork(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	c = start(t, root, demoTeam)
-	byID := map[string]server.Summary{}
-	var list struct{ Agents []server.Summary }
-	require.Equal(t, http.StatusOK, c.do("GET", "/agents", nil, &list))
-	for _, a := range list.Agents {
-		byID[a.ID] = a
-	}
+	byID := c.listed()
 	require.Len(t, byID, 5)
 	assert.Equal(t, server.StatusComplete, byID["good"].Status)
 	assert.Equal(t, server.StatusComplete, byID["torn"].Status, byID["torn"].Error)
@@ -116,12 +111,7 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 	require.NoError(t, syscall.Mkfifo(at("model", "memory/pipe.md"), 0o644))
 
 	c = start(t, root, demoTeam)
-	byID := map[string]server.Summary{}
-	var list struct{ Agents []server.Summary }
-	require.Equal(t, http.StatusOK, c.do("GET", "/agents", nil, &list))
-	for _, a := range list.Agents {
-		byID[a.ID] = a
-	}
+	byID := c.listed()
 	require.Len(t, byID, len(ids))
 	for id, file := range map[string]string{"fifo": "agent.json", "zero": "events.jsonl", "folder": "conversation.jsonl"} {
 		assert.Equal(t, server.StatusDamaged, byID[id].Status, id)
@@ -163,4 +153,16 @@ func TestRunWithoutItsNodesFails(t *testing.T) {
 	assert.Contains(t, failed.Error, filepath.Join(root, "agents", "a", "runs", sum.Run, "nodes"))
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/a/resume", nil, nil))
 	assert.Contains(t, c.await("a", server.StatusFailed).Error, "damaged", "resumed again, it fails again")
+}
+
+// listed returns the agents GET /agents lists, by id.
+func (c *api) listed() map[string]server.Summary {
+	c.t.Helper()
+	var list struct{ Agents []server.Summary }
+	require.Equal(c.t, http.StatusOK, c.do("GET", "/agents", nil, &list))
+	byID := map[string]server.Summary{}
+	for _, a := range list.Agents {
+		byID[a.ID] = a
+	}
+	return byID
 }

@@ -13,10 +13,10 @@ import (
 // What a file of an agent holds was written by the agent's programs, and a model with a shell
 // can put anything in its place: a FIFO (whose open waits for a writer that never comes), a
 // link to /dev/zero (which never ends), a folder, a file of a terabyte. Every read of such a
-// file goes through Open (or OpenIn) and is bounded: ReadAll, ReadFile and ReadIn read a whole
-// file of at most MaxSize bytes, ReadLine a line of at most MaxSize bytes.
+// file goes through Open (or OpenIn, OpenRegular) and is bounded: ReadFile and ReadIn read a
+// whole file of at most MaxSize bytes, ReadLine a line of at most MaxSize bytes.
 
-// MaxSize is the most that ReadFile, ReadIn and ReadAll read of a file, and ReadLine of a line.
+// MaxSize is the most that ReadFile and ReadIn read of a file, and ReadLine of a line.
 const MaxSize = 64 << 20
 
 var (
@@ -33,19 +33,21 @@ func Open(name string) (*os.File, error) { return OpenRegular(name, os.O_RDONLY,
 // socket, or a symbolic link to one — is refused, without waiting on it: a *fs.PathError
 // naming the file and wrapping ErrNotRegular.
 func OpenRegular(name string, flag int, perm fs.FileMode) (*os.File, error) {
-	return regular(OpenFile(name, flag|syscall.O_NONBLOCK, perm))
+	f, _, err := regular(OpenFile(name, flag|syscall.O_NONBLOCK, perm))
+	return f, err
 }
 
 // OpenIn is Open for the file name within root (see os.Root).
 func OpenIn(root *os.Root, name string) (*os.File, error) {
-	return regular(root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0))
+	f, _, err := regular(root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0))
+	return f, err
 }
 
-// regular returns f if it is a regular file; else it closes it and returns the error. A
-// regular file opened non-blocking reads as any other.
-func regular(f *os.File, err error) (*os.File, error) {
+// regular returns f and its size if it is a regular file; else it closes it and returns the
+// error. A regular file opened non-blocking reads as any other.
+func regular(f *os.File, err error) (*os.File, int64, error) {
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	st, err := f.Stat()
 	if err == nil && !st.Mode().IsRegular() {
@@ -53,9 +55,9 @@ func regular(f *os.File, err error) (*os.File, error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, 0, err
 	}
-	return f, nil
+	return f, st.Size(), nil
 }
 
 // kind names the type of a file that is not regular.
@@ -73,34 +75,29 @@ func kind(m fs.FileMode) string {
 	return "of mode " + m.String()
 }
 
-// ReadFile reads the regular file name whole (Open, ReadAll).
+// ReadFile reads the regular file name whole (see Open); more than MaxSize bytes is an error
+// naming the file and wrapping ErrTooLarge.
 func ReadFile(name string) ([]byte, error) {
-	f, err := Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadAll(f)
+	return readAll(regular(OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)))
 }
 
-// ReadIn reads the regular file name within root whole (OpenIn, ReadAll).
+// ReadIn is ReadFile for the file name within root (see os.Root).
 func ReadIn(root *os.Root, name string) ([]byte, error) {
-	f, err := OpenIn(root, name)
+	return readAll(regular(root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)))
+}
+
+// readAll reads f, of size bytes by its last look, up to MaxSize bytes, and closes it; it
+// returns err if there is one.
+func readAll(f *os.File, size int64, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadAll(f)
-}
-
-// ReadAll reads f from where it is to its end; more than MaxSize bytes is an error naming the
-// file and wrapping ErrTooLarge.
-func ReadAll(f *os.File) ([]byte, error) {
-	size := 512
-	if st, err := f.Stat(); err == nil && st.Size() > 0 && st.Size() < MaxSize {
-		size = int(st.Size()) + 1 // one more, to see the end without growing
+	c := 512
+	if size > 0 && size < MaxSize {
+		c = int(size) + 1 // one more, to see the end without growing
 	}
-	data := make([]byte, 0, size)
+	data := make([]byte, 0, c)
 	for {
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
