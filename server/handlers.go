@@ -536,7 +536,7 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *agent) {
 	id := r.PathValue("node")
 	n, found := b.Node(id)
 	if !found {
-		writeError(w, http.StatusNotFound, "agent %q: no node %q on the board of run %q", a.id, id, run)
+		writeError(w, http.StatusNotFound, "agent %q: no node %s on the board of run %q", a.id, shown(id), run)
 		return
 	}
 	root, err := a.runRoot(run)
