@@ -40,8 +40,10 @@
 //	GET    /agents/{id}/board               the board of the current (or last) run: {"nodes", "workers"}
 //	GET    /agents/{id}/board/{node}        a node: {"node", "spec", "published"}
 //	GET    /agents/{id}/workers             the run's workers: {"workers": [...]}
-//	GET    /agents/{id}/workspace/{path...} a file of the run folder: {"path", "content"} (raw bytes with ?raw=1),
-//	                                        or a directory's listing: {"path", "entries": [{"name", "dir", "size"}]}
+//	GET    /agents/{id}/workspace/{path...} a file of the run folder: {"path", "content"} (raw bytes with ?raw=1:
+//	                                        text as text/plain, a PNG, JPEG, GIF, WebP, BMP or icon as itself,
+//	                                        anything else as a download), or a directory's listing:
+//	                                        {"path", "entries": [{"name", "dir", "size"}]}
 //	GET    /agents/{id}/memory              the memory files: {"files": [...]}
 //	GET    /agents/{id}/memory/{path...}    a memory file: {"path", "content"}
 //	POST   /agents/{id}/memory/search       {"query", "limit"?} → {"result"}
