@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/internal/fsync"
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
@@ -878,7 +879,7 @@ func (b *board) repairViews() error {
 				continue
 			}
 			v := view{workspace.Status(b.run.Node(n.ID)), statusText(n)}
-			if got, err := os.ReadFile(v.path); err != nil || string(got) != v.text {
+			if got, err := osfile.ReadFile(v.path); err != nil || string(got) != v.text {
 				stale = append(stale, v)
 			}
 		}

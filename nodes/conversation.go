@@ -132,7 +132,7 @@ func (c *conversation) page(after, limit int) ([]Entry, int, error) {
 // short by a crash, or one under way. Any other line that is not an entry is an error naming
 // the file and the line.
 func (c *conversation) scan(fn func(Entry) bool) (int64, error) {
-	f, err := os.Open(c.path)
+	f, err := osfile.Open(c.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -143,7 +143,7 @@ func (c *conversation) scan(fn func(Entry) bool) (int64, error) {
 	r := bufio.NewReaderSize(f, 64<<10)
 	var size int64
 	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
+		line, err := osfile.ReadLine(r)
 		if err == io.EOF {
 			return size, nil
 		}

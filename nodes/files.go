@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
 	"github.com/agiraph/agiraph/runtime/triggers"
@@ -79,7 +79,7 @@ const sqliteHeader = "SQLite format 3\x00"
 // checkSQLite returns an error unless the file at path is missing, empty or begins as a SQLite
 // database does.
 func checkSQLite(path string) error {
-	fh, err := os.Open(path)
+	fh, err := osfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

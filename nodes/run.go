@@ -117,6 +117,8 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		return nil, fmt.Errorf("nodes: run %q already exists; resume it instead", id)
 	} else if goal == "" && prev.Goal == "" {
 		return nil, fmt.Errorf("%w: run %q (its %s is missing); start it again with its id and goal", ErrNotStarted, id, runFile)
+	} else if _, err := os.Stat(dir.Nodes()); goal == "" && err != nil { // made as the run began
+		return nil, fmt.Errorf("nodes: run %q is damaged: its nodes cannot be read (%w); restore the folder from a backup, or start a new run", id, err)
 	}
 	if err := dir.Create(); err != nil {
 		return nil, err

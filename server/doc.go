@@ -9,16 +9,20 @@
 // before the API also refuses a Host that is not allowed (loopback names, [WithAddr],
 // [WithAllowedHosts]), a request from an origin that is neither the server's nor allowed
 // ([WithAllowedOrigins], which also get CORS), and a POST whose body is not declared
-// application/json — what a cross-site form or a rebound DNS name could send. A request may name
+// application/json (one with no body may declare nothing) — what a cross-site form or a rebound
+// DNS name could send. What models wrote is served inert: every answer but the web UI's carries a
+// sandboxing Content-Security-Policy and nosniff, and a file's raw bytes are served as text, a
+// passive image or a download. A request may name
 // only the models of [WithModels]; goals, messages and answers over [WithMaxText] are refused;
 // runs beyond [WithMaxRuns] are "queued". One server holds a root at a time (an OS lock on it),
 // unless it is a replica of a fleet (see Replicas).
 //
 // Bodies and answers are JSON; errors are {"error": "..."} naming what is wrong, with status 400
 // for a bad body or field, 401 without the token, 403 for a host, origin or model not allowed and
-// for a folder that is a symbolic link, 404 for an unknown agent, node, run or file, 409 when a
-// run is already in progress or none is, or the agent is damaged, 413 for a text over the limit,
-// and 415 for a body not declared JSON.
+// for a folder that is a symbolic link, 404 for an unknown agent, node, run, file or route, 405 for
+// a method a route does not take, 409 when a run is already in progress or none is, or the agent
+// is damaged, 413 for a text over the limit, and 415 for a body not declared JSON. An error quotes
+// at most the first bytes of what the request sent.
 //
 //	GET    /                                the web UI (package ui); its files under /ui/. Served without the token
 //	GET    /models                          the models a new agent may name: {"models": ["", ...]} ("" is the server's choice)
@@ -36,8 +40,10 @@
 //	GET    /agents/{id}/board               the board of the current (or last) run: {"nodes", "workers"}
 //	GET    /agents/{id}/board/{node}        a node: {"node", "spec", "published"}
 //	GET    /agents/{id}/workers             the run's workers: {"workers": [...]}
-//	GET    /agents/{id}/workspace/{path...} a file of the run folder: {"path", "content"} (raw bytes with ?raw=1),
-//	                                        or a directory's listing: {"path", "entries": [{"name", "dir", "size"}]}
+//	GET    /agents/{id}/workspace/{path...} a file of the run folder: {"path", "content"} (raw bytes with ?raw=1:
+//	                                        text as text/plain, a PNG, JPEG, GIF, WebP, BMP or icon as itself,
+//	                                        anything else as a download), or a directory's listing:
+//	                                        {"path", "entries": [{"name", "dir", "size"}]}
 //	GET    /agents/{id}/memory              the memory files: {"files": [...]}
 //	GET    /agents/{id}/memory/{path...}    a memory file: {"path", "content"}
 //	POST   /agents/{id}/memory/search       {"query", "limit"?} → {"result"}

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agiraph/agiraph/internal/osfile"
 )
 
 // The server's guard stands before every handler. In order, it refuses:
@@ -25,7 +27,13 @@ import (
 //   - a request without the token (401), but for the web UI's page and files, which hold no
 //     data: the page asks for the token when the API refuses it;
 //   - a state-changing request (POST, PUT, PATCH) whose body is not declared JSON (415): a
-//     cross-site HTML form can send text/plain, urlencoded or multipart bodies, never JSON.
+//     cross-site HTML form can send text/plain, urlencoded or multipart bodies, never JSON. A
+//     request with no body at all (Content-Length 0) and no Content-Type passes: a form always
+//     declares its type, even with no field, and the requests a page's script sends without a
+//     type carry the page's Origin, which the check above refuses unless it is allowed.
+//
+// Every answer but the web UI's is inert (see inert): the API serves what models wrote, and a
+// browser holding the cookie may be led to open it.
 
 // tokenFile is the token's file in the root, mode 0600.
 const tokenFile = "token"
@@ -41,7 +49,7 @@ func loadToken(root, given string) (string, error) {
 		return given, nil
 	}
 	p := filepath.Join(root, tokenFile)
-	data, err := os.ReadFile(p)
+	data, err := osfile.ReadFile(p)
 	switch {
 	case err == nil && len(strings.TrimSpace(string(data))) >= 16:
 		if err := os.Chmod(p, 0o600); err != nil {
@@ -77,15 +85,16 @@ func (s *Server) LoginURL(base string) string {
 // guard wraps the API with the checks above.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inert(w.Header()) // the web UI's handler sets its own policy
 		if !s.hostAllowed(r.Host) {
-			writeError(w, http.StatusForbidden, "host %q is not allowed (allowed: %s); a server reached under another name is configured with server.WithAllowedHosts (-allow-host)", r.Host, strings.Join(s.hosts(), ", "))
+			writeError(w, http.StatusForbidden, "host %s is not allowed (allowed: %s); a server reached under another name is configured with server.WithAllowedHosts (-allow-host)", shown(r.Host), strings.Join(s.hosts(), ", "))
 			return
 		}
 		origin := r.Header.Get("Origin")
 		cross := origin != "" && !sameOrigin(origin, r.Host)
 		if cross {
 			if !slices.Contains(s.cfg.origins, origin) {
-				writeError(w, http.StatusForbidden, "origin %q is not allowed; allowed origins are configured with server.WithAllowedOrigins (-allow-origin)", origin)
+				writeError(w, http.StatusForbidden, "origin %s is not allowed; allowed origins are configured with server.WithAllowedOrigins (-allow-origin)", shown(origin))
 				return
 			}
 			h := w.Header()
@@ -113,18 +122,34 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		if !s.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agiraph"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong token: send \"Authorization: Bearer <token>\" (the token is in %s, and printed at start), or open the URL the server printed", filepath.Join(s.cfg.root, tokenFile))
+			writeError(w, http.StatusUnauthorized, "missing or wrong token: open the URL the server printed as it started, or send \"Authorization: Bearer <token>\" with the token it printed (its operator finds it in the file %q of the server's root folder)", tokenFile)
 			return
 		}
-		switch r.Method {
+		switch ct := r.Header.Get("Content-Type"); r.Method {
 		case http.MethodPost, http.MethodPut, http.MethodPatch:
-			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-				writeError(w, http.StatusUnsupportedMediaType, "content type %q: want application/json", r.Header.Get("Content-Type"))
+			if ct == "" && r.ContentLength == 0 {
+				break // no body, and nothing declared
+			}
+			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+				writeError(w, http.StatusUnsupportedMediaType, "content type %s: want application/json (or no body and no content type)", shown(ct))
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// inertPolicy is the Content-Security-Policy of the API's answers: a document a browser makes
+// of one runs in a sandbox — an origin of its own, which the cookie does not reach and the
+// guard refuses — with no script, no form, no plugin, and loads nothing.
+const inertPolicy = "sandbox; default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// inert sets the headers that keep an answer of the API from being active content in the
+// server's origin, whatever it holds: the sandboxing policy, and no sniffing of another type
+// than the one it is served as.
+func inert(h http.Header) {
+	h.Set("Content-Security-Policy", inertPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
 }
 
 // login answers the URL the server prints: with the right token it sets the cookie and sends

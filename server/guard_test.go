@@ -254,3 +254,56 @@ func TestRunsBeyondTheCapAreQueued(t *testing.T) {
 	c.await("first", server.StatusComplete)
 	c.await("second", server.StatusComplete)
 }
+
+// What models wrote is served inert: every answer of the API carries the sandboxing policy
+// and nosniff; a raw file is text, a passive image, or a download, never HTML, SVG or script.
+// The web UI's page keeps its own policy.
+func TestModelBytesAreServedInert(t *testing.T) {
+	root := t.TempDir()
+	c := start(t, root, demoTeam)
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "a", "goal": "chips"}, nil))
+	run := filepath.Join(root, "agents", "a", "runs", c.await("a", server.StatusComplete).Run)
+	png := "\x89PNG\r\n\x1a\n" + strings.Repeat("\x00", 16)
+	files := map[string]string{
+		"page.html": "<!doctype html><script>fetch('/agents')</script>",
+		"image.svg": `<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`,
+		"code.js":   "fetch('/agents')",
+		"doc.pdf":   "%PDF-1.4 /JavaScript",
+		"pic.png":   png,
+	}
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(run, name), []byte(content), 0o644))
+	}
+	want := map[string][2]string{ // type, disposition
+		"page.html": {"text/plain; charset=utf-8", ""},
+		"image.svg": {"text/plain; charset=utf-8", ""},
+		"code.js":   {"text/plain; charset=utf-8", ""},
+		"doc.pdf":   {"application/octet-stream", `attachment; filename=doc.pdf`},
+		"pic.png":   {"image/png", ""},
+	}
+	get := func(path string) *http.Response {
+		resp, err := c.ts.Client().Get(c.ts.URL + path)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		resp.Header.Set("X-Body", string(body))
+		return resp
+	}
+	for name, w := range want {
+		resp := get("/agents/a/workspace/" + name + "?raw=1")
+		require.Equal(t, http.StatusOK, resp.StatusCode, name)
+		assert.Equal(t, files[name], resp.Header.Get("X-Body"), name)
+		assert.Equal(t, w[0], resp.Header.Get("Content-Type"), name)
+		assert.Equal(t, w[1], resp.Header.Get("Content-Disposition"), name)
+	}
+	for _, path := range []string{"/agents/a/workspace/page.html?raw=1", "/agents/a/workspace/page.html", "/agents/a/memory",
+		"/agents/a/board/n1", "/agents/a/conversation", "/agents/a/events", "/agents", "/agents/nobody"} {
+		resp := get(path)
+		assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "sandbox", path)
+		assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), path)
+	}
+	resp := get("/")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.NotContains(t, resp.Header.Get("Content-Security-Policy"), "sandbox", "the web UI runs its own script")
+}

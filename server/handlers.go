@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
@@ -63,9 +66,58 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// writeError answers {"error": msg} with status.
+// writeError answers {"error": msg} with status. A message over maxMessage bytes is cut there:
+// what a request sent is never echoed whole.
 func writeError(w http.ResponseWriter, status int, format string, args ...any) {
-	writeJSON(w, status, map[string]string{"error": fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > maxMessage {
+		msg = fmt.Sprintf("%s… (%d bytes more)", strings.ToValidUTF8(msg[:maxMessage], ""), len(msg)-maxMessage)
+	}
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// maxMessage bounds an error message, in bytes.
+const maxMessage = 4 << 10
+
+// maxShown bounds what shown shows of a value, in bytes.
+const maxShown = 100
+
+// shown quotes s, a value a request sent, for an error message: up to maxShown bytes of it.
+func shown(s string) string {
+	if len(s) <= maxShown {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", strings.ToValidUTF8(s[:maxShown], ""), len(s))
+}
+
+// serveMux serves r by the routes. A request for none (404), or with a method its route does
+// not take (405), is answered in JSON as every error is; so is one whose {id} no agent can have
+// (404), without its id echoed whole.
+func (s *Server) serveMux(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/agents/"); ok {
+		seg, _, _ := strings.Cut(rest, "/")
+		id, err := url.PathUnescape(seg)
+		if err == nil {
+			err = workspace.ValidID(id)
+		}
+		if err != nil {
+			writeError(w, http.StatusNotFound, "no agent: %s", strings.TrimPrefix(err.Error(), "workspace: "))
+			return
+		}
+	}
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	rec := &recorder{header: http.Header{}, status: http.StatusOK}
+	h.ServeHTTP(rec, r) // the mux's own answer: its status, and the methods allowed
+	if allow := rec.header.Get("Allow"); rec.status == http.StatusMethodNotAllowed && allow != "" {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, "%s %s: the method is not allowed here (allowed: %s)", r.Method, shown(r.URL.Path), allow)
+		return
+	}
+	writeError(w, http.StatusNotFound, "%s %s: no such route (the routes are listed in the documentation of package server)", r.Method, shown(r.URL.Path))
 }
 
 // decode reads the request's JSON body into v. An empty body is allowed when optional; the
@@ -134,7 +186,7 @@ func queryInt(w http.ResponseWriter, r *http.Request, name string, def int64) (i
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		writeError(w, http.StatusBadRequest, "bad query parameter %s=%q: want a whole number >= 0", name, v)
+		writeError(w, http.StatusBadRequest, "bad query parameter %s=%s: want a whole number >= 0", name, shown(v))
 		return 0, false
 	}
 	return n, true
@@ -164,13 +216,13 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		if len(s.cfg.models) > 0 {
 			allowed = strings.Join(s.cfg.models, ", ")
 		}
-		writeError(w, http.StatusForbidden, "bad field \"model\": %q is not allowed on this server (allowed: %s; server.WithModels)", req.Model, allowed)
+		writeError(w, http.StatusForbidden, "bad field \"model\": %s is not allowed on this server (allowed: %s; server.WithModels)", shown(req.Model), allowed)
 		return
 	}
 	switch nodes.Mode(req.Mode) {
 	case "", nodes.Finite, nodes.Infinite:
 	default:
-		writeError(w, http.StatusBadRequest, "bad field \"mode\": %q; want \"finite\" or \"infinite\"", req.Mode)
+		writeError(w, http.StatusBadRequest, "bad field \"mode\": %s; want \"finite\" or \"infinite\"", shown(req.Mode))
 		return
 	}
 	a, status, err := s.create(req.ID, req.Goal, req.Model, req.Mode)
@@ -484,7 +536,7 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *agent) {
 	id := r.PathValue("node")
 	n, found := b.Node(id)
 	if !found {
-		writeError(w, http.StatusNotFound, "agent %q: no node %q on the board of run %q", a.id, id, run)
+		writeError(w, http.StatusNotFound, "agent %q: no node %s on the board of run %q", a.id, shown(id), run)
 		return
 	}
 	root, err := a.runRoot(run)
@@ -494,7 +546,7 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *agent) {
 	}
 	defer root.Close()
 	dir := workspace.Run(".").Node(n.ID) // relative to the run's root
-	spec, err := root.ReadFile(workspace.Spec(dir))
+	spec, err := osfile.ReadIn(root, workspace.Spec(dir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		writeError(w, http.StatusForbidden, "agent %q: node %q: %v", a.id, id, err)
 		return
@@ -512,18 +564,24 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *agent) {
 	writeJSON(w, http.StatusOK, map[string]any{"run": run, "node": n, "spec": string(spec), "published": published})
 }
 
-// cleanPath checks a path of a request: relative, and not leading out with "..". It returns the
-// path cleaned ("." for the root).
+// maxPath bounds a path of a request, in bytes.
+const maxPath = 4096
+
+// cleanPath checks a path of a request: relative, at most maxPath bytes, and not leading out
+// with "..". It returns the path cleaned ("." for the root).
 func cleanPath(p string) (string, error) {
 	if p == "" {
 		return ".", nil
 	}
+	if len(p) > maxPath {
+		return "", fmt.Errorf("path %s is too long: at most %d bytes", shown(p), maxPath)
+	}
 	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || filepath.IsAbs(p) || filepath.VolumeName(p) != "" {
-		return "", fmt.Errorf("path %q is absolute; give a path relative to the folder", p)
+		return "", fmt.Errorf("path %s is absolute; give a path relative to the folder", shown(p))
 	}
 	for _, e := range strings.FieldsFunc(p, func(c rune) bool { return c == '/' || c == '\\' }) {
 		if e == ".." {
-			return "", fmt.Errorf("path %q leads outside the folder", p)
+			return "", fmt.Errorf("path %s leads outside the folder", shown(p))
 		}
 	}
 	return path.Clean(p), nil
@@ -598,22 +656,39 @@ func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agen
 		writeJSON(w, http.StatusOK, map[string]any{"run": run, "path": p, "entries": entries})
 		return
 	}
-	data, err := root.ReadFile(p)
+	data, err := osfile.ReadIn(root, p)
 	if err != nil {
 		fileError(err)
 		return
 	}
 	if raw, _ := strconv.ParseBool(r.URL.Query().Get("raw")); raw {
-		ct := http.DetectContentType(data)
-		if strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".jsonl") {
-			ct = "text/plain; charset=utf-8"
-		}
-		w.Header().Set("Content-Type", ct)
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(data)
+		writeFile(w, p, data)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"run": run, "path": p, "content": string(data)})
+}
+
+// passiveImages are the image types a browser shows without running anything (SVG, which can
+// hold script, is not among them).
+var passiveImages = []string{"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/x-icon"}
+
+// writeFile answers the bytes of the file name, which a model may have written, as a type that
+// is never active content: text as text/plain (HTML, XML and SVG too), an image of a passive
+// type as itself, anything else as a download. The guard made the answer inert besides.
+func writeFile(w http.ResponseWriter, name string, data []byte) {
+	ct := http.DetectContentType(data)
+	switch {
+	case strings.HasPrefix(ct, "text/plain"):
+	case strings.HasPrefix(ct, "text/"):
+		ct = "text/plain; charset=utf-8"
+	case slices.Contains(passiveImages, ct):
+	default:
+		ct = "application/octet-stream"
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(name)}))
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
 }
 
 func (s *Server) handleMemoryList(w http.ResponseWriter, r *http.Request, a *agent) {
@@ -714,7 +789,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, a *agent) 
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		n, err := strconv.ParseInt(id, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "bad header Last-Event-ID %q: want a whole number >= 0", id)
+			writeError(w, http.StatusBadRequest, "bad header Last-Event-ID %s: want a whole number >= 0", shown(id))
 			return
 		}
 		after = n

@@ -158,9 +158,9 @@ func (s *Server) call(ctx context.Context, method, path string, body any) (int, 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	rec := &recorder{header: http.Header{}, status: http.StatusOK}
-	s.mux.ServeHTTP(rec, req)
+	s.serveMux(rec, req)
 	if rec.status >= 300 && rec.status < 400 { // the mux cleans paths with a redirect: ".." and such
-		b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("%s is not a clean path (it leads to %s)", path, rec.header.Get("Location"))})
+		b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("%s is not a clean path (it leads to %s)", shown(path), shown(rec.header.Get("Location")))})
 		return http.StatusBadRequest, string(b)
 	}
 	return rec.status, strings.TrimSpace(rec.body.String())
@@ -187,13 +187,13 @@ func omitEmpty(m map[string]string) map[string]string {
 	return m
 }
 
-// page is the query of a paged read.
+// page is the query of a paged read: the values given, which the API checks.
 func page(in mcpPage) string {
 	q := url.Values{}
-	if in.After > 0 {
+	if in.After != 0 {
 		q.Set("after", fmt.Sprint(in.After))
 	}
-	if in.Limit > 0 {
+	if in.Limit != 0 {
 		q.Set("limit", fmt.Sprint(in.Limit))
 	}
 	if len(q) == 0 {

@@ -143,3 +143,23 @@ func TestSquadOverMCP(t *testing.T) {
 	require.False(t, isErr, text)
 	require.Equal(t, server.StatusComplete, c.await("tea", server.StatusComplete).Status)
 }
+
+// The MCP tools take what the HTTP API takes: a negative limit or after is the API's 400, as a
+// tool error.
+func TestMCPPagesAreChecked(t *testing.T) {
+	c := start(t, t.TempDir(), demoTeam)
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "a", "goal": "chips"}, nil))
+	c.await("a", server.StatusComplete)
+	cs, err := mcpSession(t, c, c.ts.Client())
+	require.NoError(t, err)
+	defer cs.Close()
+	for _, tool := range []string{"get_events", "get_conversation"} {
+		for _, args := range []map[string]any{{"agent": "a", "limit": -1}, {"agent": "a", "after": -5}} {
+			text, isErr := mcpCall(t, cs, tool, args)
+			assert.True(t, isErr, "%s %v: %s", tool, args, text)
+			assert.Contains(t, text, "want a whole number", tool)
+		}
+		text, isErr := mcpCall(t, cs, tool, map[string]any{"agent": "a", "limit": 1})
+		assert.False(t, isErr, text)
+	}
+}

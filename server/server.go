@@ -177,7 +177,7 @@ func New(opts ...Option) (*Server, error) {
 	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, max(c.maxRuns, 1)), closing: make(chan struct{}),
 		agents: map[string]*agent{}}
 	s.ctx, s.stop = context.WithCancel(context.Background())
-	s.handler = s.guard(s.mux)
+	s.handler = s.guard(http.HandlerFunc(s.serveMux))
 	if host, _, err := net.SplitHostPort(c.addr); err == nil && host != "" && !net.ParseIP(strings.Trim(host, "[]")).IsUnspecified() {
 		s.cfg.hosts = append(s.cfg.hosts, c.addr)
 	}
@@ -512,7 +512,10 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 	}
 	id := runID
 	if id == "" {
-		id = a.newRunID()
+		var err error
+		if id, err = a.newRunID(); err != nil {
+			return err
+		}
 	}
 	if resume && a.unbegun(id) {
 		goal, resume = a.meta.Goal, false
@@ -650,16 +653,25 @@ func (a *agent) resumable(id string) bool {
 	return a.unbegun(id)
 }
 
-// newRunID returns an id for a new run, from the time, not yet used; the caller holds a.mu.
-func (a *agent) newRunID() string {
+// maxRunsASecond bounds the runs of an agent newRunID gives ids to in one second.
+const maxRunsASecond = 1000
+
+// newRunID returns an id for a new run, from the time, not yet used; the caller holds a.mu. It
+// fails when the agent's runs cannot be looked at (runs/ is a file, say, or cannot be read).
+func (a *agent) newRunID() (string, error) {
 	base := a.now().UTC().Format("20060102-150405")
 	id := base
-	for i := 2; ; i++ {
-		if _, err := os.Stat(string(a.home.Run(id))); errors.Is(err, fs.ErrNotExist) {
-			return id
+	for i := 2; i <= maxRunsASecond; i++ {
+		_, err := os.Lstat(string(a.home.Run(id)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return id, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("cannot choose the new run's id: %w", err)
 		}
 		id = fmt.Sprintf("%s-%d", base, i)
 	}
+	return "", fmt.Errorf("cannot choose the new run's id: %d runs began in the second %s", maxRunsASecond, base)
 }
 
 // finish pauses the agent's run, if one is in progress (its context ends: the run is
@@ -959,7 +971,11 @@ func (s *Server) add(id, goal, model, mode string) (*agent, int, error) {
 	a := s.newAgent(id, meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusWorking, Created: now, Updated: now})
 	a.ready = make(chan struct{})
 	a.checked.Do(func() {}) // its files are the squad's own, from the start
-	a.meta.Run = a.newRunID()
+	run, err := a.newRunID()
+	if err != nil {
+		return nil, http.StatusInternalServerError, fmt.Errorf("agent %q: %w", id, err)
+	}
+	a.meta.Run = run
 	s.agents[id] = a
 	s.wg.Add(1)
 	return a, 0, nil

@@ -3,13 +3,13 @@
 // to non-blocking mode and back on the way: five system calls besides the open. A squad opens
 // thousands of small files (records, logs, messages) and spent about a sixth of its system
 // calls there; OpenFile opens the file and wraps its descriptor as it is (os.NewFile), and
-// CreateTemp and ReadFile are built on it. Rename leaves out os.Rename's look at the new path.
-// Elsewhere OpenFile and Rename are the os package's.
+// CreateTemp and Open are built on it. Rename leaves out os.Rename's look at the new path.
+// Elsewhere OpenFile and Rename are the os package's. Open and the reads built on it refuse
+// what is not a regular file and bound what they read (read.go).
 package osfile
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -33,32 +33,5 @@ func CreateTemp(dir, pattern string) (*os.File, error) {
 			continue
 		}
 		return f, err
-	}
-}
-
-// ReadFile is os.ReadFile.
-func ReadFile(name string) ([]byte, error) {
-	f, err := OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size := 512
-	if st, err := f.Stat(); err == nil && st.Size() > 0 && int64(int(st.Size())) == st.Size() {
-		size = int(st.Size()) + 1 // one more, to see the end without growing
-	}
-	data := make([]byte, 0, size)
-	for {
-		n, err := f.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if errors.Is(err, io.EOF) {
-			return data, nil
-		}
-		if err != nil {
-			return data, err
-		}
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
 	}
 }

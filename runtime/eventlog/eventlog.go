@@ -32,6 +32,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agiraph/agiraph/internal/osfile"
 )
 
 // Type names an event: "node.completed".
@@ -222,7 +224,7 @@ func Open(path string, opts ...Option) (*Log, error) {
 			o(&c)
 		}
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := osfile.OpenRegular(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: %w", err)
 	}
@@ -242,7 +244,7 @@ func (l *Log) load() error {
 	r := bufio.NewReaderSize(l.f, 64<<10)
 	var off int64
 	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
+		line, err := osfile.ReadLine(r)
 		if err == io.EOF {
 			if len(line) > 0 { // torn last line: drop it
 				if terr := l.f.Truncate(off); terr != nil {

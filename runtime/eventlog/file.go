@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strconv"
+
+	"github.com/agiraph/agiraph/internal/osfile"
 )
 
 // Scan reads the log file at path without opening it as a [Log] — to show the events of an
@@ -39,7 +40,7 @@ func ReadFile(path string, after int64, limit int) ([]Event, error) {
 // scan is Scan for the events with Seq > after; the lines of the others are checked for their
 // seq only.
 func scan(path string, off, after int64, fn func(Event) bool) (int64, error) {
-	f, err := os.Open(path)
+	f, err := osfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return off, nil
 	}
@@ -60,7 +61,7 @@ func scan(path string, off, after int64, fn func(Event) bool) (int64, error) {
 	r := bufio.NewReaderSize(f, 64<<10)
 	var last int64
 	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
+		line, err := osfile.ReadLine(r)
 		if err == io.EOF {
 			return off, nil // a last line without its newline is not read yet
 		}
@@ -111,7 +112,7 @@ func leadingSeq(line []byte) (int64, bool) {
 // Last returns the last event of the log file at path, reading the file from its end: false
 // when it has none. As with [Scan], a last line without its newline is not an event yet.
 func Last(path string) (Event, bool, error) {
-	f, err := os.Open(path)
+	f, err := osfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Event{}, false, nil
 	}
@@ -125,6 +126,9 @@ func Last(path string) (Event, bool, error) {
 	}
 	end := st.Size()
 	for chunk := int64(16 << 10); ; chunk *= 4 {
+		if chunk > osfile.MaxSize {
+			return Event{}, false, fmt.Errorf("eventlog: %s: the last line: %w", path, osfile.ErrTooLarge)
+		}
 		from := max(end-chunk, 0)
 		buf := make([]byte, end-from)
 		if _, err := f.ReadAt(buf, from); err != nil && err != io.EOF {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 )
@@ -149,7 +150,7 @@ func fileSummaries(dir string) string {
 }
 
 func firstLine(path string) string {
-	f, err := os.Open(path)
+	f, err := osfile.Open(path)
 	if err != nil {
 		return ""
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/tools/files"
 )
 
@@ -146,7 +147,7 @@ func readPlain(root *os.Root, name string) string {
 	if err != nil || !st.Mode().IsRegular() {
 		return ""
 	}
-	data, err := root.ReadFile(name)
+	data, err := osfile.ReadIn(root, name)
 	if err != nil {
 		return ""
 	}

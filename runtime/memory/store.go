@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools/files"
 )
@@ -293,7 +294,7 @@ func (s *Store) Read(path string) (string, error) {
 	if err == nil && !st.Mode().IsRegular() {
 		return "", fmt.Errorf("memory: %q is not a file; %s", t.rel, s.describeFiles())
 	}
-	data, err := root.ReadFile(t.real)
+	data, err := osfile.ReadIn(root, t.real)
 	if err != nil {
 		return "", fmt.Errorf("memory: read %s: %v", t.rel, files.Cause(err))
 	}
@@ -388,7 +389,7 @@ func (s *Store) indexLocked(root *os.Root, t target, content, by string) (Write,
 	if t.curated || t.rel == IndexFile || dailyLogName.MatchString(t.rel) {
 		return Write{}, false, nil
 	}
-	data, err := root.ReadFile(IndexFile)
+	data, err := osfile.ReadIn(root, IndexFile)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Write{}, false, fmt.Errorf("memory: wrote %s but could not read %s to index it: %v", t.rel, IndexFile, files.Cause(err))
 	}
@@ -558,7 +559,7 @@ func (s *Store) files(read bool) ([]memFile, error) {
 	add := func(root *os.Root, name, rel string, st fs.FileInfo) {
 		f := memFile{rel: rel, size: st.Size(), mod: st.ModTime()}
 		if read {
-			if data, err := root.ReadFile(name); err == nil {
+			if data, err := osfile.ReadIn(root, name); err == nil {
 				f.content = string(data)
 			}
 		}

@@ -420,7 +420,7 @@ func WriteJSON(path string, v any) error {
 
 // ReadTail returns the last n bytes of the file at path, or all of it when it is shorter.
 func ReadTail(path string, n int64) ([]byte, error) {
-	f, err := osfile.OpenFile(path, os.O_RDONLY, 0)
+	f, err := osfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
 	}

@@ -18,7 +18,11 @@ func ValidID(id string) error {
 	case id == "":
 		return fmt.Errorf("workspace: invalid id %q: it is empty; %s", id, rule)
 	case len(id) > MaxIDLen:
-		return fmt.Errorf("workspace: invalid id %q: it is %d bytes long; %s", id, len(id), rule)
+		shown := strconv.Quote(id)
+		if len(id) > 4*MaxIDLen { // not echoed whole
+			shown = strconv.Quote(strings.ToValidUTF8(id[:MaxIDLen], "")) + "…"
+		}
+		return fmt.Errorf("workspace: invalid id %s: it is %d bytes long; %s", shown, len(id), rule)
 	case id[0] == '.':
 		return fmt.Errorf("workspace: invalid id %q: it starts with '.'; %s", id, rule)
 	}

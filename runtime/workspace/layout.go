@@ -126,6 +126,9 @@ func (r Run) Create() error {
 	return mkdirs("run", string(r), r.Messages(), r.Coordinator(), r.path(nodesDir), r.path(workersDir))
 }
 
+// Nodes returns the path of nodes/, which holds a folder per node; a run that began has it.
+func (r Run) Nodes() string { return r.path(nodesDir) }
+
 // Worker is a worker's private folder, workers/{id} in a [Run].
 type Worker string
 

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
@@ -184,6 +187,11 @@ func TestValidID(t *testing.T) {
 			t.Errorf("ValidID(%q) = %q, want it to name the id", id, err)
 		}
 	}
+	long := strings.Repeat("y", 1<<20)
+	err := workspace.ValidID(long)
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 1000, "a long id is not echoed whole")
+	assert.Contains(t, err.Error(), "1048576 bytes long")
 }
 
 func TestNumber(t *testing.T) {
