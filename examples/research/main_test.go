@@ -13,8 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agiraph/agiraph/nodes/demo"
 )
 
 func noEnv(string) string { return "" }
@@ -71,18 +69,18 @@ func TestFlags(t *testing.T) {
 }
 
 // The offline team takes its time only where a person watches: -pace's, else demo.Pace when
-// stdin and stdout are a terminal (a character device), else none.
+// stdin and stdout are a terminal (demo's TestPaceAt opens one), else none.
 func TestPace(t *testing.T) {
-	tty, err := os.Open(os.DevNull) // a character device, as a terminal is
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	require.NoError(t, err)
-	defer tty.Close()
+	defer null.Close()
 	o, _, err := parse([]string{"a goal"}, io.Discard)
 	require.NoError(t, err)
 	assert.Zero(t, o.paced(nil, &bytes.Buffer{}), "a test or a script gets its result at once")
-	assert.Equal(t, demo.Pace, o.paced(tty, tty))
+	assert.Zero(t, o.paced(null, null), "a script run with </dev/null >/dev/null")
 	o, _, err = parse([]string{"-pace", "0", "a goal"}, io.Discard)
 	require.NoError(t, err)
-	assert.Zero(t, o.paced(tty, tty))
+	assert.Zero(t, o.paced(null, null))
 	o, _, err = parse([]string{"-pace", "3s", "a goal"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, 3*time.Second, o.paced(nil, io.Discard))
