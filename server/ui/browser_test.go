@@ -64,11 +64,15 @@ func chromium(t *testing.T) string {
 // browser starts a headless Chromium with a fresh profile and returns a tab's context.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	// The profile is not a t.TempDir: the browser's helper processes may still write to it for a
+	// moment after the browser is gone, which fails the removal of a TempDir.
+	profile, err := os.MkdirTemp("", "agiraph-chromium-")
+	require.NoError(t, err)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
@@ -86,6 +90,7 @@ func browser(t *testing.T) context.Context {
 	t.Cleanup(func() {
 		cancel()
 		cancelAlloc()
+		removeProfile(t, profile)
 	})
 	require.NoError(t, chromedp.Run(ctx)) // start the browser now, so that its start is not a step's
 	// The page's errors and console lines go to the test's log.
@@ -102,6 +107,19 @@ func browser(t *testing.T) context.Context {
 		}
 	})
 	return ctx
+}
+
+// removeProfile removes a browser's profile folder once its last helper process has stopped
+// writing to it, trying for a few seconds.
+func removeProfile(t *testing.T, dir string) {
+	var err error
+	for range 50 {
+		if err = os.RemoveAll(dir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("the browser's profile was not removed: %v", err)
 }
 
 // step runs actions with the generous deadline, failing the test with what was being done.
