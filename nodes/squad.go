@@ -491,11 +491,22 @@ func (s *Squad) current() (*run, error) {
 	return s.cur, nil
 }
 
+// active returns the run in progress to act on (Send, Answer, Stop, End): ErrNoRun also for a
+// finite run the coordinator finished, which only closes now, so that nothing is done to it
+// after it completed.
+func (s *Squad) active() (*run, error) {
+	r, err := s.current()
+	if err == nil && r.cfg.mode != Infinite && r.board.runState().Finished {
+		return nil, ErrNoRun
+	}
+	return r, err
+}
+
 // Send sends the human's message to a participant of the run in progress: "" or "coordinator"
 // for the coordinator, a worker's name or role, or "*" for everyone. A message to a worker
 // that waits for the human's answer is that answer.
 func (s *Squad) Send(to, body string) error {
-	r, err := s.current()
+	r, err := s.active()
 	if err != nil {
 		return err
 	}
@@ -513,9 +524,14 @@ func (s *Squad) Inbox() ([]runtime.Message, error) {
 	return r.bus.Receive(bus.Human)
 }
 
-// Answer answers the question a worker (or the coordinator) asked the human.
+// ErrNoQuestion is wrapped by the error Answer returns when the worker (or the coordinator) it
+// names asked the human nothing: nobody is waiting for an answer.
+var ErrNoQuestion = errors.New("nodes: nobody is waiting for an answer")
+
+// Answer answers the question a worker (or the coordinator) asked the human; ErrNoQuestion when
+// it asked none.
 func (s *Squad) Answer(worker, answer string) error {
-	r, err := s.current()
+	r, err := s.active()
 	if err != nil {
 		return err
 	}
@@ -526,7 +542,7 @@ func (s *Squad) Answer(worker, answer string) error {
 // later. The coordinator keeps its conversation and the run waits: the human's next message
 // sets it going again.
 func (s *Squad) Stop() error {
-	r, err := s.current()
+	r, err := s.active()
 	if err != nil {
 		return err
 	}
@@ -539,7 +555,7 @@ func (s *Squad) Stop() error {
 // The run is not complete — only the coordinator's finish completes a run — and Resume takes it
 // up again. It is how an infinite run is stopped.
 func (s *Squad) End() error {
-	r, err := s.current()
+	r, err := s.active()
 	if err != nil {
 		return err
 	}
