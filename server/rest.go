@@ -41,6 +41,7 @@ type agent struct {
 	mu      sync.Mutex
 	meta    meta
 	running bool
+	pausing bool          // the run in progress is being paused (POST /pause)
 	gone    bool          // deleted or closed: no more runs
 	done    chan struct{} // closed when the run goroutine ends
 	cancel  context.CancelFunc

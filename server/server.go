@@ -34,6 +34,7 @@ const (
 	StatusWaiting     = "waiting_for_human" // a run is in progress and waits for the human's answer
 	StatusQueued      = "queued"            // a run waits for a place among the runs in progress (WithMaxRuns)
 	StatusInterrupted = "interrupted"       // the last run was paused before it finished: it can be resumed
+	StatusPaused      = "paused"            // the human paused the last run (POST /pause): it can be resumed
 	StatusComplete    = "completed"         // the last run finished
 	StatusFailed      = "failed"            // the last run ended with an error
 	StatusDamaged     = "damaged"           // the agent's files could not be opened (Summary.Error says which and why)
@@ -516,7 +517,7 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	a.running, a.done, a.cancel, a.ended = true, done, cancel, nil
+	a.running, a.done, a.cancel, a.ended, a.pausing = true, done, cancel, nil, false
 	a.starts++
 	a.meta.Run, a.meta.Status, a.meta.Error, a.meta.Output = id, StatusWorking, "", ""
 	a.meta.Counted, a.meta.Nodes, a.meta.Workers = "", 0, 0
@@ -575,6 +576,9 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 		case err == nil && res.Finished:
 			a.meta.Status, a.meta.Output = StatusComplete, res.Output
 			a.log.Info("run completed", "run", id)
+		case (err == nil || errors.Is(err, nodes.ErrInterrupted) || errors.Is(err, context.Canceled)) && a.pausing:
+			a.meta.Status = StatusPaused
+			a.log.Info("run paused", "run", id)
 		case err == nil, errors.Is(err, nodes.ErrInterrupted), ctx.Err() != nil && errors.Is(err, context.Canceled):
 			a.meta.Status = StatusInterrupted
 			a.log.Info("run interrupted", "run", id)
@@ -656,6 +660,27 @@ func (a *agent) newRunID() string {
 			return id
 		}
 		id = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+// pause pauses the agent's run in progress, as the server's Close does, and waits for it to
+// return: the run is "paused" until POST /resume continues it. nodes.ErrNoRun when no run is in
+// progress.
+func (a *agent) pause(ctx context.Context) error {
+	a.mu.Lock()
+	if !a.running {
+		a.mu.Unlock()
+		return nodes.ErrNoRun
+	}
+	a.pausing = true
+	done, cancel := a.done, a.cancel
+	a.mu.Unlock()
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -802,9 +827,10 @@ func (a *agent) waiting(b nodes.Snapshot) (who, question string) {
 // Summary is what GET /agents/{id} answers about an agent.
 type Summary struct {
 	ID string `json:"id"`
-	// Status is "idle", "working", "waiting_for_human", "interrupted" (the last run was paused
-	// before it finished, by the server's Close or a crash: POST /resume continues it, and a
-	// server started again on the root does so by itself), "completed" or "failed".
+	// Status is "idle", "working", "waiting_for_human", "paused" (POST /pause paused the last
+	// run: POST /resume continues it), "interrupted" (the last run was paused before it
+	// finished, by the server's Close or a crash: POST /resume continues it, and a server
+	// started again on the root does so by itself), "completed", "failed", "queued" or "damaged".
 	Status string `json:"status"`
 	// Run is the id of the run in progress, or of the last run.
 	Run   string `json:"run,omitempty"`
