@@ -19,7 +19,10 @@
 // for a folder that is a symbolic link, 404 for an unknown agent, node, run or file, 409 when a
 // run is already in progress or none is (the error says what can be done instead), when nobody
 // waits for the answer a request gives, or when the agent is damaged, 413 for a text over the limit,
-// and 415 for a body not declared JSON.
+// 415 for a body not declared JSON, and 503 when the server is closed, or the disk failed a
+// write (no space left, say: nothing was done; try again once it is fixed). A run that such a
+// failure ends is "failed", its error saying so, and POST /resume continues it once the disk is
+// fixed; it is not damage.
 //
 //	GET    /                                the web UI (package ui); its files under /ui/. Served without the token
 //	GET    /models                          the models a new agent may name: {"models": ["", ...]} ("" is the server's choice)

@@ -308,6 +308,8 @@ func runError(w http.ResponseWriter, a *agent, err error) {
 		writeError(w, http.StatusConflict, "agent %q has no run in progress: %s", a.id, nextStep(a.id, status))
 	case errors.Is(err, nodes.ErrNoQuestion):
 		writeError(w, http.StatusConflict, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
+	case ioFailure(err):
+		writeError(w, http.StatusServiceUnavailable, "agent %q: %s (an I/O failure: nothing was done; try again once the disk is fixed)", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
 	case strings.Contains(err.Error(), "no worker"):
 		writeError(w, http.StatusNotFound, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
 	default:

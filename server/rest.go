@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agiraph/agiraph/nodes"
@@ -111,6 +113,37 @@ func (a *agent) markDamaged(err error) {
 	a.meta.Status, a.meta.Error = StatusDamaged, msg
 }
 
+// ioFailure reports whether err is a failure of the disk that passes — no space left, a quota
+// reached, an I/O error, a write that failed — rather than damage to the agent's files (one
+// that cannot be decoded, a corrupted checkpoint): what it failed can be done again once the
+// disk is fixed, and the agent is not damaged.
+func ioFailure(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EIO) {
+		return true
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && (pe.Op == "write" || pe.Op == "sync") {
+		return true
+	}
+	var coded interface{ Code() int } // an SQLite error (checkpoint/sqlite): SQLITE_IOERR, SQLITE_FULL
+	if errors.As(err, &coded) {
+		switch coded.Code() & 0xff {
+		case 10, 13:
+			return true
+		}
+	}
+	return false
+}
+
+// failure describes err, which failed agent id's run or set-up, for its summary: an I/O
+// failure says that it is no damage, and how to go on.
+func failure(id string, err error) string {
+	if ioFailure(err) {
+		return fmt.Sprintf("%v (an I/O failure, not damage: once the disk is fixed — space freed, say — POST /agents/%s/resume continues the run)", err, id)
+	}
+	return err.Error()
+}
+
 // check checks the agent's files (nodes.Files.Check), once: before it is first shown, used or
 // opened, rather than as the server starts, whose start-up then costs no more than reading
 // each agent's agent.json and triggers.json.
@@ -119,7 +152,7 @@ func (a *agent) check() {
 		if a.damage() != "" {
 			return
 		}
-		if err := a.files.Check(); err != nil {
+		if err := a.files.Check(); err != nil && !ioFailure(err) {
 			a.markDamaged(err)
 		}
 	})
@@ -178,7 +211,7 @@ func (a *agent) acquireChecked() (*nodes.Squad, error) {
 	if err == nil || errors.Is(err, errLeased) {
 		return sq, err
 	}
-	if derr := a.files.CheckAll(); derr != nil {
+	if derr := a.files.CheckAll(); derr != nil && !ioFailure(derr) {
 		a.markDamaged(derr)
 		return nil, fmt.Errorf("%w: %s", errDamaged, a.damage())
 	}

@@ -469,8 +469,11 @@ func (a *agent) save() {
 
 // write writes the agent's meta; the caller holds a.mu.
 func (a *agent) write() error {
-	return workspace.WriteJSON(filepath.Join(string(a.home), metaFile), a.meta)
+	return writeMeta(filepath.Join(string(a.home), metaFile), a.meta)
 }
+
+// writeMeta writes an agent.json: a variable, so that a test can make the disk fail.
+var writeMeta = workspace.WriteJSON
 
 // errRunning and errGone are start's refusals.
 var (
@@ -583,7 +586,7 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 			a.meta.Status = StatusInterrupted
 			a.log.Info("run interrupted", "run", id)
 		default:
-			a.meta.Status, a.meta.Error = StatusFailed, err.Error()
+			a.meta.Status, a.meta.Error = StatusFailed, failure(a.id, err)
 			a.log.Error("run failed", "run", id, "err", err)
 		}
 		if err == nil {
@@ -928,16 +931,19 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 	if err != nil {
 		return nil, status, err
 	}
+	undo := func() { // the agent is not made
+		s.mu.Lock()
+		delete(s.agents, a.id)
+		s.mu.Unlock()
+		s.wg.Done()
+	}
 	if s.fleet != nil {
 		ok, err := s.fleet.register(a.id)
 		if err == nil && !ok {
 			status, err = http.StatusConflict, fmt.Errorf("agent %q already exists", a.id)
 		}
 		if err != nil {
-			s.mu.Lock()
-			delete(s.agents, a.id)
-			s.mu.Unlock()
-			s.wg.Done()
+			undo()
 			return nil, cmp.Or(status, http.StatusServiceUnavailable), err
 		}
 	}
@@ -948,12 +954,20 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 	a.mu.Lock()
 	err = errors.Join(os.MkdirAll(string(a.home), 0o755), a.write())
 	a.mu.Unlock()
-	if err != nil {
-		s.mu.Lock()
-		delete(s.agents, a.id)
-		s.mu.Unlock()
-		s.wg.Done()
-		return nil, http.StatusInternalServerError, fmt.Errorf("agent %q: %w", a.id, err)
+	if err != nil { // nothing is left behind: no folder, no lease, no row in a fleet's registry
+		status := http.StatusInternalServerError
+		if ioFailure(err) {
+			status, err = http.StatusServiceUnavailable, fmt.Errorf("%w (an I/O failure: nothing was made; try again once the disk is fixed)", err)
+		}
+		err = errors.Join(err, os.RemoveAll(string(a.home)))
+		if holdErr == nil {
+			a.unhold()
+		}
+		if s.fleet != nil {
+			err = errors.Join(err, s.fleet.unregister(a.id))
+		}
+		undo()
+		return nil, status, fmt.Errorf("agent %q: %w", a.id, err)
 	}
 	go s.setUp(a, goal, holdErr)
 	return a, 0, nil
@@ -1002,9 +1016,8 @@ func (s *Server) setUp(a *agent, goal string, holdErr error) {
 	}
 	a.mu.Lock()
 	m := a.meta
-	if err != nil {
-		a.meta.Status, a.meta.Error = StatusFailed, fmt.Sprintf("the agent could not be set up: %v", err)
-		a.damaged = a.meta.Error
+	if err != nil { // failed, not damaged: POST /resume tries again
+		a.meta.Status, a.meta.Error = StatusFailed, "the agent could not be set up: "+failure(a.id, err)
 		a.log.Error("agent not set up", "err", err)
 	}
 	a.save()
@@ -1015,7 +1028,7 @@ func (s *Server) setUp(a *agent, goal string, holdErr error) {
 	}
 	if err := s.start(a, goal, m.Run, false); err != nil && !errors.Is(err, errGone) {
 		a.mu.Lock()
-		a.meta.Status, a.meta.Error = StatusFailed, err.Error()
+		a.meta.Status, a.meta.Error = StatusFailed, failure(a.id, err)
 		a.save()
 		a.mu.Unlock()
 	}
