@@ -2,8 +2,10 @@ package nodes_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,18 +40,7 @@ func TestAnswerWithoutQuestion(t *testing.T) {
 		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
-	events, stop := s.Subscribe(0)
-	defer stop()
-	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		res, err := s.Run(ctx, "paint")
-		if err == nil {
-			assert.Equal(t, "colour: The human answered: blue", res.Output)
-		}
-		done <- err
-	}()
+	events, done := runInBackground(t, s, "paint")
 	waitFor(t, events, "worker.spawned", func(e eventlog.Event) bool { return e.Type == eventlog.WorkerSpawned })
 
 	err := s.Answer(bus.Coordinator, "red")
@@ -62,7 +53,9 @@ func TestAnswerWithoutQuestion(t *testing.T) {
 	require.NoError(t, s.Send("", "ask me"))
 	waitFor(t, events, "human.question", func(e eventlog.Event) bool { return e.Type == eventlog.HumanQuestion })
 	require.NoError(t, s.Answer(bus.Coordinator, "blue"))
-	require.NoError(t, <-done)
+	res := <-done
+	require.NoError(t, res.err)
+	assert.Equal(t, "colour: The human answered: blue", res.Output)
 
 	var responses []string
 	evs, err := s.Events(0, 0)
@@ -103,22 +96,65 @@ func TestFinishedRunTakesNoMoreOrders(t *testing.T) {
 		return scTurn(req, scripted.Call("finish", map[string]string{"output": "done"})), nil
 	})
 	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
-	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		res, err := s.Run(ctx, "finish at once")
-		assert.True(t, res.Finished)
-		done <- err
-	}()
+	_, done := runInBackground(t, s, "finish at once")
 	<-closing
 	require.ErrorIs(t, s.Stop(), nodes.ErrNoRun)
 	require.ErrorIs(t, s.End(), nodes.ErrNoRun)
 	require.ErrorIs(t, s.Send("", "more"), nodes.ErrNoRun)
 	require.ErrorIs(t, s.Answer(bus.Coordinator, "yes"), nodes.ErrNoRun)
 	close(release)
-	require.NoError(t, <-done)
+	res := <-done
+	require.NoError(t, res.err)
+	assert.True(t, res.Finished)
 	ts := types(t, s)
 	assert.Contains(t, ts, eventlog.AgentCompleted)
 	assert.NotContains(t, ts, eventlog.AgentPaused)
+}
+
+// What reads or acts on the run in progress does not wait for the lock a run's start and end,
+// and a trigger's firing, hold while they work on the run's files.
+func TestRunIsReachedWhileItsStartLockIsHeld(t *testing.T) {
+	coord := scripted.NewFunc("waits", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
+	})
+	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
+	events, done := runInBackground(t, s, "wait")
+	waitFor(t, events, "agent.started", func(e eventlog.Event) bool { return e.Type == eventlog.AgentStarted })
+
+	release := nodes.HoldStartLock(s)
+	reached := make(chan error, 1)
+	go func() {
+		_, err := s.Board()
+		reached <- errors.Join(err, s.Send("", "hello"), s.Stop())
+	}()
+	select {
+	case err := <-reached:
+		require.NoError(t, err)
+	case <-time.After(scTimeout): // a deadlock's bound, not a measure
+		t.Fatal("the run could not be reached while its start lock was held")
+	}
+	release()
+	require.NoError(t, s.End())
+	require.NoError(t, (<-done).err)
+}
+
+// ended is how a run ended.
+type ended struct {
+	nodes.Result
+	err error
+}
+
+// runInBackground runs s toward goal, within scTimeout, and returns its events from the start
+// and where the run's end comes.
+func runInBackground(t *testing.T, s *nodes.Squad, goal string) (<-chan eventlog.Event, <-chan ended) {
+	events, stop := s.Subscribe(0)
+	t.Cleanup(stop)
+	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+	t.Cleanup(cancel)
+	done := make(chan ended, 1)
+	go func() {
+		res, err := s.Run(ctx, goal)
+		done <- ended{res, err}
+	}()
+	return events, done
 }

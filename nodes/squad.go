@@ -39,6 +39,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -275,8 +276,11 @@ type Squad struct {
 	sched     *triggers.Scheduler
 	stopSched context.CancelFunc
 
+	// mu is held while a run starts or ends, or a trigger fires: it decides whether a run is in
+	// progress. cur is the run in progress, read without mu, so that what reads or acts on the run
+	// never waits for a start's or an end's files.
 	mu  sync.Mutex
-	cur *run
+	cur atomic.Pointer[run]
 }
 
 // newConfig returns the configuration opts make of the defaults.
@@ -390,11 +394,9 @@ func (s *Squad) Close() error {
 func (s *Squad) memoryWritten(w memory.Write) {
 	e := eventlog.New(eventlog.MemoryWritten, w.Path, w)
 	e.Worker = w.By
-	s.mu.Lock()
-	if s.cur != nil {
-		e.Run = s.cur.id
+	if r := s.cur.Load(); r != nil {
+		e.Run = r.id
 	}
-	s.mu.Unlock()
 	if _, err := s.log.Append(e); err != nil {
 		s.cfg.logger.Error("event not logged", "type", e.Type, "err", err)
 	}
@@ -461,7 +463,7 @@ func (s *Squad) Resume(ctx context.Context, id string) (Result, error) {
 
 func (s *Squad) start(ctx context.Context, id, goal string) (res Result, err error) {
 	s.mu.Lock()
-	if s.cur != nil {
+	if s.cur.Load() != nil {
 		s.mu.Unlock()
 		return Result{}, ErrRunning
 	}
@@ -471,24 +473,23 @@ func (s *Squad) start(ctx context.Context, id, goal string) (res Result, err err
 		return Result{}, err
 	}
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
-	s.cur = r
+	s.cur.Store(r)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock() // a trigger firing now waits, then finds no run in progress
 		defer s.mu.Unlock()
-		s.cur = nil
+		s.cur.Store(nil)
 		err = errors.Join(err, r.bus.Close())
 	}()
 	return r.execute()
 }
 
 func (s *Squad) current() (*run, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur == nil {
+	r := s.cur.Load()
+	if r == nil {
 		return nil, ErrNoRun
 	}
-	return s.cur, nil
+	return r, nil
 }
 
 // active returns the run in progress to act on (Send, Answer, Stop, End): ErrNoRun also for a

@@ -39,7 +39,11 @@ type agent struct {
 	upSince time.Time
 	now     func() time.Time
 	log     *slog.Logger
+	created time.Time // when the agent was made (meta.Created, which does not change)
 
+	// mu guards what follows; it is held for no write to the disk (nor a squad's or a run's work),
+	// so that reading an agent never waits for one. saveMu orders the writes of agent.json.
+	saveMu  sync.Mutex
 	mu      sync.Mutex
 	meta    meta
 	running bool
@@ -86,7 +90,7 @@ type agent struct {
 // newAgent returns the agent id of the server, with meta m, at rest.
 func (s *Server) newAgent(id string, m meta) *agent {
 	a := &agent{srv: s, id: id, home: workspace.Home(s.agentDir(id)), now: s.cfg.now, log: s.cfg.logger.With("agent", id),
-		meta: m, moved: make(chan struct{}), forgotten: make(chan struct{}), ready: closed()}
+		created: m.Created, meta: m, moved: make(chan struct{}), forgotten: make(chan struct{}), ready: closed()}
 	a.files = nodes.ReadFiles(s.squadOptions(a, m)...)
 	clock := a.files.TriggerClock()
 	a.alarm = s.alarmFor(clock)

@@ -433,9 +433,7 @@ func (s *Server) reopen(id string) (*agent, error) {
 	a := s.newAgent(id, m)
 	if crashed {
 		a.log.Info("the run was in progress when the server stopped", "run", m.Run)
-		a.mu.Lock()
 		a.save()
-		a.mu.Unlock()
 	}
 	return a, nil
 }
@@ -460,16 +458,23 @@ func closed() chan struct{} {
 	return c
 }
 
-// save writes the agent's meta; the caller holds a.mu.
+// save writes the agent's meta, logging a failure.
 func (a *agent) save() {
 	if err := a.write(); err != nil {
 		a.log.Error("cannot save the agent's state", "file", metaFile, "err", err)
 	}
 }
 
-// write writes the agent's meta; the caller holds a.mu.
+// write writes the agent's meta as it is now to agent.json. The caller does not hold a.mu, so
+// that nothing that reads the agent waits for the disk. Writes are made one at a time, each of
+// the meta as it is when its turn comes: the file ends with the latest.
 func (a *agent) write() error {
-	return writeMeta(filepath.Join(string(a.home), metaFile), a.meta)
+	a.saveMu.Lock()
+	defer a.saveMu.Unlock()
+	a.mu.Lock()
+	m := a.meta
+	a.mu.Unlock()
+	return writeMeta(filepath.Join(string(a.home), metaFile), m)
 }
 
 // writeMeta writes an agent.json: a variable, so that a test can make the disk fail.
@@ -494,8 +499,10 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 	err := s.startHeld(a, goal, runID, resume)
 	if err != nil {
 		a.unhold()
+		return err
 	}
-	return err
+	a.save()
+	return nil
 }
 
 // startHeld is start, once the agent's lease is held; the run lets it go when it ends.
@@ -539,7 +546,6 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 		a.refs++
 	}
 	a.meta.Updated = a.now().UTC()
-	a.save()
 	again := a.meta.Goal // to start a run again that a stop cut short before it began
 	s.wg.Add(1)
 	go func() {
@@ -592,12 +598,15 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 		if err == nil {
 			a.meta.Counted, a.meta.Nodes, a.meta.Workers = id, len(res.Board.Nodes), len(res.Board.Workers)
 		}
-		if !errors.Is(err, errDamaged) && !lost {
+		save := !errors.Is(err, errDamaged) && !lost
+		if save {
 			a.meta.Updated = a.now().UTC()
-			a.save()
 		}
 		handover := a.meta.Status == StatusInterrupted && s.ctx.Err() != nil // the server closes: another replica resumes it
 		a.mu.Unlock()
+		if save {
+			a.save()
+		}
 		if !lost && !handover {
 			a.markRun("")
 		}
@@ -631,8 +640,8 @@ func (s *Server) wait(ctx context.Context, a *agent) error {
 	}
 	a.mu.Lock()
 	a.meta.Status, a.meta.Updated = StatusWorking, a.now().UTC()
-	a.save()
 	a.mu.Unlock()
+	a.save()
 	return nil
 }
 
@@ -951,9 +960,7 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 	// agent's lease is free; should taking it fail, setUp fails the agent.
 	holdErr := a.hold()
 	// Before the answer, agent.json: a server killed now finds the agent, and starts its run.
-	a.mu.Lock()
 	err = errors.Join(os.MkdirAll(string(a.home), 0o755), a.write())
-	a.mu.Unlock()
 	if err != nil { // nothing is left behind: no folder, no lease, no row in a fleet's registry
 		status := http.StatusInternalServerError
 		if ioFailure(err) {
@@ -1020,8 +1027,8 @@ func (s *Server) setUp(a *agent, goal string, holdErr error) {
 		a.meta.Status, a.meta.Error = StatusFailed, "the agent could not be set up: "+failure(a.id, err)
 		a.log.Error("agent not set up", "err", err)
 	}
-	a.save()
 	a.mu.Unlock()
+	a.save()
 	if err != nil {
 		close(a.ready)
 		return
@@ -1029,8 +1036,8 @@ func (s *Server) setUp(a *agent, goal string, holdErr error) {
 	if err := s.start(a, goal, m.Run, false); err != nil && !errors.Is(err, errGone) {
 		a.mu.Lock()
 		a.meta.Status, a.meta.Error = StatusFailed, failure(a.id, err)
-		a.save()
 		a.mu.Unlock()
+		a.save()
 	}
 	close(a.ready) // once the first run started: a request then finds it in progress
 	a.release()    // the run holds the squad now (or, queued, opens it again when its turn comes)
@@ -1081,13 +1088,7 @@ func (s *Server) list() []*agent {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(all, func(x, y *agent) int {
-		x.mu.Lock()
-		cx := x.meta.Created
-		x.mu.Unlock()
-		y.mu.Lock()
-		cy := y.meta.Created
-		y.mu.Unlock()
-		if c := cx.Compare(cy); c != 0 {
+		if c := x.created.Compare(y.created); c != 0 {
 			return c
 		}
 		return strings.Compare(x.id, y.id)
@@ -1119,8 +1120,8 @@ func (s *Server) remove(id string) (int, error) {
 	}
 	a.mu.Lock()
 	a.meta.Deleted, a.meta.Updated = true, a.now().UTC()
-	a.save()
 	a.mu.Unlock()
+	a.save()
 	close(a.forgotten)
 	a.waitClosed()
 	return 0, nil
