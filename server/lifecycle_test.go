@@ -129,3 +129,26 @@ func TestVerbsByState(t *testing.T) {
 		}
 	}
 }
+
+// A paused run stays paused when the server closes and opens again — it is not taken for one the
+// server interrupted, and not resumed by itself — and POST /resume continues it.
+func TestPausedStaysPaused(t *testing.T) {
+	root := t.TempDir()
+	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(goalTeam))
+	require.NoError(t, err)
+	ts := serve(t, srv)
+	c := &api{t: t, srv: srv, ts: ts, root: root}
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "p", "goal": "wait"}, nil))
+	var paused server.Summary
+	require.Equal(t, http.StatusOK, c.do("POST", "/agents/p/pause", nil, &paused))
+	require.Equal(t, server.StatusPaused, paused.Status)
+	require.NoError(t, srv.Close())
+	ts.Close()
+
+	c2 := start(t, root, goalTeam)
+	assert.Equal(t, server.StatusPaused, c2.summary("p").Status)
+	var resumed server.Summary
+	require.Equal(t, http.StatusAccepted, c2.do("POST", "/agents/p/resume", nil, &resumed))
+	assert.Equal(t, paused.Run, resumed.Run)
+	assert.Equal(t, server.StatusWorking, c2.summary("p").Status)
+}
