@@ -14,9 +14,9 @@ import (
 // agent's latest run, which the WithWake callback is then asked to resume.
 func (s *Squad) fire(f triggers.Firing) {
 	s.mu.Lock()
-	if s.cur != nil {
+	if r := s.cur.Load(); r != nil {
 		defer s.mu.Unlock()
-		s.cur.fire(f)
+		r.fire(f)
 		return
 	}
 	id, err := s.deliver(f)

@@ -41,9 +41,17 @@ func (r *run) humanSays(to, body string) error {
 // nothing.
 func (r *run) answer(worker, text string) error {
 	if strings.EqualFold(worker, bus.Coordinator) {
-		st, _, err := r.board.updateRun("", func(s *runState) { s.Answer, s.Question = text, "" })
+		asked := false
+		st, _, err := r.board.updateRun("", func(s *runState) {
+			if asked = s.Question != ""; asked {
+				s.Answer, s.Question = text, ""
+			}
+		})
 		if err != nil {
 			return fmt.Errorf("nodes: %w", err)
+		}
+		if !asked {
+			return fmt.Errorf("%w: the coordinator asked nothing", ErrNoQuestion)
 		}
 		if err := r.heard(st.Asked, bus.Coordinator, text); err != nil {
 			return err
@@ -55,13 +63,20 @@ func (r *run) answer(worker, text string) error {
 	if !ok {
 		return fmt.Errorf("nodes: no worker %q", worker)
 	}
+	nobody := fmt.Errorf("%w: %s asked nothing", ErrNoQuestion, w.Name)
+	if w.Node == "" {
+		return nobody
+	}
 	n, err := r.board.update(w.Node, func(n *Node) error {
 		if n.Status != NodeWaiting || n.Question == "" {
-			return fmt.Errorf("%s has no question waiting for an answer", w.Name)
+			return nobody
 		}
 		n.Answer = text
 		return nil
 	})
+	if errors.Is(err, ErrNoQuestion) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}

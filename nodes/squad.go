@@ -39,6 +39,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -277,8 +278,11 @@ type Squad struct {
 	sched     *triggers.Scheduler
 	stopSched context.CancelFunc
 
+	// mu is held while a run starts or ends, or a trigger fires: it decides whether a run is in
+	// progress. cur is the run in progress, read without mu, so that what reads or acts on the run
+	// never waits for a start's or an end's files.
 	mu  sync.Mutex
-	cur *run
+	cur atomic.Pointer[run]
 }
 
 // newConfig returns the configuration opts make of the defaults.
@@ -414,11 +418,9 @@ func (s *Squad) Close() error {
 func (s *Squad) memoryWritten(w memory.Write) {
 	e := eventlog.New(eventlog.MemoryWritten, w.Path, w)
 	e.Worker = w.By
-	s.mu.Lock()
-	if s.cur != nil {
-		e.Run = s.cur.id
+	if r := s.cur.Load(); r != nil {
+		e.Run = r.id
 	}
-	s.mu.Unlock()
 	if _, err := s.log.Append(e); err != nil {
 		s.cfg.logger.Error("event not logged", "type", e.Type, "err", err)
 	}
@@ -489,7 +491,7 @@ func (s *Squad) Resume(ctx context.Context, id string) (Result, error) {
 
 func (s *Squad) start(ctx context.Context, id, goal string) (res Result, err error) {
 	s.mu.Lock()
-	if s.cur != nil {
+	if s.cur.Load() != nil {
 		s.mu.Unlock()
 		return Result{}, ErrRunning
 	}
@@ -499,31 +501,41 @@ func (s *Squad) start(ctx context.Context, id, goal string) (res Result, err err
 		return Result{}, err
 	}
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
-	s.cur = r
+	s.cur.Store(r)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock() // a trigger firing now waits, then finds no run in progress
 		defer s.mu.Unlock()
-		s.cur = nil
+		s.cur.Store(nil)
 		err = errors.Join(err, r.bus.Close())
 	}()
 	return r.execute()
 }
 
 func (s *Squad) current() (*run, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur == nil {
+	r := s.cur.Load()
+	if r == nil {
 		return nil, ErrNoRun
 	}
-	return s.cur, nil
+	return r, nil
+}
+
+// active returns the run in progress to act on (Send, Answer, Stop, End): ErrNoRun also for a
+// finite run the coordinator finished, which only closes now, so that nothing is done to it
+// after it completed.
+func (s *Squad) active() (*run, error) {
+	r, err := s.current()
+	if err == nil && r.cfg.mode != Infinite && r.board.runState().Finished {
+		return nil, ErrNoRun
+	}
+	return r, err
 }
 
 // Send sends the human's message to a participant of the run in progress: "" or "coordinator"
 // for the coordinator, a worker's name or role, or "*" for everyone. A message to a worker
 // that waits for the human's answer is that answer.
 func (s *Squad) Send(to, body string) error {
-	r, err := s.current()
+	r, err := s.active()
 	if err != nil {
 		return err
 	}
@@ -541,9 +553,14 @@ func (s *Squad) Inbox() ([]runtime.Message, error) {
 	return r.bus.Receive(bus.Human)
 }
 
-// Answer answers the question a worker (or the coordinator) asked the human.
+// ErrNoQuestion is wrapped by the error Answer returns when the worker (or the coordinator) it
+// names asked the human nothing: nobody is waiting for an answer.
+var ErrNoQuestion = errors.New("nodes: nobody is waiting for an answer")
+
+// Answer answers the question a worker (or the coordinator) asked the human; ErrNoQuestion when
+// it asked none.
 func (s *Squad) Answer(worker, answer string) error {
-	r, err := s.current()
+	r, err := s.active()
 	if err != nil {
 		return err
 	}
@@ -554,7 +571,7 @@ func (s *Squad) Answer(worker, answer string) error {
 // later. The coordinator keeps its conversation and the run waits: the human's next message
 // sets it going again.
 func (s *Squad) Stop() error {
-	r, err := s.current()
+	r, err := s.active()
 	if err != nil {
 		return err
 	}
@@ -567,7 +584,7 @@ func (s *Squad) Stop() error {
 // The run is not complete — only the coordinator's finish completes a run — and Resume takes it
 // up again. It is how an infinite run is stopped.
 func (s *Squad) End() error {
-	r, err := s.current()
+	r, err := s.active()
 	if err != nil {
 		return err
 	}

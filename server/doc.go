@@ -20,9 +20,13 @@
 // Bodies and answers are JSON; errors are {"error": "..."} naming what is wrong, with status 400
 // for a bad body or field, 401 without the token, 403 for a host, origin or model not allowed and
 // for a folder that is a symbolic link, 404 for an unknown agent, node, run, file or route, 405 for
-// a method a route does not take, 409 when a run is already in progress or none is, or the agent
-// is damaged, 413 for a text over the limit, and 415 for a body not declared JSON. An error quotes
-// at most the first bytes of what the request sent.
+// a method a route does not take, 409 when a run is already in progress or none is (the error
+// says what can be done instead), when nobody waits for the answer a request gives, or when the
+// agent is damaged, 413 for a text over the limit, 415 for a body not declared JSON, and 503 when
+// the server is closed, or the disk failed a write (no space left, say: nothing was done; try
+// again once it is fixed). An error quotes at most the first bytes of what the request sent. A
+// run that a disk's failure ends is "failed", its error saying so, and POST /resume continues it
+// once the disk is fixed; it is not damage.
 //
 //	GET    /                                the web UI (package ui); its files under /ui/. Served without the token
 //	GET    /models                          the models a new agent may name: {"models": ["", ...]} ("" is the server's choice)
@@ -32,9 +36,13 @@
 //	GET    /agents/{id}                     an agent's summary (see [Summary])
 //	DELETE /agents/{id}                     pause its run and forget the agent for good (its files stay)
 //	POST   /agents/{id}/runs                start another run: {"goal"} → 202 summary
-//	POST   /agents/{id}/stop                stop the run's workers (Squad.Stop); /pause is the same
-//	POST   /agents/{id}/resume              resume a run, the last by default: {"run"?} → 202 summary
-//	POST   /agents/{id}/send                a message from the human: {"to"?, "message"}; /nudge is the same
+//	POST   /agents/{id}/stop                stop the run's workers (Squad.Stop); the run stays in progress
+//	POST   /agents/{id}/pause               pause the run in progress → summary, "paused" until /resume
+//	POST   /agents/{id}/resume              resume a paused, interrupted or failed run, the last by default:
+//	                                        {"run"?} → 202 summary
+//	POST   /agents/{id}/send                a message from the human: {"to"?, "message"}; /nudge is the same.
+//	                                        To the coordinator of an agent that never ran, or whose last run
+//	                                        completed, it starts a run toward the message → 202 summary
 //	POST   /agents/{id}/respond             answer a question: {"worker"?, "response"} (default: the one waiting)
 //	GET    /agents/{id}/conversation        the conversation, ?after=N&limit=M: {"entries", "total"}
 //	GET    /agents/{id}/board               the board of the current (or last) run: {"nodes", "workers"}
@@ -57,15 +65,17 @@
 //
 // At /mcp the server speaks the Model Context Protocol (streamable HTTP), behind the same guard:
 // an MCP client that sends the token can list_agents, create_agent, get_agent, start_run,
-// send_message, answer_question, stop_agent, resume_agent, get_board, get_node, read_file,
+// send_message, answer_question, stop_agent, pause_agent, resume_agent, get_board, get_node, read_file,
 // get_conversation and get_events. Each tool runs the API's request in-process and answers with
 // its JSON; what the API refuses comes back as a tool error with the API's message.
 //
 // An agent's status is "idle" (no run yet), "working" (a run in progress), "waiting_for_human"
-// (a run in progress in which a worker or the coordinator waits for an answer), "interrupted"
-// (the last run was paused before it finished: the server closed, or was killed; POST /resume
-// continues it where it was), "completed" (the last run finished; its output is in the
-// summary), "failed" (the last run ended with an error, in the summary), "queued" (a run waits
+// (a run in progress in which a worker or the coordinator waits for an answer), "paused" (POST
+// /pause paused the last run; POST /resume continues it where it was), "interrupted" (the last
+// run was paused before it finished: the server closed, or was killed; POST /resume continues
+// it), "completed" (the last run finished; its output is in the summary; a message starts a
+// follow-up run, which keeps the agent's memory), "failed" (the last run ended with an error,
+// in the summary; POST /resume continues it), "queued" (a run waits
 // for a place among the runs in progress) or "damaged" (the agent's files could not be opened:
 // the summary's error names the file; the other agents are served). While a run seems
 // stuck (nothing moved in it for its stall window), the summary's "stalled" says what it

@@ -150,6 +150,15 @@ func (f *fleet) register(id string) (bool, error) {
 	return tag.RowsAffected() == 1, err
 }
 
+// unregister removes agent id, whose creation failed, from the registry, as if it had never
+// been made.
+func (f *fleet) unregister(id string) error {
+	ctx, cancel := bg()
+	defer cancel()
+	_, err := f.pool.Exec(ctx, `DELETE FROM `+agentsTable+` WHERE id = $1`, id)
+	return err
+}
+
 // forget marks agent id deleted.
 func (f *fleet) forget(id string) error {
 	ctx, cancel := bg()

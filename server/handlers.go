@@ -39,7 +39,7 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /agents/{id}", s.forward(s.handleDelete))
 	m.HandleFunc("POST /agents/{id}/runs", s.forward(s.withAgent(s.handleRun)))
 	m.HandleFunc("POST /agents/{id}/stop", s.forward(s.withAgent(s.handleStop)))
-	m.HandleFunc("POST /agents/{id}/pause", s.forward(s.withAgent(s.handleStop)))
+	m.HandleFunc("POST /agents/{id}/pause", s.forward(s.withAgent(s.handlePause)))
 	m.HandleFunc("POST /agents/{id}/resume", s.forward(s.withAgent(s.handleResume)))
 	m.HandleFunc("POST /agents/{id}/send", s.forward(s.withAgent(s.handleSend)))
 	m.HandleFunc("POST /agents/{id}/nudge", s.forward(s.withAgent(s.handleSend)))
@@ -309,10 +309,15 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) 
 	}
 	if req.Run == "" {
 		a.mu.Lock()
-		req.Run = a.meta.Run
+		run, status := a.meta.Run, a.meta.Status
 		a.mu.Unlock()
-		if req.Run == "" {
-			writeError(w, http.StatusNotFound, "agent %q has no run to resume", a.id)
+		req.Run = run
+		switch {
+		case req.Run == "":
+			writeError(w, http.StatusConflict, "agent %q has no run to resume: %s", a.id, nextStep(a.id, StatusIdle))
+			return
+		case status == StatusComplete:
+			writeError(w, http.StatusConflict, "agent %q: nothing to resume: %s", a.id, nextStep(a.id, status))
 			return
 		}
 	} else if err := workspace.ValidID(req.Run); err != nil {
@@ -330,11 +335,33 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) 
 	writeJSON(w, http.StatusAccepted, a.summary())
 }
 
+// nextStep says what can be done with agent id, whose run is not in progress, by its status.
+func nextStep(id, status string) string {
+	verb := func(v string) string { return "POST /agents/" + id + "/" + v }
+	switch status {
+	case StatusPaused, StatusInterrupted:
+		return fmt.Sprintf("its last run is %s; %s continues it", status, verb("resume"))
+	case StatusFailed:
+		return fmt.Sprintf("its last run failed; %s continues it, %s starts another", verb("resume"), verb("runs"))
+	case StatusComplete:
+		return fmt.Sprintf("its last run is completed; a message to the coordinator (%s) starts a follow-up run, which keeps the agent's memory, or %s starts another", verb("send"), verb("runs"))
+	default:
+		return fmt.Sprintf("it has no run yet; a message to the coordinator (%s) or %s starts one", verb("send"), verb("runs"))
+	}
+}
+
 // runError answers an error of a squad method that acts on the run in progress.
 func runError(w http.ResponseWriter, a *agent, err error) {
 	switch {
 	case errors.Is(err, nodes.ErrNoRun):
-		writeError(w, http.StatusConflict, "agent %q has no run in progress", a.id)
+		a.mu.Lock()
+		status := a.meta.Status
+		a.mu.Unlock()
+		writeError(w, http.StatusConflict, "agent %q has no run in progress: %s", a.id, nextStep(a.id, status))
+	case errors.Is(err, nodes.ErrNoQuestion):
+		writeError(w, http.StatusConflict, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
+	case ioFailure(err):
+		writeError(w, http.StatusServiceUnavailable, "agent %q: %s (an I/O failure: nothing was done; try again once the disk is fixed)", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
 	case strings.Contains(err.Error(), "no worker"):
 		writeError(w, http.StatusNotFound, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
 	default:
@@ -384,6 +411,14 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request, a *agent) {
 	writeJSON(w, http.StatusOK, a.summary())
 }
 
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request, a *agent) {
+	if err := a.pause(r.Context()); err != nil {
+		runError(w, a, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.summary())
+}
+
 func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
 	var req struct {
 		To      string `json:"to"`
@@ -399,11 +434,33 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
 	if to == "" {
 		to = bus.Coordinator
 	}
-	if err := withRun(r.Context(), a, func(sq *nodes.Squad) error { return sq.Send(to, req.Message) }); err != nil {
+	err := withRun(r.Context(), a, func(sq *nodes.Squad) error { return sq.Send(to, req.Message) })
+	if errors.Is(err, nodes.ErrNoRun) && strings.EqualFold(to, bus.Coordinator) && s.followUp(w, a, req.Message) {
+		return
+	}
+	if err != nil {
 		runError(w, a, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "sent", "to": to})
+}
+
+// followUp starts a run toward a message to the coordinator of an agent with no run in progress
+// that has never run, or whose last run completed: a follow-up, which keeps the agent's memory.
+// It reports whether it answered: false for an agent in another state.
+func (s *Server) followUp(w http.ResponseWriter, a *agent, message string) bool {
+	a.mu.Lock()
+	status := a.meta.Status
+	a.mu.Unlock()
+	if status != StatusComplete && status != StatusIdle && status != "" {
+		return false
+	}
+	if err := s.start(a, message, "", false); err != nil {
+		startError(w, a, err)
+		return true
+	}
+	writeJSON(w, http.StatusAccepted, a.summary())
+	return true
 }
 
 func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent) {

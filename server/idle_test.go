@@ -293,7 +293,7 @@ func TestAgentsAtRestHoldNothing(t *testing.T) {
 	assert.Len(t, stream.until(t, eventlog.AgentCompleted), len(evs))
 	stream.close()
 	// What acts on a run in progress says there is none.
-	c.errorOf("POST", "/agents/"+id+"/send", map[string]string{"message": "hi"}, http.StatusConflict)
+	c.errorOf("POST", "/agents/"+id+"/send", map[string]string{"to": "*", "message": "hi"}, http.StatusConflict)
 	c.errorOf("POST", "/agents/"+id+"/respond", map[string]string{"response": "hi"}, http.StatusConflict)
 	c.errorOf("POST", "/agents/"+id+"/stop", nil, http.StatusConflict)
 	requireNoneOpen(t, agents)

@@ -22,7 +22,8 @@ import (
 
 // TestLoad is the server's load test, run when AGIRAPH_LOAD is set (to the number of agents;
 // 1 means 40): that many POST /agents at once on loopback, with readers doing GET /agents and
-// GET /agents/{id} alongside until every run completes (at most 2 minutes). The agents play the
+// GET /agents/{id} alongside — and GET /models, which reads no agent, to compare — until every
+// run completes (at most 2 minutes). The agents play the
 // offline team, each model call taking AGIRAPH_LOAD_MODEL_MS milliseconds (default 0: the
 // team's instant models, the worst case for the server's own work; a real model takes seconds).
 // It reports the latency percentiles of each kind of request; it asserts only that everything
@@ -66,7 +67,7 @@ func TestLoad(t *testing.T) {
 
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
-	for r := range 4 {
+	for r := range 6 {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
@@ -76,8 +77,10 @@ func TestLoad(t *testing.T) {
 					return
 				default:
 				}
-				if r%2 == 0 {
+				if r%3 == 0 {
 					timed("GET /agents", "GET", "/agents", nil, http.StatusOK)
+				} else if r%3 == 1 {
+					timed("GET /models", "GET", "/models", nil, http.StatusOK)
 				} else if code := c.do("GET", fmt.Sprintf("/agents/load%d", i%n), nil, nil); code == http.StatusOK {
 					timed("GET /agents/{id}", "GET", fmt.Sprintf("/agents/load%d", i%n), nil, http.StatusOK)
 				}
@@ -103,7 +106,7 @@ func TestLoad(t *testing.T) {
 	}
 	close(stop)
 	readers.Wait()
-	for _, kind := range []string{"POST /agents", "GET /agents", "GET /agents/{id}"} {
+	for _, kind := range []string{"POST /agents", "GET /agents", "GET /agents/{id}", "GET /models"} {
 		d := times[kind]
 		slices.Sort(d)
 		pct := func(p float64) time.Duration {

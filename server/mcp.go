@@ -92,7 +92,9 @@ func (s *Server) mcpHandler() http.Handler {
 		})
 	mcpTool(s, srv, "stop_agent", "Stop an agent's workers; the run stays in progress.",
 		func(in mcpAgent) (string, string, any) { return http.MethodPost, agent(in.Agent) + "/stop", nil })
-	mcpTool(s, srv, "resume_agent", "Resume an agent's run that was interrupted.",
+	mcpTool(s, srv, "pause_agent", "Pause an agent's run in progress; resume_agent continues it.",
+		func(in mcpAgent) (string, string, any) { return http.MethodPost, agent(in.Agent) + "/pause", nil })
+	mcpTool(s, srv, "resume_agent", "Resume an agent's run that was paused, interrupted or failed.",
 		func(in mcpResume) (string, string, any) {
 			return http.MethodPost, agent(in.Agent) + "/resume", omitEmpty(map[string]string{"run": in.Run})
 		})

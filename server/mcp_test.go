@@ -126,8 +126,8 @@ func TestSquadOverMCP(t *testing.T) {
 	assert.True(t, isErr, "a path outside the run's folder was read: %s", text)
 	text, isErr = mcpCall(t, cs, "create_agent", map[string]any{"goal": ""})
 	assert.True(t, isErr, text)
-	text, isErr = mcpCall(t, cs, "send_message", map[string]any{"agent": "tea", "message": "and more"})
-	assert.True(t, isErr, "a message to a finished run: %s", text)
+	text, isErr = mcpCall(t, cs, "send_message", map[string]any{"agent": "tea", "to": "*", "message": "and more"})
+	assert.True(t, isErr, "a message to the workers of a finished run: %s", text)
 
 	// A question, answered over MCP.
 	text, isErr = mcpCall(t, cs, "create_agent", map[string]any{"id": "asker", "goal": "Study a market."})

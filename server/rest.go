@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agiraph/agiraph/nodes"
@@ -37,10 +39,15 @@ type agent struct {
 	upSince time.Time
 	now     func() time.Time
 	log     *slog.Logger
+	created time.Time // when the agent was made (meta.Created, which does not change)
 
+	// mu guards what follows; it is held for no write to the disk (nor a squad's or a run's work),
+	// so that reading an agent never waits for one. saveMu orders the writes of agent.json.
+	saveMu  sync.Mutex
 	mu      sync.Mutex
 	meta    meta
 	running bool
+	pausing bool          // the run in progress is being paused (POST /pause)
 	gone    bool          // deleted or closed: no more runs
 	done    chan struct{} // closed when the run goroutine ends
 	cancel  context.CancelFunc
@@ -83,7 +90,7 @@ type agent struct {
 // newAgent returns the agent id of the server, with meta m, at rest.
 func (s *Server) newAgent(id string, m meta) *agent {
 	a := &agent{srv: s, id: id, home: workspace.Home(s.agentDir(id)), now: s.cfg.now, log: s.cfg.logger.With("agent", id),
-		meta: m, moved: make(chan struct{}), forgotten: make(chan struct{}), ready: closed()}
+		created: m.Created, meta: m, moved: make(chan struct{}), forgotten: make(chan struct{}), ready: closed()}
 	a.files = nodes.ReadFiles(s.squadOptions(a, m)...)
 	clock := a.files.TriggerClock()
 	a.alarm = s.alarmFor(clock)
@@ -110,6 +117,37 @@ func (a *agent) markDamaged(err error) {
 	a.meta.Status, a.meta.Error = StatusDamaged, msg
 }
 
+// ioFailure reports whether err is a failure of the disk that passes — no space left, a quota
+// reached, an I/O error, a write that failed — rather than damage to the agent's files (one
+// that cannot be decoded, a corrupted checkpoint): what it failed can be done again once the
+// disk is fixed, and the agent is not damaged.
+func ioFailure(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EIO) {
+		return true
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && (pe.Op == "write" || pe.Op == "sync") {
+		return true
+	}
+	var coded interface{ Code() int } // an SQLite error (checkpoint/sqlite): SQLITE_IOERR, SQLITE_FULL
+	if errors.As(err, &coded) {
+		switch coded.Code() & 0xff {
+		case 10, 13:
+			return true
+		}
+	}
+	return false
+}
+
+// failure describes err, which failed agent id's run or set-up, for its summary: an I/O
+// failure says that it is no damage, and how to go on.
+func failure(id string, err error) string {
+	if ioFailure(err) {
+		return fmt.Sprintf("%v (an I/O failure, not damage: once the disk is fixed — space freed, say — POST /agents/%s/resume continues the run)", err, id)
+	}
+	return err.Error()
+}
+
 // check checks the agent's files (nodes.Files.Check), once: before it is first shown, used or
 // opened, rather than as the server starts, whose start-up then costs no more than reading
 // each agent's agent.json and triggers.json.
@@ -118,7 +156,7 @@ func (a *agent) check() {
 		if a.damage() != "" {
 			return
 		}
-		if err := a.files.Check(); err != nil {
+		if err := a.files.Check(); err != nil && !ioFailure(err) {
 			a.markDamaged(err)
 		}
 	})
@@ -177,7 +215,7 @@ func (a *agent) acquireChecked() (*nodes.Squad, error) {
 	if err == nil || errors.Is(err, errLeased) {
 		return sq, err
 	}
-	if derr := a.files.CheckAll(); derr != nil {
+	if derr := a.files.CheckAll(); derr != nil && !ioFailure(derr) {
 		a.markDamaged(derr)
 		return nil, fmt.Errorf("%w: %s", errDamaged, a.damage())
 	}

@@ -34,6 +34,7 @@ const (
 	StatusWaiting     = "waiting_for_human" // a run is in progress and waits for the human's answer
 	StatusQueued      = "queued"            // a run waits for a place among the runs in progress (WithMaxRuns)
 	StatusInterrupted = "interrupted"       // the last run was paused before it finished: it can be resumed
+	StatusPaused      = "paused"            // the human paused the last run (POST /pause): it can be resumed
 	StatusComplete    = "completed"         // the last run finished
 	StatusFailed      = "failed"            // the last run ended with an error
 	StatusDamaged     = "damaged"           // the agent's files could not be opened (Summary.Error says which and why)
@@ -435,9 +436,7 @@ func (s *Server) reopen(id string) (*agent, error) {
 	a := s.newAgent(id, m)
 	if crashed {
 		a.log.Info("the run was in progress when the server stopped", "run", m.Run)
-		a.mu.Lock()
 		a.save()
-		a.mu.Unlock()
 	}
 	return a, nil
 }
@@ -462,17 +461,27 @@ func closed() chan struct{} {
 	return c
 }
 
-// save writes the agent's meta; the caller holds a.mu.
+// save writes the agent's meta, logging a failure.
 func (a *agent) save() {
 	if err := a.write(); err != nil {
 		a.log.Error("cannot save the agent's state", "file", metaFile, "err", err)
 	}
 }
 
-// write writes the agent's meta; the caller holds a.mu.
+// write writes the agent's meta as it is now to agent.json. The caller does not hold a.mu, so
+// that nothing that reads the agent waits for the disk. Writes are made one at a time, each of
+// the meta as it is when its turn comes: the file ends with the latest.
 func (a *agent) write() error {
-	return workspace.WriteJSON(filepath.Join(string(a.home), metaFile), a.meta)
+	a.saveMu.Lock()
+	defer a.saveMu.Unlock()
+	a.mu.Lock()
+	m := a.meta
+	a.mu.Unlock()
+	return writeMeta(filepath.Join(string(a.home), metaFile), m)
 }
+
+// writeMeta writes an agent.json: a variable, so that a test can make the disk fail.
+var writeMeta = workspace.WriteJSON
 
 // errRunning and errGone are start's refusals.
 var (
@@ -493,8 +502,10 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 	err := s.startHeld(a, goal, runID, resume)
 	if err != nil {
 		a.unhold()
+		return err
 	}
-	return err
+	a.save()
+	return nil
 }
 
 // startHeld is start, once the agent's lease is held; the run lets it go when it ends.
@@ -522,7 +533,7 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	a.running, a.done, a.cancel, a.ended = true, done, cancel, nil
+	a.running, a.done, a.cancel, a.ended, a.pausing = true, done, cancel, nil, false
 	a.starts++
 	a.meta.Run, a.meta.Status, a.meta.Error, a.meta.Output = id, StatusWorking, "", ""
 	a.meta.Counted, a.meta.Nodes, a.meta.Workers = "", 0, 0
@@ -541,7 +552,6 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 		a.refs++
 	}
 	a.meta.Updated = a.now().UTC()
-	a.save()
 	again := a.meta.Goal // to start a run again that a stop cut short before it began
 	s.wg.Add(1)
 	go func() {
@@ -581,22 +591,28 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 		case err == nil && res.Finished:
 			a.meta.Status, a.meta.Output = StatusComplete, res.Output
 			a.log.Info("run completed", "run", id)
+		case (err == nil || errors.Is(err, nodes.ErrInterrupted) || errors.Is(err, context.Canceled)) && a.pausing:
+			a.meta.Status = StatusPaused
+			a.log.Info("run paused", "run", id)
 		case err == nil, errors.Is(err, nodes.ErrInterrupted), ctx.Err() != nil && errors.Is(err, context.Canceled):
 			a.meta.Status = StatusInterrupted
 			a.log.Info("run interrupted", "run", id)
 		default:
-			a.meta.Status, a.meta.Error = StatusFailed, err.Error()
+			a.meta.Status, a.meta.Error = StatusFailed, failure(a.id, err)
 			a.log.Error("run failed", "run", id, "err", err)
 		}
 		if err == nil {
 			a.meta.Counted, a.meta.Nodes, a.meta.Workers = id, len(res.Board.Nodes), len(res.Board.Workers)
 		}
-		if !errors.Is(err, errDamaged) && !lost {
+		save := !errors.Is(err, errDamaged) && !lost
+		if save {
 			a.meta.Updated = a.now().UTC()
-			a.save()
 		}
 		handover := a.meta.Status == StatusInterrupted && s.ctx.Err() != nil // the server closes: another replica resumes it
 		a.mu.Unlock()
+		if save {
+			a.save()
+		}
 		if !lost && !handover {
 			a.markRun("")
 		}
@@ -630,8 +646,8 @@ func (s *Server) wait(ctx context.Context, a *agent) error {
 	}
 	a.mu.Lock()
 	a.meta.Status, a.meta.Updated = StatusWorking, a.now().UTC()
-	a.save()
 	a.mu.Unlock()
+	a.save()
 	return nil
 }
 
@@ -672,6 +688,27 @@ func (a *agent) newRunID() (string, error) {
 		id = fmt.Sprintf("%s-%d", base, i)
 	}
 	return "", fmt.Errorf("cannot choose the new run's id: %d runs began in the second %s", maxRunsASecond, base)
+}
+
+// pause pauses the agent's run in progress, as the server's Close does, and waits for it to
+// return: the run is "paused" until POST /resume continues it. nodes.ErrNoRun when no run is in
+// progress.
+func (a *agent) pause(ctx context.Context) error {
+	a.mu.Lock()
+	if !a.running {
+		a.mu.Unlock()
+		return nodes.ErrNoRun
+	}
+	a.pausing = true
+	done, cancel := a.done, a.cancel
+	a.mu.Unlock()
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // finish pauses the agent's run, if one is in progress (its context ends: the run is
@@ -817,9 +854,10 @@ func (a *agent) waiting(b nodes.Snapshot) (who, question string) {
 // Summary is what GET /agents/{id} answers about an agent.
 type Summary struct {
 	ID string `json:"id"`
-	// Status is "idle", "working", "waiting_for_human", "interrupted" (the last run was paused
-	// before it finished, by the server's Close or a crash: POST /resume continues it, and a
-	// server started again on the root does so by itself), "completed" or "failed".
+	// Status is "idle", "working", "waiting_for_human", "paused" (POST /pause paused the last
+	// run: POST /resume continues it), "interrupted" (the last run was paused before it
+	// finished, by the server's Close or a crash: POST /resume continues it, and a server
+	// started again on the root does so by itself), "completed", "failed", "queued" or "damaged".
 	Status string `json:"status"`
 	// Run is the id of the run in progress, or of the last run.
 	Run   string `json:"run,omitempty"`
@@ -917,16 +955,19 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 	if err != nil {
 		return nil, status, err
 	}
+	undo := func() { // the agent is not made
+		s.mu.Lock()
+		delete(s.agents, a.id)
+		s.mu.Unlock()
+		s.wg.Done()
+	}
 	if s.fleet != nil {
 		ok, err := s.fleet.register(a.id)
 		if err == nil && !ok {
 			status, err = http.StatusConflict, fmt.Errorf("agent %q already exists", a.id)
 		}
 		if err != nil {
-			s.mu.Lock()
-			delete(s.agents, a.id)
-			s.mu.Unlock()
-			s.wg.Done()
+			undo()
 			return nil, cmp.Or(status, http.StatusServiceUnavailable), err
 		}
 	}
@@ -934,15 +975,21 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 	// agent's lease is free; should taking it fail, setUp fails the agent.
 	holdErr := a.hold()
 	// Before the answer, agent.json: a server killed now finds the agent, and starts its run.
-	a.mu.Lock()
 	err = errors.Join(os.MkdirAll(string(a.home), 0o755), a.write())
-	a.mu.Unlock()
-	if err != nil {
-		s.mu.Lock()
-		delete(s.agents, a.id)
-		s.mu.Unlock()
-		s.wg.Done()
-		return nil, http.StatusInternalServerError, fmt.Errorf("agent %q: %w", a.id, err)
+	if err != nil { // nothing is left behind: no folder, no lease, no row in a fleet's registry
+		status := http.StatusInternalServerError
+		if ioFailure(err) {
+			status, err = http.StatusServiceUnavailable, fmt.Errorf("%w (an I/O failure: nothing was made; try again once the disk is fixed)", err)
+		}
+		err = errors.Join(err, os.RemoveAll(string(a.home)))
+		if holdErr == nil {
+			a.unhold()
+		}
+		if s.fleet != nil {
+			err = errors.Join(err, s.fleet.unregister(a.id))
+		}
+		undo()
+		return nil, status, fmt.Errorf("agent %q: %w", a.id, err)
 	}
 	go s.setUp(a, goal, holdErr)
 	return a, 0, nil
@@ -995,22 +1042,21 @@ func (s *Server) setUp(a *agent, goal string, holdErr error) {
 	}
 	a.mu.Lock()
 	m := a.meta
-	if err != nil {
-		a.meta.Status, a.meta.Error = StatusFailed, fmt.Sprintf("the agent could not be set up: %v", err)
-		a.damaged = a.meta.Error
+	if err != nil { // failed, not damaged: POST /resume tries again
+		a.meta.Status, a.meta.Error = StatusFailed, "the agent could not be set up: "+failure(a.id, err)
 		a.log.Error("agent not set up", "err", err)
 	}
-	a.save()
 	a.mu.Unlock()
+	a.save()
 	if err != nil {
 		close(a.ready)
 		return
 	}
 	if err := s.start(a, goal, m.Run, false); err != nil && !errors.Is(err, errGone) {
 		a.mu.Lock()
-		a.meta.Status, a.meta.Error = StatusFailed, err.Error()
-		a.save()
+		a.meta.Status, a.meta.Error = StatusFailed, failure(a.id, err)
 		a.mu.Unlock()
+		a.save()
 	}
 	close(a.ready) // once the first run started: a request then finds it in progress
 	a.release()    // the run holds the squad now (or, queued, opens it again when its turn comes)
@@ -1061,13 +1107,7 @@ func (s *Server) list() []*agent {
 	}
 	s.mu.Unlock()
 	slices.SortFunc(all, func(x, y *agent) int {
-		x.mu.Lock()
-		cx := x.meta.Created
-		x.mu.Unlock()
-		y.mu.Lock()
-		cy := y.meta.Created
-		y.mu.Unlock()
-		if c := cx.Compare(cy); c != 0 {
+		if c := x.created.Compare(y.created); c != 0 {
 			return c
 		}
 		return strings.Compare(x.id, y.id)
@@ -1099,8 +1139,8 @@ func (s *Server) remove(id string) (int, error) {
 	}
 	a.mu.Lock()
 	a.meta.Deleted, a.meta.Updated = true, a.now().UTC()
-	a.save()
 	a.mu.Unlock()
+	a.save()
 	close(a.forgotten)
 	a.waitClosed()
 	return 0, nil

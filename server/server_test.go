@@ -363,8 +363,9 @@ func TestAgentLifecycle(t *testing.T) {
 
 	// What needs a run in progress is refused without one.
 	c.errorOf("POST", "/agents/alpha/stop", nil, http.StatusConflict)
-	c.errorOf("POST", "/agents/alpha/send", map[string]string{"message": "hello"}, http.StatusConflict)
+	c.errorOf("POST", "/agents/alpha/send", map[string]string{"to": "*", "message": "hello"}, http.StatusConflict)
 	c.errorOf("POST", "/agents/alpha/respond", map[string]string{"response": "yes"}, http.StatusConflict)
+	c.errorOf("POST", "/agents/alpha/resume", nil, http.StatusConflict)
 
 	// Another run on the same agent.
 	var again server.Summary
@@ -374,6 +375,15 @@ func TestAgentLifecycle(t *testing.T) {
 	}
 	if done := c.await("alpha", server.StatusComplete); !strings.Contains(done.Output, "# Report") || done.Run != again.Run {
 		t.Errorf("second run: %+v", done)
+	}
+	// A message to the coordinator of a completed agent starts a follow-up run toward it.
+	var followUp server.Summary
+	if st := c.do("POST", "/agents/alpha/send", map[string]string{"message": "robots"}, &followUp); st != http.StatusAccepted ||
+		followUp.Run == again.Run || followUp.Goal != "robots" {
+		t.Fatalf("follow-up run: %d %+v", st, followUp)
+	}
+	if done := c.await("alpha", server.StatusComplete); done.Run != followUp.Run {
+		t.Errorf("follow-up run: %+v", done)
 	}
 
 	// Deleted: forgotten, with its files kept.
@@ -744,13 +754,10 @@ func TestReopen(t *testing.T) {
 	if st := c2.do("GET", "/agents/keeper/workspace/nodes/n4/published/report.md", nil, &file); st != http.StatusOK || !strings.HasPrefix(file.Content, "# Report") {
 		t.Errorf("report after reopen: %d", st)
 	}
-	// Resuming a finished run finishes at once, with its output.
-	var resumed server.Summary
-	if st := c2.do("POST", "/agents/keeper/resume", map[string]string{}, &resumed); st != http.StatusAccepted || resumed.Run != s.Run {
-		t.Fatalf("resume: %d %+v", st, resumed)
-	}
-	if done := c2.await("keeper", server.StatusComplete, server.StatusFailed); done.Status == server.StatusFailed {
-		t.Logf("resuming a finished run: %s", done.Error)
+	// A finished run is not resumed: the answer says what to do instead.
+	msg := c2.errorOf("POST", "/agents/keeper/resume", map[string]string{}, http.StatusConflict)
+	if !strings.Contains(msg, "completed") || !strings.Contains(msg, "/agents/keeper/send") {
+		t.Errorf("resume a finished run: %q", msg)
 	}
 	c2.errorOf("POST", "/agents/keeper/resume", map[string]string{"run": "nope"}, http.StatusNotFound)
 	c2.errorOf("POST", "/agents/keeper/resume", map[string]string{"run": "../x"}, http.StatusBadRequest)

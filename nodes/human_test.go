@@ -1,0 +1,160 @@
+package nodes_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime/bus"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+)
+
+// An answer nobody asked for is refused with ErrNoQuestion — for the coordinator as for a
+// worker — and leaves no trace; the answer to a question asked is logged, and written to the
+// conversation, once.
+func TestAnswerWithoutQuestion(t *testing.T) {
+	coord := scripted.NewFunc("asks-when-told", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		seen := scripted.Results(req)
+		all := ""
+		for _, m := range req.Messages {
+			for _, p := range m.Parts {
+				all += p.Text
+			}
+		}
+		switch {
+		case seen["ask_human"] != "":
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "colour: " + seen["ask_human"]})), nil
+		case strings.Contains(all, "ask me"):
+			return scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Which colour?"})), nil
+		case seen["spawn_worker"] == "":
+			return scTurn(req, scripted.Call("spawn_worker", map[string]any{"name": "Dana", "role": "painter"})), nil
+		}
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
+	})
+	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
+	events, done := runInBackground(t, s, "paint")
+	waitFor(t, events, "worker.spawned", func(e eventlog.Event) bool { return e.Type == eventlog.WorkerSpawned })
+
+	err := s.Answer(bus.Coordinator, "red")
+	require.ErrorIs(t, err, nodes.ErrNoQuestion)
+	assert.Contains(t, err.Error(), "coordinator")
+	err = s.Answer("Dana", "red")
+	require.ErrorIs(t, err, nodes.ErrNoQuestion)
+	assert.Contains(t, err.Error(), "Dana")
+
+	require.NoError(t, s.Send("", "ask me"))
+	waitFor(t, events, "human.question", func(e eventlog.Event) bool { return e.Type == eventlog.HumanQuestion })
+	require.NoError(t, s.Answer(bus.Coordinator, "blue"))
+	res := <-done
+	require.NoError(t, res.err)
+	assert.Equal(t, "colour: The human answered: blue", res.Output)
+
+	var responses []string
+	evs, err := s.Events(0, 0)
+	require.NoError(t, err)
+	for _, e := range evs {
+		if e.Type == eventlog.HumanResponse {
+			responses = append(responses, e.Text)
+		}
+	}
+	assert.Equal(t, []string{"blue"}, responses)
+	entries, _, err := s.Conversation(0, 0)
+	require.NoError(t, err)
+	var said []string
+	for _, e := range entries {
+		if e.From == bus.Human {
+			said = append(said, e.Content)
+		}
+	}
+	assert.Equal(t, []string{"paint", "ask me", "blue"}, said)
+}
+
+// Once the coordinator finished a run, nothing is done to it while it closes (its last turn
+// stores what is worth remembering): Stop, End, Send and Answer find no run in progress, and
+// no agent.paused follows the run's completion.
+func TestFinishedRunTakesNoMoreOrders(t *testing.T) {
+	closing, release := make(chan struct{}), make(chan struct{})
+	coord := scripted.NewFunc("finishes", func(ctx context.Context, req providers.Request) (scripted.Turn, error) {
+		text, _ := scripted.Last(req)
+		if strings.Contains(text, "The run is ending") {
+			close(closing)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return scripted.Turn{}, ctx.Err()
+			}
+			return scripted.Turn{Text: "Nothing to remember."}, nil
+		}
+		return scTurn(req, scripted.Call("finish", map[string]string{"output": "done"})), nil
+	})
+	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
+	_, done := runInBackground(t, s, "finish at once")
+	<-closing
+	require.ErrorIs(t, s.Stop(), nodes.ErrNoRun)
+	require.ErrorIs(t, s.End(), nodes.ErrNoRun)
+	require.ErrorIs(t, s.Send("", "more"), nodes.ErrNoRun)
+	require.ErrorIs(t, s.Answer(bus.Coordinator, "yes"), nodes.ErrNoRun)
+	close(release)
+	res := <-done
+	require.NoError(t, res.err)
+	assert.True(t, res.Finished)
+	ts := types(t, s)
+	assert.Contains(t, ts, eventlog.AgentCompleted)
+	assert.NotContains(t, ts, eventlog.AgentPaused)
+}
+
+// What reads or acts on the run in progress does not wait for the lock a run's start and end,
+// and a trigger's firing, hold while they work on the run's files.
+func TestRunIsReachedWhileItsStartLockIsHeld(t *testing.T) {
+	coord := scripted.NewFunc("waits", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
+	})
+	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
+	events, done := runInBackground(t, s, "wait")
+	waitFor(t, events, "agent.started", func(e eventlog.Event) bool { return e.Type == eventlog.AgentStarted })
+
+	release := nodes.HoldStartLock(s)
+	reached := make(chan error, 1)
+	go func() {
+		_, err := s.Board()
+		reached <- errors.Join(err, s.Send("", "hello"), s.Stop())
+	}()
+	select {
+	case err := <-reached:
+		require.NoError(t, err)
+	case <-time.After(scTimeout): // a deadlock's bound, not a measure
+		t.Fatal("the run could not be reached while its start lock was held")
+	}
+	release()
+	require.NoError(t, s.End())
+	require.NoError(t, (<-done).err)
+}
+
+// ended is how a run ended.
+type ended struct {
+	nodes.Result
+	err error
+}
+
+// runInBackground runs s toward goal, within scTimeout, and returns its events from the start
+// and where the run's end comes.
+func runInBackground(t *testing.T, s *nodes.Squad, goal string) (<-chan eventlog.Event, <-chan ended) {
+	events, stop := s.Subscribe(0)
+	t.Cleanup(stop)
+	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+	t.Cleanup(cancel)
+	done := make(chan ended, 1)
+	go func() {
+		res, err := s.Run(ctx, goal)
+		done <- ended{res, err}
+	}()
+	return events, done
+}
