@@ -3,6 +3,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,6 +46,16 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 	replace(filepath.Join(model, "nodes", "n1", "_status.md"), func(p string) error { return syscall.Mkfifo(p, 0o644) })
 	require.NoError(t, os.MkdirAll(at("model", "memory"), 0o755))
 	require.NoError(t, syscall.Mkfifo(at("model", "memory/pipe.md"), 0o644))
+	// The model's run was in progress when the server stopped, as if it crashed: the next server
+	// resumes it, and reads the run's files.
+	var meta map[string]any
+	data, err := os.ReadFile(at("model", "agent.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &meta))
+	meta["status"] = server.StatusWorking
+	data, err = json.Marshal(meta)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(at("model", "agent.json"), data, 0o644))
 
 	c = start(t, root, demoTeam)
 	byID := c.listed()
@@ -69,7 +80,6 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/good/runs", map[string]string{"goal": "more chips"}, nil))
 	c.await("good", server.StatusComplete)
-	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/model/resume", nil, nil))
 	failed := c.await("model", server.StatusFailed)
 	assert.Contains(t, failed.Error, filepath.Join(model, "nodes", "n1", "_status.md"))
 	assert.Contains(t, failed.Error, "not a regular file")

@@ -238,6 +238,19 @@ func answeredBy(t *testing.T, pool *pgxpool.Pool, agent string, after int64) []s
 	return seq
 }
 
+// awaitNoOwner waits until no replica holds the lease of agent.
+func awaitNoOwner(t *testing.T, pool *pgxpool.Pool, agent string) {
+	t.Helper()
+	for end := time.Now().Add(deadline); ; time.Sleep(20 * time.Millisecond) {
+		var free bool
+		require.NoError(t, pool.QueryRow(context.Background(), `SELECT owner IS NULL FROM agiraph_server_agents WHERE id = $1`, agent).Scan(&free))
+		if free {
+			return
+		}
+		require.False(t, time.Now().After(end), "no replica let %s go", agent)
+	}
+}
+
 // lastGeneration returns the number of the last generation recorded.
 func lastGeneration(t *testing.T, pool *pgxpool.Pool) int64 {
 	var n int64
@@ -275,7 +288,10 @@ func TestReplicasServeOneFleet(t *testing.T) {
 	assert.NotEmpty(t, board["nodes"])
 	assert.NotEmpty(t, done.Output)
 
-	// A run started through B runs in B alone, and its output is the team's.
+	// A run started through B, once A has let the agent go (a run is "completed" a moment before
+	// its replica closes its squad and ends the lease), runs in B alone, and its output is the
+	// team's.
+	awaitNoOwner(t, pool, "alpha")
 	mark = lastGeneration(t, pool)
 	require.Equal(t, http.StatusAccepted, b.do("POST", "/agents/alpha/runs", map[string]string{"goal": "robots"}, nil))
 	out := a.await("alpha", server.StatusComplete).Output
