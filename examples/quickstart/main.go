@@ -20,6 +20,7 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/internal/cmdline"
 )
 
 // State is the whole state of the run. Tags tell the default reducer how to merge updates.
@@ -71,10 +72,10 @@ func build(saver checkpoint.Saver) (*graph.Compiled[State], error) {
 
 func main() {
 	dir := flag.String("dir", filepath.Join(".agiraph", "runs", "quickstart"), "the run directory, which holds the checkpoint database")
-	flag.Parse()
+	words, _ := cmdline.Parse(flag.CommandLine, os.Args[1:]) // flag.CommandLine exits on an error
 	topic := "state graphs"
-	if flag.NArg() > 0 {
-		topic = strings.Join(flag.Args(), " ")
+	if len(words) > 0 {
+		topic = strings.Join(words, " ")
 	}
 	if err := run(context.Background(), os.Stdout, topic, filepath.Join(*dir, "checkpoints.db")); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)

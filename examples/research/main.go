@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/cmdline"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
@@ -74,7 +75,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 		fmt.Fprintf(stderr, "flags (before or after the goal's words; \"--\" ends them):\n")
 		fs.PrintDefaults()
 	}
-	words, err := parseAnywhere(fs, args)
+	words, err := cmdline.Parse(fs, args)
 	if err != nil {
 		return o, "", err
 	}
@@ -85,26 +86,6 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 		return o, "", errors.New("give a goal, or -run <id> to resume")
 	}
 	return o, goal, nil
-}
-
-// parseAnywhere parses the flags of fs wherever they are among args and returns the other
-// arguments, in order: research "a goal" -quiet is research -quiet "a goal". After "--" every
-// argument is a word.
-func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
-	var words []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return words, nil
-		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(words, rest...), nil
-		}
-		words, args = append(words, rest[0]), rest[1:]
-	}
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
