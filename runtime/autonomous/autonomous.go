@@ -105,6 +105,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
@@ -447,7 +448,7 @@ func (r *Runtime) prepare(a runtime.Assignment, srv *workmcp.Server) (env, argv 
 	}
 	env = append(env, tenv...)
 	var previous string
-	if data, err := os.ReadFile(filepath.Join(scratch, CheckpointFile)); err == nil {
+	if data, err := osfile.ReadFile(filepath.Join(scratch, CheckpointFile)); err == nil {
 		previous = string(data)
 	}
 	for _, name := range []string{ResultFile, CheckpointFile} {
@@ -476,10 +477,26 @@ func (r *Runtime) prepare(a runtime.Assignment, srv *workmcp.Server) (env, argv 
 	return env, argv, v, nil
 }
 
-// ended reads how the agent ended: published (result), checkpointed, or neither (ok false).
+// ended reads how the agent ended: published (result), checkpointed, or neither (ok false). A
+// result or checkpoint the agent made that is not a regular file, or is too large to read, fails
+// the assignment, naming the file.
 func (r *Runtime) ended(a runtime.Assignment, result, checkpoint string) (runtime.Outcome, bool, error) {
-	if data, err := os.ReadFile(result); err == nil {
-		o := runtime.Outcome{Status: runtime.Published, Summary: strings.TrimSpace(string(data))}
+	for _, end := range []struct {
+		path   string
+		status runtime.Status
+	}{{result, runtime.Published}, {checkpoint, runtime.Checkpointed}} {
+		data, err := osfile.ReadFile(end.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			err = fmt.Errorf("autonomous: the agent's %w", err)
+			return runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, true, err
+		}
+		o := runtime.Outcome{Status: end.status, Summary: strings.TrimSpace(string(data))}
+		if end.status != runtime.Published {
+			return o, true, nil
+		}
 		files, err := a.Dir.Publish()
 		o.Published = files
 		if err != nil {
@@ -488,9 +505,6 @@ func (r *Runtime) ended(a runtime.Assignment, result, checkpoint string) (runtim
 			return o, true, err
 		}
 		return o, true, nil
-	}
-	if data, err := os.ReadFile(checkpoint); err == nil {
-		return runtime.Outcome{Status: runtime.Checkpointed, Summary: strings.TrimSpace(string(data))}, true, nil
 	}
 	return runtime.Outcome{}, false, nil
 }

@@ -694,3 +694,26 @@ echo "    at retryWithBackoff (file:///bundle/chunk.js:1:1)"
 		assert.Equal(t, "autonomous: agent stopped: context deadline exceeded"+want, err.Error())
 	})
 }
+
+// A result the agent made that is not a regular file — a FIFO, whose read would wait for a
+// writer for ever — fails the assignment, naming the file, instead of hanging the worker.
+func TestResultThatIsNotAFile(t *testing.T) {
+	type ended struct {
+		o   runtime.Outcome
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		o, err := autonomous.New(script(t, "mkfifo "+autonomous.ResultFile+"\n"), fast...).Run(context.Background(), assignment(t, "x"), nil)
+		done <- ended{o, err}
+	}()
+	select {
+	case got := <-done:
+		require.Error(t, got.err)
+		assert.Equal(t, runtime.Failed, got.o.Status)
+		assert.Contains(t, got.err.Error(), autonomous.ResultFile)
+		assert.Contains(t, got.err.Error(), "not a regular file")
+	case <-time.After(time.Minute): // only a guard against the hang this test is about
+		t.Fatal("the run waits on the FIFO")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
 	"github.com/agiraph/agiraph/runtime/internal/workmcp"
@@ -151,7 +152,7 @@ func contextJSON(a runtime.Assignment, v Vars) ([]byte, error) {
 		},
 		Messaging: a.Mailbox != nil,
 	}
-	if refs, err := os.ReadFile(a.Dir.Path("_refs.json")); err == nil && json.Valid(refs) {
+	if refs, err := osfile.ReadFile(a.Dir.Path("_refs.json")); err == nil && json.Valid(refs) {
 		var compact bytes.Buffer
 		if json.Compact(&compact, refs) == nil {
 			c.Refs = compact.Bytes()

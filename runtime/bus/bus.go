@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,7 +186,7 @@ func Open(dir string, opts ...Option) (*Bus, error) {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
 	path := filepath.Join(dir, LogFile)
-	data, err := os.ReadFile(path)
+	data, err := readLog(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
@@ -845,4 +846,15 @@ func syncDir(dir string) {
 		d.Sync()
 		d.Close()
 	}
+}
+
+// readLog reads the message log whole: a regular file, of any size (it holds every message of
+// the run), never a FIFO or a device put in its place, whose read would not end.
+func readLog(path string) ([]byte, error) {
+	f, err := osfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

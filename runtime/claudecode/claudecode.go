@@ -114,6 +114,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
@@ -472,7 +473,7 @@ func (r *Runtime) outcome(ctx context.Context, a runtime.Assignment, st *stream,
 	if o, ok := srv.Complete(o); ok {
 		return o, nil
 	}
-	cp, err := os.ReadFile(a.Dir.Path("scratch/" + CheckpointFile))
+	cp, err := osfile.ReadFile(a.Dir.Path("scratch/" + CheckpointFile))
 	switch {
 	case err == nil:
 		o.Status = runtime.Checkpointed

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/runtime"
 )
 
@@ -115,7 +116,7 @@ type block struct {
 // a line holding only "---" follows it, or, when final, at the end of the file; a final
 // unfinished block is then closed in the file.
 func (b *Bridge) blocks(final bool) []block {
-	data, err := os.ReadFile(b.outbox)
+	data, err := osfile.ReadFile(b.outbox)
 	if err != nil {
 		return nil
 	}
