@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -716,4 +717,13 @@ func TestResultThatIsNotAFile(t *testing.T) {
 	case <-time.After(time.Minute): // only a guard against the hang this test is about
 		t.Fatal("the run waits on the FIFO")
 	}
+}
+
+// An error the failure names is cut at a whole character: the failure stays valid UTF-8.
+func TestFailureCutsALongErrorAtACharacter(t *testing.T) {
+	line := "error: " + strings.Repeat("é", 400) // 807 bytes; 500 of them end inside an é
+	_, err := autonomous.New(script(t, "echo '"+line+"'\nexit 1\n"), fast...).Run(context.Background(), assignment(t, "x"), nil)
+	require.ErrorIs(t, err, runtime.ErrNoResult)
+	assert.True(t, utf8.ValidString(err.Error()), "not UTF-8: %q", err.Error())
+	assert.Contains(t, err.Error(), "; the agent's last error: error: "+strings.Repeat("é", 246)+"…; ")
 }

@@ -73,7 +73,11 @@ func (o *output) emit(b []byte) {
 	}
 	if e := errorText(s); e != "" {
 		if len(e) > maxError {
-			e = e[:maxError] + "…"
+			n := maxError
+			for n > 0 && !utf8.RuneStart(e[n]) { // cut at a whole character
+				n--
+			}
+			e = e[:n] + "…"
 		}
 		o.errs = slices.DeleteFunc(o.errs, func(x string) bool { return x == e })
 		o.errs = append(o.errs, e)
