@@ -727,3 +727,14 @@ func TestFailureCutsALongErrorAtACharacter(t *testing.T) {
 	assert.True(t, utf8.ValidString(err.Error()), "not UTF-8: %q", err.Error())
 	assert.Contains(t, err.Error(), "; the agent's last error: error: "+strings.Repeat("é", 246)+"…; ")
 }
+
+// A JSON event whose message is an object, not a string (Claude Code's stream-json: the
+// model's message), is no error, whatever its text quotes.
+func TestFailureNamesNoJSONMessageObject(t *testing.T) {
+	const output = `echo '{"type":"assistant","message":{"content":[{"type":"text","text":"The error was in parse.go; fixed."}]}}'
+exit 1
+`
+	_, err := autonomous.New(script(t, output), fast...).Run(context.Background(), assignment(t, "x"), nil)
+	require.ErrorIs(t, err, runtime.ErrNoResult)
+	assert.NotContains(t, err.Error(), "the agent's last error")
+}

@@ -107,9 +107,7 @@ func errorText(line string) string {
 		return ""
 	}
 	var v struct {
-		Type    string          `json:"type"`
-		Message string          `json:"message"`
-		Error   json.RawMessage `json:"error"`
+		Type, Message, Error json.RawMessage // any JSON: another CLI's events give them other shapes
 	}
 	if json.Unmarshal([]byte(line), &v) != nil {
 		if errorWords.MatchString(line) {
@@ -117,23 +115,33 @@ func errorText(line string) string {
 		}
 		return ""
 	}
-	if !errorWords.MatchString(strings.NewReplacer(".", " ", "_", " ").Replace(v.Type)) {
+	if !errorWords.MatchString(strings.NewReplacer(".", " ", "_", " ").Replace(jsonString(v.Type))) {
 		return ""
 	}
-	if v.Message != "" {
-		return v.Message
+	if m := jsonString(v.Message); m != "" {
+		return m
+	}
+	if m := jsonString(v.Error); m != "" {
+		return m
 	}
 	var e struct {
-		Message string `json:"message"`
+		Message json.RawMessage `json:"message"`
 	}
-	var text string
-	switch {
-	case json.Unmarshal(v.Error, &text) == nil && text != "":
-		return text
-	case json.Unmarshal(v.Error, &e) == nil && e.Message != "":
-		return e.Message
+	if json.Unmarshal(v.Error, &e) == nil {
+		if m := jsonString(e.Message); m != "" {
+			return m
+		}
 	}
 	return line
+}
+
+// jsonString returns the JSON value raw if it is a string, else "".
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // lastErrors says what the agent's last errors were, for a failure: "" when it printed none.
