@@ -738,3 +738,25 @@ exit 1
 	require.ErrorIs(t, err, runtime.ErrNoResult)
 	assert.NotContains(t, err.Error(), "the agent's last error")
 }
+
+// A JSON line longer than an Output event (reported in pieces) is read whole for what it says:
+// a command's long output that quotes an error is none; a long error event is named.
+func TestFailureReadsALongJSONLineWhole(t *testing.T) {
+	long := strings.Repeat("y", 10<<10)
+	t.Run("output", func(t *testing.T) {
+		output := `echo '{"type":"item.completed","item":{"type":"command_execution","aggregated_output":"error: from the command itself ` + long + ` failed"}}'
+exit 1
+`
+		_, err := autonomous.New(script(t, output), fast...).Run(context.Background(), assignment(t, "x"), nil)
+		require.ErrorIs(t, err, runtime.ErrNoResult)
+		assert.NotContains(t, err.Error(), "the agent's last error")
+	})
+	t.Run("error", func(t *testing.T) {
+		output := `echo '{"type":"error","message":"Connection failed: ` + long + `"}'
+exit 1
+`
+		_, err := autonomous.New(script(t, output), fast...).Run(context.Background(), assignment(t, "x"), nil)
+		require.ErrorIs(t, err, runtime.ErrNoResult)
+		assert.Contains(t, err.Error(), "; the agent's last error: Connection failed: yyy")
+	})
+}

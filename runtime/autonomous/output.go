@@ -14,9 +14,12 @@ import (
 const maxLine = 4 << 10
 
 // maxErrors is how many of the agent's last errors a failure names; maxError bounds each.
+// maxErrorLine bounds what of a line is read for an error: a JSON line longer than that is
+// not read.
 const (
-	maxErrors = 3
-	maxError  = 500
+	maxErrors    = 3
+	maxError     = 500
+	maxErrorLine = 64 << 10
 )
 
 // output receives the agent's stdout and stderr (one pipe, so their order is kept): it keeps
@@ -28,6 +31,10 @@ type output struct {
 	partial []byte
 	line    func(string)
 	errs    []string // the last errors (see errorText), a repeated one kept once
+	// cur is the line being read, whole, for its error (see ended); over says it was longer
+	// than maxErrorLine, of which cur holds the beginning.
+	cur  []byte
+	over bool
 }
 
 func (o *output) Write(p []byte) (int, error) {
@@ -39,6 +46,7 @@ func (o *output) Write(p []byte) (int, error) {
 	for len(rest) > 0 {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
+			o.keep(rest)
 			o.partial = append(o.partial, rest...)
 			for len(o.partial) >= maxLine {
 				o.emit(o.partial[:maxLine])
@@ -46,9 +54,11 @@ func (o *output) Write(p []byte) (int, error) {
 			}
 			break
 		}
+		o.keep(rest[:i])
 		o.partial = append(o.partial, rest[:i]...)
 		o.emit(o.partial)
 		o.partial = o.partial[:0]
+		o.ended()
 		rest = rest[i+1:]
 	}
 	return len(p), nil
@@ -60,6 +70,43 @@ func (o *output) flush() {
 		o.emit(o.partial)
 		o.partial = nil
 	}
+	o.ended()
+}
+
+// keep adds b, a part of the line being read, to cur, up to maxErrorLine bytes.
+func (o *output) keep(b []byte) {
+	if n := maxErrorLine - len(o.cur); len(b) > n {
+		b, o.over = b[:n], true
+	}
+	o.cur = append(o.cur, b...)
+}
+
+// ended keeps what the line just read says went wrong, read whole, not in the pieces its
+// Output events have: a piece of a long JSON line is no JSON. A JSON line too long to read
+// whole says nothing.
+func (o *output) ended() {
+	s := strings.ToValidUTF8(strings.TrimSpace(string(o.cur)), "�")
+	over := o.over
+	o.cur, o.over = o.cur[:0], false
+	if over && strings.HasPrefix(s, "{") {
+		return
+	}
+	e := errorText(s)
+	if e == "" {
+		return
+	}
+	if len(e) > maxError {
+		n := maxError
+		for n > 0 && !utf8.RuneStart(e[n]) { // cut at a whole character
+			n--
+		}
+		e = e[:n] + "…"
+	}
+	o.errs = slices.DeleteFunc(o.errs, func(x string) bool { return x == e })
+	o.errs = append(o.errs, e)
+	if len(o.errs) > maxErrors {
+		o.errs = o.errs[1:]
+	}
 }
 
 func (o *output) emit(b []byte) {
@@ -68,24 +115,7 @@ func (o *output) emit(b []byte) {
 		s = s[:maxLine] + "…"
 	}
 	s = strings.ToValidUTF8(s, "�")
-	if strings.TrimSpace(s) == "" {
-		return
-	}
-	if e := errorText(s); e != "" {
-		if len(e) > maxError {
-			n := maxError
-			for n > 0 && !utf8.RuneStart(e[n]) { // cut at a whole character
-				n--
-			}
-			e = e[:n] + "…"
-		}
-		o.errs = slices.DeleteFunc(o.errs, func(x string) bool { return x == e })
-		o.errs = append(o.errs, e)
-		if len(o.errs) > maxErrors {
-			o.errs = o.errs[1:]
-		}
-	}
-	if o.line != nil {
+	if strings.TrimSpace(s) != "" && o.line != nil {
 		o.line(s)
 	}
 }
