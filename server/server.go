@@ -975,13 +975,25 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 	// agent's lease is free; should taking it fail, setUp fails the agent.
 	holdErr := a.hold()
 	// Before the answer, agent.json: a server killed now finds the agent, and starts its run.
-	err = errors.Join(os.MkdirAll(string(a.home), 0o755), a.write())
+	made, status := false, http.StatusInternalServerError
+	err = os.MkdirAll(s.agentsDir(), 0o755)
+	if err == nil {
+		err = os.Mkdir(string(a.home), 0o755)
+		if errors.Is(err, fs.ErrExist) { // since add looked: another's, not to be removed
+			status, err = http.StatusConflict, errors.New("already exists (its folder was made meanwhile)")
+		}
+		made = err == nil
+	}
+	if err == nil {
+		err = a.write()
+	}
 	if err != nil { // nothing is left behind: no folder, no lease, no row in a fleet's registry
-		status := http.StatusInternalServerError
 		if ioFailure(err) {
 			status, err = http.StatusServiceUnavailable, fmt.Errorf("%w (an I/O failure: nothing was made; try again once the disk is fixed)", err)
 		}
-		err = errors.Join(err, os.RemoveAll(string(a.home)))
+		if made {
+			err = errors.Join(err, os.RemoveAll(string(a.home)))
+		}
 		if holdErr == nil {
 			a.unhold()
 		}
