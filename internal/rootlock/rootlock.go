@@ -119,7 +119,7 @@ func (l *Lock) write(addr string) error {
 		return fmt.Errorf("rootlock: %w", err)
 	}
 	b = append(b, '\n')
-	f, err := osfile.OpenRegular(filepath.Join(l.dir, FileName), os.O_WRONLY|os.O_CREATE|noFollow, 0o600)
+	f, err := osfile.OpenRegular(filepath.Join(l.dir, FileName), os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err == nil {
 		_, err = f.WriteAt(b, 0)
 		if err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/internal/rootlock"
 )
 
@@ -44,8 +45,9 @@ func TestLockFileNotRegular(t *testing.T) {
 	lockFile := filepath.Join(dir, rootlock.FileName)
 	require.NoError(t, syscall.Mkfifo(lockFile, 0o600))
 	_, err := acquireAtOnce(t, dir)
-	require.Error(t, err)
+	require.ErrorIs(t, err, osfile.ErrNotRegular)
 	assert.Contains(t, err.Error(), lockFile)
+	assert.Contains(t, err.Error(), "a named pipe")
 
 	target := filepath.Join(t.TempDir(), "precious")
 	require.NoError(t, os.WriteFile(target, []byte("precious"), 0o600))
