@@ -389,13 +389,21 @@ func (s *Server) squadOptions(a *agent, m meta) []nodes.Option {
 }
 
 // wake resumes the run runID of agent id, which one of its triggers came due in while no run was
-// in progress: the start of POST /agents/{id}/resume. It does not wait for the run.
+// in progress: the start of POST /agents/{id}/resume, unless the human paused the run. It does
+// not wait for the run.
 func (s *Server) wake(id, runID string) {
 	s.mu.Lock()
 	a, ok := s.agents[id]
 	closed := s.closed
 	s.mu.Unlock()
 	if !ok || closed {
+		return
+	}
+	a.mu.Lock()
+	paused := a.meta.Status == StatusPaused && a.meta.Run == runID
+	a.mu.Unlock()
+	if paused { // what fired waits in the run for POST /resume
+		s.cfg.logger.Info("a trigger fired into the paused run, which stays paused", "agent", id, "run", runID)
 		return
 	}
 	s.cfg.logger.Info("a trigger wakes the run", "agent", id, "run", runID)
