@@ -182,3 +182,18 @@ func TestTriggerDoesNotWakeAPausedRun(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/p/resume", nil, nil))
 	assert.Equal(t, server.StatusWorking, c.summary("p").Status)
 }
+
+// A verb on a queued run says that it is queued, not that the agent has no run.
+func TestVerbsOnAQueuedRun(t *testing.T) {
+	c := start(t, t.TempDir(), goalTeam, server.WithMaxRuns(1))
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "first", "goal": "wait"}, nil))
+	c.awaitEvent("first", func(e eventlog.Event) bool { return e.Type == eventlog.AgentStarted }) // it has the place
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "second", "goal": "wait"}, nil))
+	c.await("second", server.StatusQueued)
+	for verb, body := range map[string]any{"send": map[string]string{"message": "hi"}, "stop": nil, "respond": map[string]string{"response": "yes"}} {
+		msg := c.errorOf("POST", "/agents/second/"+verb, body, http.StatusConflict)
+		assert.Contains(t, msg, "queued", verb)
+		assert.NotContains(t, msg, "no run yet", verb)
+	}
+	assert.Equal(t, server.StatusQueued, c.summary("second").Status)
+}
