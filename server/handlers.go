@@ -335,7 +335,8 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) 
 	writeJSON(w, http.StatusAccepted, a.summary())
 }
 
-// nextStep says what can be done with agent id, whose run is not in progress, by its status.
+// nextStep says what can be done with agent id, whose run is not in progress (or queued, or
+// starting or ending), by its status.
 func nextStep(id, status string) string {
 	verb := func(v string) string { return "POST /agents/" + id + "/" + v }
 	switch status {
@@ -345,6 +346,10 @@ func nextStep(id, status string) string {
 		return fmt.Sprintf("its last run failed; %s continues it, %s starts another", verb("resume"), verb("runs"))
 	case StatusComplete:
 		return fmt.Sprintf("its last run is completed; a message to the coordinator (%s) starts a follow-up run, which keeps the agent's memory, or %s starts another", verb("send"), verb("runs"))
+	case StatusQueued:
+		return fmt.Sprintf("its run is queued, waiting for a place among the runs in progress (server.WithMaxRuns): it takes this once it is working; %s pauses it", verb("pause"))
+	case StatusWorking, StatusWaiting:
+		return "its run is starting or ending; try again in a moment"
 	default:
 		return fmt.Sprintf("it has no run yet; a message to the coordinator (%s) or %s starts one", verb("send"), verb("runs"))
 	}

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/server"
 )
 
@@ -151,4 +153,47 @@ func TestPausedStaysPaused(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, c2.do("POST", "/agents/p/resume", nil, &resumed))
 	assert.Equal(t, paused.Run, resumed.Run)
 	assert.Equal(t, server.StatusWorking, c2.summary("p").Status)
+}
+
+// A trigger that comes due while the run is paused fires into it, and does not wake it: the run
+// stays paused until POST /resume.
+func TestTriggerDoesNotWakeAPausedRun(t *testing.T) {
+	root := t.TempDir()
+	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(goalTeam))
+	require.NoError(t, err)
+	ts := serve(t, srv)
+	c := &api{t: t, srv: srv, ts: ts, root: root}
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "p", "goal": "wait"}, nil))
+	require.Equal(t, http.StatusOK, c.do("POST", "/agents/p/pause", nil, nil))
+	require.NoError(t, srv.Close())
+	ts.Close()
+	at := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	trig := fmt.Sprintf(`{"next_id": 2, "triggers": [{"id": "t1", "type": "at_time", "action": {"kind": "wake", "task": "Look again."},
+		"status": "active", "at": %q, "created": %q, "next": %q}]}`, at, at, at)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "agents", "p", "triggers.json"), []byte(trig), 0o644))
+
+	c = start(t, root, goalTeam)
+	c.awaitEvent("p", func(e eventlog.Event) bool { return e.Type == "x.trigger_fired" })
+	agents := filepath.Join(root, "agents")
+	require.Eventually(t, func() bool { // the squad the trigger opened closes again, or the run was woken
+		return c.summary("p").Status != server.StatusPaused || openUnder(agents) == 0
+	}, deadline, 10*time.Millisecond)
+	assert.Equal(t, server.StatusPaused, c.summary("p").Status)
+	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/p/resume", nil, nil))
+	assert.Equal(t, server.StatusWorking, c.summary("p").Status)
+}
+
+// A verb on a queued run says that it is queued, not that the agent has no run.
+func TestVerbsOnAQueuedRun(t *testing.T) {
+	c := start(t, t.TempDir(), goalTeam, server.WithMaxRuns(1))
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "first", "goal": "wait"}, nil))
+	c.awaitEvent("first", func(e eventlog.Event) bool { return e.Type == eventlog.AgentStarted }) // it has the place
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "second", "goal": "wait"}, nil))
+	c.await("second", server.StatusQueued)
+	for verb, body := range map[string]any{"send": map[string]string{"message": "hi"}, "stop": nil, "respond": map[string]string{"response": "yes"}} {
+		msg := c.errorOf("POST", "/agents/second/"+verb, body, http.StatusConflict)
+		assert.Contains(t, msg, "queued", verb)
+		assert.NotContains(t, msg, "no run yet", verb)
+	}
+	assert.Equal(t, server.StatusQueued, c.summary("second").Status)
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,6 +40,32 @@ func TestFailedCreateLeavesNothing(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(root, "agents", "late"))
 	assert.Equal(t, http.StatusNotFound, do("GET", "/agents/late", "").Code)
 	assert.JSONEq(t, `{"agents": []}`, do("GET", "/agents", "").Body.String())
+}
+
+// A create that fails leaves the folder it did not make as it found it: one made by another
+// since the server looked (here as the agent's options are read) is refused as taken, and
+// neither removed nor written.
+func TestFailedCreateLeavesAnothersFolder(t *testing.T) {
+	root := t.TempDir()
+	theirs := filepath.Join(root, "agents", "taken", "theirs.txt")
+	srv, err := New(WithRoot(root), WithoutAuth(), WithSquadOptions(func(id string) []nodes.Option {
+		if id == "taken" {
+			require.NoError(t, os.MkdirAll(filepath.Dir(theirs), 0o755))
+			require.NoError(t, os.WriteFile(theirs, []byte("theirs"), 0o644))
+		}
+		return demo.Team()
+	}))
+	require.NoError(t, err)
+	defer srv.Close()
+	saved := writeMeta
+	writeMeta = func(path string, _ any) error { return &fs.PathError{Op: "write", Path: path, Err: syscall.ENOSPC} }
+	rec := serveLocal(srv, "POST", "/agents", `{"id": "taken", "goal": "chips"}`)
+	writeMeta = saved
+	assert.Equal(t, http.StatusConflict, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), "already exists")
+	assert.FileExists(t, theirs)
+	assert.NoFileExists(t, filepath.Join(root, "agents", "taken", "agent.json"))
+	assert.Equal(t, http.StatusNotFound, serveLocal(srv, "GET", "/agents/taken", "").Code)
 }
 
 // serveLocal serves a request to srv, as from the same machine, and returns the answer.

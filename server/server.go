@@ -389,13 +389,21 @@ func (s *Server) squadOptions(a *agent, m meta) []nodes.Option {
 }
 
 // wake resumes the run runID of agent id, which one of its triggers came due in while no run was
-// in progress: the start of POST /agents/{id}/resume. It does not wait for the run.
+// in progress: the start of POST /agents/{id}/resume, unless the human paused the run. It does
+// not wait for the run.
 func (s *Server) wake(id, runID string) {
 	s.mu.Lock()
 	a, ok := s.agents[id]
 	closed := s.closed
 	s.mu.Unlock()
 	if !ok || closed {
+		return
+	}
+	a.mu.Lock()
+	paused := a.meta.Status == StatusPaused && a.meta.Run == runID
+	a.mu.Unlock()
+	if paused { // what fired waits in the run for POST /resume
+		s.cfg.logger.Info("a trigger fired into the paused run, which stays paused", "agent", id, "run", runID)
 		return
 	}
 	s.cfg.logger.Info("a trigger wakes the run", "agent", id, "run", runID)
@@ -975,13 +983,25 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 	// agent's lease is free; should taking it fail, setUp fails the agent.
 	holdErr := a.hold()
 	// Before the answer, agent.json: a server killed now finds the agent, and starts its run.
-	err = errors.Join(os.MkdirAll(string(a.home), 0o755), a.write())
+	made, status := false, http.StatusInternalServerError
+	err = os.MkdirAll(s.agentsDir(), 0o755)
+	if err == nil {
+		err = os.Mkdir(string(a.home), 0o755)
+		if errors.Is(err, fs.ErrExist) { // since add looked: another's, not to be removed
+			status, err = http.StatusConflict, errors.New("already exists (its folder was made meanwhile)")
+		}
+		made = err == nil
+	}
+	if err == nil {
+		err = a.write()
+	}
 	if err != nil { // nothing is left behind: no folder, no lease, no row in a fleet's registry
-		status := http.StatusInternalServerError
 		if ioFailure(err) {
 			status, err = http.StatusServiceUnavailable, fmt.Errorf("%w (an I/O failure: nothing was made; try again once the disk is fixed)", err)
 		}
-		err = errors.Join(err, os.RemoveAll(string(a.home)))
+		if made {
+			err = errors.Join(err, os.RemoveAll(string(a.home)))
+		}
 		if holdErr == nil {
 			a.unhold()
 		}

@@ -31,7 +31,8 @@ func Open(name string) (*os.File, error) { return OpenRegular(name, os.O_RDONLY,
 
 // OpenRegular is OpenFile for a regular file. Anything else — a folder, a FIFO, a device, a
 // socket, or a symbolic link to one — is refused, without waiting on it: a *fs.PathError
-// naming the file and wrapping ErrNotRegular.
+// naming the file and wrapping ErrNotRegular (but for a FIFO opened for writing only, which the
+// system refuses itself while nothing reads it: ENXIO).
 func OpenRegular(name string, flag int, perm fs.FileMode) (*os.File, error) {
 	f, _, err := regular(OpenFile(name, flag|syscall.O_NONBLOCK, perm))
 	return f, err

@@ -8,6 +8,9 @@ import (
 	"syscall"
 )
 
+// noFollow makes an open refuse a symbolic link in the file's place.
+const noFollow = syscall.O_NOFOLLOW
+
 // lockFile takes an exclusive flock on f without waiting; errBusy when it is held elsewhere.
 func lockFile(f *os.File) error {
 	err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB)

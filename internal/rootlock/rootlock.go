@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/agiraph/agiraph/internal/osfile"
 )
 
 // FileName is the name of the file, inside the locked folder, that says who holds the lock.
@@ -109,14 +111,15 @@ func (l *Lock) Release() error {
 // write puts the holder information into the lock file (made again if it was removed), l.mu
 // held or l not yet shared. It overwrites the old content before cutting it to length, so a
 // reader never sees an empty file; the reader decodes the first JSON value only, ignoring a tail
-// left over from a longer content.
+// left over from a longer content. What is not a regular file in its place — a link, which the
+// write would follow to another file, a FIFO, whose open would wait for a reader — is refused.
 func (l *Lock) write(addr string) error {
 	b, err := json.Marshal(holder{PID: os.Getpid(), Addr: addr, Since: l.since})
 	if err != nil {
 		return fmt.Errorf("rootlock: %w", err)
 	}
 	b = append(b, '\n')
-	f, err := os.OpenFile(filepath.Join(l.dir, FileName), os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := osfile.OpenRegular(filepath.Join(l.dir, FileName), os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err == nil {
 		_, err = f.WriteAt(b, 0)
 		if err == nil {
@@ -131,9 +134,9 @@ func (l *Lock) write(addr string) error {
 }
 
 // readHolder reads who holds the lock of dir from its lock file; the zero holder when the file
-// does not say (yet, or any more).
+// does not say (yet, or any more), or is not a regular file.
 func readHolder(dir string) holder {
-	f, err := os.Open(filepath.Join(dir, FileName))
+	f, err := osfile.Open(filepath.Join(dir, FileName))
 	if err != nil {
 		return holder{}
 	}
