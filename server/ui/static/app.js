@@ -184,6 +184,7 @@ function statusClass(status) {
     case 'stopped':
     case 'retired':
     case 'interrupted':
+    case 'paused':
       return 'retired';
     default:
       return 'idle';
@@ -313,7 +314,7 @@ function agentHeader(a, title) {
     h('div', { class: 'title' }, dot(a.status), h('h2', {}, title), h('span', { class: 'status', 'data-status': '' }, (a.status || '').replaceAll('_', ' ')),
       h('span', { id: 'live', class: 'live' }, document.body.dataset.stream || '')),
     h('div', { class: 'controls' },
-      act('Stop', 'stop'), act('Resume', 'resume'),
+      act('Stop', 'stop'), act('Pause', 'pause'), act('Resume', 'resume'),
       h('form', {
         class: 'new-run',
         onsubmit: async (e) => {
