@@ -129,15 +129,21 @@ func ioFailure(err error) bool {
 	if errors.As(err, &pe) && (pe.Op == "write" || pe.Op == "sync") {
 		return true
 	}
-	var coded interface{ Code() int } // an SQLite error (checkpoint/sqlite): SQLITE_IOERR, SQLITE_FULL
+	var coded interface{ Code() int } // an SQLite error (checkpoint/sqlite), by its primary code
 	if errors.As(err, &coded) {
 		switch coded.Code() & 0xff {
-		case 10, 13:
+		case sqliteIOErr, sqliteFull:
 			return true
 		}
 	}
 	return false
 }
+
+// The primary result codes of SQLite that ioFailure takes for a failure of the disk.
+const (
+	sqliteIOErr = 10 // SQLITE_IOERR
+	sqliteFull  = 13 // SQLITE_FULL
+)
 
 // failure describes err, which failed agent id's run or set-up, for its summary: an I/O
 // failure says that it is no damage, and how to go on.

@@ -93,7 +93,8 @@ func (l *Lock) SetAddr(addr string) error {
 	return l.write(addr)
 }
 
-// Release unlocks the folder; the lock file stays, and is no obstacle to the next Acquire. Releasing a released Lock does nothing.
+// Release unlocks the folder; the lock file stays, and is no obstacle to the next Acquire.
+// Releasing a released Lock does nothing.
 func (l *Lock) Release() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
