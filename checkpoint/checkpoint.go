@@ -89,6 +89,13 @@ const (
 	// WriteInput is an update from outside the run (an invocation's input, an edit of the state)
 	// that made a child of the checkpoint: TaskID is the child's ID, Value the encoded update.
 	WriteInput WriteKind = "input"
+	// WriteEffect is a change a task made to what is kept beside its graph in the saver's
+	// database (a squad's board, messages, events). The graph package saves a task's effects with
+	// its output, in the same PutWrites or PutStep, so that a resumed run finds both or neither.
+	// A saver gives each one to its effect handler inside the transaction that saves the writes,
+	// once per (TaskID, Idx), and keeps its key but not its Value; a saver without a handler
+	// refuses it. Value is encoded by the owner of that state; Idx orders a task's effects.
+	WriteEffect WriteKind = "effect"
 )
 
 // Write is something a task of a checkpoint's frontier recorded, or (WriteInput) the update that
