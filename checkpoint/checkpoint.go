@@ -21,6 +21,10 @@ import (
 // ErrNotFound is returned by Saver.Get when the thread, namespace or checkpoint does not exist.
 var ErrNotFound = errors.New("checkpoint: not found")
 
+// ErrNoEffectHandler is wrapped by the error of a PutWrites or PutStep that carries a WriteEffect
+// write to a saver made without an effect handler; nothing of that call is saved.
+var ErrNoEffectHandler = errors.New("checkpoint: an effect write needs a saver with an effect handler (WithEffects)")
+
 // Source says what created a checkpoint.
 type Source string
 
@@ -95,6 +99,12 @@ const (
 	// A saver gives each one to its effect handler inside the transaction that saves the writes,
 	// once per (TaskID, Idx), and keeps its key but not its Value; a saver without a handler
 	// refuses it. Value is encoded by the owner of that state; Idx orders a task's effects.
+	//
+	// In a call of PutWrites or PutStep, the handler gets each effect write whose key the
+	// checkpoint does not have yet, in the order of the writes, after the writes before it; when
+	// it fails, nothing of the call is saved and the call's error wraps the handler's. A call
+	// whose checkpoint does not exist applies nothing. Get and List return an effect write with
+	// its key and a nil Value.
 	WriteEffect WriteKind = "effect"
 )
 

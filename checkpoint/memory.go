@@ -8,10 +8,22 @@ import (
 )
 
 // Memory is a Saver that keeps everything in process memory: for tests, and for runs that need
-// interrupts and history but not survival across restarts. The zero value is ready to use.
+// interrupts and history but not survival across restarts. The zero value is ready to use; it
+// has no effect handler.
 type Memory struct {
 	mu      sync.RWMutex
 	threads map[string]map[string]*memNS // thread → namespace → checkpoints
+	effects func(threadID string, w Write) error
+}
+
+// A MemoryOption configures NewMemory.
+type MemoryOption func(*Memory)
+
+// WithEffects makes the Memory give each WriteEffect write to fn, under the lock that saves the
+// writes of its call, once per (checkpoint, TaskID, Idx) (see WriteEffect); when fn returns an
+// error, nothing of the call is saved. fn must not call the Memory.
+func WithEffects(fn func(threadID string, w Write) error) MemoryOption {
+	return func(m *Memory) { m.effects = fn }
 }
 
 type memNS struct {
@@ -32,7 +44,13 @@ type writeKey struct {
 }
 
 // NewMemory returns an empty in-memory Saver.
-func NewMemory() *Memory { return &Memory{} }
+func NewMemory(opts ...MemoryOption) *Memory {
+	m := &Memory{}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
 
 // Put stores a copy of cp.
 func (m *Memory) Put(ctx context.Context, cfg Config, cp Checkpoint) (Config, error) {
@@ -67,7 +85,8 @@ func (m *Memory) Put(ctx context.Context, cfg Config, cp Checkpoint) (Config, er
 	return Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
 }
 
-// PutWrites records writes for the checkpoint cfg addresses, keeping the first of any duplicates.
+// PutWrites records writes for the checkpoint cfg addresses, keeping the first of any duplicates,
+// and applies its effect writes (see WriteEffect): all of the call or nothing.
 func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -75,22 +94,60 @@ func (m *Memory) PutWrites(ctx context.Context, cfg Config, writes []Write) erro
 	if cfg.CheckpointID == "" {
 		return fmt.Errorf("checkpoint: put writes of thread %q namespace %q: the config names no checkpoint", cfg.ThreadID, cfg.NS)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	err := checkEffects(writes, m.effects != nil)
+	if err == nil {
+		m.mu.Lock()
+		err = m.putWrites(cfg, writes)
+		m.mu.Unlock()
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: put writes: thread %q namespace %q checkpoint %q: %w", cfg.ThreadID, cfg.NS, cfg.CheckpointID, err)
+	}
+	return nil
+}
+
+// putWrites records writes for the checkpoint cfg addresses, under m.mu: after the effect
+// handler accepted each of its effects, or not at all.
+func (m *Memory) putWrites(cfg Config, writes []Write) error {
 	e := m.entry(cfg)
 	if e == nil {
-		return fmt.Errorf("checkpoint: put writes: thread %q namespace %q checkpoint %q: %w", cfg.ThreadID, cfg.NS, cfg.CheckpointID, ErrNotFound)
+		return ErrNotFound
 	}
+	var added []Write
 	for _, w := range writes {
 		k := writeKey{w.TaskID, w.Kind, w.Idx}
 		if e.keys[k] {
 			continue
 		}
+		if w.Kind == WriteEffect {
+			if err := m.effects(cfg.ThreadID, w); err != nil {
+				e.forget(added)
+				return fmt.Errorf("effect %d of task %q: %w", w.Idx, w.TaskID, err)
+			}
+			w.Value = nil
+		}
 		e.keys[k] = true
 		w.Value = slices.Clone(w.Value)
-		e.writes = append(e.writes, w)
+		added = append(added, w)
+	}
+	e.writes = append(e.writes, added...)
+	return nil
+}
+
+// checkEffects returns ErrNoEffectHandler when writes hold an effect write and the saver has no
+// handler for it.
+func checkEffects(writes []Write, handler bool) error {
+	if !handler && slices.ContainsFunc(writes, func(w Write) bool { return w.Kind == WriteEffect }) {
+		return ErrNoEffectHandler
 	}
 	return nil
+}
+
+// forget removes the keys of writes, which were not saved.
+func (e *memEntry) forget(writes []Write) {
+	for _, w := range writes {
+		delete(e.keys, writeKey{w.TaskID, w.Kind, w.Idx})
+	}
 }
 
 // Get returns the addressed checkpoint, or the latest of the namespace.

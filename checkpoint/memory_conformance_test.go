@@ -10,3 +10,9 @@ import (
 func TestMemory_Conformance(t *testing.T) {
 	checkpointtest.Run(t, func(*testing.T) checkpoint.Saver { return checkpoint.NewMemory() })
 }
+
+func TestMemory_Effects(t *testing.T) {
+	checkpointtest.RunEffects(t, func(_ *testing.T, h checkpointtest.Handler) checkpoint.Saver {
+		return checkpoint.NewMemory(checkpoint.WithEffects(h))
+	})
+}

@@ -45,6 +45,9 @@
 //   - A checkpoint.StepSaver's PutStep saves the writes on the parent and the checkpoint as
 //     PutWrites and Put would; with a parent that does not exist it fails with
 //     checkpoint.ErrNotFound and stores no checkpoint. (Savers without it skip that property.)
+//   - A saver without an effect handler refuses a PutWrites or PutStep that carries a
+//     checkpoint.WriteEffect write with an error wrapping checkpoint.ErrNoEffectHandler, and saves
+//     nothing of it. A saver that takes an effect handler also passes RunEffects.
 package checkpointtest
 
 import (
@@ -93,6 +96,7 @@ var properties = []property{
 	{"Concurrent", testConcurrent},
 	{"LargeValues", testLargeValues},
 	{"PutStep", testPutStep},
+	{"EffectsRefused", testEffectsRefused},
 }
 
 // Run checks that the savers newSaver makes follow the contract of checkpoint.Saver. newSaver is
