@@ -35,9 +35,18 @@ type write struct {
 	lead  bool          // under mu
 }
 
-// A writeFunc writes through the statements bind gives it: the Saver's prepared statements,
-// bound to the group's transaction.
-type writeFunc func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error
+// A writeFunc writes in tx, the group's transaction: through the Saver's prepared statements,
+// bound to tx with bind, or with tx itself. tx is nil for a write alone in its group that needs no
+// transaction (see committer.do): it uses the statements as they are.
+type writeFunc func(ctx context.Context, tx *sql.Tx) error
+
+// bind returns st bound to tx, or st itself when tx is nil.
+func bind(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
+	if tx == nil {
+		return st
+	}
+	return tx.StmtContext(ctx, st)
+}
 
 // prepare prepares the savepoint statements on db.
 func (c *committer) prepare(ctx context.Context, db *sql.DB) error {
@@ -67,10 +76,11 @@ func (c *committer) close() error {
 }
 
 // do runs fn in a transaction, perhaps with other callers' writes, and returns once it has
-// committed, or failed: fn's error, or the commit's. fn must use only the statements bind gives,
-// and ctx for them (the group's, not the caller's: an interrupted statement would roll the whole
-// transaction back). alone says fn makes one change with one statement, which needs no
-// transaction of its own when no other write shares the group. A caller whose ctx ends before
+// committed, or failed: fn's error, or the commit's. fn must write only in the transaction it is
+// given, and use ctx for it (the group's, not the caller's: an interrupted statement would roll
+// the whole transaction back). alone says fn makes one change with one statement of the Saver,
+// which needs no transaction of its own when no other write shares the group: fn then gets a nil
+// transaction. A caller whose ctx ends before
 // its group begins gets ctx's error, and its fn does not run.
 func (c *committer) do(ctx context.Context, alone bool, fn writeFunc) error {
 	w := &write{ctx: ctx, fn: fn, alone: alone, wake: make(chan struct{}, 1)}
@@ -153,7 +163,7 @@ func (c *committer) commit(group []*write) {
 	}()
 	ctx := context.Background()
 	if len(todo) == 1 && todo[0].alone {
-		todo[0].err = todo[0].fn(ctx, func(s *sql.Stmt) *sql.Stmt { return s })
+		todo[0].err = todo[0].fn(ctx, nil)
 		return
 	}
 	tx, err := c.db.BeginTx(ctx, nil)
@@ -162,21 +172,20 @@ func (c *committer) commit(group []*write) {
 		return
 	}
 	defer tx.Rollback()
-	bind := func(s *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, s) }
 	if len(todo) == 1 {
-		if todo[0].err = todo[0].fn(ctx, bind); todo[0].err == nil {
+		if todo[0].err = todo[0].fn(ctx, tx); todo[0].err == nil {
 			todo[0].err = tx.Commit()
 		}
 		return
 	}
-	savepoint, release, rollTo := bind(c.savepoint), bind(c.release), bind(c.rollTo)
+	savepoint, release, rollTo := bind(ctx, tx, c.savepoint), bind(ctx, tx, c.release), bind(ctx, tx, c.rollTo)
 	var ok []*write
 	for i, w := range todo {
 		if _, err := savepoint.ExecContext(ctx); err != nil {
 			fail(append(ok, todo[i:]...), err)
 			return
 		}
-		if w.err = w.fn(ctx, bind); w.err == nil {
+		if w.err = w.fn(ctx, tx); w.err == nil {
 			ok = append(ok, w)
 		} else if _, err := rollTo.ExecContext(ctx); err != nil {
 			// SQLite rolled the whole transaction back (a full disk, an I/O error): the

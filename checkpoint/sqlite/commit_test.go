@@ -36,9 +36,9 @@ func waitQueued(t *testing.T, s *Saver, n int) {
 	}, 10*time.Second, time.Millisecond, "%d callers queued", n)
 }
 
-func openSaver(t *testing.T) *Saver {
+func openSaver(t *testing.T, opts ...Option) *Saver {
 	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "c.db"))
+	s, err := Open(filepath.Join(t.TempDir(), "c.db"), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
@@ -75,8 +75,8 @@ func TestGroupCommitsTogether(t *testing.T) {
 			thread, testCheckpoint("c2"))
 	})
 	wg.Go(func() { // a write that fails after it changed something
-		errs[4] = s.c.do(ctx, false, func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
-			if _, err := bind(s.putCheckpoint).ExecContext(ctx, putArgs(thread, testCheckpoint("c3"))...); err != nil {
+		errs[4] = s.c.do(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+			if _, err := bind(ctx, tx, s.putCheckpoint).ExecContext(ctx, putArgs(thread, testCheckpoint("c3"))...); err != nil {
 				return err
 			}
 			return errors.New("half done")
@@ -122,21 +122,21 @@ func TestGroupLosesAllWhenTheTransactionIsGone(t *testing.T) {
 	ran := make([]bool, 3)
 	var wg sync.WaitGroup
 	for i, fn := range []writeFunc{
-		func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
-			_, err := bind(s.putCheckpoint).ExecContext(ctx, putArgs(checkpoint.Config{ThreadID: "t"}, testCheckpoint("c1"))...)
+		func(ctx context.Context, tx *sql.Tx) error {
+			_, err := bind(ctx, tx, s.putCheckpoint).ExecContext(ctx, putArgs(checkpoint.Config{ThreadID: "t"}, testCheckpoint("c1"))...)
 			return err
 		},
-		func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
-			_, err := bind(rollback).ExecContext(ctx)
+		func(ctx context.Context, tx *sql.Tx) error {
+			_, err := bind(ctx, tx, rollback).ExecContext(ctx)
 			require.NoError(t, err)
 			return errors.New("disk full")
 		},
-		func(context.Context, func(*sql.Stmt) *sql.Stmt) error { return nil },
+		func(context.Context, *sql.Tx) error { return nil },
 	} {
 		wg.Go(func() {
-			errs[i] = s.c.do(context.Background(), true, func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
+			errs[i] = s.c.do(context.Background(), true, func(ctx context.Context, tx *sql.Tx) error {
 				ran[i] = true
-				return fn(ctx, bind)
+				return fn(ctx, tx)
 			})
 		})
 		waitQueued(t, s, i+1) // in this order
@@ -221,7 +221,7 @@ func TestPanickingWriteFailsItsGroup(t *testing.T) {
 	wg.Go(func() { _, errs[0] = s.Put(ctx, thread, testCheckpoint("c1")) })
 	waitQueued(t, s, 1)
 	wg.Go(func() {
-		errs[1] = s.c.do(ctx, true, func(context.Context, func(*sql.Stmt) *sql.Stmt) error { panic("boom") })
+		errs[1] = s.c.do(ctx, true, func(context.Context, *sql.Tx) error { panic("boom") })
 	})
 	queued()
 	release()
@@ -233,7 +233,7 @@ func TestPanickingWriteFailsItsGroup(t *testing.T) {
 	require.ErrorIs(t, err, checkpoint.ErrNotFound, "the group was rolled back")
 	_, err = s.Put(ctx, thread, testCheckpoint("c2"))
 	require.NoError(t, err)
-	err = s.c.do(ctx, true, func(context.Context, func(*sql.Stmt) *sql.Stmt) error { panic("alone") })
+	err = s.c.do(ctx, true, func(context.Context, *sql.Tx) error { panic("alone") })
 	require.ErrorContains(t, err, "a write panicked: alone")
 	_, err = s.Put(ctx, thread, testCheckpoint("c3"))
 	require.NoError(t, err, "the saver writes on after a lone write panicked")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,7 +62,13 @@ type options struct {
 	sync           Synchronous
 	autocheckpoint int
 	readers        int
+	effects        EffectHandler
 }
+
+// An EffectHandler applies an effect write (checkpoint.WriteEffect) of the thread threadID to
+// what its owner keeps in the database, with tx, the transaction that saves the writes of its
+// call, and ctx for it (not the caller's context). It must not call the Saver.
+type EffectHandler func(ctx context.Context, tx *sql.Tx, threadID string, w checkpoint.Write) error
 
 // WithBusyTimeout sets how long a call waits for a lock another process (or another Saver on the
 // same file) holds before failing with SQLITE_BUSY (default DefaultBusyTimeout). Writers of one
@@ -85,6 +92,15 @@ func WithWALAutocheckpoint(pages int) Option {
 	return func(o *options) { o.autocheckpoint = pages }
 }
 
+// WithEffects makes the Saver give each effect write of PutWrites and PutStep to fn, in the
+// transaction that saves the writes of the call and within the savepoint of that call: when fn
+// fails, nothing of the call is saved, and the calls grouped with it in the transaction are not
+// affected. A write's key is kept, so that fn gets it once (see checkpoint.WriteEffect). A Saver
+// without it refuses effect writes with checkpoint.ErrNoEffectHandler.
+func WithEffects(fn EffectHandler) Option {
+	return func(o *options) { o.effects = fn }
+}
+
 // WithMaxReaders sets how many connections may read at once (default: GOMAXPROCS, at least 2).
 // Reads never wait for writes, nor writes for reads.
 func WithMaxReaders(n int) Option {
@@ -98,6 +114,8 @@ type Saver struct {
 	wdb  *sql.DB // one connection, through c
 	c    committer
 	rdb  *sql.DB // reads, in read-only transactions
+
+	effects EffectHandler // nil: effect writes are refused
 
 	putCheckpoint, putWriteSelect, putWrite, lookup, deleteWrites, deleteCheckpoints *sql.Stmt
 	getByID, getLatest, getWrites                                                    *sql.Stmt
@@ -141,7 +159,7 @@ func Open(path string, opts ...Option) (*Saver, error) {
 		return nil, fmt.Errorf("checkpoint/sqlite: open %s: %w", path, err)
 	}
 
-	s := &Saver{path: path}
+	s := &Saver{path: path, effects: o.effects}
 	if err := s.open(abs, o); err != nil {
 		s.Close()
 		return nil, err
@@ -376,8 +394,8 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Ch
 	if cfg.ThreadID == "" || cp.ID == "" {
 		return checkpoint.Config{}, fmt.Errorf("checkpoint/sqlite: put needs a thread ID and a checkpoint ID (thread %q, checkpoint %q)", cfg.ThreadID, cp.ID)
 	}
-	err := s.c.do(ctx, true, func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
-		_, err := bind(s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...)
+	err := s.c.do(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := bind(ctx, tx, s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...)
 		return err
 	})
 	if err != nil {
@@ -412,13 +430,16 @@ func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []
 	if cfg.ThreadID == "" || cp.ID == "" || parent.CheckpointID == "" {
 		return checkpoint.Config{}, fmt.Errorf("checkpoint/sqlite: put step needs a thread ID, a checkpoint ID and its parent's (thread %q, checkpoint %q, parent %q)", cfg.ThreadID, cp.ID, parent.CheckpointID)
 	}
+	if err := s.checkEffects(writes); err != nil {
+		return checkpoint.Config{}, s.writesError(parent, err)
+	}
 	var wrote bool
-	err := s.c.do(ctx, false, func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
-		if err := s.insertWrites(ctx, bind, parent, writes); err != nil {
+	err := s.c.do(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.insertWrites(ctx, tx, parent, writes); err != nil {
 			return err
 		}
 		wrote = true
-		_, err := bind(s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...)
+		_, err := bind(ctx, tx, s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...)
 		return err
 	})
 	switch {
@@ -460,44 +481,115 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []c
 		}
 		return nil
 	}
-	insert := func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
-		return s.insertWrites(ctx, bind, cfg, writes)
+	if err := s.checkEffects(writes); err != nil {
+		return s.writesError(cfg, err)
 	}
-	if err := s.c.do(ctx, len(writes) == 1, insert); err != nil {
+	insert := func(ctx context.Context, tx *sql.Tx) error {
+		return s.insertWrites(ctx, tx, cfg, writes)
+	}
+	// A write alone is one statement, but an effect write takes its handler's too.
+	alone := len(writes) == 1 && writes[0].Kind != checkpoint.WriteEffect
+	if err := s.c.do(ctx, alone, insert); err != nil {
 		return s.writesError(cfg, err)
 	}
 	return nil
 }
 
-// insertWrites inserts writes of the checkpoint cfg addresses, in their order, with the
-// statements bind gives, skipping those whose key it has; ErrNotFound when it does not exist. One
-// write takes one statement that changes anything.
-func (s *Saver) insertWrites(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt, cfg checkpoint.Config, writes []checkpoint.Write) error {
+// insertWrites inserts writes of the checkpoint cfg addresses, in their order, in tx, skipping
+// those whose key it has, and gives each effect write it inserts to the effect handler;
+// ErrNotFound when the checkpoint does not exist. One write that is not an effect takes one
+// statement that changes anything.
+func (s *Saver) insertWrites(ctx context.Context, tx *sql.Tx, cfg checkpoint.Config, writes []checkpoint.Write) error {
 	if len(writes) == 1 {
 		// The common case, one statement: the checkpoint is looked up while inserting.
 		w := writes[0]
-		res, err := bind(s.putWriteSelect).ExecContext(ctx, w.TaskID, string(w.Kind), w.Idx, w.Node, blob(w.Value), cfg.ThreadID, cfg.NS, cfg.CheckpointID)
+		res, err := bind(ctx, tx, s.putWriteSelect).ExecContext(ctx, w.TaskID, string(w.Kind), w.Idx, w.Node, value(w), cfg.ThreadID, cfg.NS, cfg.CheckpointID)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
+		n, err := res.RowsAffected()
+		if err != nil {
 			return err
 		}
+		if n == 1 {
+			return s.applyEffect(ctx, tx, cfg.ThreadID, w, n)
+		}
 		// Nothing was inserted: the write is a duplicate, or the checkpoint does not exist.
-		return checkExists(ctx, bind(s.lookup), cfg)
+		return checkExists(ctx, bind(ctx, tx, s.lookup), cfg)
 	}
-	pk, err := lookupPK(ctx, bind(s.lookup), cfg)
+	pk, err := lookupPK(ctx, bind(ctx, tx, s.lookup), cfg)
 	if err != nil {
 		return err
 	}
-	stmt := bind(s.putWrite)
+	stmt := bind(ctx, tx, s.putWrite)
 	for _, w := range writes {
-		if _, err := stmt.ExecContext(ctx, pk, w.TaskID, string(w.Kind), w.Idx, w.Node, blob(w.Value)); err != nil {
+		res, err := stmt.ExecContext(ctx, pk, w.TaskID, string(w.Kind), w.Idx, w.Node, value(w))
+		if err != nil {
+			return err
+		}
+		if w.Kind != checkpoint.WriteEffect {
+			continue
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if err := s.applyEffect(ctx, tx, cfg.ThreadID, w, n); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// value is the value of w as stored: an effect write's key is kept, not its value.
+func value(w checkpoint.Write) any {
+	if w.Kind == checkpoint.WriteEffect {
+		return nil
+	}
+	return blob(w.Value)
+}
+
+// applyEffect gives w to the effect handler when it is an effect write and inserting it changed
+// n (1) rows, that is when its key is new.
+func (s *Saver) applyEffect(ctx context.Context, tx *sql.Tx, threadID string, w checkpoint.Write, n int64) error {
+	if w.Kind != checkpoint.WriteEffect || n == 0 {
+		return nil
+	}
+	if err := s.effects(ctx, tx, threadID, w); err != nil {
+		return fmt.Errorf("effect %d of task %q: %w", w.Idx, w.TaskID, err)
+	}
+	return nil
+}
+
+// checkEffects refuses effect writes when the Saver has no effect handler.
+func (s *Saver) checkEffects(writes []checkpoint.Write) error {
+	if s.effects == nil && slices.ContainsFunc(writes, func(w checkpoint.Write) bool { return w.Kind == checkpoint.WriteEffect }) {
+		return checkpoint.ErrNoEffectHandler
+	}
+	return nil
+}
+
+// Write runs fn in a transaction of the Saver's writer, as it runs PutWrites and PutStep: grouped
+// with the writes that come at the same time, in its own savepoint, so that fn's error undoes
+// only what fn did. It returns once the transaction committed, with fn's error or the commit's.
+// It is for the changes of what an owner keeps beside the checkpoints in the database, made
+// outside any graph task; fn must use tx, and the ctx it is given for it (the group's, not the
+// caller's), and must not call the Saver. A caller whose ctx ends before its group begins gets
+// ctx's error, and fn does not run.
+func (s *Saver) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.c.do(ctx, false, fn); err != nil {
+		return fmt.Errorf("checkpoint/sqlite: write in %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// DB returns the Saver's pool of read-only connections to the database, for reading what an
+// owner keeps beside the checkpoints. Its connections refuse to write: writes go through Write,
+// or an effect handler (WithEffects). The Saver closes it.
+func (s *Saver) DB() *sql.DB { return s.rdb }
 
 // checkExists returns checkpoint.ErrNotFound when the checkpoint cfg addresses does not exist.
 func checkExists(ctx context.Context, lookup *sql.Stmt, cfg checkpoint.Config) error {
@@ -653,11 +745,11 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.c.do(ctx, false, func(ctx context.Context, bind func(*sql.Stmt) *sql.Stmt) error {
-		if _, err := bind(s.deleteWrites).ExecContext(ctx, threadID); err != nil {
+	err := s.c.do(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := bind(ctx, tx, s.deleteWrites).ExecContext(ctx, threadID); err != nil {
 			return err
 		}
-		_, err := bind(s.deleteCheckpoints).ExecContext(ctx, threadID)
+		_, err := bind(ctx, tx, s.deleteCheckpoints).ExecContext(ctx, threadID)
 		return err
 	})
 	if err != nil {
