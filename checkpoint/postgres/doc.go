@@ -13,7 +13,8 @@
 //
 // # Concurrency
 //
-// Every Put, PutWrites, Get, List and DeleteThread is one SQL statement, so one transaction:
+// Every Put, PutWrites, Get, List and DeleteThread is one SQL statement, so one transaction (a
+// PutWrites or PutStep with effect writes is one transaction of several, see Effects):
 // PostgreSQL's row locks and unique constraints make any number of Savers, in one process or in
 // many, safe on one database, on one thread as on different ones. Putting the same checkpoint twice
 // is an upsert on its (thread, namespace, ID) key, putting the same write twice keeps the first
@@ -28,6 +29,17 @@
 // lock it (FOR SHARE): a write is made only while the row matches, a change of the row (a
 // takeover) waits for the writes in progress, and the writes after it fail with ErrFenced. The
 // package runner and the server's replicas fence their runs' checkpoints by their leases.
+//
+// # Effects
+//
+// What an application keeps beside its checkpoints (a squad's board, its messages) may live in
+// tables of its own in the same database, changed in the transactions that save the checkpoints:
+// WithEffects gives the Saver a handler that applies each checkpoint.WriteEffect write of
+// PutWrites and PutStep with the pgx.Tx of the call, so that a task's output and its changes
+// commit together or not at all. A call that carries effect writes is a transaction of a few
+// statements rather than one statement; the others are unchanged. Write runs the application's
+// other changes in a transaction (checking the fence of a fenced Saver); Pool is for reading
+// them.
 //
 // # Durability
 //

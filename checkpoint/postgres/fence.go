@@ -24,14 +24,14 @@ type Fence struct {
 	Args  []any
 }
 
-// Fenced returns a Saver whose writes (Put, PutWrites, PutStep, DeleteThread) are made only while
+// Fenced returns a Saver whose writes (Put, PutWrites, PutStep, DeleteThread, Write) are made only while
 // f holds, and fail with an error wrapping ErrFenced when it does not. Each write checks f in the
 // statement that writes, and locks the rows it matched (FOR SHARE), so that a change of them — a
 // takeover — waits for the write to commit, and the writes after it are refused. Reads are s's.
 // The returned Saver shares s's pool: closing it does not close the pool.
 func (s *Saver) Fenced(f Fence) *Saver {
 	cond := "EXISTS (SELECT 1 FROM " + f.Table + " WHERE " + f.Where + " FOR SHARE)"
-	return &Saver{pool: s.pool, db: s.db, queries: s.queries, writes: newWriteQueries(cond), fence: &f}
+	return &Saver{pool: s.pool, db: s.db, queries: s.queries, writes: newWriteQueries(cond), fence: &f, effects: s.effects}
 }
 
 // fenceError is the error of a write whose fence did not hold.
@@ -40,9 +40,11 @@ func (s *Saver) fenceError() error {
 }
 
 // writeQueries are the statements that write. Each reads as f whether the fence holds (held),
-// writes only if it does, and returns held first.
+// writes only if it does, and returns held first. putWritesEffects and putStepEffects are
+// putWrites and putStep that also return the keys (task IDs, then indexes) of the effect writes
+// they inserted; fence only checks the fence, for Write's transaction.
 type writeQueries struct {
-	put, putWrites, putStep, deleteThread string
+	put, putWrites, putStep, putWritesEffects, putStepEffects, deleteThread, fence string
 }
 
 // placeholder matches the placeholders of a fence's condition.
@@ -60,17 +62,6 @@ func newWriteQueries(cond string) writeQueries {
 			return "$" + strconv.Itoa(own+k)
 		}) + " AS held)"
 	}
-	// c is the checkpoint ($1, $2, $3) the writes ($4 to $8) belong to; ins inserts them in their
-	// order, skipping those whose key the checkpoint has.
-	parentWrites := func(head string) string {
-		return head + `,
-	c AS (SELECT pk FROM ` + checkpointsTable + `, f WHERE f.held AND thread_id = $1 AND ns = $2 AND id = $3),
-	ins AS (INSERT INTO ` + writesTable + ` (checkpoint, task_id, kind, idx, node, value)
-		SELECT c.pk, w.task_id, w.kind, w.idx, w.node, w.value
-		FROM c, unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::bytea[]) WITH ORDINALITY AS w (task_id, kind, idx, node, value, ord)
-		ORDER BY w.ord
-		ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING)`
-	}
 	// insert stores the checkpoint given from $first (see putColumns) for each row of from.
 	insert := func(first int, from string) string {
 		vals := ""
@@ -82,17 +73,47 @@ func newWriteQueries(cond string) writeQueries {
 		}
 		return `INSERT INTO ` + checkpointsTable + ` (` + putColumns + `) SELECT ` + vals + ` FROM ` + from + ` ` + upsert
 	}
+	// writes inserts the writes ($4 to $8) of the checkpoint c ($1, $2, $3) in their order as ins,
+	// skipping those whose key the checkpoint has, then, for a step, the checkpoint as cp, and
+	// returns whether the fence held and how many checkpoints c found; with effects, also the
+	// keys of the effect writes it inserted.
+	writes := func(step, effects bool) string {
+		own, returning, ret := nWrite, "", `held, (SELECT count(*) FROM c) FROM f`
+		if step {
+			own += nPut
+		}
+		if effects {
+			// One aggregation, so that the two arrays list the keys in the same order.
+			returning = `
+		RETURNING task_id, kind, idx`
+			ret = `held, (SELECT count(*) FROM c), e.tasks, e.idxs
+	FROM f, (SELECT array_agg(task_id) AS tasks, array_agg(idx) AS idxs FROM ins WHERE kind = 'effect') e`
+		}
+		q := held(own) + `,
+	c AS (SELECT pk FROM ` + checkpointsTable + `, f WHERE f.held AND thread_id = $1 AND ns = $2 AND id = $3),
+	ins AS (INSERT INTO ` + writesTable + ` (checkpoint, task_id, kind, idx, node, value)
+		SELECT c.pk, w.task_id, w.kind, w.idx, w.node, w.value
+		FROM c, unnest($4::text[], $5::text[], $6::bigint[], $7::text[], $8::bytea[]) WITH ORDINALITY AS w (task_id, kind, idx, node, value, ord)
+		ORDER BY w.ord
+		ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING` + returning + `)`
+		if step {
+			q += `,
+	cp AS (` + insert(nWrite+1, "c") + `)`
+		}
+		return q + `
+	SELECT ` + ret
+	}
 	return writeQueries{
 		put: held(nPut) + `,
 	ins AS (` + insert(1, "f WHERE f.held") + `)
 	SELECT held FROM f`,
-		putWrites: parentWrites(held(nWrite)) + `
-	SELECT held, (SELECT count(*) FROM c) FROM f`,
-		putStep: parentWrites(held(nWrite+nPut)) + `,
-	cp AS (` + insert(nWrite+1, "c") + `)
-	SELECT held, (SELECT count(*) FROM c) FROM f`,
+		putWrites:        writes(false, false),
+		putWritesEffects: writes(false, true),
+		putStep:          writes(true, false),
+		putStepEffects:   writes(true, true),
 		deleteThread: held(1) + `,
 	d AS (DELETE FROM ` + checkpointsTable + ` WHERE thread_id = $1 AND (SELECT held FROM f))
 	SELECT held FROM f`,
+		fence: held(0) + ` SELECT held FROM f`,
 	}
 }

@@ -17,10 +17,10 @@ import (
 
 // leased makes a saver on a new database with a lease table whose row says "me" holds thread t,
 // fenced by that row, and a connection to change the row.
-func leased(t *testing.T) (*postgres.Saver, *pgx.Conn) {
+func leased(t *testing.T, opts ...postgres.Option) (*postgres.Saver, *pgx.Conn) {
 	t.Helper()
 	url := pgtest.Start(t)
-	s := open(t, url)
+	s := open(t, url, opts...)
 	conn, err := pgx.Connect(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close(context.Background()) })

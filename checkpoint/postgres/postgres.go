@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,24 @@ type Saver struct {
 	queries [1 << 4]string // the read query by the bits of readByID, readBefore, readSource, readRunID
 	writes  writeQueries   // the statements that write, with the fence's condition (see Fenced)
 	fence   *Fence         // nil when not fenced
+	effects EffectHandler  // nil: effect writes are refused
+}
+
+// An EffectHandler applies an effect write (checkpoint.WriteEffect) of the thread threadID to
+// what its owner keeps in the database, with tx, the transaction that saves the writes of its
+// call. It must not call the Saver.
+type EffectHandler func(ctx context.Context, tx pgx.Tx, threadID string, w checkpoint.Write) error
+
+// Option configures Open and New.
+type Option func(*Saver)
+
+// WithEffects makes the Saver give each effect write of PutWrites and PutStep to fn, in the
+// transaction that saves the writes of the call (and checks the fence of a fenced Saver): when fn
+// fails, nothing of the call is saved. A write's key is kept, so that fn gets it once (see
+// checkpoint.WriteEffect). A Saver without it refuses effect writes with
+// checkpoint.ErrNoEffectHandler.
+func WithEffects(fn EffectHandler) Option {
+	return func(s *Saver) { s.effects = fn }
 }
 
 var _ checkpoint.StepSaver = (*Saver)(nil)
@@ -38,7 +57,7 @@ var errClosed = errors.New("the saver is closed")
 // New). The URL's parameters configure the pool and the sessions: pool_max_conns, search_path (the
 // schema of the tables), synchronous_commit (see the package documentation). Close the Saver when
 // done; it closes the pool.
-func Open(ctx context.Context, url string) (*Saver, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*Saver, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/postgres: open: %w", err)
@@ -47,7 +66,7 @@ func Open(ctx context.Context, url string) (*Saver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/postgres: open %s: %w", describe(cfg), err)
 	}
-	s, err := New(ctx, pool)
+	s, err := New(ctx, pool, opts...)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -61,11 +80,14 @@ func Open(ctx context.Context, url string) (*Saver, error) {
 // transaction under an advisory lock, so that processes starting together migrate once. It fails
 // with a *SchemaVersionError for a database of a newer version of this package, and with the
 // connection's error when the database cannot be reached. Close does not close the pool.
-func New(ctx context.Context, pool *pgxpool.Pool) (*Saver, error) {
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Saver, error) {
 	if pool == nil {
 		return nil, errors.New("checkpoint/postgres: new: the pool is nil")
 	}
 	s := &Saver{pool: pool, db: describe(pool.Config()), writes: newWriteQueries("")}
+	for _, opt := range opts {
+		opt(s)
+	}
 	for v := range s.queries {
 		s.queries[v] = readQuery(v)
 	}
@@ -135,7 +157,10 @@ func writeArgs(cfg checkpoint.Config, writes []checkpoint.Write) []any {
 	n := len(writes)
 	tasks, kinds, nodes, idxs, values := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([][]byte, n)
 	for i, w := range writes {
-		tasks[i], kinds[i], idxs[i], nodes[i], values[i] = w.TaskID, string(w.Kind), int64(w.Idx), w.Node, w.Value
+		tasks[i], kinds[i], idxs[i], nodes[i] = w.TaskID, string(w.Kind), int64(w.Idx), w.Node
+		if w.Kind != checkpoint.WriteEffect { // an effect write's key is kept, not its value
+			values[i] = w.Value
+		}
 	}
 	return []any{cfg.ThreadID, cfg.NS, cfg.CheckpointID, tasks, kinds, idxs, nodes, values}
 }
@@ -153,7 +178,7 @@ func (s *Saver) args(own ...any) []any {
 func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
 	err := s.checkPut(ctx, cfg, cp)
 	if err == nil {
-		err = s.fenced(s.pool.QueryRow(ctx, s.writes.put, s.args(putArgs(cfg, cp)...)...), nil)
+		err = s.fenced(s.pool.QueryRow(ctx, s.writes.put, s.args(putArgs(cfg, cp)...)...))
 	}
 	if err != nil {
 		return checkpoint.Config{}, putError(cfg, cp, err)
@@ -178,7 +203,8 @@ func putError(cfg checkpoint.Config, cp checkpoint.Checkpoint, err error) error 
 // PutWrites records writes of tasks of the checkpoint cfg addresses, in their order, ignoring a
 // write whose (TaskID, Kind, Idx) the checkpoint already has. It fails with an error wrapping
 // checkpoint.ErrNotFound when the checkpoint does not exist. The writes of one call are one
-// statement: saved together or not at all.
+// statement: saved together or not at all; with effect writes, that statement and the effect
+// handler's work are one transaction.
 func (s *Saver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
 	err := s.check(ctx)
 	if err == nil && cfg.CheckpointID == "" {
@@ -186,7 +212,7 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []c
 	}
 	if err == nil {
 		var found int
-		err = s.fenced(s.pool.QueryRow(ctx, s.writes.putWrites, s.args(writeArgs(cfg, writes)...)...), &found)
+		err = s.write(ctx, s.writes.putWrites, s.writes.putWritesEffects, s.args(writeArgs(cfg, writes)...), cfg.ThreadID, writes, &found)
 		if err == nil && found == 0 {
 			err = checkpoint.ErrNotFound
 		}
@@ -199,7 +225,8 @@ func (s *Saver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []c
 
 // PutStep records writes of the checkpoint parent addresses and stores cp under cfg, as PutWrites
 // and Put do, in one statement: one round trip, both saved or neither (see
-// checkpoint.StepSaver).
+// checkpoint.StepSaver). With effect writes, the statement and the effect handler's work are one
+// transaction.
 func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []checkpoint.Write, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
 	err := s.checkPut(ctx, cfg, cp)
 	if err == nil && parent.CheckpointID == "" {
@@ -207,7 +234,7 @@ func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []
 	}
 	if err == nil {
 		var found int
-		err = s.fenced(s.pool.QueryRow(ctx, s.writes.putStep, s.args(append(writeArgs(parent, writes), putArgs(cfg, cp)...)...)...), &found)
+		err = s.write(ctx, s.writes.putStep, s.writes.putStepEffects, s.args(append(writeArgs(parent, writes), putArgs(cfg, cp)...)...), parent.ThreadID, writes, &found)
 		if err == nil && found == 0 {
 			err = fmt.Errorf("its parent %q: %w", parent.CheckpointID, checkpoint.ErrNotFound)
 		}
@@ -218,15 +245,77 @@ func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []
 	return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
 }
 
-// fenced scans the row a write statement returns: whether its fence held (ErrFenced when not)
-// and, for found when it is not nil, the count of the checkpoint it looked up.
-func (s *Saver) fenced(row pgx.Row, found *int) error {
-	var held bool
-	dest := []any{&held}
-	if found != nil {
-		dest = append(dest, found)
+// write runs the statement that saves writes: query alone, or, when writes hold effect writes,
+// withEffects in a transaction with the effect handler, which gets each effect write the
+// statement inserted, in the order of writes. found is the count of the checkpoint the statement
+// looked up; when it is 0, nothing is applied.
+func (s *Saver) write(ctx context.Context, query, withEffects string, args []any, threadID string, writes []checkpoint.Write, found *int) error {
+	if !slices.ContainsFunc(writes, func(w checkpoint.Write) bool { return w.Kind == checkpoint.WriteEffect }) {
+		return s.fenced(s.pool.QueryRow(ctx, query, args...), found)
 	}
-	if err := row.Scan(dest...); err != nil {
+	if s.effects == nil {
+		return checkpoint.ErrNoEffectHandler
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var tasks []string
+		var idxs []int64
+		if err := s.fenced(tx.QueryRow(ctx, withEffects, args...), found, &tasks, &idxs); err != nil {
+			return err
+		}
+		type key struct {
+			task string
+			idx  int
+		}
+		inserted := make(map[key]bool, len(tasks))
+		for i := range tasks {
+			inserted[key{tasks[i], int(idxs[i])}] = true
+		}
+		for _, w := range writes {
+			k := key{w.TaskID, w.Idx}
+			if w.Kind != checkpoint.WriteEffect || !inserted[k] {
+				continue
+			}
+			delete(inserted, k) // the same key twice in writes: the first was inserted
+			if err := s.effects(ctx, tx, threadID, w); err != nil {
+				return fmt.Errorf("effect %d of task %q: %w", w.Idx, w.TaskID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Write runs fn in a transaction, after checking the fence of a fenced Saver (ErrFenced when it
+// does not hold; the fence's rows stay locked until the transaction ends), and commits it when fn
+// returns nil. It is for the changes of what an owner keeps beside the checkpoints in the
+// database, made outside any graph task. fn must not call the Saver.
+func (s *Saver) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	err := s.check(ctx)
+	if err == nil {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if s.fence != nil {
+				if err := s.fenced(tx.QueryRow(ctx, s.writes.fence, s.fence.Args...)); err != nil {
+					return err
+				}
+			}
+			return fn(ctx, tx)
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint/postgres: write in %s: %w", s.db, err)
+	}
+	return nil
+}
+
+// Pool returns the Saver's connection pool, for reading what an owner keeps beside the
+// checkpoints; changes go through Write, or an effect handler (WithEffects), so that a fenced
+// Saver checks its fence. A Saver that Open made closes it.
+func (s *Saver) Pool() *pgxpool.Pool { return s.pool }
+
+// fenced scans the row a write statement returns: whether its fence held (ErrFenced when not)
+// and, into dest, the columns after it.
+func (s *Saver) fenced(row pgx.Row, dest ...any) error {
+	var held bool
+	if err := row.Scan(append([]any{&held}, dest...)...); err != nil {
 		return err
 	}
 	if !held {
@@ -404,7 +493,7 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	err := s.check(ctx)
 	if err == nil {
-		err = s.fenced(s.pool.QueryRow(ctx, s.writes.deleteThread, s.args(threadID)...), nil)
+		err = s.fenced(s.pool.QueryRow(ctx, s.writes.deleteThread, s.args(threadID)...))
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint/postgres: delete thread %q: %w", threadID, err)

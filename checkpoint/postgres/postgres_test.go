@@ -33,9 +33,9 @@ func TestMain(m *testing.M) {
 }
 
 // open opens a Saver on url, closed when the test ends.
-func open(t testing.TB, url string) *postgres.Saver {
+func open(t testing.TB, url string, opts ...postgres.Option) *postgres.Saver {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), url)
+	s, err := postgres.Open(context.Background(), url, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s

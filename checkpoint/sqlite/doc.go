@@ -27,6 +27,16 @@
 // anything but SQLite while it is in use: closing any other descriptor of the file drops SQLite's
 // POSIX locks in the whole process.
 //
+// # Effects
+//
+// What an application keeps beside its checkpoints (a squad's board, its messages) may live in
+// tables of its own in the same file, changed in the transactions that save the checkpoints:
+// WithEffects gives the Saver a handler that applies each checkpoint.WriteEffect write of
+// PutWrites and PutStep with the *sql.Tx of the call, within the call's savepoint, so that a
+// task's output and its changes commit together or not at all. Write runs the application's
+// other changes through the same writer, grouped with the checkpoints' writes; DB is the
+// read-only pool for reading them. Open accepts a checkpoint database with such tables.
+//
 // # Durability
 //
 // Every Put, PutWrites and PutStep is atomic, and committed when it returns (perhaps in one
