@@ -160,7 +160,7 @@ type Saver interface {
 	Put(ctx context.Context, cfg Config, cp Checkpoint) (Config, error)
 	// PutWrites records writes of tasks of the checkpoint cfg addresses; a config without a
 	// CheckpointID is refused, and one naming no stored checkpoint fails with an error wrapping
-	// ErrNotFound.
+	// ErrNotFound. Its WriteEffect writes are applied as WriteEffect says.
 	PutWrites(ctx context.Context, cfg Config, writes []Write) error
 	// Get returns the checkpoint cfg addresses, or the thread's latest in cfg.NS when
 	// cfg.CheckpointID is empty, with its writes. When there is none it returns an error for which

@@ -75,6 +75,22 @@ func update(task string) checkpoint.Write {
 	return checkpoint.Write{TaskID: task, Node: "n", Kind: checkpoint.WriteUpdate, Value: []byte("out")}
 }
 
+// inOneGroup runs calls, each in a goroutine of its own, queued in this order as one group, and
+// returns their errors once the group committed.
+func inOneGroup(t *testing.T, s *Saver, calls ...func() error) []error {
+	t.Helper()
+	_, release := holdGroup(t, s, len(calls))
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		wg.Go(func() { errs[i] = call() })
+		waitQueued(t, s, i+1)
+	}
+	release()
+	wg.Wait()
+	return errs
+}
+
 // TestEffectSQLCommitsWithTheWrites: a handler's SQL in the Saver's transaction commits with the
 // writes, after those before it, and rolls back with them.
 func TestEffectSQLCommitsWithTheWrites(t *testing.T) {
@@ -110,20 +126,13 @@ func TestEffectFailsOnlyItsCaller(t *testing.T) {
 	s := openSaver(t, WithEffects(board))
 	c1, err := s.Put(ctx, checkpoint.Config{ThreadID: "t"}, testCheckpoint("c1"))
 	require.NoError(t, err)
-	queued, release := holdGroup(t, s, 3)
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	for i, ws := range [][]checkpoint.Write{
-		{update("a"), eff("a", 0, "first")},
-		{update("b"), eff("b", 0, "fail")},
-		{eff("c", 0, "last")},
-	} {
-		wg.Go(func() { errs[i] = s.PutWrites(ctx, c1, ws) })
-		waitQueued(t, s, i+1) // in this order
+	putWrites := func(ws ...checkpoint.Write) func() error {
+		return func() error { return s.PutWrites(ctx, c1, ws) }
 	}
-	queued()
-	release()
-	wg.Wait()
+	errs := inOneGroup(t, s,
+		putWrites(update("a"), eff("a", 0, "first")),
+		putWrites(update("b"), eff("b", 0, "fail")),
+		putWrites(eff("c", 0, "last")))
 	require.NoError(t, errs[0])
 	require.ErrorIs(t, errs[1], errRefused)
 	require.NoError(t, errs[2])
@@ -154,15 +163,13 @@ func TestWrite(t *testing.T) {
 			return fail
 		}
 	}
-	queued, release := holdGroup(t, s, 3)
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	wg.Go(func() { errs[0] = s.Write(ctx, insert("one", nil)) })
-	wg.Go(func() { errs[1] = s.Write(ctx, insert("refused", errRefused)) })
-	wg.Go(func() { _, errs[2] = s.Put(ctx, checkpoint.Config{ThreadID: "t"}, testCheckpoint("c1")) })
-	queued()
-	release()
-	wg.Wait()
+	errs := inOneGroup(t, s,
+		func() error { return s.Write(ctx, insert("one", nil)) },
+		func() error { return s.Write(ctx, insert("refused", errRefused)) },
+		func() error {
+			_, err := s.Put(ctx, checkpoint.Config{ThreadID: "t"}, testCheckpoint("c1"))
+			return err
+		})
 	require.NoError(t, errs[0])
 	require.ErrorIs(t, errs[1], errRefused)
 	require.NoError(t, errs[2])
