@@ -13,7 +13,8 @@
 // with Interrupt and be resumed later, in the same process or another, and a run that failed or
 // was killed resumes by running only the tasks that had not finished. A ResumeCommand answers,
 // edits the state and adds nodes in one call. Nodes with a CachePolicy reuse the outputs of
-// inputs seen before, from a NodeCache.
+// inputs seen before, from a NodeCache. What a task changes beside the state, in the saver's
+// database (Effect), is saved with its update in one call: a resumed run finds both or neither.
 //
 // # Checkpoints hold what changed
 //

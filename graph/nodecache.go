@@ -83,7 +83,7 @@ func (r *run[S]) fromCache(ctx context.Context, t *task[S]) (out Command[S], key
 		return out, key, nil
 	}
 	t.cached = true
-	return rec.command(), key, r.putEncoded(ctx, t, checkpoint.WriteUpdate, 0, b)
+	return rec.command(), key, r.putEncoded(ctx, t, checkpoint.WriteUpdate, 0, b, nil)
 }
 
 // MemoryNodeCache is a NodeCache in memory that keeps the most recently used entries. It is safe

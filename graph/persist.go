@@ -71,25 +71,41 @@ func (r *run[S]) putWrite(ctx context.Context, t *task[S], kind checkpoint.Write
 	if err != nil {
 		return fmt.Errorf("graph: save %s of node %q: %w", kind, t.node.name, err)
 	}
-	return r.putEncoded(ctx, t, kind, idx, b)
+	return r.putEncoded(ctx, t, kind, idx, b, nil)
 }
 
-// putEncoded saves b, encoded, as a write of task t of the current checkpoint, when the run saves.
-func (r *run[S]) putEncoded(ctx context.Context, t *task[S], kind checkpoint.WriteKind, idx int, b []byte) error {
+// putEncoded saves b, encoded, as a write of task t of the current checkpoint, when the run saves,
+// and after it, in the same call, effects: the task's effects, which only its output has. Their
+// done functions are called once that call returned (see task.saved and run.stepSaved).
+func (r *run[S]) putEncoded(ctx context.Context, t *task[S], kind checkpoint.WriteKind, idx int, b []byte, effects []effect) error {
 	if !r.saving {
 		return nil
 	}
 	w := checkpoint.Write{TaskID: t.id, Node: t.node.name, Kind: kind, Idx: idx, Value: b}
 	if r.keepOutput && kind == checkpoint.WriteUpdate {
-		r.stepWrites = append(r.stepWrites, w)
+		r.stepWrites = withEffects(append(r.stepWrites, w), w, effects)
+		r.stepSaved = append(r.stepSaved, effects...)
 		r.snaps.saved(writeSize(w))
 		return nil
 	}
-	if err := r.w.putWrites(ctx, r.cp, []checkpoint.Write{w}); err != nil {
+	if err := r.w.putWrites(ctx, r.cp, withEffects([]checkpoint.Write{w}, w, effects)); err != nil {
 		return fmt.Errorf("graph: save %s of node %q in thread %q: %w", kind, t.node.name, r.cfg.thread, err)
 	}
 	r.snaps.saved(writeSize(w))
+	if len(effects) > 0 {
+		saved := effects
+		t.saved = &saved
+	}
 	return nil
+}
+
+// withEffects appends to writes the effects of the task whose output is w, as its WriteEffect
+// writes.
+func withEffects(writes []checkpoint.Write, w checkpoint.Write, effects []effect) []checkpoint.Write {
+	for i, e := range effects {
+		writes = append(writes, checkpoint.Write{TaskID: w.TaskID, Node: w.Node, Kind: checkpoint.WriteEffect, Idx: i, Value: e.value})
+	}
+	return writes
 }
 
 // saveStepWrites saves the output kept for the step's checkpoint (see keepOutput) on its own,
@@ -98,11 +114,12 @@ func (r *run[S]) putEncoded(ctx context.Context, t *task[S], kind checkpoint.Wri
 func (r *run[S]) saveStepWrites(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
-	writes := r.stepWrites
-	r.stepWrites = nil
+	writes, saved := r.stepWrites, r.stepSaved
+	r.stepWrites, r.stepSaved = nil, nil
 	if err := r.w.putWrites(ctx, r.cp, writes); err != nil {
 		return fmt.Errorf("graph: save %s of node %q in thread %q: %w", writes[0].Kind, writes[0].Node, r.cfg.thread, err)
 	}
+	effectsSaved(saved)
 	return nil
 }
 
@@ -165,12 +182,13 @@ func (r *run[S]) save(ctx context.Context, source checkpoint.Source, full bool, 
 		r.stepWrites = append(r.stepWrites, *input)
 		r.snaps.saved(writeSize(*input))
 	}
-	writes := r.stepWrites
-	r.stepWrites = nil
+	writes, saved := r.stepWrites, r.stepSaved
+	r.stepWrites, r.stepSaved = nil, nil
 	cfg, err := r.w.putStep(ctx, r.cp, writes, r.nsConfig(""), cp)
 	if err != nil {
 		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
 	}
+	effectsSaved(saved)
 	r.cp = cfg
 	r.cache.put(r.cacheKey(), cp.ID, r.state, r.snaps.count())
 	names := make([]string, len(r.next))
@@ -465,7 +483,8 @@ func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (_ S, e
 
 // edit carries out the update and the gotos of a ResumeCommand: a checkpoint of source update
 // whose state has cmd.Update merged, whose frontier has a task of each of cmd.Goto's nodes added,
-// and which keeps writes, what the tasks of the frontier wrote so far.
+// and which keeps writes, what the tasks of the frontier wrote so far, but their effects: those
+// were handled with the writes that carried them.
 func (r *run[S]) edit(ctx context.Context, cmd ResumeCommand[S], writes []checkpoint.Write) error {
 	var zero S
 	if len(cmd.Goto) == 0 && reflect.DeepEqual(cmd.Update, zero) {
@@ -495,7 +514,7 @@ func (r *run[S]) edit(ctx context.Context, cmd ResumeCommand[S], writes []checkp
 	}
 	var carried []checkpoint.Write
 	for _, w := range writes {
-		if w.Kind != checkpoint.WriteInput && w.TaskID != heldTask {
+		if w.Kind != checkpoint.WriteInput && w.Kind != checkpoint.WriteEffect && w.TaskID != heldTask {
 			carried = append(carried, w)
 		}
 	}

@@ -96,6 +96,7 @@ type run[S any] struct {
 	// step's checkpoint rather than on its own (see runStep).
 	keepOutput bool
 	stepWrites []checkpoint.Write
+	stepSaved  []effect          // the effects of the task whose output stepWrites holds (see Effect)
 	meta       map[string]string // metadata of the next checkpoint
 	span       trace.Span        // the run's span, when it records (see traceRun)
 }
@@ -115,6 +116,9 @@ type task[S any] struct {
 	skipBefore bool  // its WithInterruptBefore pause was already answered
 
 	cached bool // its output came from the node cache
+	// saved holds the effects saved with its output, whose done functions the run's goroutine
+	// calls when the task finishes (see Effect); nil when it has none.
+	saved *[]effect
 }
 
 var errStopped = errors.New("graph: stream reader stopped")
@@ -137,7 +141,7 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	if r.saving {
 		r.w = newWriter(r.cfg.saver, r.cfg.durability)
 	}
-	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs, nodeCache: r.cfg.nodeCache, tracer: r.cfg.tracer}
+	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs, nodeCache: r.cfg.nodeCache, tracer: r.cfg.tracer, durability: r.cfg.durability}
 	if r.env.nodeCache == nil && parent != nil {
 		r.env.nodeCache = parent.nodeCache
 	}
@@ -401,6 +405,10 @@ func (r *run[S]) superstep(ctx context.Context, tasks []*task[S]) ([]Command[S],
 	)
 	finish := func(i int, out Command[S], err error) {
 		t := tasks[i]
+		if t.saved != nil {
+			effectsSaved(*t.saved)
+			t.saved = nil
+		}
 		var sig *interruptSignal
 		switch {
 		case errors.As(err, &sig):
@@ -549,6 +557,7 @@ func (r *run[S]) executeTask(ctx context.Context, t *task[S]) (Command[S], error
 	for attempt := 1; ; attempt++ {
 		sc := r.newScope(ctx, t)
 		out, err := r.attempt(sc, t)
+		effects := sc.end()
 		if sig := sc.signal(err); sig != nil {
 			if werr := r.putWrite(ctx, t, checkpoint.WriteInterrupt, len(t.resume), sig.interrupts); werr != nil {
 				return Command[S]{}, werr
@@ -556,7 +565,7 @@ func (r *run[S]) executeTask(ctx context.Context, t *task[S]) (Command[S], error
 			return Command[S]{}, sig
 		}
 		if err == nil {
-			return out, r.saveOutput(ctx, t, out, key)
+			return out, r.saveOutput(ctx, t, out, key, effects)
 		}
 		if ctx.Err() != nil || policy == nil || attempt >= policy.attempts() || !policy.retryable(err) {
 			if attempt > 1 {
@@ -574,8 +583,9 @@ func (r *run[S]) executeTask(ctx context.Context, t *task[S]) (Command[S], error
 	}
 }
 
-// saveOutput saves the output of task t, and caches it under key unless key is "".
-func (r *run[S]) saveOutput(ctx context.Context, t *task[S], out Command[S], key string) error {
+// saveOutput saves the output of task t with its effects, and caches the output under key unless
+// key is "".
+func (r *run[S]) saveOutput(ctx context.Context, t *task[S], out Command[S], key string, effects []effect) error {
 	if !r.saving && key == "" {
 		return nil
 	}
@@ -583,7 +593,7 @@ func (r *run[S]) saveOutput(ctx context.Context, t *task[S], out Command[S], key
 	if err != nil {
 		return fmt.Errorf("graph: save %s of node %q: %w", checkpoint.WriteUpdate, t.node.name, err)
 	}
-	if err := r.putEncoded(ctx, t, checkpoint.WriteUpdate, 0, b); err != nil {
+	if err := r.putEncoded(ctx, t, checkpoint.WriteUpdate, 0, b, effects); err != nil {
 		return err
 	}
 	if key != "" {

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,8 +23,9 @@ type env struct {
 	subs   bool         // stream subgraph events
 	events chan<- Event // to the run's loop; nil when nobody listens
 	// nodeCache keeps the outputs of nodes with a CachePolicy (WithNodeCache).
-	nodeCache NodeCache
-	tracer    trace.Tracer // the run's WithTracerProvider, for its subgraphs
+	nodeCache  NodeCache
+	tracer     trace.Tracer // the run's WithTracerProvider, for its subgraphs
+	durability Durability   // the run's, which Effect checks
 }
 
 // scope is what a running task knows about itself and its run. It is the context the task's node
@@ -39,12 +41,41 @@ type scope struct {
 	resume []any  // answers to the task's Interrupt calls, in order
 	// resuming is set when this attempt got a new answer, so a subgraph continues with it.
 	resuming bool
+	// ended is set, under mu, when the attempt returned: Effect is refused from then on.
+	ended bool
 	// take gives an Interrupt call with no answer the run's held value, if any (heldValue).
 	take func(idx int) (any, bool, error)
 
-	mu     sync.Mutex
-	calls  int
-	raised *interruptSignal
+	mu      sync.Mutex
+	calls   int
+	raised  *interruptSignal
+	effects *[]effect // added with Effect; nil until the first (a scope is made for every attempt)
+}
+
+// effect is a change an attempt of a task added with Effect.
+type effect struct {
+	value []byte
+	done  func()
+}
+
+// end marks the attempt as returned and gives the effects it added.
+func (sc *scope) end() []effect {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.ended = true
+	if sc.effects == nil {
+		return nil
+	}
+	return *sc.effects
+}
+
+// effectsSaved calls, in order, the done functions of effects that were saved.
+func effectsSaved(effects []effect) {
+	for _, e := range effects {
+		if e.done != nil {
+			e.done()
+		}
+	}
 }
 
 // path names the task uniquely within its thread: the namespace of its interrupts and subgraph.
@@ -160,6 +191,52 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 		sc.raised = sig
 	}
 	return zero, sig
+}
+
+// Effect records a change the running task makes beside the graph's state, in what the saver's
+// database keeps for the graph's owner (a squad's board, messages, events), so that it is saved
+// with the task's output: value goes to the saver as a checkpoint.WriteEffect write of the task,
+// numbered (Idx) from 0 in the order the task added its effects, in the same PutWrites or PutStep
+// call as the task's update, after it. The saver hands it to its effect handler inside the
+// transaction of that call, so a resumed run finds the task's output and its effects, or neither.
+// Effect keeps its own copy of value.
+//
+// done, when not nil, is called on the run's goroutine once that call has returned without error,
+// in the order the effects were added, before the tasks of the next superstep run: it brings what
+// the process holds in memory up to date. With DurabilityAsync the call is queued, not made, when
+// done runs: the process runs ahead of the saver, as that mode says.
+//
+// Only an attempt of the task that finishes saves its effects: an attempt that fails, panics,
+// times out, pauses (Interrupt) or is retried loses them, done is never called for them, and the
+// next attempt starts with none. A task that returns a Command (Goto, Sends, ToParent) saves them
+// as one that returns a state does; a task whose output comes from the node cache does not run,
+// so it has none. Each task has its own effects, also a task of a subgraph. A node may call Effect
+// from goroutines it starts, and waits for: a call after its attempt returned fails.
+//
+// Effect fails outside a running task; in a run without a checkpointer and a thread, with
+// ErrNoCheckpointer; and with DurabilityExit, which saves no task writes of the steps before the
+// last.
+func Effect(ctx context.Context, value []byte, done func()) error {
+	sc := scopeFrom(ctx)
+	if sc == nil {
+		return errors.New("graph: Effect needs a running task of a graph with a checkpointer; it was called outside a node")
+	}
+	if !sc.saving {
+		return fmt.Errorf("graph: node %q: Effect: %w", sc.node, ErrNoCheckpointer)
+	}
+	if sc.durability == DurabilityExit {
+		return fmt.Errorf("graph: node %q: Effect needs DurabilitySync or DurabilityAsync: DurabilityExit saves no task writes of the steps before the last", sc.node)
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.ended {
+		return fmt.Errorf("graph: node %q: Effect called after the task's attempt returned", sc.node)
+	}
+	if sc.effects == nil {
+		sc.effects = new([]effect)
+	}
+	*sc.effects = append(*sc.effects, effect{value: bytes.Clone(value), done: done})
+	return nil
 }
 
 // decodeAs returns v as a T: itself when it is one, or else through the serializer (as for
