@@ -27,26 +27,25 @@ type saverCall struct {
 	writes []checkpoint.Write
 }
 
-// recSaver is a memory saver that records the writes each call receives. Like a saver with an
-// effect handler, it keeps the key of an effect but not its value.
+// recSaver is a memory saver with an effect handler that does nothing, which records the writes
+// each call receives.
 type recSaver struct {
 	*checkpoint.Memory
 	mu    sync.Mutex
 	calls []saverCall
 }
 
-// stored records a call and returns its writes as the saver stores them.
+// stored records a call and returns its writes.
 func (s *recSaver) stored(method string, cfg checkpoint.Config, writes []checkpoint.Write) []checkpoint.Write {
 	s.mu.Lock()
 	s.calls = append(s.calls, saverCall{method, cfg.NS, slices.Clone(writes)})
 	s.mu.Unlock()
-	kept := slices.Clone(writes)
-	for i := range kept {
-		if kept[i].Kind == checkpoint.WriteEffect {
-			kept[i].Value = nil
-		}
-	}
-	return kept
+	return writes
+}
+
+// newRecSaver returns an empty recSaver.
+func newRecSaver() *recSaver {
+	return &recSaver{Memory: checkpoint.NewMemory(checkpoint.WithEffects(func(string, checkpoint.Write) error { return nil }))}
 }
 
 func (s *recSaver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
@@ -69,11 +68,11 @@ var effectSavers = []struct {
 	new  func() (*recSaver, checkpoint.Saver)
 }{
 	{"PutWrites", func() (*recSaver, checkpoint.Saver) {
-		s := &recSaver{Memory: checkpoint.NewMemory()}
+		s := newRecSaver()
 		return s, s
 	}},
 	{"PutStep", func() (*recSaver, checkpoint.Saver) {
-		s := &recSaver{Memory: checkpoint.NewMemory()}
+		s := newRecSaver()
 		return s, recStepSaver{s}
 	}},
 }

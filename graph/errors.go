@@ -125,3 +125,6 @@ func (e *Interrupted) Error() string {
 	}
 	return b.String()
 }
+
+// ErrNoTask is wrapped by the error of Effect called outside a running task.
+var ErrNoTask = errors.New("graph: no task runs in this context")

@@ -213,13 +213,13 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 // so it has none. Each task has its own effects, also a task of a subgraph. A node may call Effect
 // from goroutines it starts, and waits for: a call after its attempt returned fails.
 //
-// Effect fails outside a running task; in a run without a checkpointer and a thread, with
-// ErrNoCheckpointer; and with DurabilityExit, which saves no task writes of the steps before the
-// last.
+// Effect fails outside a running task, with an error wrapping ErrNoTask; in a run without a
+// checkpointer and a thread, with ErrNoCheckpointer; and with DurabilityExit, which saves no task
+// writes of the steps before the last.
 func Effect(ctx context.Context, value []byte, done func()) error {
 	sc := scopeFrom(ctx)
 	if sc == nil {
-		return errors.New("graph: Effect needs a running task of a graph with a checkpointer; it was called outside a node")
+		return fmt.Errorf("graph: Effect needs a running task of a graph with a checkpointer: %w", ErrNoTask)
 	}
 	if !sc.saving {
 		return fmt.Errorf("graph: node %q: Effect: %w", sc.node, ErrNoCheckpointer)
