@@ -21,7 +21,10 @@ type MemoryOption func(*Memory)
 
 // WithEffects makes the Memory give each WriteEffect write to fn, under the lock that saves the
 // writes of its call, once per (checkpoint, TaskID, Idx) (see WriteEffect); when fn returns an
-// error, nothing of the call is saved. fn must not call the Memory.
+// error, none of the call's writes is saved. Memory has no transaction to take back what fn did:
+// when it fails on an effect, those of the call before it stay applied, so a handler checks
+// what it is given before it changes anything (a graph task's effects come in one call). fn
+// must not call the Memory.
 func WithEffects(fn func(threadID string, w Write) error) MemoryOption {
 	return func(m *Memory) { m.effects = fn }
 }

@@ -586,6 +586,18 @@ func (s *Saver) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.
 	return nil
 }
 
+// Prepare prepares query on the Saver's writing connection, for the functions of Write and the
+// effect handler to run in their transaction through tx.StmtContext: an owner of tables beside
+// the checkpoints prepares its statements once rather than at every write. Close the statement
+// before the Saver.
+func (s *Saver) Prepare(ctx context.Context, query string) (*sql.Stmt, error) {
+	st, err := s.wdb.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint/sqlite: prepare in %s: %w", s.path, err)
+	}
+	return st, nil
+}
+
 // DB returns the Saver's pool of read-only connections to the database, for reading what an
 // owner keeps beside the checkpoints. Its connections refuse to write: writes go through Write,
 // or an effect handler (WithEffects). The Saver closes it.
