@@ -2,9 +2,10 @@ package nodes
 
 import (
 	"cmp"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agiraph/agiraph/internal/fsync"
 	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
@@ -123,28 +124,20 @@ type Worker struct {
 	Damaged string `json:"damaged,omitempty"`
 }
 
-// board is the run's work board: its nodes and workers. Every change is written through to the
-// run's folder (nodes/{id}/_node.json with _spec.md, _refs.json and _status.md beside it;
-// workers/{id}/worker.json), so the folder is the board's truth and a restarted process reads it
-// back. A board is safe for concurrent use. Changes are made one at a time (wmu): each writes its
-// files beside their paths and is made in memory (under mu, briefly), so a reader never waits
-// for a write; then, the lock released, its files are synced — with those of the changes made
-// meanwhile, by one sync — and put in place in the order the changes were made (see pending).
-// A change returns once it is on disk (its renames made durable by the next sync; see
-// placeAll); a deferred one (see deferred) later.
+// board is the run's work board: its nodes and workers, held in memory and kept in the squad's
+// store, one document each ("node/<run>/<id>", "worker/<run>/<id>"). A change (see change) is
+// made in memory at once and commits with the step that made it, or alone outside one (see
+// Squad.commit); each has a version one greater than the last, so that the store keeps the
+// newest of each document whatever order the steps commit in. The files agents and people read
+// — a node's _spec.md, _refs.json and _status.md — are views of the store, written after a
+// change commits and rewritten when a run opens. A board is safe for concurrent use: changes
+// are made one at a time (wmu), and a reader never waits for one (mu is held briefly).
 type board struct {
-	run workspace.Run
-	now func() time.Time
+	run  workspace.Run
+	now  func() time.Time
+	save func(ctx context.Context, ch store.Change, after func()) error // nil: a board only read
 
-	// The changes being placed: tickets are handed out in the order of wmu, and placed in it.
-	pmu     sync.Mutex
-	placing sync.Cond
-	tickets uint64     // handed out
-	placed  uint64     // placed, or given up
-	broken  error      // a change that could not be placed: the board on disk is behind, for good
-	later   []*pending // deferred changes not yet being placed, in ticket order (see deferred)
-
-	wmu     sync.Mutex   // held by a change, from reading what it changes to its staged write
+	wmu     sync.Mutex   // held by a change, from reading what it changes to making it in memory
 	mu      sync.RWMutex // guards what follows; changed only by a holder of wmu
 	nodes   map[string]*Node
 	order   []*Node          // the nodes in creation order
@@ -153,38 +146,94 @@ type board struct {
 	workers map[string]*Worker
 	seq     int      // for node ids
 	state   runState // the run's own state (see runstate.go)
+	// version is the version of the latest change of the board or of the run's state.
+	version int64
 }
 
+// The store's keys of a run's documents.
+func nodeKey(run, id string) string   { return "node/" + run + "/" + id }
+func workerKey(run, id string) string { return "worker/" + run + "/" + id }
+
+// The files a node's and a worker's records were kept in before the store held them.
 const (
 	nodeFile   = "_node.json"
 	workerFile = "worker.json"
 )
 
-// openBoard reads the board of run from its folder.
-func openBoard(run workspace.Run, now func() time.Time) (*board, error) {
+// openBoard reads the board of run from the store st, with the run's state. A run whose board
+// the store does not have but whose folder does (kept in files before the store held boards)
+// has it copied into the store first.
+func openBoard(ctx context.Context, st store.Store, run workspace.Run, now func() time.Time) (*board, error) {
 	b := &board{run: run, now: now, nodes: map[string]*Node{}, byRun: map[string]*Node{}, byKey: map[string]*Node{}, workers: map[string]*Worker{}}
-	b.placing.L = &b.pmu
-	ids, err := run.NodeIDs()
-	if err != nil {
+	var err error
+	if b.state, b.version, err = readRunState(ctx, st, run); err != nil {
 		return nil, err
 	}
-	for _, id := range ids {
-		var n Node
-		err := workspace.ReadJSON(run.Node(id).Path(nodeFile), &n)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+	nodes, err := st.Docs(ctx, nodeKey(run.ID(), ""))
+	if err != nil {
+		return nil, fmt.Errorf("nodes: run %s: %w", run.ID(), err)
+	}
+	workers, err := st.Docs(ctx, workerKey(run.ID(), ""))
+	if err != nil {
+		return nil, fmt.Errorf("nodes: run %s: %w", run.ID(), err)
+	}
+	if len(nodes) == 0 && len(workers) == 0 {
+		if nodes, workers, err = importBoard(ctx, st, run, b.state, b.version); err != nil {
+			return nil, err
 		}
-		if err != nil || n.ID != id {
-			n = Node{ID: id, Status: NodeFailed, Damaged: damage(err, id, "node", run.Node(id).Path(nodeFile))}
+	}
+	for _, d := range nodes {
+		var n Node
+		id := strings.TrimPrefix(d.Key, nodeKey(run.ID(), ""))
+		if err := json.Unmarshal(d.Value, &n); err != nil || n.ID != id {
+			n = Node{ID: id, Status: NodeFailed, Damaged: damage(err, id, "node", "its record in the store ("+d.Key+")")}
 			n.Summary = n.Damaged
 		}
 		b.add(&n)
 		b.seq = max(b.seq, nodeNumber(id))
+		b.version = max(b.version, d.Version)
 	}
 	slices.SortFunc(b.order, func(x, y *Node) int { return compareIDs(x.ID, y.ID) })
+	for _, d := range workers {
+		var w Worker
+		id := strings.TrimPrefix(d.Key, workerKey(run.ID(), ""))
+		if err := json.Unmarshal(d.Value, &w); err != nil || w.ID != id {
+			w = Worker{ID: id, Name: id, Status: WorkerStopped, Damaged: damage(err, id, "worker", "its record in the store ("+d.Key+")")}
+		}
+		b.workers[id] = &w
+		b.version = max(b.version, d.Version)
+	}
+	return b, nil
+}
+
+// importBoard copies the board of run from its folder (_node.json, worker.json) into the store,
+// with the run's state when that was read from its _run.json (version 0), and returns the
+// board's documents; none when the folder has none.
+func importBoard(ctx context.Context, st store.Store, run workspace.Run, state runState, version int64) (nodes, workers []store.Doc, err error) {
+	var ch store.Change
+	ids, err := run.NodeIDs()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, id := range ids {
+		var n Node
+		path := run.Node(id).Path(nodeFile)
+		err := workspace.ReadJSON(path, &n)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil || n.ID != id {
+			n = Node{ID: id, Status: NodeFailed, Damaged: damage(err, id, "node", path)}
+			n.Summary = n.Damaged
+		}
+		if err := ch.PutVersion(nodeKey(run.ID(), id), 1, n); err != nil {
+			return nil, nil, err
+		}
+	}
+	nodes = ch.Docs
 	ids, err = run.WorkerIDs()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, id := range ids {
 		var w Worker
@@ -196,22 +245,31 @@ func openBoard(run workspace.Run, now func() time.Time) (*board, error) {
 		if err != nil || w.ID != id {
 			w = Worker{ID: id, Name: id, Status: WorkerStopped, Damaged: damage(err, id, "worker", path)}
 		}
-		b.workers[id] = &w
+		if err := ch.PutVersion(workerKey(run.ID(), id), 1, w); err != nil {
+			return nil, nil, err
+		}
 	}
-	st, err := readRunState(run)
-	if err != nil {
-		return nil, err
+	workers = ch.Docs[len(nodes):]
+	if version == 0 && state.Goal != "" {
+		if err := ch.PutVersion(runKey(run.ID()), 1, state); err != nil {
+			return nil, nil, err
+		}
 	}
-	b.state = st
-	return b, nil
+	if ch.Empty() {
+		return nil, nil, nil
+	}
+	if err := st.Apply(ctx, ch); err != nil {
+		return nil, nil, fmt.Errorf("nodes: run %s: copy its board into the store: %w", run.ID(), err)
+	}
+	return nodes, workers, nil
 }
 
-// damage describes a node's or worker's file that cannot be read, and how to repair it.
-func damage(err error, id, what, path string) string {
+// damage describes a node's or worker's record that cannot be read, and how to repair it.
+func damage(err error, id, what, where string) string {
 	if err == nil {
 		err = fmt.Errorf("its id is not %q", id)
 	}
-	return fmt.Sprintf("%s %s is damaged: %v. Repair %s (or delete the %s's folder to drop it), then resume the run.", what, id, err, path, what)
+	return fmt.Sprintf("%s %s is damaged: %v. Repair %s, then resume the run; the %s is left as it is.", what, id, err, where, what)
 }
 
 // nodeNumber returns n of a node id "nN", or 0.
@@ -424,31 +482,16 @@ func (t *tx) adopt(n *Node) error {
 	return err
 }
 
-// set makes a change in memory whose files are written (see pending); b.wmu is held.
-func (b *board) set(change func()) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	change()
-}
-
-// create adds a node, writes its folder and returns it; created is false when a node with the
-// same key existed.
-func (b *board) create(nn nodeSpec) (Node, bool, error) { return b.createBy(nn, b.locked) }
-
-// createDeferred is create, returning before the node is on disk (see deferred).
-func (b *board) createDeferred(nn nodeSpec) (Node, bool, error) {
-	return b.createBy(nn, b.deferred)
-}
-
-// createBy is create, with the change made by change: locked, or deferred.
-func (b *board) createBy(nn nodeSpec, change func(func() (*pending, error)) error) (_ Node, created bool, err error) {
+// create adds a node, with ctx's step (see change), and writes its folder; created is false
+// when a node with the same key existed.
+func (b *board) create(ctx context.Context, nn nodeSpec) (_ Node, created bool, err error) {
 	if strings.TrimSpace(nn.Task) == "" {
 		return Node{}, false, errors.New("the task is empty")
 	}
 	var n Node
-	err = change(func() (p *pending, err error) {
-		n, created, p, err = b.createLocked(nn)
-		return p, err
+	err = b.change(ctx, func(t *tx) error {
+		n, created, err = t.create(nn)
+		return err
 	})
 	if err != nil {
 		return Node{}, false, err
@@ -456,66 +499,51 @@ func (b *board) createBy(nn nodeSpec, change func(func() (*pending, error)) erro
 	return n, created, nil
 }
 
-// createLocked is create; b.wmu is held. The node is on disk once the change returned is placed.
-func (b *board) createLocked(nn nodeSpec) (_ Node, created bool, _ *pending, err error) {
+// create is board.create, in t.
+func (t *tx) create(nn nodeSpec) (_ Node, created bool, err error) {
+	b := t.b
 	if n := b.byKey[nn.Key]; nn.Key != "" && n != nil { // created before a crash, maybe not yet linked to its parent
-		p, err := b.commit(func(t *tx) error { return t.adopt(n) })
-		return cloneNode(n), false, p, err
+		return cloneNode(n), false, t.adopt(n)
 	}
 	for _, d := range nn.Deps {
 		if _, ok := b.nodes[d]; !ok {
-			return Node{}, false, nil, fmt.Errorf("dependency %q is not a node on the board (nodes: %s)", d, b.nodeList())
+			return Node{}, false, fmt.Errorf("dependency %q is not a node on the board (nodes: %s)", d, b.nodeList())
 		}
 	}
 	if nn.Parent != "" {
 		p, ok := b.nodes[nn.Parent]
 		if !ok {
-			return Node{}, false, nil, fmt.Errorf("parent %q is not a node on the board", nn.Parent)
+			return Node{}, false, fmt.Errorf("parent %q is not a node on the board", nn.Parent)
 		}
 		if p.Damaged != "" {
-			return Node{}, false, nil, errors.New(p.Damaged)
+			return Node{}, false, errors.New(p.Damaged)
 		}
 	}
 	for name, ref := range nn.Refs {
 		if err := b.checkRef(ref); err != nil {
-			return Node{}, false, nil, fmt.Errorf("ref %q: %w", name, err)
+			return Node{}, false, fmt.Errorf("ref %q: %w", name, err)
 		}
 	}
 	worker := ""
 	if nn.Worker != "" {
 		w := b.findWorker(nn.Worker)
 		if w == nil {
-			return Node{}, false, nil, fmt.Errorf("worker %q does not exist (workers: %s)", nn.Worker, b.workerList())
+			return Node{}, false, fmt.Errorf("worker %q does not exist (workers: %s)", nn.Worker, b.workerList())
 		}
 		worker = w.ID
 	}
-	b.seq++
 	now := b.now()
 	node := &Node{
-		ID: fmt.Sprintf("n%d", b.seq), Task: nn.Task, Deps: slices.Clone(nn.Deps), Refs: nn.Refs,
+		ID: fmt.Sprintf("n%d", b.seq+1), Task: nn.Task, Deps: slices.Clone(nn.Deps), Refs: nn.Refs,
 		Parent: nn.Parent, Stage: nn.Stage, Status: NodePending, Worker: worker,
 		CreatedBy: nn.By, Key: nn.Key, Created: now, Updated: now,
 	}
 	dir := b.run.Node(node.ID)
 	if err := dir.Create(); err != nil {
-		return Node{}, false, nil, err
+		return Node{}, false, err
 	}
-	p, err := b.commit(func(t *tx) error {
-		if err := t.batch.Add(workspace.Spec(dir), []byte(specText(node))); err != nil {
-			return err
-		}
-		if len(node.Refs) > 0 { // a file less for each node without inputs
-			if err := t.batch.AddJSON(workspace.Refs(dir), node.Refs); err != nil {
-				return err
-			}
-		}
-		t.nodes = append(t.nodes, node)
-		return t.adopt(node)
-	})
-	if err != nil {
-		return Node{}, false, nil, err
-	}
-	return cloneNode(node), true, p, nil
+	t.nodes = append(t.nodes, node)
+	return cloneNode(node), true, t.adopt(node)
 }
 
 // checkRef checks that ref is a path to another node's published output.
@@ -542,282 +570,161 @@ func specText(n *Node) string {
 	return s.String()
 }
 
-// update changes node id with fn and writes it back, with _status.md.
-func (b *board) update(id string, fn func(n *Node) error) (n Node, err error) {
-	err = b.change(func(t *tx) error {
+// update changes node id with fn, with ctx's step (see change).
+func (b *board) update(ctx context.Context, id string, fn func(n *Node) error) (n Node, err error) {
+	err = b.change(ctx, func(t *tx) error {
 		n, err = t.node(id, fn)
 		return err
 	})
 	return n, err
 }
 
-// tx is a change of several nodes and workers, written in one batch (see board.change).
+// tx is a change of several nodes and workers (see board.change).
 type tx struct {
 	b       *board
-	batch   workspace.Batch
 	nodes   []*Node // the new versions, and the new nodes
 	workers []*Worker
+	forgot  []string // the keys of other documents of the run the change deletes
 }
 
-// change runs fn, which changes nodes and workers through its tx, then writes them all in one
-// batch (workspace.Batch), makes the changes in memory, and returns once they are on disk. When
-// fn or staging the files fails, nothing changes; when the files cannot be placed the board is
-// broken (see pending.place).
-func (b *board) change(fn func(t *tx) error) error {
-	return b.locked(func() (*pending, error) { return b.commit(fn) })
-}
+// forget deletes the store's document key with the change: a record of the run's that the
+// change makes obsolete (an outcome it applied).
+func (t *tx) forget(key string) { t.forgot = append(t.forgot, key) }
 
-// changeAlong is change, with along run while the change is placed, so that both wait for one
-// sync: for a write that need not follow the change on disk — one that nothing outside the run
-// acts on before the change is placed, keyed so that when a crash kept it and lost the change,
-// the change made again does not make it twice.
-func (b *board) changeAlong(fn func(t *tx) error, along func() error) error {
-	b.wmu.Lock()
-	p, err := b.commit(fn)
-	b.wmu.Unlock()
-	if err != nil {
-		return err
+// change runs fn, which changes nodes and workers through its tx, and makes the change: in
+// memory, and in the store with ctx's step, or alone outside one (see Squad.commit). When fn
+// fails, or the change cannot be committed (or attached to the step), nothing changes. Once the
+// change has committed, the views of the nodes it changed (_spec.md, _refs.json, _status.md) are
+// written, as the nodes are then.
+func (b *board) change(ctx context.Context, fn func(t *tx) error) error {
+	if b.save == nil {
+		return errors.New("nodes: the board is only read")
 	}
-	placed := make(chan error, 1)
-	go func() { placed <- p.place() }()
-	err = along()
-	return errors.Join(<-placed, err)
-}
-
-// locked runs fn, which makes a change, under b.wmu, and returns once the change is placed.
-func (b *board) locked(fn func() (*pending, error)) error {
-	b.wmu.Lock()
-	p, err := fn()
-	b.wmu.Unlock()
-	if err != nil {
-		return err
-	}
-	return p.place()
-}
-
-// maxDeferred is how many deferred changes may wait to be placed: the next one places them.
-const maxDeferred = 256
-
-// deferred runs fn, which makes a change, under b.wmu, and returns at once: the change is made
-// in memory, its files are written beside their paths, and it is put in place — with the other
-// deferred changes, by one sync of each kind — by flush, by the next change that is placed, or
-// once maxDeferred wait. It is for a caller that makes many changes in a row and orders its own
-// record of them after a flush: the coordinator, whose tool calls create nodes and whose
-// conversation is saved after a flush (see flushFirst). A crash may lose a deferred change.
-func (b *board) deferred(fn func() (*pending, error)) error {
-	b.wmu.Lock()
-	p, err := fn()
-	full := false
-	if err == nil && p != nil {
-		b.pmu.Lock()
-		b.later = append(b.later, p)
-		full, err = len(b.later) >= maxDeferred, b.broken
-		b.pmu.Unlock()
-	}
-	b.wmu.Unlock()
-	if err != nil || !full {
-		return err
-	}
-	return b.flush()
-}
-
-// flush puts the deferred changes in place, and returns once they, and every change made
-// before the call, are on disk — also those another change is placing (see pending.place).
-func (b *board) flush() error {
-	_, err := b.flushAll()
-	return err
-}
-
-// flushAll is flush; it reports whether any change made before the call was not yet placed.
-func (b *board) flushAll() (waited bool, err error) {
-	b.pmu.Lock()
-	upto, waited := b.tickets, b.placed < b.tickets
-	b.pmu.Unlock()
-	err = b.placeAll(b.takeLater(math.MaxUint64))
-	b.pmu.Lock()
-	defer b.pmu.Unlock()
-	for b.placed < upto {
-		b.placing.Wait()
-	}
-	if err == nil {
-		err = b.broken
-	}
-	return waited, err
-}
-
-// flushDurable is flush, and makes the renames of what it placed durable before it returns
-// rather than with the next sync (see placeAll): for a caller whose record of the changes is
-// kept where a crash of the system does not order it after them (a saver on another file
-// system or server: the coordinator's conversation, which says which nodes it created).
-func (b *board) flushDurable() error {
-	waited, err := b.flushAll()
-	if waited {
-		b.syncPlaced()
-	}
-	return err
-}
-
-// syncPlaced makes the renames of the changes placed so far durable now, rather than with the
-// next sync (see placeAll): for a run that returns.
-func (b *board) syncPlaced() { fsync.Dirs([]string{string(b.run)}) }
-
-// takeLater takes the deferred changes with a ticket before t, to be placed by its caller.
-func (b *board) takeLater(t uint64) []*pending {
-	b.pmu.Lock()
-	defer b.pmu.Unlock()
-	i := 0
-	for i < len(b.later) && b.later[i].ticket < t {
-		i++
-	}
-	ps := slices.Clone(b.later[:i])
-	b.later = slices.Delete(b.later, 0, i)
-	return ps
-}
-
-// placeAll puts changes in place, given in ticket order: their files synced together (the syncs
-// of concurrent writers are shared), placed in ticket order once the changes before them are;
-// the renames are made durable by the next sync of the file system (the next change's, or
-// another writer's; at the latest a second later), not waited for. A crash of the process loses
-// no change placed; a crash of the system keeps the changes up to some point, in order, each
-// file whole (its content was synced before it was put in place).
-func (b *board) placeAll(ps []*pending) error {
-	if len(ps) == 0 {
-		return nil
-	}
-	synced := make([]error, len(ps))
-	var wg sync.WaitGroup
-	for i, p := range ps {
-		wg.Go(func() { synced[i] = p.batch.Sync() })
-	}
-	wg.Wait()
-	var err error
-	for i, p := range ps {
-		err = errors.Join(err, p.put(synced[i]))
-	}
-	for _, p := range ps {
-		p.batch.SyncPlacedSoon()
-	}
-	return err
-}
-
-// commit runs fn, stages the files of its change and makes it in memory; b.wmu is held. The
-// change is on disk once the pending change returned is placed, which its caller does after it
-// released b.wmu.
-func (b *board) commit(fn func(t *tx) error) (*pending, error) {
-	if err := b.failed(); err != nil {
-		return nil, err
-	}
+	b.wmu.Lock() // held to the commit: a change that fails is taken back before another is made
+	defer b.wmu.Unlock()
 	t := &tx{b: b}
 	if err := fn(t); err != nil {
-		t.batch.Discard()
-		return nil, err
+		return err
 	}
+	if len(t.nodes) == 0 && len(t.workers) == 0 && len(t.forgot) == 0 {
+		return nil
+	}
+	b.version++
+	var ch store.Change
+	created := map[string]bool{}
 	for _, n := range t.nodes {
-		if err := t.batch.AddJSON(b.run.Node(n.ID).Path(nodeFile), n); err != nil {
-			t.batch.Discard()
-			return nil, err
+		if err := ch.PutVersion(nodeKey(b.run.ID(), n.ID), b.version, n); err != nil {
+			return err
+		}
+		created[n.ID] = b.nodes[n.ID] == nil
+	}
+	for _, w := range t.workers {
+		if err := ch.PutVersion(workerKey(b.run.ID(), w.ID), b.version, w); err != nil {
+			return err
+		}
+	}
+	for _, k := range t.forgot {
+		ch.Delete(k)
+	}
+	undo := b.apply(t)
+	if err := b.save(ctx, ch, func() { b.writeViews(created) }); err != nil {
+		undo()
+		return err
+	}
+	return nil
+}
+
+// apply makes t's change in memory and returns what takes it back; b.wmu is held.
+func (b *board) apply(t *tx) (undo func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seq := b.seq
+	oldNodes, oldWorkers := map[string]Node{}, map[string]Worker{}
+	for _, n := range t.nodes {
+		if old := b.nodes[n.ID]; old != nil {
+			oldNodes[n.ID] = cloneNode(old)
+			*old = *n
+			b.index(old)
+		} else {
+			b.add(n)
+			b.seq = max(b.seq, nodeNumber(n.ID))
 		}
 	}
 	for _, w := range t.workers {
-		if err := t.batch.AddJSON(filepath.Join(string(b.run.Worker(w.ID)), workerFile), w); err != nil {
-			t.batch.Discard()
-			return nil, err
+		if old := b.workers[w.ID]; old != nil {
+			oldWorkers[w.ID] = *old
+			*old = *w
+		} else {
+			b.workers[w.ID] = w
 		}
 	}
-	p := b.pend(&t.batch)
-	for _, n := range t.nodes { // _status.md, a view of _node.json
-		if old := b.nodes[n.ID]; old == nil || statusText(old) != statusText(n) {
-			p.views = append(p.views, view{workspace.Status(b.run.Node(n.ID)), statusText(n)})
-		}
-	}
-	b.set(func() {
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
 		for _, n := range t.nodes {
-			if old := b.nodes[n.ID]; old != nil {
-				*old = *n
-				b.index(old)
-			} else {
-				b.add(n)
+			old, ok := oldNodes[n.ID]
+			if ok {
+				*b.nodes[n.ID] = old
+				continue
+			}
+			delete(b.nodes, n.ID)
+			b.order = slices.DeleteFunc(b.order, func(x *Node) bool { return x.ID == n.ID })
+			if n.Key != "" {
+				delete(b.byKey, n.Key)
 			}
 		}
+		for id, n := range b.byRun {
+			if b.nodes[n.ID] != n {
+				delete(b.byRun, id)
+			}
+		}
+		for _, n := range b.nodes {
+			b.index(n)
+		}
 		for _, w := range t.workers {
-			if old := b.workers[w.ID]; old != nil {
-				*old = *w
+			if old, ok := oldWorkers[w.ID]; ok {
+				*b.workers[w.ID] = old
 			} else {
-				b.workers[w.ID] = w
+				delete(b.workers, w.ID)
+			}
+		}
+		b.seq = seq
+	}
+}
+
+// writeViews writes the views of the nodes whose ids are in ids — with the spec and refs of
+// those it says were created — as the board has them now: a change that commits after a later
+// one writes what the later one made, not its own.
+func (b *board) writeViews(ids map[string]bool) {
+	var vs []view
+	b.read(func(rd reader) {
+		for id, created := range ids {
+			if n := rd.node(id); n != nil {
+				vs = append(vs, nodeViews(b.run, created, n)...)
 			}
 		}
 	})
-	return p, nil
+	for _, v := range vs {
+		_ = workspace.WriteView(v.path, []byte(v.text)) // rewritten when the run opens next, should it fail (see repairViews)
+	}
 }
 
-// pending is a change made in memory whose files are written beside their paths: place puts
-// them in place.
-type pending struct {
-	b      *board
-	batch  *workspace.Batch
-	views  []view // written once the files are in place
-	ticket uint64 // the change's place in the order of changes
-}
-
-// view is a file derived from others (a node's _status.md), written without a sync.
+// view is a file written from the store for agents and people to read: a node's _spec.md,
+// _refs.json and _status.md. Nothing reads it back as the board.
 type view struct{ path, text string }
 
-// pend takes a ticket for the change whose files batch holds; b.wmu is held.
-func (b *board) pend(batch *workspace.Batch) *pending {
-	b.pmu.Lock()
-	defer b.pmu.Unlock()
-	p := &pending{b: b, batch: batch, ticket: b.tickets}
-	b.tickets++
-	return p
-}
-
-// place syncs the change's files — with those of the deferred changes made before it, which go
-// first, and of the changes pending beside it (workspace groups the syncs) — puts them in place
-// once the changes before it are, and writes its views (see placeAll). A change that cannot
-// be placed leaves the board broken: its change, and those made in memory after it, cannot be
-// placed either, so every change from then on fails (the run stops; resumed, it reads the board
-// from disk). A nil change is placed.
-func (p *pending) place() error {
-	if p == nil {
-		return nil
-	}
-	return p.b.placeAll(append(p.b.takeLater(p.ticket), p))
-}
-
-// put puts the change's files, synced with the error synced, in place once the changes before
-// it are, and writes its views; a change that cannot be placed breaks the board.
-func (p *pending) put(synced error) error {
-	b, err := p.b, synced
-	b.pmu.Lock()
-	for b.placed != p.ticket {
-		b.placing.Wait()
-	}
-	switch {
-	case b.broken != nil:
-		p.batch.Discard()
-		err = b.broken
-	case err == nil:
-		err = p.batch.Place()
-	}
-	var views error
-	if err == nil {
-		for _, v := range p.views {
-			views = errors.Join(views, workspace.WriteView(v.path, []byte(v.text)))
+// nodeViews returns the views of node n: its status, and its spec and refs when all is set.
+func nodeViews(run workspace.Run, all bool, n *Node) []view {
+	dir := run.Node(n.ID)
+	var vs []view
+	if all {
+		vs = append(vs, view{workspace.Spec(dir), specText(n)})
+		if len(n.Refs) > 0 { // a file less for each node without inputs
+			refs, _ := json.MarshalIndent(n.Refs, "", "  ") // a map of strings always marshals
+			vs = append(vs, view{workspace.Refs(dir), string(refs) + "\n"})
 		}
-	} else if b.broken == nil {
-		b.broken = fmt.Errorf("nodes: the board could not be written, and is behind on disk (resume the run to go on from it): %w", err)
 	}
-	b.placed++
-	b.placing.Broadcast()
-	b.pmu.Unlock()
-	return errors.Join(err, views)
-}
-
-// failed returns the error that broke the board, if one did.
-func (b *board) failed() error {
-	b.pmu.Lock()
-	defer b.pmu.Unlock()
-	return b.broken
+	return append(vs, view{workspace.Status(dir), statusText(n)})
 }
 
 // current returns node id as t has it: its new version, or the board's.
@@ -868,9 +775,9 @@ func (t *tx) worker(idOrName string, fn func(w *Worker)) (Worker, error) {
 	return c, nil
 }
 
-// repairViews rewrites the nodes' _status.md that do not say what their records do: a crash of
-// the system may leave a view behind its record, or damaged (see workspace.WriteView). It is
-// for a run being opened, before its board changes.
+// repairViews rewrites the views of the nodes that do not say what their records in the store
+// do: a crash may come between a change's commit and its views. It is for a run being opened,
+// before its board changes.
 func (b *board) repairViews() error {
 	var stale []view
 	b.read(func(rd reader) {
@@ -878,14 +785,19 @@ func (b *board) repairViews() error {
 			if n.Damaged != "" {
 				continue
 			}
-			v := view{workspace.Status(b.run.Node(n.ID)), statusText(n)}
-			if got, err := osfile.ReadFile(v.path); err != nil || string(got) != v.text {
-				stale = append(stale, v)
+			for _, v := range nodeViews(b.run, true, n) {
+				if got, err := osfile.ReadFile(v.path); err != nil || string(got) != v.text {
+					stale = append(stale, v)
+				}
 			}
 		}
 	})
 	var err error
 	for _, v := range stale {
+		if merr := os.MkdirAll(filepath.Dir(v.path), 0o755); merr != nil {
+			err = errors.Join(err, merr)
+			continue
+		}
 		err = errors.Join(err, workspace.WriteView(v.path, []byte(v.text)))
 	}
 	return err
@@ -912,8 +824,9 @@ type workerSpec struct {
 	MCP                     []string
 }
 
-// spawn adds a worker and makes its folder; a worker of the same name is returned as it is.
-func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
+// spawn adds a worker, with ctx's step (see change), and makes its folder; a worker of the
+// same name is returned as it is.
+func (b *board) spawn(ctx context.Context, nw workerSpec) (w Worker, created bool, err error) {
 	name := strings.TrimSpace(nw.Name)
 	if name == "" {
 		return Worker{}, false, errors.New("the worker needs a name")
@@ -933,9 +846,9 @@ func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
 	if err := workspace.ValidID(id); err != nil {
 		return Worker{}, false, fmt.Errorf("worker name %q: %w", name, err)
 	}
-	err = b.locked(func() (p *pending, err error) {
-		w, created, p, err = b.spawnLocked(id, name, nw)
-		return p, err
+	err = b.change(ctx, func(t *tx) error {
+		w, created, err = t.spawn(id, name, nw)
+		return err
 	})
 	if err != nil {
 		return Worker{}, false, err
@@ -943,20 +856,21 @@ func (b *board) spawn(nw workerSpec) (w Worker, created bool, err error) {
 	return w, created, nil
 }
 
-// spawnLocked is spawn, for the worker id named name; b.wmu is held. The worker is on disk once
-// the change returned is placed (none when it existed).
-func (b *board) spawnLocked(id, name string, nw workerSpec) (_ Worker, created bool, _ *pending, err error) {
+// spawn is board.spawn, in t, for the worker id named name. The worker's files (identity,
+// memory, notebook, history) are the worker's own: written here, never read back as the board.
+func (t *tx) spawn(id, name string, nw workerSpec) (_ Worker, created bool, err error) {
+	b := t.b
 	if old := b.findWorker(name); old != nil {
-		return *old, false, nil, nil
+		return *old, false, nil
 	}
 	if name == "coordinator" || name == "human" || name == "*" {
-		return Worker{}, false, nil, fmt.Errorf("%q is reserved", name)
+		return Worker{}, false, fmt.Errorf("%q is reserved", name)
 	}
 	wk := &Worker{ID: id, Name: name, Role: nw.Role, Kind: nw.Kind, Model: nw.Model, Command: nw.Command,
 		Single: nw.Single, Memory: nw.Memory, MCP: nw.MCP, Status: WorkerIdle, Created: b.now()}
 	dir := b.run.Worker(id)
 	if err := dir.Create(); err != nil {
-		return Worker{}, false, nil, err
+		return Worker{}, false, err
 	}
 	identity := nw.Identity
 	if identity == "" {
@@ -966,26 +880,23 @@ func (b *board) spawnLocked(id, name string, nw workerSpec) (_ Worker, created b
 		}
 		identity += "."
 	}
-	p, err := b.commit(func(t *tx) error {
-		for _, f := range []struct{ path, content string }{
-			{dir.Identity(), identity + "\n"}, {dir.Memory(), ""}, {dir.Notebook(), ""}, {dir.History(), ""},
-		} {
-			if err := t.batch.Add(f.path, []byte(f.content)); err != nil {
-				return err
-			}
+	for _, f := range []struct{ path, content string }{
+		{dir.Identity(), identity + "\n"}, {dir.Memory(), ""}, {dir.Notebook(), ""}, {dir.History(), ""},
+	} {
+		if _, err := os.Stat(f.path); err == nil {
+			continue // made by a spawn a crash cut short, perhaps written to since
 		}
-		t.workers = append(t.workers, wk)
-		return nil
-	})
-	if err != nil {
-		return Worker{}, false, nil, err
+		if err := workspace.WriteView(f.path, []byte(f.content)); err != nil {
+			return Worker{}, false, err
+		}
 	}
-	return *wk, true, p, nil
+	t.workers = append(t.workers, wk)
+	return *wk, true, nil
 }
 
-// updateWorker changes worker id with fn and writes it back.
-func (b *board) updateWorker(id string, fn func(w *Worker)) (w Worker, err error) {
-	err = b.change(func(t *tx) error {
+// updateWorker changes worker id with fn, with ctx's step (see change).
+func (b *board) updateWorker(ctx context.Context, id string, fn func(w *Worker)) (w Worker, err error) {
+	err = b.change(ctx, func(t *tx) error {
 		w, err = t.worker(id, fn)
 		return err
 	})

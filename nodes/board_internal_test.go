@@ -1,9 +1,11 @@
 package nodes
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,222 +13,232 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
-// Changes made at once share their syncs and reach the disk in the order they were made: the
-// board read back from its folder is the board in memory.
-func TestBoardChangesReachTheDiskInOrder(t *testing.T) {
-	b, run := newTestBoard(t)
-	n, _, err := b.create(nodeSpec{Task: "count"})
+var bg = context.Background()
+
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// newTestBoard opens the board of a new run on a store in memory, whose changes commit at once.
+func newTestBoard(t *testing.T) (*board, workspace.Run, store.Store) {
+	t.Helper()
+	run := workspace.Home(t.TempDir()).Run("r1")
+	require.NoError(t, run.Create())
+	st := store.NewMemory()
+	b, err := openBoard(bg, st, run, time.Now)
+	require.NoError(t, err)
+	b.save = func(ctx context.Context, ch store.Change, after func()) error {
+		return store.Commit(ctx, st, ch, after)
+	}
+	return b, run, st
+}
+
+// Changes made at once each commit the documents they change: the board read back from the
+// store is the board in memory.
+func TestBoardChangesReachTheStore(t *testing.T) {
+	b, run, st := newTestBoard(t)
+	n, _, err := b.create(bg, nodeSpec{Task: "count"})
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			_, _, err := b.create(nodeSpec{Task: fmt.Sprint("task ", i), Deps: []string{n.ID}})
+			_, _, err := b.create(bg, nodeSpec{Task: fmt.Sprint("task ", i), Deps: []string{n.ID}})
 			assert.NoError(t, err)
 			for range 5 {
-				_, err := b.update(n.ID, func(n *Node) error { n.Attempts++; return nil })
+				_, err := b.update(bg, n.ID, func(n *Node) error { n.Attempts++; return nil })
 				assert.NoError(t, err)
 			}
-			_, _, err = b.updateRun("", func(s *runState) { s.Stage++ })
-			assert.NoError(t, err)
 		})
 	}
 	wg.Wait()
-	again, err := openBoard(run, time.Now)
+	_, _, err = b.spawn(bg, workerSpec{Name: "Ada"})
+	require.NoError(t, err)
+	again, err := openBoard(bg, st, run, time.Now)
 	require.NoError(t, err)
 	got, _ := again.node(n.ID)
-	assert.Equal(t, 100, got.Attempts, "the last change of the node is the one on disk")
-	assert.Equal(t, 20, again.runState().Stage)
-	assert.Len(t, again.Snapshot().Nodes, 21)
+	assert.Equal(t, 100, got.Attempts, "the last change of the node is the one in the store")
+	assert.Equal(t, asJSON(t, b.Snapshot()), asJSON(t, again.Snapshot()))
+	assert.Equal(t, b.version, again.version, "the versions go on from the last")
 }
 
-// A change whose files cannot be put in place breaks the board: the changes after it fail too,
-// and the folder keeps the board as it was before it.
-func TestBoardThatCannotBeWrittenStops(t *testing.T) {
-	b, run := newTestBoard(t)
-	n, _, err := b.create(nodeSpec{Task: "first"})
-	require.NoError(t, err)
-	other, _, err := b.create(nodeSpec{Task: "other"})
-	require.NoError(t, err)
-
-	b.wmu.Lock()
-	p, err := b.commit(func(t *tx) error {
-		_, err := t.node(n.ID, func(n *Node) error { n.Attempts = 7; return nil })
-		return err
-	})
-	b.wmu.Unlock()
-	require.NoError(t, err)
-	later := make(chan error, 1)
-	go func() { // made in memory after the broken change, it cannot be placed either
-		_, err := b.update(other.ID, func(n *Node) error { n.Attempts = 8; return nil })
-		later <- err
-	}()
-	require.NoError(t, os.RemoveAll(string(run.Node(n.ID))))
-	require.Error(t, p.place())
-	require.ErrorContains(t, <-later, "the board could not be written")
-	_, _, err = b.create(nodeSpec{Task: "second"})
-	require.ErrorContains(t, err, "the board could not be written")
-	_, _, err = b.updateRun("k", func(s *runState) { s.Stage = 3 })
-	require.ErrorContains(t, err, "the board could not be written")
-
-	again, err := openBoard(run, time.Now)
-	require.NoError(t, err)
-	got, _ := again.node(other.ID)
-	assert.Zero(t, got.Attempts, "the folder keeps the board as it was")
-	assert.Zero(t, again.runState().Stage)
-}
-
-// newTestBoard opens the board of a new run.
-func newTestBoard(t *testing.T) (*board, workspace.Run) {
-	t.Helper()
-	run := workspace.Home(t.TempDir()).Run("r1")
-	require.NoError(t, run.Create())
-	b, err := openBoard(run, time.Now)
-	require.NoError(t, err)
-	return b, run
-}
-
-// A deferred change is made in memory at once and reaches the disk when the board is flushed,
-// or before a later change that is placed, or once maxDeferred wait; in the order they were
-// made.
-func TestDeferredChangesReachTheDiskInOrder(t *testing.T) {
-	b, run := newTestBoard(t)
-	onDisk := func() *board {
-		again, err := openBoard(run, time.Now)
-		require.NoError(t, err)
-		return again
+// Changes whose steps commit in another order than they were made in leave the newest of each
+// document in the store: a step that changed a node and committed late does not take back what
+// a later change of the node made.
+func TestBoardChangesCommittedLateDoNotGoBack(t *testing.T) {
+	b, run, st := newTestBoard(t)
+	var held []store.Change
+	b.save = func(_ context.Context, ch store.Change, after func()) error { // a step that has not ended
+		held = append(held, ch)
+		return nil
 	}
-	n1, _, err := b.createDeferred(nodeSpec{Task: "first"})
+	n, _, err := b.create(bg, nodeSpec{Task: "count"})
 	require.NoError(t, err)
-	_, ok := b.node(n1.ID)
-	require.True(t, ok, "in memory at once")
-	assert.Empty(t, onDisk().Snapshot().Nodes, "not on disk before a flush")
-
-	_, err = b.update(n1.ID, func(n *Node) error { n.Attempts = 1; return nil }) // placed: the deferred ones go first
+	for i := range 3 {
+		_, err := b.update(bg, n.ID, func(n *Node) error { n.Attempts = i + 1; return nil })
+		require.NoError(t, err)
+	}
+	for i := len(held) - 1; i >= 0; i-- { // the newest first
+		require.NoError(t, st.Apply(bg, held[i]))
+	}
+	again, err := openBoard(bg, st, run, time.Now)
 	require.NoError(t, err)
-	got, ok := onDisk().node(n1.ID)
+	got, ok := again.node(n.ID)
 	require.True(t, ok)
-	assert.Equal(t, 1, got.Attempts)
-
-	for i := range maxDeferred + 10 { // more than wait: the board places them as it goes
-		_, _, err := b.createDeferred(nodeSpec{Task: fmt.Sprint("task ", i)})
-		require.NoError(t, err)
-	}
-	assert.Len(t, onDisk().Snapshot().Nodes, 1+maxDeferred, "the first maxDeferred placed")
-	require.NoError(t, b.flush())
-	nodes := onDisk().Snapshot().Nodes
-	require.Len(t, nodes, 1+maxDeferred+10, "the last ones are on disk after a flush")
-	assert.Equal(t, fmt.Sprint("task ", maxDeferred+9), nodes[len(nodes)-1].Task, "in order")
-	require.NoError(t, b.flush(), "nothing to flush")
+	assert.Equal(t, 3, got.Attempts)
 }
 
-// A crash of the system may leave a node's _status.md, which is not synced, behind its record
-// or damaged: a run opened again rewrites the views that do not say what the records do, and
-// only those.
-func TestOpenedRunRepairsStatusViews(t *testing.T) {
-	b, run := newTestBoard(t)
+// A node's views — _spec.md, _refs.json, _status.md — are written from the store once a change
+// commits, and a run opened again rewrites those that do not say what the records do (a crash
+// between a commit and its views, a view damaged), and only those.
+func TestOpenedRunRepairsViews(t *testing.T) {
+	b, run, st := newTestBoard(t)
+	src, _, err := b.create(bg, nodeSpec{Task: "source"})
+	require.NoError(t, err)
 	var ids []string
 	for _, task := range []string{"behind", "gone", "fine"} {
-		n, _, err := b.create(nodeSpec{Task: task})
+		n, _, err := b.create(bg, nodeSpec{Task: task, Refs: map[string]string{"in": "nodes/" + src.ID + "/published"}})
 		require.NoError(t, err)
-		_, err = b.update(n.ID, func(n *Node) error { n.Status, n.Summary = NodeCompleted, task+" done"; return nil })
+		_, err = b.update(bg, n.ID, func(n *Node) error { n.Status, n.Summary = NodeCompleted, task+" done"; return nil })
 		require.NoError(t, err)
 		ids = append(ids, n.ID)
 	}
-	view := func(id string) string { return workspace.Status(run.Node(id)) }
-	require.NoError(t, os.WriteFile(view(ids[0]), []byte("PENDING\n\x00\x00\x00\x00"), 0o644)) // an earlier version, padded
-	require.NoError(t, os.Remove(view(ids[1])))
-	fine, err := os.Stat(view(ids[2]))
+	status := func(id string) string { return workspace.Status(run.Node(id)) }
+	require.NoError(t, os.WriteFile(status(ids[0]), []byte("PENDING\n\x00\x00\x00\x00"), 0o644)) // an earlier version, padded
+	require.NoError(t, os.Remove(status(ids[1])))
+	require.NoError(t, os.Remove(workspace.Spec(run.Node(ids[1]))))
+	require.NoError(t, os.Remove(workspace.Refs(run.Node(ids[1]))))
+	fine, err := os.Stat(status(ids[2]))
 	require.NoError(t, err)
 
-	again, err := openBoard(run, time.Now)
+	again, err := openBoard(bg, st, run, time.Now)
 	require.NoError(t, err)
 	require.NoError(t, again.repairViews())
 	for _, id := range ids {
 		n, ok := again.node(id)
 		require.True(t, ok)
-		got, err := os.ReadFile(view(id))
+		got, err := os.ReadFile(status(id))
 		require.NoError(t, err)
 		assert.Equal(t, statusText(&n), string(got), id)
+		spec, err := os.ReadFile(workspace.Spec(run.Node(id)))
+		require.NoError(t, err)
+		assert.Equal(t, specText(&n), string(spec))
+		refs, err := os.ReadFile(workspace.Refs(run.Node(id)))
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"in":"nodes/n1/published"}`, string(refs))
 	}
-	after, err := os.Stat(view(ids[2]))
+	after, err := os.Stat(status(ids[2]))
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(fine, after), "a view that was right was written again")
 }
 
-// changeAlong runs its write while the change is placed — after the change is made in memory —
-// and returns once both are done, with the errors of both: the change is on disk, whatever the
-// write returned; a change refused runs no write.
-func TestChangeAlong(t *testing.T) {
-	b, run := newTestBoard(t)
-	n, _, err := b.create(nodeSpec{Task: "count"})
-	require.NoError(t, err)
-	bump := func(attempts int) func(t *tx) error {
-		return func(t *tx) error {
-			_, err := t.node(n.ID, func(n *Node) error { n.Attempts = attempts; return nil })
-			return err
-		}
-	}
-	refused := errors.New("refused")
-	err = b.changeAlong(bump(1), func() error {
-		got, _ := b.node(n.ID)
-		assert.Equal(t, 1, got.Attempts, "the change is in memory when the write runs")
-		return refused
-	})
-	require.ErrorIs(t, err, refused)
-	again, err := openBoard(run, time.Now)
-	require.NoError(t, err)
-	got, _ := again.node(n.ID)
-	assert.Equal(t, 1, got.Attempts, "on disk when changeAlong returns")
+// A run whose board was kept in its folder (_node.json, worker.json) before the store held
+// boards has it copied into the store when it is opened, damaged records named.
+func TestBoardInFilesIsCopiedIntoTheStore(t *testing.T) {
+	run := workspace.Home(t.TempDir()).Run("r1")
+	require.NoError(t, run.Create())
+	n1 := Node{ID: "n1", Task: "old", Status: NodeCompleted}
+	require.NoError(t, run.Node("n1").Create())
+	require.NoError(t, workspace.WriteJSON(run.Node("n1").Path(nodeFile), n1))
+	require.NoError(t, run.Node("n2").Create())
+	require.NoError(t, os.WriteFile(run.Node("n2").Path(nodeFile), []byte("{not json"), 0o644))
+	require.NoError(t, run.Worker("ada").Create())
+	require.NoError(t, workspace.WriteJSON(filepath.Join(string(run.Worker("ada")), workerFile), Worker{ID: "ada", Name: "Ada", Status: WorkerIdle}))
 
-	require.Error(t, b.changeAlong(func(*tx) error { return refused }, func() error { t.Error("a change refused runs no write"); return nil }))
+	st := store.NewMemory()
+	b, err := openBoard(bg, st, run, time.Now)
+	require.NoError(t, err)
+	got, _ := b.node("n1")
+	assert.Equal(t, NodeCompleted, got.Status)
+	damaged, _ := b.node("n2")
+	assert.Equal(t, NodeFailed, damaged.Status)
+	assert.Contains(t, damaged.Damaged, run.Node("n2").Path(nodeFile))
+	_, ok := b.worker("Ada")
+	assert.True(t, ok)
+
+	docs, err := st.Docs(bg, "")
+	require.NoError(t, err)
+	assert.Len(t, docs, 3, "the board is in the store")
+	require.NoError(t, os.Remove(run.Node("n1").Path(nodeFile)))
+	again, err := openBoard(bg, st, run, time.Now)
+	require.NoError(t, err)
+	assert.Equal(t, b.Snapshot(), again.Snapshot(), "read from the store, not the files")
 }
 
-// flush returns once every change made before it is on disk, also a deferred one that another
-// change took to place with it: what a caller orders after a flush (the coordinator's
-// conversation, the events of an outcome) never gets ahead of the board.
-func TestFlushWaitsForChangesMadeBefore(t *testing.T) {
-	b, run := newTestBoard(t)
-	n, _, err := b.create(nodeSpec{Task: "count"})
+// A change that cannot be committed is taken back: the board in memory stays the board in the
+// store, and the same change tried again is made.
+func TestBoardChangeNotCommittedIsTakenBack(t *testing.T) {
+	b, _, st := newTestBoard(t)
+	n1, _, err := b.create(bg, nodeSpec{Task: "first"})
 	require.NoError(t, err)
-	staged := func(attempts int) *pending { // a change made, not placed
-		b.wmu.Lock()
-		defer b.wmu.Unlock()
-		p, err := b.commit(func(t *tx) error {
-			_, err := t.node(n.ID, func(n *Node) error { n.Attempts = attempts; return nil })
-			return err
-		})
-		require.NoError(t, err)
-		return p
-	}
-	first := staged(1)
-	_, _, err = b.createDeferred(nodeSpec{Task: "deferred"})
-	require.NoError(t, err)
-	third := staged(2)
-	placed := make(chan error, 1)
-	go func() { placed <- third.place() }() // takes the deferred change, and waits for the first
-	for taken := false; !taken; time.Sleep(time.Millisecond) {
-		b.pmu.Lock()
-		taken = len(b.later) == 0
-		b.pmu.Unlock()
-	}
+	save := b.save
+	refused := fmt.Errorf("the disk is full")
+	b.save = func(context.Context, store.Change, func()) error { return refused }
+	_, _, err = b.create(bg, nodeSpec{Task: "second", Key: "call1"})
+	require.ErrorIs(t, err, refused)
+	_, err = b.update(bg, n1.ID, func(n *Node) error { n.Attempts = 7; return nil })
+	require.ErrorIs(t, err, refused)
+	_, _, err = b.spawn(bg, workerSpec{Name: "Ada"})
+	require.ErrorIs(t, err, refused)
+	assert.Len(t, b.Snapshot().Nodes, 1, "the node not committed is not on the board")
+	got, _ := b.node(n1.ID)
+	assert.Zero(t, got.Attempts)
+	assert.Empty(t, b.Snapshot().Workers)
 
-	flushed := make(chan error, 1)
-	go func() { flushed <- b.flush() }()
-	select {
-	case err := <-flushed:
-		t.Fatalf("flush returned (%v) before the deferred change was placed", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	require.NoError(t, first.place())
-	require.NoError(t, <-placed)
-	require.NoError(t, <-flushed)
-	again, err := openBoard(run, time.Now)
+	b.save = save
+	n2, created, err := b.create(bg, nodeSpec{Task: "second", Key: "call1"})
 	require.NoError(t, err)
-	got, _ := again.node(n.ID)
-	assert.Equal(t, 2, got.Attempts)
-	assert.Len(t, again.Snapshot().Nodes, 2, "the deferred change is on disk")
+	assert.True(t, created, "tried again, the node is made")
+	assert.Equal(t, "n2", n2.ID)
+	docs, err := st.Docs(bg, nodeKey("r1", ""))
+	require.NoError(t, err)
+	assert.Len(t, docs, 2)
+}
+
+// A node's status view says what the board says once the changes have committed, whatever
+// order their commits came in.
+func TestStatusViewFollowsTheBoard(t *testing.T) {
+	b, run, st := newTestBoard(t)
+	n, _, err := b.create(bg, nodeSpec{Task: "count"})
+	require.NoError(t, err)
+	var late []func()
+	b.save = func(_ context.Context, ch store.Change, after func()) error {
+		late = append(late, func() {
+			require.NoError(t, st.Apply(bg, ch))
+			after()
+		})
+		return nil
+	}
+	_, err = b.update(bg, n.ID, func(n *Node) error { n.Status = NodeCompleted; return nil })
+	require.NoError(t, err)
+	_, err = b.update(bg, n.ID, func(n *Node) error { n.Status = NodePending; return nil })
+	require.NoError(t, err)
+	late[1]() // the later change commits first
+	late[0]()
+	got, err := os.ReadFile(workspace.Status(run.Node(n.ID)))
+	require.NoError(t, err)
+	assert.Equal(t, "PENDING\n", string(got))
+}
+
+// A run whose state was in its _run.json has it copied into the store when it is opened, so
+// that the squad finds it among its runs (the latest, for a trigger) without reading files.
+func TestRunStateInAFileIsCopiedIntoTheStore(t *testing.T) {
+	run := workspace.Home(t.TempDir()).Run("r1")
+	require.NoError(t, run.Create())
+	require.NoError(t, workspace.WriteJSON(filepath.Join(string(run), runFile), map[string]any{"goal": "old goal", "stage": 2, "applied": []string{"k"}}))
+	st := store.NewMemory()
+	b, err := openBoard(bg, st, run, time.Now)
+	require.NoError(t, err)
+	assert.Equal(t, "old goal", b.runState().Goal)
+	d, err := st.Doc(bg, runKey("r1"))
+	require.NoError(t, err)
+	require.NotNil(t, d.Value)
+	assert.Contains(t, string(d.Value), `"stage":2`)
 }

@@ -10,47 +10,34 @@ import (
 	"io/fs"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/store"
 )
 
-// Entry is one message of the agent's conversation with its human, in conversation.jsonl: the
-// one thread that goes on across runs.
-type Entry struct {
-	Seq     int       `json:"seq"`
-	Time    time.Time `json:"time"`
-	Run     string    `json:"run,omitempty"`
-	From    string    `json:"from"`
-	To      string    `json:"to"`
-	Content string    `json:"content"`
-	// Key, when set, makes the entry idempotent: a second add with the same key adds nothing.
-	Key string `json:"key,omitempty"`
-}
+// Entry is one message of the agent's conversation with its human: the one thread that goes on
+// across runs. The squad's store holds it (see package nodes/store); conversation.jsonl in the
+// agent's home is a view of it, for people and for Files.
+type Entry = store.Line
 
-// conversation appends to and pages through conversation.jsonl. Each entry is written with a
-// single write call, so a crash can leave at most the last line torn: open drops such a line
-// (and truncates it away, so that the next entry starts on a line of its own), as
-// runtime/eventlog does with events.jsonl. Any other line that is not an entry is damage that
-// open reports by its line number.
+// conversation writes conversation.jsonl, the view of the store's conversation, and pages
+// through it. Each entry is written with a single write call, so a crash can leave at most the
+// last line torn: open drops such a line (and truncates it away, so that the next entry starts
+// on a line of its own), as runtime/eventlog does with events.jsonl. Any other line that is not
+// an entry is damage that open reports by its line number.
 type conversation struct {
 	path string
-	now  func() time.Time
 
 	mu     sync.Mutex
-	last   int                 // the last entry's Seq
-	keys   map[string]struct{} // the keys of the entries that have one
-	size   int64               // bytes of complete lines in the file
-	broken error               // set when a failed write could not be undone; add then fails
+	last   int64 // the last entry's Seq
+	size   int64 // bytes of complete lines in the file
+	broken error // set when a failed write could not be undone; put then fails
 }
 
-func openConversation(path string, now func() time.Time) (*conversation, error) {
-	c := &conversation{path: path, now: now, keys: map[string]struct{}{}}
+func openConversation(path string) (*conversation, error) {
+	c := &conversation{path: path}
 	size, err := c.scan(func(e Entry) bool {
 		c.last = max(c.last, e.Seq)
-		if e.Key != "" {
-			c.keys[e.Key] = struct{}{}
-		}
 		return true
 	})
 	if err != nil {
@@ -65,18 +52,16 @@ func openConversation(path string, now func() time.Time) (*conversation, error) 
 	return c, nil
 }
 
-// add appends an entry; a non-empty key adds it once, ever (a step run again after a crash
-// adds nothing twice).
-func (c *conversation) add(key, run, from, to, content string) error {
+// put appends e, numbered by the store, to the view.
+func (c *conversation) put(e Entry) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.keys[key]; ok && key != "" {
-		return nil
-	}
 	if c.broken != nil {
 		return c.broken
 	}
-	e := Entry{Seq: c.last + 1, Time: c.now().UTC(), Run: run, From: from, To: to, Content: content, Key: key}
+	if e.Seq <= c.last {
+		return fmt.Errorf("nodes: conversation %s: entry %d does not follow %d", c.path, e.Seq, c.last)
+	}
 	line, err := json.Marshal(e) // compact, and newlines in strings are escaped: one line
 	if err != nil {
 		return fmt.Errorf("nodes: conversation: %w", err)
@@ -87,10 +72,14 @@ func (c *conversation) add(key, run, from, to, content string) error {
 	}
 	c.size += int64(len(line))
 	c.last = e.Seq
-	if key != "" {
-		c.keys[key] = struct{}{}
-	}
 	return nil
+}
+
+// lastSeq returns the Seq of the view's last entry.
+func (c *conversation) lastSeq() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
 }
 
 // write appends line to the file in a single write call. Should the write fail, what it wrote
@@ -114,12 +103,10 @@ func (c *conversation) write(line []byte) error {
 
 // page returns up to limit entries after seq (limit <= 0: all), and the number of entries.
 func (c *conversation) page(after, limit int) ([]Entry, int, error) {
-	c.mu.Lock()
-	total := c.last
-	c.mu.Unlock()
+	total := int(c.lastSeq())
 	var out []Entry
 	_, err := c.scan(func(e Entry) bool {
-		if e.Seq > after && e.Seq <= total {
+		if e.Seq > int64(after) && e.Seq <= int64(total) {
 			out = append(out, e)
 		}
 		return limit <= 0 || len(out) < limit
@@ -159,7 +146,7 @@ func (c *conversation) scan(fn func(Entry) bool) (int64, error) {
 			return size, fmt.Errorf("nodes: conversation %s: line %d is damaged (%w): remove or fix line %d", c.path, n, err, n)
 		}
 		if e.Seq == 0 { // written without a number: count it in order
-			e.Seq = n
+			e.Seq = int64(n)
 		}
 		if !fn(e) {
 			return size, nil
@@ -170,5 +157,6 @@ func (c *conversation) scan(fn func(Entry) bool) (int64, error) {
 // Conversation returns a page of the agent's conversation with its human, across runs: up to
 // limit entries after seq (limit <= 0: all of them), oldest first, and how many there are.
 func (s *Squad) Conversation(after, limit int) ([]Entry, int, error) {
+	s.settle()
 	return s.conv.page(after, limit)
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
@@ -31,7 +30,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 	if err != nil {
 		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
 	}
-	opts := []harnessed.Option{harnessed.WithSaver(flushFirst{r.s.saver, r.board.flushDurable}), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
+	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
 		harnessed.WithMaxIterations(1000), harnessed.WithCache(r.coordConv)}
 	rt := harnessed.New(model, opts...)
 	st := r.board.runState()
@@ -52,7 +51,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 		a.Tools = append(a.Tools, r.coordMCP.Tools()...)
 	}
 	if st.Answer != "" {
-		if err := r.heard(st.Asked, bus.Coordinator, st.Answer); err != nil {
+		if err := r.heard(ctx, st.Asked, bus.Coordinator, st.Answer); err != nil {
 			return runtime.Outcome{}, err
 		}
 	}
@@ -63,7 +62,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 		return o, fmt.Errorf("nodes: coordinator: %w", err)
 	}
 	if st.Answer != "" { // the coordinator has it now
-		_, _, err = r.board.updateRun("", func(s *runState) {
+		_, err = r.updateRun(ctx, func(s *runState) {
 			if s.Answer == st.Answer {
 				s.Answer = ""
 			}
@@ -197,13 +196,12 @@ func (r *run) callKey(ctx context.Context) string {
 }
 
 func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
-	// Deferred: the nodes of a turn go on disk together, before its conversation is saved.
-	n, _, err := r.board.createDeferred(nodeSpec{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker,
+	n, _, err := r.board.create(ctx, nodeSpec{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker,
 		Stage: r.board.runState().Stage, By: bus.Coordinator, Key: r.callKey(ctx)})
 	if err != nil {
 		return "", err
 	}
-	r.emit(eventlog.Event{Type: eventlog.NodeCreated, Node: n.ID, Text: firstLine(n.Task), Key: "node/" + n.ID + "/created"})
+	r.emit(ctx, eventlog.Event{Type: eventlog.NodeCreated, Node: n.ID, Text: firstLine(n.Task), Key: "node/" + n.ID + "/created"})
 	return fmt.Sprintf("Created node %s (stage %d).", n.ID, n.Stage), nil
 }
 
@@ -216,7 +214,7 @@ func (r *run) toolSpawn(ctx context.Context, args spawnArgs) (string, error) {
 	if len(args.MCP) > 0 && args.Kind != "" && args.Kind != string(Harnessed) {
 		return "", fmt.Errorf("MCP servers are for harnessed workers; a %s worker has the team's tools over MCP already", args.Kind)
 	}
-	w, created, err := r.spawn(workerSpec(args))
+	w, created, err := r.spawn(ctx, workerSpec(args))
 	if err != nil {
 		return "", err
 	}
@@ -231,7 +229,7 @@ func (r *run) toolAssign(ctx context.Context, args assignArgs) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("worker %q does not exist", args.Worker)
 	}
-	_, err := r.board.update(args.Node, func(n *Node) error {
+	_, err := r.board.update(ctx, args.Node, func(n *Node) error {
 		if n.Status != NodePending {
 			return fmt.Errorf("node %s is %s; only pending nodes can be assigned", n.ID, n.Status)
 		}
@@ -245,7 +243,7 @@ func (r *run) toolAssign(ctx context.Context, args assignArgs) (string, error) {
 }
 
 func (r *run) toolRetire(ctx context.Context, args retireArgs) (string, error) {
-	w, err := r.board.updateWorker(args.Worker, func(w *Worker) {
+	w, err := r.board.updateWorker(ctx, args.Worker, func(w *Worker) {
 		if w.Status == WorkerIdle {
 			w.Status = WorkerStopped
 		}
@@ -256,7 +254,7 @@ func (r *run) toolRetire(ctx context.Context, args retireArgs) (string, error) {
 	if w.Status != WorkerStopped {
 		return "", fmt.Errorf("%s is %s; only idle workers can be retired", w.Name, w.Status)
 	}
-	r.emit(eventlog.Event{Type: eventlog.WorkerStopped, Worker: w.ID, Text: "retired"})
+	r.emit(ctx, eventlog.Event{Type: eventlog.WorkerStopped, Worker: w.ID, Text: "retired"})
 	return w.Name + " is retired.", nil
 }
 
@@ -317,8 +315,7 @@ func (r *run) toolReconvene(ctx context.Context, args reconveneArgs) (string, er
 	default:
 		return "", fmt.Errorf("unknown policy %q: use all, majority or any", args.Policy)
 	}
-	key := r.callKey(ctx)
-	st, _, err := r.board.updateRun(key, func(s *runState) {
+	st, err := r.updateRun(ctx, func(s *runState) {
 		s.Stage++
 		if args.Policy != "" {
 			s.Contract.Policy = args.Policy
@@ -333,15 +330,13 @@ func (r *run) toolReconvene(ctx context.Context, args reconveneArgs) (string, er
 	if err != nil {
 		return "", err
 	}
-	// With a key, st is the state after this call's update even when a run before a crash
-	// made it; without one (a call with no id) the update was just made.
 	stage, old := st.Stage, st.Stage-1
-	r.emit(eventlog.Event{Type: eventlog.StageReconvened, Text: args.Assessment, Key: fmt.Sprintf("stage%d/reconvened", old)})
+	r.emit(ctx, eventlog.Event{Type: eventlog.StageReconvened, Text: args.Assessment, Key: fmt.Sprintf("stage%d/reconvened", old)})
 	if err := r.s.mem.LogOnce(bus.Coordinator, fmt.Sprintf("run %s: stage %d done: %s", r.id, old, firstLine(args.Assessment))); err != nil {
 		return "", err
 	}
-	r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", old), Key: fmt.Sprintf("stage%d/completed", old)})
-	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: fmt.Sprintf("stage %d", stage), Key: fmt.Sprintf("stage%d/started", stage)})
+	r.emit(ctx, eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", old), Key: fmt.Sprintf("stage%d/completed", old)})
+	r.emit(ctx, eventlog.Event{Type: eventlog.StageStarted, Text: fmt.Sprintf("stage %d", stage), Key: fmt.Sprintf("stage%d/started", stage)})
 	return fmt.Sprintf("Stage %d started; nodes you create now belong to it. Before you plan it, store what this stage taught you with memory_write.", stage), nil
 }
 
@@ -355,7 +350,7 @@ func (r *run) toolFinish(ctx context.Context, args finishArgs) (string, error) {
 	if err := workspace.WriteFile(filepath.Join(string(r.dir), outputFile), []byte(args.Output+"\n")); err != nil {
 		return "", err
 	}
-	if _, _, err := r.board.updateRun(r.callKey(ctx), func(s *runState) { s.Finished, s.Output = true, args.Output }); err != nil {
+	if _, err := r.updateRun(ctx, func(s *runState) { s.Finished, s.Output = true, args.Output }); err != nil {
 		return "", err
 	}
 	return "The run is finished; the output is in " + outputFile + ".", endTurn(ctx, "")
@@ -367,39 +362,4 @@ func (r *run) mcpNames() string {
 		return "none"
 	}
 	return strings.Join(slices.Sorted(maps.Keys(r.cfg.mcp)), ", ")
-}
-
-// flushFirst is the coordinator's saver: it puts the board's deferred changes on disk before
-// each write, so that the coordinator's conversation never holds the result of a tool call
-// whose change a crash could lose.
-var _ checkpoint.StepSaver = flushFirst{}
-
-type flushFirst struct {
-	checkpoint.Saver
-	flush func() error
-}
-
-// Put puts the board's deferred changes on disk, durably, then saves cp.
-func (s flushFirst) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
-	if err := s.flush(); err != nil {
-		return checkpoint.Config{}, err
-	}
-	return s.Saver.Put(ctx, cfg, cp)
-}
-
-// PutStep puts the board's deferred changes on disk, then saves a step (in one call when the
-// squad's saver can).
-func (s flushFirst) PutStep(ctx context.Context, parent checkpoint.Config, writes []checkpoint.Write, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
-	if err := s.flush(); err != nil {
-		return checkpoint.Config{}, err
-	}
-	return checkpoint.PutStep(ctx, s.Saver, parent, writes, cfg, cp)
-}
-
-// PutWrites puts the board's deferred changes on disk, then saves writes.
-func (s flushFirst) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
-	if err := s.flush(); err != nil {
-		return err
-	}
-	return s.Saver.PutWrites(ctx, cfg, writes)
 }

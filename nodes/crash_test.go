@@ -329,13 +329,11 @@ func collectFacts(t *testing.T, home string) crashFacts {
 	f.lastEvents = describeEvents(evs, 12)
 
 	nodesDir := filepath.Join(string(run), "nodes")
-	ids, err := os.ReadDir(nodesDir)
+	board, err := nodes.ReadFiles(nodes.WithHome(home)).Board(crashRunID)
 	require.NoError(t, err)
-	for _, id := range ids {
-		var n nodes.Node
-		require.NoError(t, workspace.ReadJSON(filepath.Join(nodesDir, id.Name(), "_node.json"), &n))
+	for _, n := range board.Nodes {
 		add(factBoard, fmt.Sprintf("%s %d %s %v %q %s", n.ID, n.Stage, n.Status, n.Deps, n.Parent, n.Worker))
-		pub := filepath.Join(nodesDir, id.Name(), "published")
+		pub := filepath.Join(nodesDir, n.ID, "published")
 		filepath.WalkDir(pub, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return nil
@@ -343,7 +341,7 @@ func collectFacts(t *testing.T, home string) crashFacts {
 			b, rerr := os.ReadFile(path)
 			require.NoError(t, rerr)
 			rel, _ := filepath.Rel(pub, path)
-			add(factPublished, fmt.Sprintf("%s/%s: %s", id.Name(), filepath.ToSlash(rel), b))
+			add(factPublished, fmt.Sprintf("%s/%s: %s", n.ID, filepath.ToSlash(rel), b))
 			return nil
 		})
 	}

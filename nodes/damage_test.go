@@ -73,7 +73,7 @@ func TestConversationTornLastLine(t *testing.T) {
 	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
 		var e nodes.Entry
 		require.NoError(t, json.Unmarshal([]byte(line), &e), "line %d: %s", i+1, line)
-		assert.Equal(t, i+1, e.Seq, "line %d", i+1)
+		assert.Equal(t, int64(i+1), e.Seq, "line %d", i+1)
 	}
 	all, total, err = s.Conversation(0, 0)
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
 	"github.com/agiraph/agiraph/runtime/triggers"
@@ -56,7 +58,7 @@ func (f *Files) Check() error {
 	if _, _, err := eventlog.Last(f.home.Events()); err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}
-	if f.cfg.saver != nil {
+	if f.cfg.store != nil {
 		return nil
 	}
 	return checkSQLite(filepath.Join(string(f.home), "state.db"))
@@ -100,9 +102,18 @@ func checkSQLite(path string) error {
 	return nil
 }
 
-// Board reads the board of the agent's run runID from its folder.
+// Board reads the board of the agent's run runID.
 func (f *Files) Board(runID string) (Snapshot, error) {
-	b, err := openBoard(f.home.Run(runID), f.cfg.now)
+	st := f.cfg.store
+	if st == nil {
+		db, err := sqlitestore.Open(filepath.Join(string(f.home), "state.db"))
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("nodes: %w", err)
+		}
+		defer db.Close()
+		st = db
+	}
+	b, err := openBoard(context.Background(), st, f.home.Run(runID), f.cfg.now)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -114,8 +125,8 @@ func (f *Files) Conversation(after, limit int) ([]Entry, int, error) {
 	var out []Entry
 	total := 0
 	_, err := (&conversation{path: f.home.Conversation()}).scan(func(e Entry) bool {
-		total = max(total, e.Seq)
-		if e.Seq > after && (limit <= 0 || len(out) < limit) {
+		total = max(total, int(e.Seq))
+		if e.Seq > int64(after) && (limit <= 0 || len(out) < limit) {
 			out = append(out, e)
 		}
 		return true

@@ -1,9 +1,10 @@
 package nodes
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agiraph/agiraph/runtime/bus"
@@ -39,7 +40,7 @@ func (s *Squad) deliver(f triggers.Firing) (string, error) {
 		return "", err
 	}
 	dir := s.home.Run(id)
-	board, err := openBoard(dir, s.cfg.now)
+	board, err := s.openBoard(context.Background(), dir)
 	if err != nil {
 		return "", err
 	}
@@ -61,15 +62,19 @@ func (s *Squad) deliver(f triggers.Firing) (string, error) {
 
 // latestRun returns the id of the agent's run whose state changed last; "" when it has none.
 func (s *Squad) latestRun() (string, error) {
-	ids, err := s.home.Runs()
+	docs, err := s.store.Docs(context.Background(), runKey(""))
 	if err != nil {
 		return "", err
 	}
 	latest, at := "", time.Time{}
-	for _, id := range ids {
-		st, err := os.Stat(filepath.Join(string(s.home.Run(id)), runFile))
-		if err == nil && !st.ModTime().Before(at) {
-			latest, at = id, st.ModTime()
+	for _, d := range docs {
+		var st runState
+		if err := json.Unmarshal(d.Value, &st); err != nil {
+			s.cfg.logger.Error("a run's state is damaged: its run takes no trigger", "key", d.Key, "err", err)
+			continue
+		}
+		if !st.Updated.Before(at) {
+			latest, at = strings.TrimPrefix(d.Key, runKey("")), st.Updated
 		}
 	}
 	return latest, nil
@@ -96,7 +101,7 @@ func (r *run) fire(f triggers.Firing) {
 		}
 		_, err = r.bus.SendOnce(r.ctxOrBackground(), key, squadName, to, t.Action.Body)
 	case triggers.RunNode:
-		_, err = r.board.update(t.Action.Node, func(n *Node) error {
+		_, err = r.board.update(context.Background(), t.Action.Node, func(n *Node) error {
 			if n.Status == NodeRunning || n.Status == NodeAssigned || n.Status == NodeWaiting {
 				return nil // already at work
 			}
@@ -113,6 +118,6 @@ func (r *run) fire(f triggers.Firing) {
 	if err != nil {
 		r.cfg.logger.Error("trigger not delivered", "run", r.id, "trigger", t.ID, "err", err)
 	}
-	r.emitAt("x.trigger_fired", t.Action.Node, t.By, fmt.Sprintf("%s %s: %s", t.ID, what, t.Action.Task+t.Action.Body), f, key)
+	r.emitAt(context.Background(), "x.trigger_fired", t.Action.Node, t.By, fmt.Sprintf("%s %s: %s", t.ID, what, t.Action.Task+t.Action.Body), f, key)
 	r.signal()
 }

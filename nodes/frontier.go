@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/agiraph/agiraph/internal/proc"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
@@ -22,7 +22,7 @@ import (
 // to resume (after a restart, or with the human's answer), then workers woken by mail, then
 // ready nodes, each matched to its chosen worker or an idle one, spawning workers as needed.
 // It reads the board in place: its cost grows with the nodes it starts, not with the board.
-func (r *run) plan(st tick) ([]launch, error) {
+func (r *run) plan(ctx context.Context, st tick) ([]launch, error) {
 	free := r.cfg.maxConcurrent - r.pool.size()
 	var out []launch
 	taken := map[string]bool{}
@@ -51,7 +51,7 @@ func (r *run) plan(st tick) ([]launch, error) {
 		}
 	}
 	if free <= 0 {
-		return out, r.assignAll(out)
+		return out, r.assignAll(ctx, out)
 	}
 	// The ready nodes that can start, in order: those for a chosen worker when it is idle and
 	// not taken; the others get an idle worker no pending node waits for, or a new one.
@@ -87,7 +87,7 @@ func (r *run) plan(st tick) ([]launch, error) {
 			if roster == nil {
 				roster = r.board.roster()
 			}
-			w, ok, err := r.pickWorker(&roster, taken, reserved)
+			w, ok, err := r.pickWorker(ctx, &roster, taken, reserved)
 			if err != nil {
 				return nil, err
 			}
@@ -102,7 +102,7 @@ func (r *run) plan(st tick) ([]launch, error) {
 		}
 		add(n, worker, assignment, false)
 	}
-	return out, r.assignAll(out)
+	return out, r.assignAll(ctx, out)
 }
 
 // What to do with a node's assignment that is not running in this process.
@@ -165,7 +165,7 @@ func ready(rd reader, n *Node) bool {
 // reconcile), it claims that one in taken and returns ok false: the node waits a tick for it
 // rather than have the team grow by a worker whenever work ends between two ticks. roster is the
 // board's workers, which pickWorker adds the worker it spawns to.
-func (r *run) pickWorker(roster *[]Worker, taken, reserved map[string]bool) (_ Worker, ok bool, _ error) {
+func (r *run) pickWorker(ctx context.Context, roster *[]Worker, taken, reserved map[string]bool) (_ Worker, ok bool, _ error) {
 	workers := *roster
 	for _, w := range workers {
 		if w.Kind == Harnessed && w.Status == WorkerIdle && !taken[w.ID] && !reserved[w.ID] {
@@ -188,7 +188,7 @@ func (r *run) pickWorker(roster *[]Worker, taken, reserved map[string]bool) (_ W
 	if name == "" {
 		name = fmt.Sprintf("worker%d", len(workers)+1)
 	}
-	w, created, err := r.spawn(workerSpec{Name: name, Kind: Harnessed, Role: "worker"})
+	w, created, err := r.spawn(ctx, workerSpec{Name: name, Kind: Harnessed, Role: "worker"})
 	if created {
 		*roster = append(*roster, w)
 	}
@@ -196,33 +196,33 @@ func (r *run) pickWorker(roster *[]Worker, taken, reserved map[string]bool) (_ W
 }
 
 // spawn adds a worker to the board and the bus.
-func (r *run) spawn(nw workerSpec) (Worker, bool, error) {
-	w, created, err := r.board.spawn(nw)
+func (r *run) spawn(ctx context.Context, nw workerSpec) (Worker, bool, error) {
+	w, created, err := r.board.spawn(ctx, nw)
 	if err != nil {
 		return Worker{}, false, err
 	}
 	if err := r.bus.Join(bus.Participant{Name: w.Name, Role: w.Role}); err != nil {
 		return Worker{}, false, err
 	}
-	r.spawned(w)
+	r.spawned(ctx, w)
 	return w, created, nil
 }
 
 // spawned logs the worker.spawned event of w, once: spawn logs it, and so does a resume, for a
 // worker a crash left on the board before its event was logged.
-func (r *run) spawned(w Worker) {
+func (r *run) spawned(ctx context.Context, w Worker) {
 	e := eventlog.New(eventlog.WorkerSpawned, fmt.Sprintf("%s (%s)", w.Name, strings.TrimSpace(w.Kind+" "+w.Model)), w)
 	e.Worker, e.Key = w.ID, "worker/"+w.ID+"/spawned"
-	r.emit(e)
+	r.emit(ctx, e)
 }
 
 // assignAll records launches on the board, in one change: each node assigned, each worker busy.
-func (r *run) assignAll(launches []launch) error {
+func (r *run) assignAll(ctx context.Context, launches []launch) error {
 	if len(launches) == 0 {
 		return nil
 	}
 	tasks := make([]string, len(launches))
-	err := r.board.change(func(t *tx) error {
+	err := r.board.change(ctx, func(t *tx) error {
 		for i, l := range launches {
 			n, err := t.node(l.Node, func(n *Node) error {
 				if n.Assignment != l.Assignment {
@@ -251,8 +251,8 @@ func (r *run) assignAll(launches []launch) error {
 		return err
 	}
 	for i, l := range launches {
-		r.emit(eventlog.Event{Type: eventlog.NodeAssigned, Node: l.Node, Worker: l.Worker, Text: firstLine(tasks[i]), Key: l.Assignment + "/assigned"})
-		r.emit(eventlog.Event{Type: eventlog.WorkerBusy, Node: l.Node, Worker: l.Worker, Key: l.Assignment + "/busy"})
+		r.emit(ctx, eventlog.Event{Type: eventlog.NodeAssigned, Node: l.Node, Worker: l.Worker, Text: firstLine(tasks[i]), Key: l.Assignment + "/assigned"})
+		r.emit(ctx, eventlog.Event{Type: eventlog.WorkerBusy, Node: l.Node, Worker: l.Worker, Key: l.Assignment + "/busy"})
 	}
 	return nil
 }
@@ -275,18 +275,21 @@ func (rec outcomeRecord) key() string {
 	return rec.Assignment
 }
 
+// outcomeKey is the store's key of the outcome of the latest assignment of node.
+func outcomeKey(run, node string) string { return "outcome/" + run + "/" + node }
+
 // outcome returns the outcome of assignment id on node: from this process, else from the
-// node's folder. ok is false when there is none for id; a damaged file is an error naming it.
+// store. ok is false when there is none for id; a damaged record is an error naming it.
 func (r *run) outcome(node, id string) (rec outcomeRecord, ok bool, err error) {
 	if rec, ok := r.pool.outcome(id); ok {
 		return rec, true, nil
 	}
-	err = workspace.ReadJSON(r.dir.Node(node).Path(outcomeFile), &rec)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return rec, false, nil
-	case err != nil:
+	d, err := r.s.store.Doc(context.Background(), outcomeKey(r.id, node))
+	if err != nil || d.Value == nil {
 		return rec, false, err
+	}
+	if err := json.Unmarshal(d.Value, &rec); err != nil {
+		return rec, false, fmt.Errorf("the outcome of node %s, in the store as %s, is damaged: %w", node, d.Key, err)
 	}
 	return rec, rec.Assignment == id, nil
 }
@@ -296,12 +299,10 @@ func (r *run) hasOutcome(n Node) bool {
 	return ok || err != nil // a damaged outcome is collected, to fail the node with it
 }
 
-// saveOutcome records how an assignment ended, before the squad hears of it, so a restart
-// finds it, and returns the record. When it cannot be written the squad still has it in
-// memory (see pool); a restart then runs the assignment again. The record is whole once it
-// returns; its rename is made durable by the next sync (the board's change that applies it
-// syncs first), so a crash of the system may lose it, and the assignment runs again.
-func (r *run) saveOutcome(node, assignment string, o runtime.Outcome, err error) outcomeRecord {
+// saveOutcome records how an assignment ended in the store, before the squad hears of it, so a
+// restart finds it, and returns the record. When it cannot be written the squad still has it
+// in memory (see pool); a restart then runs the assignment again.
+func (r *run) saveOutcome(ctx context.Context, node, assignment string, o runtime.Outcome, err error) outcomeRecord {
 	rec := outcomeRecord{ID: fmt.Sprintf("%s@%d", assignment, time.Now().UnixNano()), Assignment: assignment, Outcome: o}
 	if err != nil {
 		rec.Error = err.Error()
@@ -309,20 +310,20 @@ func (r *run) saveOutcome(node, assignment string, o runtime.Outcome, err error)
 			rec.Outcome.Status = runtime.Failed
 		}
 	}
-	var b workspace.Batch
-	werr := b.AddJSON(r.dir.Node(node).Path(outcomeFile), rec)
+	var ch store.Change
+	werr := ch.Put(outcomeKey(r.id, node), rec)
 	if werr == nil {
-		werr = b.CommitSoon()
+		werr = r.s.commit(ctx, ch, nil)
 	}
 	if werr != nil {
 		r.cfg.logger.Error("outcome not saved", "run", r.id, "node", node, "assignment", assignment, "err", werr)
-		r.emitAt("x.error", node, "", "the outcome of "+assignment+" was not saved: "+werr.Error(), nil, "")
+		r.emitAt(ctx, "x.error", node, "", "the outcome of "+assignment+" was not saved: "+werr.Error(), nil, "")
 	}
 	return rec
 }
 
 // start begins a launch's assignment in the background.
-func (r *run) start(l launch) error {
+func (r *run) start(ctx context.Context, l launch) error {
 	n, ok := r.board.node(l.Node)
 	if !ok {
 		return fmt.Errorf("nodes: dispatch: node %q is not on the board", l.Node)
@@ -337,14 +338,8 @@ func (r *run) start(l launch) error {
 	a, aerr := r.assignment(n, w)
 	a.ID, a.Wake = l.Assignment, l.Wake
 	rt, rerr := r.runtimeFor(w)
-	// The assignment's last outcome was applied (the node would not start otherwise); gone,
-	// it cannot be collected again in place of the one this start will save. The node keeps
-	// its answer until then, for a start that a crash cuts short.
-	if err := os.Remove(r.dir.Node(n.ID).Path(outcomeFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("nodes: dispatch %s: %w", n.ID, err)
-	}
 	if n.Answer != "" {
-		if err := r.heard(n.Asked, w.ID, n.Answer); err != nil {
+		if err := r.heard(ctx, n.Asked, w.ID, n.Answer); err != nil {
 			return err
 		}
 	}
@@ -352,7 +347,7 @@ func (r *run) start(l launch) error {
 	// answer: it is running from here, on disk before its assignment starts, so that a restart
 	// collects the outcome it leaves rather than run it again (see resumption).
 	if n.Status != NodeRunning || n.Applied != "" || n.Woken != l.Wake {
-		if _, err := r.board.update(n.ID, func(n *Node) error {
+		if _, err := r.board.update(ctx, n.ID, func(n *Node) error {
 			n.Status, n.Applied, n.Woken = NodeRunning, "", l.Wake
 			return nil
 		}); err != nil {
@@ -363,9 +358,9 @@ func (r *run) start(l launch) error {
 	if weak := proc.Weakness(a.Sandbox); weak != "" && aerr == nil {
 		started += "; containment is weaker here: " + weak
 	}
-	r.emit(eventlog.Event{Type: eventlog.NodeStarted, Node: n.ID, Worker: w.ID, Text: started})
+	r.emit(ctx, eventlog.Event{Type: eventlog.NodeStarted, Node: n.ID, Worker: w.ID, Text: started})
 	if err := errors.Join(aerr, rerr); err != nil {
-		rec := r.saveOutcome(n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
+		rec := r.saveOutcome(ctx, n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
 		r.pool.finish(l.Assignment, &rec)
 		return nil
 	}
@@ -380,7 +375,7 @@ func (r *run) start(l launch) error {
 		if len(w.MCP) > 0 && w.Kind == Harnessed {
 			set, err := r.connectMCP(ctx, w.MCP)
 			if err != nil {
-				return r.saveOutcome(n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
+				return r.saveOutcome(ctx, n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
 			}
 			defer set.Close()
 			a.Tools = append(slices.Clip(a.Tools), set.Tools()...)
@@ -388,7 +383,7 @@ func (r *run) start(l launch) error {
 		sink, done := r.sink(workspace.Log(r.dir.Node(n.ID)), r.dir.Worker(w.ID).Conversation(), n.ID, w.ID)
 		defer done()
 		o, err := rt.Run(ctx, a, sink)
-		return r.saveOutcome(n.ID, l.Assignment, o, err)
+		return r.saveOutcome(ctx, n.ID, l.Assignment, o, err)
 	})
 	return nil
 }
@@ -407,7 +402,7 @@ func (r *run) sink(logPath, convPath, node, worker string) (sink runtime.Sink, d
 	}
 	return func(e runtime.Event) {
 		if e.Kind == runtime.TextDelta {
-			r.log.Broadcast(eventlog.Event{Type: eventlog.TextDelta, Time: e.Time, Run: r.id, Node: node, Worker: worker, Text: e.Text})
+			r.s.note(eventlog.Event{Type: eventlog.TextDelta, Time: e.Time, Run: r.id, Node: node, Worker: worker, Text: e.Text})
 			return
 		}
 		if err := files.AppendJSONL(logPath, e); err != nil {
@@ -420,7 +415,8 @@ func (r *run) sink(logPath, convPath, node, worker string) (sink runtime.Sink, d
 		}
 		if ev, ok := translate(e); ok {
 			ev.Node, ev.Worker = node, worker
-			r.emit(ev)
+			ev.Run = r.id
+			r.s.note(ev)
 		}
 	}, done
 }

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 // humanSays sends the human's message; to a worker waiting for the human it is the answer.
 func (r *run) humanSays(to, body string) error {
+	ctx := context.Background() // from outside the run's steps: what it changes commits at once
 	if strings.TrimSpace(body) == "" {
 		return errors.New("nodes: empty message")
 	}
@@ -26,11 +28,11 @@ func (r *run) humanSays(to, body string) error {
 	if _, err := r.bus.Send(r.ctxOrBackground(), bus.Human, to, body); err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}
-	if err := r.converse("", bus.Human, to, body); err != nil {
+	if err := r.converse(ctx, "", bus.Human, to, body); err != nil {
 		return err
 	}
 	if !strings.EqualFold(to, bus.Coordinator) {
-		r.emit(eventlog.Event{Type: eventlog.HumanNudge, Worker: to, Text: body})
+		r.emit(ctx, eventlog.Event{Type: eventlog.HumanNudge, Worker: to, Text: body})
 	}
 	r.resume()
 	return nil
@@ -40,9 +42,10 @@ func (r *run) humanSays(to, body string) error {
 // the question (the run's state, or the node's), so a crash before the worker has it loses
 // nothing.
 func (r *run) answer(worker, text string) error {
+	ctx := context.Background() // from outside the run's steps: what it changes commits at once
 	if strings.EqualFold(worker, bus.Coordinator) {
 		asked := false
-		st, _, err := r.board.updateRun("", func(s *runState) {
+		st, err := r.updateRun(ctx, func(s *runState) {
 			if asked = s.Question != ""; asked {
 				s.Answer, s.Question = text, ""
 			}
@@ -53,7 +56,7 @@ func (r *run) answer(worker, text string) error {
 		if !asked {
 			return fmt.Errorf("%w: the coordinator asked nothing", ErrNoQuestion)
 		}
-		if err := r.heard(st.Asked, bus.Coordinator, text); err != nil {
+		if err := r.heard(ctx, st.Asked, bus.Coordinator, text); err != nil {
 			return err
 		}
 		r.resume()
@@ -67,7 +70,7 @@ func (r *run) answer(worker, text string) error {
 	if w.Node == "" {
 		return nobody
 	}
-	n, err := r.board.update(w.Node, func(n *Node) error {
+	n, err := r.board.update(ctx, w.Node, func(n *Node) error {
 		if n.Status != NodeWaiting || n.Question == "" {
 			return nobody
 		}
@@ -80,7 +83,7 @@ func (r *run) answer(worker, text string) error {
 	if err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}
-	if err := r.heard(n.Asked, w.ID, text); err != nil {
+	if err := r.heard(ctx, n.Asked, w.ID, text); err != nil {
 		return err
 	}
 	r.resume()
@@ -91,41 +94,43 @@ func (r *run) answer(worker, text string) error {
 // or the coordinator's turn) known: an event and a line of the conversation, once. The
 // answer is kept before; whoever takes it up calls heard again, so a crash in between loses
 // neither.
-func (r *run) heard(asked, to, text string) error {
+func (r *run) heard(ctx context.Context, asked, to, text string) error {
 	key := ""
 	if asked != "" {
 		key = asked + "/answer"
 	}
-	r.emit(eventlog.Event{Type: eventlog.HumanResponse, Worker: to, Text: text, Key: key})
-	return r.converse(key, bus.Human, to, text)
+	r.emit(ctx, eventlog.Event{Type: eventlog.HumanResponse, Worker: to, Text: text, Key: key})
+	return r.converse(ctx, key, bus.Human, to, text)
 }
 
 // resume lifts a stop and wakes the run.
 func (r *run) resume() {
+	ctx := context.Background()
 	r.mu.Lock()
 	was := r.stopped
 	r.stopped = false
 	r.mu.Unlock()
 	if was {
-		r.emit(eventlog.Event{Type: eventlog.AgentResumed, Text: "the human wrote"})
+		r.emit(ctx, eventlog.Event{Type: eventlog.AgentResumed, Text: "the human wrote"})
 	}
 	r.signal()
 }
 
 // stop cancels the workers; the run waits for the human.
 func (r *run) stop() {
+	ctx := context.Background()
 	r.mu.Lock()
 	r.stopped = true
 	r.mu.Unlock()
 	r.pool.cancelAll()
-	r.emit(eventlog.Event{Type: eventlog.AgentPaused, Text: "stopped by the human"})
+	r.emit(ctx, eventlog.Event{Type: eventlog.AgentPaused, Text: "stopped by the human"})
 	for _, w := range r.board.roster() {
 		if w.Status == WorkerBusy {
-			r.emit(eventlog.Event{Type: eventlog.WorkerStopped, Worker: w.ID, Text: "stopped by the human"})
+			r.emit(ctx, eventlog.Event{Type: eventlog.WorkerStopped, Worker: w.ID, Text: "stopped by the human"})
 		}
 	}
 	if _, err := r.bus.Send(r.ctxOrBackground(), squadName, bus.Coordinator, "The human stopped all workers; their nodes go back on the board and continue when the human writes again."); err != nil {
-		r.emit(eventlog.New("x.error", err.Error(), nil))
+		r.emit(ctx, eventlog.New("x.error", err.Error(), nil))
 	}
 	r.signal()
 }

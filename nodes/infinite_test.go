@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,11 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/triggers"
-	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -292,13 +293,13 @@ func TestTriggerActions(t *testing.T) {
 }
 
 // An infinite agent runs cycle after cycle without its files growing with the cycles behind it
-// (past the keys of updates it must remember) and without its coordinator running out of turns:
+// (its state in the store stays one small record) and without its coordinator running out of turns:
 // each wake-up has its own.
 func TestInfiniteAgentKeepsGoing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("140 cycles")
 	}
-	const n = 140 // each cycle remembers two update keys: more than _run.json keeps
+	const n = 140
 	home := t.TempDir()
 	agent := startCycles(t, home)
 	for i := range n {
@@ -306,22 +307,20 @@ func TestInfiniteAgentKeepsGoing(t *testing.T) {
 	}
 	agent.end(t)
 
-	runs, err := filepath.Glob(filepath.Join(home, "runs", "*", "_run.json"))
+	runs, err := filepath.Glob(filepath.Join(home, "runs", "*"))
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
-	var st struct {
-		Cycle   int
-		Applied []string
-	}
-	require.NoError(t, workspace.ReadJSON(runs[0], &st))
-	assert.Equal(t, n, st.Cycle)
-	assert.Len(t, st.Applied, 256, "the keys of the latest updates")
-	assert.Contains(t, st.Applied, fmt.Sprintf("cycle%d", n))
-	info, err := os.Stat(runs[0])
+	st, err := sqlitestore.Open(filepath.Join(home, "state.db"))
 	require.NoError(t, err)
-	assert.Less(t, info.Size(), int64(16<<10), "_run.json")
+	defer st.Close()
+	doc, err := st.Doc(context.Background(), "run/"+filepath.Base(runs[0]))
+	require.NoError(t, err)
+	var state struct{ Cycle int }
+	require.NoError(t, json.Unmarshal(doc.Value, &state))
+	assert.Equal(t, n, state.Cycle)
+	assert.Less(t, len(doc.Value), 16<<10, "the run's state does not grow with its cycles")
 
-	histories, err := filepath.Glob(filepath.Join(filepath.Dir(runs[0]), "workers", "*", "history.jsonl"))
+	histories, err := filepath.Glob(filepath.Join(runs[0], "workers", "*", "history.jsonl"))
 	require.NoError(t, err)
 	lines := 0
 	for _, h := range histories {

@@ -335,6 +335,7 @@ func TestKillAndResume(t *testing.T) {
 
 // completed reports whether node is completed on the board of the killed run, read from disk.
 func completed(t *testing.T, home, node string) bool {
-	b, err := os.ReadFile(filepath.Join(home, "runs", "killed", "nodes", node, "_node.json"))
-	return err == nil && strings.Contains(string(b), `"status": "completed"`)
+	b, err := nodes.ReadFiles(nodes.WithHome(home)).Board("killed")
+	n, ok := b.Node(node)
+	return err == nil && ok && n.Status == nodes.NodeCompleted
 }

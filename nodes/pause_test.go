@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,12 +76,12 @@ func TestStallIsReported(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// A damaged outcome file ends its node — failed, with an error that names the file and says
+// A damaged outcome record ends its node — failed, with an error that names it and says
 // what to do, and tried again; or done, when its files were published — and not the run, which
 // ends as it would have. (When the
 // run was cancelled after its tick had decided to start the node again, the resume runs it at
 // once and writes a new outcome over the damaged one; the test tries until it sees the
-// damaged file collected.)
+// damaged record collected.)
 func TestDamagedOutcomeFailsTheNodeOnly(t *testing.T) {
 	want := run(t, newSquad(t), "AI chips").Output
 	for attempt := 1; attempt <= 10; attempt++ {
@@ -91,20 +92,26 @@ func TestDamagedOutcomeFailsTheNodeOnly(t *testing.T) {
 	t.Fatal("in 10 tries the damaged outcome was never collected")
 }
 
-// damagedOutcome cancels a run while a node works, damages the node's outcome file, resumes the
-// run and checks it; it reports whether the damaged file was collected.
+// damagedOutcome cancels a run while a node works, damages the node's outcome in the store,
+// resumes the run and checks it; it reports whether the damaged record was collected.
 func damagedOutcome(t *testing.T, want string) bool {
 	s := newSquad(t)
 	res, started, err := runUntil(t, s, "a node starts", func(e eventlog.Event) bool { return e.Type == eventlog.NodeStarted })
 	require.ErrorIs(t, err, nodes.ErrInterrupted)
-	path := filepath.Join(string(s.Home()), "runs", res.RunID, "nodes", started.Node, "_outcome.json")
+	path := "outcome/" + res.RunID + "/" + started.Node // its key in the store
 	b, err := s.ReadBoard(res.RunID)
 	require.NoError(t, err)
 	if n, _ := b.Node(started.Node); n.Status != nodes.NodeRunning {
 		return false // it ended before the cancellation: nothing to damage
 	}
-	require.FileExists(t, path)
-	require.NoError(t, os.WriteFile(path, []byte(`{"assignment": "cut off`), 0o644))
+	db, err := sql.Open("sqlite", filepath.Join(string(s.Home()), "state.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	damaged, err := db.Exec(`UPDATE squad_docs SET value = '{"assignment": "cut off' WHERE key = ?`, path)
+	require.NoError(t, err)
+	if n, _ := damaged.RowsAffected(); n != 1 {
+		return false // it ended without an outcome saved
+	}
 
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()

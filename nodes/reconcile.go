@@ -54,10 +54,10 @@ func (r *run) apply(ctx context.Context, ids []string, stage int) (providers.Usa
 		}
 		a := applied{id: id, node: node, rec: rec, already: already}
 		a.worker, _ = r.board.worker(node.Worker)
-		if !already {
-			if a.children, err = r.subNodes(a, stage); err != nil {
-				return usage, err
-			}
+		// Run again for an outcome applied before, it finds the sub-nodes it made by their
+		// keys, and logs their events if the step that made them did not commit.
+		if a.children, err = r.subNodes(ctx, a, stage); err != nil {
+			return usage, err
 		}
 		usage = usage.Add(rec.Outcome.Usage)
 		todo = append(todo, a)
@@ -81,26 +81,28 @@ func (r *run) apply(ctx context.Context, ids []string, stage int) (providers.Usa
 		_, err := r.bus.SendAll(ctx, msgs)
 		return err
 	}
-	if err := r.board.changeAlong(record, tell); err != nil {
+	if err := r.board.change(ctx, record); err != nil {
+		return usage, err
+	}
+	if err := tell(); err != nil {
 		return usage, err
 	}
 	for _, a := range todo {
-		if err := r.announce(a.node, a.worker, a.rec); err != nil {
+		if err := r.announce(ctx, a.node, a.worker, a.rec); err != nil {
 			return usage, err
 		}
 	}
 	return usage, nil
 }
 
-// damagedOutcome stands for the outcome of assignment id on node when its file cannot be read:
-// the node is done if it published (its files are there), else it failed — not the run. The
-// file is left as it is.
+// damagedOutcome stands for the outcome of assignment id on node when its record cannot be
+// read: the node is done if it published (its files are there), else it failed — not the run.
 func (r *run) damagedOutcome(node Node, id string, err error) outcomeRecord {
 	rec := outcomeRecord{Assignment: id, Outcome: runtime.Outcome{Status: runtime.Failed},
-		Error: fmt.Sprintf("%v (the file is left as it is: repair or delete it; the node is tried again if it may be)", err)}
+		Error: fmt.Sprintf("%v (the node is tried again if it may be; repair what damaged the store, or restore it from a backup)", err)}
 	if files, ferr := r.dir.Node(node.ID).PublishedFiles(); ferr == nil && len(files) > 0 {
 		rec.Outcome = runtime.Outcome{Status: runtime.Published, Published: files,
-			Summary: fmt.Sprintf("published %s; its outcome is lost: %v (the file is left as it is)", strings.Join(files, ", "), err)}
+			Summary: fmt.Sprintf("published %s; its outcome is lost: %v", strings.Join(files, ", "), err)}
 		rec.Error = ""
 	}
 	return rec
@@ -109,14 +111,14 @@ func (r *run) damagedOutcome(node Node, id string, err error) outcomeRecord {
 // subNodes puts the sub-nodes an outcome asked for on the board and returns their IDs. The
 // sub-nodes of an outcome that checkpointed are waited for; those of one that published go on
 // the board as work of their own (the node is done); a failed attempt's are dropped with it.
-func (r *run) subNodes(a applied, stage int) ([]string, error) {
+func (r *run) subNodes(ctx context.Context, a applied, stage int) ([]string, error) {
 	o := a.rec.Outcome
 	if o.Status != runtime.Checkpointed && o.Status != runtime.Published {
 		return nil, nil
 	}
 	var children []string
 	for i, sub := range o.SubNodes {
-		c, _, err := r.board.create(nodeSpec{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: a.node.ID, Stage: stage, By: a.worker.Name, Key: fmt.Sprintf("%s#%d", a.id, i)})
+		c, _, err := r.board.create(ctx, nodeSpec{Task: sub.Task, Refs: sub.Refs, Worker: sub.Worker, Parent: a.node.ID, Stage: stage, By: a.worker.Name, Key: fmt.Sprintf("%s#%d", a.id, i)})
 		if err != nil {
 			if _, serr := r.bus.SendOnce(r.ctxOrBackground(), fmt.Sprintf("%s/refused%d", a.rec.key(), i), squadName, bus.Coordinator,
 				fmt.Sprintf("Sub-node %d asked for by %s on %s was refused: %v", i+1, a.worker.Name, a.node.ID, err)); serr != nil {
@@ -124,7 +126,7 @@ func (r *run) subNodes(a applied, stage int) ([]string, error) {
 			}
 			continue
 		}
-		r.emitAt(eventlog.NodeCreated, c.ID, a.worker.ID, firstLine(c.Task), nil, "node/"+c.ID+"/created")
+		r.emitAt(ctx, eventlog.NodeCreated, c.ID, a.worker.ID, firstLine(c.Task), nil, "node/"+c.ID+"/created")
 		children = append(children, c.ID)
 	}
 	return children, nil
@@ -135,6 +137,7 @@ func (r *run) subNodes(a applied, stage int) ([]string, error) {
 // releases its worker.
 func (r *run) record(t *tx, a *applied) error {
 	o := a.rec.Outcome
+	t.forget(outcomeKey(r.id, a.node.ID)) // applied: it is not collected again
 	if a.already {
 		return release(t, a.worker, a.id, o.Status)
 	}
@@ -166,7 +169,7 @@ func (r *run) record(t *tx, a *applied) error {
 		return err
 	}
 	a.node = n
-	if err := r.addHistory(t, a.worker, n, a.rec); err != nil {
+	if err := r.addHistory(a.worker, n, a.rec); err != nil {
 		return err
 	}
 	return release(t, a.worker, a.id, o.Status)
@@ -191,7 +194,7 @@ func release(t *tx, w Worker, id string, s runtime.Status) error {
 // announce makes an applied outcome known to the human and the agent, once its node's change
 // is on disk: the events, the worker's memory, the question to the human. Each is done once
 // per outcome, however often announce runs.
-func (r *run) announce(node Node, worker Worker, rec outcomeRecord) error {
+func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcomeRecord) error {
 	o, key := rec.Outcome, rec.key()
 	switch o.Status {
 	case runtime.Published, runtime.Checkpointed:
@@ -199,22 +202,22 @@ func (r *run) announce(node Node, worker Worker, rec outcomeRecord) error {
 		if o.Status == runtime.Checkpointed {
 			text = "checkpointed: " + text
 		}
-		r.emitAt(eventlog.NodeCompleted, node.ID, worker.ID, text, map[string]any{"status": o.Status, "published": o.Published}, key+"/completed")
+		r.emitAt(ctx, eventlog.NodeCompleted, node.ID, worker.ID, text, map[string]any{"status": o.Status, "published": o.Published}, key+"/completed")
 		if err := r.remember(worker, node, rec); err != nil {
 			return err
 		}
 	case runtime.Waiting:
-		r.emitAt(eventlog.HumanQuestion, node.ID, worker.ID, o.Question, nil, key+"/question")
-		if err := r.toHuman(key+"/question", worker.Name, o.Question); err != nil {
+		r.emitAt(ctx, eventlog.HumanQuestion, node.ID, worker.ID, o.Question, nil, key+"/question")
+		if err := r.toHuman(ctx, key+"/question", worker.Name, o.Question); err != nil {
 			return err
 		}
 	case runtime.Cancelled:
 	default:
 		retry := node.Status == NodePending
-		r.emitAt(eventlog.NodeFailed, node.ID, worker.ID, fmt.Sprintf("%s: %s", o.Status, rec.Error), map[string]any{"retry": retry, "attempt": node.Attempts}, key+"/failed")
+		r.emitAt(ctx, eventlog.NodeFailed, node.ID, worker.ID, fmt.Sprintf("%s: %s", o.Status, rec.Error), map[string]any{"retry": retry, "attempt": node.Attempts}, key+"/failed")
 	}
 	if o.Status != runtime.Waiting {
-		r.emitAt(eventlog.WorkerIdle, "", worker.ID, "", nil, key+"/idle")
+		r.emitAt(ctx, eventlog.WorkerIdle, "", worker.ID, "", nil, key+"/idle")
 	}
 	return nil
 }
@@ -263,8 +266,8 @@ func (r *run) tells(node Node, worker Worker, rec outcomeRecord) []bus.Message {
 }
 
 // setNode changes a node and stamps the events that follow with it.
-func (r *run) setNode(id string, fn func(n *Node)) (Node, error) {
-	return r.board.update(id, func(n *Node) error { fn(n); return nil })
+func (r *run) setNode(ctx context.Context, id string, fn func(n *Node)) (Node, error) {
+	return r.board.update(ctx, id, func(n *Node) error { fn(n); return nil })
 }
 
 // wroteBefore reports whether the latest lines of the file at path (its last 64 KiB) hold
@@ -277,10 +280,10 @@ func wroteBefore(path string, what []byte) (bool, error) {
 	return bytes.Contains(tail, what), nil
 }
 
-// addHistory adds, in t, a node's outcome that published or checkpointed to its worker's
+// addHistory adds a node's outcome that published or checkpointed to its worker's
 // history.jsonl, once per outcome: an outcome recorded again after a crash cut its record short
 // finds its line among the last.
-func (r *run) addHistory(t *tx, w Worker, n Node, rec outcomeRecord) error {
+func (r *run) addHistory(w Worker, n Node, rec outcomeRecord) error {
 	o := rec.Outcome
 	if w.ID == "" || (o.Status != runtime.Published && o.Status != runtime.Checkpointed) {
 		return nil
@@ -294,7 +297,11 @@ func (r *run) addHistory(t *tx, w Worker, n Node, rec outcomeRecord) error {
 	if done, err := wroteBefore(path, key[1:len(key)-1]); err != nil || done { // "outcome":"<key>"
 		return err
 	}
-	return t.batch.Append(path, entry)
+	line, err := json.Marshal(entry)
+	if err != nil {
+		return err
+	}
+	return appendLine(path, append(line, '\n'))
 }
 
 // remember adds the node's outcome to the worker's memory, once.
@@ -305,11 +312,17 @@ func (r *run) remember(w Worker, n Node, rec outcomeRecord) error {
 	if done, err := wroteBefore(dir.Memory(), []byte(line)); err != nil || done {
 		return err
 	}
-	f, err := osfile.OpenFile(dir.Memory(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	return appendLine(dir.Memory(), []byte(line))
+}
+
+// appendLine appends line to the file at path, which it creates if need be: a file of a worker's
+// own (its memory, its history), read by the worker, not by the squad.
+func appendLine(path string, line []byte) error {
+	f, err := osfile.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	_, werr := f.WriteString(line)
+	_, werr := f.Write(line)
 	return errors.Join(werr, f.Close())
 }
 
@@ -334,7 +347,7 @@ func (r *run) wakeParents(ctx context.Context) error {
 		}
 	})
 	for _, id := range woken {
-		if _, err := r.setNode(id, func(n *Node) { n.Status, n.WaitingFor, n.Assignment = NodePending, nil, "" }); err != nil {
+		if _, err := r.setNode(ctx, id, func(n *Node) { n.Status, n.WaitingFor, n.Assignment = NodePending, nil, "" }); err != nil {
 			return err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/bus"
@@ -100,9 +101,8 @@ type run struct {
 var errEnded = errors.New("nodes: the run was ended")
 
 const (
-	squadName   = "squad" // the sender of the squad's own notes to the coordinator
-	outcomeFile = "_outcome.json"
-	outputFile  = "_output.md"
+	squadName  = "squad" // the sender of the squad's own notes to the coordinator
+	outputFile = "_output.md"
 )
 
 // open prepares run id; a non-empty goal starts a new run, an empty one resumes.
@@ -111,30 +111,31 @@ func (s *Squad) open(id, goal string) (*run, error) {
 	if _, err := os.Stat(string(dir)); err != nil && goal == "" {
 		return nil, fmt.Errorf("nodes: resume run %q: %w", id, err)
 	}
-	if prev, err := readRunState(dir); err != nil {
+	ctx := context.Background()
+	board, err := s.openBoard(ctx, dir)
+	if err != nil {
 		return nil, err
-	} else if goal != "" && prev.Goal != "" {
+	}
+	prev := board.runState()
+	switch _, serr := os.Stat(dir.Nodes()); {
+	case goal != "" && prev.Goal != "":
 		return nil, fmt.Errorf("nodes: run %q already exists; resume it instead", id)
-	} else if goal == "" && prev.Goal == "" {
-		return nil, fmt.Errorf("%w: run %q (its %s is missing); start it again with its id and goal", ErrNotStarted, id, runFile)
-	} else if _, err := os.Stat(dir.Nodes()); goal == "" && err != nil { // made as the run began
-		return nil, fmt.Errorf("nodes: run %q is damaged: its nodes cannot be read (%w); restore the folder from a backup, or start a new run", id, err)
+	case goal == "" && prev.Goal == "":
+		return nil, fmt.Errorf("%w: run %q (its state is missing); start it again with its id and goal", ErrNotStarted, id)
+	case goal == "" && serr != nil: // made as the run began
+		return nil, fmt.Errorf("nodes: run %q is damaged: its nodes cannot be read (%w); restore the folder from a backup, or start a new run", id, serr)
 	}
 	if err := dir.Create(); err != nil {
 		return nil, err
 	}
 	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, log: s.log, pool: newPool(), wake: make(chan struct{}, 1), started: s.cfg.now(),
 		coordConv: harnessed.NewCache(1), workerConvs: harnessed.NewCache(max(s.cfg.maxConcurrent, 1))}
-	board, err := openBoard(dir, s.cfg.now)
-	if err != nil {
-		return nil, err
-	}
 	if err := board.repairViews(); err != nil {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
 	}
 	r.board = board
 	if goal != "" {
-		if _, _, err := board.updateRun("goal", func(st *runState) { st.Goal = goal }); err != nil {
+		if _, err := r.updateRun(ctx, func(st *runState) { st.Goal = goal }); err != nil {
 			return nil, err
 		}
 	}
@@ -142,7 +143,7 @@ func (s *Squad) open(id, goal string) (*run, error) {
 	// progress, so no message of the human's comes before it (once: a run whose intake a crash
 	// cut short adds it when it resumes, if it was not added then).
 	if st := board.runState(); st.Stage == 0 {
-		if err := r.converse("goal", bus.Human, bus.Coordinator, st.Goal); err != nil {
+		if err := r.converse(ctx, "goal", bus.Human, bus.Coordinator, st.Goal); err != nil {
 			return nil, err
 		}
 	}
@@ -229,17 +230,13 @@ func (r *run) execute() (res Result, err error) {
 		if r.coordMCP != nil {
 			r.coordMCP.Close()
 		}
-		if ferr := r.board.flush(); ferr != nil && err == nil {
-			err = ferr
-		}
-		r.board.syncPlaced()
 	}()
 	for _, e := range r.bus.Events() { // what a crash kept from the log: logged now, once
 		r.observeMessage(e)
 	}
 	for _, w := range r.board.roster() {
 		if w.Damaged == "" {
-			r.spawned(w)
+			r.spawned(ctx, w)
 		}
 	}
 	if err := r.reportDamage(ctx); err != nil {
@@ -253,7 +250,7 @@ func (r *run) execute() (res Result, err error) {
 		return Result{RunID: r.id}, serr
 	case len(snap.Tasks) == 0: // it ended before
 	default:
-		r.emit(eventlog.Event{Type: eventlog.AgentResumed, Text: fmt.Sprintf("resumed at tick %d", snap.Values.Tick)})
+		r.emit(ctx, eventlog.Event{Type: eventlog.AgentResumed, Text: fmt.Sprintf("resumed at tick %d", snap.Values.Tick)})
 		r.takeUp = slices.ContainsFunc(snap.Tasks, func(t graph.TaskState) bool { return t.Node == decideNode && !t.Done })
 		_, err = r.g.Resume(ctx, nil)
 	}
@@ -261,12 +258,12 @@ func (r *run) execute() (res Result, err error) {
 	case err == nil:
 	case errors.Is(cause, errEnded):
 		err = nil
-		r.emit(eventlog.Event{Type: eventlog.AgentPaused, Text: "ended; resume the run to go on"})
+		r.emit(ctx, eventlog.Event{Type: eventlog.AgentPaused, Text: "ended; resume the run to go on"})
 	case ctx.Err() != nil:
 		err = fmt.Errorf("%w: %w", ErrInterrupted, cause)
-		r.emit(eventlog.Event{Type: eventlog.AgentPaused, Text: "interrupted: " + cause.Error()})
+		r.emit(ctx, eventlog.Event{Type: eventlog.AgentPaused, Text: "interrupted: " + cause.Error()})
 	default:
-		r.emit(eventlog.Event{Type: eventlog.AgentFailed, Text: err.Error()})
+		r.emit(ctx, eventlog.Event{Type: eventlog.AgentFailed, Text: err.Error()})
 	}
 	st := r.board.runState()
 	res = Result{RunID: r.id, Output: st.Output, Board: r.board.Snapshot(), Finished: r.complete()}
@@ -276,6 +273,7 @@ func (r *run) execute() (res Result, err error) {
 	if p := filepath.Join(string(r.dir), outputFile); res.Finished && fileExists(p) {
 		res.OutputPath = p
 	}
+	r.s.settle() // what the run logged is in the views when it returns
 	return res, err
 }
 
@@ -291,13 +289,13 @@ func (r *run) reportDamage(ctx context.Context) error {
 	for _, n := range snap.Nodes {
 		if n.Damaged != "" {
 			lines = append(lines, "- "+n.Damaged)
-			r.emit(eventlog.Event{Type: eventlog.NodeFailed, Node: n.ID, Text: n.Damaged, Key: "damaged/" + n.ID})
+			r.emit(ctx, eventlog.Event{Type: eventlog.NodeFailed, Node: n.ID, Text: n.Damaged, Key: "damaged/" + n.ID})
 		}
 	}
 	for _, w := range snap.Workers {
 		if w.Damaged != "" {
 			lines = append(lines, "- "+w.Damaged)
-			r.emit(eventlog.Event{Type: eventlog.WorkerStopped, Worker: w.ID, Text: w.Damaged, Key: "damaged/" + w.ID})
+			r.emit(ctx, eventlog.Event{Type: eventlog.WorkerStopped, Worker: w.ID, Text: w.Damaged, Key: "damaged/" + w.ID})
 		}
 	}
 	if len(lines) == 0 {
@@ -326,12 +324,12 @@ func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 	if err := workspace.WriteFile(r.dir.Plan(), []byte("# Plan\n\nGoal: "+rs.Goal+"\n")); err != nil {
 		return n, err
 	}
-	r.emit(eventlog.Event{Type: eventlog.AgentStarted, Text: rs.Goal, Key: "started"})
+	r.emit(ctx, eventlog.Event{Type: eventlog.AgentStarted, Text: rs.Goal, Key: "started"})
 	if err := r.s.mem.LogOnce(squadName, fmt.Sprintf("run %s started: %s", r.id, firstLine(rs.Goal))); err != nil {
 		return n, err
 	}
-	r.emit(eventlog.Event{Type: eventlog.StageStarted, Text: "stage 1", Key: "stage1/started"})
-	_, _, err := r.board.updateRun("intake", func(s *runState) { s.Stage, s.Contract = 1, r.cfg.contract })
+	r.emit(ctx, eventlog.Event{Type: eventlog.StageStarted, Text: "stage 1", Key: "stage1/started"})
+	_, err := r.updateRun(ctx, func(s *runState) { s.Stage, s.Contract = 1, r.cfg.contract })
 	return n, err
 }
 
@@ -351,7 +349,7 @@ func (r *run) routeFrontier(ctx context.Context, st tick) (tick, error) {
 		}
 		n.Usage, n.Done = n.Usage.Add(u), nil
 	}
-	launches, err := r.plan(st)
+	launches, err := r.plan(ctx, st)
 	if err != nil {
 		return n, err
 	}
@@ -364,7 +362,7 @@ func (r *run) dispatch(ctx context.Context, st tick) (tick, error) {
 	if st.Launch == nil {
 		return tick{}, nil
 	}
-	return tick{}, r.start(*st.Launch)
+	return tick{}, r.start(ctx, *st.Launch)
 }
 
 // collect waits for the first thing that needs attention. When nothing moves for the stall
@@ -386,7 +384,8 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 		if last := r.log.Last(); last != seq {
 			seq, quiet, told = last, time.Now(), false
 		} else if r.cfg.stall > 0 && !told && time.Since(quiet) >= r.cfg.stall {
-			r.emit(eventlog.Event{Type: eventlog.AgentWaiting, Text: r.waitsOn()})
+			// Shown now, not with the step, which may wait on for long.
+			r.emit(context.Background(), eventlog.Event{Type: eventlog.AgentWaiting, Text: r.waitsOn()})
 			seq, told = r.log.Last(), true
 		}
 		timer := time.NewTimer(r.cfg.tick)
@@ -420,7 +419,7 @@ func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 			if _, err := r.bus.SendOnce(ctx, fmt.Sprintf("stage%d/complete", rs.Stage), squadName, bus.Coordinator, text); err != nil {
 				return n, err
 			}
-			if _, _, err := r.board.updateRun("", func(s *runState) { s.Announced = max(s.Announced, rs.Stage) }); err != nil {
+			if _, err := r.updateRun(ctx, func(s *runState) { s.Announced = max(s.Announced, rs.Stage) }); err != nil {
 				return n, err
 			}
 		}
@@ -477,15 +476,15 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 	case r.board.runState().Finished:
 	case o.Status == runtime.Waiting:
 		key := fmt.Sprintf("coordinator%d/question", o.Turns)
-		if _, _, err := r.board.updateRun(key, func(s *runState) { s.Question, s.Answer, s.Asked = o.Question, "", key }); err != nil {
+		if _, err := r.updateRun(ctx, func(s *runState) { s.Question, s.Answer, s.Asked = o.Question, "", key }); err != nil {
 			return err
 		}
-		if err := r.toHuman(key, bus.Coordinator, o.Question); err != nil {
+		if err := r.toHuman(ctx, key, bus.Coordinator, o.Question); err != nil {
 			return err
 		}
-		r.emit(eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question, Key: key})
+		r.emit(ctx, eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question, Key: key})
 	case strings.TrimSpace(o.Summary) != "":
-		if err := r.toHuman(fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {
+		if err := r.toHuman(ctx, fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {
 			return err
 		}
 	}
@@ -507,19 +506,19 @@ func (r *run) close(ctx context.Context, n *tick) error {
 		return err
 	}
 	if r.cfg.mode != Infinite {
-		if err := r.converse("output", bus.Coordinator, bus.Human, rs.Output); err != nil {
+		if err := r.converse(ctx, "output", bus.Coordinator, bus.Human, rs.Output); err != nil {
 			return err
 		}
 		if err := r.s.mem.LogOnce(squadName, fmt.Sprintf("run %s finished: %s", r.id, firstLine(rs.Output))); err != nil {
 			return err
 		}
-		r.emit(eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", rs.Stage), Key: fmt.Sprintf("stage%d/completed", rs.Stage)})
-		r.emit(eventlog.Event{Type: eventlog.AgentCompleted, Text: firstLine(rs.Output), Key: "completed"})
+		r.emit(ctx, eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", rs.Stage), Key: fmt.Sprintf("stage%d/completed", rs.Stage)})
+		r.emit(ctx, eventlog.Event{Type: eventlog.AgentCompleted, Text: firstLine(rs.Output), Key: "completed"})
 		return nil
 	}
 	cycle := rs.Cycle + 1
 	key := fmt.Sprintf("cycle%d", cycle)
-	if err := r.converse(key+"/output", bus.Coordinator, bus.Human, rs.Output); err != nil {
+	if err := r.converse(ctx, key+"/output", bus.Coordinator, bus.Human, rs.Output); err != nil {
 		return err
 	}
 	from, to := filepath.Join(string(r.dir), outputFile), filepath.Join(string(r.dir), fmt.Sprintf("_output.cycle%03d.md", cycle))
@@ -531,8 +530,8 @@ func (r *run) close(ctx context.Context, n *tick) error {
 	if err := r.s.mem.LogOnce(squadName, fmt.Sprintf("run %s cycle %d: %s", r.id, cycle, firstLine(rs.Output))); err != nil {
 		return err
 	}
-	r.emit(eventlog.Event{Type: "x.cycle_completed", Text: fmt.Sprintf("cycle %d: %s", cycle, firstLine(rs.Output)), Key: key})
-	if _, _, err := r.board.updateRun(key, func(s *runState) { s.Cycle, s.Finished = cycle, false }); err != nil {
+	r.emit(ctx, eventlog.Event{Type: "x.cycle_completed", Text: fmt.Sprintf("cycle %d: %s", cycle, firstLine(rs.Output)), Key: key})
+	if _, err := r.updateRun(ctx, func(s *runState) { s.Cycle, s.Finished = cycle, false }); err != nil {
 		return err
 	}
 	n.Sleeping = true
@@ -552,21 +551,21 @@ func usageSince(now, before providers.Usage) providers.Usage {
 }
 
 // toHuman sends a message from the coordinator or a worker to the human, once per key (a step
-// re-run after a crash sends nothing again), and adds it to the conversation, once.
-func (r *run) toHuman(key, from, body string) error {
+// re-run after a crash sends nothing again), and adds it to the conversation, with ctx's step.
+func (r *run) toHuman(ctx context.Context, key, from, body string) error {
 	if _, err := r.bus.SendOnce(r.ctxOrBackground(), key, from, bus.Human, body); err != nil {
 		return err
 	}
-	return r.converse(key, from, bus.Human, body)
+	return r.converse(ctx, key, from, bus.Human, body)
 }
 
-// converse appends a message of the human ↔ coordinator conversation to the agent's
-// conversation.jsonl; a non-empty key (unique in the run) adds it once.
-func (r *run) converse(key, from, to, body string) error {
+// converse adds a message of the human ↔ coordinator conversation, with ctx's step (see
+// Squad.commit); a non-empty key (unique in the run) adds it once.
+func (r *run) converse(ctx context.Context, key, from, to, body string) error {
 	if key != "" {
 		key = r.id + "/" + key
 	}
-	return r.s.conv.add(key, r.id, from, to, body)
+	return r.s.commit(ctx, store.Change{Lines: []store.Line{{Time: r.cfg.now().UTC(), Run: r.id, From: from, To: to, Content: body, Key: key}}}, nil)
 }
 
 func (r *run) ctxOrBackground() context.Context {
@@ -576,30 +575,23 @@ func (r *run) ctxOrBackground() context.Context {
 	return context.Background()
 }
 
-// emitAt appends an event about a node and a worker, with details; key as for emit.
-func (r *run) emitAt(t eventlog.Type, node, worker, text string, data any, key string) {
+// emitAt logs an event about a node and a worker, with details; key as for emit.
+func (r *run) emitAt(ctx context.Context, t eventlog.Type, node, worker, text string, data any, key string) {
 	e := eventlog.New(t, text, data)
 	e.Node, e.Worker, e.Key = node, worker, key
-	r.emit(e)
+	r.emit(ctx, e)
 }
 
-// emit appends an event of the run to the agent's log, and shows it to the triggers. An event
-// with a key (unique in the run) is logged once: a step run again after a crash does not log
-// it twice.
-func (r *run) emit(e eventlog.Event) {
+// emit logs an event of the run, with ctx's step (see Squad.commit): a step's events commit
+// with it, or not at all. An event with a key (unique in the run) is logged once.
+func (r *run) emit(ctx context.Context, e eventlog.Event) {
 	e.Run = r.id
 	if e.Key != "" {
 		e.Key = r.id + "/" + e.Key
-		if r.log.Has(e.Key) {
-			return
-		}
 	}
-	e, err := r.log.Append(e)
-	if err != nil {
+	if err := r.s.commit(ctx, store.Change{Events: []eventlog.Event{e}}, nil); err != nil {
 		r.cfg.logger.Error("event not logged", "run", r.id, "type", e.Type, "err", err)
-		return
 	}
-	r.sched.Observe(e)
 }
 
 // observeMessage turns the bus's deliveries into events.
@@ -614,7 +606,8 @@ func (r *run) observeMessage(e bus.Event) {
 	if e.Kind == bus.Received {
 		ev.Worker = e.Message.To
 	}
-	r.emit(ev)
+	ev.Run, ev.Key = r.id, r.id+"/"+ev.Key
+	r.s.note(ev) // the bus's log has the message already: its event follows
 }
 
 func (r *run) isStopped() bool {

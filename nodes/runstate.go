@@ -1,20 +1,23 @@
 package nodes
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"time"
 
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
 // runState is what a run knows beyond its nodes and workers: its goal, its stage and contract,
-// and how far the coordinator got. It is the one place these facts live. It is kept in the
-// run's folder beside the board (_run.json) and changed only through keyed updates
-// (board.updateRun), so a tick step or a coordinator's tool call that is run again after a
-// crash changes nothing twice, and nothing the first run changed rolls back.
+// and how far the coordinator got. It is the one place these facts live: in the squad's store,
+// the document "run/<id>". updateRun changes it in memory at once and in the store with the
+// step that changed it (see Squad.commit), so a step run again after a crash finds it as the
+// step found it the first time.
 type runState struct {
 	Goal     string   `json:"goal"`
 	Stage    int      `json:"stage"` // 0 until intake has run
@@ -31,82 +34,76 @@ type runState struct {
 	Answer   string `json:"answer,omitempty"`
 	// Asked is the key of the coordinator's last question, which keys the answer's record.
 	Asked string `json:"asked,omitempty"`
-	// Applied are the keys of the latest updates made (appliedKept of them), so that none is
-	// made twice.
-	Applied []string `json:"applied,omitempty"`
+	// Updated is when the state last changed.
+	Updated time.Time `json:"updated"`
 }
 
+// runFile is where a run's state was kept before the store held it; a run that has no state in
+// the store has it read from there.
 const runFile = "_run.json"
 
-// appliedKept is how many keys of updates made the run's state keeps. An update is made again only
-// when a crash cut short what made it, which is the latest of the run's work: the keys of an
-// infinite run's cycles long closed need not be kept, and _run.json stays small however long it
-// runs.
-const appliedKept = 256
+// runKey is the store's key of run id's state.
+func runKey(id string) string { return "run/" + id }
 
-// readRunState reads a run's state from its folder; a run without one has the zero state.
-func readRunState(dir workspace.Run) (runState, error) {
-	var st runState
-	err := workspace.ReadJSON(filepath.Join(string(dir), runFile), &st)
+// readRunState reads a run's state from the store, with its version; a run without one has the
+// zero state.
+func readRunState(ctx context.Context, st store.Store, dir workspace.Run) (runState, int64, error) {
+	var rs runState
+	d, err := st.Doc(ctx, runKey(dir.ID()))
+	if err != nil {
+		return runState{}, 0, fmt.Errorf("nodes: run %s: %w", dir.ID(), err)
+	}
+	if d.Value != nil {
+		if err := json.Unmarshal(d.Value, &rs); err != nil {
+			return runState{}, 0, fmt.Errorf("nodes: run %s: its state in the store is damaged: %w", dir.ID(), err)
+		}
+		return rs, d.Version, nil
+	}
+	err = workspace.ReadJSON(filepath.Join(string(dir), runFile), &rs)
 	if errors.Is(err, os.ErrNotExist) {
-		return runState{}, nil
+		return runState{}, 0, nil
 	}
 	if err != nil {
-		return runState{}, fmt.Errorf("nodes: run %s: %w (repair the file, or restore it from a backup, then resume)", dir.ID(), err)
+		return runState{}, 0, fmt.Errorf("nodes: run %s: %w (repair the file, or restore it from a backup, then resume)", dir.ID(), err)
 	}
-	return st, nil
+	return rs, 0, nil
 }
 
 // runState returns the run's state.
 func (b *board) runState() runState {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	st := b.state
-	st.Applied = nil
-	return st
+	return b.state
 }
 
-// updateRun changes the run's state with fn and writes it through. A non-empty key makes the
-// update happen once: when an update with that key was made before (in this process or
-// before a restart), fn is not called. It returns the state as it is afterwards, and whether
-// fn was applied.
-func (b *board) updateRun(key string, fn func(st *runState)) (runState, bool, error) {
-	var (
-		st      runState
-		applied bool
-	)
-	err := b.locked(func() (p *pending, err error) {
-		st, applied, p, err = b.updateRunLocked(key, fn)
-		return p, err
-	})
-	if err != nil {
-		return b.runState(), false, err
-	}
-	st.Applied = nil
-	return st, applied, nil
-}
-
-// updateRunLocked is updateRun; b.wmu is held. The state is on disk once the change returned is
-// placed (none when the update was made before).
-func (b *board) updateRunLocked(key string, fn func(st *runState)) (runState, bool, *pending, error) {
-	if err := b.failed(); err != nil {
-		return runState{}, false, nil, err
-	}
-	if key != "" && slices.Contains(b.state.Applied, key) {
-		return b.state, false, nil, nil
-	}
-	st := b.state
-	st.Applied = slices.Clone(b.state.Applied)
+// updateRun changes the run's state with fn: in memory, and in the store with ctx's step (see
+// Squad.commit), versioned as the board's changes are (see board.change); when the change cannot
+// be committed (or attached to the step), the state stays as it was. It returns the state as it
+// is afterwards.
+func (r *run) updateRun(ctx context.Context, fn func(st *runState)) (runState, error) {
+	b := r.board
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	old := b.runState()
+	st := old
 	fn(&st)
-	if key != "" {
-		st.Applied = append(st.Applied, key)
-		st.Applied = st.Applied[max(len(st.Applied)-appliedKept, 0):]
+	st.Updated = r.cfg.now().UTC()
+	b.version++
+	var ch store.Change
+	if err := ch.PutVersion(runKey(r.id), b.version, st); err != nil {
+		return old, err
 	}
-	var batch workspace.Batch
-	if err := batch.AddJSON(filepath.Join(string(b.run), runFile), st); err != nil {
-		return runState{}, false, nil, err
+	b.setState(st)
+	if err := b.save(ctx, ch, nil); err != nil {
+		b.setState(old)
+		return old, err
 	}
-	p := b.pend(&batch)
-	b.set(func() { b.state = st })
-	return st, true, p, nil
+	return st, nil
+}
+
+// setState sets the run's state in memory; b.wmu is held.
+func (b *board) setState(st runState) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.state = st
 }

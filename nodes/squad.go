@@ -23,13 +23,17 @@
 //	  - decide_next lets the coordinator, a harnessed worker with the coordinator's tools, react:
 //	    create nodes, spawn workers, message, reconvene, ask the human, or finish.
 //
-// Every tick is checkpointed (SQLite by default), the board lives in the run's folder as files
-// (see runtime/workspace for the layout), the run's own state (goal, stage, contract, output,
-// the coordinator's question) in its _run.json, messages go through a durable bus, and every
-// event is appended to the agent's events.jsonl. Every effect of a step that may run again after
-// a crash is keyed (events, messages, conversation lines, board and state updates), so a killed
-// run resumes by its id without redoing finished work, losing a message or logging anything
-// twice. Only the coordinator's finish completes a run: End and a cancelled context pause it.
+// A squad keeps its runs in one store (package nodes/store: SQLite in the home's state.db by
+// default, PostgreSQL in a fleet): the ticks' and the harnessed conversations' checkpoints and,
+// beside them, each run's state (goal, stage, contract, output, the coordinator's question), its
+// board (nodes, workers, outcomes), the agent's events and its conversation with the human. What
+// a step changes commits with the step's checkpoint, in one transaction: a killed run resumes by
+// its id and finds each step whole or not at all, without redoing finished work or logging
+// anything twice. Files are for agents and people: a node's spec, refs, scratch and published
+// folders, the workers' notebooks, the agent's memory, and views written from the store
+// (_status.md, events.jsonl, conversation.jsonl; see runtime/workspace for the layout). Messages
+// go through a durable bus. Only the coordinator's finish completes a run: End and a cancelled
+// context pause it.
 package nodes
 
 import (
@@ -43,9 +47,10 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
-	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/autonomous"
@@ -95,7 +100,7 @@ type config struct {
 	roleModels    map[string]string
 	resolve       func(name string) (providers.Model, error)
 	modelOpts     []models.Option
-	saver         checkpoint.Saver
+	store         store.Store
 	maxConcurrent int
 	tick          time.Duration
 	stall         time.Duration
@@ -144,9 +149,11 @@ func WithModelResolver(fn func(name string) (providers.Model, error)) Option {
 	return func(c *config) { c.resolve = fn }
 }
 
-// WithSaver sets where ticks and harnessed conversations are checkpointed (default: SQLite in
-// the home folder, state.db).
-func WithSaver(s checkpoint.Saver) Option { return func(c *config) { c.saver = s } }
+// WithStore sets where the squad keeps its runs' state, events and conversation, and where its
+// graphs (the ticks, the harnessed conversations) save their checkpoints, each step's changes
+// with its checkpoint (default: SQLite in the home folder, state.db; see package
+// nodes/store/sqlitestore). The squad does not close a store given here.
+func WithStore(st store.Store) Option { return func(c *config) { c.store = st } }
 
 // WithMaxConcurrent bounds the assignments running at once (default 4).
 func WithMaxConcurrent(n int) Option { return func(c *config) { c.maxConcurrent = n } }
@@ -268,11 +275,19 @@ type Squad struct {
 	cfg   config
 	home  workspace.Home
 	lock  *rootlock.Lock // the home's, until Close; nil where folders cannot be locked
-	saver checkpoint.Saver
-	owned bool // the squad opened the saver and closes it
-	log   *eventlog.Log
-	conv  *conversation
-	mem   *memory.Store
+	store store.Store
+	saver checkpoint.Saver // the store's
+	owned bool             // the squad opened the store and closes it
+	pub   sync.Mutex       // held while the views are brought up to the store
+	// The events noted (see note), and the writer that commits them and brings up the views.
+	notesMu, flushMu    sync.Mutex
+	notes               []eventlog.Event
+	newEvents, newLines atomic.Bool // committed since the views were last brought up
+	wake                chan struct{}
+	stopWriter          func()
+	log                 *eventlog.Log // the view of the store's events: events.jsonl, and the subscribers
+	conv                *conversation // the view of the store's conversation: conversation.jsonl
+	mem                 *memory.Store
 	// sched fires the agent's triggers, into the run in progress or, when there is none, into
 	// the latest run (see fire).
 	sched     *triggers.Scheduler
@@ -343,27 +358,27 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w; close the squad open on it, or use another home", err)
 	}
 	s.lock = lock
-	s.saver = c.saver
-	if s.saver == nil {
-		db, err := sqlite.Open(filepath.Join(c.home, "state.db"))
+	s.store = c.store
+	if s.store == nil {
+		st, err := sqlitestore.Open(filepath.Join(c.home, "state.db"))
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("nodes: %w", err)
 		}
-		s.saver, s.owned = db, true
+		s.store, s.owned = st, true
 	}
-	conv, err := openConversation(s.home.Conversation(), c.now)
-	if err != nil {
+	s.saver = s.store.Saver()
+	if err := s.openViews(context.Background()); err != nil {
 		s.Close()
 		return nil, err
 	}
-	s.conv = conv
-	log, err := eventlog.Open(s.home.Events(), eventlog.WithClock(c.now))
-	if err != nil {
-		s.Close()
-		return nil, fmt.Errorf("nodes: %w", err)
+	s.wake = make(chan struct{}, 1)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go s.write(stop, done)
+	s.stopWriter = func() {
+		close(stop)
+		<-done
 	}
-	s.log = log
 	mem, err := memory.Open(s.home, memory.WithClock(c.now), memory.WithObserver(s.memoryWritten))
 	if err != nil {
 		s.Close()
@@ -376,13 +391,13 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	s.sched = sched
-	if log.Last() == 0 {
+	if s.log.Last() == 0 {
 		// The agent's name, its home folder's: where the agent lives is its host's business.
 		name := c.home
 		if abs, err := filepath.Abs(c.home); err == nil {
 			name = filepath.Base(abs)
 		}
-		if _, err := log.Append(eventlog.Event{Type: eventlog.AgentCreated, Text: name}); err != nil {
+		if err := s.commit(context.Background(), store.Change{Events: []eventlog.Event{{Type: eventlog.AgentCreated, Text: name}}}, nil); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("nodes: %w", err)
 		}
@@ -400,13 +415,16 @@ func (s *Squad) Close() error {
 		s.stopSched()
 		errs = append(errs, s.sched.Close())
 	}
+	if s.stopWriter != nil {
+		s.stopWriter()
+		s.stopWriter = nil
+		s.settle()
+	}
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
 	}
 	if s.owned {
-		if c, ok := s.saver.(interface{ Close() error }); ok {
-			errs = append(errs, c.Close())
-		}
+		errs = append(errs, s.store.Close())
 	}
 	if s.lock != nil {
 		errs = append(errs, s.lock.Release())
@@ -421,7 +439,7 @@ func (s *Squad) memoryWritten(w memory.Write) {
 	if r := s.cur.Load(); r != nil {
 		e.Run = r.id
 	}
-	if _, err := s.log.Append(e); err != nil {
+	if err := s.commit(context.Background(), store.Change{Events: []eventlog.Event{e}}, nil); err != nil {
 		s.cfg.logger.Error("event not logged", "type", e.Type, "err", err)
 	}
 }
@@ -601,13 +619,23 @@ func (s *Squad) Board() (Snapshot, error) {
 	return r.board.Snapshot(), nil
 }
 
-// ReadBoard reads the board of any run of the agent from its folder.
+// ReadBoard reads the board of any run of the agent.
 func (s *Squad) ReadBoard(runID string) (Snapshot, error) {
-	b, err := openBoard(s.home.Run(runID), s.cfg.now)
+	b, err := openBoard(context.Background(), s.store, s.home.Run(runID), s.cfg.now)
 	if err != nil {
 		return Snapshot{}, err
 	}
 	return b.Snapshot(), nil
+}
+
+// openBoard opens the board of the run in dir, to change it.
+func (s *Squad) openBoard(ctx context.Context, dir workspace.Run) (*board, error) {
+	b, err := openBoard(ctx, s.store, dir, s.cfg.now)
+	if err != nil {
+		return nil, err
+	}
+	b.save = s.commit
+	return b, nil
 }
 
 // Triggers returns the agent's triggers.
@@ -635,5 +663,6 @@ func (s *Squad) Subscribe(after int64) (<-chan eventlog.Event, func()) {
 
 // Events returns the logged events after seq, up to limit (0: all).
 func (s *Squad) Events(after int64, limit int) ([]eventlog.Event, error) {
+	s.settle()
 	return s.log.Read(after, limit)
 }

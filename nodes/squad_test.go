@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
@@ -186,7 +188,7 @@ func TestConversationAcrossRuns(t *testing.T) {
 		t.Fatalf("%d entries, total %d", len(all), total)
 	}
 	for i, e := range all {
-		if e.Seq != i+1 {
+		if e.Seq != int64(i+1) {
 			t.Fatalf("entry %d has seq %d", i, e.Seq)
 		}
 	}
@@ -222,11 +224,20 @@ func (g *gateSaver) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint
 	return g.Saver.Get(ctx, cfg)
 }
 
+// gatedStore is a store whose saver is a gateSaver.
+type gatedStore struct {
+	store.Store
+	gate *gateSaver
+}
+
+func (g gatedStore) Saver() checkpoint.Saver { return g.gate }
+
 // The goal is the first line of a run's conversation: a message the human sends as soon as
 // the run is in progress, before it took its first step, comes after it.
 func TestGoalComesFirstInTheConversation(t *testing.T) {
-	gate := &gateSaver{Saver: checkpoint.NewMemory(), entered: make(chan struct{}), release: make(chan struct{})}
-	s := newSquad(t, nodes.WithSaver(gate))
+	st := store.NewMemory()
+	gate := &gateSaver{Saver: st.Saver(), entered: make(chan struct{}), release: make(chan struct{})}
+	s := newSquad(t, nodes.WithStore(gatedStore{st, gate}))
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.Run(context.Background(), "AI chips")
@@ -245,19 +256,23 @@ func TestGoalComesFirstInTheConversation(t *testing.T) {
 	assert.Equal(t, all[0].Run, all[1].Run)
 }
 
-// A damaged node file fails that node, named with the file and how to repair it, and is left
-// as it is; the rest of the board reads, and the run resumes.
-func TestDamagedBoardFileIsNamed(t *testing.T) {
+// A damaged record of a node fails that node, named with where it is and how to repair it, and
+// is left as it is; the rest of the board reads, and the run resumes.
+func TestDamagedBoardRecordIsNamed(t *testing.T) {
 	s := newSquad(t)
 	res := run(t, s, "AI chips")
-	path := filepath.Join(string(s.Home()), "runs", res.RunID, "nodes", "n2", "_node.json")
-	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o644))
+	db, err := sql.Open("sqlite", filepath.Join(string(s.Home()), "state.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	key := "node/" + res.RunID + "/n2"
+	_, err = db.Exec(`UPDATE squad_docs SET value = '{not json' WHERE key = ?`, key)
+	require.NoError(t, err)
 	b, err := s.ReadBoard(res.RunID)
 	require.NoError(t, err)
 	n2, ok := b.Node("n2")
 	require.True(t, ok)
 	assert.Equal(t, nodes.NodeFailed, n2.Status)
-	assert.Contains(t, n2.Damaged, path)
+	assert.Contains(t, n2.Damaged, key)
 	assert.Contains(t, n2.Damaged, "Repair")
 	n1, _ := b.Node("n1")
 	assert.Equal(t, nodes.NodeCompleted, n1.Status)
@@ -265,8 +280,9 @@ func TestDamagedBoardFileIsNamed(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, again.Finished)
 	assert.Equal(t, res.Output, again.Output)
-	got, _ := os.ReadFile(path)
-	assert.Equal(t, "{not json", string(got), "the damaged file was changed")
+	var got string
+	require.NoError(t, db.QueryRow(`SELECT value FROM squad_docs WHERE key = ?`, key).Scan(&got))
+	assert.Equal(t, "{not json", got, "the damaged record was changed")
 }
 
 // The squad's graph, drawn: the six nodes of a tick and the loop back.

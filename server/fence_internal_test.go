@@ -10,6 +10,8 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/postgres"
 	"github.com/agiraph/agiraph/internal/pgtest"
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // An agent's saver in a fleet writes while no other replica holds the agent, and is refused once
@@ -26,7 +28,9 @@ func TestAgentSaverIsFencedByTheLease(t *testing.T) {
 	_, err = a.pool.Exec(ctx, `INSERT INTO `+agentsTable+` (id) VALUES ('ada')`)
 	require.NoError(t, err)
 
-	saver := a.agentSaver("ada")
+	st, err := a.agentStore("ada")
+	require.NoError(t, err)
+	saver := st.Saver()
 	cfg := checkpoint.Config{ThreadID: "run-1"}
 	put := func(id string) error {
 		_, err := saver.Put(ctx, cfg, checkpoint.Checkpoint{ID: id, Format: 1})
@@ -41,6 +45,8 @@ func TestAgentSaverIsFencedByTheLease(t *testing.T) {
 	_, err = b.take("ada") // the lease expired: another replica takes the agent
 	require.NoError(t, err)
 	assert.ErrorIs(t, put("c3"), postgres.ErrFenced)
+	assert.ErrorIs(t, st.Apply(ctx, store.Change{Events: []eventlog.Event{{Type: eventlog.AgentStarted}}}), postgres.ErrFenced,
+		"what the store applies alone is fenced too")
 	got, err := saver.Get(ctx, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, "c2", got.Checkpoint.ID)

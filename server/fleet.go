@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/postgres"
 	"github.com/agiraph/agiraph/internal/lease"
+	"github.com/agiraph/agiraph/nodes/store/pgstore"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
@@ -75,10 +75,11 @@ var schema = []string{
 // fleet is a replica's side of the database its fleet shares.
 type fleet struct {
 	pool      *pgxpool.Pool
-	owned     bool // the server opened the pool
-	saver     *postgres.Saver
-	owner     string // this replica's name in leases
-	url       string // its base URL
+	owned     bool            // the server opened the pool
+	db        *pgstore.DB     // the agents' stores
+	saver     *postgres.Saver // db's
+	owner     string          // this replica's name in leases
+	url       string          // its base URL
 	ttl       time.Duration
 	heartbeat time.Duration
 	watch     time.Duration
@@ -116,7 +117,9 @@ func openFleet(ctx context.Context, c config) (*fleet, error) {
 		return nil
 	})
 	if err == nil {
-		f.saver, err = postgres.New(ctx, f.pool)
+		if f.db, err = pgstore.New(ctx, f.pool); err == nil {
+			f.saver = f.db.Saver()
+		}
 	}
 	if err != nil {
 		f.close()
@@ -127,8 +130,8 @@ func openFleet(ctx context.Context, c config) (*fleet, error) {
 
 // close closes the saver, and the pool if the server opened it.
 func (f *fleet) close() {
-	if f.saver != nil {
-		f.saver.Close()
+	if f.db != nil {
+		f.db.Close()
 	}
 	if f.owned {
 		f.pool.Close()
@@ -513,74 +516,11 @@ func (s *Server) forward(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// prefixed is a saver that keeps the threads of one agent apart from the others' in a saver they
-// share: it prefixes thread IDs with the agent's id.
-type prefixed struct {
-	checkpoint.StepSaver
-	prefix string
-}
-
-// agentSaver is the saver of agent id's squad in the fleet: its threads prefixed, its writes
-// fenced by the agent's lease — refused while another replica holds it — so that a replica that
-// lost the agent, and whose run goes on for a moment, cannot write after another took it over.
-func (f *fleet) agentSaver(id string) prefixed {
+// agentStore is the store of agent id's squad in the fleet: its rows and threads apart from the
+// other agents', its writes fenced by the agent's lease — refused while another replica holds it
+// — so that a replica that lost the agent, and whose run goes on for a moment, cannot write after
+// another took it over.
+func (f *fleet) agentStore(id string) (*pgstore.Store, error) {
 	fenced := f.saver.Fenced(postgres.Fence{Table: agentsTable, Where: "id = $1 AND (owner IS NULL OR owner = $2)", Args: []any{id, f.owner}})
-	return prefixed{StepSaver: fenced, prefix: id + "/"}
-}
-
-func (p prefixed) in(cfg checkpoint.Config) checkpoint.Config {
-	cfg.ThreadID = p.prefix + cfg.ThreadID
-	return cfg
-}
-
-func (p prefixed) out(cfg checkpoint.Config) checkpoint.Config {
-	cfg.ThreadID = cfg.ThreadID[len(p.prefix):]
-	return cfg
-}
-
-// Put stores cp under the agent's thread.
-func (p prefixed) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
-	got, err := p.StepSaver.Put(ctx, p.in(cfg), cp)
-	if err != nil {
-		return got, err
-	}
-	return p.out(got), nil
-}
-
-// PutWrites records writes of the agent's thread.
-func (p prefixed) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
-	return p.StepSaver.PutWrites(ctx, p.in(cfg), writes)
-}
-
-// Get returns a checkpoint of the agent's thread.
-func (p prefixed) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.Tuple, error) {
-	t, err := p.StepSaver.Get(ctx, p.in(cfg))
-	if err != nil {
-		return nil, err
-	}
-	t.Config = p.out(t.Config)
-	return t, nil
-}
-
-// List returns the checkpoints of the agent's thread.
-func (p prefixed) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint.ListOptions) ([]checkpoint.Tuple, error) {
-	ts, err := p.StepSaver.List(ctx, p.in(cfg), opts)
-	for i := range ts {
-		ts[i].Config = p.out(ts[i].Config)
-	}
-	return ts, err
-}
-
-// PutStep saves a step of the agent's thread.
-func (p prefixed) PutStep(ctx context.Context, parent checkpoint.Config, writes []checkpoint.Write, cfg checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
-	got, err := p.StepSaver.PutStep(ctx, p.in(parent), writes, p.in(cfg), cp)
-	if err != nil {
-		return got, err
-	}
-	return p.out(got), nil
-}
-
-// DeleteThread removes the agent's thread.
-func (p prefixed) DeleteThread(ctx context.Context, threadID string) error {
-	return p.StepSaver.DeleteThread(ctx, p.prefix+threadID)
+	return f.db.Agent(id, fenced)
 }

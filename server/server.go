@@ -382,7 +382,12 @@ func (s *Server) squadOptions(a *agent, m meta) []nodes.Option {
 		opts = append(opts, nodes.WithMode(nodes.Infinite))
 	}
 	if s.fleet != nil {
-		opts = append(opts, nodes.WithSaver(s.fleet.agentSaver(id)))
+		// An agent's id names its folder: never empty, never with a "/", which Agent refuses.
+		st, err := s.fleet.agentStore(id)
+		if err != nil {
+			panic(fmt.Sprintf("server: agent %q: %v", id, err))
+		}
+		opts = append(opts, nodes.WithStore(st))
 	}
 	return append(opts, nodes.WithHome(s.agentDir(id)), nodes.WithUpSince(a.upSince),
 		nodes.WithWake(func(runID string) { s.wake(id, runID) }))

@@ -141,8 +141,8 @@ type Event struct {
 	Worker string          `json:"worker,omitempty"` // the worker it concerns
 	Text   string          `json:"text,omitempty"`   // a human-readable line: the summary, the message, the question
 	Data   json.RawMessage `json:"data,omitempty"`   // type-specific details, any JSON value
-	// Key, when set, makes the event idempotent: Append logs one event per key, ever (see
-	// Append). A step that may be run again after a crash keys its events by what it does.
+	// Key, when set, names the event uniquely: a record of events that keeps one per key (the
+	// squad's store) does not add it twice. The log itself writes what it is given.
 	Key string `json:"key,omitempty"`
 }
 
@@ -207,7 +207,6 @@ type Log struct {
 	index  []entry // one per event, in Seq order; only ever appended to
 	last   int64
 	subs   map[*subscriber]struct{}
-	keys   map[string]int64 // the Seq of each keyed event
 	closed bool
 	broken error // set when a failed write could not be undone; Append then fails
 }
@@ -228,7 +227,7 @@ func Open(path string, opts ...Option) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: %w", err)
 	}
-	l := &Log{path: path, now: c.now, f: f, subs: make(map[*subscriber]struct{}), keys: map[string]int64{}}
+	l := &Log{path: path, now: c.now, f: f, subs: make(map[*subscriber]struct{})}
 	if err := l.load(); err != nil {
 		f.Close()
 		return nil, err
@@ -266,9 +265,6 @@ func (l *Log) load() error {
 			}
 			l.index = append(l.index, entry{seq: e.Seq, off: off})
 			l.last = e.Seq
-			if e.Key != "" {
-				l.keys[e.Key] = e.Seq
-			}
 		}
 		off += int64(len(line))
 	}
@@ -280,12 +276,38 @@ func (l *Log) load() error {
 // writes it to the file as one line with a single write call, hands it to the subscribers, and
 // returns it as written. A Seq already set in e is overwritten. The Type must be one of Types or
 // prefixed "x."; an empty or unknown type is an error wrapping ErrUnknownType. Data, if any,
-// must be valid JSON (it is stored compacted). If the write fails, what it wrote is truncated away and the Seq is
-// not used.
-//
-// An event with a Key already in the log — appended in this process or before a restart — is
-// not appended again: Append returns e with the Seq of the first one, and nil.
+// must be valid JSON (it is stored compacted). If the write fails, what it wrote is truncated
+// away and the Seq is not used.
 func (l *Log) Append(e Event) (Event, error) {
+	e, err := Check(e)
+	if err != nil {
+		return Event{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.Seq = l.last + 1
+	return l.write(e)
+}
+
+// Put writes e, whose Seq another record of the events gave it (a database the log is a view
+// of), as Append does, without giving it a new Seq. Its Seq must be greater than Last's.
+func (l *Log) Put(e Event) (Event, error) {
+	e, err := Check(e)
+	if err != nil {
+		return Event{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.Seq <= l.last {
+		return Event{}, fmt.Errorf("eventlog: %s: event %d does not follow %d", l.path, e.Seq, l.last)
+	}
+	return l.write(e)
+}
+
+// Check returns e as the log writes it — its Data compacted — or why it cannot be logged: an
+// empty or unknown type (an error wrapping ErrUnknownType), a live-only type, Data that is not
+// JSON.
+func Check(e Event) (Event, error) {
 	if e.Type == "" {
 		return Event{}, fmt.Errorf("eventlog: event has no type: %w", ErrUnknownType)
 	}
@@ -302,20 +324,17 @@ func (l *Log) Append(e Event) (Event, error) {
 		}
 		e.Data = c.Bytes()
 	}
+	return e, nil
+}
 
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// write writes e, with its Seq set, and hands it to the subscribers; l.mu is held.
+func (l *Log) write(e Event) (Event, error) {
 	if l.closed {
 		return Event{}, ErrClosed
 	}
 	if l.broken != nil {
 		return Event{}, l.broken
 	}
-	if seq, ok := l.keys[e.Key]; ok && e.Key != "" {
-		e.Seq = seq
-		return e, nil
-	}
-	e.Seq = l.last + 1
 	if e.Time.IsZero() {
 		e.Time = l.now()
 	}
@@ -338,9 +357,6 @@ func (l *Log) Append(e Event) (Event, error) {
 	l.index = append(l.index, entry{seq: e.Seq, off: l.size})
 	l.size += int64(buf.Len())
 	l.last = e.Seq
-	if e.Key != "" {
-		l.keys[e.Key] = e.Seq
-	}
 	for s := range l.subs {
 		s.push(e)
 	}
@@ -370,14 +386,6 @@ func (l *Log) Broadcast(e Event) {
 	for s := range l.subs {
 		s.pushLive(e)
 	}
-}
-
-// Has reports whether an event with key is in the log.
-func (l *Log) Has(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, ok := l.keys[key]
-	return ok
 }
 
 // Read returns a page: up to limit events with Seq > after, in order (limit <= 0: all of them).

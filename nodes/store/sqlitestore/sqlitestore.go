@@ -1,0 +1,248 @@
+// Package sqlitestore is the squad store on SQLite (see package nodes/store): its tables live in
+// the checkpoint database of package checkpoint/sqlite, and a task's change commits in the
+// transaction that saves the task's writes.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+)
+
+// Store is a store.Store in a SQLite database file.
+type Store struct {
+	saver *sqlite.Saver
+	// The statements that write, prepared once on the writing connection.
+	putDoc, deleteDoc, addEvent, addLine *sql.Stmt
+}
+
+var _ store.Store = (*Store)(nil)
+
+// schema creates the store's tables beside the checkpoints'. Events and lines are kept as their
+// JSON without the Seq, which is the row's; a key is unique where there is one (and only those
+// that have one are indexed).
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS squad_docs (key TEXT PRIMARY KEY, version INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS squad_events (seq INTEGER PRIMARY KEY, key TEXT, event BLOB NOT NULL)`,
+	`CREATE UNIQUE INDEX IF NOT EXISTS squad_events_key ON squad_events (key) WHERE key IS NOT NULL`,
+	`CREATE TABLE IF NOT EXISTS squad_lines (seq INTEGER PRIMARY KEY, key TEXT, line BLOB NOT NULL)`,
+	`CREATE UNIQUE INDEX IF NOT EXISTS squad_lines_key ON squad_lines (key) WHERE key IS NOT NULL`,
+}
+
+// Open opens the store in the database file at path (see sqlite.Open, whose options it takes),
+// creating its tables if they are missing. Close it when done.
+func Open(path string, opts ...sqlite.Option) (*Store, error) {
+	st := &Store{}
+	saver, err := sqlite.Open(path, append(opts, sqlite.WithEffects(st.effect))...)
+	if err != nil {
+		return nil, err
+	}
+	st.saver = saver
+	err = saver.Write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		for _, q := range schema {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		saver.Close()
+		return nil, fmt.Errorf("nodes/store/sqlitestore: %s: create the tables: %w", path, err)
+	}
+	for _, p := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&st.putDoc, `INSERT INTO squad_docs (key, version, value) VALUES (?, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET version = excluded.version, value = excluded.value
+			WHERE excluded.version = 0 OR excluded.version > squad_docs.version`},
+		{&st.deleteDoc, `DELETE FROM squad_docs WHERE key = ?`},
+		{&st.addEvent, `INSERT INTO squad_events (key, event) VALUES (?, ?) ON CONFLICT (key) WHERE key IS NOT NULL DO NOTHING`},
+		{&st.addLine, `INSERT INTO squad_lines (key, line) VALUES (?, ?) ON CONFLICT (key) WHERE key IS NOT NULL DO NOTHING`},
+	} {
+		if *p.dst, err = saver.Prepare(context.Background(), p.query); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// Saver returns the checkpoint saver the store's tables live beside.
+func (s *Store) Saver() checkpoint.Saver { return s.saver }
+
+// Close closes the database.
+func (s *Store) Close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.putDoc, s.deleteDoc, s.addEvent, s.addLine} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(append(errs, s.saver.Close())...)
+}
+
+// effect applies a task's change inside the transaction that saves the task's writes.
+func (s *Store) effect(ctx context.Context, tx *sql.Tx, _ string, w checkpoint.Write) error {
+	ch, err := store.Decode(w.Value)
+	if err != nil {
+		return err
+	}
+	return s.apply(ctx, tx, ch)
+}
+
+// Apply commits ch alone.
+func (s *Store) Apply(ctx context.Context, ch store.Change) error {
+	if err := ch.Check(); err != nil {
+		return err
+	}
+	return s.saver.Write(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.apply(ctx, tx, ch) })
+}
+
+// apply writes ch in tx.
+func (s *Store) apply(ctx context.Context, tx *sql.Tx, ch store.Change) error {
+	if err := ch.Check(); err != nil {
+		return err
+	}
+	for _, d := range ch.Docs {
+		var err error
+		if d.Value == nil {
+			_, err = tx.StmtContext(ctx, s.deleteDoc).ExecContext(ctx, d.Key)
+		} else {
+			_, err = tx.StmtContext(ctx, s.putDoc).ExecContext(ctx, d.Key, d.Version, []byte(d.Value))
+		}
+		if err != nil {
+			return fmt.Errorf("nodes/store/sqlitestore: document %s: %w", d.Key, err)
+		}
+	}
+	for _, e := range ch.Events {
+		b, err := store.EncodeEvent(e)
+		if err == nil {
+			_, err = tx.StmtContext(ctx, s.addEvent).ExecContext(ctx, nullable(e.Key), b)
+		}
+		if err != nil {
+			return fmt.Errorf("nodes/store/sqlitestore: %s event: %w", e.Type, err)
+		}
+	}
+	for _, l := range ch.Lines {
+		b, err := store.EncodeLine(l)
+		if err == nil {
+			_, err = tx.StmtContext(ctx, s.addLine).ExecContext(ctx, nullable(l.Key), b)
+		}
+		if err != nil {
+			return fmt.Errorf("nodes/store/sqlitestore: conversation line: %w", err)
+		}
+	}
+	return nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Doc returns the document under key.
+func (s *Store) Doc(ctx context.Context, key string) (store.Doc, error) {
+	d := store.Doc{Key: key}
+	var v []byte
+	err := s.saver.DB().QueryRowContext(ctx, `SELECT version, value FROM squad_docs WHERE key = ?`, key).Scan(&d.Version, &v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, nil
+	}
+	if err != nil {
+		return d, fmt.Errorf("nodes/store/sqlitestore: document %s: %w", key, err)
+	}
+	d.Value = v
+	return d, nil
+}
+
+// Docs returns the documents under prefix, in key order.
+func (s *Store) Docs(ctx context.Context, prefix string) ([]store.Doc, error) {
+	q, args := `SELECT key, version, value FROM squad_docs WHERE key >= ? ORDER BY key`, []any{prefix}
+	if end, ok := after(prefix); ok {
+		q, args = `SELECT key, version, value FROM squad_docs WHERE key >= ? AND key < ? ORDER BY key`, []any{prefix, end}
+	}
+	rows, err := s.saver.DB().QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("nodes/store/sqlitestore: documents %s: %w", prefix, err)
+	}
+	defer rows.Close()
+	var docs []store.Doc
+	for rows.Next() {
+		var d store.Doc
+		var v []byte
+		if err := rows.Scan(&d.Key, &d.Version, &v); err != nil {
+			return nil, fmt.Errorf("nodes/store/sqlitestore: documents %s: %w", prefix, err)
+		}
+		d.Value = v
+		docs = append(docs, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("nodes/store/sqlitestore: documents %s: %w", prefix, err)
+	}
+	return docs, nil
+}
+
+// after returns the least string greater than every string that starts with prefix, byte-wise
+// (the order of SQLite's BINARY collation), and false when there is none (an empty prefix, or
+// one of 0xff bytes only).
+func after(prefix string) (string, bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}
+
+// Events returns the events after seq after.
+func (s *Store) Events(ctx context.Context, after int64, limit int) ([]eventlog.Event, error) {
+	return page(ctx, s, "squad_events", "event", after, limit, store.DecodeEvent)
+}
+
+// Lines returns the conversation lines after seq after.
+func (s *Store) Lines(ctx context.Context, after int64, limit int) ([]store.Line, error) {
+	return page(ctx, s, "squad_lines", "line", after, limit, store.DecodeLine)
+}
+
+// page reads up to limit (0: all) rows of table after seq after, decoding column col with dec.
+func page[T any](ctx context.Context, s *Store, table, col string, after int64, limit int, dec func(int64, []byte) (T, error)) ([]T, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	what := strings.TrimPrefix(table, "squad_")
+	rows, err := s.saver.DB().QueryContext(ctx, `SELECT seq, `+col+` FROM `+table+` WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("nodes/store/sqlitestore: read %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var seq int64
+		var b []byte
+		if err := rows.Scan(&seq, &b); err != nil {
+			return nil, fmt.Errorf("nodes/store/sqlitestore: read %s: %w", what, err)
+		}
+		x, err := dec(seq, b)
+		if err != nil {
+			return nil, fmt.Errorf("nodes/store/sqlitestore: read %s: row %d: %w", what, seq, err)
+		}
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("nodes/store/sqlitestore: read %s: %w", what, err)
+	}
+	return out, nil
+}

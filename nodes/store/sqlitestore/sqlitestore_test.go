@@ -1,0 +1,51 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
+	"github.com/agiraph/agiraph/nodes/store/storetest"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+)
+
+func open(t *testing.T, path string) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return open(t, filepath.Join(t.TempDir(), "state.db")) })
+}
+
+// TestReopen: what a store committed is there when the file is opened again, and numbering goes
+// on after it.
+func TestReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := sqlitestore.Open(path)
+	require.NoError(t, err)
+	var ch store.Change
+	require.NoError(t, ch.Put("run/r1", map[string]string{"goal": "g"}))
+	ch.Events = []eventlog.Event{{Type: eventlog.AgentStarted}}
+	require.NoError(t, s.Apply(ctx, ch))
+	require.NoError(t, s.Close())
+
+	s = open(t, path)
+	got, err := s.Doc(ctx, "run/r1")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"goal":"g"}`, string(got.Value))
+	require.NoError(t, s.Apply(ctx, store.Change{Events: []eventlog.Event{{Type: eventlog.AgentCompleted}}}))
+	evs, err := s.Events(ctx, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 2)
+	assert.Equal(t, int64(2), evs[1].Seq)
+}

@@ -1,0 +1,83 @@
+package nodes_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+)
+
+// The store keeps when each event happened: events.jsonl, a view of the store, says the same
+// times when it is written again from it.
+func TestStoreKeepsTheTimesOfEvents(t *testing.T) {
+	st := store.NewMemory()
+	home := t.TempDir()
+	open := func() *nodes.Squad {
+		s, err := nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithStore(st), nodes.WithModelOptions(models.WithoutRetry()),
+			nodes.WithTick(20*time.Millisecond))...)
+		require.NoError(t, err)
+		return s
+	}
+	s := open()
+	run(t, s, "AI chips")
+	viewed, err := s.Events(0, 0)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	stored, err := st.Events(context.Background(), 0, 0)
+	require.NoError(t, err)
+	require.Len(t, stored, len(viewed))
+	for i, e := range stored {
+		require.False(t, e.Time.IsZero(), "event %d (%s) has no time in the store", e.Seq, e.Type)
+		assert.True(t, e.Time.Equal(viewed[i].Time), "event %d: the view says %v, the store %v", e.Seq, viewed[i].Time, e.Time)
+	}
+
+	require.NoError(t, os.Remove(filepath.Join(home, "events.jsonl")))
+	s = open()
+	defer s.Close()
+	again, err := s.Events(0, 0)
+	require.NoError(t, err)
+	require.Len(t, again, len(viewed))
+	for i, e := range again {
+		assert.True(t, e.Time.Equal(viewed[i].Time), "event %d written again with another time", e.Seq)
+	}
+}
+
+// A view that has more than its store — the store was restored from a backup, or another one
+// given — is kept beside, not deleted, and written again from the store.
+func TestViewAheadOfTheStoreIsKeptBeside(t *testing.T) {
+	home := t.TempDir()
+	s, err := nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithModelOptions(models.WithoutRetry()),
+		nodes.WithTick(20*time.Millisecond))...)
+	require.NoError(t, err)
+	run(t, s, "AI chips")
+	require.NoError(t, s.Close())
+	before, err := os.ReadFile(filepath.Join(home, "events.jsonl"))
+	require.NoError(t, err)
+
+	older := store.NewMemory() // a store from before the run: it has the agent's first event only
+	require.NoError(t, older.Apply(context.Background(), store.Change{Events: []eventlog.Event{{Type: eventlog.AgentCreated, Text: "restored"}}}))
+	s, err = nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithStore(older))...)
+	require.NoError(t, err)
+	defer s.Close()
+	kept, err := filepath.Glob(filepath.Join(home, "events.jsonl.ahead-*"))
+	require.NoError(t, err)
+	require.Len(t, kept, 1)
+	got, err := os.ReadFile(kept[0])
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(got))
+	evs, err := s.Events(0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 1, "the store's events only")
+	assert.Equal(t, "restored", evs[0].Text)
+}
