@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,97 +23,116 @@ import (
 func entries(t *testing.T, dir string) []string {
 	t.Helper()
 	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var names []string
 	for _, e := range es {
-		if e.Name() != workspace.SpareName && !strings.HasPrefix(e.Name(), workspace.SpareName+"-") { // spares stay (spare_linux_test.go)
-			names = append(names, e.Name())
-		}
+		names = append(names, e.Name())
 	}
 	return names
 }
 
-func TestWriteFile(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "_plan.md")
-	must(t, workspace.WriteFile(p, []byte("one")))
-	if got, _ := os.ReadFile(p); string(got) != "one" {
-		t.Fatalf("content = %q", got)
-	}
-	st, err := os.Stat(p)
-	must(t, err)
-	if st.Mode().Perm() != 0o644 {
-		t.Errorf("new file mode = %v, want 0644", st.Mode().Perm())
-	}
+// atomicWrites are the two atomic writes: durable, and not synced.
+var atomicWrites = []struct {
+	name  string
+	write func(path string, data []byte) error
+}{{"WriteFile", workspace.WriteFile}, {"WriteView", workspace.WriteView}}
 
-	// Replacing keeps the permissions and replaces the file by a rename: a reader holding
-	// the old file keeps seeing the old content.
-	must(t, os.Chmod(p, 0o600))
-	old, err := os.Open(p)
-	must(t, err)
-	defer old.Close()
-	must(t, workspace.WriteFile(p, []byte("two, longer")))
-	if got, _ := os.ReadFile(p); string(got) != "two, longer" {
-		t.Fatalf("content = %q", got)
-	}
-	if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
-		t.Errorf("replaced file mode = %v, want 0600 kept", st.Mode().Perm())
-	}
-	buf := make([]byte, 64)
-	n, _ := old.Read(buf)
-	if string(buf[:n]) != "one" {
-		t.Errorf("reader of the old file sees %q; want %q (the file must be replaced, not rewritten)", buf[:n], "one")
-	}
-	if names := entries(t, dir); len(names) != 1 || names[0] != "_plan.md" {
-		t.Errorf("directory holds %q, want only _plan.md (no temporary files)", names)
-	}
+// An atomic write makes a new file 0644, keeps an existing file's permissions, puts a new file
+// in place of the old rather than writing over it, and leaves nothing else in the folder, however
+// often it rewrites; a failed write names the file and leaves nothing behind.
+func TestWrite(t *testing.T) {
+	for _, c := range atomicWrites {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "_plan.md")
+			require.NoError(t, c.write(p, []byte("one")))
+			got, err := os.ReadFile(p)
+			require.NoError(t, err)
+			assert.Equal(t, "one", string(got))
+			st, err := os.Stat(p)
+			require.NoError(t, err)
+			assert.Equal(t, fs.FileMode(0o644), st.Mode().Perm(), "a new file's permissions")
 
-	// Failures name the file and leave nothing behind.
-	err = workspace.WriteFile(filepath.Join(dir, "missing", "x.md"), []byte("x"))
-	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "missing", "x.md")) {
-		t.Errorf("write in a missing directory: err = %v, want one naming the file", err)
-	}
-	must(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
-	err = workspace.WriteFile(filepath.Join(dir, "sub"), []byte("x"))
-	if err == nil {
-		t.Error("writing over a directory: no error")
-	}
-	if names := entries(t, dir); len(names) != 2 {
-		t.Errorf("directory holds %q after failed writes, want _plan.md and sub", names)
+			require.NoError(t, os.Chmod(p, 0o600))
+			old, err := os.Open(p)
+			require.NoError(t, err)
+			defer old.Close()
+			for _, v := range []string{"two, longer", "three", "four"} {
+				require.NoError(t, c.write(p, []byte(v)))
+			}
+			got, err = os.ReadFile(p)
+			require.NoError(t, err)
+			assert.Equal(t, "four", string(got))
+			st, err = os.Stat(p)
+			require.NoError(t, err)
+			assert.Equal(t, fs.FileMode(0o600), st.Mode().Perm(), "a rewrite keeps the permissions")
+			held, err := io.ReadAll(old)
+			require.NoError(t, err)
+			assert.Equal(t, "one", string(held), "a reader of the old file saw it written over")
+			assert.Equal(t, []string{"_plan.md"}, entries(t, dir))
+
+			missing := filepath.Join(dir, "missing", "x.md")
+			assert.ErrorContains(t, c.write(missing, []byte("x")), missing)
+			sub := filepath.Join(dir, "sub")
+			require.NoError(t, os.Mkdir(sub, 0o755))
+			assert.ErrorContains(t, c.write(sub, []byte("x")), sub)
+			assert.Equal(t, []string{"_plan.md", "sub"}, entries(t, dir))
+		})
 	}
 }
 
-func TestWriteFileConcurrentReaders(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "state.json")
-	a, b := strings.Repeat("a", 1<<16), strings.Repeat("b", 1<<16)
-	must(t, workspace.WriteFile(p, []byte(a)))
-	var wg sync.WaitGroup
+// Writers of several files of one folder at once, durable and not, and readers of them: every
+// read sees one whole version, every file ends with its last, and no temporary file is left.
+func TestWriteConcurrentReaders(t *testing.T) {
+	dir := t.TempDir()
+	const writers, writes = 6, 60
+	version := func(w, i int) string { return strings.Repeat(fmt.Sprintf("<%d.%d>", w, i), 500+i*7) }
+	var writing, reading sync.WaitGroup
 	stop := make(chan struct{})
-	wg.Go(func() {
-		for i := 0; i < 50; i++ {
-			must(t, workspace.WriteFile(p, []byte([]string{a, b}[i%2])))
-		}
-		close(stop)
-	})
-	for {
-		select {
-		case <-stop:
-			wg.Wait()
-			if names := entries(t, filepath.Dir(p)); len(names) != 1 {
-				t.Errorf("directory holds %q, want only state.json", names)
+	for w := range writers {
+		p := filepath.Join(dir, fmt.Sprintf("f%d.json", w))
+		require.NoError(t, workspace.WriteFile(p, []byte(version(w, 0))))
+		writing.Go(func() {
+			for i := 1; i <= writes; i++ {
+				write := atomicWrites[min(i%3, 1)].write // a third of the writes durable
+				assert.NoError(t, write(p, []byte(version(w, i))))
 			}
-			return
-		default:
-		}
-		got, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatalf("reader: %v", err)
-		}
-		if s := string(got); s != a && s != b {
-			t.Fatalf("reader saw a partial or mixed file of %d bytes", len(got))
-		}
+		})
+		reading.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got, err := os.ReadFile(p)
+				if !assert.NoError(t, err) {
+					return
+				}
+				var i int
+				_, err = fmt.Sscanf(string(got), fmt.Sprintf("<%d.%%d>", w), &i)
+				if !assert.NoError(t, err, "%.40q", got) || !assert.Equal(t, version(w, i), string(got), "file %d: a read saw a mix", w) {
+					return
+				}
+			}
+		})
+	}
+	writing.Wait()
+	close(stop)
+	reading.Wait()
+	for w := range writers {
+		got, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("f%d.json", w)))
+		require.NoError(t, err)
+		assert.Equal(t, version(w, writes), string(got))
+	}
+	assert.Len(t, entries(t, dir), writers, "temporary files left")
+}
+
+// Listings leave out a write's temporary files, and only those.
+func TestInternal(t *testing.T) {
+	assert.True(t, workspace.Internal("._status.md.tmp-123"))
+	for _, name := range []string{"_status.md", ".hidden", "notes.tmp-1"} {
+		assert.False(t, workspace.Internal(name), name)
 	}
 }
 
@@ -208,96 +228,6 @@ func TestAppendJSONL(t *testing.T) {
 	if err := workspace.AppendJSONL(p, make(chan int)); err == nil {
 		t.Error("unencodable value: no error")
 	}
-}
-
-// A batch writes its files together: nothing changes before Commit (or CommitSoon, which does
-// not wait for the renames to be durable), every file is in place after it, permissions kept,
-// and no temporary file is left.
-func TestBatch(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		commit func(*workspace.Batch) error
-	}{{"Commit", (*workspace.Batch).Commit}, {"CommitSoon", (*workspace.Batch).CommitSoon}} {
-		t.Run(c.name, func(t *testing.T) { testBatch(t, c.commit) })
-	}
-}
-
-func testBatch(t *testing.T, commit func(*workspace.Batch) error) {
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "sub", "b.md")
-	require.NoError(t, os.Mkdir(filepath.Dir(b), 0o755))
-	require.NoError(t, os.WriteFile(a, []byte("old"), 0o600))
-
-	var batch workspace.Batch
-	require.NoError(t, batch.AddJSON(a, map[string]int{"n": 1}))
-	require.NoError(t, batch.Add(b, []byte("new")))
-	got, err := os.ReadFile(a)
-	require.NoError(t, err)
-	assert.Equal(t, "old", string(got), "nothing changes before Commit")
-	require.NoError(t, commit(&batch))
-	got, err = os.ReadFile(a)
-	require.NoError(t, err)
-	assert.Equal(t, "{\n  \"n\": 1\n}\n", string(got))
-	got, err = os.ReadFile(b)
-	require.NoError(t, err)
-	assert.Equal(t, "new", string(got))
-	st, err := os.Stat(a)
-	require.NoError(t, err)
-	assert.Equal(t, fs.FileMode(0o600), st.Mode().Perm())
-	assert.ElementsMatch(t, []string{"a.json", "sub"}, entries(t, dir))
-	assert.Equal(t, []string{"b.md"}, entries(t, filepath.Dir(b)))
-	require.NoError(t, commit(&batch), "an empty batch commits nothing")
-
-	// A file that cannot be written is an error of Commit naming it, and no file of the batch
-	// changes; Discard drops what was added.
-	require.NoError(t, batch.Add(a, []byte("not written")))
-	require.NoError(t, batch.Add(filepath.Join(dir, "missing", "c.md"), []byte("x")))
-	err = commit(&batch)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), filepath.Join(dir, "missing", "c.md"))
-	got, err = os.ReadFile(a)
-	require.NoError(t, err)
-	assert.Equal(t, "{\n  \"n\": 1\n}\n", string(got))
-	require.NoError(t, batch.Add(a, []byte("dropped")))
-	batch.Discard()
-	got, err = os.ReadFile(a)
-	require.NoError(t, err)
-	assert.Equal(t, "{\n  \"n\": 1\n}\n", string(got))
-	assert.ElementsMatch(t, []string{"a.json", "sub"}, entries(t, dir))
-}
-
-// A batch appends its lines at Commit, with its files; Discard forgets them, and a line that
-// cannot be appended is an error naming its file.
-func TestBatchAppends(t *testing.T) {
-	dir := t.TempDir()
-	log, state := filepath.Join(dir, "history.jsonl"), filepath.Join(dir, "state.json")
-	var batch workspace.Batch
-	require.NoError(t, batch.Append(log, map[string]string{"node": "n1", "summary": "two\nlines"}))
-	require.NoError(t, batch.AddJSON(state, 1))
-	assert.NoFileExists(t, log, "nothing is appended before Commit")
-	require.NoError(t, batch.Commit())
-	require.NoError(t, batch.Append(log, map[string]string{"node": "n2"}))
-	require.NoError(t, batch.Commit(), "a batch of lines alone")
-	got, err := os.ReadFile(log)
-	require.NoError(t, err)
-	assert.Equal(t, "{\"node\":\"n1\",\"summary\":\"two\\nlines\"}\n{\"node\":\"n2\"}\n", string(got))
-
-	require.NoError(t, batch.Append(log, map[string]string{"node": "dropped"}))
-	batch.Discard()
-	require.NoError(t, batch.Commit())
-	after, err := os.ReadFile(log)
-	require.NoError(t, err)
-	assert.Equal(t, got, after)
-
-	missing := filepath.Join(dir, "missing", "history.jsonl")
-	require.NoError(t, batch.Append(missing, 1))
-	require.NoError(t, batch.AddJSON(state, 2))
-	err = batch.Commit()
-	require.ErrorContains(t, err, missing)
-	b, err := os.ReadFile(state)
-	require.NoError(t, err)
-	assert.Equal(t, "1\n", string(b), "the files are not written when a line cannot be")
-	require.Error(t, batch.Append(log, make(chan int)))
 }
 
 // An Appender appends lines as AppendJSONL does, from several goroutines, keeping each file

@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agiraph/agiraph/internal/fsync"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -292,7 +291,7 @@ func writeAtomic(root *os.Root, t target, data []byte, perm fs.FileMode) (err er
 	if err = f.Chmod(perm); err != nil {
 		return ioError("set permissions of", t.rel, err)
 	}
-	if err = fsync.Files([]*os.File{f}); err != nil { // shared with other writers' syncs
+	if err = f.Sync(); err != nil {
 		return ioError("sync", t.rel, err)
 	}
 	if err = f.Close(); err != nil {
