@@ -38,7 +38,8 @@
 // and worker ids are single path components; check them with [ValidID] before use.
 //
 // [WriteFile], [WriteJSON] and [AppendJSONL] write state files so that a crash or a concurrent
-// reader never sees a partial file (or, for JSONL, a partial line).
+// reader never sees a partial file (or, for JSONL, a partial line); [WriteView] writes a file
+// derived from others atomically, without syncing it.
 //
 // [WorkerScope] and [CoordinatorScope] are file-access policies for the file tools of
 // package tools/files, rooted at a run's folder: a worker reads its node's brief, its scratch,
