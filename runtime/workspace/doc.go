@@ -9,8 +9,8 @@
 //	├── GOAL.md                     the big objective                 Home.Goal
 //	├── MEMORY.md                   curated long-term memory          Home.Memory
 //	├── memory/                     knowledge store                   Home.MemoryDir
-//	├── conversation.jsonl          conversation with the human       Home.Conversation
-//	├── events.jsonl                all events, append-only           Home.Events
+//	├── conversation.jsonl          conversation with the human (a view) Home.Conversation
+//	├── events.jsonl                all events, append-only (a view)  Home.Events
 //	├── triggers.json               scheduled triggers                Home.Triggers
 //	└── runs/
 //	    └── {run}/                  Run: one execution                Home.Run
@@ -32,6 +32,10 @@
 //	                ├── notebook.md         its scratchpad            Worker.Notebook
 //	                ├── history.jsonl       nodes it has completed    Worker.History
 //	                └── conversation.jsonl  its LLM conversation      Worker.Conversation
+//
+// A squad keeps its runs' records — state, boards, events, the conversation — in its store
+// (package nodes/store, state.db in the home); the files marked as views, and a node's _spec.md,
+// _refs.json and _status.md, are written from it for agents and people to read.
 //
 // The path types ([Home], [Run], [Worker] and [runtime.NodeDir]) are plain strings: their
 // methods only join paths, except Create and the listing methods, which touch the disk. Node
