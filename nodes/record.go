@@ -112,7 +112,7 @@ func (s *Squad) poke() {
 
 // viewLag is how long the squad's writer lets commits gather before it brings the views up to
 // the store: reading back what many commits added costs one query.
-const viewLag = 10 * time.Millisecond
+const viewLag = 2 * time.Millisecond
 
 // write is the squad's writer: when poked, it commits the events noted and brings the views up
 // to the store, viewLag later, until stop is closed.
