@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
@@ -241,4 +242,29 @@ func TestRunStateInAFileIsCopiedIntoTheStore(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, d.Value)
 	assert.Contains(t, string(d.Value), `"stage":2`)
+}
+
+// The messages a run's bus kept in its own log before the store held them are copied into the
+// store, in order, and the bus opened on the store has them.
+func TestBusLogIsCopiedIntoTheStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "_messages")
+	b, err := bus.Open(dir)
+	require.NoError(t, err)
+	for _, body := range []string{"one", "two"} {
+		_, err = b.Send(bg, bus.Human, bus.Coordinator, body)
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.Close())
+
+	st := store.NewMemory()
+	j := &busJournal{st: st, run: "r1"}
+	require.NoError(t, j.copyFile(dir))
+	b, err = bus.Open(dir, bus.WithJournal(&busJournal{st: st, run: "r1"}))
+	require.NoError(t, err)
+	defer b.Close()
+	msgs, err := b.Messages()
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+	assert.Equal(t, "two", msgs[1].Body)
+	assert.Equal(t, 2, b.Pending(bus.Coordinator))
 }

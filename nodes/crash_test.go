@@ -55,7 +55,6 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/providers"
-	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
@@ -358,11 +357,8 @@ func collectFacts(t *testing.T, home string) crashFacts {
 		sort.Strings(l)
 	}
 
-	b, err := bus.Open(run.Messages())
-	require.NoError(t, err, "the run's bus")
-	defer b.Close()
-	msgs, err := b.Messages()
-	require.NoError(t, err)
+	msgs, err := nodes.ReadFiles(nodes.WithHome(home)).Messages(crashRunID)
+	require.NoError(t, err, "the run's messages")
 	for _, m := range msgs {
 		f.messages[fmt.Sprintf("%s → %s: %s", m.From, m.To, m.Body)]++
 	}

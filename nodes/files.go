@@ -11,7 +11,10 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
 	"github.com/agiraph/agiraph/runtime/triggers"
@@ -103,21 +106,52 @@ func checkSQLite(path string) error {
 }
 
 // Board reads the board of the agent's run runID.
-func (f *Files) Board(runID string) (Snapshot, error) {
-	st := f.cfg.store
-	if st == nil {
-		db, err := sqlitestore.Open(filepath.Join(string(f.home), "state.db"))
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("nodes: %w", err)
+func (f *Files) Board(runID string) (snap Snapshot, err error) {
+	err = f.withStore(func(st store.Store) error {
+		b, err := openBoard(context.Background(), st, f.home.Run(runID), f.cfg.now)
+		if err == nil {
+			snap = b.Snapshot()
 		}
-		defer db.Close()
-		st = db
+		return err
+	})
+	return snap, err
+}
+
+// Messages reads every message of the agent's run runID, in the order they were sent.
+func (f *Files) Messages(runID string) (msgs []runtime.Message, err error) {
+	err = f.withStore(func(st store.Store) error {
+		dir := f.home.Run(runID).Messages()
+		var j bus.Journal = &busJournal{st: st, run: runID}
+		if recs, err := j.Records(); err != nil {
+			return err
+		} else if len(recs) == 0 && fileExists(filepath.Join(dir, bus.LogFile)) { // kept before the store held them
+			if j, err = bus.OpenFileJournal(dir); err != nil {
+				return err
+			}
+		}
+		b, err := bus.Open(dir, bus.WithJournal(j))
+		if err != nil {
+			return fmt.Errorf("nodes: run %s: %w", runID, err)
+		}
+		defer b.Close()
+		msgs, err = b.Messages()
+		return err
+	})
+	return msgs, err
+}
+
+// withStore calls fn with the agent's store: the one its options give, or its state.db opened
+// for the call.
+func (f *Files) withStore(fn func(st store.Store) error) error {
+	if f.cfg.store != nil {
+		return fn(f.cfg.store)
 	}
-	b, err := openBoard(context.Background(), st, f.home.Run(runID), f.cfg.now)
+	db, err := sqlitestore.Open(filepath.Join(string(f.home), "state.db"))
 	if err != nil {
-		return Snapshot{}, err
+		return fmt.Errorf("nodes: %w", err)
 	}
-	return b.Snapshot(), nil
+	defer db.Close()
+	return fn(db)
 }
 
 // Conversation reads a page of the agent's conversation, as Squad.Conversation does.

@@ -45,7 +45,7 @@ func (s *Squad) deliver(f triggers.Firing) (string, error) {
 		return "", err
 	}
 	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, board: board, log: s.log, sched: s.sched, pool: newPool(), wake: make(chan struct{}, 1)}
-	b, err := bus.Open(dir.Messages(), bus.WithClock(s.cfg.now), bus.WithObserver(r.observeMessage))
+	b, err := s.openBus(r)
 	if err != nil {
 		return "", err
 	}

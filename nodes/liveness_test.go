@@ -292,11 +292,11 @@ func TestKillAndResume(t *testing.T) {
 	if n := fx.count("block"); n != 2 {
 		t.Errorf("block ran %d times, want 2 (killed, then resumed)", n)
 	}
-	b, err := bus.Open(filepath.Join(home, "runs", "killed", "_messages"))
+	b, done, err := nodes.RunBus(home, "killed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer done()
 	msgs, _ := b.Messages()
 	seen := map[string]int{}
 	for _, m := range msgs {

@@ -147,9 +147,9 @@ func (s *Squad) open(id, goal string) (*run, error) {
 			return nil, err
 		}
 	}
-	b, err := bus.Open(dir.Messages(), bus.WithClock(s.cfg.now), bus.WithObserver(r.observeMessage))
+	b, err := s.openBus(r)
 	if err != nil {
-		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
+		return nil, err
 	}
 	r.bus = b
 	r.sched = s.sched

@@ -14,6 +14,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
@@ -80,4 +81,36 @@ func TestViewAheadOfTheStoreIsKeptBeside(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, evs, 1, "the store's events only")
 	assert.Equal(t, "restored", evs[0].Text)
+}
+
+// A run's messages are kept in the store, not in a log of the bus's own; those of a run from
+// before, kept in its _messages/log.jsonl, are read from there.
+func TestMessagesAreKeptInTheStore(t *testing.T) {
+	s := newSquad(t)
+	res := run(t, s, "AI chips")
+	dir := filepath.Join(string(s.Home()), "runs", res.RunID, "_messages")
+	assert.NoFileExists(t, filepath.Join(dir, bus.LogFile))
+	msgs, err := nodes.ReadFiles(nodes.WithHome(string(s.Home()))).Messages(res.RunID)
+	require.NoError(t, err)
+	require.NotEmpty(t, msgs)
+	md, err := filepath.Glob(filepath.Join(dir, "0*_*.md"))
+	require.NoError(t, err)
+	assert.NotEmpty(t, md, "each message still has its file for people")
+
+	// A run from before: its bus's log in its folder, the store without it.
+	home := t.TempDir()
+	old := filepath.Join(home, "runs", "r1", "_messages")
+	b, err := bus.Open(old)
+	require.NoError(t, err)
+	_, err = b.Send(context.Background(), bus.Human, bus.Coordinator, "kept in the file")
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	s2, err := nodes.New(append(demo.Team(), nodes.WithHome(home))...)
+	require.NoError(t, err)
+	require.NoError(t, s2.Close())
+	files := nodes.ReadFiles(nodes.WithHome(home))
+	msgs, err = files.Messages("r1")
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	assert.Equal(t, "kept in the file", msgs[0].Body)
 }

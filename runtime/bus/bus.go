@@ -9,17 +9,17 @@
 // receives it. A Receive drains the recipient's queue, oldest first, so each copy is delivered
 // once.
 //
-// A bus lives in a directory (a run's _messages folder). Its truth is an append-only JSON Lines
-// log, log.jsonl, of three kinds of record:
+// A bus lives in a directory (a run's _messages folder). Its truth is a journal of records
+// (see Journal): by default an append-only JSON Lines log in the directory, log.jsonl, or what
+// WithJournal gives (a squad's store). The records are of three kinds:
 //
 //	{"type":"join","name":"alice","role":"researcher"}
 //	{"type":"send","n":3,"to":"researcher","messages":[{"id":"m0004","from":"bob","to":"alice",...}]}
 //	{"type":"received","name":"alice","upto":"m0004"}
 //
-// Each record is written and fsynced before the Send, Join or Receive that made it returns, and
-// Open replays the log, so after a restart the participants, the history and the queues of
-// undelivered messages are as they were, and nothing received before is delivered again. A
-// torn last line (a crash in the middle of an append) is ignored and cut off.
+// Each record is kept before the Send, Join or Receive that made it returns, and Open replays the
+// journal, so after a restart the participants, the history and the queues of undelivered
+// messages are as they were, and nothing received before is delivered again.
 //
 // For people, each Send also leaves a markdown file in the directory, named after a counter,
 // the sender and the addressee — 0001_alice_to_bob.md, 0002_coordinator_to_all.md,
@@ -30,12 +30,10 @@
 package bus
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,6 +94,7 @@ type Event struct {
 type config struct {
 	now      func() time.Time
 	observer func(Event)
+	journal  Journal
 }
 
 // Option configures Open.
@@ -132,8 +131,7 @@ type Bus struct {
 	notify chan struct{}
 
 	mu      sync.Mutex
-	log     *os.File
-	size    int64 // bytes of whole records in log
+	journal Journal
 	closed  bool
 	members []*member          // in order of joining; the coordinator and the human first
 	byKey   map[string]*member // by lower-case name
@@ -185,67 +183,40 @@ func Open(dir string, opts ...Option) (*Bus, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bus: %w", err)
 	}
-	path := filepath.Join(dir, LogFile)
-	data, err := readLog(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("bus: %w", err)
-	}
-	good, err := b.replay(data)
-	if err != nil {
-		return nil, fmt.Errorf("bus: %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("bus: %w", err)
-	}
-	if good < int64(len(data)) {
-		// Cut the torn tail off, so the next record starts on a line of its own.
-		if err := f.Truncate(good); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("bus: cutting the torn end of %s: %w", path, err)
+	b.journal = b.cfg.journal
+	if b.journal == nil {
+		j, err := OpenFileJournal(dir)
+		if err != nil {
+			return nil, err
 		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("bus: %w", err)
-		}
+		b.journal = j
 	}
-	if data == nil {
-		syncDir(dir)
+	recs, err := b.journal.Records()
+	if err == nil {
+		err = b.replay(recs)
 	}
-	b.log = f
-	b.size = good
+	if err != nil {
+		b.journal.Close()
+		return nil, err
+	}
 	if n := lastMarkdownNumber(dir); n > b.sends {
 		b.sends = n
 	}
 	return b, nil
 }
 
-// replay applies the log's records and returns the length of its readable prefix.
-func (b *Bus) replay(data []byte) (int64, error) {
-	var off int64
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			return off, nil // a torn last line: the append never finished
+// replay applies the journal's records.
+func (b *Bus) replay(recs [][]byte) error {
+	for i, line := range recs {
+		var r record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return fmt.Errorf("bus: record %d: %w", i+1, err)
 		}
-		line := bytes.TrimSpace(data[:i])
-		rest := data[i+1:]
-		if len(line) > 0 {
-			var r record
-			if err := json.Unmarshal(line, &r); err != nil {
-				if len(bytes.TrimSpace(rest)) == 0 {
-					return off, nil // a torn last line
-				}
-				return 0, fmt.Errorf("line at byte %d: %w", off, err)
-			}
-			if err := b.apply(r); err != nil {
-				return 0, fmt.Errorf("line at byte %d: %w", off, err)
-			}
+		if err := b.apply(r); err != nil {
+			return fmt.Errorf("bus: record %d: %w", i+1, err)
 		}
-		off += int64(i + 1)
-		data = rest
 	}
-	return off, nil
+	return nil
 }
 
 // apply applies one replayed record.
@@ -416,15 +387,12 @@ func (b *Bus) sendAll(ctx context.Context, batch []Message) ([][]runtime.Message
 	out := make([][]runtime.Message, len(batch))
 	todo := make([]pending, len(batch))
 	batchKeys := map[string]int{} // a key sent earlier in this batch → its index
-	seq, sends, size := b.seq, b.sends, b.size
+	seq, sends := b.seq, b.sends
 	var written []string // the markdown files written, removed if the batch fails
+	var recs [][]byte    // the batch's records, kept together
 	fail := func(err error) ([][]runtime.Message, error) {
 		for _, p := range written {
 			os.Remove(p)
-		}
-		if b.size != size {
-			b.log.Truncate(size)
-			b.size = size
 		}
 		b.mu.Unlock()
 		return nil, err
@@ -458,18 +426,20 @@ func (b *Bus) sendAll(ctx context.Context, batch []Message) ([][]runtime.Message
 			return fail(err)
 		}
 		written = append(written, mdPath)
-		if err := b.writeRecord(record{Type: "send", N: n, To: strings.TrimSpace(m.To), Messages: copies, Key: m.Key}); err != nil {
-			return fail(err)
+		rec, err := json.Marshal(record{Type: "send", N: n, To: strings.TrimSpace(m.To), Messages: copies, Key: m.Key})
+		if err != nil {
+			return fail(fmt.Errorf("bus: %w", err))
 		}
+		recs = append(recs, rec)
 		sends, seq = n, seq+len(copies)
 		out[i], todo[i] = copies, pending{copies: copies, recipients: recipients}
 		if m.Key != "" {
 			batchKeys[m.Key] = i
 		}
 	}
-	if b.size != size {
-		if err := b.log.Sync(); err != nil {
-			return fail(fmt.Errorf("bus: syncing the log: %w", err))
+	if len(recs) > 0 {
+		if err := b.journal.Append(recs); err != nil {
+			return fail(err)
 		}
 	}
 	b.sends, b.seq = sends, seq
@@ -682,7 +652,7 @@ func (b *Bus) Close() error {
 		return nil
 	}
 	b.closed = true
-	return b.log.Close()
+	return b.journal.Close()
 }
 
 // report passes pending events to the observer, one call at a time and in order. Whoever
@@ -718,35 +688,13 @@ func (b *Bus) report() {
 	}
 }
 
-// appendRecord writes r to the log and syncs it; on failure it cuts off what it wrote. The
-// caller holds mu.
+// appendRecord keeps r in the journal. The caller holds mu.
 func (b *Bus) appendRecord(r record) error {
-	size := b.size
-	if err := b.writeRecord(r); err != nil {
-		return err
-	}
-	if err := b.log.Sync(); err != nil {
-		b.log.Truncate(size)
-		b.size = size
-		return fmt.Errorf("bus: syncing the log: %w", err)
-	}
-	return nil
-}
-
-// writeRecord writes r to the log, not synced; on failure it cuts off what it wrote. The caller
-// holds mu.
-func (b *Bus) writeRecord(r record) error {
-	line, err := json.Marshal(r)
+	rec, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("bus: %w", err)
 	}
-	line = append(line, '\n')
-	if _, err := b.log.Write(line); err != nil {
-		b.log.Truncate(b.size)
-		return fmt.Errorf("bus: writing the log: %w", err)
-	}
-	b.size += int64(len(line))
-	return nil
+	return b.journal.Append([][]byte{rec})
 }
 
 // writeMarkdown writes a message's markdown file, numbered after after (the first number free),
@@ -846,15 +794,4 @@ func syncDir(dir string) {
 		d.Sync()
 		d.Close()
 	}
-}
-
-// readLog reads the message log whole: a regular file, of any size (it holds every message of
-// the run), never a FIFO or a device put in its place, whose read would not end.
-func readLog(path string) ([]byte, error) {
-	f, err := osfile.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
 }

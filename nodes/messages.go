@@ -1,0 +1,93 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/bus"
+)
+
+// openBus opens the bus of run r, its records kept in the squad's store (see busJournal). A run
+// whose messages were kept in its _messages/log.jsonl before the store held them has them
+// copied into the store first.
+func (s *Squad) openBus(r *run) (*bus.Bus, error) {
+	j := &busJournal{st: s.store, run: r.id}
+	recs, err := j.Records()
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		if err := j.copyFile(r.dir.Messages()); err != nil {
+			return nil, err
+		}
+	}
+	b, err := bus.Open(r.dir.Messages(), bus.WithClock(s.cfg.now), bus.WithObserver(r.observeMessage), bus.WithJournal(j))
+	if err != nil {
+		return nil, fmt.Errorf("nodes: run %s: %w", r.id, err)
+	}
+	return b, nil
+}
+
+// busJournal keeps a run's bus records (bus.Journal) in the squad's store, the documents
+// "bus/<run>/<n>", n counting from 1: each committed alone before the send, join or receipt
+// that made it returns, as the bus's own log was synced.
+type busJournal struct {
+	st  store.Store
+	run string
+	n   int // the records kept
+}
+
+// busKey is the store's key of record n of run's bus; the number is padded, so that the keys
+// sort as the records were kept.
+func busKey(run string, n int) string { return fmt.Sprintf("bus/%s/%010d", run, n) }
+
+// Records returns the run's records.
+func (j *busJournal) Records() ([][]byte, error) {
+	docs, err := j.st.Docs(context.Background(), "bus/"+j.run+"/")
+	if err != nil {
+		return nil, fmt.Errorf("nodes: run %s: its messages: %w", j.run, err)
+	}
+	recs := make([][]byte, len(docs))
+	for i, d := range docs {
+		recs[i] = d.Value
+	}
+	j.n = len(docs)
+	return recs, nil
+}
+
+// Append keeps records after the others, in one commit.
+func (j *busJournal) Append(records [][]byte) error {
+	var ch store.Change
+	for i, r := range records {
+		ch.Docs = append(ch.Docs, store.Doc{Key: busKey(j.run, j.n+i+1), Value: r})
+	}
+	if err := j.st.Apply(context.Background(), ch); err != nil {
+		return fmt.Errorf("nodes: run %s: its messages: %w", j.run, err)
+	}
+	j.n += len(records)
+	return nil
+}
+
+// Close does nothing: the squad closes the store.
+func (j *busJournal) Close() error { return nil }
+
+// copyFile copies the records of the bus log in dir, if there is one, into the journal.
+func (j *busJournal) copyFile(dir string) error {
+	if _, err := os.Lstat(filepath.Join(dir, bus.LogFile)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	f, err := bus.OpenFileJournal(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	recs, err := f.Records()
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	return j.Append(recs)
+}
