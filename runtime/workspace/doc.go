@@ -15,7 +15,7 @@
 //	└── runs/
 //	    └── {run}/                  Run: one execution                Home.Run
 //	        ├── _plan.md            the collaboration plan            Run.Plan
-//	        ├── _messages/          the message log                   Run.Messages
+//	        ├── _messages/          the messages, a file each (views)  Run.Messages
 //	        ├── coordinator/        the coordinator's own files       Run.Coordinator
 //	        ├── nodes/
 //	        │   └── {node}/         a work node (runtime.NodeDir)     Run.Node

@@ -96,7 +96,8 @@ func (r Run) ID() string { return filepath.Base(string(r)) }
 // Plan returns the path of _plan.md, the collaboration plan.
 func (r Run) Plan() string { return r.path(planFile) }
 
-// Messages returns the path of _messages/, the run's message log.
+// Messages returns the path of _messages/, the run's messages for people (a file each; a squad
+// keeps the messages themselves in its store).
 func (r Run) Messages() string { return r.path(messagesDir) }
 
 // Coordinator returns the path of coordinator/, the coordinator's own folder in the run.
