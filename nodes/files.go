@@ -45,8 +45,8 @@ func (f *Files) TriggerClock() triggers.Clock { return f.cfg.triggerClock }
 
 // Check returns the first damage it finds in the agent's files, naming the file and how to
 // repair it — what would keep New from opening the squad — reading what a listing of many
-// agents can afford: conversation.jsonl, triggers.json, the header of state.db (of the squad's
-// own saver) and the last line of events.jsonl. CheckAll reads every line of events.jsonl too,
+// agents can afford: conversation.jsonl, triggers.json (of a home whose triggers are not in the
+// store yet), the header of state.db (of the squad's own store) and the last line of events.jsonl. CheckAll reads every line of events.jsonl too,
 // as New does. A missing file is no damage, nor is a torn last line of a log (what a crash
 // leaves).
 func (f *Files) Check() error {
@@ -191,13 +191,28 @@ func (f *Files) Memory() (*memory.Store, error) {
 }
 
 // NextTrigger returns when the agent's next trigger that fires at a time comes due, as saved
-// in triggers.json (a squad saves it as it closes); zero when none does. A trigger that fires on
+// in the store (a squad saves them as it closes); zero when none does. A trigger that fires on
 // an event fires only while the squad is open, for only a run logs events.
-func (f *Files) NextTrigger() (time.Time, error) {
-	sched, err := triggers.Open(f.home.Triggers(), func(triggers.Firing) {}, triggers.WithClock(f.cfg.triggerClock))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("nodes: %w", err)
-	}
-	next := sched.Next()
-	return next, sched.Close()
+func (f *Files) NextTrigger() (next time.Time, err error) {
+	err = f.withTriggers(func(sched *triggers.Scheduler) { next = sched.Next() })
+	return next, err
+}
+
+// Triggers returns the agent's triggers, as saved in the store.
+func (f *Files) Triggers() (ts []triggers.Trigger, err error) {
+	err = f.withTriggers(func(sched *triggers.Scheduler) { ts = sched.List() })
+	return ts, err
+}
+
+// withTriggers calls fn with a scheduler of the agent's triggers that fires none.
+func (f *Files) withTriggers(fn func(sched *triggers.Scheduler)) error {
+	return f.withStore(func(st store.Store) error {
+		sched, err := triggers.Open(f.home.Triggers(), func(triggers.Firing) {}, triggers.WithClock(f.cfg.triggerClock),
+			triggers.WithKeeper(triggerKeeper{st: st, file: f.home.Triggers()}))
+		if err != nil {
+			return fmt.Errorf("nodes: %w", err)
+		}
+		fn(sched)
+		return sched.Close()
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/runtime/bus"
 )
@@ -90,4 +91,35 @@ func (j *busJournal) copyFile(dir string) error {
 		return err
 	}
 	return j.Append(recs)
+}
+
+// triggerKeeper keeps the agent's triggers (triggers.Keeper) in the squad's store, the document
+// "triggers", each save committed alone. Triggers kept in the home's triggers.json before the
+// store held them are read from there until the first save.
+type triggerKeeper struct {
+	st   store.Store
+	file string // triggers.json
+}
+
+// triggersKey is the store's key of the agent's triggers.
+const triggersKey = "triggers"
+
+// Load returns the triggers saved last.
+func (k triggerKeeper) Load() ([]byte, error) {
+	d, err := k.st.Doc(context.Background(), triggersKey)
+	if err != nil || d.Value != nil {
+		return d.Value, err
+	}
+	b, err := osfile.ReadFile(k.file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// Save keeps data as the agent's triggers.
+func (k triggerKeeper) Save(data []byte) error {
+	var ch store.Change
+	ch.Docs = []store.Doc{{Key: triggersKey, Value: data}}
+	return k.st.Apply(context.Background(), ch)
 }

@@ -385,7 +385,8 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	s.mem = mem
-	sched, err := triggers.Open(s.home.Triggers(), s.fire, triggers.WithClock(c.triggerClock), triggers.WithUpSince(c.upSince))
+	sched, err := triggers.Open(s.home.Triggers(), s.fire, triggers.WithClock(c.triggerClock), triggers.WithUpSince(c.upSince),
+		triggers.WithKeeper(triggerKeeper{st: s.store, file: s.home.Triggers()}))
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("nodes: %w", err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/triggers"
 	"github.com/agiraph/agiraph/server"
 )
 
@@ -321,9 +322,10 @@ func TestTriggerOfAnAgentAtRestFiresAndLetsGo(t *testing.T) {
 	assert.NotContains(t, fired.Text, "came due while the agent was down")
 	requireNoneOpen(t, filepath.Join(root, "agents"))
 	assert.Equal(t, server.StatusComplete, c.summary(id).Status)
-	data, err := os.ReadFile(filepath.Join(root, "agents", id, "triggers.json"))
+	ts, err := nodes.ReadFiles(nodes.WithHome(filepath.Join(root, "agents", id))).Triggers()
 	require.NoError(t, err)
-	assert.Contains(t, string(data), `"status": "fired"`)
+	require.Len(t, ts, 1)
+	assert.Equal(t, triggers.Fired, ts[0].Status)
 }
 
 // An event stream of an agent at rest gives the events its file holds, then follows the

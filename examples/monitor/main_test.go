@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/runtime/triggers"
 )
 
 // The offline agent reports each file once: two cycles in one process, then a restart that
@@ -39,9 +42,18 @@ func TestMonitorReportsEachFileOnce(t *testing.T) {
 	if !strings.Contains(out.String(), "New files: c.txt") || strings.Contains(out.String(), "a.txt") {
 		t.Fatalf("after the restart the agent should report only c.txt:\n%s", out.String())
 	}
-	triggers, _ := os.ReadFile(filepath.Join(home, "triggers.json"))
-	if n := strings.Count(string(triggers), `"heartbeat"`); n != 1 {
-		t.Fatalf("%d heartbeats after two runs, want 1:\n%s", n, triggers)
+	ts, err := nodes.ReadFiles(nodes.WithHome(home)).Triggers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	heartbeats := 0
+	for _, tr := range ts {
+		if tr.Type == triggers.Heartbeat {
+			heartbeats++
+		}
+	}
+	if heartbeats != 1 {
+		t.Fatalf("%d heartbeats after two runs, want 1: %+v", heartbeats, ts)
 	}
 }
 

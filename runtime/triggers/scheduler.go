@@ -2,6 +2,7 @@ package triggers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
@@ -35,6 +37,42 @@ const maxWait = time.Minute
 type config struct {
 	clock   Clock
 	upSince time.Time
+	keeper  Keeper
+}
+
+// A Keeper keeps a scheduler's triggers, saved whole (as JSON) at each change: the file at the
+// path Open is given by default; WithKeeper gives another, such as a squad's store.
+type Keeper interface {
+	// Load returns what Save saved last; nil when nothing was.
+	Load() ([]byte, error)
+	// Save keeps data in place of what was saved before, durably, before it returns.
+	Save(data []byte) error
+}
+
+// WithKeeper makes the scheduler keep its triggers with k instead of in the file at its path,
+// which then only names them in errors.
+func WithKeeper(k Keeper) Option {
+	return func(cfg *config) { cfg.keeper = k }
+}
+
+// fileKeeper keeps triggers in a file, written atomically and durably.
+type fileKeeper string
+
+func (f fileKeeper) Load() ([]byte, error) {
+	b, err := osfile.ReadFile(string(f))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func (f fileKeeper) Save(data []byte) error {
+	if dir := filepath.Dir(string(f)); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return workspace.WriteFile(string(f), data)
 }
 
 // Option configures a [Scheduler].
@@ -71,6 +109,7 @@ type queued struct {
 // concurrent use.
 type Scheduler struct {
 	path    string
+	keeper  Keeper
 	fire    func(Firing)
 	clock   Clock
 	upSince time.Time
@@ -114,8 +153,12 @@ func Open(path string, fire func(Firing), opts ...Option) (*Scheduler, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.keeper == nil {
+		cfg.keeper = fileKeeper(path)
+	}
 	s := &Scheduler{
 		path:    path,
+		keeper:  cfg.keeper,
 		fire:    fire,
 		clock:   cfg.clock,
 		upSince: cfg.upSince.Round(0),
@@ -128,8 +171,14 @@ func Open(path string, fire func(Firing), opts ...Option) (*Scheduler, error) {
 		waited:  make(chan struct{}),
 	}
 	var st fileState
-	if err := workspace.ReadJSON(path, &st); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("triggers: %w", err)
+	data, err := s.keeper.Load()
+	if err != nil {
+		return nil, fmt.Errorf("triggers: %s: %w", path, err)
+	}
+	if data != nil {
+		if err := json.Unmarshal(data, &st); err != nil {
+			return nil, fmt.Errorf("triggers: %s: %w", path, err)
+		}
 	}
 	if st.NextID > s.nextID {
 		s.nextID = st.NextID
@@ -448,13 +497,12 @@ func (s *Scheduler) saveLocked() error {
 	for i, t := range s.triggers {
 		st.Triggers[i] = *t
 	}
-	if dir := filepath.Dir(s.path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("triggers: saving %s: %w", s.path, err)
-		}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err == nil {
+		err = s.keeper.Save(append(data, '\n'))
 	}
-	if err := workspace.WriteJSON(s.path, st); err != nil {
-		return fmt.Errorf("triggers: saving: %w", err)
+	if err != nil {
+		return fmt.Errorf("triggers: saving %s: %w", s.path, err)
 	}
 	s.dirty = false
 	return nil

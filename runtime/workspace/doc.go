@@ -11,7 +11,7 @@
 //	├── memory/                     knowledge store                   Home.MemoryDir
 //	├── conversation.jsonl          conversation with the human (a view) Home.Conversation
 //	├── events.jsonl                all events, append-only (a view)  Home.Events
-//	├── triggers.json               scheduled triggers                Home.Triggers
+//	├── triggers.json               scheduled triggers (before the store) Home.Triggers
 //	└── runs/
 //	    └── {run}/                  Run: one execution                Home.Run
 //	        ├── _plan.md            the collaboration plan            Run.Plan
