@@ -89,8 +89,8 @@
 // as POST /resume would.
 //
 // An agent with no run in progress is at rest: the server holds no file of it open and runs no
-// goroutine for it. New reads each agent's agent.json and triggers.json, nothing more; an
-// agent's other files are checked (nodes.Files.Check) when it is first shown or used, and read
+// goroutine for it. New reads each agent's agent.json and its triggers (in its store), nothing
+// more; an agent's other files are checked (nodes.Files.Check) when it is first shown or used, and read
 // directly to answer the requests on it (summary, events, board, conversation, workspace,
 // memory). Its squad opens for a run, and closes when the run ends; a request on the run in
 // progress finds it open. One alarm for all the agents at rest (triggers.Alarm) opens an
@@ -131,7 +131,7 @@
 //     the replica that receives it, which takes the lease.
 //   - Triggers fire once: the replica holding an agent's lease fires them (its squad's
 //     scheduler), and a replica whose alarm finds the lease held elsewhere does nothing but look
-//     again a heartbeat later; a trigger fired is recorded in triggers.json before the lease is
+//     again a heartbeat later; a trigger fired is recorded in the agent's store before the lease is
 //     let go, so the next holder finds it fired.
 //
 // A run whose replica lost its lease may still write to the agent's files while its workers

@@ -156,7 +156,7 @@ func failure(id string, err error) string {
 
 // check checks the agent's files (nodes.Files.Check), once: before it is first shown, used or
 // opened, rather than as the server starts, whose start-up then costs no more than reading
-// each agent's agent.json and triggers.json.
+// each agent's agent.json and triggers.
 func (a *agent) check() {
 	a.checked.Do(func() {
 		if a.damage() != "" {

@@ -164,7 +164,7 @@ type Server struct {
 // background, the runs that were in progress when the server stopped (those it paused when it
 // closed, and those a crash left working or waiting for the human), unless [WithoutResume] is
 // given. Runs that finished or failed are left as they are. An agent with no run in progress
-// costs the server no open file and no goroutine: New reads its agent.json and triggers.json,
+// costs the server no open file and no goroutine: New reads its agent.json and its triggers,
 // and opens its squad only to run it, or when one of its triggers comes due; its other files are
 // checked when it is first shown or used.
 func New(opts ...Option) (*Server, error) {
