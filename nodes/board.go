@@ -258,7 +258,7 @@ func importBoard(ctx context.Context, st store.Store, run workspace.Run, state r
 	if ch.Empty() {
 		return nil, nil, nil
 	}
-	if err := st.Apply(ctx, ch); err != nil {
+	if err := st.Apply(ctx, ch); err != nil && !errors.Is(err, store.ErrReadOnly) { // read only: read from the files
 		return nil, nil, fmt.Errorf("nodes: run %s: copy its board into the store: %w", run.ID(), err)
 	}
 	return nodes, workers, nil

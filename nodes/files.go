@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -119,8 +120,11 @@ func (f *Files) Board(runID string) (snap Snapshot, err error) {
 
 // Messages reads every message of the agent's run runID, in the order they were sent.
 func (f *Files) Messages(runID string) (msgs []runtime.Message, err error) {
+	dir := f.home.Run(runID).Messages()
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no such run
+	}
 	err = f.withStore(func(st store.Store) error {
-		dir := f.home.Run(runID).Messages()
 		var j bus.Journal = &busJournal{st: st, run: runID}
 		if recs, err := j.Records(); err != nil {
 			return err
@@ -141,12 +145,15 @@ func (f *Files) Messages(runID string) (msgs []runtime.Message, err error) {
 }
 
 // withStore calls fn with the agent's store: the one its options give, or its state.db opened
-// for the call.
+// to read for the call (none yet: an empty one).
 func (f *Files) withStore(fn func(st store.Store) error) error {
 	if f.cfg.store != nil {
 		return fn(f.cfg.store)
 	}
-	db, err := sqlitestore.Open(filepath.Join(string(f.home), "state.db"))
+	db, err := sqlitestore.OpenReader(filepath.Join(string(f.home), "state.db"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fn(store.NewMemory())
+	}
 	if err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}

@@ -114,3 +114,21 @@ func TestMessagesAreKeptInTheStore(t *testing.T) {
 	require.Len(t, msgs, 1)
 	assert.Equal(t, "kept in the file", msgs[0].Body)
 }
+
+// Reading an agent at rest writes nothing: a home without a store gets none made, and one with
+// a store is read as it is.
+func TestFilesWriteNothing(t *testing.T) {
+	home := t.TempDir()
+	files := nodes.ReadFiles(nodes.WithHome(home))
+	board, err := files.Board("r1")
+	require.NoError(t, err)
+	assert.Empty(t, board.Nodes)
+	next, err := files.NextTrigger()
+	require.NoError(t, err)
+	assert.True(t, next.IsZero())
+	msgs, err := files.Messages("r1")
+	require.NoError(t, err)
+	assert.Empty(t, msgs)
+	assert.NoFileExists(t, filepath.Join(home, "state.db"))
+	assert.NoDirExists(t, filepath.Join(home, "runs"))
+}

@@ -586,6 +586,34 @@ func (s *Saver) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.
 	return nil
 }
 
+// OpenReader opens the database at path to read only: read-only connections (WithMaxReaders of
+// them; its other options are Open's), for a program that reads what a Saver wrote — in this
+// process or another — without opening one: it writes, migrates and prepares nothing. A missing
+// file is an error wrapping fs.ErrNotExist. Close the DB when done.
+func OpenReader(path string, opts ...Option) (*sql.DB, error) {
+	o := options{busyTimeout: DefaultBusyTimeout, readers: 1}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		_, err = os.Stat(abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint/sqlite: open %s to read: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn(abs, o, false))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint/sqlite: open %s to read: %w", path, err)
+	}
+	db.SetMaxOpenConns(max(o.readers, 1))
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, openError(path, err)
+	}
+	return db, nil
+}
+
 // Prepare prepares query on the Saver's writing connection, for the functions of Write and the
 // effect handler to run in their transaction through tx.StmtContext: an owner of tables beside
 // the checkpoints prepares its statements once rather than at every write. Close the statement

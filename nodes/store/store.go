@@ -26,6 +26,9 @@ import (
 	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
+// ErrReadOnly is wrapped by the error of Apply on a store opened only to read.
+var ErrReadOnly = errors.New("store: opened to read only")
+
 // Store keeps a squad agent's bookkeeping beside its checkpoints. It is safe for concurrent use.
 type Store interface {
 	// Saver is where the agent's graphs save their checkpoints; a task's Change commits with

@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"io/fs"
 	"path/filepath"
 	"testing"
 
@@ -48,4 +49,37 @@ func TestReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, evs, 2)
 	assert.Equal(t, int64(2), evs[1].Seq)
+}
+
+// A Reader reads what a Store committed — from another process too — and writes nothing: its
+// Apply is refused, and a missing file is not made.
+func TestReader(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	_, err := sqlitestore.OpenReader(path)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	assert.NoFileExists(t, path)
+
+	s := open(t, path)
+	var ch store.Change
+	require.NoError(t, ch.Put("run/r1", map[string]string{"goal": "g"}))
+	ch.Events = []eventlog.Event{{Type: eventlog.AgentStarted, Text: "started"}}
+	require.NoError(t, s.Apply(ctx, ch))
+
+	r, err := sqlitestore.OpenReader(path)
+	require.NoError(t, err)
+	defer r.Close()
+	got, err := r.Doc(ctx, "run/r1")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"goal":"g"}`, string(got.Value))
+	evs, err := r.Events(ctx, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, "started", evs[0].Text)
+	require.ErrorIs(t, r.Apply(ctx, ch), store.ErrReadOnly)
+
+	require.NoError(t, s.Apply(ctx, store.Change{Events: []eventlog.Event{{Type: eventlog.AgentCompleted}}}))
+	evs, err = r.Events(ctx, 1, 0)
+	require.NoError(t, err)
+	assert.Len(t, evs, 1, "what the store commits later is read")
 }
