@@ -149,4 +149,3 @@ func nullable(s string) any {
 	}
 	return s
 }
-
