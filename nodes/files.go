@@ -46,26 +46,27 @@ func (f *Files) TriggerClock() triggers.Clock { return f.cfg.triggerClock }
 
 // Check returns the first damage it finds in the agent's files, naming the file and how to
 // repair it — what would keep New from opening the squad — reading what a listing of many
-// agents can afford: conversation.jsonl, triggers.json (of a home whose triggers are not in the
-// store yet), the header of state.db (of the squad's own store) and the last line of events.jsonl. CheckAll reads every line of events.jsonl too,
+// agents can afford: conversation.jsonl, the triggers (in the store, or the triggers.json of a
+// home from before), the header of state.db (of the squad's own store) and the last line of
+// events.jsonl. CheckAll reads every line of events.jsonl too,
 // as New does. A missing file is no damage, nor is a torn last line of a log (what a crash
 // leaves).
 func (f *Files) Check() error {
 	if _, err := (&conversation{path: f.home.Conversation()}).scan(func(Entry) bool { return true }); err != nil {
 		return err
 	}
-	sched, err := triggers.Open(f.home.Triggers(), func(triggers.Firing) {})
-	if err != nil {
-		return fmt.Errorf("nodes: %w", err)
+	if f.cfg.store == nil {
+		if err := checkSQLite(filepath.Join(string(f.home), "state.db")); err != nil {
+			return err
+		}
 	}
-	_ = sched.Close()
+	if err := f.withTriggers(func(*triggers.Scheduler) {}); err != nil {
+		return err
+	}
 	if _, _, err := eventlog.Last(f.home.Events()); err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}
-	if f.cfg.store != nil {
-		return nil
-	}
-	return checkSQLite(filepath.Join(string(f.home), "state.db"))
+	return nil
 }
 
 // CheckAll is Check, reading every line of events.jsonl.
@@ -129,7 +130,7 @@ func (f *Files) Messages(runID string) (msgs []runtime.Message, err error) {
 		if recs, err := j.Records(); err != nil {
 			return err
 		} else if len(recs) == 0 && fileExists(filepath.Join(dir, bus.LogFile)) { // kept before the store held them
-			if j, err = bus.OpenFileJournal(dir); err != nil {
+			if j, err = bus.ReadFileJournal(dir); err != nil {
 				return err
 			}
 		}
@@ -144,21 +145,30 @@ func (f *Files) Messages(runID string) (msgs []runtime.Message, err error) {
 	return msgs, err
 }
 
-// withStore calls fn with the agent's store: the one its options give, or its state.db opened
-// to read for the call (none yet: an empty one).
+// withStore calls fn with the agent's store, to read: the one its options give, or its state.db
+// opened to read for the call (none yet: an empty one). Its changes are refused, so that what
+// a squad would copy into the store as it opens (a board, triggers from before) is read where it
+// is, and Files writes nothing.
 func (f *Files) withStore(fn func(st store.Store) error) error {
 	if f.cfg.store != nil {
-		return fn(f.cfg.store)
+		return fn(unwritable{f.cfg.store})
 	}
 	db, err := sqlitestore.OpenReader(filepath.Join(string(f.home), "state.db"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return fn(store.NewMemory())
+		return fn(unwritable{store.NewMemory()})
 	}
 	if err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}
 	defer db.Close()
-	return fn(db)
+	return fn(unwritable{db})
+}
+
+// unwritable is a store whose changes are refused (store.ErrReadOnly).
+type unwritable struct{ store.Store }
+
+func (unwritable) Apply(context.Context, store.Change) error {
+	return fmt.Errorf("nodes: %w", store.ErrReadOnly)
 }
 
 // Conversation reads a page of the agent's conversation, as Squad.Conversation does.

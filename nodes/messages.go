@@ -95,7 +95,7 @@ func (j *busJournal) copyFile(dir string) error {
 
 // triggerKeeper keeps the agent's triggers (triggers.Keeper) in the squad's store, the document
 // "triggers", each save committed alone. Triggers kept in the home's triggers.json before the
-// store held them are read from there until the first save.
+// store held them are copied into it when loaded.
 type triggerKeeper struct {
 	st   store.Store
 	file string // triggers.json
@@ -104,7 +104,8 @@ type triggerKeeper struct {
 // triggersKey is the store's key of the agent's triggers.
 const triggersKey = "triggers"
 
-// Load returns the triggers saved last.
+// Load returns the triggers saved last. Those of a triggers.json from before are copied into
+// the store (unless it only reads) and the file set aside.
 func (k triggerKeeper) Load() ([]byte, error) {
 	d, err := k.st.Doc(context.Background(), triggersKey)
 	if err != nil || d.Value != nil {
@@ -114,12 +115,25 @@ func (k triggerKeeper) Load() ([]byte, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	if err := k.Save(b); err != nil && !errors.Is(err, store.ErrReadOnly) {
+		return nil, err
+	}
+	return b, nil
 }
 
-// Save keeps data as the agent's triggers.
+// Save keeps data as the agent's triggers. A triggers.json from before is renamed aside once
+// they are saved in the store, so that it never counts again.
 func (k triggerKeeper) Save(data []byte) error {
 	var ch store.Change
 	ch.Docs = []store.Doc{{Key: triggersKey, Value: data}}
-	return k.st.Apply(context.Background(), ch)
+	if err := k.st.Apply(context.Background(), ch); err != nil {
+		return err
+	}
+	if err := os.Rename(k.file, k.file+".copied"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("nodes: the triggers are in the store; %s could not be set aside: %w", k.file, err)
+	}
+	return nil
 }

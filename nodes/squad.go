@@ -412,14 +412,14 @@ func New(opts ...Option) (*Squad, error) {
 // Close releases the squad's files and stops its triggers. Call it once no run is in progress.
 func (s *Squad) Close() error {
 	var errs []error
-	if s.sched != nil {
-		s.stopSched()
-		errs = append(errs, s.sched.Close())
-	}
-	if s.stopWriter != nil {
+	if s.stopWriter != nil { // first: the events it shows the triggers move those that wait for idleness
 		s.stopWriter()
 		s.stopWriter = nil
 		s.settle()
+	}
+	if s.sched != nil {
+		s.stopSched()
+		errs = append(errs, s.sched.Close())
 	}
 	if s.log != nil {
 		errs = append(errs, s.log.Close())

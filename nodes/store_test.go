@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
@@ -131,4 +133,49 @@ func TestFilesWriteNothing(t *testing.T) {
 	assert.Empty(t, msgs)
 	assert.NoFileExists(t, filepath.Join(home, "state.db"))
 	assert.NoDirExists(t, filepath.Join(home, "runs"))
+}
+
+// An agent from before the store — a state.db of checkpoints only, triggers.json, a bus log
+// with a torn last line — reads at rest as it did, and reading it changes no file; once a squad
+// opens it, its triggers are in the store, and triggers.json is set aside.
+func TestAgentFromBeforeTheStore(t *testing.T) {
+	home := t.TempDir()
+	saver, err := sqlite.Open(filepath.Join(home, "state.db"))
+	require.NoError(t, err)
+	require.NoError(t, saver.Close())
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	trig := fmt.Sprintf(`{"next_id": 2, "triggers": [{"id": "t1", "type": "at_time", "action": {"kind": "wake", "task": "Look."},
+		"status": "active", "at": %q, "created": %q, "next": %q}]}`, at.Format(time.RFC3339), at.Format(time.RFC3339), at.Format(time.RFC3339))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "triggers.json"), []byte(trig), 0o644))
+	msgs := filepath.Join(home, "runs", "r1", "_messages")
+	require.NoError(t, os.MkdirAll(msgs, 0o755))
+	log := `{"type":"send","n":1,"to":"coordinator","messages":[{"id":"m0001","from":"human","to":"coordinator","body":"hi","time":"2026-01-01T00:00:00Z"}]}` + "\n" + `{"type":"rec`
+	require.NoError(t, os.WriteFile(filepath.Join(msgs, bus.LogFile), []byte(log), 0o644))
+
+	files := nodes.ReadFiles(nodes.WithHome(home))
+	require.NoError(t, files.Check())
+	next, err := files.NextTrigger()
+	require.NoError(t, err)
+	assert.True(t, next.Equal(at), "next trigger %v", next)
+	got, err := files.Messages("r1")
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "hi", got[0].Body)
+	after, err := os.ReadFile(filepath.Join(msgs, bus.LogFile))
+	require.NoError(t, err)
+	assert.Equal(t, log, string(after), "reading changed the log")
+
+	s, err := nodes.New(append(demo.Team(), nodes.WithHome(home))...)
+	require.NoError(t, err)
+	ts, err := s.Triggers()
+	require.NoError(t, err)
+	require.Len(t, ts, 1)
+	require.NoError(t, s.Close())
+	assert.NoFileExists(t, filepath.Join(home, "triggers.json"))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "triggers.json.copied"), []byte("{damaged"), 0o644))
+	require.NoError(t, files.Check(), "the triggers are read from the store")
+	ts, err = files.Triggers()
+	require.NoError(t, err)
+	require.Len(t, ts, 1)
+	assert.Equal(t, "t1", ts[0].ID)
 }

@@ -602,7 +602,7 @@ func OpenReader(path string, opts ...Option) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/sqlite: open %s to read: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", dsn(abs, o, false))
+	db, err := sql.Open("sqlite", dsn(abs, o, false)+"&mode=ro") // nor does it checkpoint the log as it closes
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/sqlite: open %s to read: %w", path, err)
 	}

@@ -35,6 +35,18 @@ type fileJournal struct {
 	dir, path string
 	f         *os.File
 	size      int64 // bytes of whole records
+	readOnly  bool  // ReadFileJournal's: nothing is cut off or appended
+}
+
+// ReadFileJournal opens the log file of the bus in dir (LogFile), which must exist, to read it
+// only: a torn last line is left out, not cut off, and Append fails.
+func ReadFileJournal(dir string) (Journal, error) {
+	path := filepath.Join(dir, LogFile)
+	f, err := osfile.OpenRegular(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("bus: %w", err)
+	}
+	return &fileJournal{dir: dir, path: path, f: f, readOnly: true}, nil
 }
 
 // OpenFileJournal opens the log file of the bus in dir (LogFile), creating dir and the file if
@@ -84,7 +96,7 @@ func (j *fileJournal) Records() ([][]byte, error) {
 		off += int64(i + 1)
 		data = rest
 	}
-	if len(data) > 0 {
+	if len(data) > 0 && !j.readOnly {
 		if err := j.f.Truncate(off); err != nil {
 			return nil, fmt.Errorf("bus: cutting the torn end of %s: %w", j.path, err)
 		}
@@ -99,6 +111,9 @@ func (j *fileJournal) Records() ([][]byte, error) {
 // Append writes the records as lines with one write and syncs the file; on failure it cuts
 // off what it wrote.
 func (j *fileJournal) Append(records [][]byte) error {
+	if j.readOnly {
+		return fmt.Errorf("bus: %s is open to read only", j.path)
+	}
 	var buf bytes.Buffer
 	for _, r := range records {
 		buf.Write(r)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -24,11 +25,21 @@ type Reader struct{ reads }
 var _ store.Store = (*Reader)(nil)
 
 // OpenReader opens the store in the database file at path to read it (see sqlite.OpenReader).
-// Close it when done.
+// A missing file, or one without the store's tables (checkpoints only, or empty), is an error
+// wrapping fs.ErrNotExist: there is no store there yet. Close it when done.
 func OpenReader(path string) (*Reader, error) {
 	db, err := sqlite.OpenReader(path)
 	if err != nil {
 		return nil, err
+	}
+	var tables int
+	err = db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'squad_docs'`).Scan(&tables)
+	if err == nil && tables == 0 {
+		err = fmt.Errorf("%s has no squad store yet: %w", path, fs.ErrNotExist)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("nodes/store/sqlitestore: %w", err)
 	}
 	return &Reader{reads{db}}, nil
 }
