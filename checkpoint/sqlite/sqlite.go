@@ -586,10 +586,12 @@ func (s *Saver) Write(ctx context.Context, fn func(ctx context.Context, tx *sql.
 	return nil
 }
 
-// OpenReader opens the database at path to read only: read-only connections (WithMaxReaders of
-// them; its other options are Open's), for a program that reads what a Saver wrote — in this
-// process or another — without opening one: it writes, migrates and prepares nothing. A missing
-// file is an error wrapping fs.ErrNotExist. Close the DB when done.
+// OpenReader opens the database at path to read only: connections that refuse to write
+// (WithMaxReaders of them; its other options are Open's), for a program that reads what a Saver
+// wrote — in this process or another — without opening one: it migrates and prepares nothing,
+// and changes nothing of its own (SQLite itself still finishes, as any connection does, what a
+// writer killed in the middle of a change left behind). A missing file is an error wrapping
+// fs.ErrNotExist. Close the DB when done.
 func OpenReader(path string, opts ...Option) (*sql.DB, error) {
 	o := options{busyTimeout: DefaultBusyTimeout, readers: 1}
 	for _, opt := range opts {
@@ -602,7 +604,9 @@ func OpenReader(path string, opts ...Option) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/sqlite: open %s to read: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", dsn(abs, o, false)+"&mode=ro") // nor does it checkpoint the log as it closes
+	// query_only, not mode=ro: a connection opened read-only could not roll back what a writer
+	// killed while it made the database left in its journal, and would refuse to read it.
+	db, err := sql.Open("sqlite", dsn(abs, o, false))
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/sqlite: open %s to read: %w", path, err)
 	}
