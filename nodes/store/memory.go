@@ -60,11 +60,8 @@ func (m *Memory) Apply(ctx context.Context, ch Change) error {
 	return m.apply(c)
 }
 
-// apply applies ch whole, or nothing of it when it is not valid.
+// apply applies ch, checked.
 func (m *Memory) apply(ch Change) error {
-	if err := ch.Check(); err != nil {
-		return err
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, d := range ch.Docs {

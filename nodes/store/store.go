@@ -135,13 +135,14 @@ func (c *Change) Encode() ([]byte, error) {
 	return json.Marshal(c)
 }
 
-// Decode reads a change Encode made.
+// Decode reads a change Encode made, and checks it (see Check): a store's effect handler applies
+// what it returns.
 func Decode(b []byte) (Change, error) {
 	var c Change
 	if err := json.Unmarshal(b, &c); err != nil {
 		return Change{}, fmt.Errorf("store: decode a change: %w", err)
 	}
-	return c, nil
+	return c, c.Check()
 }
 
 // Commit commits ch with the graph task ctx runs in, when there is one: ch is saved with the

@@ -133,13 +133,10 @@ func (s *Store) Apply(ctx context.Context, ch store.Change) error {
 	return s.pg.Write(ctx, func(ctx context.Context, tx pgx.Tx) error { return apply(ctx, tx, s.agent, ch) })
 }
 
-// apply writes ch of agent in tx. It first takes the agent's numbering row, and holds it to the
+// apply writes ch of agent, checked, in tx. It first takes the agent's numbering row, and holds it to the
 // commit: an agent's changes are made one at a time — so two of them never lock its documents
 // in opposite orders — and its events and lines are numbered in the order of the commits.
 func apply(ctx context.Context, tx pgx.Tx, agent string, ch store.Change) error {
-	if err := ch.Check(); err != nil {
-		return err
-	}
 	var events, lines int64
 	err := tx.QueryRow(ctx, `INSERT INTO squad_seqs (agent) VALUES ($1)
 		ON CONFLICT (agent) DO UPDATE SET agent = excluded.agent RETURNING events, lines`, agent).Scan(&events, &lines)

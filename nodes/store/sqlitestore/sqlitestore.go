@@ -106,11 +106,8 @@ func (s *Store) Apply(ctx context.Context, ch store.Change) error {
 	return s.saver.Write(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.apply(ctx, tx, ch) })
 }
 
-// apply writes ch in tx.
+// apply writes ch, checked, in tx.
 func (s *Store) apply(ctx context.Context, tx *sql.Tx, ch store.Change) error {
-	if err := ch.Check(); err != nil {
-		return err
-	}
 	for _, d := range ch.Docs {
 		var err error
 		if d.Value == nil {
