@@ -257,8 +257,9 @@ func TestBusLogIsCopiedIntoTheStore(t *testing.T) {
 	require.NoError(t, b.Close())
 
 	st := store.NewMemory()
-	j := &busJournal{st: st, run: "r1"}
-	require.NoError(t, j.copyFile(dir))
+	j, err := runJournal(st, dir, "r1")
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
 	b, err = bus.Open(dir, bus.WithJournal(&busJournal{st: st, run: "r1"}))
 	require.NoError(t, err)
 	defer b.Close()

@@ -126,13 +126,9 @@ func (f *Files) Messages(runID string) (msgs []runtime.Message, err error) {
 		return nil, nil // no such run
 	}
 	err = f.withStore(func(st store.Store) error {
-		var j bus.Journal = &busJournal{st: st, run: runID}
-		if recs, err := j.Records(); err != nil {
+		j, err := runJournal(st, dir, runID)
+		if err != nil {
 			return err
-		} else if len(recs) == 0 && fileExists(filepath.Join(dir, bus.LogFile)) { // kept before the store held them
-			if j, err = bus.ReadFileJournal(dir); err != nil {
-				return err
-			}
 		}
 		b, err := bus.Open(dir, bus.WithJournal(j))
 		if err != nil {

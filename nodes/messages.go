@@ -12,25 +12,44 @@ import (
 	"github.com/agiraph/agiraph/runtime/bus"
 )
 
-// openBus opens the bus of run r, its records kept in the squad's store (see busJournal). A run
-// whose messages were kept in its _messages/log.jsonl before the store held them has them
-// copied into the store first.
+// openBus opens the bus of run r, its records kept in the squad's store (see runJournal).
 func (s *Squad) openBus(r *run) (*bus.Bus, error) {
-	j := &busJournal{st: s.store, run: r.id}
-	recs, err := j.Records()
+	j, err := runJournal(s.store, r.dir.Messages(), r.id)
 	if err != nil {
 		return nil, err
-	}
-	if len(recs) == 0 {
-		if err := j.copyFile(r.dir.Messages()); err != nil {
-			return nil, err
-		}
 	}
 	b, err := bus.Open(r.dir.Messages(), bus.WithClock(s.cfg.now), bus.WithObserver(r.observeMessage), bus.WithJournal(j))
 	if err != nil {
 		return nil, fmt.Errorf("nodes: run %s: %w", r.id, err)
 	}
 	return b, nil
+}
+
+// runJournal returns the journal of the bus of run, whose folder is dir: the store's (see
+// busJournal). A run whose bus kept its records in its _messages/log.jsonl before the store held
+// them has them copied into the store — or, when the store only reads, read from the file.
+func runJournal(st store.Store, dir, run string) (bus.Journal, error) {
+	j := &busJournal{st: st, run: run}
+	recs, err := j.Records()
+	if err != nil || len(recs) > 0 || !fileExists(filepath.Join(dir, bus.LogFile)) {
+		return j, err
+	}
+	f, err := bus.ReadFileJournal(dir)
+	if err != nil {
+		return nil, err
+	}
+	old, err := f.Records()
+	if err == nil && len(old) > 0 {
+		err = j.Append(old)
+		if errors.Is(err, store.ErrReadOnly) {
+			return f, nil
+		}
+	}
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
 }
 
 // busJournal keeps a run's bus records (bus.Journal) in the squad's store, the documents
@@ -75,23 +94,6 @@ func (j *busJournal) Append(records [][]byte) error {
 
 // Close does nothing: the squad closes the store.
 func (j *busJournal) Close() error { return nil }
-
-// copyFile copies the records of the bus log in dir, if there is one, into the journal.
-func (j *busJournal) copyFile(dir string) error {
-	if _, err := os.Lstat(filepath.Join(dir, bus.LogFile)); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	f, err := bus.OpenFileJournal(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	recs, err := f.Records()
-	if err != nil || len(recs) == 0 {
-		return err
-	}
-	return j.Append(recs)
-}
 
 // triggerKeeper keeps the agent's triggers (triggers.Keeper) in the squad's store, the document
 // "triggers", each save committed alone. Triggers kept in the home's triggers.json before the
