@@ -673,13 +673,10 @@ func (b *board) apply(t *tx) (undo func()) {
 				delete(b.byKey, n.Key)
 			}
 		}
-		for id, n := range b.byRun {
+		for id, n := range b.byRun { // a restored node's entries stay: nodeOf checks them
 			if b.nodes[n.ID] != n {
 				delete(b.byRun, id)
 			}
-		}
-		for _, n := range b.nodes {
-			b.index(n)
 		}
 		for _, w := range t.workers {
 			if old, ok := oldWorkers[w.ID]; ok {
