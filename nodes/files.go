@@ -119,6 +119,18 @@ func (f *Files) Board(runID string) (snap Snapshot, err error) {
 	return snap, err
 }
 
+// Began reports whether the agent's run runID began: its goal is saved, in the store or in
+// the run's folder. A home that lacks the folder of a run its store has (another machine's)
+// gets it back when the run is resumed.
+func (f *Files) Began(runID string) (began bool, err error) {
+	err = f.withStore(func(st store.Store) error {
+		rs, _, err := readRunState(context.Background(), st, f.home.Run(runID))
+		began = rs.Goal != ""
+		return err
+	})
+	return began, err
+}
+
 // Messages reads every message of the agent's run runID, in the order they were sent.
 func (f *Files) Messages(runID string) (msgs []runtime.Message, err error) {
 	dir := f.home.Run(runID).Messages()
@@ -181,8 +193,17 @@ func (f *Files) Conversation(after, limit int) ([]Entry, int, error) {
 	return out, total, err
 }
 
-// Events reads the logged events after seq, up to limit (0: all), as Squad.Events does.
+// Events reads the logged events after seq, up to limit (0: all), as Squad.Events does: from
+// the store its options give, which another machine's squad may have written (events.jsonl
+// being this home's view of it), else from events.jsonl.
 func (f *Files) Events(after int64, limit int) ([]eventlog.Event, error) {
+	if f.cfg.store != nil {
+		evs, err := f.cfg.store.Events(context.Background(), after, limit)
+		if err != nil || len(evs) > 0 || after > 0 {
+			return evs, err
+		}
+		// none: a log from before the store, which the squad copies into it as it opens
+	}
 	return eventlog.ReadFile(f.home.Events(), after, limit)
 }
 

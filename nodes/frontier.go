@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -300,9 +301,20 @@ func (r *run) hasOutcome(n Node) bool {
 }
 
 // saveOutcome records how an assignment ended in the store, before the squad hears of it, so a
-// restart finds it, and returns the record. When it cannot be written the squad still has it
-// in memory (see pool); a restart then runs the assignment again.
+// restart finds it, and returns the record; the files a node published are kept in the store
+// with it (see keepFiles), and a file the store cannot keep fails the node. When it cannot be
+// written the squad still has it in memory (see pool); a restart then runs the assignment again.
 func (r *run) saveOutcome(ctx context.Context, node, assignment string, o runtime.Outcome, err error) outcomeRecord {
+	var ch store.Change
+	if err == nil && o.Status == runtime.Published {
+		var paths []string
+		for _, f := range o.Published {
+			paths = append(paths, filepath.Join(r.dir.Node(node).Published(), f))
+		}
+		if err = keepFiles(&ch, r.s.home, paths...); err != nil {
+			o.Status = runtime.Failed
+		}
+	}
 	rec := outcomeRecord{ID: fmt.Sprintf("%s@%d", assignment, time.Now().UnixNano()), Assignment: assignment, Outcome: o}
 	if err != nil {
 		rec.Error = err.Error()
@@ -310,7 +322,6 @@ func (r *run) saveOutcome(ctx context.Context, node, assignment string, o runtim
 			rec.Outcome.Status = runtime.Failed
 		}
 	}
-	var ch store.Change
 	werr := ch.Put(outcomeKey(r.id, node), rec)
 	if werr == nil {
 		werr = r.s.commit(ctx, ch, nil)

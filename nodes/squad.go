@@ -379,6 +379,10 @@ func New(opts ...Option) (*Squad, error) {
 		close(stop)
 		<-done
 	}
+	if _, err := restoreFiles(context.Background(), s.store, s.home, s.home.Memory(), s.home.MemoryDir()); err != nil {
+		s.Close()
+		return nil, err
+	}
 	mem, err := memory.Open(s.home, memory.WithClock(c.now), memory.WithObserver(s.memoryWritten))
 	if err != nil {
 		s.Close()
@@ -433,14 +437,23 @@ func (s *Squad) Close() error {
 	return errors.Join(errs...)
 }
 
-// memoryWritten turns a write to the agent's memory into an event of the run in progress.
+// memoryWritten turns a write to the agent's memory into an event of the run in progress,
+// committed with the file as it is now (see keepFiles).
 func (s *Squad) memoryWritten(w memory.Write) {
 	e := eventlog.New(eventlog.MemoryWritten, w.Path, w)
 	e.Worker = w.By
 	if r := s.cur.Load(); r != nil {
 		e.Run = r.id
 	}
-	if err := s.commit(context.Background(), store.Change{Events: []eventlog.Event{e}}, nil); err != nil {
+	ch := store.Change{Events: []eventlog.Event{e}}
+	path := filepath.Join(s.home.MemoryDir(), w.Path)
+	if w.Path == filepath.Base(s.home.Memory()) {
+		path = s.home.Memory()
+	}
+	if err := keepFiles(&ch, s.home, path); err != nil {
+		s.cfg.logger.Error("memory file not kept in the store", "file", w.Path, "err", err)
+	}
+	if err := s.commit(context.Background(), ch, nil); err != nil {
 		s.cfg.logger.Error("event not logged", "type", e.Type, "err", err)
 	}
 }

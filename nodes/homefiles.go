@@ -1,0 +1,175 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// The files a run and the agent need beyond the board — a node's published outputs, a
+// worker's identity, memory and history, the agent's memory — are kept in the store too, each
+// as the document "file/<its path relative to the home>", committed with what made them (a
+// node's outcome, a worker's spawn, a memory write). A squad opened on a home that lacks them —
+// another machine's, when replicas of a server share a database but not a folder — writes
+// them back (restoreFiles), and never over a file that is there.
+
+// filePrefix begins the keys of the files kept in the store.
+const filePrefix = "file/"
+
+// MaxStoredFile is the largest file the store keeps (16 MiB): a node that publishes a larger
+// one fails, with an error naming it.
+const MaxStoredFile = 16 << 20
+
+// storedFile is the document of a file kept in the store.
+type storedFile struct {
+	Data []byte      `json:"data"`
+	Mode fs.FileMode `json:"mode"` // its permissions
+}
+
+// fileKey returns the key of the file at rel, a path relative to the home.
+func fileKey(rel string) string { return filePrefix + filepath.ToSlash(rel) }
+
+// fileVersions gives the documents of files versions that grow: a file read later is put with
+// a greater version, so that the store keeps the latest content whatever order the changes
+// commit in (see store.Doc.Version), across restarts too (they are times).
+var fileVersions struct {
+	sync.Mutex
+	last int64
+}
+
+// keepFiles adds to ch the files at paths, which are in home, as they are now.
+func keepFiles(ch *store.Change, home workspace.Home, paths ...string) error {
+	for _, p := range paths {
+		rel, err := filepath.Rel(string(home), p)
+		if err != nil || !filepath.IsLocal(rel) {
+			return fmt.Errorf("nodes: %s is not in the agent's home %s", p, home)
+		}
+		fileVersions.Lock()
+		v := max(fileVersions.last+1, time.Now().UnixNano())
+		fileVersions.last = v
+		data, err := osfile.ReadFile(p)
+		st, serr := os.Stat(p)
+		fileVersions.Unlock()
+		if err = errors.Join(err, serr); err != nil {
+			return fmt.Errorf("nodes: keep %s in the store: %w", rel, err)
+		}
+		if len(data) > MaxStoredFile {
+			return fmt.Errorf("nodes: %s is %d bytes, more than the %d bytes the store keeps of a file (MaxStoredFile): split it into smaller files", rel, len(data), MaxStoredFile)
+		}
+		if err := ch.PutVersion(fileKey(rel), v, storedFile{Data: data, Mode: st.Mode().Perm()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreFiles writes back the files the store keeps under each of dirs (paths in home: files
+// or folders) that home lacks, and returns their paths.
+func restoreFiles(ctx context.Context, st store.Store, home workspace.Home, dirs ...string) ([]string, error) {
+	var restored []string
+	for _, dir := range dirs {
+		rel, err := filepath.Rel(string(home), dir)
+		if err != nil || !filepath.IsLocal(rel) {
+			return restored, fmt.Errorf("nodes: %s is not in the agent's home %s", dir, home)
+		}
+		docs, err := st.Docs(ctx, fileKey(rel))
+		if err != nil {
+			return restored, fmt.Errorf("nodes: the files of %s in the store: %w", rel, err)
+		}
+		for _, d := range docs {
+			name := filepath.FromSlash(strings.TrimPrefix(d.Key, filePrefix))
+			if name != rel && !strings.HasPrefix(name, rel+string(filepath.Separator)) {
+				continue // another file whose name begins with rel's
+			}
+			path := filepath.Join(string(home), name)
+			if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+				continue // there, or not to be written over
+			}
+			var f storedFile
+			if err := json.Unmarshal(d.Value, &f); err != nil || !filepath.IsLocal(name) {
+				return restored, fmt.Errorf("nodes: the file %s kept in the store as %s is damaged (%v); delete the document, or restore the store from a backup", name, d.Key, err)
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
+			}
+			if err := workspace.WriteFile(path, f.Data); err != nil {
+				return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
+			}
+			if err := os.Chmod(path, f.Mode.Perm()); err != nil {
+				return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
+			}
+			restored = append(restored, path)
+		}
+	}
+	return restored, nil
+}
+
+// restoreRun rebuilds, from the store, the folder of b's run, which this home lacks: its
+// folders, and the files the store keeps of it (the views of its nodes are written as the run
+// opens, by repairViews). The attempts that were in progress when the run stopped worked in the
+// folder that is lost, and their scratch files with it, as did those paused to be resumed (a
+// pending node that keeps its assignment): each starts again from its beginning, as a new
+// assignment of its node (to the same worker), rather than go on from its last step without the
+// files it wrote. An attempt whose outcome was saved is collected as it is.
+func (s *Squad) restoreRun(ctx context.Context, b *board) error {
+	run := b.run
+	if err := run.Create(); err != nil {
+		return err
+	}
+	var mkdirs []func() error
+	var lost []Node
+	b.read(func(rd reader) {
+		for _, n := range rd.nodes() {
+			mkdirs = append(mkdirs, run.Node(n.ID).Create)
+			if n.Assignment != "" && n.Damaged == "" && (n.Status == NodeRunning || n.Status == NodeAssigned || n.Status == NodePending) {
+				lost = append(lost, cloneNode(n))
+			}
+		}
+		for _, w := range rd.roster() {
+			mkdirs = append(mkdirs, run.Worker(w.ID).Create)
+		}
+	})
+	for _, mkdir := range mkdirs {
+		if err := mkdir(); err != nil {
+			return err
+		}
+	}
+	if _, err := restoreFiles(ctx, s.store, s.home, string(run)); err != nil {
+		return err
+	}
+	return b.change(ctx, func(t *tx) error {
+		for _, n := range lost {
+			d, err := s.store.Doc(ctx, outcomeKey(run.ID(), n.ID))
+			if err != nil {
+				return err
+			}
+			var rec outcomeRecord
+			if n.Status != NodePending && d.Value != nil && json.Unmarshal(d.Value, &rec) == nil && rec.Assignment == n.Assignment {
+				continue
+			}
+			if _, err := t.node(n.ID, func(n *Node) error {
+				n.Status, n.Assignment = NodePending, ""
+				return nil
+			}); err != nil {
+				return err
+			}
+			if w := t.b.findWorker(n.Worker); w != nil && w.Last == n.Assignment && w.Status == WorkerBusy {
+				if _, err := t.worker(w.ID, func(w *Worker) { w.Status, w.Node = WorkerIdle, "" }); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,68 @@
+package nodes_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/memory"
+)
+
+// A run paused in one home is resumed in another that shares only its store (as replicas of a
+// server on one database and separate folders do): the files the store keeps — the research
+// nodes' published findings, the agent's daily memory log — are written back, and the run
+// finishes with the output of a run that never moved.
+func TestResumeInAnotherHome(t *testing.T) {
+	const goal = "AI chips"
+	want := run(t, newSquad(t), goal).Output
+	st := store.NewMemory()
+	open := func(home string) *nodes.Squad {
+		s, err := nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithStore(st), nodes.WithModelOptions(models.WithoutRetry()),
+			nodes.WithTick(20*time.Millisecond))...)
+		require.NoError(t, err)
+		return s
+	}
+	first, second := t.TempDir(), t.TempDir()
+	s := open(first)
+	events, stop := s.Subscribe(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() { _, err := s.RunID(ctx, "r1", goal); ended <- err }()
+	for completed := 0; completed < 3; {
+		if e := <-events; e.Type == eventlog.NodeCompleted {
+			completed++
+		}
+	}
+	cancel() // the research nodes have published: the run pauses
+	stop()
+	require.True(t, errors.Is(<-ended, nodes.ErrInterrupted))
+	require.NoError(t, s.Close())
+
+	s = open(second)
+	defer s.Close()
+	daily := filepath.Join("memory", memory.DailyLog(time.Now()))
+	assert.Equal(t, mustRead(t, filepath.Join(first, daily)), mustRead(t, filepath.Join(second, daily)), "the daily log, written back as the squad opens")
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.Resume(ctx, "r1")
+	require.NoError(t, err)
+	assert.True(t, res.Finished)
+	assert.Equal(t, want, res.Output)
+	findings := filepath.Join("runs", "r1", "nodes", "n1", "published", "findings.md")
+	assert.Equal(t, mustRead(t, filepath.Join(first, findings)), mustRead(t, filepath.Join(second, findings)))
+	fi, err := os.Stat(filepath.Join(second, findings))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o444), fi.Mode().Perm(), "published files stay read-only")
+}
