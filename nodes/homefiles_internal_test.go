@@ -1,0 +1,57 @@
+package nodes
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/workspace"
+)
+
+// A file kept in the store is written back to another home with its bytes and permissions,
+// never over a file that is there; a file larger than MaxStoredFile is refused, named.
+func TestKeptFiles(t *testing.T) {
+	ctx := context.Background()
+	from, to := workspace.Home(t.TempDir()), workspace.Home(t.TempDir())
+	write := func(home workspace.Home, rel, text string, perm os.FileMode) string {
+		p := filepath.Join(string(home), rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(text), perm))
+		return p
+	}
+	published := write(from, "runs/r1/nodes/n1/published/a.bin", "\x00\xffbytes", 0o444)
+	kept := write(from, "runs/r1/workers/w1/memory.md", "learned", 0o644)
+	big := write(from, "runs/r1/nodes/n2/published/big.csv", "", 0o644)
+	require.NoError(t, os.Truncate(big, MaxStoredFile+1))
+
+	st := store.NewMemory()
+	var ch store.Change
+	require.NoError(t, keepFiles(&ch, from, published, kept))
+	require.NoError(t, st.Apply(ctx, ch))
+	err := keepFiles(&ch, from, big)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join("runs", "r1", "nodes", "n2", "published", "big.csv"))
+
+	there := write(to, "runs/r1/workers/w1/memory.md", "newer", 0o644)
+	restored, err := restoreFiles(ctx, st, to, string(to.Run("r1")))
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(string(to), "runs/r1/nodes/n1/published/a.bin")}, restored)
+	got, err := os.ReadFile(restored[0])
+	require.NoError(t, err)
+	assert.Equal(t, "\x00\xffbytes", string(got))
+	fi, err := os.Stat(restored[0])
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o444), fi.Mode().Perm())
+	got, err = os.ReadFile(there)
+	require.NoError(t, err)
+	assert.Equal(t, "newer", string(got), "a file that is there is not written over")
+
+	restored, err = restoreFiles(ctx, st, to, string(to.Run("r")))
+	require.NoError(t, err)
+	assert.Empty(t, restored, "runs/r is not runs/r1")
+}
