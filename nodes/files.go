@@ -179,17 +179,29 @@ func (unwritable) Apply(context.Context, store.Change) error {
 	return fmt.Errorf("nodes: %w", store.ErrReadOnly)
 }
 
-// Conversation reads a page of the agent's conversation, as Squad.Conversation does.
+// Conversation reads a page of the agent's conversation, as Squad.Conversation does: from the
+// store its options give (see Events), else from conversation.jsonl.
 func (f *Files) Conversation(after, limit int) ([]Entry, int, error) {
 	var out []Entry
 	total := 0
-	_, err := (&conversation{path: f.home.Conversation()}).scan(func(e Entry) bool {
+	page := func(e Entry) bool {
 		total = max(total, int(e.Seq))
 		if e.Seq > int64(after) && (limit <= 0 || len(out) < limit) {
 			out = append(out, e)
 		}
 		return true
-	})
+	}
+	if f.cfg.store != nil {
+		all, err := f.cfg.store.Lines(context.Background(), 0, 0)
+		if err != nil || len(all) > 0 {
+			for _, e := range all {
+				page(e)
+			}
+			return out, total, err
+		}
+		// none: a conversation from before the store, which the squad copies into it as it opens
+	}
+	_, err := (&conversation{path: f.home.Conversation()}).scan(page)
 	return out, total, err
 }
 

@@ -31,8 +31,11 @@
 // its id and finds each step whole or not at all, without redoing finished work or logging
 // anything twice. Files are for agents and people: a node's spec, refs, scratch and published
 // folders, the workers' notebooks, the agent's memory, and views written from the store
-// (_status.md, events.jsonl, conversation.jsonl; see runtime/workspace for the layout). Messages
-// go through a durable bus. Only the coordinator's finish completes a run: End and a cancelled
+// (_status.md, events.jsonl, conversation.jsonl; see runtime/workspace for the layout). Those a
+// run needs — a node's published outputs, the workers' identity, history and memory, the agent's
+// memory — are kept in the store too, with what wrote them, and written back to a home that lacks
+// them (another machine's): a run resumed there starts again the attempts that were in progress
+// in the folder it lacked (limit: MaxStoredFile a file). Messages go through a durable bus. Only the coordinator's finish completes a run: End and a cancelled
 // context pause it.
 package nodes
 
