@@ -107,7 +107,8 @@
 //   - The registry of agents (table agiraph_server_agents) says which agents exist, with each
 //     agent's meta (status, run, output, goal, model, times), which any replica reads and the
 //     replica holding the agent writes: an agent created or deleted through one replica is
-//     listed, or forgotten, by all; no agent.json is written.
+//     listed, or forgotten, by all. No agent.json is written (one from before the registry
+//     kept meta is read until the agent's meta is next written).
 //   - The checkpoints and the stores of all agents live in the database (checkpoint/postgres,
 //     nodes/store/pgstore), their threads and rows apart by the agent's id; no state.db is made.
 //     The store has the boards, events, conversations and messages, and the files a run needs
@@ -127,15 +128,16 @@
 //   - Summaries, boards, conversations and logged events are answered by any replica, from the
 //     database. Reads of the agent's files (a node's details, the workspace, memory) and
 //     operations on a run — POST runs, resume, stop, pause, send, nudge, respond, DELETE and the
-//     event stream — are forwarded to the replica that holds the agent's lease, at the base URL it registered ([WithBaseURL], or made of
-//     [WithAddr]; it must be an allowed host there), with the server's token, which all replicas
-//     share ([WithToken], or <root>/token). Forwarding, rather than passing signals through the
-//     database, keeps one owner per fact: the squad that runs an agent is the only one that sends
-//     its messages, answers its questions and streams its models' text as it comes, with no
-//     polling and nothing new to persist. An operation on an agent no replica holds is done by
-//     the replica that receives it, which takes the lease; a read of the files of an agent at
-//     rest shows those of the replica that receives it (all of them when the replicas share
-//     their folder, or on the replica that ran the agent last).
+//     event stream — are forwarded to the replica that holds the agent's lease, at the base URL
+//     it registered ([WithBaseURL], or made of [WithAddr]; it must be an allowed host there),
+//     with the server's token, which all replicas share ([WithToken]; <root>/token only when
+//     they share their root). Forwarding, rather than passing signals through the database,
+//     keeps one owner per fact: the squad that runs an agent is the only one that sends its
+//     messages, answers its questions and streams its models' text as it comes, with no polling
+//     and nothing new to persist. An operation on an agent no replica holds is done by the
+//     replica that receives it, which takes the lease; a read of the files of an agent at rest
+//     shows those of the replica that receives it (all of them when the replicas share their
+//     folder, or on the replica that ran the agent last).
 //   - Triggers fire once: the replica holding an agent's lease fires them (its squad's
 //     scheduler), and a replica whose alarm finds the lease held elsewhere does nothing but look
 //     again a heartbeat later; a trigger fired is recorded in the agent's store before the lease is

@@ -370,10 +370,15 @@ type meta struct {
 const metaFile = "agent.json"
 
 // readMeta reads the meta of agent id: from its agent.json, or in a fleet, from the registry,
-// which the replicas share, whatever their folders. fs.ErrNotExist when there is none.
+// which the replicas share, whatever their folders (an agent of a fleet whose registry kept no
+// meta yet, made when the replicas shared their folder, has its agent.json read until the
+// registry has its meta). fs.ErrNotExist when there is none.
 func (s *Server) readMeta(id string) (meta, error) {
 	if s.fleet != nil {
-		return s.fleet.meta(id)
+		m, err := s.fleet.meta(id)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return m, err
+		}
 	}
 	var m meta
 	err := workspace.ReadJSON(filepath.Join(s.agentDir(id), metaFile), &m)
