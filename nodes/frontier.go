@@ -99,11 +99,16 @@ func (r *run) plan(ctx context.Context, st tick) ([]launch, error) {
 		}
 		assignment := n.Assignment
 		if assignment == "" {
-			assignment = fmt.Sprintf("%s.%s.%d", r.id, n.ID, n.Attempts+1)
+			assignment = attemptID(r.id, n.ID, n.Attempts+1)
 		}
 		add(n, worker, assignment, false)
 	}
 	return out, r.assignAll(ctx, out)
+}
+
+// attemptID names the assignment of node's attempt number attempt in run.
+func attemptID(run, node string, attempt int) string {
+	return fmt.Sprintf("%s.%s.%d", run, node, attempt)
 }
 
 // What to do with a node's assignment that is not running in this process.

@@ -119,9 +119,9 @@ func restoreFiles(ctx context.Context, st store.Store, home workspace.Home, dirs
 // folders, and the files the store keeps of it (the views of its nodes are written as the run
 // opens, by repairViews). The attempts that were in progress when the run stopped worked in the
 // folder that is lost, and their scratch files with it, as did those paused to be resumed (a
-// pending node that keeps its assignment): each starts again from its beginning, as a new
-// assignment of its node (to the same worker), rather than go on from its last step without the
-// files it wrote. An attempt whose outcome was saved is collected as it is.
+// pending node that keeps its assignment): each starts again from its beginning, as the node's
+// next attempt (its worker the same), rather than go on from its last step without the files
+// it wrote. An attempt whose outcome was saved is collected as it is.
 func (s *Squad) restoreRun(ctx context.Context, b *board) error {
 	run := b.run
 	if err := run.Create(); err != nil {
@@ -158,14 +158,16 @@ func (s *Squad) restoreRun(ctx context.Context, b *board) error {
 			if n.Status != NodePending && d.Value != nil && json.Unmarshal(d.Value, &rec) == nil && rec.Assignment == n.Assignment {
 				continue
 			}
+			again := attemptID(run.ID(), n.ID, n.Attempts+1)
 			if _, err := t.node(n.ID, func(n *Node) error {
-				n.Status, n.Assignment = NodePending, ""
+				n.Assignment = again
+				n.Attempts++
 				return nil
 			}); err != nil {
 				return err
 			}
-			if w := t.b.findWorker(n.Worker); w != nil && w.Last == n.Assignment && w.Status == WorkerBusy {
-				if _, err := t.worker(w.ID, func(w *Worker) { w.Status, w.Node = WorkerIdle, "" }); err != nil {
+			if w := t.b.findWorker(n.Worker); w != nil && w.Last == n.Assignment {
+				if _, err := t.worker(w.ID, func(w *Worker) { w.Last = again }); err != nil {
 					return err
 				}
 			}
