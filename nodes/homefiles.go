@@ -55,17 +55,20 @@ func keepFiles(ch *store.Change, home workspace.Home, paths ...string) error {
 		if err != nil || !filepath.IsLocal(rel) {
 			return fmt.Errorf("nodes: %s is not in the agent's home %s", p, home)
 		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("nodes: keep %s in the store: %w", rel, err)
+		}
+		if st.Size() > MaxStoredFile {
+			return fmt.Errorf("nodes: %s is %d bytes, more than the %d bytes the store keeps of a file (MaxStoredFile): split it into smaller files", rel, st.Size(), MaxStoredFile)
+		}
 		fileVersions.Lock()
 		v := max(fileVersions.last+1, time.Now().UnixNano())
 		fileVersions.last = v
 		data, err := osfile.ReadFile(p)
-		st, serr := os.Stat(p)
 		fileVersions.Unlock()
-		if err = errors.Join(err, serr); err != nil {
+		if err != nil {
 			return fmt.Errorf("nodes: keep %s in the store: %w", rel, err)
-		}
-		if len(data) > MaxStoredFile {
-			return fmt.Errorf("nodes: %s is %d bytes, more than the %d bytes the store keeps of a file (MaxStoredFile): split it into smaller files", rel, len(data), MaxStoredFile)
 		}
 		if err := ch.PutVersion(fileKey(rel), v, storedFile{Data: data, Mode: st.Mode().Perm()}); err != nil {
 			return err
