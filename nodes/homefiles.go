@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -48,33 +49,64 @@ var fileVersions struct {
 	last int64
 }
 
-// keepFiles adds to ch the files at paths, which are in home, as they are now.
+// keepFiles adds to ch the files at paths, which are in home, as they are now. A file is read
+// within home: a symbolic link that leads out of it is refused, as is anything not a regular
+// file, so that nothing from outside the home reaches the store (nor, through it, other homes).
 func keepFiles(ch *store.Change, home workspace.Home, paths ...string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(string(home))
+	if err != nil {
+		return fmt.Errorf("nodes: keep files in the store: %w", err)
+	}
+	defer root.Close()
 	for _, p := range paths {
 		rel, err := filepath.Rel(string(home), p)
 		if err != nil || !filepath.IsLocal(rel) {
 			return fmt.Errorf("nodes: %s is not in the agent's home %s", p, home)
 		}
-		st, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("nodes: keep %s in the store: %w", rel, err)
-		}
-		if st.Size() > MaxStoredFile {
-			return fmt.Errorf("nodes: %s is %d bytes, more than the %d bytes the store keeps of a file (MaxStoredFile): split it into smaller files", rel, st.Size(), MaxStoredFile)
-		}
 		fileVersions.Lock()
 		v := max(fileVersions.last+1, time.Now().UnixNano())
 		fileVersions.last = v
-		data, err := osfile.ReadFile(p)
+		data, mode, err := readKept(root, rel)
 		fileVersions.Unlock()
 		if err != nil {
-			return fmt.Errorf("nodes: keep %s in the store: %w", rel, err)
+			return err
 		}
-		if err := ch.PutVersion(fileKey(rel), v, storedFile{Data: data, Mode: st.Mode().Perm()}); err != nil {
+		if err := ch.PutVersion(fileKey(rel), v, storedFile{Data: data, Mode: mode}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// readKept reads the regular file rel in root, of at most MaxStoredFile bytes, and returns its
+// bytes and permissions.
+func readKept(root *os.Root, rel string) ([]byte, fs.FileMode, error) {
+	f, err := osfile.OpenIn(root, rel)
+	if err != nil {
+		return nil, 0, fmt.Errorf("nodes: keep %s in the store: %w", rel, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, fmt.Errorf("nodes: keep %s in the store: %w", rel, err)
+	}
+	tooLarge := func(size int64) error {
+		return fmt.Errorf("nodes: %s is %d bytes, more than the %d bytes the store keeps of a file (MaxStoredFile): split it into smaller files", rel, size, MaxStoredFile)
+	}
+	if st.Size() > MaxStoredFile {
+		return nil, 0, tooLarge(st.Size())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxStoredFile+1)) // one more: a file that grew
+	if err != nil {
+		return nil, 0, fmt.Errorf("nodes: keep %s in the store: %w", rel, err)
+	}
+	if len(data) > MaxStoredFile {
+		return nil, 0, tooLarge(int64(len(data)))
+	}
+	return data, st.Mode().Perm(), nil
 }
 
 // restoreFiles writes back the files the store keeps under each of dirs (paths in home: files

@@ -55,3 +55,28 @@ func TestKeptFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, restored, "runs/r is not runs/r1")
 }
+
+// A file is kept as it reads within the home: a symbolic link to a file in the home is kept
+// with that file's bytes, one that leads out of the home is refused, named, and nothing of what
+// it points to reaches the store.
+func TestKeptFilesStayInTheHome(t *testing.T) {
+	home := workspace.Home(t.TempDir())
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	require.NoError(t, os.WriteFile(secret, []byte("outside"), 0o600))
+	published := filepath.Join(string(home), "runs", "r1", "nodes", "n1", "published")
+	require.NoError(t, os.MkdirAll(published, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(published, "a.md"), []byte("inside"), 0o444))
+	require.NoError(t, os.Symlink("a.md", filepath.Join(published, "b.md")))
+	require.NoError(t, os.Symlink(secret, filepath.Join(published, "leak.md")))
+
+	var ch store.Change
+	require.NoError(t, keepFiles(&ch, home, filepath.Join(published, "b.md")))
+	require.Len(t, ch.Docs, 1)
+	assert.Contains(t, string(ch.Docs[0].Value), `"aW5zaWRl"`, "b.md kept with a.md's bytes")
+
+	ch = store.Change{}
+	err := keepFiles(&ch, home, filepath.Join(published, "leak.md"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join("runs", "r1", "nodes", "n1", "published", "leak.md"))
+	assert.Empty(t, ch.Docs)
+}
