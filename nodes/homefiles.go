@@ -110,8 +110,14 @@ func readKept(root *os.Root, rel string) ([]byte, fs.FileMode, error) {
 }
 
 // restoreFiles writes back the files the store keeps under each of dirs (paths in home: files
-// or folders) that home lacks, and returns their paths.
+// or folders) that home lacks, and returns their paths. It writes within home: never through a
+// symbolic link that leads out of it, nor over anything that is there.
 func restoreFiles(ctx context.Context, st store.Store, home workspace.Home, dirs ...string) ([]string, error) {
+	root, err := os.OpenRoot(string(home))
+	if err != nil {
+		return nil, fmt.Errorf("nodes: restore the files kept in the store: %w", err)
+	}
+	defer root.Close()
 	var restored []string
 	for _, dir := range dirs {
 		rel, err := filepath.Rel(string(home), dir)
@@ -127,21 +133,21 @@ func restoreFiles(ctx context.Context, st store.Store, home workspace.Home, dirs
 			if name != rel && !strings.HasPrefix(name, rel+string(filepath.Separator)) {
 				continue // another file whose name begins with rel's
 			}
-			path := filepath.Join(string(home), name)
-			if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-				continue // there, or not to be written over
-			}
 			var f storedFile
-			if err := json.Unmarshal(d.Value, &f); err != nil || !filepath.IsLocal(name) {
+			if err := json.Unmarshal(d.Value, &f); err != nil || !filepath.IsLocal(name) || filepath.Clean(name) != name {
 				return restored, fmt.Errorf("nodes: the file %s kept in the store as %s is damaged (%v); delete the document, or restore the store from a backup", name, d.Key, err)
 			}
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			if _, err := root.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
+				continue // there, or not to be written over (in a folder that leads out of the home)
+			}
+			if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 				return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
 			}
+			path := filepath.Join(string(home), name)
 			if err := workspace.WriteFile(path, f.Data); err != nil {
 				return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
 			}
-			if err := os.Chmod(path, f.Mode.Perm()); err != nil {
+			if err := root.Chmod(name, f.Mode.Perm()); err != nil {
 				return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
 			}
 			restored = append(restored, path)

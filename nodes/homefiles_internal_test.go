@@ -80,3 +80,32 @@ func TestKeptFilesStayInTheHome(t *testing.T) {
 	assert.Contains(t, err.Error(), filepath.Join("runs", "r1", "nodes", "n1", "published", "leak.md"))
 	assert.Empty(t, ch.Docs)
 }
+
+// Files are written back within the home: not through a folder that is a symbolic link leading
+// out of it, and not from a key that leaves the folder restored.
+func TestRestoredFilesStayInTheHome(t *testing.T) {
+	ctx := context.Background()
+	home := workspace.Home(t.TempDir())
+	outside := t.TempDir()
+	require.NoError(t, os.MkdirAll(home.MemoryDir(), 0o755))
+	require.NoError(t, os.Symlink(outside, filepath.Join(home.MemoryDir(), "shared")))
+	st := store.NewMemory()
+	put := func(key string) {
+		var ch store.Change
+		require.NoError(t, ch.Put(key, storedFile{Data: []byte("x"), Mode: 0o644}))
+		require.NoError(t, st.Apply(ctx, ch))
+	}
+	put(filePrefix + "memory/shared/note.md")
+	restored, err := restoreFiles(ctx, st, home, home.MemoryDir())
+	require.NoError(t, err)
+	assert.Empty(t, restored)
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing written through the link")
+
+	put(filePrefix + "memory/../runs/r1/x.md")
+	_, err = restoreFiles(ctx, st, home, home.MemoryDir())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "memory/../runs/r1/x.md")
+	assert.NoFileExists(t, filepath.Join(string(home), "runs", "r1", "x.md"))
+}
