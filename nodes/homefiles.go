@@ -109,49 +109,51 @@ func readKept(root *os.Root, rel string) ([]byte, fs.FileMode, error) {
 	return data, st.Mode().Perm(), nil
 }
 
-// restoreFiles writes back the files the store keeps under each of dirs (paths in home: files
-// or folders) that home lacks, and returns their paths. It writes within home: never through a
-// symbolic link that leads out of it, nor over anything that is there.
-func restoreFiles(ctx context.Context, st store.Store, home workspace.Home, dirs ...string) ([]string, error) {
+// restoreFiles writes the files the store keeps under dir (a path in home: a file or a folder)
+// to their places under to (dir itself, or the path in home where dir is being rebuilt) where
+// home lacks them, and returns their paths. It writes within home: never through a symbolic
+// link that leads out of it, nor over anything that is there.
+func restoreFiles(ctx context.Context, st store.Store, home workspace.Home, dir, to string) ([]string, error) {
+	rel, err := filepath.Rel(string(home), dir)
+	relTo, errTo := filepath.Rel(string(home), to)
+	if err != nil || errTo != nil || !filepath.IsLocal(rel) || !filepath.IsLocal(relTo) {
+		return nil, fmt.Errorf("nodes: %s or %s is not in the agent's home %s", dir, to, home)
+	}
+	docs, err := st.Docs(ctx, fileKey(rel))
+	if err != nil {
+		return nil, fmt.Errorf("nodes: the files of %s in the store: %w", rel, err)
+	}
 	root, err := os.OpenRoot(string(home))
 	if err != nil {
-		return nil, fmt.Errorf("nodes: restore the files kept in the store: %w", err)
+		return nil, fmt.Errorf("nodes: restore the files of %s: %w", rel, err)
 	}
 	defer root.Close()
 	var restored []string
-	for _, dir := range dirs {
-		rel, err := filepath.Rel(string(home), dir)
-		if err != nil || !filepath.IsLocal(rel) {
-			return restored, fmt.Errorf("nodes: %s is not in the agent's home %s", dir, home)
+	for _, d := range docs {
+		name := filepath.FromSlash(strings.TrimPrefix(d.Key, filePrefix))
+		sub, ok := strings.CutPrefix(name, rel)
+		if !ok || sub != "" && sub[0] != filepath.Separator {
+			continue // another file whose name begins with rel's
 		}
-		docs, err := st.Docs(ctx, fileKey(rel))
-		if err != nil {
-			return restored, fmt.Errorf("nodes: the files of %s in the store: %w", rel, err)
+		var f storedFile
+		if err := json.Unmarshal(d.Value, &f); err != nil || !filepath.IsLocal(name) || filepath.Clean(name) != name {
+			return restored, fmt.Errorf("nodes: the file %s kept in the store as %s is damaged (%v); delete the document, or restore the store from a backup", name, d.Key, err)
 		}
-		for _, d := range docs {
-			name := filepath.FromSlash(strings.TrimPrefix(d.Key, filePrefix))
-			if name != rel && !strings.HasPrefix(name, rel+string(filepath.Separator)) {
-				continue // another file whose name begins with rel's
-			}
-			var f storedFile
-			if err := json.Unmarshal(d.Value, &f); err != nil || !filepath.IsLocal(name) || filepath.Clean(name) != name {
-				return restored, fmt.Errorf("nodes: the file %s kept in the store as %s is damaged (%v); delete the document, or restore the store from a backup", name, d.Key, err)
-			}
-			if _, err := root.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
-				continue // there, or not to be written over (in a folder that leads out of the home)
-			}
-			if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-				return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
-			}
-			path := filepath.Join(string(home), name)
-			if err := workspace.WriteFile(path, f.Data); err != nil {
-				return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
-			}
-			if err := root.Chmod(name, f.Mode.Perm()); err != nil {
-				return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
-			}
-			restored = append(restored, path)
+		dst := relTo + sub
+		if _, err := root.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
+			continue // there, or not to be written over (in a folder that leads out of the home)
 		}
+		if err := root.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
+		}
+		path := filepath.Join(string(home), dst)
+		if err := workspace.WriteFile(path, f.Data); err != nil {
+			return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
+		}
+		if err := root.Chmod(dst, f.Mode.Perm()); err != nil {
+			return restored, fmt.Errorf("nodes: restore %s: %w", name, err)
+		}
+		restored = append(restored, path)
 	}
 	return restored, nil
 }
@@ -162,23 +164,29 @@ func restoreFiles(ctx context.Context, st store.Store, home workspace.Home, dirs
 // folder that is lost, and their scratch files with it, as did those paused to be resumed (a
 // pending node that keeps its assignment): each starts again from its beginning, as the node's
 // next attempt (its worker the same), rather than go on from its last step without the files
-// it wrote. An attempt whose outcome was saved is collected as it is.
+// it wrote. An attempt whose outcome was saved is collected as it is. The folder is built
+// beside the run's and takes its place once whole: a restore cut short (a damaged file, a
+// crash) leaves no folder that a resume would take for the run's, and the next one starts over.
 func (s *Squad) restoreRun(ctx context.Context, b *board) error {
 	run := b.run
-	if err := run.Create(); err != nil {
+	tmp := workspace.Run(filepath.Join(filepath.Dir(string(run)), "."+run.ID()+".restore"))
+	if err := os.RemoveAll(string(tmp)); err != nil { // what a restore cut short left
+		return err
+	}
+	if err := tmp.Create(); err != nil {
 		return err
 	}
 	var mkdirs []func() error
 	var lost []Node
 	b.read(func(rd reader) {
 		for _, n := range rd.nodes() {
-			mkdirs = append(mkdirs, run.Node(n.ID).Create)
+			mkdirs = append(mkdirs, tmp.Node(n.ID).Create)
 			if n.Assignment != "" && n.Damaged == "" && (n.Status == NodeRunning || n.Status == NodeAssigned || n.Status == NodePending) {
 				lost = append(lost, cloneNode(n))
 			}
 		}
 		for _, w := range rd.roster() {
-			mkdirs = append(mkdirs, run.Worker(w.ID).Create)
+			mkdirs = append(mkdirs, tmp.Worker(w.ID).Create)
 		}
 	})
 	for _, mkdir := range mkdirs {
@@ -186,10 +194,10 @@ func (s *Squad) restoreRun(ctx context.Context, b *board) error {
 			return err
 		}
 	}
-	if _, err := restoreFiles(ctx, s.store, s.home, string(run)); err != nil {
+	if _, err := restoreFiles(ctx, s.store, s.home, string(run), string(tmp)); err != nil {
 		return err
 	}
-	return b.change(ctx, func(t *tx) error {
+	err := b.change(ctx, func(t *tx) error {
 		for _, n := range lost {
 			d, err := s.store.Doc(ctx, outcomeKey(run.ID(), n.ID))
 			if err != nil {
@@ -215,4 +223,8 @@ func (s *Squad) restoreRun(ctx context.Context, b *board) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return os.Rename(string(tmp), string(run))
 }

@@ -38,7 +38,7 @@ func TestKeptFiles(t *testing.T) {
 	assert.Contains(t, err.Error(), filepath.Join("runs", "r1", "nodes", "n2", "published", "big.csv"))
 
 	there := write(to, "runs/r1/workers/w1/memory.md", "newer", 0o644)
-	restored, err := restoreFiles(ctx, st, to, string(to.Run("r1")))
+	restored, err := restoreFiles(ctx, st, to, string(to.Run("r1")), string(to.Run("r1")))
 	require.NoError(t, err)
 	assert.Equal(t, []string{filepath.Join(string(to), "runs/r1/nodes/n1/published/a.bin")}, restored)
 	got, err := os.ReadFile(restored[0])
@@ -51,7 +51,7 @@ func TestKeptFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "newer", string(got), "a file that is there is not written over")
 
-	restored, err = restoreFiles(ctx, st, to, string(to.Run("r")))
+	restored, err = restoreFiles(ctx, st, to, string(to.Run("r")), string(to.Run("r")))
 	require.NoError(t, err)
 	assert.Empty(t, restored, "runs/r is not runs/r1")
 }
@@ -96,7 +96,7 @@ func TestRestoredFilesStayInTheHome(t *testing.T) {
 		require.NoError(t, st.Apply(ctx, ch))
 	}
 	put(filePrefix + "memory/shared/note.md")
-	restored, err := restoreFiles(ctx, st, home, home.MemoryDir())
+	restored, err := restoreFiles(ctx, st, home, home.MemoryDir(), home.MemoryDir())
 	require.NoError(t, err)
 	assert.Empty(t, restored)
 	entries, err := os.ReadDir(outside)
@@ -104,7 +104,7 @@ func TestRestoredFilesStayInTheHome(t *testing.T) {
 	assert.Empty(t, entries, "nothing written through the link")
 
 	put(filePrefix + "memory/../runs/r1/x.md")
-	_, err = restoreFiles(ctx, st, home, home.MemoryDir())
+	_, err = restoreFiles(ctx, st, home, home.MemoryDir(), home.MemoryDir())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "memory/../runs/r1/x.md")
 	assert.NoFileExists(t, filepath.Join(string(home), "runs", "r1", "x.md"))

@@ -27,14 +27,73 @@ func TestResumeInAnotherHome(t *testing.T) {
 	const goal = "AI chips"
 	want := run(t, newSquad(t), goal).Output
 	st := store.NewMemory()
-	open := func(home string) *nodes.Squad {
-		s, err := nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithStore(st), nodes.WithModelOptions(models.WithoutRetry()),
-			nodes.WithTick(20*time.Millisecond))...)
-		require.NoError(t, err)
-		return s
-	}
 	first, second := t.TempDir(), t.TempDir()
-	s := open(first)
+	pauseOnceResearched(t, st, first, goal)
+
+	s := openOn(t, st, second)
+	defer s.Close()
+	daily := filepath.Join("memory", memory.DailyLog(time.Now()))
+	assert.Equal(t, mustRead(t, filepath.Join(first, daily)), mustRead(t, filepath.Join(second, daily)), "the daily log, written back as the squad opens")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.Resume(ctx, "r1")
+	require.NoError(t, err)
+	assert.True(t, res.Finished)
+	assert.Equal(t, want, res.Output)
+	findings := filepath.Join("runs", "r1", "nodes", "n1", "published", "findings.md")
+	assert.Equal(t, mustRead(t, filepath.Join(first, findings)), mustRead(t, filepath.Join(second, findings)))
+	fi, err := os.Stat(filepath.Join(second, findings))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o444), fi.Mode().Perm(), "published files stay read-only")
+}
+
+// A run whose folder a resume in another home could not rebuild whole (a file kept in the store
+// is damaged) is rebuilt by the next resume, once the damaged document is deleted: the folder
+// the first left is not taken for the run's.
+func TestResumeInAnotherHomeAfterAFailedRestore(t *testing.T) {
+	const goal = "AI chips"
+	want := run(t, newSquad(t), goal).Output
+	st := store.NewMemory()
+	first, second := t.TempDir(), t.TempDir()
+	pauseOnceResearched(t, st, first, goal)
+	const damaged = "file/runs/r1/a.md" // before the nodes' files
+	var ch store.Change
+	require.NoError(t, ch.Put(damaged, "not a file"))
+	require.NoError(t, st.Apply(context.Background(), ch))
+
+	s := openOn(t, st, second)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := s.Resume(ctx, "r1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), damaged)
+
+	ch = store.Change{}
+	ch.Delete(damaged)
+	require.NoError(t, st.Apply(ctx, ch))
+	res, err := s.Resume(ctx, "r1")
+	require.NoError(t, err)
+	assert.True(t, res.Finished)
+	assert.Equal(t, want, res.Output)
+	findings := filepath.Join("runs", "r1", "nodes", "n1", "published", "findings.md")
+	assert.Equal(t, mustRead(t, filepath.Join(first, findings)), mustRead(t, filepath.Join(second, findings)))
+}
+
+// openOn opens the demo team's squad on home and st.
+func openOn(t *testing.T, st store.Store, home string) *nodes.Squad {
+	t.Helper()
+	s, err := nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithStore(st), nodes.WithModelOptions(models.WithoutRetry()),
+		nodes.WithTick(20*time.Millisecond))...)
+	require.NoError(t, err)
+	return s
+}
+
+// pauseOnceResearched runs r1 toward goal on home and st, and pauses it once its three research
+// nodes have published.
+func pauseOnceResearched(t *testing.T, st store.Store, home, goal string) {
+	t.Helper()
+	s := openOn(t, st, home)
 	events, stop := s.Subscribe(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -49,20 +108,4 @@ func TestResumeInAnotherHome(t *testing.T) {
 	stop()
 	require.True(t, errors.Is(<-ended, nodes.ErrInterrupted))
 	require.NoError(t, s.Close())
-
-	s = open(second)
-	defer s.Close()
-	daily := filepath.Join("memory", memory.DailyLog(time.Now()))
-	assert.Equal(t, mustRead(t, filepath.Join(first, daily)), mustRead(t, filepath.Join(second, daily)), "the daily log, written back as the squad opens")
-	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := s.Resume(ctx, "r1")
-	require.NoError(t, err)
-	assert.True(t, res.Finished)
-	assert.Equal(t, want, res.Output)
-	findings := filepath.Join("runs", "r1", "nodes", "n1", "published", "findings.md")
-	assert.Equal(t, mustRead(t, filepath.Join(first, findings)), mustRead(t, filepath.Join(second, findings)))
-	fi, err := os.Stat(filepath.Join(second, findings))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o444), fi.Mode().Perm(), "published files stay read-only")
 }

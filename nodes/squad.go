@@ -382,9 +382,11 @@ func New(opts ...Option) (*Squad, error) {
 		close(stop)
 		<-done
 	}
-	if _, err := restoreFiles(context.Background(), s.store, s.home, s.home.Memory(), s.home.MemoryDir()); err != nil {
-		s.Close()
-		return nil, err
+	for _, p := range []string{s.home.Memory(), s.home.MemoryDir()} {
+		if _, err := restoreFiles(context.Background(), s.store, s.home, p, p); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	mem, err := memory.Open(s.home, memory.WithClock(c.now), memory.WithObserver(s.memoryWritten))
 	if err != nil {
