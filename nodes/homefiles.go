@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,6 +157,27 @@ func restoreFiles(ctx context.Context, st store.Store, home workspace.Home, dir,
 		restored = append(restored, path)
 	}
 	return restored, nil
+}
+
+// homeIDFile keeps the id of an agent's home: a run's state names the home whose folder of the
+// run is up to date (runState.Home).
+const homeIDFile = ".home-id"
+
+// homeID returns the id of home, made at random the first time.
+func homeID(home workspace.Home) (string, error) {
+	path := filepath.Join(string(home), homeIDFile)
+	b, err := os.ReadFile(path)
+	if id := strings.TrimSpace(string(b)); err == nil && id != "" {
+		return id, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("nodes: the home's id: %w", err)
+	}
+	id := rand.Text()
+	if err := workspace.WriteFile(path, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("nodes: the home's id: %w", err)
+	}
+	return id, nil
 }
 
 // restoreRun rebuilds, from the store, the folder of b's run, which this home lacks: its

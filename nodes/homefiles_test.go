@@ -93,19 +93,57 @@ func openOn(t *testing.T, st store.Store, home string) *nodes.Squad {
 // nodes have published.
 func pauseOnceResearched(t *testing.T, st store.Store, home, goal string) {
 	t.Helper()
+	pauseWhen(t, st, home, goal, eventlog.NodeCompleted, 3)
+}
+
+// pauseWhen runs r1 toward goal on home and st (resumes it, with no goal), and pauses it once
+// n events of type typ have come (counted from the run's first).
+func pauseWhen(t *testing.T, st store.Store, home, goal string, typ eventlog.Type, n int) {
+	t.Helper()
 	s := openOn(t, st, home)
 	events, stop := s.Subscribe(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ended := make(chan error, 1)
-	go func() { _, err := s.RunID(ctx, "r1", goal); ended <- err }()
-	for completed := 0; completed < 3; {
-		if e := <-events; e.Type == eventlog.NodeCompleted {
-			completed++
+	go func() {
+		var err error
+		if goal == "" {
+			_, err = s.Resume(ctx, "r1")
+		} else {
+			_, err = s.RunID(ctx, "r1", goal)
+		}
+		ended <- err
+	}()
+	for seen := 0; seen < n; {
+		if e := <-events; e.Type == typ {
+			seen++
 		}
 	}
-	cancel() // the research nodes have published: the run pauses
+	cancel()
 	stop()
 	require.True(t, errors.Is(<-ended, nodes.ErrInterrupted))
 	require.NoError(t, s.Close())
+}
+
+// A run taken over by another home and taken back: the folder the first home kept is behind
+// the store (the research nodes published in the other), and is rebuilt from it rather than
+// resumed as it is; the run finishes with the output of a run that never moved.
+func TestResumeTakenBack(t *testing.T) {
+	const goal = "AI chips"
+	want := run(t, newSquad(t), goal).Output
+	st := store.NewMemory()
+	first, second := t.TempDir(), t.TempDir()
+	pauseWhen(t, st, first, goal, eventlog.NodeCreated, 1)
+	pauseWhen(t, st, second, "", eventlog.NodeCompleted, 3)
+
+	s := openOn(t, st, first)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.Resume(ctx, "r1")
+	require.NoError(t, err)
+	assert.True(t, res.Finished)
+	assert.Equal(t, want, res.Output)
+	findings := filepath.Join("runs", "r1", "nodes", "n1", "published", "findings.md")
+	assert.Equal(t, mustRead(t, filepath.Join(second, findings)), mustRead(t, filepath.Join(first, findings)))
 }

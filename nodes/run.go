@@ -120,6 +120,19 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		return nil, err
 	}
 	prev := board.runState()
+	if !lost && goal == "" && prev.Home != "" && prev.Home != s.homeID {
+		// The run went on in another home since this one's folder of it was last used: the folder
+		// is behind the store, and set aside for one rebuilt from it.
+		aside := filepath.Join(filepath.Dir(string(dir)), "."+id+".stale")
+		err := os.RemoveAll(aside)
+		if err == nil {
+			err = os.Rename(string(dir), aside)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("nodes: resume run %q: set aside its folder, which another home's is ahead of: %w", id, err)
+		}
+		lost = true
+	}
 	if lost && goal == "" && prev.Goal != "" {
 		if err := s.restoreRun(ctx, board); err != nil {
 			return nil, fmt.Errorf("nodes: resume run %q: %w", id, err)
@@ -142,8 +155,13 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
 	}
 	r.board = board
-	if goal != "" {
-		if _, err := r.updateRun(ctx, func(st *runState) { st.Goal = goal }); err != nil {
+	if goal != "" || prev.Home != s.homeID {
+		if _, err := r.updateRun(ctx, func(st *runState) {
+			if goal != "" {
+				st.Goal = goal
+			}
+			st.Home = s.homeID
+		}); err != nil {
 			return nil, err
 		}
 	}

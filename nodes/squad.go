@@ -275,13 +275,14 @@ func WithWorkerNames(names ...string) Option { return func(c *config) { c.names 
 // Squad runs an agent's work: one run at a time, each toward a goal. Its methods are safe for
 // concurrent use; Send, Answer, Stop, Board and Subscribe act on the run in progress.
 type Squad struct {
-	cfg   config
-	home  workspace.Home
-	lock  *rootlock.Lock // the home's, until Close; nil where folders cannot be locked
-	store store.Store
-	saver checkpoint.Saver // the store's
-	owned bool             // the squad opened the store and closes it
-	pub   sync.Mutex       // held while the views are brought up to the store
+	cfg    config
+	home   workspace.Home
+	homeID string         // see homeID
+	lock   *rootlock.Lock // the home's, until Close; nil where folders cannot be locked
+	store  store.Store
+	saver  checkpoint.Saver // the store's
+	owned  bool             // the squad opened the store and closes it
+	pub    sync.Mutex       // held while the views are brought up to the store
 	// The events noted (see note), and the writer that commits them and brings up the views.
 	notesMu, flushMu    sync.Mutex
 	notes               []eventlog.Event
@@ -361,6 +362,10 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w; close the squad open on it, or use another home", err)
 	}
 	s.lock = lock
+	if s.homeID, err = homeID(s.home); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.store = c.store
 	if s.store == nil {
 		st, err := sqlitestore.Open(filepath.Join(c.home, "state.db"))
