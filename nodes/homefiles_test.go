@@ -34,17 +34,7 @@ func TestResumeInAnotherHome(t *testing.T) {
 	defer s.Close()
 	daily := filepath.Join("memory", memory.DailyLog(time.Now()))
 	assert.Equal(t, mustRead(t, filepath.Join(first, daily)), mustRead(t, filepath.Join(second, daily)), "the daily log, written back as the squad opens")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := s.Resume(ctx, "r1")
-	require.NoError(t, err)
-	assert.True(t, res.Finished)
-	assert.Equal(t, want, res.Output)
-	findings := filepath.Join("runs", "r1", "nodes", "n1", "published", "findings.md")
-	assert.Equal(t, mustRead(t, filepath.Join(first, findings)), mustRead(t, filepath.Join(second, findings)))
-	fi, err := os.Stat(filepath.Join(second, findings))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o444), fi.Mode().Perm(), "published files stay read-only")
+	resumeFinishes(t, s, want, first, second)
 }
 
 // A run whose folder a resume in another home could not rebuild whole (a file kept in the store
@@ -72,12 +62,24 @@ func TestResumeInAnotherHomeAfterAFailedRestore(t *testing.T) {
 	ch = store.Change{}
 	ch.Delete(damaged)
 	require.NoError(t, st.Apply(ctx, ch))
+	resumeFinishes(t, s, want, first, second)
+}
+
+// resumeFinishes resumes r1 with s, on home to, and asserts that it finishes with the output
+// want, a research node's published findings as they were published in home from.
+func resumeFinishes(t *testing.T, s *nodes.Squad, want, from, to string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	res, err := s.Resume(ctx, "r1")
 	require.NoError(t, err)
 	assert.True(t, res.Finished)
 	assert.Equal(t, want, res.Output)
 	findings := filepath.Join("runs", "r1", "nodes", "n1", "published", "findings.md")
-	assert.Equal(t, mustRead(t, filepath.Join(first, findings)), mustRead(t, filepath.Join(second, findings)))
+	assert.Equal(t, mustRead(t, filepath.Join(from, findings)), mustRead(t, filepath.Join(to, findings)))
+	fi, err := os.Stat(filepath.Join(to, findings))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o444), fi.Mode().Perm(), "published files stay read-only")
 }
 
 // openOn opens the demo team's squad on home and st.
@@ -138,12 +140,5 @@ func TestResumeTakenBack(t *testing.T) {
 
 	s := openOn(t, st, first)
 	defer s.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := s.Resume(ctx, "r1")
-	require.NoError(t, err)
-	assert.True(t, res.Finished)
-	assert.Equal(t, want, res.Output)
-	findings := filepath.Join("runs", "r1", "nodes", "n1", "published", "findings.md")
-	assert.Equal(t, mustRead(t, filepath.Join(second, findings)), mustRead(t, filepath.Join(first, findings)))
+	resumeFinishes(t, s, want, second, first)
 }
