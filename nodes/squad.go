@@ -34,8 +34,9 @@
 // (_status.md, events.jsonl, conversation.jsonl; see runtime/workspace for the layout). Those a
 // run needs — a node's published outputs, the workers' identity, history and memory, the agent's
 // memory — are kept in the store too, with what wrote them, and written back to a home that lacks
-// them (another machine's): a run resumed there starts again the attempts that were in progress
-// in the folder it lacked (limit: MaxStoredFile a file). Messages go through a durable bus. Only the coordinator's finish completes a run: End and a cancelled
+// them (another machine's), or whose folder of a run is behind the store (the run went on in
+// another home since; that folder is set aside): a run resumed there starts again the attempts
+// that were in progress in the folder it lacked (limit: MaxStoredFile a file). Messages go through a durable bus. Only the coordinator's finish completes a run: End and a cancelled
 // context pause it.
 package nodes
 
