@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -307,7 +309,8 @@ func (r *run) hasOutcome(n Node) bool {
 
 // saveOutcome records how an assignment ended in the store, before the squad hears of it, so a
 // restart finds it, and returns the record; the files a node published are kept in the store
-// with it (see keepFiles), and a file the store cannot keep fails the node. When it cannot be
+// with it (see keepFiles), and a file the store cannot keep fails the node, its published files
+// removed. When it cannot be
 // written the squad still has it in memory (see pool); a restart then runs the assignment again.
 func (r *run) saveOutcome(ctx context.Context, node, assignment string, o runtime.Outcome, err error) outcomeRecord {
 	var ch store.Change
@@ -317,7 +320,13 @@ func (r *run) saveOutcome(ctx context.Context, node, assignment string, o runtim
 			paths = append(paths, filepath.Join(r.dir.Node(node).Published(), f))
 		}
 		if err = keepFiles(&ch, r.s.home, paths...); err != nil {
-			o.Status = runtime.Failed
+			// Not published: the files go, so that the node's next attempt can publish its own.
+			o.Status, o.Published = runtime.Failed, nil
+			for _, p := range paths {
+				if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+					err = errors.Join(err, rerr)
+				}
+			}
 		}
 	}
 	rec := outcomeRecord{ID: fmt.Sprintf("%s@%d", assignment, time.Now().UnixNano()), Assignment: assignment, Outcome: o}

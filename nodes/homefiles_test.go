@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,4 +142,43 @@ func TestResumeTakenBack(t *testing.T) {
 	s := openOn(t, st, first)
 	defer s.Close()
 	resumeFinishes(t, s, want, second, first)
+}
+
+// A node whose published file is larger than the store keeps fails, and its next attempt, which
+// publishes what the store keeps, completes it: the refused files do not stay published.
+func TestTooLargeAPublishedFileIsRetried(t *testing.T) {
+	home := t.TempDir()
+	var mu sync.Mutex
+	tried := map[string]int{}
+	worker := noteWorker("big-worker", func(_ context.Context, node string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if tried[node]++; tried[node] > 1 {
+			return nil
+		}
+		big := filepath.Join(home, "runs", "r1", "nodes", node, "scratch", "big.bin")
+		f, err := os.Create(big)
+		if err == nil {
+			err = errors.Join(f.Truncate(nodes.MaxStoredFile+1), f.Close())
+		}
+		return err
+	})
+	coord := benchCoordinator(1, 1)
+	s, err := nodes.New(nodes.WithHome(home), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20*time.Millisecond))
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.RunID(ctx, "r1", "Write the notes.")
+	require.NoError(t, err)
+	assert.Equal(t, "all notes written", res.Output)
+	require.Len(t, res.Board.Nodes, 1)
+	n := res.Board.Nodes[0]
+	assert.Equal(t, nodes.NodeCompleted, n.Status)
+	assert.Equal(t, 2, n.Attempts)
+	assert.Equal(t, []string{"note.md"}, n.Published)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 2, tried[n.ID])
 }
