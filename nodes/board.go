@@ -585,11 +585,16 @@ type tx struct {
 	nodes   []*Node // the new versions, and the new nodes
 	workers []*Worker
 	forgot  []string // the keys of other documents of the run the change deletes
+	files   []string // the paths of files of the run the change keeps in the store
 }
 
 // forget deletes the store's document key with the change: a record of the run's that the
 // change makes obsolete (an outcome it applied).
 func (t *tx) forget(key string) { t.forgot = append(t.forgot, key) }
+
+// keep keeps the files at paths in the store with the change, as they are when it is made (see
+// keepFiles): files of the run's that its change wrote.
+func (t *tx) keep(paths ...string) { t.files = append(t.files, paths...) }
 
 // change runs fn, which changes nodes and workers through its tx, and makes the change: in
 // memory, and in the store with ctx's step, or alone outside one (see Squad.commit). When fn
@@ -606,11 +611,14 @@ func (b *board) change(ctx context.Context, fn func(t *tx) error) error {
 	if err := fn(t); err != nil {
 		return err
 	}
-	if len(t.nodes) == 0 && len(t.workers) == 0 && len(t.forgot) == 0 {
+	if len(t.nodes) == 0 && len(t.workers) == 0 && len(t.forgot) == 0 && len(t.files) == 0 {
 		return nil
 	}
-	b.version++
 	var ch store.Change
+	if err := keepFiles(&ch, b.run.Home(), t.files...); err != nil {
+		return err
+	}
+	b.version++
 	created := map[string]bool{}
 	for _, n := range t.nodes {
 		if err := ch.PutVersion(nodeKey(b.run.ID(), n.ID), b.version, n); err != nil {
@@ -887,6 +895,7 @@ func (t *tx) spawn(id, name string, nw workerSpec) (_ Worker, created bool, err 
 			return Worker{}, false, err
 		}
 	}
+	t.keep(dir.Identity())
 	t.workers = append(t.workers, wk)
 	return *wk, true, nil
 }

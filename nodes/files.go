@@ -119,6 +119,18 @@ func (f *Files) Board(runID string) (snap Snapshot, err error) {
 	return snap, err
 }
 
+// Began reports whether the agent's run runID began: its goal is saved, in the store or in
+// the run's folder. A home that lacks the folder of a run its store has (another machine's)
+// gets it back when the run is resumed.
+func (f *Files) Began(runID string) (began bool, err error) {
+	err = f.withStore(func(st store.Store) error {
+		rs, _, err := readRunState(context.Background(), st, f.home.Run(runID))
+		began = rs.Goal != ""
+		return err
+	})
+	return began, err
+}
+
 // Messages reads every message of the agent's run runID, in the order they were sent.
 func (f *Files) Messages(runID string) (msgs []runtime.Message, err error) {
 	dir := f.home.Run(runID).Messages()
@@ -167,22 +179,43 @@ func (unwritable) Apply(context.Context, store.Change) error {
 	return fmt.Errorf("nodes: %w", store.ErrReadOnly)
 }
 
-// Conversation reads a page of the agent's conversation, as Squad.Conversation does.
+// Conversation reads a page of the agent's conversation, as Squad.Conversation does: from the
+// store its options give (see Events), else from conversation.jsonl.
 func (f *Files) Conversation(after, limit int) ([]Entry, int, error) {
 	var out []Entry
 	total := 0
-	_, err := (&conversation{path: f.home.Conversation()}).scan(func(e Entry) bool {
+	page := func(e Entry) bool {
 		total = max(total, int(e.Seq))
 		if e.Seq > int64(after) && (limit <= 0 || len(out) < limit) {
 			out = append(out, e)
 		}
 		return true
-	})
+	}
+	if f.cfg.store != nil {
+		all, err := f.cfg.store.Lines(context.Background(), 0, 0)
+		if err != nil || len(all) > 0 {
+			for _, e := range all {
+				page(e)
+			}
+			return out, total, err
+		}
+		// none: a conversation from before the store, which the squad copies into it as it opens
+	}
+	_, err := (&conversation{path: f.home.Conversation()}).scan(page)
 	return out, total, err
 }
 
-// Events reads the logged events after seq, up to limit (0: all), as Squad.Events does.
+// Events reads the logged events after seq, up to limit (0: all), as Squad.Events does: from
+// the store its options give, which another machine's squad may have written (events.jsonl
+// being this home's view of it), else from events.jsonl.
 func (f *Files) Events(after int64, limit int) ([]eventlog.Event, error) {
+	if f.cfg.store != nil {
+		evs, err := f.cfg.store.Events(context.Background(), after, limit)
+		if err != nil || len(evs) > 0 || after > 0 {
+			return evs, err
+		}
+		// none: a log from before the store, which the squad copies into it as it opens
+	}
 	return eventlog.ReadFile(f.home.Events(), after, limit)
 }
 

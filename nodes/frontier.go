@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -98,11 +101,16 @@ func (r *run) plan(ctx context.Context, st tick) ([]launch, error) {
 		}
 		assignment := n.Assignment
 		if assignment == "" {
-			assignment = fmt.Sprintf("%s.%s.%d", r.id, n.ID, n.Attempts+1)
+			assignment = attemptID(r.id, n.ID, n.Attempts+1)
 		}
 		add(n, worker, assignment, false)
 	}
 	return out, r.assignAll(ctx, out)
+}
+
+// attemptID names the assignment of node's attempt number attempt in run.
+func attemptID(run, node string, attempt int) string {
+	return fmt.Sprintf("%s.%s.%d", run, node, attempt)
 }
 
 // What to do with a node's assignment that is not running in this process.
@@ -300,9 +308,27 @@ func (r *run) hasOutcome(n Node) bool {
 }
 
 // saveOutcome records how an assignment ended in the store, before the squad hears of it, so a
-// restart finds it, and returns the record. When it cannot be written the squad still has it
-// in memory (see pool); a restart then runs the assignment again.
+// restart finds it, and returns the record; the files a node published are kept in the store
+// with it (see keepFiles), and a file the store cannot keep fails the node, its published files
+// removed. When it cannot be
+// written the squad still has it in memory (see pool); a restart then runs the assignment again.
 func (r *run) saveOutcome(ctx context.Context, node, assignment string, o runtime.Outcome, err error) outcomeRecord {
+	var ch store.Change
+	if err == nil && o.Status == runtime.Published {
+		var paths []string
+		for _, f := range o.Published {
+			paths = append(paths, filepath.Join(r.dir.Node(node).Published(), f))
+		}
+		if err = keepFiles(&ch, r.s.home, paths...); err != nil {
+			// Not published: the files go, so that the node's next attempt can publish its own.
+			o.Status, o.Published = runtime.Failed, nil
+			for _, p := range paths {
+				if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+					err = errors.Join(err, rerr)
+				}
+			}
+		}
+	}
 	rec := outcomeRecord{ID: fmt.Sprintf("%s@%d", assignment, time.Now().UnixNano()), Assignment: assignment, Outcome: o}
 	if err != nil {
 		rec.Error = err.Error()
@@ -310,7 +336,6 @@ func (r *run) saveOutcome(ctx context.Context, node, assignment string, o runtim
 			rec.Outcome.Status = runtime.Failed
 		}
 	}
-	var ch store.Change
 	werr := ch.Put(outcomeKey(r.id, node), rec)
 	if werr == nil {
 		werr = r.s.commit(ctx, ch, nil)

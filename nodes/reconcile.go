@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/bus"
@@ -169,7 +170,7 @@ func (r *run) record(t *tx, a *applied) error {
 		return err
 	}
 	a.node = n
-	if err := r.addHistory(a.worker, n, a.rec); err != nil {
+	if err := r.addHistory(t, a.worker, n, a.rec); err != nil {
 		return err
 	}
 	return release(t, a.worker, a.id, o.Status)
@@ -203,7 +204,7 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 			text = "checkpointed: " + text
 		}
 		r.emitAt(ctx, eventlog.NodeCompleted, node.ID, worker.ID, text, map[string]any{"status": o.Status, "published": o.Published}, key+"/completed")
-		if err := r.remember(worker, node, rec); err != nil {
+		if err := r.remember(ctx, worker, node, rec); err != nil {
 			return err
 		}
 	case runtime.Waiting:
@@ -281,9 +282,9 @@ func wroteBefore(path string, what []byte) (bool, error) {
 }
 
 // addHistory adds a node's outcome that published or checkpointed to its worker's
-// history.jsonl, once per outcome: an outcome recorded again after a crash cut its record short
-// finds its line among the last.
-func (r *run) addHistory(w Worker, n Node, rec outcomeRecord) error {
+// history.jsonl, once per outcome — an outcome recorded again after a crash cut its record short
+// finds its line among the last — and keeps the file in the store with t.
+func (r *run) addHistory(t *tx, w Worker, n Node, rec outcomeRecord) error {
 	o := rec.Outcome
 	if w.ID == "" || (o.Status != runtime.Published && o.Status != runtime.Checkpointed) {
 		return nil
@@ -294,6 +295,7 @@ func (r *run) addHistory(w Worker, n Node, rec outcomeRecord) error {
 	if err != nil {
 		return err
 	}
+	t.keep(path)
 	if done, err := wroteBefore(path, key[1:len(key)-1]); err != nil || done { // "outcome":"<key>"
 		return err
 	}
@@ -304,15 +306,23 @@ func (r *run) addHistory(w Worker, n Node, rec outcomeRecord) error {
 	return appendLine(path, append(line, '\n'))
 }
 
-// remember adds the node's outcome to the worker's memory, once.
-func (r *run) remember(w Worker, n Node, rec outcomeRecord) error {
+// remember adds the node's outcome to the worker's memory, once, and keeps the file in the
+// store.
+func (r *run) remember(ctx context.Context, w Worker, n Node, rec outcomeRecord) error {
 	dir := r.dir.Worker(w.ID)
 	o := rec.Outcome
 	line := fmt.Sprintf("- %s (%s): %s\n", n.ID, o.Status, firstLine(o.Summary))
 	if done, err := wroteBefore(dir.Memory(), []byte(line)); err != nil || done {
 		return err
 	}
-	return appendLine(dir.Memory(), []byte(line))
+	if err := appendLine(dir.Memory(), []byte(line)); err != nil {
+		return err
+	}
+	var ch store.Change
+	if err := keepFiles(&ch, r.s.home, dir.Memory()); err != nil {
+		return err
+	}
+	return r.s.commit(ctx, ch, nil)
 }
 
 // appendLine appends line to the file at path, which it creates if need be: a file of a worker's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,7 +109,9 @@ const (
 // open prepares run id; a non-empty goal starts a new run, an empty one resumes.
 func (s *Squad) open(id, goal string) (*run, error) {
 	dir := s.home.Run(id)
-	if _, err := os.Stat(string(dir)); err != nil && goal == "" {
+	_, err := os.Stat(string(dir))
+	lost := errors.Is(err, fs.ErrNotExist) // a folder this home never had, or lost: the store may have the run
+	if err != nil && !lost && goal == "" {
 		return nil, fmt.Errorf("nodes: resume run %q: %w", id, err)
 	}
 	ctx := context.Background()
@@ -117,6 +120,24 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		return nil, err
 	}
 	prev := board.runState()
+	if !lost && goal == "" && prev.Home != "" && prev.Home != s.homeID {
+		// The run went on in another home since this one's folder of it was last used: the folder
+		// is behind the store, and set aside for one rebuilt from it.
+		aside := filepath.Join(filepath.Dir(string(dir)), "."+id+".stale")
+		err := os.RemoveAll(aside)
+		if err == nil {
+			err = os.Rename(string(dir), aside)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("nodes: resume run %q: set aside its folder, which another home's is ahead of: %w", id, err)
+		}
+		lost = true
+	}
+	if lost && goal == "" && prev.Goal != "" {
+		if err := s.restoreRun(ctx, board); err != nil {
+			return nil, fmt.Errorf("nodes: resume run %q: %w", id, err)
+		}
+	}
 	switch _, serr := os.Stat(dir.Nodes()); {
 	case goal != "" && prev.Goal != "":
 		return nil, fmt.Errorf("nodes: run %q already exists; resume it instead", id)
@@ -134,8 +155,13 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
 	}
 	r.board = board
-	if goal != "" {
-		if _, err := r.updateRun(ctx, func(st *runState) { st.Goal = goal }); err != nil {
+	if goal != "" || prev.Home != s.homeID {
+		if _, err := r.updateRun(ctx, func(st *runState) {
+			if goal != "" {
+				st.Goal = goal
+			}
+			st.Home = s.homeID
+		}); err != nil {
 			return nil, err
 		}
 	}

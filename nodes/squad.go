@@ -31,8 +31,12 @@
 // its id and finds each step whole or not at all, without redoing finished work or logging
 // anything twice. Files are for agents and people: a node's spec, refs, scratch and published
 // folders, the workers' notebooks, the agent's memory, and views written from the store
-// (_status.md, events.jsonl, conversation.jsonl; see runtime/workspace for the layout). Messages
-// go through a durable bus. Only the coordinator's finish completes a run: End and a cancelled
+// (_status.md, events.jsonl, conversation.jsonl; see runtime/workspace for the layout). Those a
+// run needs — a node's published outputs, the workers' identity, history and memory, the agent's
+// memory — are kept in the store too, with what wrote them, and written back to a home that lacks
+// them (another machine's), or whose folder of a run is behind the store (the run went on in
+// another home since; that folder is set aside): a run resumed there starts again the attempts
+// that were in progress in the folder it lacked (limit: MaxStoredFile a file). Messages go through a durable bus. Only the coordinator's finish completes a run: End and a cancelled
 // context pause it.
 package nodes
 
@@ -272,13 +276,14 @@ func WithWorkerNames(names ...string) Option { return func(c *config) { c.names 
 // Squad runs an agent's work: one run at a time, each toward a goal. Its methods are safe for
 // concurrent use; Send, Answer, Stop, Board and Subscribe act on the run in progress.
 type Squad struct {
-	cfg   config
-	home  workspace.Home
-	lock  *rootlock.Lock // the home's, until Close; nil where folders cannot be locked
-	store store.Store
-	saver checkpoint.Saver // the store's
-	owned bool             // the squad opened the store and closes it
-	pub   sync.Mutex       // held while the views are brought up to the store
+	cfg    config
+	home   workspace.Home
+	homeID string         // see homeID
+	lock   *rootlock.Lock // the home's, until Close; nil where folders cannot be locked
+	store  store.Store
+	saver  checkpoint.Saver // the store's
+	owned  bool             // the squad opened the store and closes it
+	pub    sync.Mutex       // held while the views are brought up to the store
 	// The events noted (see note), and the writer that commits them and brings up the views.
 	notesMu, flushMu    sync.Mutex
 	notes               []eventlog.Event
@@ -358,6 +363,10 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w; close the squad open on it, or use another home", err)
 	}
 	s.lock = lock
+	if s.homeID, err = homeID(s.home); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.store = c.store
 	if s.store == nil {
 		st, err := sqlitestore.Open(filepath.Join(c.home, "state.db"))
@@ -378,6 +387,12 @@ func New(opts ...Option) (*Squad, error) {
 	s.stopWriter = func() {
 		close(stop)
 		<-done
+	}
+	for _, p := range []string{s.home.Memory(), s.home.MemoryDir()} {
+		if _, err := restoreFiles(context.Background(), s.store, s.home, p, p); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	mem, err := memory.Open(s.home, memory.WithClock(c.now), memory.WithObserver(s.memoryWritten))
 	if err != nil {
@@ -433,14 +448,23 @@ func (s *Squad) Close() error {
 	return errors.Join(errs...)
 }
 
-// memoryWritten turns a write to the agent's memory into an event of the run in progress.
+// memoryWritten turns a write to the agent's memory into an event of the run in progress,
+// committed with the file as it is now (see keepFiles).
 func (s *Squad) memoryWritten(w memory.Write) {
 	e := eventlog.New(eventlog.MemoryWritten, w.Path, w)
 	e.Worker = w.By
 	if r := s.cur.Load(); r != nil {
 		e.Run = r.id
 	}
-	if err := s.commit(context.Background(), store.Change{Events: []eventlog.Event{e}}, nil); err != nil {
+	ch := store.Change{Events: []eventlog.Event{e}}
+	path := filepath.Join(s.home.MemoryDir(), w.Path)
+	if w.Path == filepath.Base(s.home.Memory()) {
+		path = s.home.Memory()
+	}
+	if err := keepFiles(&ch, s.home, path); err != nil {
+		s.cfg.logger.Error("memory file not kept in the store", "file", w.Path, "err", err)
+	}
+	if err := s.commit(context.Background(), ch, nil); err != nil {
 		s.cfg.logger.Error("event not logged", "type", e.Type, "err", err)
 	}
 }

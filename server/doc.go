@@ -89,8 +89,8 @@
 // as POST /resume would.
 //
 // An agent with no run in progress is at rest: the server holds no file of it open and runs no
-// goroutine for it. New reads each agent's agent.json and its triggers (in its store), nothing
-// more; an agent's other files are checked (nodes.Files.Check) when it is first shown or used, and read
+// goroutine for it. New reads each agent's meta (agent.json; a fleet's registry) and its
+// triggers (in its store), nothing more; an agent's other files are checked (nodes.Files.Check) when it is first shown or used, and read
 // directly to answer the requests on it (summary, events, board, conversation, workspace,
 // memory). Its squad opens for a run, and closes when the run ends; a request on the run in
 // progress finds it open. One alarm for all the agents at rest (triggers.Alarm) opens an
@@ -101,15 +101,21 @@
 // # Replicas
 //
 // With [WithPostgres] (or [WithPostgresPool]) the server is a replica of a fleet: any number of
-// server processes on one PostgreSQL database and one root folder, which every replica reaches
-// at the same path (a shared file system: NFS, a mounted volume). The root is not locked then —
-// the replicas share it by design — and each serves every agent of the fleet:
+// server processes on one PostgreSQL database, each with a root folder of its own or one they
+// share (the root is not locked then), and each serves every agent of the fleet:
 //
-//   - The registry of agents (table agiraph_server_agents) says which agents exist: an agent
-//     created or deleted through one replica is listed, or forgotten, by all. Their folders stay
-//     under <root>/agents/<id>/.
-//   - The checkpoints of all agents live in the database (checkpoint/postgres), their threads
-//     prefixed with the agent's id; no state.db is made.
+//   - The registry of agents (table agiraph_server_agents) says which agents exist, with each
+//     agent's meta (status, run, output, goal, model, times), which any replica reads and the
+//     replica holding the agent writes: an agent created or deleted through one replica is
+//     listed, or forgotten, by all. No agent.json is written (one from before the registry
+//     kept meta is read until the agent's meta is next written).
+//   - The checkpoints and the stores of all agents live in the database (checkpoint/postgres,
+//     nodes/store/pgstore), their threads and rows apart by the agent's id; no state.db is made.
+//     The store has the boards, events, conversations and messages, and the files a run needs
+//     (a node's published outputs, the workers' own files, the agent's memory; see package
+//     nodes): a replica that opens an agent's squad writes back, under <root>/agents/<id>/, what
+//     its folder lacks, and a run it takes over without its folder starts again the attempts
+//     that were in progress (their scratch files were the other replica's).
 //   - Each agent has a lease in its registry row (owner, base URL, generation, expires_at),
 //     held by the replica that has its squad open or runs it, and renewed by a heartbeat
 //     ([WithLease]; by default a TTL of 10 s renewed every 2 s, internal/lease as package runner
@@ -119,16 +125,19 @@
 //     takes over a run whose lease expired — its replica died — or that a closing replica handed
 //     over, and resumes it from its checkpoints (Squad.Resume): within the TTL plus the watch
 //     interval. Stopping a replica hands its runs over to the others at once.
-//   - Reads (summaries, board, conversation, workspace, memory, logged events) are answered by
-//     any replica from the shared folder. Operations on a run — POST runs, resume, stop, pause,
-//     send, nudge, respond, DELETE and the event stream — are forwarded to the replica that
-//     holds the agent's lease, at the base URL it registered ([WithBaseURL], or made of
-//     [WithAddr]; it must be an allowed host there), with the server's token, which all replicas
-//     share ([WithToken], or <root>/token). Forwarding, rather than passing signals through the
-//     database, keeps one owner per fact: the squad that runs an agent is the only one that sends
-//     its messages, answers its questions and streams its models' text as it comes, with no
-//     polling and nothing new to persist. An operation on an agent no replica holds is done by
-//     the replica that receives it, which takes the lease.
+//   - Summaries, boards, conversations and logged events are answered by any replica, from the
+//     database. Reads of the agent's files (a node's details, the workspace, memory) and
+//     operations on a run — POST runs, resume, stop, pause, send, nudge, respond, DELETE and the
+//     event stream — are forwarded to the replica that holds the agent's lease, at the base URL
+//     it registered ([WithBaseURL], or made of [WithAddr]; it must be an allowed host there),
+//     with the server's token, which all replicas share ([WithToken]; <root>/token only when
+//     they share their root). Forwarding, rather than passing signals through the database,
+//     keeps one owner per fact: the squad that runs an agent is the only one that sends its
+//     messages, answers its questions and streams its models' text as it comes, with no polling
+//     and nothing new to persist. An operation on an agent no replica holds is done by the
+//     replica that receives it, which takes the lease; a read of the files of an agent at rest
+//     shows those of the replica that receives it (all of them when the replicas share their
+//     folder, or on the replica that ran the agent last).
 //   - Triggers fire once: the replica holding an agent's lease fires them (its squad's
 //     scheduler), and a replica whose alarm finds the lease held elsewhere does nothing but look
 //     again a heartbeat later; a trigger fired is recorded in the agent's store before the lease is

@@ -3,12 +3,13 @@ package server
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,7 +18,6 @@ import (
 	"github.com/agiraph/agiraph/checkpoint/postgres"
 	"github.com/agiraph/agiraph/internal/lease"
 	"github.com/agiraph/agiraph/nodes/store/pgstore"
-	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
 // The defaults of a fleet's lease (see [WithLease]): a replica that dies mid-run has its runs
@@ -57,7 +57,7 @@ const (
 )
 
 // schema makes the registry: one row per agent, with the lease of the replica that holds the
-// agent (owner, base_url, generation, expires_at) and its run in progress, if any.
+// agent (owner, base_url, generation, expires_at), its run in progress, if any, and its meta.
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS ` + agentsTable + ` (
 		id         text COLLATE "C" PRIMARY KEY,
@@ -67,8 +67,10 @@ var schema = []string{
 		owner      text,             -- the replica holding the lease
 		base_url   text,             -- where the owner serves the API
 		generation bigint NOT NULL DEFAULT 0, -- raised by every taking of the lease
-		expires_at timestamptz       -- when the lease ends unless renewed
+		expires_at timestamptz,      -- when the lease ends unless renewed
+		meta       jsonb             -- what the server keeps of the agent (server.meta)
 	)`,
+	`ALTER TABLE ` + agentsTable + ` ADD COLUMN IF NOT EXISTS meta jsonb`, // a registry made before it kept meta
 	`CREATE INDEX IF NOT EXISTS agiraph_server_agents_runs ON ` + agentsTable + ` (expires_at) WHERE run IS NOT NULL AND NOT deleted`,
 }
 
@@ -187,6 +189,37 @@ func (f *fleet) listed(ctx context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	return ok, err
+}
+
+// meta returns the meta of agent id: fs.ErrNotExist when the registry has none (the agent is not
+// there, or its creation has not written it yet).
+func (f *fleet) meta(id string) (meta, error) {
+	ctx, cancel := bg()
+	defer cancel()
+	var m meta
+	var raw []byte
+	err := f.pool.QueryRow(ctx, `SELECT meta FROM `+agentsTable+` WHERE id = $1`, id).Scan(&raw)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) || err == nil && raw == nil:
+		return m, fmt.Errorf("agent %q: no meta in the fleet's registry: %w", id, fs.ErrNotExist)
+	case err != nil:
+		return m, err
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return m, fmt.Errorf("agent %q: its meta in the fleet's registry is damaged: %w", id, err)
+	}
+	return m, nil
+}
+
+// setMeta writes the meta of agent id, unless another replica holds the agent (errLeased).
+func (f *fleet) setMeta(id string, m meta) error {
+	ctx, cancel := bg()
+	defer cancel()
+	tag, err := f.pool.Exec(ctx, `UPDATE `+agentsTable+` SET meta = $3 WHERE id = $1 AND (owner IS NULL OR owner = $2)`, id, f.owner, m)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = fmt.Errorf("agent %q: its meta is not written here: %w", id, errLeased)
+	}
+	return err
 }
 
 // errLeased is the refusal to take an agent's lease that another replica holds.
@@ -353,11 +386,11 @@ func (a *agent) markRun(run string) {
 	}
 }
 
-// reload reads the agent's agent.json again, which another replica may have written, unless a
-// run of this replica is in progress; a changed one drops what was read of the last run.
+// reload reads the agent's meta again, which another replica may have written, unless a run of
+// this replica is in progress; a changed one drops what was read of the last run.
 func (a *agent) reload() {
-	var m meta
-	if err := workspace.ReadJSON(filepath.Join(string(a.home), metaFile), &m); err != nil {
+	m, err := a.srv.readMeta(a.id)
+	if err != nil {
 		return
 	}
 	a.mu.Lock()

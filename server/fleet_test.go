@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -411,4 +412,84 @@ func TestNonOwnerAnswersAndDeletes(t *testing.T) {
 		assert.Empty(t, list.Agents, "replica %s still lists it", r.name)
 		assert.Equal(t, http.StatusNotFound, r.do("GET", "/agents/echo", nil, nil))
 	}
+}
+
+// Replicas on one database, each with a folder of its own: the replica running an agent is
+// killed mid-run, and another, which never had the agent's files, takes the run over from the
+// database, finishes it with the output it would have had, and shows the agent, its board and
+// its events. Killed as a worker has written its findings in its scratch folder but not yet
+// published them, the attempt starts again in the replica that takes over; killed once the
+// research nodes have published, their files are written back where the synthesis reads them.
+func TestReplicasOnSeparateRoots(t *testing.T) {
+	dbURL, pool := fleetDB(t)
+	const delay = 150 * time.Millisecond // a window between a worker's writing and its publishing
+	a := startReplica(t, "A", dbURL, t.TempDir(), delay)
+	b := startReplica(t, "B", dbURL, t.TempDir(), delay)
+
+	// killWhen kills r once an event of agent id's that r runs satisfies cond.
+	killWhen := func(r *replica, id string, cond func(eventlog.Event) bool) {
+		t.Helper()
+		for end := time.Now().Add(deadline); ; time.Sleep(10 * time.Millisecond) {
+			require.False(t, time.Now().After(end), "%s: the moment to kill %s did not come", id, r.name)
+			if slices.ContainsFunc(r.events(id), cond) {
+				r.kill()
+				return
+			}
+		}
+	}
+	// shows asserts that r shows agent id, whose run toward goal completed, as it ended.
+	shows := func(r *replica, id, goal string) {
+		t.Helper()
+		var sum server.Summary
+		require.Equal(t, http.StatusOK, r.do("GET", "/agents/"+id, nil, &sum))
+		assert.Equal(t, server.StatusComplete, sum.Status)
+		assert.Equal(t, reference(t, goal), sum.Output)
+		assert.Equal(t, goal, sum.Goal)
+		assert.False(t, sum.Created.IsZero())
+		var board struct{ Nodes []nodes.Node }
+		require.Equal(t, http.StatusOK, r.do("GET", "/agents/"+id+"/board", nil, &board))
+		require.Len(t, board.Nodes, 4)
+		for _, n := range board.Nodes {
+			assert.Equal(t, nodes.NodeCompleted, n.Status, "node %s", n.ID)
+			assert.NotEmpty(t, n.Published, "node %s", n.ID)
+		}
+		evs := r.events(id)
+		require.NotEmpty(t, evs)
+		assert.Equal(t, eventlog.AgentCreated, evs[0].Type, "the events from the first, logged by the killed replica")
+		var conv struct{ Entries []nodes.Entry }
+		require.Equal(t, http.StatusOK, r.do("GET", "/agents/"+id+"/conversation", nil, &conv))
+		require.NotEmpty(t, conv.Entries)
+		assert.Equal(t, goal, conv.Entries[0].Content)
+	}
+	// check asserts that r, which took agent id over, completes its run toward goal as the
+	// team does without a kill, and shows it.
+	check := func(r *replica, id, goal string, mark int64, by []string) {
+		t.Helper()
+		r.await(id, server.StatusComplete)
+		assert.Equal(t, by, answeredBy(t, pool, id, mark))
+		shows(r, id, goal)
+		assert.Equal(t, http.StatusOK, r.do("GET", "/agents/"+id+"/workspace/nodes/n1/published/findings.md", nil, nil),
+			"a research node's findings, written back where the run was taken over")
+	}
+
+	mark := lastGeneration(t, pool)
+	require.Equal(t, http.StatusCreated, a.do("POST", "/agents", map[string]string{"id": "gamma", "goal": "solar panels"}, nil))
+	var got server.Summary
+	require.Equal(t, http.StatusOK, b.do("GET", "/agents/gamma", nil, &got))
+	assert.Equal(t, "solar panels", got.Goal, "B reads the agent A made")
+	killWhen(a, "gamma", func(e eventlog.Event) bool {
+		return e.Type == eventlog.ToolResult && strings.Contains(e.Text, "/scratch/findings.md")
+	})
+	check(b, "gamma", "solar panels", mark, []string{"A", "B"})
+	var list struct{ Agents []server.Summary }
+	require.Equal(t, http.StatusOK, b.do("GET", "/agents", nil, &list))
+	require.Len(t, list.Agents, 1)
+	assert.Equal(t, server.StatusComplete, list.Agents[0].Status)
+
+	c := startReplica(t, "C", dbURL, t.TempDir(), delay)
+	mark = lastGeneration(t, pool)
+	require.Equal(t, http.StatusCreated, b.do("POST", "/agents", map[string]string{"id": "delta", "goal": "wind turbines"}, nil))
+	killWhen(b, "delta", func(e eventlog.Event) bool { return e.Type == eventlog.NodeCreated && e.Node == "n4" })
+	check(c, "delta", "wind turbines", mark, []string{"B", "C"})
+	shows(c, "gamma", "solar panels") // from the database: C never held it
 }

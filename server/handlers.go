@@ -46,13 +46,15 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /agents/{id}/respond", s.forward(s.withAgent(s.handleRespond)))
 	m.HandleFunc("GET /agents/{id}/conversation", s.withAgent(s.handleConversation))
 	m.HandleFunc("GET /agents/{id}/board", s.withAgent(s.handleBoard))
-	m.HandleFunc("GET /agents/{id}/board/{node}", s.withAgent(s.handleNode))
+	// What is read from the agent's folder is read where its squad is open, in a fleet whose
+	// replicas may not share their folders.
+	m.HandleFunc("GET /agents/{id}/board/{node}", s.forward(s.withAgent(s.handleNode)))
 	m.HandleFunc("GET /agents/{id}/workers", s.withAgent(s.handleWorkers))
-	m.HandleFunc("GET /agents/{id}/workspace", s.withAgent(s.handleWorkspace))
-	m.HandleFunc("GET /agents/{id}/workspace/{path...}", s.withAgent(s.handleWorkspace))
-	m.HandleFunc("GET /agents/{id}/memory", s.withAgent(s.handleMemoryList))
-	m.HandleFunc("GET /agents/{id}/memory/{path...}", s.withAgent(s.handleMemoryRead))
-	m.HandleFunc("POST /agents/{id}/memory/search", s.withAgent(s.handleMemorySearch))
+	m.HandleFunc("GET /agents/{id}/workspace", s.forward(s.withAgent(s.handleWorkspace)))
+	m.HandleFunc("GET /agents/{id}/workspace/{path...}", s.forward(s.withAgent(s.handleWorkspace)))
+	m.HandleFunc("GET /agents/{id}/memory", s.forward(s.withAgent(s.handleMemoryList)))
+	m.HandleFunc("GET /agents/{id}/memory/{path...}", s.forward(s.withAgent(s.handleMemoryRead)))
+	m.HandleFunc("POST /agents/{id}/memory/search", s.forward(s.withAgent(s.handleMemorySearch)))
 	m.HandleFunc("GET /agents/{id}/events", s.withAgent(s.handleEvents))
 	m.HandleFunc("GET /agents/{id}/events/stream", s.forward(s.withAgent(s.handleStream)))
 }

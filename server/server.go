@@ -344,7 +344,8 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// meta is what the server keeps of an agent in its home, in agent.json.
+// meta is what the server keeps of an agent: in its home, in agent.json, or in a fleet, in the
+// registry (see readMeta).
 type meta struct {
 	ID      string    `json:"id"`
 	Goal    string    `json:"goal,omitempty"`
@@ -362,11 +363,27 @@ type meta struct {
 	Nodes   int    `json:"nodes,omitempty"`
 	Workers int    `json:"workers,omitempty"`
 	// Deleted marks an agent DELETE forgot: its files stay, and the server does not open it
-	// again (nor resume its run).
+	// again (nor resume its run). A fleet's registry says it too (and is what the replicas read).
 	Deleted bool `json:"deleted,omitempty"`
 }
 
 const metaFile = "agent.json"
+
+// readMeta reads the meta of agent id: from its agent.json, or in a fleet, from the registry,
+// which the replicas share, whatever their folders (an agent of a fleet whose registry kept no
+// meta yet, made when the replicas shared their folder, has its agent.json read until the
+// registry has its meta). fs.ErrNotExist when there is none.
+func (s *Server) readMeta(id string) (meta, error) {
+	if s.fleet != nil {
+		m, err := s.fleet.meta(id)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return m, err
+		}
+	}
+	var m meta
+	err := workspace.ReadJSON(filepath.Join(s.agentDir(id), metaFile), &m)
+	return m, err
+}
 
 // squadOptions returns the options of an agent's squad.
 func (s *Server) squadOptions(a *agent, m meta) []nodes.Option {
@@ -417,12 +434,11 @@ func (s *Server) wake(id, runID string) {
 	}
 }
 
-// reopen takes up the agent id found under root, at rest, from its agent.json; nil for an
-// agent that was deleted.
+// reopen takes up the agent id found under root (or in a fleet's registry), at rest, from its
+// meta; nil for an agent that was deleted.
 func (s *Server) reopen(id string) (*agent, error) {
 	home := workspace.Home(s.agentDir(id))
-	var m meta
-	err := workspace.ReadJSON(filepath.Join(string(home), metaFile), &m)
+	m, err := s.readMeta(id)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		m = meta{Status: StatusIdle}
@@ -454,11 +470,11 @@ func (s *Server) reopen(id string) (*agent, error) {
 	return a, nil
 }
 
-// damagedAgent stands for agent id, whose files could not be opened (err), unless its
-// agent.json says it was deleted.
+// damagedAgent stands for agent id, whose files could not be opened (err), unless its meta
+// says it was deleted.
 func (s *Server) damagedAgent(id string, err error) *agent {
-	var m meta
-	if workspace.ReadJSON(filepath.Join(s.agentDir(id), metaFile), &m) == nil && m.Deleted {
+	m, merr := s.readMeta(id)
+	if merr == nil && m.Deleted {
 		return nil
 	}
 	m.ID = id
@@ -481,15 +497,19 @@ func (a *agent) save() {
 	}
 }
 
-// write writes the agent's meta as it is now to agent.json. The caller does not hold a.mu, so
-// that nothing that reads the agent waits for the disk. Writes are made one at a time, each of
-// the meta as it is when its turn comes: the file ends with the latest.
+// write writes the agent's meta as it is now: to agent.json, or in a fleet, to the registry
+// (see readMeta). The caller does not hold a.mu, so that nothing that reads the agent waits for
+// the disk. Writes are made one at a time, each of the meta as it is when its turn comes: the
+// file ends with the latest.
 func (a *agent) write() error {
 	a.saveMu.Lock()
 	defer a.saveMu.Unlock()
 	a.mu.Lock()
 	m := a.meta
 	a.mu.Unlock()
+	if f := a.srv.fleet; f != nil {
+		return f.setMeta(a.id, m)
+	}
 	return writeMeta(filepath.Join(string(a.home), metaFile), m)
 }
 
@@ -665,21 +685,36 @@ func (s *Server) wait(ctx context.Context, a *agent) error {
 }
 
 // unbegun reports whether run id is the agent's last run and was never begun: the server
-// recorded it, with its goal, but stopped before the squad made its folder. The caller holds a.mu.
+// recorded it, with its goal, but stopped before the squad began it. The caller holds a.mu.
 func (a *agent) unbegun(id string) bool {
-	_, err := os.Stat(string(a.home.Run(id)))
-	return errors.Is(err, fs.ErrNotExist) && a.meta.Run == id && a.meta.Goal != ""
+	has, err := a.hasRun(id)
+	return err == nil && !has && a.meta.Run == id && a.meta.Goal != ""
 }
 
-// resumable reports whether the agent has a run id to resume: its folder, or its last run
+// resumable reports whether the agent has a run id to resume: one that began, or its last run
 // never begun.
 func (a *agent) resumable(id string) bool {
-	if st, err := os.Stat(string(a.home.Run(id))); err == nil {
-		return st.IsDir()
+	if has, err := a.hasRun(id); err != nil || has {
+		return has
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.unbegun(id)
+}
+
+// hasRun reports whether the agent has run id: its folder (or anything in its place), or in a
+// fleet, whose replicas may not share their folders, a run begun in the agent's store.
+func (a *agent) hasRun(id string) (bool, error) {
+	_, err := os.Lstat(string(a.home.Run(id)))
+	switch {
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, err
+	case a.srv.fleet != nil:
+		return a.files.Began(id)
+	}
+	return false, nil
 }
 
 // maxRunsASecond bounds the runs of an agent newRunID gives ids to in one second.
@@ -691,12 +726,12 @@ func (a *agent) newRunID() (string, error) {
 	base := a.now().UTC().Format("20060102-150405")
 	id := base
 	for i := 2; i <= maxRunsASecond; i++ {
-		_, err := os.Lstat(string(a.home.Run(id)))
-		if errors.Is(err, fs.ErrNotExist) {
-			return id, nil
-		}
+		has, err := a.hasRun(id)
 		if err != nil {
 			return "", fmt.Errorf("cannot choose the new run's id: %w", err)
+		}
+		if !has {
+			return id, nil
 		}
 		id = fmt.Sprintf("%s-%d", base, i)
 	}
@@ -807,14 +842,16 @@ func (a *agent) board() (nodes.Snapshot, string, error) {
 	if run == "" {
 		return nodes.Snapshot{}, "", nil
 	}
-	root, err := a.runRoot(run) // not through a link
-	if errors.Is(err, fs.ErrNotExist) {
-		return nodes.Snapshot{}, run, nil
+	if a.srv.fleet == nil { // a fleet's boards are in its database, whatever the replicas' folders
+		root, err := a.runRoot(run) // not through a link
+		if errors.Is(err, fs.ErrNotExist) {
+			return nodes.Snapshot{}, run, nil
+		}
+		if err != nil {
+			return nodes.Snapshot{}, run, err
+		}
+		root.Close()
 	}
-	if err != nil {
-		return nodes.Snapshot{}, run, err
-	}
-	root.Close()
 	b, err := a.files.Board(run)
 	return b, run, err
 }

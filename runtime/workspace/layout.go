@@ -93,6 +93,9 @@ func (r Run) path(name string) string { return filepath.Join(string(r), name) }
 // ID returns the run's id: the last element of its path.
 func (r Run) ID() string { return filepath.Base(string(r)) }
 
+// Home returns the home the run is in.
+func (r Run) Home() Home { return Home(filepath.Dir(filepath.Dir(string(r)))) }
+
 // Plan returns the path of _plan.md, the collaboration plan.
 func (r Run) Plan() string { return r.path(planFile) }
 

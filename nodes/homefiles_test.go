@@ -1,0 +1,184 @@
+package nodes_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/memory"
+)
+
+// A run paused in one home is resumed in another that shares only its store (as replicas of a
+// server on one database and separate folders do): the files the store keeps — the research
+// nodes' published findings, the agent's daily memory log — are written back, and the run
+// finishes with the output of a run that never moved.
+func TestResumeInAnotherHome(t *testing.T) {
+	const goal = "AI chips"
+	want := run(t, newSquad(t), goal).Output
+	st := store.NewMemory()
+	first, second := t.TempDir(), t.TempDir()
+	pauseOnceResearched(t, st, first, goal)
+
+	s := openOn(t, st, second)
+	defer s.Close()
+	daily := filepath.Join("memory", memory.DailyLog(time.Now()))
+	assert.Equal(t, mustRead(t, filepath.Join(first, daily)), mustRead(t, filepath.Join(second, daily)), "the daily log, written back as the squad opens")
+	resumeFinishes(t, s, want, first, second)
+}
+
+// A run whose folder a resume in another home could not rebuild whole (a file kept in the store
+// is damaged) is rebuilt by the next resume, once the damaged document is deleted: the folder
+// the first left is not taken for the run's.
+func TestResumeInAnotherHomeAfterAFailedRestore(t *testing.T) {
+	const goal = "AI chips"
+	want := run(t, newSquad(t), goal).Output
+	st := store.NewMemory()
+	first, second := t.TempDir(), t.TempDir()
+	pauseOnceResearched(t, st, first, goal)
+	const damaged = "file/runs/r1/a.md" // before the nodes' files
+	var ch store.Change
+	require.NoError(t, ch.Put(damaged, "not a file"))
+	require.NoError(t, st.Apply(context.Background(), ch))
+
+	s := openOn(t, st, second)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := s.Resume(ctx, "r1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), damaged)
+
+	ch = store.Change{}
+	ch.Delete(damaged)
+	require.NoError(t, st.Apply(ctx, ch))
+	resumeFinishes(t, s, want, first, second)
+}
+
+// resumeFinishes resumes r1 with s, on home to, and asserts that it finishes with the output
+// want, a research node's published findings as they were published in home from.
+func resumeFinishes(t *testing.T, s *nodes.Squad, want, from, to string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.Resume(ctx, "r1")
+	require.NoError(t, err)
+	assert.True(t, res.Finished)
+	assert.Equal(t, want, res.Output)
+	findings := filepath.Join("runs", "r1", "nodes", "n1", "published", "findings.md")
+	assert.Equal(t, mustRead(t, filepath.Join(from, findings)), mustRead(t, filepath.Join(to, findings)))
+	fi, err := os.Stat(filepath.Join(to, findings))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o444), fi.Mode().Perm(), "published files stay read-only")
+}
+
+// openOn opens the demo team's squad on home and st.
+func openOn(t *testing.T, st store.Store, home string) *nodes.Squad {
+	t.Helper()
+	s, err := nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithStore(st), nodes.WithModelOptions(models.WithoutRetry()),
+		nodes.WithTick(20*time.Millisecond))...)
+	require.NoError(t, err)
+	return s
+}
+
+// pauseOnceResearched runs r1 toward goal on home and st, and pauses it once its three research
+// nodes have published.
+func pauseOnceResearched(t *testing.T, st store.Store, home, goal string) {
+	t.Helper()
+	pauseWhen(t, st, home, goal, eventlog.NodeCompleted, 3)
+}
+
+// pauseWhen runs r1 toward goal on home and st (resumes it, with no goal), and pauses it once
+// n events of type typ have come (counted from the run's first).
+func pauseWhen(t *testing.T, st store.Store, home, goal string, typ eventlog.Type, n int) {
+	t.Helper()
+	s := openOn(t, st, home)
+	events, stop := s.Subscribe(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		var err error
+		if goal == "" {
+			_, err = s.Resume(ctx, "r1")
+		} else {
+			_, err = s.RunID(ctx, "r1", goal)
+		}
+		ended <- err
+	}()
+	for seen := 0; seen < n; {
+		if e := <-events; e.Type == typ {
+			seen++
+		}
+	}
+	cancel()
+	stop()
+	require.True(t, errors.Is(<-ended, nodes.ErrInterrupted))
+	require.NoError(t, s.Close())
+}
+
+// A run taken over by another home and taken back: the folder the first home kept is behind
+// the store (the research nodes published in the other), and is rebuilt from it rather than
+// resumed as it is; the run finishes with the output of a run that never moved.
+func TestResumeTakenBack(t *testing.T) {
+	const goal = "AI chips"
+	want := run(t, newSquad(t), goal).Output
+	st := store.NewMemory()
+	first, second := t.TempDir(), t.TempDir()
+	pauseWhen(t, st, first, goal, eventlog.NodeCreated, 1)
+	pauseWhen(t, st, second, "", eventlog.NodeCompleted, 3)
+
+	s := openOn(t, st, first)
+	defer s.Close()
+	resumeFinishes(t, s, want, second, first)
+}
+
+// A node whose published file is larger than the store keeps fails, and its next attempt, which
+// publishes what the store keeps, completes it: the refused files do not stay published.
+func TestTooLargeAPublishedFileIsRetried(t *testing.T) {
+	home := t.TempDir()
+	var mu sync.Mutex
+	tried := map[string]int{}
+	worker := noteWorker("big-worker", func(_ context.Context, node string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if tried[node]++; tried[node] > 1 {
+			return nil
+		}
+		big := filepath.Join(home, "runs", "r1", "nodes", node, "scratch", "big.bin")
+		f, err := os.Create(big)
+		if err == nil {
+			err = errors.Join(f.Truncate(nodes.MaxStoredFile+1), f.Close())
+		}
+		return err
+	})
+	coord := benchCoordinator(1, 1)
+	s, err := nodes.New(nodes.WithHome(home), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20*time.Millisecond))
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.RunID(ctx, "r1", "Write the notes.")
+	require.NoError(t, err)
+	assert.Equal(t, "all notes written", res.Output)
+	require.Len(t, res.Board.Nodes, 1)
+	n := res.Board.Nodes[0]
+	assert.Equal(t, nodes.NodeCompleted, n.Status)
+	assert.Equal(t, 2, n.Attempts)
+	assert.Equal(t, []string{"note.md"}, n.Published)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 2, tried[n.ID])
+}
