@@ -129,8 +129,9 @@ type Worker struct {
 // made in memory at once and commits with the step that made it, or alone outside one (see
 // Squad.commit); each has a version one greater than the last, so that the store keeps the
 // newest of each document whatever order the steps commit in. The files agents and people read
-// — a node's _spec.md, _refs.json and _status.md — are views of the store, written after a
-// change commits and rewritten when a run opens. A board is safe for concurrent use: changes
+// — a node's _spec.md, _refs.json and _status.md — are views of the store, written once a
+// change commits (a node's status soon after, by the squad's writer: see viewsChanged), and
+// rewritten when a run opens. A board is safe for concurrent use: changes
 // are made one at a time (wmu), and a reader never waits for one (mu is held briefly).
 type board struct {
 	run  workspace.Run
@@ -148,6 +149,12 @@ type board struct {
 	state   runState // the run's own state (see runstate.go)
 	// version is the version of the latest change of the board or of the run's state.
 	version int64
+
+	// The views the committed changes left to write (see flushViews): a node's id, and whether
+	// its spec and refs are due as well as its status. viewsDue, when set, is told that some are.
+	vmu      sync.Mutex
+	due      map[string]bool
+	viewsDue func()
 }
 
 // The store's keys of a run's documents.
@@ -635,7 +642,7 @@ func (b *board) change(ctx context.Context, fn func(t *tx) error) error {
 		ch.Delete(k)
 	}
 	undo := b.apply(t)
-	if err := b.save(ctx, ch, func() { b.writeViews(created) }); err != nil {
+	if err := b.save(ctx, ch, func() { b.viewsChanged(created) }); err != nil {
 		undo()
 		return err
 	}
@@ -697,20 +704,63 @@ func (b *board) apply(t *tx) (undo func()) {
 	}
 }
 
-// writeViews writes the views of the nodes whose ids are in ids — with the spec and refs of
-// those it says were created — as the board has them now: a change that commits after a later
-// one writes what the later one made, not its own.
-func (b *board) writeViews(ids map[string]bool) {
+// viewsChanged has the views of the nodes in ids written: those of the nodes it says were
+// created (their spec, refs and status) now, for a worker to read as soon as it starts; the status
+// of the others by viewsDue's caller, soon, or now when there is none.
+func (b *board) viewsChanged(ids map[string]bool) {
+	var created []string
+	b.vmu.Lock()
+	if b.due == nil {
+		b.due = map[string]bool{}
+	}
+	for id, c := range ids {
+		b.due[id] = b.due[id] || c
+		if c {
+			created = append(created, id)
+		}
+	}
+	b.vmu.Unlock()
+	switch {
+	case b.viewsDue == nil:
+		b.flushViews()
+	case len(created) > 0:
+		b.flushViews(created...)
+	}
+	if b.viewsDue != nil && len(created) < len(ids) {
+		b.viewsDue()
+	}
+}
+
+// flushViews writes the views that committed changes left to write — of the nodes in ids, or of
+// all when there are none — as the board has them now: a node's status that changed three times
+// meanwhile is written once. One flush writes at a time, so a view never goes back to an older
+// text. A view that cannot be written is rewritten when the run opens next (see repairViews).
+func (b *board) flushViews(ids ...string) {
+	b.vmu.Lock()
+	defer b.vmu.Unlock()
+	if len(b.due) == 0 {
+		return
+	}
+	todo := b.due
+	if len(ids) > 0 {
+		todo = map[string]bool{}
+		for _, id := range ids {
+			if created, ok := b.due[id]; ok {
+				todo[id] = created
+			}
+		}
+	}
 	var vs []view
 	b.read(func(rd reader) {
-		for id, created := range ids {
+		for id, created := range todo {
 			if n := rd.node(id); n != nil {
 				vs = append(vs, nodeViews(b.run, created, n)...)
 			}
+			delete(b.due, id)
 		}
 	})
 	for _, v := range vs {
-		_ = workspace.WriteView(v.path, []byte(v.text)) // rewritten when the run opens next, should it fail (see repairViews)
+		_ = workspace.WriteView(v.path, []byte(v.text))
 	}
 }
 

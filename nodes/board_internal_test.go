@@ -228,6 +228,45 @@ func TestStatusViewFollowsTheBoard(t *testing.T) {
 	assert.Equal(t, "PENDING\n", string(got))
 }
 
+// With a writer to tell (viewsDue), a node created has its views written at once, for its
+// worker, and later changes leave its status to the writer: written at its flush, once, as the
+// board has it then, however many times it changed meanwhile; a flush of one node writes that
+// node's alone.
+func TestViewsWrittenByFlush(t *testing.T) {
+	b, run, _ := newTestBoard(t)
+	told := 0
+	b.viewsDue = func() { told++ }
+	status := func(id string) string {
+		got, err := os.ReadFile(workspace.Status(run.Node(id)))
+		require.NoError(t, err)
+		return string(got)
+	}
+	n1, _, err := b.create(bg, nodeSpec{Task: "count"})
+	require.NoError(t, err)
+	n2, _, err := b.create(bg, nodeSpec{Task: "sum"})
+	require.NoError(t, err)
+	assert.FileExists(t, workspace.Spec(run.Node(n1.ID)))
+	assert.Equal(t, "PENDING\n", status(n1.ID))
+	assert.Zero(t, told)
+	for _, id := range []string{n1.ID, n2.ID} {
+		for _, st := range []NodeStatus{NodeRunning, NodeCompleted} {
+			_, err = b.update(bg, id, func(n *Node) error { n.Status = st; return nil })
+			require.NoError(t, err)
+		}
+	}
+	assert.Equal(t, 4, told)
+	assert.Equal(t, "PENDING\n", status(n1.ID), "left to the writer")
+
+	b.flushViews(n1.ID)
+	assert.Equal(t, "COMPLETED\n", status(n1.ID))
+	assert.Equal(t, "PENDING\n", status(n2.ID))
+	b.flushViews()
+	assert.Equal(t, "COMPLETED\n", status(n2.ID))
+	require.NoError(t, os.Remove(workspace.Status(run.Node(n1.ID))))
+	b.flushViews()
+	assert.NoFileExists(t, workspace.Status(run.Node(n1.ID)), "a flush writes what changed since the last")
+}
+
 // A run whose state was in its _run.json has it copied into the store when it is opened, so
 // that the squad finds it among its runs (the latest, for a trigger) without reading files.
 func TestRunStateInAFileIsCopiedIntoTheStore(t *testing.T) {

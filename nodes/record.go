@@ -110,6 +110,17 @@ func (s *Squad) poke() {
 	}
 }
 
+// viewsDue tells the squad's writer that changes of b committed whose views are to be written.
+func (s *Squad) viewsDue(b *board) {
+	s.boardsMu.Lock()
+	if s.boardsDue == nil {
+		s.boardsDue = map[*board]bool{}
+	}
+	s.boardsDue[b] = true
+	s.boardsMu.Unlock()
+	s.poke()
+}
+
 // viewLag is how long the squad's writer lets commits gather before it brings the views up to
 // the store: reading back what many commits added costs one query.
 const viewLag = 2 * time.Millisecond
@@ -133,8 +144,16 @@ func (s *Squad) write(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// settle commits the events noted and brings the views up to the store, now.
+// settle commits the events noted and brings the views up to the store, now: the events, the
+// conversation and the boards' (see viewsDue).
 func (s *Squad) settle() {
+	s.boardsMu.Lock()
+	boards := s.boardsDue
+	s.boardsDue = nil
+	s.boardsMu.Unlock()
+	for b := range boards {
+		b.flushViews()
+	}
 	s.flushNotes()
 	s.publish(s.newEvents.Swap(false), s.newLines.Swap(false))
 }

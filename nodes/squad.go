@@ -288,6 +288,8 @@ type Squad struct {
 	notesMu, flushMu    sync.Mutex
 	notes               []eventlog.Event
 	newEvents, newLines atomic.Bool // committed since the views were last brought up
+	boardsMu            sync.Mutex
+	boardsDue           map[*board]bool // boards with views to write (see viewsDue)
 	wake                chan struct{}
 	stopWriter          func()
 	log                 *eventlog.Log // the view of the store's events: events.jsonl, and the subscribers
@@ -659,7 +661,7 @@ func (s *Squad) openBoard(ctx context.Context, dir workspace.Run) (*board, error
 	if err != nil {
 		return nil, err
 	}
-	b.save = s.commit
+	b.save, b.viewsDue = s.commit, func() { s.viewsDue(b) }
 	return b, nil
 }
 

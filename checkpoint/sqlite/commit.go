@@ -18,6 +18,7 @@ import (
 type committer struct {
 	db                         *sql.DB // one connection
 	savepoint, release, rollTo *sql.Stmt
+	committed                  func() // called after each group, if set
 
 	mu    sync.Mutex
 	queue []*write // waiting for the next group
@@ -122,6 +123,9 @@ func (c *committer) lead() {
 	c.queue = nil
 	c.mu.Unlock()
 	c.commit(group)
+	if c.committed != nil {
+		c.committed()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, w := range group {

@@ -44,18 +44,20 @@
 // WithSynchronous:
 //
 //   - SyncNormal (the default, PRAGMA synchronous=NORMAL) syncs the log to the disk only when it is
-//     copied into the database (a WAL checkpoint). The database is never corrupted, but the
+//     copied into the database (a WAL checkpoint, see below). The database is never corrupted, but the
 //     transactions committed since the last sync may be lost: the run resumes from an earlier
 //     checkpoint and redoes the steps after it. A commit costs no fsync.
 //   - SyncFull (PRAGMA synchronous=FULL) syncs the log at every commit, so that nothing that
 //     returned is lost, at the price of an fsync per commit (from about 0.1 ms on a fast SSD to
 //     several milliseconds on a slow disk), shared by the writes committed together.
 //
-// The log is copied into the database (checkpointed) by the commit that takes it past
-// WithWALAutocheckpoint pages (default 256 pages of 1 KiB), which then pays for the checkpoint's
-// syncs; the log file is truncated back to about that size when it is reused (PRAGMA
-// journal_size_limit), so that a burst of large writes does not leave a large file behind. When the
-// last connection to the database closes, SQLite checkpoints the log and removes it.
+// The log is copied into the database (checkpointed) in the background, on a connection of the
+// Saver's own, once a commit left WithWALAutocheckpoint pages (default 256 pages of 1 KiB) in it
+// not yet copied: commits only append to the log and never wait for the copy's syncs. Should the
+// copy fall behind, the commit that takes the log past eight times that copies it itself. The log
+// file is truncated back to about that size when it is reused (PRAGMA journal_size_limit), so
+// that a burst of large writes does not leave a large file behind. When the last connection to
+// the database closes, SQLite checkpoints the log and removes it.
 //
 // # Storage
 //

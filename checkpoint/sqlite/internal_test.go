@@ -10,8 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/checkpoint"
 )
@@ -214,7 +218,7 @@ func TestPragmas(t *testing.T) {
 			"synchronous":        fmt.Sprint(tc.sync),
 			"busy_timeout":       fmt.Sprint(tc.busy),
 			"foreign_keys":       "1",
-			"wal_autocheckpoint": fmt.Sprint(tc.autocheckpoint),
+			"wal_autocheckpoint": fmt.Sprint(tc.autocheckpoint * backstop), // the copier copies at tc.autocheckpoint
 			"journal_size_limit": fmt.Sprint(journalSizeLimit(tc.autocheckpoint)),
 			"application_id":     fmt.Sprint(applicationID),
 			"query_only":         "0",
@@ -239,22 +243,18 @@ func TestPragmas(t *testing.T) {
 	}
 }
 
-// TestLogStaysSmall: after many steps the write-ahead log is no larger than journal_size_limit
-// allows, and a large state makes it grow only until the next restart of the log.
+// TestLogStaysSmall: after many steps the write-ahead log is no larger than the backstop of the
+// log's copier allows, and a large state makes it grow only until the log restarts, once copied.
 func TestLogStaysSmall(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "db")
 	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	limit := int64(journalSizeLimit(DefaultWALAutocheckpoint))
 	walSize := func() int64 {
 		fi, err := os.Stat(path + "-wal")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return fi.Size()
 	}
 	cfg := checkpoint.Config{ThreadID: "t"}
@@ -265,29 +265,47 @@ func TestLogStaysSmall(t *testing.T) {
 			state = bytes.Repeat([]byte("s"), 2<<20) // a 2 MiB state goes through the log
 		}
 		at, err := s.Put(ctx, cfg, checkpoint.Checkpoint{ID: fmt.Sprintf("c%05d", i), Next: []checkpoint.Task{{ID: "0", Node: "n"}}, State: state})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if i == 700 {
-			if got := walSize(); got < 2<<20 {
-				t.Fatalf("the log is %d bytes after a 2 MiB state", got)
-			}
+			require.GreaterOrEqual(t, walSize(), int64(2<<20), "the log after a 2 MiB state")
+			require.Eventually(t, func() bool { return s.log.behind() == 0 }, time.Minute, time.Millisecond, "the log is copied")
 		}
 		// The next commit restarts the log, which is truncated to the limit.
-		if err := s.PutWrites(ctx, at, []checkpoint.Write{{TaskID: "0", Node: "n", Kind: checkpoint.WriteUpdate, Value: value}}); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.PutWrites(ctx, at, []checkpoint.Write{{TaskID: "0", Node: "n", Kind: checkpoint.WriteUpdate, Value: value}}))
 		if i == 700 {
-			if got := walSize(); got > limit {
-				t.Fatalf("the log is still %d bytes after the commit that followed the large state (limit %d)", got, limit)
-			}
+			require.LessOrEqual(t, walSize(), limit, "the log after the commit that followed the large state")
 		}
 		if i%50 == 0 {
-			if got := walSize(); got > limit {
-				t.Fatalf("after step %d the log is %d bytes, more than the limit %d", i, got, limit)
-			}
+			require.LessOrEqual(t, walSize(), int64(journalSizeLimit(DefaultWALAutocheckpoint*backstop)), "the log after step %d", i)
 		}
 	}
+}
+
+// Commits only append to the log: the Saver's copier copies it into the database, in the
+// background. While the copier is held, the log grows past its threshold; once it is free, it
+// copies what the commits left.
+func TestLogCopiedInBackground(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "db"), WithWALAutocheckpoint(16))
+	require.NoError(t, err)
+	defer s.Close()
+	put := func(i int) {
+		_, err := s.Put(ctx, checkpoint.Config{ThreadID: "t"}, checkpoint.Checkpoint{ID: fmt.Sprintf("c%05d", i), State: bytes.Repeat([]byte("s"), 300)})
+		require.NoError(t, err)
+	}
+	s.log.mu.Lock()
+	var release sync.Once
+	defer release.Do(s.log.mu.Unlock)
+	i := 0
+	for ; s.log.behind() < 64; i++ {
+		require.Less(t, i, 1000, "the log was copied by the commits (%d frames not copied)", s.log.behind())
+		put(i)
+	}
+	release.Do(s.log.mu.Unlock)
+	require.Eventually(t, func() bool { return s.log.behind() < 16 }, time.Minute, time.Millisecond, "the copier copied the log")
+	i++
+	put(i) // the log restarts; what it holds now is this commit's
+	assert.Less(t, s.log.behind(), 16)
 }
 
 func TestEscapePath(t *testing.T) {

@@ -84,10 +84,11 @@ func WithSynchronous(s Synchronous) Option {
 }
 
 // WithWALAutocheckpoint sets after how many pages (of 1 KiB in a database this package created)
-// in the write-ahead log a commit copies the log into the database (PRAGMA wal_autocheckpoint,
-// default DefaultWALAutocheckpoint); a log file that grew larger than a quarter more than that is
-// truncated when it is reused (PRAGMA journal_size_limit). A larger value means fewer checkpoints,
-// so faster steps on average, and a larger log file; 0 or less keeps the default.
+// not yet copied the write-ahead log is copied into the database, in the background (default
+// DefaultWALAutocheckpoint; a commit copies it itself at eight times that, PRAGMA
+// wal_autocheckpoint); a log file that grew larger than a quarter more than that is truncated when
+// it is reused (PRAGMA journal_size_limit). A larger value means fewer checkpoints and a larger
+// log file; 0 or less keeps the default.
 func WithWALAutocheckpoint(pages int) Option {
 	return func(o *options) { o.autocheckpoint = pages }
 }
@@ -114,6 +115,7 @@ type Saver struct {
 	wdb  *sql.DB // one connection, through c
 	c    committer
 	rdb  *sql.DB // reads, in read-only transactions
+	log  *logCopier
 
 	effects EffectHandler // nil: effect writes are refused
 
@@ -205,6 +207,10 @@ func (s *Saver) open(abs string, o options) error {
 	if err != nil {
 		return err
 	}
+	if s.log, err = newLogCopier(abs, dsn(abs, o, true), o.autocheckpoint); err != nil {
+		return fmt.Errorf("checkpoint/sqlite: open %s: %w", s.path, err)
+	}
+	s.c.committed = s.log.poked
 	return s.prepare(ctx)
 }
 
@@ -238,7 +244,7 @@ func dsn(abs string, o options, write bool) string {
 	if write {
 		q["_pragma"] = []string{
 			fmt.Sprintf("page_size(%d)", pageSize),
-			fmt.Sprintf("wal_autocheckpoint(%d)", o.autocheckpoint),
+			fmt.Sprintf("wal_autocheckpoint(%d)", o.autocheckpoint*backstop), // the copier's (see logCopier)
 			fmt.Sprintf("journal_size_limit(%d)", journalSizeLimit(o.autocheckpoint)),
 		}
 		q.Set("_foreign_keys", "1")
@@ -372,6 +378,9 @@ func (s *Saver) Close() error {
 		}
 	}
 	errs = append(errs, s.c.close())
+	if s.log != nil {
+		errs = append(errs, s.log.close())
+	}
 	// Readers first, so that the writer's connection is the last and checkpoints the log.
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
