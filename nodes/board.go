@@ -137,6 +137,7 @@ type board struct {
 	run  workspace.Run
 	now  func() time.Time
 	save func(ctx context.Context, ch store.Change, after func()) error // nil: a board only read
+	keep func(ch *store.Change, paths ...string) error                  // adds files to a change (Squad.keep); nil: none
 
 	wmu     sync.Mutex   // held by a change, from reading what it changes to making it in memory
 	mu      sync.RWMutex // guards what follows; changed only by a holder of wmu
@@ -622,8 +623,10 @@ func (b *board) change(ctx context.Context, fn func(t *tx) error) error {
 		return nil
 	}
 	var ch store.Change
-	if err := keepFiles(&ch, b.run.Home(), t.files...); err != nil {
-		return err
+	if b.keep != nil {
+		if err := b.keep(&ch, t.files...); err != nil {
+			return err
+		}
 	}
 	b.version++
 	created := map[string]bool{}

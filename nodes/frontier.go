@@ -319,7 +319,7 @@ func (r *run) saveOutcome(ctx context.Context, node, assignment string, o runtim
 		for _, f := range o.Published {
 			paths = append(paths, filepath.Join(r.dir.Node(node).Published(), f))
 		}
-		if err = keepFiles(&ch, r.s.home, paths...); err != nil {
+		if err = r.s.keep(&ch, paths...); err != nil {
 			// Not published: the files go, so that the node's next attempt can publish its own.
 			o.Status, o.Published = runtime.Failed, nil
 			for _, p := range paths {

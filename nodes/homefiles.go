@@ -50,6 +50,16 @@ var fileVersions struct {
 	last int64
 }
 
+// keep adds to ch the files at paths, which are in the agent's home, as they are now (see
+// keepFiles), when the squad's store lives outside the home (WithStore): a store in the home's
+// own state.db keeps none, since it would be lost with them.
+func (s *Squad) keep(ch *store.Change, paths ...string) error {
+	if s.owned {
+		return nil
+	}
+	return keepFiles(ch, s.home, paths...)
+}
+
 // keepFiles adds to ch the files at paths, which are in home, as they are now. A file is read
 // within home: a symbolic link that leads out of it is refused, as is anything not a regular
 // file, so that nothing from outside the home reaches the store (nor, through it, other homes).

@@ -16,6 +16,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
 )
@@ -164,7 +165,10 @@ func TestTooLargeAPublishedFileIsRetried(t *testing.T) {
 		return err
 	})
 	coord := benchCoordinator(1, 1)
-	s, err := nodes.New(nodes.WithHome(home), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+	st, err := sqlitestore.Open(filepath.Join(t.TempDir(), "state.db")) // outside the home: it keeps files
+	require.NoError(t, err)
+	defer st.Close()
+	s, err := nodes.New(nodes.WithHome(home), nodes.WithStore(st), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
 		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20*time.Millisecond))
 	require.NoError(t, err)
 	defer s.Close()
@@ -181,4 +185,46 @@ func TestTooLargeAPublishedFileIsRetried(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, 2, tried[n.ID])
+}
+
+// A squad on its home's own store (state.db, the default) keeps no files in it — they would be
+// lost together — so a published file larger than MaxStoredFile is published, and a run whose
+// folder is gone is not rebuilt from the store without them but refused as damaged.
+func TestOwnStoreKeepsNoFiles(t *testing.T) {
+	home := t.TempDir()
+	worker := noteWorker("big-worker", func(_ context.Context, node string) error {
+		f, err := os.Create(filepath.Join(home, "runs", "r1", "nodes", node, "scratch", "big.bin"))
+		if err == nil {
+			err = errors.Join(f.Truncate(nodes.MaxStoredFile+1), f.Close())
+		}
+		return err
+	})
+	coord := benchCoordinator(1, 1)
+	opts := []nodes.Option{nodes.WithHome(home), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20 * time.Millisecond)}
+	s, err := nodes.New(opts...)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.RunID(ctx, "r1", "Write the notes.")
+	require.NoError(t, err)
+	require.Len(t, res.Board.Nodes, 1)
+	assert.Equal(t, nodes.NodeCompleted, res.Board.Nodes[0].Status)
+	assert.ElementsMatch(t, []string{"big.bin", "note.md"}, res.Board.Nodes[0].Published)
+	require.NoError(t, s.Close())
+
+	r, err := sqlitestore.OpenReader(filepath.Join(home, "state.db"))
+	require.NoError(t, err)
+	files, err := r.Docs(ctx, "file/")
+	require.NoError(t, err)
+	assert.Empty(t, files)
+	require.NoError(t, r.Close())
+	assert.NoFileExists(t, filepath.Join(home, ".home-id"))
+
+	require.NoError(t, os.RemoveAll(filepath.Join(home, "runs", "r1")))
+	s, err = nodes.New(opts...)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Resume(ctx, "r1")
+	require.Error(t, err)
 }

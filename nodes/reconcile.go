@@ -319,7 +319,7 @@ func (r *run) remember(ctx context.Context, w Worker, n Node, rec outcomeRecord)
 		return err
 	}
 	var ch store.Change
-	if err := keepFiles(&ch, r.s.home, dir.Memory()); err != nil {
+	if err := r.s.keep(&ch, dir.Memory()); err != nil {
 		return err
 	}
 	return r.s.commit(ctx, ch, nil)

@@ -133,7 +133,7 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		}
 		lost = true
 	}
-	if lost && goal == "" && prev.Goal != "" {
+	if lost && goal == "" && prev.Goal != "" && !s.owned { // a store of the home's own keeps no files
 		if err := s.restoreRun(ctx, board); err != nil {
 			return nil, fmt.Errorf("nodes: resume run %q: %w", id, err)
 		}

@@ -365,12 +365,13 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w; close the squad open on it, or use another home", err)
 	}
 	s.lock = lock
-	if s.homeID, err = homeID(s.home); err != nil {
-		s.Close()
-		return nil, err
-	}
 	s.store = c.store
-	if s.store == nil {
+	if s.store != nil { // shared, perhaps, with other homes (see restoreRun)
+		if s.homeID, err = homeID(s.home); err != nil {
+			s.Close()
+			return nil, err
+		}
+	} else {
 		st, err := sqlitestore.Open(filepath.Join(c.home, "state.db"))
 		if err != nil {
 			s.Close()
@@ -391,6 +392,9 @@ func New(opts ...Option) (*Squad, error) {
 		<-done
 	}
 	for _, p := range []string{s.home.Memory(), s.home.MemoryDir()} {
+		if s.owned {
+			break // the store keeps no files (see keep)
+		}
 		if _, err := restoreFiles(context.Background(), s.store, s.home, p, p); err != nil {
 			s.Close()
 			return nil, err
@@ -463,7 +467,7 @@ func (s *Squad) memoryWritten(w memory.Write) {
 	if w.Path == filepath.Base(s.home.Memory()) {
 		path = s.home.Memory()
 	}
-	if err := keepFiles(&ch, s.home, path); err != nil {
+	if err := s.keep(&ch, path); err != nil {
 		s.cfg.logger.Error("memory file not kept in the store", "file", w.Path, "err", err)
 	}
 	if err := s.commit(context.Background(), ch, nil); err != nil {
@@ -661,7 +665,7 @@ func (s *Squad) openBoard(ctx context.Context, dir workspace.Run) (*board, error
 	if err != nil {
 		return nil, err
 	}
-	b.save, b.viewsDue = s.commit, func() { s.viewsDue(b) }
+	b.save, b.keep, b.viewsDue = s.commit, s.keep, func() { s.viewsDue(b) }
 	return b, nil
 }
 
