@@ -210,11 +210,17 @@ func (f *Files) Conversation(after, limit int) ([]Entry, int, error) {
 // being this home's view of it), else from events.jsonl.
 func (f *Files) Events(after int64, limit int) ([]eventlog.Event, error) {
 	if f.cfg.store != nil {
-		evs, err := f.cfg.store.Events(context.Background(), after, limit)
-		if err != nil || len(evs) > 0 || after > 0 {
+		ctx := context.Background()
+		evs, err := f.cfg.store.Events(ctx, after, limit)
+		if err != nil || len(evs) > 0 {
 			return evs, err
 		}
-		// none: a log from before the store, which the squad copies into it as it opens
+		if after > 0 { // none after: the store has the log, or it has none
+			if evs, err = f.cfg.store.Events(ctx, 0, 1); err != nil || len(evs) > 0 {
+				return nil, err
+			}
+		}
+		// none at all: a log from before the store, which the squad copies into it as it opens
 	}
 	return eventlog.ReadFile(f.home.Events(), after, limit)
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
 // Files reads, without a squad, what a squad shows of the agent: the board, the conversation,
@@ -96,4 +99,25 @@ func mustRead(t *testing.T, path string) []byte {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return data
+}
+
+// Files given a store that has no events yet reads them from the home's events.jsonl — a log
+// from before the store, which its squad copies into it as it opens — page after page.
+func TestFilesReadEventsFromBeforeTheStore(t *testing.T) {
+	home := t.TempDir()
+	log, err := eventlog.Open(workspace.Home(home).Events())
+	require.NoError(t, err)
+	for _, text := range []string{"one", "two", "three"} {
+		_, err := log.Append(eventlog.Event{Type: eventlog.AgentStarted, Text: text})
+		require.NoError(t, err)
+	}
+	require.NoError(t, log.Close())
+	f := nodes.ReadFiles(nodes.WithHome(home), nodes.WithStore(store.NewMemory()))
+	first, err := f.Events(0, 2)
+	require.NoError(t, err)
+	require.Len(t, first, 2)
+	rest, err := f.Events(first[1].Seq, 0)
+	require.NoError(t, err)
+	require.Len(t, rest, 1)
+	assert.Equal(t, "three", rest[0].Text)
 }
