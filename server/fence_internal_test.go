@@ -14,18 +14,25 @@ import (
 	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
+// twoFleets opens two replicas' fleets on a new database; cleanup closes them.
+func twoFleets(t *testing.T) (a, b *fleet) {
+	t.Helper()
+	url := pgtest.Start(t)
+	for _, f := range []**fleet{&a, &b} {
+		var err error
+		*f, err = openFleet(context.Background(), config{pgURL: url})
+		require.NoError(t, err)
+		t.Cleanup((*f).close)
+	}
+	return a, b
+}
+
 // An agent's saver in a fleet writes while no other replica holds the agent, and is refused once
 // another does.
 func TestAgentSaverIsFencedByTheLease(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.Start(t)
-	a, err := openFleet(ctx, config{pgURL: url})
-	require.NoError(t, err)
-	defer a.close()
-	b, err := openFleet(ctx, config{pgURL: url})
-	require.NoError(t, err)
-	defer b.close()
-	_, err = a.pool.Exec(ctx, `INSERT INTO `+agentsTable+` (id) VALUES ('ada')`)
+	a, b := twoFleets(t)
+	_, err := a.pool.Exec(ctx, `INSERT INTO `+agentsTable+` (id) VALUES ('ada')`)
 	require.NoError(t, err)
 
 	st, err := a.agentStore("ada")

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agiraph/agiraph/internal/pgtest"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
@@ -18,14 +16,7 @@ import (
 // holding the agent writes it, another is refused. An agent whose registry row has no meta yet
 // (made when the replicas shared their folder) is read from its agent.json.
 func TestFleetKeepsMeta(t *testing.T) {
-	ctx := context.Background()
-	url := pgtest.Start(t)
-	a, err := openFleet(ctx, config{pgURL: url})
-	require.NoError(t, err)
-	defer a.close()
-	b, err := openFleet(ctx, config{pgURL: url})
-	require.NoError(t, err)
-	defer b.close()
+	a, b := twoFleets(t)
 	sa := &Server{cfg: config{root: t.TempDir()}, fleet: a}
 	sb := &Server{cfg: config{root: t.TempDir()}, fleet: b}
 	ok, err := a.register("ada")
