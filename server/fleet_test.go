@@ -493,3 +493,50 @@ func TestReplicasOnSeparateRoots(t *testing.T) {
 	check(c, "delta", "wind turbines", mark, []string{"B", "C"})
 	shows(c, "gamma", "solar panels") // from the database: C never held it
 }
+
+// In a fleet, a run's start asks the database which runs the agent has; reading the agent does
+// not wait for that query (a lock held on the store's table stands for a slow database).
+func TestReadsDoNotWaitForAStartsQuery(t *testing.T) {
+	ctx := context.Background()
+	_, pool := fleetDB(t)
+	c := start(t, t.TempDir(), demoTeam, server.WithPostgresPool(pool))
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "ada", "goal": "AI chips"}, nil))
+	c.await("ada", server.StatusComplete)
+	awaitNoOwner(t, pool, "ada")
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, `LOCK TABLE squad_docs IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	started := make(chan int, 1)
+	go func() {
+		resp, err := c.ts.Client().Post(c.ts.URL+"/agents/ada/runs", "application/json", strings.NewReader(`{"goal": "robots"}`))
+		if err != nil {
+			started <- 0
+			return
+		}
+		resp.Body.Close()
+		started <- resp.StatusCode
+	}()
+	for end := time.Now().Add(deadline); ; time.Sleep(5 * time.Millisecond) {
+		var waiting int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting))
+		if waiting > 0 {
+			break // the start waits for the lock
+		}
+		require.False(t, time.Now().After(end), "the start never asked the database")
+	}
+	read, cancel := context.WithTimeout(ctx, 10*time.Second) // a liveness bound, far beyond a read
+	defer cancel()
+	req, err := http.NewRequestWithContext(read, http.MethodGet, c.ts.URL+"/agents/ada", nil)
+	require.NoError(t, err)
+	resp, err := c.ts.Client().Do(req)
+	require.NoError(t, err, "reading the agent waited for the start's query")
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	require.NoError(t, tx.Rollback(ctx))
+	assert.Equal(t, http.StatusAccepted, <-started)
+	c.await("ada", server.StatusComplete)
+}

@@ -543,6 +543,21 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) error {
 
 // startHeld is start, once the agent's lease is held; the run lets it go when it ends.
 func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
+	// What the agent's runs are is asked before a.mu, which readers of the agent take: in a fleet
+	// it is a query of the database. Two starts that race get one id; the second finds the first
+	// running.
+	id, began := runID, true
+	var err error
+	switch {
+	case id == "":
+		if id, err = a.newRunID(); err != nil {
+			return err
+		}
+	case resume:
+		if began, err = a.hasRun(id); err != nil {
+			began = true // not known to be unbegun: resumed, and the squad says what is wrong
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.damaged != "" {
@@ -554,14 +569,7 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 	if a.running {
 		return errRunning
 	}
-	id := runID
-	if id == "" {
-		var err error
-		if id, err = a.newRunID(); err != nil {
-			return err
-		}
-	}
-	if resume && a.unbegun(id) {
+	if resume && a.unbegun(id, began) {
 		goal, resume = a.meta.Goal, false
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -684,11 +692,11 @@ func (s *Server) wait(ctx context.Context, a *agent) error {
 	return nil
 }
 
-// unbegun reports whether run id is the agent's last run and was never begun: the server
-// recorded it, with its goal, but stopped before the squad began it. The caller holds a.mu.
-func (a *agent) unbegun(id string) bool {
-	has, err := a.hasRun(id)
-	return err == nil && !has && a.meta.Run == id && a.meta.Goal != ""
+// unbegun reports whether run id, which began or not (hasRun), is the agent's last run and was
+// never begun: the server recorded it, with its goal, but stopped before the squad began it. The
+// caller holds a.mu.
+func (a *agent) unbegun(id string, began bool) bool {
+	return !began && a.meta.Run == id && a.meta.Goal != ""
 }
 
 // resumable reports whether the agent has a run id to resume: one that began, or its last run
@@ -699,7 +707,7 @@ func (a *agent) resumable(id string) bool {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.unbegun(id)
+	return a.unbegun(id, false)
 }
 
 // hasRun reports whether the agent has run id: its folder (or anything in its place), or in a
@@ -720,8 +728,7 @@ func (a *agent) hasRun(id string) (bool, error) {
 // maxRunsASecond bounds the runs of an agent newRunID gives ids to in one second.
 const maxRunsASecond = 1000
 
-// newRunID returns an id for a new run, from the time, not yet used; the caller holds a.mu. It
-// fails when the agent's runs cannot be looked at (runs/ is a file, say, or cannot be read).
+// newRunID returns an id for a new run, from the time, not yet used. It fails when the agent's runs cannot be looked at (runs/ is a file, say, or cannot be read).
 func (a *agent) newRunID() (string, error) {
 	base := a.now().UTC().Format("20060102-150405")
 	id := base
