@@ -205,3 +205,53 @@ func ExampleStateGraph_SetReducer() {
 	// [hi ok how are you? ok]
 	// [(summary) ok]
 }
+
+type draft struct {
+	Tone string
+	Text string
+}
+
+// A thread's history is kept: a run can be forked from an earlier checkpoint with its state
+// edited, and the fork goes on from there while the first branch stays as it was.
+func ExampleCompiled_UpdateState() {
+	g := graph.New[draft]()
+	g.AddNode("choose", func(context.Context, draft) (draft, error) { return draft{Tone: "formal"}, nil })
+	g.AddNode("write", func(_ context.Context, d draft) (draft, error) {
+		return draft{Tone: d.Tone, Text: "a " + d.Tone + " letter"}, nil
+	})
+	g.AddEdge(graph.START, "choose")
+	g.AddEdge("choose", "write")
+	g.AddEdge("write", graph.END)
+	compiled, err := g.Compile(graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("letter"))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	first, err := compiled.Invoke(ctx, draft{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(first.Text)
+
+	history, err := compiled.History(ctx, checkpoint.ListOptions{}) // newest first
+	if err != nil {
+		panic(err)
+	}
+	var chosen graph.Snapshot[draft]
+	for _, h := range history {
+		if len(h.Next) == 1 && h.Next[0] == "write" {
+			chosen = h // after "choose", before "write"
+		}
+	}
+	if _, err := compiled.UpdateState(ctx, draft{Tone: "friendly"}, "choose", graph.WithCheckpointID(chosen.Config.CheckpointID)); err != nil {
+		panic(err)
+	}
+	fork, err := compiled.Resume(ctx, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(fork.Text)
+	// Output:
+	// a formal letter
+	// a friendly letter
+}

@@ -45,3 +45,34 @@ func firstTaskWords(task string) string {
 	}
 	return strings.Join(w, " ")
 }
+
+// A program that keeps many agents need not keep their squads open: ReadFiles reads an agent's
+// board, events and conversation at rest, and changes nothing.
+func ExampleReadFiles() {
+	home, _ := os.MkdirTemp("", "agent")
+	defer os.RemoveAll(home)
+	squad, err := nodes.New(append(demo.Team(), nodes.WithHome(home))...)
+	if err != nil {
+		panic(err)
+	}
+	res, err := squad.Run(context.Background(), "the history of the transistor")
+	if err != nil {
+		panic(err)
+	}
+	squad.Close()
+
+	files := nodes.ReadFiles(nodes.WithHome(home))
+	board, err := files.Board(res.RunID)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(board.Nodes), "nodes,", len(board.Workers), "workers")
+	events, err := files.Events(0, 0)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(events[0].Type, "…", events[len(events)-1].Type)
+	// Output:
+	// 4 nodes, 3 workers
+	// agent.created … agent.completed
+}

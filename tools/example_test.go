@@ -44,3 +44,29 @@ func ExampleFunc() {
 	// - args.text: missing required property
 	// - args.times: 5 is greater than maximum 3
 }
+
+// A call of a tool the registry does not have, or with arguments that are not JSON, gets an
+// error result the model can read and act on; the calls around it run.
+func ExampleRegistry_Run() {
+	add := tools.Func("add", "Add two numbers.", func(_ context.Context, a struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}) (string, error) {
+		return fmt.Sprint(a.A + a.B), nil
+	})
+	reg, err := tools.NewRegistry([]tools.Tool{add})
+	if err != nil {
+		panic(err)
+	}
+	for _, res := range reg.Run(context.Background(), []tools.Call{
+		{ID: "1", Name: "add", Args: json.RawMessage(`{"a":2,"b":3}`)},
+		{ID: "2", Name: "multiply", Args: json.RawMessage(`{"a":2,"b":3}`)},
+		{ID: "3", Name: "add", Args: json.RawMessage(`{"a":2,`)},
+	}) {
+		fmt.Printf("%s error=%v: %s\n", res.CallID, res.IsError, res.Content)
+	}
+	// Output:
+	// 1 error=false: 5
+	// 2 error=true: unknown tool "multiply"; available tools: add
+	// 3 error=true: invalid arguments for tool "add": arguments are not valid JSON (unexpected end of JSON input): "{\"a\":2,"; send the arguments as one JSON object matching the tool's schema
+}
