@@ -12,11 +12,10 @@
 // Every request needs the server's token: made on first start and kept in <root>/token (or
 // given with -token or AGIRAPH_TOKEN), printed at start with a URL that logs a browser in. Only
 // requests for localhost, 127.0.0.1 and ::1 are served unless -allow-host names more, and only
-// pages of the server's own origin or of -allow-origin may send them (see the README's Security
-// section).
+// pages of the server's own origin or of -allow-origin may send them (see docs/security.md).
 //
-// Workers' commands and CLI agents run sandboxed where bubblewrap runs (see the README's
-// Sandbox section): -sandbox=false turns that off, -no-network cuts harnessed workers' commands
+// Workers' commands and CLI agents run sandboxed where bubblewrap runs (see
+// docs/runtimes.md): -sandbox=false turns that off, -no-network cuts harnessed workers' commands
 // off the network, -keep-env NAME keeps a variable that looks like a secret in their
 // environment.
 //

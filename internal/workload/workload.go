@@ -1,4 +1,4 @@
-// Package workload holds the engine benchmark workloads (see BENCHMARKS in the README): the graphs,
+// Package workload holds the engine benchmark workloads (see docs/performance.md): the graphs,
 // the checks of their results, and the loop that runs them as Go benchmarks, shared by the
 // benchmarks of graph and of the savers.
 package workload

@@ -4,7 +4,7 @@ package ui_test
 // (chromedp) against a server on loopback with a scripted team. The tests skip, saying so, where
 // no Chromium is installed; CI installs it. Screenshots are kept in $AGIRAPH_UI_ARTIFACTS (by
 // default a folder under the system's temporary folder, logged); AGIRAPH_UI_README=1 also
-// writes the README's screenshot, docs/ui.png.
+// writes the screenshot docs/server.md shows, docs/ui.png.
 
 import (
 	"context"
