@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
@@ -254,4 +255,40 @@ func ExampleCompiled_UpdateState() {
 	// Output:
 	// a formal letter
 	// a friendly letter
+}
+
+type order struct{ Items []string }
+
+// A task records a change beside the state with Effect: it is saved with the task's output, in
+// the same call of the saver, whose handler applies it — here an outbox kept beside the
+// checkpoints. An attempt that fails saves none of its effects, so the retry sends once.
+func ExampleEffect() {
+	var outbox []string
+	saver := checkpoint.NewMemory(checkpoint.WithEffects(func(_ string, w checkpoint.Write) error {
+		outbox = append(outbox, string(w.Value))
+		return nil
+	}))
+	attempts := 0
+	g := graph.New[order]()
+	g.AddNode("confirm", func(ctx context.Context, o order) (order, error) {
+		attempts++
+		if err := graph.Effect(ctx, []byte("mail: order of "+strings.Join(o.Items, ", ")), nil); err != nil {
+			return order{}, err
+		}
+		if attempts == 1 {
+			return order{}, errors.New("the mail server timed out")
+		}
+		return o, nil
+	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond}))
+	g.AddEdge(graph.START, "confirm")
+	g.AddEdge("confirm", graph.END)
+	compiled, err := g.Compile(graph.WithCheckpointer(saver), graph.WithThread("order-7"))
+	if err != nil {
+		panic(err)
+	}
+	if _, err := compiled.Invoke(context.Background(), order{Items: []string{"tea", "cups"}}); err != nil {
+		panic(err)
+	}
+	fmt.Println(attempts, "attempts;", outbox)
+	// Output: 2 attempts; [mail: order of tea, cups]
 }
