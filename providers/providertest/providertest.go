@@ -83,7 +83,7 @@ type Reply struct {
 	Stop string
 	// StopSequence is the Anthropic stop_sequence (for Stop "stop_sequence"); null when empty.
 	StopSequence string
-	// Usage is the token usage, in the canonical sense (see the package doc for OpenAI).
+	// Usage is the token usage, in the canonical sense (see docs/providers.md for OpenAI).
 	Usage providers.Usage
 	// Model overrides the model named in the answer (by default the request's).
 	Model string

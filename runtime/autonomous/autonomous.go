@@ -154,7 +154,7 @@ func New(command []string, opts ...Option) *Runtime {
 // valid.
 func (r *Runtime) Err() error { return r.err }
 
-// Run runs a's agent to its end. See the package documentation.
+// Run runs a's agent to its end, as docs/runtimes.md (CLI agents) describes.
 func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 	var mu sync.Mutex // the output goroutine, the work tools and this one all emit
 	rep := runtime.NewReporter(a, func(e runtime.Event) {

@@ -209,7 +209,8 @@ TO: <recipient: a worker's name or role, coordinator, human, or * for everyone>
 	return b.String()
 }
 
-// Run runs a with the CLI in a.Dir's scratch directory; see the package documentation.
+// Run runs a with the CLI in a.Dir's scratch directory, as docs/runtimes.md (Claude Code)
+// describes.
 func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 	var mu sync.Mutex // the port wants events in order, never concurrently
 	rep := runtime.NewReporter(a, func(e runtime.Event) {
