@@ -11,7 +11,7 @@ import (
 // engine merges into each state once: no two states are appended to from the same one.
 //
 // To keep checkpoints small, a reducer adds what an update holds rather than taking it whole
-// (see "Checkpoints hold what changed" in the package documentation).
+// (see "Checkpoints, interrupts, resume" in docs/checkpoints.md).
 type Reducer[S any] func(cur, update S) S
 
 // Field tags understood by the default reducer, set as `graph:"..."` on fields of the state struct:

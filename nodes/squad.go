@@ -1,43 +1,15 @@
 // Package nodes runs a squad: a coordinator that grows a work board while the run goes on, and
 // workers of any runtime that do the work, talk to each other and to a human, and publish.
 //
-// A run is a graph whose superstep is a tick:
+// [New] opens a [Squad] on an agent's home ([WithHome]; [WithModel] for its models), and
+// [Squad.Run] runs it toward a goal. A run is a graph whose superstep is a tick (intake,
+// route_frontier, dispatch, collect, reconcile_inbox, decide_next; [Mermaid] draws it), and
+// each step commits with its checkpoint in the squad's store (package nodes/store). Only the
+// coordinator's finish completes a run: [Squad.End] and a cancelled context pause it, and
+// [Squad.Resume] continues it by its id, after a crash too, without redoing finished work.
 //
-//		intake → route_frontier → dispatch (fan-out) → collect → reconcile_inbox → decide_next ─┐
-//		            ▲                                                                          │
-//		            └──────────────────────────────────────────────────────────────────────────┘
-//
-//	  - intake takes the goal and starts the run's plan and logs; the coordinator's prompt is
-//	    built from the agent's home (SOUL.md, GOAL.md, MEMORY.md, recent logs) at each of its turns.
-//	  - route_frontier first applies, as reconcile_inbox does, what ended while decide_next ran
-//	    (so a worker that finished then starts again in this tick), then matches ready work nodes
-//	    (pending, dependencies done) to idle workers, spawning workers when none is free, within
-//	    the pool's concurrency limit; it also picks up assignments to resume: after a restart,
-//	    after a human's answer, or for a worker woken by mail.
-//	  - dispatch starts each assignment on its worker's runtime. Assignments run on their own:
-//	    a long one keeps running across ticks.
-//	  - collect waits for the first thing that needs attention — an assignment that ended, a
-//	    message, a human's word — never for the slowest worker.
-//	  - reconcile_inbox applies what ended to the board (publish, sub-nodes, questions, failures
-//	    with one retry) and tells the coordinator.
-//	  - decide_next lets the coordinator, a harnessed worker with the coordinator's tools, react:
-//	    create nodes, spawn workers, message, reconvene, ask the human, or finish.
-//
-// A squad keeps its runs in one store (package nodes/store: SQLite in the home's state.db by
-// default, PostgreSQL in a fleet): the ticks' and the harnessed conversations' checkpoints and,
-// beside them, each run's state (goal, stage, contract, output, the coordinator's question), its
-// board (nodes, workers, outcomes), the agent's events and its conversation with the human. What
-// a step changes commits with the step's checkpoint, in one transaction: a killed run resumes by
-// its id and finds each step whole or not at all, without redoing finished work or logging
-// anything twice. Files are for agents and people: a node's spec, refs, scratch and published
-// folders, the workers' notebooks, the agent's memory, and views written from the store
-// (_status.md, events.jsonl, conversation.jsonl; see runtime/workspace for the layout). Those a
-// run needs — a node's published outputs, the workers' identity, history and memory, the agent's
-// memory — are kept in the store too, with what wrote them, and written back to a home that lacks
-// them (another machine's), or whose folder of a run is behind the store (the run went on in
-// another home since; that folder is set aside): a run resumed there starts again the attempts
-// that were in progress in the folder it lacked (limit: MaxStoredFile a file). Messages go through a durable bus. Only the coordinator's finish completes a run: End and a cancelled
-// context pause it.
+// The tick, workers, messages, memory and triggers are in docs/squad.md; the store in
+// docs/store.md.
 package nodes
 
 import (

@@ -28,8 +28,8 @@ const (
 	DefaultWatchInterval = time.Second
 )
 
-// WithPostgres makes the server a replica of a fleet on the PostgreSQL database at url (see the
-// package documentation, "Replicas"): its agents' registry, leases and checkpoints live there, and
+// WithPostgres makes the server a replica of a fleet on the PostgreSQL database at url (see
+// docs/fleet.md, "Replicas of the server"): its agents' registry, leases and checkpoints live there, and
 // their folders under the root, which every replica of the fleet shares.
 func WithPostgres(url string) Option { return func(c *config) { c.pgURL = url } }
 

@@ -135,7 +135,7 @@ func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 // and the replicas' watchdogs resume it.
 func WithoutResume() Option { return func(c *config) { c.noResume = true } }
 
-// Server serves the API (see the package documentation). It is an http.Handler, safe for
+// Server serves the API (its routes are in docs/server.md). It is an http.Handler, safe for
 // concurrent use.
 type Server struct {
 	cfg     config

@@ -1,4 +1,5 @@
-// Package checkpointtest is the conformance suite of checkpoint.Saver: every Saver must pass Run.
+// Package checkpointtest is the conformance suite of checkpoint.Saver: every Saver must pass [Run],
+// and a Saver that takes an effect handler [RunEffects] too.
 //
 // A Saver's test calls Run with a constructor of fresh, empty savers:
 //
@@ -13,41 +14,8 @@
 //		})
 //	}
 //
-// Each property of the contract is a subtest with a saver of its own. The contract, beyond what
-// the checkpoint package documents, as the suite checks it:
-//
-//   - Every field of a Checkpoint comes back from Get and List as it was put, with these
-//     allowances: CreatedAt keeps at least millisecond precision (finer digits may be truncated,
-//     never rounded up), need not keep its location, and the zero time stays zero; Next, Joins, Meta
-//     and the lists inside Joins may come back nil when they were put empty, or empty when put nil.
-//   - State and Task.Arg keep the difference between nil and empty: a nil State means "no
-//     snapshot", while an empty one is a snapshot whose encoding is empty (which a binary
-//     serializer can produce for an empty state), so a nil comes back nil and an empty, non-nil
-//     slice comes back empty and non-nil. Byte slices may hold any bytes. Write.Value need only
-//     keep its bytes; nil and empty may be treated alike.
-//   - Strings (IDs, names, Meta) are valid UTF-8 without NUL bytes; the suite uses non-ASCII text.
-//   - Put needs a thread ID and a checkpoint ID; it returns the config that addresses the
-//     checkpoint; putting an ID that exists replaces the checkpoint and keeps its writes.
-//   - "Latest" and List's "newest first" follow the order of checkpoint IDs as strings (byte-wise),
-//     whatever the order of the Puts. ListOptions.Before keeps the IDs smaller than it, whether or
-//     not a checkpoint has that ID. Filters apply before Limit. Listed tuples carry their writes.
-//   - Writes come back in the order they were first put; a write whose (TaskID, Kind, Idx) was put
-//     before for the same checkpoint is ignored. Writes belong to one checkpoint. PutWrites for a
-//     checkpoint that does not exist fails with an error wrapping checkpoint.ErrNotFound.
-//   - Get of an unknown thread, namespace or checkpoint fails with checkpoint.ErrNotFound and a nil
-//     tuple; List of an unknown thread returns nothing and no error.
-//   - Namespaces of a thread are independent; DeleteThread removes every namespace of one thread,
-//     deleting an unknown thread is not an error, and a deleted thread can be used again from
-//     scratch.
-//   - A saver keeps copies of what it is given and returns copies of what it keeps.
-//   - A call with a cancelled context fails with an error wrapping context.Canceled.
-//   - A saver is safe for concurrent use.
-//   - A checkpoint.StepSaver's PutStep saves the writes on the parent and the checkpoint as
-//     PutWrites and Put would; with a parent that does not exist it fails with
-//     checkpoint.ErrNotFound and stores no checkpoint. (Savers without it skip that property.)
-//   - A saver without an effect handler refuses a PutWrites or PutStep that carries a
-//     checkpoint.WriteEffect write with an error wrapping checkpoint.ErrNoEffectHandler, and saves
-//     nothing of it. A saver that takes an effect handler also passes RunEffects.
+// Each property of the contract is a subtest with a saver of its own. The contract the suite
+// checks, beyond what package checkpoint documents, is in docs/checkpoints.md (Writing a saver).
 package checkpointtest
 
 import (

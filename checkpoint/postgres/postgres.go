@@ -55,7 +55,7 @@ var errClosed = errors.New("the saver is closed")
 // Open connects to the PostgreSQL database at url (a URL or a key=value connection string, as
 // pgxpool.ParseConfig reads them) through a pool of its own and brings the schema up to date (see
 // New). The URL's parameters configure the pool and the sessions: pool_max_conns, search_path (the
-// schema of the tables), synchronous_commit (see the package documentation). Close the Saver when
+// schema of the tables), synchronous_commit (see docs/checkpoints.md). Close the Saver when
 // done; it closes the pool.
 func Open(ctx context.Context, url string, opts ...Option) (*Saver, error) {
 	cfg, err := pgxpool.ParseConfig(url)

@@ -1,48 +1,15 @@
 // Package providertest runs fake model-provider HTTP servers that speak the providers' real wire
 // formats, so provider adapters built on the official SDKs (the Anthropic Go SDK, langchaingo's
-// OpenAI client) can be tested end to end without a network or a key.
+// OpenAI client) and CLI agents can be tested end to end without a network or a key.
 //
-// A Server plays a script of Replies, one per request, in order (or answers with a function of
-// the request), and records every request it gets: headers, raw body and decoded body.
+// [NewAnthropic] (Messages API), [NewOpenAI] (Chat Completions), [NewResponses] (the Responses
+// API) and [NewGemini] each start a [Server] that plays a script of [Reply] values, one per
+// request, in order (or answers with a function of the request), and records every request it
+// gets. A request past the end of the script, or to a path the API does not serve, fails the
+// test.
 //
-//   - NewAnthropic speaks the Messages API: POST /v1/messages, JSON or server-sent events.
-//     Give a client its URL as the base URL (what ANTHROPIC_BASE_URL or the SDK's
-//     option.WithBaseURL expect: the server root, without /v1).
-//   - NewOpenAI speaks Chat Completions: POST /v1/chat/completions, JSON or "data:" lines ending
-//     with "data: [DONE]". Its URL ends in /v1, as OpenAI clients expect of a base URL
-//     (OPENAI_BASE_URL, langchaingo's openai.WithBaseURL).
-//   - NewResponses speaks the OpenAI Responses API (Codex): POST /v1/responses; URL ends in /v1.
-//   - NewGemini speaks the Gemini API (Gemini CLI): POST /v1beta/models/{model}:generateContent and :streamGenerateContent?alt=sse; URL is the root (GOOGLE_GEMINI_BASE_URL).
-//
-// # Faithful
-//
-// Paths, methods and the authentication headers each API requires (x-api-key and
-// anthropic-version; Authorization: Bearer), refused with the API's own 401 body; the required
-// body fields (model, max_tokens and messages; model and messages), refused with a 400 the way the
-// API refuses them; the shapes of responses, stream events and error bodies, field by field,
-// including the nulls the APIs send; the order of stream events (Anthropic: message_start, then per
-// content block content_block_start, deltas and content_block_stop, a ping, message_delta with the
-// stop reason and cumulative usage, message_stop; OpenAI: a role chunk, content and tool-call
-// deltas with the call's index, id and name first and its arguments in pieces, a finish_reason
-// chunk, a usage chunk with empty choices when stream_options.include_usage is set, then [DONE]);
-// tool arguments split mid-JSON across deltas; error statuses, types, codes and the retry-after
-// header (whole seconds, rounded up); errors sent inside a stream after it started (Reply.MidStream);
-// connections dropped without an answer (Reply.Err = providers.ErrConnection).
-//
-// # Simplified
-//
-// Ids are deterministic ("msg_test_0001", "toolu_test_0001_0", "chatcmpl-test0001", "call_test_0001_0");
-// the model in an answer is the request's; text streams a word per delta and arguments in three
-// pieces; request bodies are checked only for the required fields (not for types, roles or tool
-// schemas); rate-limit headers other than retry-after, Anthropic's citations and OpenAI's logprobs,
-// audio and refusals are not produced (extra headers can be set with Reply.Header, and Anthropic
-// blocks of any kind with Reply.Blocks). Usage is given in the canonical sense of
-// providers.Usage, where InputTokens excludes cached tokens: Anthropic sends the fields as they
-// are; OpenAI sends prompt_tokens = InputTokens + CacheReadTokens (OpenAI counts cached tokens
-// inside prompt_tokens) with cached_tokens = CacheReadTokens, and has no cache-write count.
-//
-// A request past the end of the script, or to a path the API does not serve, is answered with an
-// error and also fails the test (T.Errorf), since either is a bug of the test or of the adapter.
+// What the fakes reproduce faithfully, and what they simplify, is in docs/providers.md (Fake
+// providers for tests).
 package providertest
 
 import (
@@ -116,7 +83,7 @@ type Reply struct {
 	Stop string
 	// StopSequence is the Anthropic stop_sequence (for Stop "stop_sequence"); null when empty.
 	StopSequence string
-	// Usage is the token usage, in the canonical sense (see the package doc for OpenAI).
+	// Usage is the token usage, in the canonical sense (see docs/providers.md for OpenAI).
 	Usage providers.Usage
 	// Model overrides the model named in the answer (by default the request's).
 	Model string

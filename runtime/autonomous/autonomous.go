@@ -1,94 +1,15 @@
 // Package autonomous is the runtime adapter for any CLI agent — Codex, Gemini CLI, Aider, a
 // shell script — driven through files in its working directory.
 //
-// # The command
+// [New] takes the agent's command line as a template over [Vars] ({{.Prompt}}, {{.TaskFile}},
+// {{.MCPConfig}}…); [Codex], [Gemini], [Aider] and [Script] are templates to start from. Each
+// Run writes _task.md and the other protocol files into the node's scratch folder, starts the
+// agent there, contained and sandboxed, relays messages through _inbox.md and _outbox.md, and
+// ends when the agent writes _result.md (published) or _checkpoint.md, or reports through the
+// work tools over MCP. Usage is unknown for generic agents: outcomes report none.
 //
-// [New] takes the agent's command line as a template: each argument is a text/template over
-// [Vars], so {{.TaskFile}}, {{.Prompt}}, {{.Scratch}}, {{.Worker}} and the other fields of Vars
-// are replaced by the assignment's values ({{.Task}} is the bare task; {{.Prompt}} a short
-// instruction to read _task.md, which holds the task and the protocol). A placeholder that is
-// not a field of Vars makes the template invalid: [Runtime.Err] reports it, naming it, and
-// every Run fails with that error without starting anything. Leading arguments of the form
-// NAME=value (templates too) set variables of the agent's environment, as in a shell; the
-// first other argument is the program. [Codex], [Gemini], [Aider] and [Script] are example
-// templates.
-//
-// # The work tools over MCP
-//
-// A template that uses {{.MCPURL}} or {{.MCPConfig}} gives the agent the squad's work tools
-// over MCP, as harnessed and Claude Code workers have them: publish, checkpoint,
-// send_message, check_messages, create_work_node, suggest_next and ask_human, on an endpoint
-// of the assignment (a loopback port, streamable HTTP, behind a token of its own) that closes
-// when the run ends. The token is in the agent's environment ([MCPTokenEnv], beside
-// [MCPURLEnv]) and in no file: {{.MCPConfig}}, a client configuration written outside the
-// node's folder and removed when the run ends, refers to the variable. [Codex] passes the
-// endpoint with -c overrides of its configuration, [Gemini] with its settings file of system
-// defaults; _task.md then names the tools. What the agent reports through them makes the
-// outcome: publishing, checkpointing or a question (the outcome is Waiting; run again with
-// the Answer, which _task.md gives) ends the run as _result.md does, and its sub-nodes and
-// suggestions are in the outcome. The file protocol works beside them; a template without
-// these placeholders has it alone.
-//
-// The process runs in the node's scratch directory (Assignment.Dir.Scratch()), contained with
-// everything it starts (internal/proc), with stdin empty (/dev/null) and the environment of the
-// current process plus AGIRAPH_ASSIGNMENT, AGIRAPH_NODE, AGIRAPH_WORKER, AGIRAPH_SCRATCH and
-// [WithEnv]'s entries, within the assignment's sandbox (Assignment.Sandbox, see package
-// sandbox): where bubblewrap runs it writes only its scratch directory, the configuration
-// folder of a CLI the sandbox package knows (sandbox.Agents: codex, gemini, claude, aider) and
-// what the policy allows, and everywhere its environment loses the secrets but the known CLI's
-// keys and WithEnv's variables ([WithSandbox] changes this). The Started event says how it runs.
-// Its stdout and stderr are reported line by line as runtime.Output events (a line is cut at
-// 4 KiB) and their last bytes are kept for the error of a failed run ([WithOutputTail]). So
-// are the last three lines that say something went wrong (a word such as error, failed or
-// refused; of JSON lines, those whose type is an error or a failure, by their message): the
-// error of a run that ends without a result, or is stopped (a deadline, a stall, a
-// cancellation), names them — a CLI that cannot reach its API retries until the deadline,
-// and says why.
-//
-// # The protocol
-//
-// Before starting the agent, Run writes into the scratch directory:
-//
-//	_task.md       the task, the worker's instructions (Assignment.System), the human's
-//	               answer (Assignment.Answer), where the previous stage ended, and the protocol
-//	_context.json  the assignment's ids, the node folder's paths, the protocol files' names
-//	               and the node's refs (_refs.json)
-//	_inbox.md      empty: messages for the agent are appended as "[Message from X]: text"
-//	_outbox.md     empty: the agent appends "TO: name" blocks, each ended by a "---" line
-//
-// A _result.md or _checkpoint.md left by an earlier run of the node is removed (the
-// checkpoint's text goes into _task.md as where the previous stage ended); _inbox.md and
-// _outbox.md start empty at every run.
-//
-// While the agent runs, Run polls the directory ([WithPollInterval], 200ms by default):
-//
-//   - Messages from Assignment.Mailbox are appended to _inbox.md (a MessageReceived event
-//     each). Once the agent has finished, messages are no longer taken: they stay in the
-//     mailbox.
-//   - Each new complete block of _outbox.md is sent with Mailbox.Send (a MessageSent event
-//     each), exactly once. A block is complete when a line holding only "---" follows it;
-//     once the agent has exited or been stopped, an unterminated last block is complete too.
-//     The agent may clear or rewrite the file: when it no longer begins with what was
-//     already read, reading starts again at its beginning. A block without a "TO:" line, or
-//     one the mailbox refuses, is not sent: a note saying why is appended to _inbox.md.
-//     Without a mailbox, _outbox.md is not read and _task.md does not mention
-//     messages.
-//   - _result.md ends the run once it is complete: when two successive polls found it with the
-//     same size and modification time (an agent that writes it by renaming a finished file
-//     is thus read whole), or at once when the agent has exited. The agent's process group is
-//     then stopped (SIGTERM, then SIGKILL after [WithStopGrace]), the scratch files whose names
-//     do not start with "_" or "." are published (runtime.NodeDir.Publish), and the outcome is
-//     Published with _result.md's text as its summary.
-//   - _checkpoint.md, under the same rule, ends the run as Checkpointed with its text as the
-//     summary; nothing is published. _result.md wins when both are there.
-//
-// An agent that exits without either file fails: the error wraps runtime.ErrNoResult and gives
-// the exit status and the tail of the output. Cancelling the context (or passing its deadline,
-// or runtime.Watch's stall) stops the process group the same way and ends with the status
-// runtime.StatusOf gives. In every case the process group is killed with SIGKILL before Run
-// returns, so nothing the agent started in its group outlives the run.
-//
-// Usage is unknown for generic agents: outcomes report none.
+// The template, the environment, the protocol and how a run ends are in docs/runtimes.md
+// (CLI agents).
 package autonomous
 
 import (
@@ -233,7 +154,7 @@ func New(command []string, opts ...Option) *Runtime {
 // valid.
 func (r *Runtime) Err() error { return r.err }
 
-// Run runs a's agent to its end. See the package documentation.
+// Run runs a's agent to its end, as docs/runtimes.md (CLI agents) describes.
 func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 	var mu sync.Mutex // the output goroutine, the work tools and this one all emit
 	rep := runtime.NewReporter(a, func(e runtime.Event) {

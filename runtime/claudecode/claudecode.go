@@ -1,104 +1,14 @@
 // Package claudecode runs the Claude Code CLI (claude, the npm package @anthropic-ai/claude-code)
 // as a worker: an adapter of the runtime.Runtime port.
 //
-// # The process
+// [New] makes a [Runtime]; each Run starts one claude -p process in the node's scratch folder,
+// contained and sandboxed, maps its stream-json output to runtime events, and serves it the
+// squad's work tools over MCP ([WithoutMCP] for a CLI without MCP). A successful result
+// publishes the node's files; a checkpoint or a question ends the stage without publishing.
+// [WithModel], [WithAllowedTools] and [WithEnv] choose what the CLI runs with.
 //
-// Each Run starts one process:
-//
-//	claude -p --output-format stream-json --verbose --include-partial-messages [--model M]
-//	       --append-system-prompt <the assignment's System + the file protocol below>
-//	       --permission-mode <mode> [--allowedTools T...] [--max-turns N] [--resume SESSION]
-//	       -- <the Task, and the human's Answer when there is one>
-//
-// in the node's scratch directory (the CLI has no flag for its working directory), with stdin
-// closed and the environment of this process plus WithEnv's entries (so ANTHROPIC_BASE_URL,
-// ANTHROPIC_API_KEY and the like pass through), within the assignment's sandbox
-// (Assignment.Sandbox, see package sandbox): where bubblewrap runs it writes only its scratch
-// directory, its configuration folder ($CLAUDE_CONFIG_DIR or ~/.claude) and what the policy
-// allows, and everywhere its environment loses the secrets but its keys and WithEnv's
-// variables (WithSandbox changes this). The CLI and everything it starts are contained: when
-// the context is cancelled or its deadline passes they are all killed, and so is anything left
-// once the CLI has exited.
-//
-// Claude Code refuses to bypass permissions as root unless IS_SANDBOX=1 is set; the default
-// permission mode is bypassPermissions, and when this process runs as root the child gets
-// IS_SANDBOX=1. With an explicit allow-list (WithAllowedTools) the default mode is dontAsk
-// instead: the listed tools run, anything else is denied without a prompt (nobody could answer
-// one), and the denials are reported.
-//
-// # The stream
-//
-// The CLI prints one JSON object per line (NDJSON). Each becomes port events:
-//
-//	{"type":"system","subtype":"init",...}              Started (model, session, tools)
-//	{"type":"system","subtype":"api_retry",...}         Retrying (attempt, status, delay)
-//	{"type":"system","subtype":"compact_boundary",...}  Compacted
-//	{"type":"system","subtype":"status",...}            nothing ("requesting" before each API call)
-//	{"type":"system","subtype":"permission_denied",...} Output: the tool call the CLI denied, and why
-//	{"type":"assistant","message":{...}}                ModelTurn (text, usage); ToolCalled per tool_use block
-//	{"type":"stream_event","event":{...}}               the usage of a model turn (message_start, message_delta);
-//	                                                    TextDelta per text_delta of a content_block_delta
-//	{"type":"user","message":{...}}                     ToolResult per tool_result block (with is_error)
-//	{"type":"result",...}                               the Outcome: result text, session_id, num_turns,
-//	                                                    usage, total_cost_usd, is_error, permission_denials
-//
-// A model message is one ModelTurn, with its text and what it cost, followed by a ToolCalled per
-// tool_use block, reported when the message ends. The CLI prints one assistant event per content
-// block, as each block ends, all with the message's id and the usage of the message's start
-// (output_tokens 1); the final usage comes in the stream_event carrying the API's message_delta
-// (--include-partial-messages), and message_stop ends the message. The text of the content
-// blocks' deltas is reported as it comes, a TextDelta each, before the message's ModelTurn; a
-// message of several text blocks has them joined by a newline in its ModelTurn, not between its
-// deltas. The other stream events (other deltas, block starts and stops) are decoded to their
-// type and ignored. Should a CLI print no stream events, a message ends at the next line of
-// another kind, with the usage of its start (output_tokens 1), and no TextDelta is reported.
-// The result's usage is the Outcome's; without a result, the Outcome has the sum of the turns'.
-// A result with is_error true (an API error after the CLI's own retries, for example) or a subtype
-// error_* (error_max_turns, error_during_execution) fails the run with its message, whatever the
-// exit status; permission denials are listed in the summary or the error.
-//
-// Other lines that are JSON objects are reported as Output and otherwise ignored; numbers are
-// read whatever their form. A line that cannot be read (cut short, not an object, a field of an
-// unexpected type, text that is not JSON at all) is reported as Output and the run goes on. A
-// crash or an exit without a result event ends the run as Failed (the error wraps
-// runtime.ErrNoResult). An api_retry event with status 401 or 403 (or an error naming
-// authentication) stops the CLI at once and fails the run with the authentication error, rather
-// than letting it retry. Failures carry the exit status and the last few KiB of the CLI's stderr.
-//
-// The CLI and everything it starts are contained by internal/proc: in a PID namespace of their
-// own where bubblewrap runs, so a Bash command it backgrounded or detached dies with the run.
-// The Started event says which sandbox the CLI runs in, and when containment is weaker.
-//
-// # The work tools over MCP
-//
-// Unless WithoutMCP, each Run serves the assignment's work tools (runtime.WorkTools: publish,
-// checkpoint, send_message, check_messages, create_work_node, suggest_next) and ask_human to
-// the CLI over MCP (tools/mcp.Serve: a loopback endpoint behind a token of its own, passed with
-// --mcp-config; with an allow-list, the server is allowed too). What the CLI reports through them
-// — publishing, a checkpoint, a question (the Outcome is Waiting; run again with the Answer, the
-// session resumed), sub-nodes and suggestions — makes the Outcome; the file protocol below still
-// works beside it, for what the tools were not used for. The CLI runs a call as soon as its block
-// ends, before its message does: a call of a work tool is reported (ToolCalled) when it reaches
-// the endpoint, unless the output showed it already, so what the tool does — a message sent —
-// comes after the call, and the message's ModelTurn after both. A permission_denied line, read
-// while the message that made the denied call is being read, is reported after its calls.
-//
-// # The file protocol
-//
-// The appended system prompt tells the agent how to talk to the rest of the run through files in
-// its working directory, which a bridge loop polls while the process runs (WithBridgeInterval)
-// and once more after it exits:
-//
-//   - _inbox.md: messages for the worker (from its Mailbox) are appended as
-//     "[Message from NAME]: body" paragraphs (runtime.FormatMessages); the agent reads it.
-//   - _outbox.md: the agent appends blocks "TO: <recipient>", the body, then a line "---"; each
-//     complete block is sent once through the Mailbox (blocks already in the file when a Run
-//     starts count as sent by an earlier run).
-//   - _checkpoint.md: written with a summary, it ends the stage without publishing: the Outcome
-//     is Checkpointed with that summary. It is removed when a Run starts.
-//
-// A successful result without a checkpoint publishes: the scratch files (not those starting with
-// "_" or ".") move to published/ (runtime.NodeDir.Publish) and the Outcome is Published.
+// The command line, how the stream maps to events, the errors and the file protocol are in
+// docs/runtimes.md (Claude Code).
 package claudecode
 
 import (
@@ -299,7 +209,8 @@ TO: <recipient: a worker's name or role, coordinator, human, or * for everyone>
 	return b.String()
 }
 
-// Run runs a with the CLI in a.Dir's scratch directory; see the package documentation.
+// Run runs a with the CLI in a.Dir's scratch directory, as docs/runtimes.md (Claude Code)
+// describes.
 func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 	var mu sync.Mutex // the port wants events in order, never concurrently
 	rep := runtime.NewReporter(a, func(e runtime.Event) {

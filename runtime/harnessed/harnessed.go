@@ -1,36 +1,15 @@
 // Package harnessed runs a worker in process: a ReAct loop in which a providers.Model thinks and
 // the assignment's tools act, until the worker publishes or checkpoints.
 //
-// The loop is itself a graph (a model node and a tools node) run on a checkpoint.Saver, one thread
-// per assignment ID, so every model turn and every tool call is saved as it finishes. Each saves
-// only what it adds (a model turn its answer and the calls it asks for, a tool call its result),
-// so what an assignment stores grows with its conversation, not with its square. Running an
-// assignment again after a crash, a cancellation or a failure continues its conversation from the
-// last saved step: finished tool calls are not repeated and the model is not asked again for a
-// turn it already answered.
+// [New] makes a [Runtime] over a model. The loop is itself a graph run on a checkpoint.Saver,
+// one thread per assignment, so every model turn and every tool call is saved as it finishes,
+// and running an assignment again after a crash continues its conversation. Around the model
+// and the tools, the loop delivers messages at yield points, gives the work tools and
+// ask_human, compacts a conversation near the context limit, and fails with notes when a model
+// call fails. [WithMCP] adds the tools of MCP servers; [WithSingleInference] makes one call
+// without tools.
 //
-// Around the model and the tools, the loop provides what a worker needs to live in a squad:
-//
-//   - Yield points. Before every model call and between tool calls the worker's mailbox is
-//     drained; messages that arrive during tool calls are held until the turn's results are
-//     complete (tool results must follow the call that asked for them) and then shown as
-//     "[Message from NAME]: ..." text.
-//   - The work tools (runtime.WorkTools: publish, checkpoint, suggest_next, create_work_node,
-//     send_message, check_messages) and ask_human, which stops the assignment with status
-//     Waiting until it is run again with the human's Answer — across restarts, since the
-//     question is saved like any other step.
-//   - Compaction. When the conversation nears the model's context limit the worker is first asked
-//     to write what it must keep to files, then the conversation is archived in the node folder
-//     (never deleted) and rebuilt from the task, a summary of the scratch files and the last
-//     turns.
-//   - Failure handling. The loop never calls the model again after a failed call: retries are
-//     made in one place, by the model (providers.WithRetry, which every model of models.New
-//     has), and reported as Retrying events. A call that fails writes failure_notes.md, the
-//     error and the conversation, into the node folder, and the assignment fails. A worker that
-//     has not finished after MaxIterations model turns fails too.
-//
-// Single-inference mode (WithSingleInference) makes one model call without tools and publishes
-// its answer as result.md.
+// How the loop saves, yields, compacts and fails is in docs/runtimes.md (Harnessed workers).
 package harnessed
 
 import (

@@ -1,60 +1,15 @@
 // Package triggers gives an agent temporal agency: triggers that wake it, run a node or send
-// a message at some later time or on some condition, kept in the agent's triggers.json so that
-// they survive a restart, and the tools an agent uses to manage its own triggers.
+// a message at some later time or on some condition, kept so that they survive a restart, and
+// the tools an agent uses to manage its own triggers.
 //
-// # Trigger types
+// A trigger is [Scheduled] (cron), [Delayed], [AtTime], [Heartbeat], [OnEvent] or [OnIdle]. A
+// [Scheduler] holds one agent's triggers: [Open] loads them (from triggers.json, or a [Keeper]),
+// [Scheduler.Start] fires each when it comes due, and [Scheduler.Tools] gives the agent
+// schedule, list_triggers and cancel_trigger. An [Alarm] waits for the next due time of any
+// number of agents at rest on one goroutine. Tests drive time with a [FakeClock].
 //
-//   - [Scheduled]: recurring, on a cron expression (five fields, "*/15 * * * *", or a
-//     descriptor such as "@hourly", "@daily", "@every 90m") in a time zone — a "CRON_TZ=" or
-//     "TZ=" prefix of the expression, or the trigger's TZ field; UTC when neither is given.
-//     Expressions are parsed by github.com/robfig/cron/v3.
-//   - [Delayed]: once, Delay after the trigger was created.
-//   - [AtTime]: once, at At. An At in the past fires at once.
-//   - [Heartbeat]: every Interval, counted from the trigger's creation.
-//   - [OnEvent]: on every event (see [Scheduler.Observe]) whose type matches Pattern (a glob,
-//     "node.*") and whose fields match Filter.
-//   - [OnIdle]: when there has been no activity ([Scheduler.Observe], [Scheduler.Activity])
-//     for Idle; it then re-arms, and fires again only after another Idle without activity.
-//
-// # The scheduler
-//
-// A [Scheduler] holds one agent's triggers. [Open] loads them from the agent's triggers.json;
-// [Scheduler.Start] runs a loop that calls the fire function given to Open for each
-// [Firing], one at a time and in the order of their due times, from the loop's own goroutine.
-// Every change — a trigger added, cancelled or fired — is written to the file at once, atomically
-// (a temporary file renamed over the old one). Activity only moves the due time of on_idle
-// triggers; it is written with the next change or by [Scheduler.Close], so after a crash an
-// on_idle trigger may fire somewhat early.
-//
-// A recurring trigger never fires once per missed due time: triggers that came due while the
-// process was down fire once when the scheduler starts, with [Firing.Late] set, and recurring
-// ones continue from then (a heartbeat Interval after the start, a cron schedule at its next
-// time after the start). Likewise, when the loop falls behind (a slow fire function, a fake
-// clock moved a long way at once), a recurring trigger fires once and continues from the time it
-// fired.
-//
-// The file is {"next_id": N, "triggers": [...]}, each trigger as [Trigger] marshals it: times in
-// RFC 3339, durations (delay, interval, idle) in seconds (see [Duration]). next_id keeps ids
-// from being reused after a restart.
-//
-// # Agents at rest
-//
-// A program that keeps many agents need not keep a scheduler — a goroutine and a timer — for
-// each: it closes the scheduler of an agent at rest, sets an [Alarm] (one goroutine for any
-// number of agents) to [Scheduler.Next], and opens the scheduler again when the alarm rings,
-// with [WithUpSince] so that what came due since the program started fires on time rather than
-// late; [Scheduler.Settle] then waits until it has fired, and the scheduler is closed again.
-//
-// # Tools
-//
-// [Scheduler.Tools] returns schedule, list_triggers and cancel_trigger, the tools through which
-// an agent manages its own triggers; their errors name the argument to fix.
-//
-// # Time
-//
-// The scheduler reads time from a [Clock] (the system clock unless [WithClock] is given). Tests
-// use a [FakeClock] and [Scheduler.Settle] to wait until the loop has done everything due at the
-// clock's current time.
+// The trigger types, missed due times, the file's format and agents at rest are in
+// docs/squad.md (Triggers).
 package triggers
 
 import (

@@ -43,8 +43,8 @@ const (
 	defaultPerm  = 0o644
 )
 
-// Home is an agent's home directory: permanent, across runs. See the package documentation
-// for its layout.
+// Home is an agent's home directory: permanent, across runs. Its layout is in docs/squad.md
+// (The agent's folders).
 type Home string
 
 func (h Home) path(name string) string { return filepath.Join(string(h), name) }
@@ -84,8 +84,8 @@ func (h Home) Create() error {
 	return mkdirs("home", string(h), h.MemoryDir(), h.path(runsDir))
 }
 
-// Run is one run's folder, runs/{id} in a [Home]. See the package documentation for its
-// layout. The file tools of a run are rooted here, and [Scope] paths are relative to it.
+// Run is one run's folder, runs/{id} in a [Home]. Its layout is in docs/squad.md (The agent's
+// folders). The file tools of a run are rooted here, and [Scope] paths are relative to it.
 type Run string
 
 func (r Run) path(name string) string { return filepath.Join(string(r), name) }
