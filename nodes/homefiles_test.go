@@ -119,8 +119,13 @@ func pauseWhen(t *testing.T, st store.Store, home, goal string, typ eventlog.Typ
 		ended <- err
 	}()
 	for seen := 0; seen < n; {
-		if e := <-events; e.Type == typ {
-			seen++
+		select {
+		case e := <-events:
+			if e.Type == typ {
+				seen++
+			}
+		case err := <-ended:
+			require.Failf(t, "the run ended before the events awaited", "%d of %d %s events: %v", seen, n, typ, err)
 		}
 	}
 	cancel()

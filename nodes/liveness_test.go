@@ -89,11 +89,12 @@ func TestSlowWorkerDoesNotDelayTheCoordinator(t *testing.T) {
 	defer stop()
 	done := runAsync(s, "two nodes")
 
-	waitFor(t, events, "the slow node blocking", func(e eventlog.Event) bool {
-		return e.Type == eventlog.ToolCalled && e.Node == "n1" && strings.HasPrefix(e.Text, "block")
-	})
-	waitFor(t, events, "the coordinator reacting to n2", func(e eventlog.Event) bool {
-		return e.Type == eventlog.MessageSent && e.Worker == bus.Coordinator && e.Text == "n2 is done"
+	// The two come in either order: the coordinator may react to n2 before n1's worker calls block.
+	var blocked, reacted bool
+	waitFor(t, events, "the slow node blocking and the coordinator reacting to n2", func(e eventlog.Event) bool {
+		blocked = blocked || e.Type == eventlog.ToolCalled && e.Node == "n1" && strings.HasPrefix(e.Text, "block")
+		reacted = reacted || e.Type == eventlog.MessageSent && e.Worker == bus.Coordinator && e.Text == "n2 is done"
+		return blocked && reacted
 	})
 	if err := s.Send("", "how is it going?"); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/internal/testenv"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
@@ -104,16 +105,16 @@ func TestCLIWorkerIsSandboxed(t *testing.T) {
 const script = `echo mine > mine.txt; echo note >> ../../../workers/ada/notebook.md && echo note-ok; head -1 ../../../_plan.md; echo ESCAPED >> ../../../_plan.md; echo ESCAPED > ../../../nodes/n1/_spec.md`
 
 // skipUnenforced skips a test of the sandbox where it is not enforced: with AGIRAPH_CONTAIN=group,
-// or locally without a bwrap that runs (under CI, which installs it, that fails the test).
+// or without a bwrap that runs (internal/testenv: under CI, which installs it, that fails the
+// test), and under -short.
 func skipUnenforced(t *testing.T) {
+	t.Helper()
+	testenv.Need(t, "bubblewrap")
 	switch {
 	case os.Getenv("AGIRAPH_CONTAIN") == "group":
 		t.Skip("the sandbox is not enforced with AGIRAPH_CONTAIN=group")
-	case exec.Command("bwrap", "--unshare-pid", "--ro-bind", "/", "/", "true").Run() == nil:
-	case os.Getenv("CI") != "": // CI installs bubblewrap
-		t.Fatal("bwrap is missing or cannot run here (apt-get install bubblewrap)")
-	default:
-		t.Skip("the sandbox is not enforced here: bwrap is missing or cannot run (apt-get install bubblewrap)")
+	case exec.Command("bwrap", "--unshare-pid", "--ro-bind", "/", "/", "true").Run() != nil:
+		testenv.Missing(t, "the sandbox is not enforced here: bwrap is missing or cannot run (apt-get install bubblewrap)")
 	}
 }
 

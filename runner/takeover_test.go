@@ -190,9 +190,6 @@ func spawn(t *testing.T, url string, n int) *proc {
 // killed before its output was saved runs again, which its side effects show); the threads of a
 // killed process are taken over within a few lease TTLs.
 func TestTakeover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts runner processes and kills them for about half a minute")
-	}
 	ctx := context.Background()
 	url := pgtest.Start(t)
 	pool, err := pgxpool.New(ctx, url)

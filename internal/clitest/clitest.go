@@ -1,8 +1,8 @@
 // Package clitest finds the third-party programs that tests run for real — the Claude Code,
 // Codex and Gemini CLIs, MCP servers from npm — where .ci/run installs them: npm packages
-// pinned to a version under <repository>/.cache/<folder>. A program that is not there skips
-// the test with the command that installs it; under CI (the CI variable set), which installs
-// them all, it fails the test instead.
+// pinned to a version under <repository>/.cache/<folder>. Under -short the test skips; a
+// program that is not there skips the test with the command that installs it; under CI (the CI
+// variable set), which installs them all, it fails the test instead (internal/testenv).
 package clitest
 
 import (
@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/agiraph/agiraph/internal/testenv"
 )
 
 // Package is an npm package a test runs, installed by .ci/run with
@@ -51,9 +53,11 @@ func RepoRoot(t testing.TB) string {
 }
 
 // Dir returns the folder of the installed package (where its package.json is). A package
-// missing, or installed at another version, skips the test — fails it under CI.
+// missing, or installed at another version, skips the test — fails it under CI. Under -short it
+// skips the test.
 func (p Package) Dir(t testing.TB) string {
 	t.Helper()
+	testenv.Need(t, p.Name+" from npm")
 	dir := filepath.Join(RepoRoot(t), ".cache", p.Folder, "node_modules", filepath.FromSlash(p.Name))
 	var meta struct{ Version string }
 	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
@@ -64,7 +68,7 @@ func (p Package) Dir(t testing.TB) string {
 		err = fmt.Errorf("version %s is installed", meta.Version)
 	}
 	if err != nil {
-		missing(t, fmt.Sprintf("%s@%s is not installed (npm install --prefix .cache/%s %s@%s): %v", p.Name, p.Version, p.Folder, p.Name, p.Version, err))
+		testenv.Missing(t, fmt.Sprintf("%s@%s is not installed (npm install --prefix .cache/%s %s@%s): %v", p.Name, p.Version, p.Folder, p.Name, p.Version, err))
 	}
 	return dir
 }
@@ -79,15 +83,6 @@ func (p Package) Bin(t testing.TB, bin, override string) string {
 	}
 	p.Dir(t)
 	return filepath.Join(RepoRoot(t), ".cache", p.Folder, "node_modules", ".bin", bin)
-}
-
-// missing skips the test with msg, or fails it under CI.
-func missing(t testing.TB, msg string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 // ClaudeEnv returns the environment in which the Claude Code CLI talks to the Messages API at

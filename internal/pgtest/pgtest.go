@@ -20,9 +20,10 @@
 // passed or not; should the test binary die without that (a panic, a signal), the kernel stops the
 // server with it (Linux's parent-death signal), and only the folder is left behind.
 //
-// Where PostgreSQL is not installed, Start skips the test and says how to install it — unless the
-// environment variable CI is set, where it fails the test: CI installs PostgreSQL (.ci/run), so its
-// absence there is a fault, not a reason to skip. Other platforms than Linux skip likewise.
+// Under -short, Start skips the test. Where PostgreSQL is not installed, Start skips the test and
+// says how to install it — unless the environment variable CI is set, where it fails the test: CI
+// installs PostgreSQL (.ci/run), so its absence there is a fault, not a reason to skip. Other
+// platforms than Linux skip likewise (internal/testenv).
 package pgtest
 
 import (
@@ -45,6 +46,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agiraph/agiraph/internal/testenv"
 )
 
 // BinEnv names the environment variable that may name the folder of initdb and postgres.
@@ -87,20 +90,21 @@ func Run(m *testing.M) int {
 
 // Start returns the URL of a new, empty database on the test binary's cluster, starting the cluster
 // on the first call; the database is dropped when the test ends, after the test's own cleanups
-// (connections still open are closed by the server). It skips the test when PostgreSQL is not
-// installed, and fails it instead when the environment variable CI is set. The test binary's
+// (connections still open are closed by the server). It skips the test under -short, and when
+// PostgreSQL is not installed, where it fails it instead when the environment variable CI is set. The test binary's
 // TestMain must call Run.
 func Start(t testing.TB) string {
 	t.Helper()
 	if !running.Load() {
 		t.Fatal("pgtest: TestMain must run the tests with pgtest.Run, which stops the cluster at the end")
 	}
+	testenv.Need(t, "PostgreSQL")
 	once.Do(func() { shared, sharedErr = start() })
 	if sharedErr != nil {
-		if errors.Is(sharedErr, errUnavailable) && os.Getenv("CI") == "" {
-			t.Skip(sharedErr)
+		if errors.Is(sharedErr, errUnavailable) {
+			testenv.Missing(t, sharedErr.Error())
 		}
-		t.Fatal(sharedErr) // under CI, .ci/run installs PostgreSQL
+		t.Fatal(sharedErr)
 	}
 	name := fmt.Sprintf("test_%d", databases.Add(1))
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/internal/testenv"
 	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
@@ -164,17 +165,15 @@ func TestSandboxShowsTheProgram(t *testing.T) {
 }
 
 // needNamespaces skips a test that needs bubblewrap's PID namespace where it is not used: with
-// AGIRAPH_CONTAIN=group, or locally without a bwrap that runs. Under CI, which installs it, a
-// bwrap that is missing or cannot run fails the test.
+// AGIRAPH_CONTAIN=group, or without a bwrap that runs, and under -short (internal/testenv: under
+// CI, which installs it, a bwrap that is missing or cannot run fails the test).
 func needNamespaces(t *testing.T) {
 	t.Helper()
+	testenv.Need(t, "bubblewrap")
 	switch {
 	case os.Getenv(ContainEnv) == "group":
 		t.Skip("AGIRAPH_CONTAIN=group: the process-group fallback is tested")
-	case namespaces() != "":
-	case os.Getenv("CI") != "":
-		t.Fatal("bwrap is missing or cannot run here (apt-get install bubblewrap)")
-	default:
-		t.Skip("bwrap is missing or cannot run here (apt-get install bubblewrap)")
+	case namespaces() == "":
+		testenv.Missing(t, "bwrap is missing or cannot run here (apt-get install bubblewrap)")
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/internal/testenv"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
@@ -42,9 +43,10 @@ const wait = 60 * time.Second
 // xss is model output that would run script if the page ever treated it as markup.
 const xss = `<img src=x onerror="document.title='pwned'"><script>window.pwned=1</script> [click](javascript:window.pwned=2) **bold**`
 
-// chromium returns the browser's path, or skips the test.
+// chromium returns the browser's path, or skips the test (internal/testenv).
 func chromium(t *testing.T) string {
 	t.Helper()
+	testenv.Need(t, "Chromium")
 	for _, name := range []string{os.Getenv("AGIRAPH_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
 		if name == "" {
 			continue
@@ -53,11 +55,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	msg := "no Chromium installed (apt-get install chromium, or set AGIRAPH_CHROMIUM): the browser tests need one"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg) // .ci/run installs it
-	}
-	t.Skip(msg)
+	testenv.Missing(t, "no Chromium installed (apt-get install chromium, or set AGIRAPH_CHROMIUM): the browser tests need one")
 	return ""
 }
 

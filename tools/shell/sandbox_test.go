@@ -14,15 +14,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/internal/testenv"
 	"github.com/agiraph/agiraph/runtime/sandbox"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/shell"
 )
 
 // enforced skips the test unless the sandbox is enforced here: bubblewrap runs, and the
-// fallback was not asked for.
+// fallback was not asked for; and under -short (internal/testenv).
 func enforced(t *testing.T) {
 	t.Helper()
+	testenv.Need(t, "bubblewrap")
 	if os.Getenv("AGIRAPH_CONTAIN") == "group" {
 		t.Skip("containment without bubblewrap was asked for")
 	}
