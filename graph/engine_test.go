@@ -1016,7 +1016,7 @@ func TestEngineNodePanic(t *testing.T) {
 				g.AddNode("ok", engLog("ok"))
 				g.AddNode("boom", func(context.Context, engState) (engState, error) {
 					var m map[string]int
-					m["x"] = 1 // a runtime panic
+					m["x"] = 1 //nolint:staticcheck // a runtime panic, on purpose
 					return engState{}, nil
 				})
 				g.AddEdge(graph.START, "ok")

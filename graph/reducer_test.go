@@ -27,7 +27,7 @@ type redState struct {
 	Log     []string       `graph:"append"`
 	Tags    map[string]int `graph:"merge"`
 	Skip    string         `graph:"-"`
-	private int            `graph:"-"` // an ignored unexported field compiles
+	private int            `graph:"-"` //nolint:unused // an ignored unexported field compiles
 }
 
 func redIntPtr(v int) *int { return &v }
@@ -266,11 +266,11 @@ type (
 	}
 	redUnexported struct {
 		Public string
-		secret int
+		secret int //nolint:unused // what the reducer must refuse
 	}
 	redUnexportedIgnored struct {
 		Public string
-		secret int `graph:"-"`
+		secret int `graph:"-"` //nolint:unused // what the reducer must ignore
 	}
 )
 

@@ -53,7 +53,7 @@ func outline(spans []sdktrace.ReadOnlySpan, show ...attribute.Key) string {
 			line := strings.Repeat("  ", depth) + s.Name()
 			for _, kv := range s.Attributes() {
 				if slices.Contains(show, kv.Key) {
-					line += fmt.Sprintf(" %s=%s", strings.TrimPrefix(string(kv.Key), "agiraph.graph."), kv.Value.Emit())
+					line += fmt.Sprintf(" %s=%s", strings.TrimPrefix(string(kv.Key), "agiraph.graph."), kv.Value.String())
 				}
 			}
 			if s.Status().Code == codes.Error {

@@ -197,7 +197,6 @@ type logWriter struct {
 	t      *testing.T
 	prefix string
 	mu     sync.Mutex
-	done   bool
 }
 
 func (w *logWriter) Write(p []byte) (int, error) {

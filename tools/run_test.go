@@ -47,7 +47,7 @@ func TestRunResults(t *testing.T) {
 		}),
 		handlerTool("boom", true, func(ctx context.Context, args json.RawMessage) (string, error) {
 			var m map[string]int
-			m["x"] = 1 // nil map write
+			m["x"] = 1 //nolint:staticcheck // a nil map write: the panic is what the test runs
 			return "", nil
 		}),
 	)

@@ -208,7 +208,7 @@ func brief(s sdktrace.ReadOnlySpan) string {
 			if kv.Key != a.key {
 				continue
 			}
-			v := kv.Value.Emit()
+			v := kv.Value.String()
 			if kv.Value.Type() == attribute.STRINGSLICE {
 				v = strings.Join(kv.Value.AsStringSlice(), ",")
 			}

@@ -34,6 +34,7 @@ func echo(lines ...string) string {
 	return b.String()
 }
 
+//nolint:staticcheck // Run's results first, as Run returns them, then what the sink recorded
 func run(t *testing.T, rt *claudecode.Runtime, a runtime.Assignment) (runtime.Outcome, error, *recorder) {
 	t.Helper()
 	rec := newRecorder(t)

@@ -31,7 +31,7 @@ func TestReplayTurnUsage(t *testing.T) {
 	total := providers.Usage{InputTokens: 3000, OutputTokens: 600, CacheReadTokens: 900, CacheWriteTokens: 150}
 
 	// replay runs the transcript through command (cat, sed...) as the CLI's output.
-	replay := func(t *testing.T, command string) (runtime.Outcome, error, []runtime.Event) {
+	replay := func(t *testing.T, command string) (runtime.Outcome, error, []runtime.Event) { //nolint:staticcheck // Run's results, then the events
 		var events []runtime.Event // Run calls the sink in order, never concurrently
 		rt := claudecode.New(claudecode.WithBinary(fakeCLI(t, command+" '"+beside(t, transcript)+"'\n")))
 		o, err := rt.Run(context.Background(), assignment(t, "x"), func(e runtime.Event) { events = append(events, e) })
