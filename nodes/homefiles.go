@@ -51,8 +51,9 @@ var fileVersions struct {
 }
 
 // keep adds to ch the files at paths, which are in the agent's home, as they are now (see
-// keepFiles), when the squad's store lives outside the home (WithStore): a store in the home's
-// own state.db keeps none, since it would be lost with them.
+// keepFiles), when the squad's store was given (WithStore), as a store that lives outside the
+// home is: the default store, in the home's own state.db, keeps none, since it would be lost
+// with them.
 func (s *Squad) keep(ch *store.Change, paths ...string) error {
 	if s.owned {
 		return nil

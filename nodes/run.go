@@ -299,8 +299,7 @@ func (r *run) execute() (res Result, err error) {
 	if p := filepath.Join(string(r.dir), outputFile); res.Finished && fileExists(p) {
 		res.OutputPath = p
 	}
-	r.board.flushViews()
-	r.s.settle() // what the run logged is in the views when it returns
+	r.s.settle() // what the run logged and changed is in the views when it returns
 	return res, err
 }
 
