@@ -173,17 +173,26 @@ const (
 // has it copied into the store first.
 func openBoard(ctx context.Context, st store.Store, run workspace.Run, now func() time.Time) (*board, error) {
 	b := &board{run: run, now: now, nodes: map[string]*Node{}, byRun: map[string]*Node{}, byKey: map[string]*Node{}, workers: map[string]*Worker{}}
-	var err error
-	if b.state, b.version, err = readRunState(ctx, st, run); err != nil {
+	// One read, so that the board is as one moment left it: a node waiting for the human's
+	// answer with its worker, not the worker waiting beside the node as it was before.
+	docs, err := st.Docs(ctx, runKey(run.ID()), nodeKey(run.ID(), ""), workerKey(run.ID(), ""))
+	if err != nil {
+		return nil, fmt.Errorf("nodes: run %s: %w", run.ID(), err)
+	}
+	stateDoc := store.Doc{Key: runKey(run.ID())}
+	var nodes, workers []store.Doc
+	for _, d := range docs {
+		switch {
+		case d.Key == stateDoc.Key:
+			stateDoc = d
+		case strings.HasPrefix(d.Key, nodeKey(run.ID(), "")):
+			nodes = append(nodes, d)
+		case strings.HasPrefix(d.Key, workerKey(run.ID(), "")):
+			workers = append(workers, d)
+		} // another run's state, whose id starts with this one's
+	}
+	if b.state, b.version, err = decodeRunState(stateDoc, run); err != nil {
 		return nil, err
-	}
-	nodes, err := st.Docs(ctx, nodeKey(run.ID(), ""))
-	if err != nil {
-		return nil, fmt.Errorf("nodes: run %s: %w", run.ID(), err)
-	}
-	workers, err := st.Docs(ctx, workerKey(run.ID(), ""))
-	if err != nil {
-		return nil, fmt.Errorf("nodes: run %s: %w", run.ID(), err)
 	}
 	if len(nodes) == 0 && len(workers) == 0 {
 		if nodes, workers, err = importBoard(ctx, st, run, b.state, b.version); err != nil {

@@ -51,18 +51,24 @@ func runKey(id string) string { return "run/" + id }
 // readRunState reads a run's state from the store, with its version; a run without one has the
 // zero state.
 func readRunState(ctx context.Context, st store.Store, dir workspace.Run) (runState, int64, error) {
-	var rs runState
 	d, err := st.Doc(ctx, runKey(dir.ID()))
 	if err != nil {
 		return runState{}, 0, fmt.Errorf("nodes: run %s: %w", dir.ID(), err)
 	}
+	return decodeRunState(d, dir)
+}
+
+// decodeRunState reads the run's state from d, its document in the store, or, when the store
+// has none (d.Value is nil), from the run's _run.json.
+func decodeRunState(d store.Doc, dir workspace.Run) (runState, int64, error) {
+	var rs runState
 	if d.Value != nil {
 		if err := json.Unmarshal(d.Value, &rs); err != nil {
 			return runState{}, 0, fmt.Errorf("nodes: run %s: its state in the store is damaged: %w", dir.ID(), err)
 		}
 		return rs, d.Version, nil
 	}
-	err = workspace.ReadJSON(filepath.Join(string(dir), runFile), &rs)
+	err := workspace.ReadJSON(filepath.Join(string(dir), runFile), &rs)
 	if errors.Is(err, os.ErrNotExist) {
 		return runState{}, 0, nil
 	}

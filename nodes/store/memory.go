@@ -112,8 +112,8 @@ func (m *Memory) Doc(ctx context.Context, key string) (Doc, error) {
 	return d, nil
 }
 
-// Docs returns the documents under prefix, in key order.
-func (m *Memory) Docs(ctx context.Context, prefix string) ([]Doc, error) {
+// Docs returns the documents under prefixes, in key order.
+func (m *Memory) Docs(ctx context.Context, prefixes ...string) ([]Doc, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (m *Memory) Docs(ctx context.Context, prefix string) ([]Doc, error) {
 	defer m.mu.RUnlock()
 	var docs []Doc
 	for k, d := range m.docs {
-		if strings.HasPrefix(k, prefix) {
+		if slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
 			d.Value = slices.Clone(d.Value)
 			docs = append(docs, d)
 		}

@@ -38,8 +38,10 @@ type Store interface {
 	Apply(ctx context.Context, ch Change) error
 	// Doc returns the document under key; its Value is nil when there is none.
 	Doc(ctx context.Context, key string) (Doc, error)
-	// Docs returns the documents whose keys start with prefix, in key order (byte-wise).
-	Docs(ctx context.Context, prefix string) ([]Doc, error)
+	// Docs returns the documents whose keys start with one of prefixes, in key order
+	// (byte-wise), as they all were at one moment: what one change put under two of the
+	// prefixes is read together or not at all. No prefix reads none; "" reads every document.
+	Docs(ctx context.Context, prefixes ...string) ([]Doc, error)
 	// Events returns up to limit events (0: all) whose Seq is greater than after, in Seq order.
 	Events(ctx context.Context, after int64, limit int) ([]eventlog.Event, error)
 	// Lines returns up to limit conversation lines (0: all) whose Seq is greater than after, in

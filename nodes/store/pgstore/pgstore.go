@@ -216,11 +216,15 @@ func (s *Store) Doc(ctx context.Context, key string) (store.Doc, error) {
 	return d, nil
 }
 
-// Docs returns the documents under prefix, in key order.
-func (s *Store) Docs(ctx context.Context, prefix string) ([]store.Doc, error) {
-	rows, err := s.pg.Pool().Query(ctx, `SELECT key, version, value FROM squad_docs WHERE agent = $1 AND starts_with(key, $2) ORDER BY key`, s.agent, prefix)
+// Docs returns the documents under prefixes, in key order, read by one statement (one snapshot).
+func (s *Store) Docs(ctx context.Context, prefixes ...string) ([]store.Doc, error) {
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pg.Pool().Query(ctx, `SELECT key, version, value FROM squad_docs
+		WHERE agent = $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) AS p WHERE starts_with(key, p)) ORDER BY key`, s.agent, prefixes)
 	if err != nil {
-		return nil, fmt.Errorf("nodes/store/pgstore: documents %s: %w", prefix, err)
+		return nil, fmt.Errorf("nodes/store/pgstore: documents %s: %w", strings.Join(prefixes, ", "), err)
 	}
 	docs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Doc, error) {
 		var d store.Doc
@@ -230,7 +234,7 @@ func (s *Store) Docs(ctx context.Context, prefix string) ([]store.Doc, error) {
 		return d, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("nodes/store/pgstore: documents %s: %w", prefix, err)
+		return nil, fmt.Errorf("nodes/store/pgstore: documents %s: %w", strings.Join(prefixes, ", "), err)
 	}
 	return docs, nil
 }

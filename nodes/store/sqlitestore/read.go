@@ -70,15 +70,24 @@ func (r reads) Doc(ctx context.Context, key string) (store.Doc, error) {
 	return d, nil
 }
 
-// Docs returns the documents under prefix, in key order.
-func (r reads) Docs(ctx context.Context, prefix string) ([]store.Doc, error) {
-	q, args := `SELECT key, version, value FROM squad_docs WHERE key >= ? ORDER BY key`, []any{prefix}
-	if end, ok := after(prefix); ok {
-		q, args = `SELECT key, version, value FROM squad_docs WHERE key >= ? AND key < ? ORDER BY key`, []any{prefix, end}
+// Docs returns the documents under prefixes, in key order, read by one statement (one snapshot).
+func (r reads) Docs(ctx context.Context, prefixes ...string) ([]store.Doc, error) {
+	if len(prefixes) == 0 {
+		return nil, nil
 	}
-	rows, err := r.db.QueryContext(ctx, q, args...)
+	var where []string
+	var args []any
+	for _, p := range prefixes {
+		if end, ok := after(p); ok {
+			where, args = append(where, "(key >= ? AND key < ?)"), append(args, p, end)
+		} else {
+			where, args = append(where, "key >= ?"), append(args, p)
+		}
+	}
+	what := strings.Join(prefixes, ", ")
+	rows, err := r.db.QueryContext(ctx, `SELECT key, version, value FROM squad_docs WHERE `+strings.Join(where, " OR ")+` ORDER BY key`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("nodes/store/sqlitestore: documents %s: %w", prefix, err)
+		return nil, fmt.Errorf("nodes/store/sqlitestore: documents %s: %w", what, err)
 	}
 	defer rows.Close()
 	var docs []store.Doc
@@ -86,13 +95,13 @@ func (r reads) Docs(ctx context.Context, prefix string) ([]store.Doc, error) {
 		var d store.Doc
 		var v []byte
 		if err := rows.Scan(&d.Key, &d.Version, &v); err != nil {
-			return nil, fmt.Errorf("nodes/store/sqlitestore: documents %s: %w", prefix, err)
+			return nil, fmt.Errorf("nodes/store/sqlitestore: documents %s: %w", what, err)
 		}
 		d.Value = v
 		docs = append(docs, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("nodes/store/sqlitestore: documents %s: %w", prefix, err)
+		return nil, fmt.Errorf("nodes/store/sqlitestore: documents %s: %w", what, err)
 	}
 	return docs, nil
 }

@@ -16,7 +16,8 @@
 //     event of an unknown type) changes nothing and fails naming what is wrong.
 //   - Documents: a later put of a key replaces it, also within one change, unless it has a Version
 //     not greater than the stored one's; a delete removes it; Docs lists a prefix's documents in
-//     byte-wise key order; Doc of a missing key has a nil Value.
+//     byte-wise key order; Doc of a missing key has a nil Value. Docs of several prefixes reads
+//     them at one moment: a change that put under two of them is seen whole or not at all.
 //   - Events and lines get Seq 1, 2, 3… in commit order, with no gaps between those that
 //     committed; a keyed one whose key is there is not added again; they come back as they were
 //     put (an event's Data compacted); paging with after and limit.
@@ -54,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		test func(t *testing.T, s store.Store)
 	}{
 		{"Docs", testDocs},
+		{"DocsAtOneMoment", testDocsAtOneMoment},
 		{"Versions", testVersions},
 		{"Events", testEvents},
 		{"Lines", testLines},
@@ -125,6 +127,53 @@ func testDocs(t *testing.T, s store.Store) {
 	docs, err = s.Docs(ctx, "node/r1/")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"node/r1/n10", "node/r1/é"}, keys(docs))
+}
+
+// testDocsAtOneMoment: while changes put the same value under two prefixes, a read of both
+// prefixes never sees them differ; overlapping prefixes list a document once.
+func testDocsAtOneMoment(t *testing.T, s store.Store) {
+	none, err := s.Docs(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, none, "no prefix, no documents")
+
+	const changes = 200
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range changes {
+			var ch store.Change
+			if err := ch.Put("node/r1/n1", i); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := ch.Put("worker/r1/w1", i); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := s.Apply(ctx, ch); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			require.Positive(t, reads)
+			docs, err := s.Docs(ctx, "worker/r1/", "node/r1/", "node/")
+			require.NoError(t, err)
+			assert.Equal(t, []string{"node/r1/n1", "worker/r1/w1"}, keys(docs), "in key order, each once")
+			return
+		default:
+		}
+		docs, err := s.Docs(ctx, "node/r1/", "worker/r1/")
+		require.NoError(t, err)
+		if len(docs) == 0 {
+			continue // before the first change
+		}
+		require.Len(t, docs, 2)
+		require.JSONEq(t, string(docs[0].Value), string(docs[1].Value), "read %d saw the two documents of different changes", reads)
+	}
 }
 
 // testVersions: a versioned put replaces an older version only; 0 replaces any.
