@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/agiraph/agiraph/providers/langchain"
 )
 
 // Default returns the model a program that names none should use, from what its environment
@@ -32,7 +30,7 @@ func Default(getenv func(string) string) string {
 
 // ollamaModel returns the first model the Ollama at host serves, or "" when none answers.
 func ollamaModel(host string) string {
-	root := strings.TrimSuffix(langchain.OllamaURL(host), "/v1")
+	root := strings.TrimSuffix(OllamaURL(host), "/v1")
 	client := &http.Client{Timeout: 300 * time.Millisecond}
 	resp, err := client.Get(root + "/api/tags")
 	if err != nil {
@@ -48,4 +46,25 @@ func ollamaModel(host string) string {
 		return ""
 	}
 	return tags.Models[0].Name
+}
+
+// OllamaURL turns OLLAMA_HOST (host, host:port or a URL, as Ollama reads it) into the base URL
+// of its OpenAI-compatible API. Without a scheme it is http and the port defaults to 11434; an
+// empty host is Ollama's default address.
+func OllamaURL(host string) string {
+	if strings.TrimSpace(host) == "" {
+		host = "localhost"
+	}
+	if !strings.Contains(host, "://") {
+		h, _, _ := strings.Cut(host, "/")
+		if !strings.Contains(h, ":") || strings.HasSuffix(h, "]") {
+			host = strings.Replace(host, h, h+":11434", 1)
+		}
+		host = "http://" + host
+	}
+	host = strings.TrimRight(host, "/")
+	if !strings.HasSuffix(host, "/v1") {
+		host += "/v1"
+	}
+	return host
 }

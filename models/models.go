@@ -1,12 +1,11 @@
 // Package models resolves "provider/model" names to providers.Model values, so a program (or a
-// config file, or a flag) can name any model the library serves:
+// config file, or a flag) can name any model the library serves. A provider serves its names once
+// its package is imported, as database/sql drivers do:
 //
-//	anthropic/claude-sonnet-4-5   Anthropic Messages API (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)
-//	openai/gpt-4o                 OpenAI Chat Completions (OPENAI_API_KEY, OPENAI_BASE_URL)
-//	openrouter/meta-llama/...     OpenRouter (OPENROUTER_API_KEY)
-//	ollama/qwen2.5                a local Ollama through its OpenAI-compatible API (OLLAMA_HOST)
-//	gemini/gemini-2.5-flash       Google Gemini through its OpenAI-compatible API (GEMINI_API_KEY)
-//	scripted/echo                 an offline model that repeats the last user message
+//	import _ "github.com/agiraph/agiraph/providers/anthropic" // anthropic/claude-sonnet-4-5 …
+//	import _ "github.com/agiraph/agiraph/providers/langchain" // openai/, openrouter/, ollama/, gemini/
+//
+// scripted/echo, an offline model that repeats the last user message, is always served.
 //
 // Every model New returns retries failed calls that may succeed later (rate limits, overloads,
 // server and connection errors) as providers.WithRetry does, and sends the others (bad request,
@@ -22,12 +21,53 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agiraph/agiraph/providers"
-	"github.com/agiraph/agiraph/providers/anthropic"
-	"github.com/agiraph/agiraph/providers/langchain"
 	"github.com/agiraph/agiraph/providers/scripted"
 )
+
+// A Provider opens the models of one provider: model is the name's part after "provider/", and
+// s what New's caller set. A provider package registers one with Register.
+type Provider func(model string, s Settings) (providers.Model, error)
+
+// Settings are what New passes a Provider: each is empty unless its option was given, and the
+// provider then reads its own environment variables.
+type Settings struct {
+	APIKey     string       // WithAPIKey
+	BaseURL    string       // WithBaseURL
+	HTTPClient *http.Client // WithHTTPClient
+}
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]Provider{}
+)
+
+// packages names the package that serves each provider the library has, for the error of a
+// name whose package was not imported.
+var packages = map[string]string{
+	"anthropic":  "github.com/agiraph/agiraph/providers/anthropic",
+	"openai":     "github.com/agiraph/agiraph/providers/langchain",
+	"openrouter": "github.com/agiraph/agiraph/providers/langchain",
+	"ollama":     "github.com/agiraph/agiraph/providers/langchain",
+	"gemini":     "github.com/agiraph/agiraph/providers/langchain",
+}
+
+// Register serves the names "name/…" with p, for every caller of New. A provider package calls
+// it from its init function. It panics when name is empty, holds a "/", is "scripted", or is
+// registered already.
+func Register(name string, p Provider) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if name == "" || strings.Contains(name, "/") || name == "scripted" || p == nil {
+		panic(fmt.Sprintf("models: Register(%q): not a provider name, or no provider", name))
+	}
+	if _, dup := registry[name]; dup {
+		panic(fmt.Sprintf("models: Register(%q) called twice", name))
+	}
+	registry[name] = p
+}
 
 // Option configures New.
 type Option func(*config)
@@ -39,7 +79,7 @@ type config struct {
 	noRetry      bool
 	textTools    bool
 	models       []providers.Model
-	anthropic    []anthropic.Option
+	providers    map[string]Provider // WithProvider's
 }
 
 // WithAPIKey sets the API key, in place of the provider's environment variable.
@@ -67,16 +107,25 @@ func WithModels(ms ...providers.Model) Option {
 	return func(c *config) { c.models = append(c.models, ms...) }
 }
 
-// WithAnthropic passes options to the Anthropic adapter (for example anthropic.WithWebSearch).
-func WithAnthropic(opts ...anthropic.Option) Option {
-	return func(c *config) { c.anthropic = append(c.anthropic, opts...) }
+// WithProvider serves the names "name/…" with p, for this call of New, in place of the provider
+// registered under name; for example anthropic.Provider(anthropic.WithWebSearch(…)).
+func WithProvider(name string, p Provider) Option {
+	return func(c *config) {
+		if c.providers == nil {
+			c.providers = map[string]Provider{}
+		}
+		c.providers[name] = p
+	}
 }
 
-// Providers returns the provider names New serves.
+// Providers returns the provider names New serves without WithProvider: those registered, and
+// scripted.
 func Providers() []string {
-	names := []string{"anthropic", "scripted"}
-	for _, s := range langchain.Services() {
-		names = append(names, s.Provider)
+	regMu.RLock()
+	defer regMu.RUnlock()
+	names := []string{"scripted"}
+	for name := range registry {
+		names = append(names, name)
 	}
 	slices.Sort(names)
 	return names
@@ -117,40 +166,27 @@ func (c *config) resolve(name string) (providers.Model, error) {
 	if err != nil {
 		return nil, &providers.Error{Kind: providers.ErrUnknownModel, Message: err.Error()}
 	}
-	switch provider {
-	case "anthropic":
-		opts := forward(c, anthropic.WithAPIKey, anthropic.WithBaseURL, anthropic.WithHTTPClient)
-		return anthropic.New(model, append(opts, c.anthropic...)...)
-	case "scripted":
+	if provider == "scripted" {
 		if model == "echo" {
 			return scripted.NewFunc("echo", echo), nil
 		}
 		return nil, &providers.Error{Provider: provider, Model: model, Kind: providers.ErrUnknownModel,
 			Message: "scripted models other than scripted/echo are given with models.WithModels"}
 	}
-	for _, s := range langchain.Services() {
-		if s.Provider == provider {
-			opts := forward(c, langchain.WithAPIKey, langchain.WithBaseURL, langchain.WithHTTPClient)
-			return langchain.NewService(provider, model, opts...)
+	p, ok := c.providers[provider]
+	if !ok {
+		regMu.RLock()
+		p, ok = registry[provider]
+		regMu.RUnlock()
+	}
+	if !ok {
+		msg := fmt.Sprintf("no provider %q; known: %s", provider, strings.Join(Providers(), ", "))
+		if pkg, ours := packages[provider]; ours {
+			msg = fmt.Sprintf("provider %q is served once its package is imported: import _ %q", provider, pkg)
 		}
+		return nil, &providers.Error{Provider: provider, Model: model, Kind: providers.ErrUnknownModel, Message: msg}
 	}
-	return nil, &providers.Error{Provider: provider, Model: model, Kind: providers.ErrUnknownModel,
-		Message: fmt.Sprintf("no provider %q; known: %s", provider, strings.Join(Providers(), ", "))}
-}
-
-// forward turns the key, base URL and HTTP client set on c into an adapter's options.
-func forward[O any](c *config, key, url func(string) O, client func(*http.Client) O) []O {
-	var opts []O
-	if c.key != "" {
-		opts = append(opts, key(c.key))
-	}
-	if c.baseURL != "" {
-		opts = append(opts, url(c.baseURL))
-	}
-	if c.client != nil {
-		opts = append(opts, client(c.client))
-	}
-	return opts
+	return p(model, Settings{APIKey: c.key, BaseURL: c.baseURL, HTTPClient: c.client})
 }
 
 // echo answers with the text of the last user message.

@@ -7,128 +7,50 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/providers"
-	"github.com/agiraph/agiraph/providers/providertest"
 	"github.com/agiraph/agiraph/providers/scripted"
 )
 
-var fastRetry = models.WithRetry(providers.Retry{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
 
-func TestAnthropicByNameRetries(t *testing.T) {
-	srv := providertest.NewAnthropic(t,
-		providertest.Reply{Err: providers.ErrRateLimit},
-		providertest.Reply{Text: "hello"},
-	)
-	m, err := models.New("anthropic/claude-sonnet-4-5", models.WithAPIKey("k"), models.WithBaseURL(srv.URL()), fastRetry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Name() != "anthropic/claude-sonnet-4-5" {
-		t.Fatalf("Name() = %q", m.Name())
-	}
+// A provider registered by its package serves its names, with the settings New was given; a
+// call's WithProvider serves them in its place; a provider of the library's whose package was
+// not imported is an error naming the package to import.
+func TestRegisteredProviders(t *testing.T) {
+	var got []models.Settings
+	models.Register("fake", func(model string, s models.Settings) (providers.Model, error) {
+		got = append(got, s)
+		return scripted.New("fake/"+model, scripted.Turn{Text: "registered"}), nil
+	})
+	assert.Contains(t, models.Providers(), "fake")
+	assert.Panics(t, func() { models.Register("fake", nil) }, "registered twice")
+	assert.Panics(t, func() { models.Register("a/b", func(string, models.Settings) (providers.Model, error) { return nil, nil }) })
+
+	client := &http.Client{}
+	m, err := models.New("fake/one", models.WithAPIKey("k"), models.WithBaseURL("http://h"), models.WithHTTPClient(client), models.WithoutRetry())
+	require.NoError(t, err)
 	resp, err := m.Generate(context.Background(), providers.Request{Messages: []providers.Message{providers.UserText("hi")}})
-	if err != nil || resp.Message.Text() != "hello" {
-		t.Fatalf("Generate = %+v, %v", resp, err)
-	}
-	if n := len(srv.Requests()); n != 2 {
-		t.Fatalf("%d requests, want 2 (the rate limit retried)", n)
-	}
-	if got := srv.Requests()[0].Header.Get("x-api-key"); got != "k" {
-		t.Fatalf("x-api-key = %q", got)
-	}
-}
+	require.NoError(t, err)
+	assert.Equal(t, "registered", resp.Message.Text())
+	assert.Equal(t, []models.Settings{{APIKey: "k", BaseURL: "http://h", HTTPClient: client}}, got)
 
-// A model of New makes one layer of retries over HTTP: a lasting server error is sent the
-// configured number of times, an error that retrying cannot fix once, and the error says how many
-// attempts were made.
-func TestRetriesOverHTTP(t *testing.T) {
-	const attempts = 3
-	policy := models.WithRetry(providers.Retry{MaxAttempts: attempts, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
-	servers := []struct {
-		provider string
-		start    func(providertest.T, ...providertest.Reply) *providertest.Server
-	}{{"anthropic", providertest.NewAnthropic}, {"openai", providertest.NewOpenAI}}
-	server := providertest.Reply{Err: providers.ErrServer}
-	for _, tc := range []struct {
-		name    string
-		replies []providertest.Reply
-		kind    error  // nil: the call succeeds
-		says    string // the end of the error
-	}{
-		{"lasting 500", []providertest.Reply{server, server, server}, providers.ErrServer, "(3 attempts)"},
-		{"401", []providertest.Reply{{Err: providers.ErrAuth}}, providers.ErrAuth, "(1 attempt; not retried: authentication failed)"},
-		{"403", []providertest.Reply{{Status: 403}}, providers.ErrAuth, "(1 attempt; not retried: authentication failed)"},
-		{"400", []providertest.Reply{{Err: providers.ErrBadRequest}}, providers.ErrBadRequest, "(1 attempt; not retried: bad request)"},
-		{"404 model not found", []providertest.Reply{{Status: 404}}, providers.ErrBadRequest, "(1 attempt; not retried: bad request)"},
-		{"context length", []providertest.Reply{{Err: providers.ErrContextWindow}}, providers.ErrContextWindow, "(1 attempt; not retried: context window exceeded)"},
-		{"429 then success", []providertest.Reply{{Err: providers.ErrRateLimit}, {Text: "ok"}}, nil, ""},
-	} {
-		for _, s := range servers {
-			provider := s.provider
-			t.Run(provider+"/"+tc.name, func(t *testing.T) {
-				srv := s.start(t, tc.replies...) // a request past the script fails the test
-				m, err := models.New(provider+"/some-model", models.WithAPIKey("k"), models.WithBaseURL(srv.URL()), policy)
-				require.NoError(t, err)
-				resp, err := m.Generate(context.Background(), providers.Request{Messages: []providers.Message{providers.UserText("hi")}})
-				assert.Equal(t, len(tc.replies), len(srv.Requests()), "requests")
-				if tc.kind == nil {
-					require.NoError(t, err)
-					assert.Equal(t, "ok", resp.Message.Text())
-					return
-				}
-				require.ErrorIs(t, err, tc.kind)
-				assert.True(t, strings.HasPrefix(err.Error(), provider+"/some-model: "), "error %q names the model", err)
-				assert.True(t, strings.HasSuffix(err.Error(), tc.says), "error %q ends with %q", err, tc.says)
-			})
-		}
-	}
-}
+	mine := models.WithProvider("fake", func(model string, _ models.Settings) (providers.Model, error) {
+		return scripted.New("fake/"+model, scripted.Turn{Text: "mine"}), nil
+	})
+	m, err = models.New("fake/two", mine)
+	require.NoError(t, err)
+	resp, err = m.Generate(context.Background(), providers.Request{Messages: []providers.Message{providers.UserText("hi")}})
+	require.NoError(t, err)
+	assert.Equal(t, "mine", resp.Message.Text())
+	assert.Len(t, got, 1, "the registered provider was not asked")
 
-func TestOpenAICompatibleByName(t *testing.T) {
-	for _, provider := range []string{"openai", "openrouter", "ollama", "gemini"} {
-		t.Run(provider, func(t *testing.T) {
-			srv := providertest.NewOpenAI(t, providertest.Reply{Text: "hi from " + provider})
-			m, err := models.New(provider+"/some-model", models.WithAPIKey("k"), models.WithBaseURL(srv.URL()), models.WithoutRetry())
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := m.Generate(context.Background(), providers.Request{Messages: []providers.Message{providers.UserText("hi")}})
-			if err != nil || resp.Message.Text() != "hi from "+provider {
-				t.Fatalf("Generate = %+v, %v", resp, err)
-			}
-			if got := srv.Requests()[0].Model; got != "some-model" {
-				t.Fatalf("model on the wire %q", got)
-			}
-		})
-	}
-}
-
-func TestMissingKeyNamesTheVariable(t *testing.T) {
-	for provider, env := range map[string]string{
-		"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY",
-		"openrouter": "OPENROUTER_API_KEY", "gemini": "GEMINI_API_KEY",
-	} {
-		t.Setenv(env, "")
-		if provider == "gemini" {
-			t.Setenv("GOOGLE_API_KEY", "")
-		}
-		_, err := models.New(provider + "/m")
-		require.ErrorIs(t, err, providers.ErrMissingKey, provider)
-		assert.Contains(t, err.Error(), env)
-		assert.Contains(t, err.Error(), "or pass models.WithAPIKey", "the option a caller of models.New passes")
-		assert.NotContains(t, err.Error(), provider+".WithAPIKey")
-		assert.NotContains(t, err.Error(), "langchain.WithAPIKey")
-		var mk *providers.MissingKeyError
-		require.ErrorAs(t, err, &mk)
-		assert.Contains(t, mk.Env, env)
-		assert.Equal(t, "models.WithAPIKey", mk.Option)
-	}
+	_, err = models.New("anthropic/claude-sonnet-4-5")
+	require.ErrorIs(t, err, providers.ErrUnknownModel)
+	assert.Contains(t, err.Error(), `import _ "github.com/agiraph/agiraph/providers/anthropic"`)
 }
 
 func TestUnknownNames(t *testing.T) {
@@ -196,6 +118,21 @@ func TestDefault(t *testing.T) {
 	} {
 		if got := models.Default(env(c.vars)); got != c.want {
 			t.Errorf("Default(%v) = %q, want %q", c.vars, got, c.want)
+		}
+	}
+}
+
+func TestOllamaURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"localhost":                   "http://localhost:11434/v1",
+		"0.0.0.0:8080":                "http://0.0.0.0:8080/v1",
+		"http://gpu.lan:11434":        "http://gpu.lan:11434/v1",
+		"https://ollama.example.com/": "https://ollama.example.com/v1",
+		"http://h:1/v1":               "http://h:1/v1",
+		"[::1]":                       "http://[::1]:11434/v1",
+	} {
+		if got := models.OllamaURL(in); got != want {
+			t.Errorf("OllamaURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

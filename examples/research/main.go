@@ -32,6 +32,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/providers/anthropic"
+	_ "github.com/agiraph/agiraph/providers/langchain" // openai/, openrouter/, ollama/ and gemini/ models
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools/web"
 )
@@ -114,7 +115,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		opts = append(opts, nodes.WithModel(model))
 		if _, err := web.BackendFromEnv(getenv); err != nil && strings.HasPrefix(model, "anthropic/") {
 			// No search backend: let Claude search the web with Anthropic's own server tool.
-			opts = append(opts, nodes.WithModelOptions(models.WithAnthropic(anthropic.WithWebSearch(anthropic.WebSearch{MaxUses: 5}))))
+			opts = append(opts, nodes.WithModelOptions(models.WithProvider("anthropic", anthropic.Provider(anthropic.WithWebSearch(anthropic.WebSearch{MaxUses: 5})))))
 			team += " with Anthropic web search"
 		}
 		if o.coordModel != "" {

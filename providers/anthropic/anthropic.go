@@ -11,6 +11,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/providers"
 )
 
@@ -111,6 +112,32 @@ func New(model string, opts ...Option) (*Model, error) {
 		ropts = append(ropts, option.WithHTTPClient(cfg.httpClient))
 	}
 	return &Model{model: model, cfg: cfg, client: sdk.NewClient(ropts...)}, nil
+}
+
+// init serves the names "anthropic/…" through package models.
+func init() { models.Register(providerName, Provider()) }
+
+// Provider returns what serves the names "anthropic/…" through package models: New with opts,
+// after the key, base URL and HTTP client models.New was given. Give it to models.WithProvider
+// to serve them with options of this package, such as WithWebSearch.
+func Provider(opts ...Option) models.Provider {
+	return func(model string, s models.Settings) (providers.Model, error) {
+		var all []Option
+		if s.APIKey != "" {
+			all = append(all, WithAPIKey(s.APIKey))
+		}
+		if s.BaseURL != "" {
+			all = append(all, WithBaseURL(s.BaseURL))
+		}
+		if s.HTTPClient != nil {
+			all = append(all, WithHTTPClient(s.HTTPClient))
+		}
+		m, err := New(model, append(all, opts...)...)
+		if err != nil {
+			return nil, err // not a nil *Model in an interface
+		}
+		return m, nil
+	}
 }
 
 // Name returns "anthropic/" followed by the model id.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms/openai"
 
+	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/providers"
 )
 
@@ -60,6 +61,35 @@ func Services() []Service {
 			legacyMaxTokens: true},
 		{Provider: "gemini", BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai/",
 			KeyEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}, Prices: maps.Clone(geminiPrices), legacyMaxTokens: true},
+	}
+}
+
+// init serves each service's model names through package models ("openai/gpt-4o", …).
+func init() {
+	for _, svc := range Services() {
+		models.Register(svc.Provider, Provider(svc.Provider))
+	}
+}
+
+// Provider returns what serves the model names of the service named provider through package
+// models, with the key, base URL and HTTP client models.New was given.
+func Provider(provider string) models.Provider {
+	return func(model string, s models.Settings) (providers.Model, error) {
+		var opts []ServiceOption
+		if s.APIKey != "" {
+			opts = append(opts, WithAPIKey(s.APIKey))
+		}
+		if s.BaseURL != "" {
+			opts = append(opts, WithBaseURL(s.BaseURL))
+		}
+		if s.HTTPClient != nil {
+			opts = append(opts, WithHTTPClient(s.HTTPClient))
+		}
+		m, err := NewService(provider, model, opts...)
+		if err != nil {
+			return nil, err // not a nil *Model in an interface
+		}
+		return m, nil
 	}
 }
 
@@ -174,31 +204,10 @@ func (s Service) baseURL(cfg serviceConfig) string {
 	if s.BaseURLEnv != "" {
 		if v := strings.TrimSpace(os.Getenv(s.BaseURLEnv)); v != "" {
 			if s.Provider == "ollama" {
-				return OllamaURL(v)
+				return models.OllamaURL(v)
 			}
 			return v
 		}
 	}
 	return s.BaseURL
-}
-
-// OllamaURL turns OLLAMA_HOST (host, host:port or a URL, as Ollama reads it) into the base URL
-// of its OpenAI-compatible API. Without a scheme it is http and the port defaults to 11434; an
-// empty host is Ollama's default address.
-func OllamaURL(host string) string {
-	if strings.TrimSpace(host) == "" {
-		host = "localhost"
-	}
-	if !strings.Contains(host, "://") {
-		h, _, _ := strings.Cut(host, "/")
-		if !strings.Contains(h, ":") || strings.HasSuffix(h, "]") {
-			host = strings.Replace(host, h, h+":11434", 1)
-		}
-		host = "http://" + host
-	}
-	host = strings.TrimRight(host, "/")
-	if !strings.HasSuffix(host, "/v1") {
-		host += "/v1"
-	}
-	return host
 }

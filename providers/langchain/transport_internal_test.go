@@ -70,18 +70,3 @@ func TestStreamedCalls(t *testing.T) {
 type smallReads struct{ r io.Reader }
 
 func (s *smallReads) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), 7)]) }
-
-func TestOllamaURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"localhost":                   "http://localhost:11434/v1",
-		"0.0.0.0:8080":                "http://0.0.0.0:8080/v1",
-		"http://gpu.lan:11434":        "http://gpu.lan:11434/v1",
-		"https://ollama.example.com/": "https://ollama.example.com/v1",
-		"http://h:1/v1":               "http://h:1/v1",
-		"[::1]":                       "http://[::1]:11434/v1",
-	} {
-		if got := OllamaURL(in); got != want {
-			t.Errorf("OllamaURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -19,9 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
-	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/providers"
-	"github.com/agiraph/agiraph/providers/providertest"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/harnessed"
@@ -431,43 +429,6 @@ func count[T comparable](s []T, v T) int {
 	return n
 }
 
-// One failing model call of a worker makes exactly the attempts of the model's retrying, over
-// HTTP: as many as configured for a lasting server error, one for an authentication error;
-// never twice as many.
-func TestModelFailureMakesTheRetryingAttempts(t *testing.T) {
-	const attempts = 3
-	policy := models.WithRetry(providers.Retry{MaxAttempts: attempts, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
-	server := providertest.Reply{Err: providers.ErrServer}
-	for _, tc := range []struct {
-		name     string
-		replies  []providertest.Reply
-		kind     error
-		says     string
-		retrying int // Retrying events
-	}{
-		{"lasting 500", []providertest.Reply{server, server, server}, providers.ErrServer, "(3 attempts)", attempts - 1},
-		{"401", []providertest.Reply{{Err: providers.ErrAuth}}, providers.ErrAuth, "(1 attempt; not retried: authentication failed)", 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := providertest.NewAnthropic(t, tc.replies...) // a request past the script fails the test
-			m, err := models.New("anthropic/claude-x", models.WithAPIKey("k"), models.WithBaseURL(srv.URL()), policy)
-			require.NoError(t, err)
-			a := assignment(t, "a13", "Work.")
-			var rec recorder
-			o, err := harnessed.New(m).Run(context.Background(), a, rec.sink)
-			require.ErrorIs(t, err, tc.kind)
-			assert.Equal(t, len(tc.replies), len(srv.Requests()), "requests")
-			assert.Contains(t, err.Error(), "anthropic/claude-x: ")
-			assert.Contains(t, err.Error(), tc.says)
-			assert.Equal(t, runtime.Failed, o.Status)
-			assert.Equal(t, tc.retrying, count(rec.kinds(), runtime.Retrying))
-			notes, err := os.ReadFile(a.Dir.Path("failure_notes.md"))
-			require.NoError(t, err)
-			assert.Contains(t, string(notes), tc.says)
-		})
-	}
-}
-
 // Each model_turn event carries the usage of its turn, cache and cost included, and the outcome
 // their sum.
 func TestModelTurnUsage(t *testing.T) {
@@ -483,50 +444,6 @@ func TestModelTurnUsage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []providers.Usage{u1, u2}, rec.turnUsages(t))
 	assert.Equal(t, u1.Add(u2), o.Usage)
-}
-
-// Over the Anthropic API, answered as JSON (WithoutStreaming) or as a stream (by default, and
-// when the SDK requires it; its message_start reports one output token, its message_delta the
-// turn's), each model_turn carries its answer's usage.
-func TestModelTurnUsageOverHTTP(t *testing.T) {
-	u1 := providers.Usage{InputTokens: 1200, OutputTokens: 85, CacheReadTokens: 300, CacheWriteTokens: 40}
-	u2 := providers.Usage{InputTokens: 90, OutputTokens: 412, CacheReadTokens: 1500}
-	for _, tc := range []struct {
-		name      string
-		maxTokens int // more than the SDK lets a call wait for without streaming
-		opts      []harnessed.Option
-		stream    bool
-	}{
-		{"json", 0, []harnessed.Option{harnessed.WithoutStreaming()}, false},
-		{"stream", 0, nil, true},
-		{"stream required", 32000, []harnessed.Option{harnessed.WithoutStreaming()}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := providertest.NewAnthropic(t,
-				providertest.Reply{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "a.md", Content: "a"})}, Usage: u1},
-				providertest.Reply{Calls: []tools.Call{call("c2", "publish", runtime.PublishArgs{Summary: "done"})}, Usage: u2},
-			)
-			m, err := models.New("anthropic/claude-sonnet-4-5", models.WithAPIKey("k"), models.WithBaseURL(srv.URL()))
-			require.NoError(t, err)
-			a := assignment(t, "a15", "Work.")
-			var rec recorder
-			o, err := harnessed.New(m, append(tc.opts, harnessed.WithMaxTokens(tc.maxTokens))...).Run(context.Background(), a, rec.sink)
-			require.NoError(t, err)
-			for _, r := range srv.Requests() {
-				assert.Equal(t, tc.stream, r.Stream, "streamed")
-			}
-			got := rec.turnUsages(t)
-			require.Len(t, got, 2)
-			var sum providers.Usage
-			for i, want := range []providers.Usage{u1, u2} {
-				assert.Positive(t, got[i].CostUSD, "turn %d priced", i+1)
-				sum = sum.Add(got[i])
-				got[i].CostUSD = 0
-				assert.Equal(t, want, got[i], "turn %d", i+1)
-			}
-			assert.Equal(t, sum, o.Usage)
-		})
-	}
 }
 
 func TestMaxIterations(t *testing.T) {
