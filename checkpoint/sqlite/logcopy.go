@@ -23,8 +23,10 @@ type logCopier struct {
 	quit chan struct{} // close was called
 	done chan struct{} // run returned
 	mu   sync.Mutex    // held while a copy runs (a test holds it to pause the copier)
-	shmf *os.File
 	stop sync.Once
+
+	shmMu sync.Mutex // guards shmf, opened by the first behind
+	shmf  *os.File
 }
 
 // backstop is how many times the copier's threshold the log may grow to before a commit copies
@@ -81,6 +83,8 @@ func (l *logCopier) run() {
 // worst, which only makes the copy come a commit early or late. When the index cannot be read it
 // returns pages, so that the copier copies.
 func (l *logCopier) behind() int {
+	l.shmMu.Lock()
+	defer l.shmMu.Unlock()
 	if l.shmf == nil {
 		f, err := os.Open(l.shm)
 		if err != nil {
@@ -104,9 +108,12 @@ func (l *logCopier) close() (err error) {
 	l.stop.Do(func() {
 		close(l.quit)
 		<-l.done
+		l.shmMu.Lock()
 		if l.shmf != nil {
 			l.shmf.Close()
+			l.shmf = nil
 		}
+		l.shmMu.Unlock()
 		err = l.db.Close()
 	})
 	return err
