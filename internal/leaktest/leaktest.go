@@ -11,7 +11,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -44,13 +44,15 @@ func VerifyTestMain(m *testing.M) {
 func Check(t testing.TB) func() {
 	t.Helper()
 	before := ids()
-	var once sync.Once
+	var checked atomic.Bool
 	check := func() {
-		once.Do(func() {
-			if left := leaks(before); left != "" {
-				t.Errorf("leaktest: goroutines left running:\n\n%s", left)
-			}
-		})
+		t.Helper()
+		if checked.Swap(true) {
+			return
+		}
+		if left := leaks(before); left != "" {
+			t.Errorf("leaktest: goroutines left running:\n\n%s", left)
+		}
 	}
 	t.Cleanup(check)
 	return check
