@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/internal/leaktest"
 )
 
 // canFanOut fans out n Sends to a worker that reports its start on started and then blocks until
@@ -56,7 +55,7 @@ func TestCancelFanOut(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			defer leaktest.Check(t)()
 			started := make(chan int, tc.n)
 			var sawDone atomic.Int32
 			c := engCompile(t, canFanOut(tc.n, started, &sawDone, tc.quiet))
@@ -102,7 +101,7 @@ func TestCancelFanOut(t *testing.T) {
 }
 
 func TestCancelDeadline(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t)()
 	started := make(chan int, 50)
 	var sawDone atomic.Int32
 	c := engCompile(t, canFanOut(50, started, &sawDone))
@@ -216,7 +215,7 @@ func TestCancelCases(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			defer leaktest.Check(t)()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var ran atomic.Int32
@@ -240,7 +239,7 @@ func TestCancelCases(t *testing.T) {
 
 // The cause given to context.WithCancelCause is what the run reports.
 func TestCancelCause(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t)()
 	cause := errors.New("operator pressed stop")
 	started := make(chan int, 10)
 	var sawDone atomic.Int32
@@ -264,7 +263,7 @@ func TestCancelCause(t *testing.T) {
 
 // After a run that failed, timed out or was cancelled, no goroutine of the engine is left.
 func TestCancelNoLeakAfterFailures(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t)()
 	g := graph.New[engState]()
 	g.AddRouter(graph.START, func(context.Context, engState) graph.Next[engState] {
 		var n graph.Next[engState]

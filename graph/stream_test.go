@@ -11,10 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/internal/leaktest"
 )
 
 // stItem is one pair yielded by a stream.
@@ -468,7 +467,7 @@ func TestStream_ErrorIsYieldedLast(t *testing.T) {
 }
 
 func TestStream_BreakStopsTheRun(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t)()
 	ctx := rsCtx(t)
 
 	t.Run("at a values event", func(t *testing.T) {
@@ -638,7 +637,7 @@ func TestStream_Resume(t *testing.T) {
 }
 
 func TestStream_StoppedRunResumes(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leaktest.Check(t)()
 	for _, at := range []string{"values after a", "start of b"} {
 		t.Run(at, func(t *testing.T) {
 			ctx := rsCtx(t)

@@ -14,33 +14,24 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/internal/spantest"
 )
-
-// recorder returns a tracer provider that keeps every span it ends, and the recorder to read them.
-func recorder(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return tp, rec
-}
 
 // outline draws the spans as a tree, one span a line: its name, the attributes named in show
 // and "!error" for an error status, children indented under their parent and sorted, so that
 // tasks of one step that ran concurrently draw the same way every time.
-func outline(spans []sdktrace.ReadOnlySpan, show ...attribute.Key) string {
-	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
+func outline(spans spantest.Spans, show ...attribute.Key) string {
+	children := map[trace.SpanID]spantest.Spans{}
 	ids := map[trace.SpanID]bool{}
 	for _, s := range spans {
-		ids[s.SpanContext().SpanID()] = true
+		ids[s.SpanContext.SpanID()] = true
 	}
 	for _, s := range spans {
-		p := s.Parent().SpanID()
+		p := s.Parent.SpanID()
 		if !ids[p] {
 			p = trace.SpanID{} // a root of what was recorded
 		}
@@ -50,16 +41,16 @@ func outline(spans []sdktrace.ReadOnlySpan, show ...attribute.Key) string {
 	draw = func(parent trace.SpanID, depth int) []string {
 		var blocks []string
 		for _, s := range children[parent] {
-			line := strings.Repeat("  ", depth) + s.Name()
-			for _, kv := range s.Attributes() {
+			line := strings.Repeat("  ", depth) + s.Name
+			for _, kv := range s.Attributes {
 				if slices.Contains(show, kv.Key) {
 					line += fmt.Sprintf(" %s=%s", strings.TrimPrefix(string(kv.Key), "agiraph.graph."), kv.Value.String())
 				}
 			}
-			if s.Status().Code == codes.Error {
+			if s.Status.Code == codes.Error {
 				line += " !error"
 			}
-			blocks = append(blocks, strings.Join(append([]string{line}, draw(s.SpanContext().SpanID(), depth+1)...), "\n"))
+			blocks = append(blocks, strings.Join(append([]string{line}, draw(s.SpanContext.SpanID(), depth+1)...), "\n"))
 		}
 		slices.Sort(blocks)
 		return blocks
@@ -76,25 +67,6 @@ var shown = []attribute.Key{
 	"agiraph.graph.task.interrupted",
 }
 
-func attr(s sdktrace.ReadOnlySpan, key attribute.Key) attribute.Value {
-	for _, kv := range s.Attributes() {
-		if kv.Key == key {
-			return kv.Value
-		}
-	}
-	return attribute.Value{}
-}
-
-func named(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range spans {
-		if s.Name() == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 type trState struct {
 	Items  []int `graph:"append"`
 	I      int
@@ -104,7 +76,7 @@ type trState struct {
 // TestTrace_FanOutRetryInterruptResume draws the spans of a run that fans out to three tasks,
 // one of which fails once and is retried, then pauses for a human, and of the run that resumes it.
 func TestTrace_FanOutRetryInterruptResume(t *testing.T) {
-	tp, rec := recorder(t)
+	rec := spantest.New()
 	var failed atomic.Bool
 	g := graph.New[trState]()
 	g.AddRouter(graph.START, func(context.Context, trState) graph.Next[trState] {
@@ -126,7 +98,7 @@ func TestTrace_FanOutRetryInterruptResume(t *testing.T) {
 	})
 	g.AddEdge("work", "ask")
 	g.AddEdge("ask", graph.END)
-	c := rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t1"), graph.WithTracerProvider(tp))
+	c := rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t1"), graph.WithTracerProvider(rec))
 
 	_, err := c.Invoke(rsCtx(t), trState{})
 	rsInterrupted(t, err)
@@ -139,11 +111,11 @@ graph.invoke thread_id=t1 steps=1 outcome=interrupted interrupts=1
     work task_id=2 push=true
   graph.step step=2 tasks=1
     ask task_id=0 task.interrupted=true`), outline(paused, shown...))
-	retried := slices.IndexFunc(paused, func(s sdktrace.ReadOnlySpan) bool { return attr(s, "agiraph.graph.task.retries").AsInt64() == 1 })
+	retried := slices.IndexFunc(paused, func(s spantest.Span) bool { return s.Attr("agiraph.graph.task.retries").AsInt64() == 1 })
 	require.NotEqual(t, -1, retried)
-	require.Len(t, paused[retried].Events(), 1, "the failed attempt is an exception event")
-	assert.Equal(t, "exception", paused[retried].Events()[0].Name)
-	assert.Equal(t, codes.Unset, paused[retried].Status().Code, "the retry succeeded")
+	require.Len(t, paused[retried].Events, 1, "the failed attempt is an exception event")
+	assert.Equal(t, "exception", paused[retried].Events[0].Name)
+	assert.Equal(t, codes.Unset, paused[retried].Status.Code, "the retry succeeded")
 
 	final, err := c.Resume(rsCtx(t), "yes")
 	require.NoError(t, err)
@@ -155,18 +127,18 @@ graph.resume thread_id=t1 steps=1 outcome=done
     ask task_id=0`), outline(resumed, shown...))
 
 	// The resumed run starts from the checkpoint the paused one saved last, and names its own.
-	invoke, resume := named(paused, "graph.invoke")[0], named(resumed, "graph.resume")[0]
-	assert.NotEmpty(t, attr(invoke, "agiraph.graph.checkpoint.last").AsString())
-	assert.Equal(t, attr(invoke, "agiraph.graph.checkpoint.last"), attr(resume, "agiraph.graph.checkpoint.from"))
-	step := named(resumed, "graph.step")[0]
-	assert.Equal(t, attr(resume, "agiraph.graph.checkpoint.last"), attr(step, "agiraph.graph.checkpoint.id"))
-	assert.NotEqual(t, invoke.SpanContext().TraceID(), resume.SpanContext().TraceID(), "each call is its own trace")
+	invoke, resume := paused.Named("graph.invoke")[0], resumed.Named("graph.resume")[0]
+	assert.NotEmpty(t, invoke.Attr("agiraph.graph.checkpoint.last").AsString())
+	assert.Equal(t, invoke.Attr("agiraph.graph.checkpoint.last"), resume.Attr("agiraph.graph.checkpoint.from"))
+	step := resumed.Named("graph.step")[0]
+	assert.Equal(t, resume.Attr("agiraph.graph.checkpoint.last"), step.Attr("agiraph.graph.checkpoint.id"))
+	assert.NotEqual(t, invoke.SpanContext.TraceID(), resume.SpanContext.TraceID(), "each call is its own trace")
 }
 
 // TestTrace_ErrorAndSubgraph: a subgraph's run nests under the task that runs it, and a node's
 // error marks its task, the step, the subgraph's run and the run as failed.
 func TestTrace_ErrorAndSubgraph(t *testing.T) {
-	tp, rec := recorder(t)
+	rec := spantest.New()
 	child := graph.New[rsState]()
 	child.AddNode("ok", rsLog("ok", nil))
 	child.AddNode("boom", func(context.Context, rsState) (rsState, error) { return rsState{}, errors.New("boom") })
@@ -179,7 +151,7 @@ func TestTrace_ErrorAndSubgraph(t *testing.T) {
 	parent.AddEdge("inner", graph.END)
 	c := rsCompile(t, parent)
 
-	_, err := c.Invoke(rsCtx(t), rsState{}, graph.WithTracerProvider(tp))
+	_, err := c.Invoke(rsCtx(t), rsState{}, graph.WithTracerProvider(rec))
 	require.ErrorContains(t, err, "boom")
 	assert.Equal(t, strings.TrimSpace(`
 graph.invoke steps=0 outcome=failed !error
@@ -190,19 +162,19 @@ graph.invoke steps=0 outcome=failed !error
           ok task_id=0
         graph.step step=2 tasks=1 !error
           boom task_id=0 !error`), outline(rec.Ended(), shown...))
-	boom := named(rec.Ended(), "boom")[0]
-	assert.Equal(t, "boom", boom.Status().Description)
-	require.Len(t, boom.Events(), 1)
-	assert.Equal(t, "exception", boom.Events()[0].Name)
+	boom := rec.Ended().Named("boom")[0]
+	assert.Equal(t, "boom", boom.Status.Description)
+	require.Len(t, boom.Events, 1)
+	assert.Equal(t, "exception", boom.Events[0].Name)
 }
 
 // TestTrace_Stream: a stream's run is a span too; a reader that stops early ends it as stopped,
 // which is not an error. Spans of the caller's trace are the run's parent.
 func TestTrace_Stream(t *testing.T) {
-	tp, rec := recorder(t)
+	rec := spantest.New()
 	c := rsCompile(t, sgChain(newSgCounters("a", "b"), "a", "b"))
-	ctx, caller := tp.Tracer("test").Start(rsCtx(t), "caller")
-	for _, err := range c.Stream(ctx, rsState{}, graph.WithTracerProvider(tp), graph.WithStreamMode(graph.ModeUpdates)) {
+	ctx, caller := rec.Tracer("test").Start(rsCtx(t), "caller")
+	for _, err := range c.Stream(ctx, rsState{}, graph.WithTracerProvider(rec), graph.WithStreamMode(graph.ModeUpdates)) {
 		require.NoError(t, err)
 		break
 	}
@@ -217,24 +189,24 @@ caller
 // TestTrace_Untraced: with a provider whose spans do not record, a run makes no spans below its
 // own, and a WithTracerProvider(nil) run falls back to the global provider.
 func TestTrace_Untraced(t *testing.T) {
-	_, rec := recorder(t)
-	sampledOut := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()), sdktrace.WithSpanProcessor(rec))
+	sampledOut := spantest.NewUnsampled()
 	c := rsCompile(t, sgChain(newSgCounters("a"), "a"))
 	for _, opt := range []graph.Option{graph.WithTracerProvider(sampledOut), graph.WithTracerProvider(nil)} {
 		_, err := c.Invoke(rsCtx(t), rsState{}, opt)
 		require.NoError(t, err)
 	}
-	assert.Empty(t, rec.Ended())
+	assert.Empty(t, sampledOut.Ended())
+	assert.Equal(t, 1, sampledOut.Started(), "the run's span only")
 }
 
 // TestTrace_Cached: a task whose output comes from the node cache says so.
 func TestTrace_Cached(t *testing.T) {
-	tp, rec := recorder(t)
+	rec := spantest.New()
 	g := graph.New[rsState]()
 	g.AddNode("slow", rsLog("slow", nil), graph.WithCachePolicy(graph.CachePolicy{}))
 	g.AddEdge(graph.START, "slow")
 	g.AddEdge("slow", graph.END)
-	c := rsCompile(t, g, graph.WithNodeCache(graph.NewMemoryNodeCache(10)), graph.WithTracerProvider(tp))
+	c := rsCompile(t, g, graph.WithNodeCache(graph.NewMemoryNodeCache(10)), graph.WithTracerProvider(rec))
 	for range 2 {
 		_, err := c.Invoke(rsCtx(t), rsState{N: 1})
 		require.NoError(t, err)

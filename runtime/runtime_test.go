@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/agiraph/agiraph/internal/leaktest"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/tools"
@@ -180,7 +179,7 @@ func (f runtimeFunc) Run(ctx context.Context, a runtime.Assignment, sink runtime
 }
 
 func TestWatchStopsASilentAssignment(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leaktest.Check(t)()
 	silent := runtimeFunc(func(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 		sink(runtime.Event{Kind: runtime.ToolCalled, Tool: &runtime.ToolEvent{Name: "bash"}})
 		<-ctx.Done()
@@ -197,7 +196,7 @@ func TestWatchStopsASilentAssignment(t *testing.T) {
 }
 
 func TestWatchCountsFileWritesAsProgress(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leaktest.Check(t)()
 	d := runtime.NodeDir(t.TempDir())
 	const stall = 200 * time.Millisecond
 	// The worker emits no events but writes a file every 10ms for four times the stall time;

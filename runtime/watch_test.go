@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/agiraph/agiraph/internal/leaktest"
 	"github.com/agiraph/agiraph/runtime"
 )
 
@@ -33,7 +33,7 @@ func emitting(stall time.Duration, next func(i int) runtime.Event) runtimeFunc {
 }
 
 func TestWatchOutputIsNoProgress(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leaktest.Check(t)()
 	const stall = 200 * time.Millisecond
 	// A CLI that retries an endpoint that never answers prints a line per attempt and nothing
 	// else: it is stalled.
@@ -54,7 +54,7 @@ func TestWatchOutputIsNoProgress(t *testing.T) {
 }
 
 func TestWatchToolCallsAreProgress(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leaktest.Check(t)()
 	const stall = 200 * time.Millisecond
 	// A worker calls a tool every 100ms (half the stall) and prints in between: it gets on.
 	working := emitting(stall, func(i int) runtime.Event {
@@ -69,7 +69,7 @@ func TestWatchToolCallsAreProgress(t *testing.T) {
 }
 
 func TestWatchMessagesAndTurnsAreProgress(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leaktest.Check(t)()
 	const stall = 200 * time.Millisecond
 	kinds := []runtime.Kind{runtime.ModelTurn, runtime.ToolResult, runtime.MessageSent, runtime.MessageReceived, runtime.AskedHuman, runtime.Compacted}
 	working := emitting(stall, func(i int) runtime.Event {

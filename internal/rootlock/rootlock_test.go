@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/agiraph/agiraph/internal/leaktest"
 	"github.com/agiraph/agiraph/internal/rootlock"
 )
 
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		}
 		return
 	}
-	goleak.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m)
 }
 
 // hold locks dir, telling its address once "listening" as a server on port 0 would, and keeps

@@ -9,15 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/agiraph/agiraph/internal/clitest"
+	"github.com/agiraph/agiraph/internal/leaktest"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/sandbox"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 // claudeVersions are the Claude Code releases the tests run, the newest first: every real-CLI
 // test runs the newest; TestRealCLI runs them all (2.1.197 printed fractional retry delays).

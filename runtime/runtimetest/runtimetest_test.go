@@ -7,13 +7,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/agiraph/agiraph/internal/leaktest"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/runtimetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 // The suite passes a minimal runtime that keeps the contract: its agent is a Go function.
 func TestRunOnAMinimalRuntime(t *testing.T) { runtimetest.Run(t, funcBehaviors{}) }

@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/agiraph/agiraph/internal/leaktest"
 	"github.com/agiraph/agiraph/runtime/triggers"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 // base is a Monday, 10:00 UTC, before the 2026 change to daylight saving time in the US.
 var base = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)

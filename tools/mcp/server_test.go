@@ -12,8 +12,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/goleak"
 
+	"github.com/agiraph/agiraph/internal/leaktest"
 	"github.com/agiraph/agiraph/tools/mcp"
 )
 
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		serve(mode)
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m)
 }
 
 // serve runs the test server over stdin and stdout:
