@@ -16,7 +16,6 @@ import (
 	"github.com/agiraph/agiraph/providers/scripted"
 )
 
-
 // A provider registered by its package serves its names, with the settings New was given; a
 // call's WithProvider serves them in its place; a provider of the library's whose package was
 // not imported is an error naming the package to import.
@@ -28,7 +27,9 @@ func TestRegisteredProviders(t *testing.T) {
 	})
 	assert.Contains(t, models.Providers(), "fake")
 	assert.Panics(t, func() { models.Register("fake", nil) }, "registered twice")
-	assert.Panics(t, func() { models.Register("a/b", func(string, models.Settings) (providers.Model, error) { return nil, nil }) })
+	assert.Panics(t, func() {
+		models.Register("a/b", func(string, models.Settings) (providers.Model, error) { return nil, nil })
+	})
 
 	client := &http.Client{}
 	m, err := models.New("fake/one", models.WithAPIKey("k"), models.WithBaseURL("http://h"), models.WithHTTPClient(client), models.WithoutRetry())
