@@ -46,7 +46,7 @@ type Event struct {
 	Attributes []attribute.KeyValue
 }
 
-// Attr returns the value of s's attribute key; its Type is attribute.INVALID when s has none.
+// Attr returns the value of s's attribute key; its Type is attribute.EMPTY when s has none.
 func (s Span) Attr(key attribute.Key) attribute.Value {
 	for _, kv := range s.Attributes {
 		if kv.Key == key {

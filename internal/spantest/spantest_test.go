@@ -62,7 +62,7 @@ func TestRecorderKeepsEndedSpans(t *testing.T) {
 
 	assert.Equal(t, []attribute.KeyValue{attribute.String("a", "3"), attribute.Int("b", 2), attribute.String("d", "4")}, r.Attributes)
 	assert.Equal(t, "3", r.Attr("a").AsString())
-	assert.Equal(t, attribute.INVALID, r.Attr("missing").Type())
+	assert.Equal(t, attribute.EMPTY, r.Attr("missing").Type())
 	assert.Equal(t, spantest.Status{Code: codes.Ok}, r.Status, "only an error keeps its description")
 	assert.Equal(t, spantest.Spans{r}, ss.Named("root"))
 	assert.Same(t, rec, root.TracerProvider())

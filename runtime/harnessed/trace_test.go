@@ -92,7 +92,7 @@ func TestTrace_AssignmentInsideASquadTask(t *testing.T) {
 	assert.Equal(t, []string{"tool_use"}, first.Attr("gen_ai.response.finish_reasons").AsStringSlice())
 	assert.Equal(t, int64(1), first.Attr("agiraph.model.tool_calls").AsInt64())
 	assert.Equal(t, int64(150), chats[1].Attr("gen_ai.usage.input_tokens").AsInt64())
-	assert.Equal(t, attribute.INVALID, chats[1].Attr("agiraph.usage.cost_usd").Type(), "no cost where the price is unknown")
+	assert.Equal(t, attribute.EMPTY, chats[1].Attr("agiraph.usage.cost_usd").Type(), "no cost where the price is unknown")
 
 	tool := ss.Named("execute_tool lookup")
 	require.Len(t, tool, 1)
