@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,7 +88,7 @@ func TestCheckPassesWithoutLeaks(t *testing.T) {
 	go blockUntil(release)
 	close(release) // it ends, maybe only while the check waits
 	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGUSR1) // the signal handler's goroutines are the runtime's
+	signal.Notify(c, os.Interrupt) // the signal handler's goroutines are the runtime's
 	defer signal.Stop(c)
 	check()
 	ft.cleanup()
