@@ -14,12 +14,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
 	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
 )
 
@@ -186,6 +188,60 @@ func TestResumeTakenBack(t *testing.T) {
 	s := openOn(t, st, first)
 	defer s.Close()
 	resumeFinishes(t, s, want, second, first)
+}
+
+// A run whose tick failed to save as it started its nodes' attempts (the store went away)
+// is resumed in another home: the tick's dispatch runs again there, but the attempts it
+// started, which worked in the first home's folder, start again as the nodes' next attempts,
+// once each; the run finishes with the output of a run that never moved.
+func TestResumeInAnotherHomeAfterAFailedDispatch(t *testing.T) {
+	const goal = "AI chips"
+	want := run(t, newSquad(t), goal).Output
+	st := store.NewMemory()
+	first, second := t.TempDir(), t.TempDir()
+	coord, worker := holding(func(providers.Request) bool { return true })
+	s := openOn(t, failingDispatch{st}, first, coord, worker)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := s.RunID(ctx, "r1", goal)
+	require.ErrorIs(t, err, errStoreAway)
+	require.NoError(t, s.Close())
+
+	s = openOn(t, st, second)
+	defer s.Close()
+	resumeFinishes(t, s, want, second, second)
+	evs, err := s.Events(0, 0)
+	require.NoError(t, err)
+	started := map[string]int{}
+	for _, e := range evs {
+		if e.Type == eventlog.NodeStarted {
+			started[e.Node]++
+		}
+	}
+	assert.Equal(t, map[string]int{"n1": 1, "n2": 1, "n3": 1, "n4": 1}, started, "each node started once in the second home")
+	b, err := s.ReadBoard("r1")
+	require.NoError(t, err)
+	for _, n := range b.Nodes[:3] {
+		assert.Equal(t, 2, n.Attempts, n.ID)
+	}
+}
+
+// errStoreAway is the error of a failingDispatch's saver.
+var errStoreAway = errors.New("the store went away")
+
+// failingDispatch is a store whose saver fails to save what the squad's dispatch tasks (which
+// start the nodes' attempts) wrote.
+type failingDispatch struct{ store.Store }
+
+func (f failingDispatch) Saver() checkpoint.Saver { return dispatchSaver{f.Store.Saver()} }
+
+type dispatchSaver struct{ checkpoint.Saver }
+
+func (s dispatchSaver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
+	if slices.ContainsFunc(writes, func(w checkpoint.Write) bool { return w.Node == "dispatch" }) {
+		return errStoreAway
+	}
+	return s.Saver.PutWrites(ctx, cfg, writes)
 }
 
 // A node whose published file is larger than the store keeps fails, and its next attempt, which
