@@ -357,7 +357,10 @@ func (r *run) start(ctx context.Context, l launch) error {
 	if !ok {
 		return fmt.Errorf("nodes: dispatch: worker %q does not exist", l.Worker)
 	}
-	if r.pool.running(l.Assignment) {
+	// A launch whose assignment is no longer its node's is not started: a resume in another home
+	// gave the node its next attempt after the tick decided it (see restoreRun), and the frontier
+	// starts that one.
+	if n.Assignment != l.Assignment || r.pool.running(l.Assignment) {
 		return nil
 	}
 	a, aerr := r.assignment(n, w)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
@@ -197,9 +198,11 @@ func homeID(home workspace.Home) (string, error) {
 // folder that is lost, and their scratch files with it, as did those paused to be resumed (a
 // pending node that keeps its assignment): each starts again from its beginning, as the node's
 // next attempt (its worker the same), rather than go on from its last step without the files
-// it wrote. An attempt whose outcome was saved is collected as it is. The folder is built
-// beside the run's and takes its place once whole: a restore cut short (a damaged file, a
-// crash) leaves no folder that a resume would take for the run's, and the next one starts over.
+// it wrote. An attempt whose outcome was saved is collected as it is, but for one cancelled
+// (the run paused before the squad collected it), which would be resumed from its last step:
+// it starts again too. The folder is built beside the run's and takes its place once whole: a
+// restore cut short (a damaged file, a crash) leaves no folder that a resume would take for the
+// run's, and the next one starts over.
 func (s *Squad) restoreRun(ctx context.Context, b *board) error {
 	run := b.run
 	tmp := workspace.Run(filepath.Join(filepath.Dir(string(run)), "."+run.ID()+".restore"))
@@ -237,7 +240,8 @@ func (s *Squad) restoreRun(ctx context.Context, b *board) error {
 				return err
 			}
 			var rec outcomeRecord
-			if n.Status != NodePending && d.Value != nil && json.Unmarshal(d.Value, &rec) == nil && rec.Assignment == n.Assignment {
+			if n.Status != NodePending && d.Value != nil && json.Unmarshal(d.Value, &rec) == nil && rec.Assignment == n.Assignment &&
+				rec.Outcome.Status != runtime.Cancelled {
 				continue
 			}
 			again := attemptID(run.ID(), n.ID, n.Attempts+1)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,11 +14,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
+	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
 )
@@ -84,28 +88,62 @@ func resumeFinishes(t *testing.T, s *nodes.Squad, want, from, to string) {
 	assert.Equal(t, os.FileMode(0o444), fi.Mode().Perm(), "published files stay read-only")
 }
 
-// openOn opens the demo team's squad on home and st.
-func openOn(t *testing.T, st store.Store, home string) *nodes.Squad {
+// openOn opens a squad of the demo team on home and st, its models ms (demo.Models() if none).
+func openOn(t *testing.T, st store.Store, home string, ms ...providers.Model) *nodes.Squad {
 	t.Helper()
-	s, err := nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithStore(st), nodes.WithModelOptions(models.WithoutRetry()),
-		nodes.WithTick(20*time.Millisecond))...)
+	if len(ms) == 0 {
+		ms = demo.Models()
+	}
+	s, err := nodes.New(nodes.WithHome(home), nodes.WithStore(st), nodes.WithTick(20*time.Millisecond),
+		nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
+		nodes.WithModelOptions(models.WithModels(ms...), models.WithoutRetry()))
 	require.NoError(t, err)
 	return s
 }
 
 // pauseOnceResearched runs r1 toward goal on home and st, and pauses it once its three research
-// nodes have published.
+// nodes have published: as the synthesis node begins.
 func pauseOnceResearched(t *testing.T, st store.Store, home, goal string) {
 	t.Helper()
-	pauseWhen(t, st, home, goal, eventlog.NodeCompleted, 3)
+	pauseAt(t, st, home, goal, synthesis)
 }
 
-// pauseWhen runs r1 toward goal on home and st (resumes it, with no goal), and pauses it once
-// n events of type typ have come (counted from the run's first).
-func pauseWhen(t *testing.T, st store.Store, home, goal string, typ eventlog.Type, n int) {
+// synthesis picks the turns of the demo team's synthesis node.
+func synthesis(req providers.Request) bool {
+	return strings.Contains(req.Messages[0].Text(), "Synthesize the findings")
+}
+
+// heldWorker is the demo team's worker but for the turns hold picks, which wait until the run
+// is paused (their context ends): the run goes no further than them. held is closed at the
+// first.
+type heldWorker struct {
+	providers.Model
+	hold func(providers.Request) bool
+	once sync.Once
+	held chan struct{}
+}
+
+func (m *heldWorker) Generate(ctx context.Context, req providers.Request) (providers.Response, error) {
+	if !m.hold(req) {
+		return m.Model.Generate(ctx, req)
+	}
+	m.once.Do(func() { close(m.held) })
+	<-ctx.Done()
+	return providers.Response{}, ctx.Err()
+}
+
+// holding returns the demo team's models, the worker's turns that hold picks held.
+func holding(hold func(providers.Request) bool) (coordinator providers.Model, worker *heldWorker) {
+	ms := demo.Models()
+	return ms[0], &heldWorker{Model: ms[1], hold: hold, held: make(chan struct{})}
+}
+
+// pauseAt runs r1 toward goal on home and st (resumes it, with no goal), and pauses it at the
+// first worker turn hold picks.
+func pauseAt(t *testing.T, st store.Store, home, goal string, hold func(providers.Request) bool) {
 	t.Helper()
-	s := openOn(t, st, home)
-	events, stop := s.Subscribe(0)
+	coord, worker := holding(hold)
+	s := openOn(t, st, home, coord, worker)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ended := make(chan error, 1)
@@ -118,36 +156,92 @@ func pauseWhen(t *testing.T, st store.Store, home, goal string, typ eventlog.Typ
 		}
 		ended <- err
 	}()
-	for seen := 0; seen < n; {
-		select {
-		case e := <-events:
-			if e.Type == typ {
-				seen++
-			}
-		case err := <-ended:
-			require.Failf(t, "the run ended before the events awaited", "%d of %d %s events: %v", seen, n, typ, err)
-		}
+	select {
+	case <-worker.held:
+	case err := <-ended:
+		require.Failf(t, "the run ended before the turn awaited", "%v", err)
 	}
 	cancel()
-	stop()
-	require.True(t, errors.Is(<-ended, nodes.ErrInterrupted))
+	require.ErrorIs(t, <-ended, nodes.ErrInterrupted)
 	require.NoError(t, s.Close())
 }
 
 // A run taken over by another home and taken back: the folder the first home kept is behind
 // the store (the research nodes published in the other), and is rebuilt from it rather than
-// resumed as it is; the run finishes with the output of a run that never moved.
+// resumed as it is; the synthesis node, paused in the other home once it had written its report
+// in its scratch folder, which is not kept, starts again; the run finishes with the output of a
+// run that never moved.
 func TestResumeTakenBack(t *testing.T) {
 	const goal = "AI chips"
 	want := run(t, newSquad(t), goal).Output
 	st := store.NewMemory()
 	first, second := t.TempDir(), t.TempDir()
-	pauseWhen(t, st, first, goal, eventlog.NodeCreated, 1)
-	pauseWhen(t, st, second, "", eventlog.NodeCompleted, 3)
+	pauseAt(t, st, first, goal, func(providers.Request) bool { return true })
+	pauseAt(t, st, second, "", func(req providers.Request) bool {
+		return synthesis(req) && slices.ContainsFunc(req.Messages, func(m providers.Message) bool {
+			return slices.ContainsFunc(m.Parts, func(p providers.Part) bool {
+				return p.ToolResult != nil && p.ToolResult.Name == "write_file" && !p.ToolResult.IsError
+			})
+		})
+	})
 
 	s := openOn(t, st, first)
 	defer s.Close()
 	resumeFinishes(t, s, want, second, first)
+}
+
+// A run whose tick failed to save as it started its nodes' attempts (the store went away)
+// is resumed in another home: the tick's dispatch runs again there, but the attempts it
+// started, which worked in the first home's folder, start again as the nodes' next attempts,
+// once each; the run finishes with the output of a run that never moved.
+func TestResumeInAnotherHomeAfterAFailedDispatch(t *testing.T) {
+	const goal = "AI chips"
+	want := run(t, newSquad(t), goal).Output
+	st := store.NewMemory()
+	first, second := t.TempDir(), t.TempDir()
+	coord, worker := holding(func(providers.Request) bool { return true })
+	s := openOn(t, failingDispatch{st}, first, coord, worker)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := s.RunID(ctx, "r1", goal)
+	require.ErrorIs(t, err, errStoreAway)
+	require.NoError(t, s.Close())
+
+	s = openOn(t, st, second)
+	defer s.Close()
+	resumeFinishes(t, s, want, second, second)
+	evs, err := s.Events(0, 0)
+	require.NoError(t, err)
+	started := map[string]int{}
+	for _, e := range evs {
+		if e.Type == eventlog.NodeStarted {
+			started[e.Node]++
+		}
+	}
+	assert.Equal(t, map[string]int{"n1": 1, "n2": 1, "n3": 1, "n4": 1}, started, "each node started once in the second home")
+	b, err := s.ReadBoard("r1")
+	require.NoError(t, err)
+	for _, n := range b.Nodes[:3] {
+		assert.Equal(t, 2, n.Attempts, n.ID)
+	}
+}
+
+// errStoreAway is the error of a failingDispatch's saver.
+var errStoreAway = errors.New("the store went away")
+
+// failingDispatch is a store whose saver fails to save what the squad's dispatch tasks (which
+// start the nodes' attempts) wrote.
+type failingDispatch struct{ store.Store }
+
+func (f failingDispatch) Saver() checkpoint.Saver { return dispatchSaver{f.Store.Saver()} }
+
+type dispatchSaver struct{ checkpoint.Saver }
+
+func (s dispatchSaver) PutWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
+	if slices.ContainsFunc(writes, func(w checkpoint.Write) bool { return w.Node == "dispatch" }) {
+		return errStoreAway
+	}
+	return s.Saver.PutWrites(ctx, cfg, writes)
 }
 
 // A node whose published file is larger than the store keeps fails, and its next attempt, which

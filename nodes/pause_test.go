@@ -19,8 +19,8 @@ import (
 )
 
 // A run whose context ends is paused, not completed: Run says so with ErrInterrupted, no
-// agent.completed is logged, and Resume finishes it with the same output as a run that was
-// never interrupted.
+// agent.completed is logged, a Resume whose context has ended already says so too, and
+// Resume finishes it with the same output as a run that was never interrupted.
 func TestCancelledRunIsPaused(t *testing.T) {
 	want := run(t, newSquad(t), "AI chips").Output
 
@@ -32,6 +32,12 @@ func TestCancelledRunIsPaused(t *testing.T) {
 	assert.Empty(t, res.Output)
 	assert.NotContains(t, types(t, s), eventlog.AgentCompleted)
 	assert.Contains(t, types(t, s), eventlog.AgentPaused)
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = s.Resume(ended, res.RunID)
+	require.ErrorIs(t, err, nodes.ErrInterrupted)
+	require.ErrorIs(t, err, context.Canceled)
 
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()

@@ -265,15 +265,14 @@ func (r *run) execute() (res Result, err error) {
 			r.spawned(ctx, w)
 		}
 	}
-	if err := r.reportDamage(ctx); err != nil {
-		return Result{RunID: r.id}, err
+	var snap graph.Snapshot[tick]
+	if err = r.reportDamage(ctx); err == nil {
+		snap, err = r.g.State(ctx)
 	}
-	snap, serr := r.g.State(ctx)
-	switch {
-	case errors.Is(serr, checkpoint.ErrNotFound):
+	switch { // an error before the graph runs (its context ended, say) ends the run as one in it
+	case errors.Is(err, checkpoint.ErrNotFound):
 		_, err = r.g.Invoke(ctx, tick{})
-	case serr != nil:
-		return Result{RunID: r.id}, serr
+	case err != nil:
 	case len(snap.Tasks) == 0: // it ended before
 	default:
 		r.emit(ctx, eventlog.Event{Type: eventlog.AgentResumed, Text: fmt.Sprintf("resumed at tick %d", snap.Values.Tick)})
