@@ -18,7 +18,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime/eventlog"
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 	"github.com/agiraph/agiraph/tools"
 )
 

@@ -34,9 +34,9 @@ import (
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/memory"
-	"github.com/agiraph/agiraph/runtime/sandbox"
 	"github.com/agiraph/agiraph/runtime/triggers"
 	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/sandbox"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/mcp"
 )

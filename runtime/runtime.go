@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/providers"
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 	"github.com/agiraph/agiraph/tools"
 )
 

@@ -46,7 +46,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/demo"
 	_ "github.com/agiraph/agiraph/providers/anthropic" // anthropic/ models
 	_ "github.com/agiraph/agiraph/providers/langchain" // openai/, openrouter/, ollama/ and gemini/ models
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 	"github.com/agiraph/agiraph/server"
 )
 

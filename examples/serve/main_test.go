@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agiraph/agiraph/nodes"
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

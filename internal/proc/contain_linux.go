@@ -11,7 +11,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 )
 
 // ContainEnv set to "group" turns the PID namespace off: containment falls back to the process

@@ -6,7 +6,7 @@ import (
 	"os/exec"
 	"syscall"
 
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 )
 
 const weakness = "no PID namespace on this system: only the process group is killed, and a process that leaves it survives"

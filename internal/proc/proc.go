@@ -27,7 +27,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 )
 
 // MarkEnv is the environment variable that marks the processes a Process started.

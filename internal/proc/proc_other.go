@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 )
 
 const weakness = "no process groups on this system: only the process itself is killed, and what it started survives"

@@ -31,7 +31,7 @@ import (
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
 	"github.com/agiraph/agiraph/runtime/internal/workmcp"
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 )
 
 // Defaults of the options.
@@ -91,7 +91,7 @@ func WithEnv(extra []string) Option {
 
 // WithSandbox changes the sandbox the agent runs in (see package sandbox): fn gets the policy
 // a Run would use — the assignment's (Assignment.Sandbox) letting the agent also write its
-// working directory and, for an agent of sandbox.Agents (codex, gemini, claude, aider), its
+// working directory and, for an agent the sandbox knows (codex, gemini, claude, aider), its
 // configuration folder, and keep its keys and WithEnv's variables — and returns the one to
 // use: say with the configuration folder of another agent writable, or Off.
 func WithSandbox(fn func(a runtime.Assignment, p sandbox.Policy) sandbox.Policy) Option {

@@ -29,7 +29,7 @@ import (
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/filebridge"
 	"github.com/agiraph/agiraph/runtime/internal/workmcp"
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 )
 
 // The protocol files, in the scratch directory.

@@ -13,7 +13,7 @@ import (
 	"github.com/agiraph/agiraph/internal/leaktest"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/claudecode"
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 )
 
 func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }

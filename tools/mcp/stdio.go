@@ -10,7 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agiraph/agiraph/internal/proc"
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 )
 
 const (

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/internal/testenv"
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/shell"
 )

@@ -36,7 +36,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agiraph/agiraph/internal/proc"
-	"github.com/agiraph/agiraph/runtime/sandbox"
+	"github.com/agiraph/agiraph/sandbox"
 	"github.com/agiraph/agiraph/tools"
 )
 

@@ -7,7 +7,8 @@
 // process's start event says the rest is not enforced.
 //
 // A CLI agent needs more than its assignment's policy: its working directory and configuration
-// folder writable, its API key. [CLI.Policy] adds them, for the agents it knows ([Agents]) and
+// folder writable, its API key. [CLI.Policy] adds them, for the agents it knows (Claude Code, Codex,
+// Gemini CLI, aider) and
 // the variables the agent is given explicitly.
 //
 // It does not protect against what the kernel lets any process do: reading files the server's
@@ -92,8 +93,8 @@ type Agent struct {
 	Keys []string
 }
 
-// Agents are the CLI agents this package knows, by program name.
-var Agents = map[string]Agent{
+// agents are the CLI agents this package knows, by program name.
+var agents = map[string]Agent{
 	"claude": {ConfigEnv: "CLAUDE_CONFIG_DIR", ConfigDir: ".claude", Keys: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"}},
 	"codex":  {ConfigEnv: "CODEX_HOME", ConfigDir: ".codex", Keys: []string{"OPENAI_API_KEY", "CODEX_API_KEY"}},
 	"gemini": {ConfigDir: ".gemini", Keys: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"}},
@@ -102,7 +103,7 @@ var Agents = map[string]Agent{
 
 // CLI is a CLI agent about to start.
 type CLI struct {
-	// Program is its name or path; a program whose name is in Agents is known.
+	// Program is its name or path: claude, codex, gemini and aider are known.
 	Program string
 	// Dir is its working directory; Env its environment ("KEY=value"), in which Given are
 	// the entries given to it explicitly.
@@ -119,7 +120,7 @@ func (c CLI) Policy(p Policy, change func(Policy) Policy) (Policy, error) {
 	if !p.Off {
 		dirs := []string{c.Dir}
 		var keep []string
-		if agent, ok := Agents[filepath.Base(c.Program)]; ok {
+		if agent, ok := agents[filepath.Base(c.Program)]; ok {
 			dir, err := agent.folder(c.Env)
 			if err != nil {
 				return p, err
