@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/runtime/bus"
+	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/triggers"
 )
 
@@ -118,6 +119,6 @@ func (r *run) fire(f triggers.Firing) {
 	if err != nil {
 		r.cfg.logger.Error("trigger not delivered", "run", r.id, "trigger", t.ID, "err", err)
 	}
-	r.emitAt(context.Background(), "x.trigger_fired", t.Action.Node, t.By, fmt.Sprintf("%s %s: %s", t.ID, what, t.Action.Task+t.Action.Body), f, key)
+	r.emitAt(context.Background(), eventlog.TriggerFired, t.Action.Node, t.By, fmt.Sprintf("%s %s: %s", t.ID, what, t.Action.Task+t.Action.Body), f, key)
 	r.signal()
 }

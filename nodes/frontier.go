@@ -342,7 +342,7 @@ func (r *run) saveOutcome(ctx context.Context, node, assignment string, o runtim
 	}
 	if werr != nil {
 		r.cfg.logger.Error("outcome not saved", "run", r.id, "node", node, "assignment", assignment, "err", werr)
-		r.emitAt(ctx, "x.error", node, "", "the outcome of "+assignment+" was not saved: "+werr.Error(), nil, "")
+		r.emitAt(ctx, eventlog.Error, node, "", "the outcome of "+assignment+" was not saved: "+werr.Error(), nil, "")
 	}
 	return rec
 }
@@ -490,11 +490,11 @@ func translate(e runtime.Event) (eventlog.Event, bool) {
 	case runtime.Compacted:
 		return eventlog.New(eventlog.MemoryCompacted, e.Text, nil), true
 	case runtime.ModelTurn:
-		return eventlog.New("x.model_turn", clip(e.Text, 500), e.Usage), true
+		return eventlog.New(eventlog.ModelTurn, clip(e.Text, 500), e.Usage), true
 	case runtime.Retrying:
-		return eventlog.New("x.retrying", e.Text, nil), true
+		return eventlog.New(eventlog.Retrying, e.Text, nil), true
 	case runtime.Output:
-		return eventlog.New("x.output", clip(e.Text, 500), nil), true
+		return eventlog.New(eventlog.Output, clip(e.Text, 500), nil), true
 	}
 	return eventlog.Event{}, false
 }

@@ -130,7 +130,7 @@ func (r *run) stop() {
 		}
 	}
 	if _, err := r.bus.Send(r.ctxOrBackground(), squadName, bus.Coordinator, "The human stopped all workers; their nodes go back on the board and continue when the human writes again."); err != nil {
-		r.emit(ctx, eventlog.New("x.error", err.Error(), nil))
+		r.emit(ctx, eventlog.New(eventlog.Error, err.Error(), nil))
 	}
 	r.signal()
 }

@@ -555,7 +555,7 @@ func (r *run) close(ctx context.Context, n *tick) error {
 	if err := r.s.mem.LogOnce(squadName, fmt.Sprintf("run %s cycle %d: %s", r.id, cycle, firstLine(rs.Output))); err != nil {
 		return err
 	}
-	r.emit(ctx, eventlog.Event{Type: "x.cycle_completed", Text: fmt.Sprintf("cycle %d: %s", cycle, firstLine(rs.Output)), Key: key})
+	r.emit(ctx, eventlog.Event{Type: eventlog.CycleCompleted, Text: fmt.Sprintf("cycle %d: %s", cycle, firstLine(rs.Output)), Key: key})
 	if _, err := r.updateRun(ctx, func(s *runState) { s.Cycle, s.Finished = cycle, false }); err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -95,7 +96,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 			}
 			return err
 		case e := <-events:
-			if e.Type != "x.cycle_completed" {
+			if e.Type != eventlog.CycleCompleted {
 				continue
 			}
 			n++

@@ -82,12 +82,23 @@ const (
 	MemoryCompacted Type = "memory.compacted" // memory or a conversation was compacted
 )
 
+// The squad's own event types, custom by their "x." prefix (so not among Types): what a
+// worker's model and process did, and what the run did besides its nodes.
+const (
+	ModelTurn      Type = "x.model_turn"      // a model answered; Text: the answer (clipped to 500 bytes); Data: the turn's usage
+	Retrying       Type = "x.retrying"        // a failed model call is tried again; Text: why, and when
+	Output         Type = "x.output"          // a CLI agent wrote output; Text: it (clipped to 500 bytes)
+	Error          Type = "x.error"           // something failed beside a node's work (an answer not handed over, an outcome not saved); Text: what
+	TriggerFired   Type = "x.trigger_fired"   // a trigger fired; Text: its id, what fired it, its action
+	CycleCompleted Type = "x.cycle_completed" // a cycle of an infinite agent ended; Text: its number and output
+)
+
 // TextDelta is a piece of a model's answer as it is generated: Text is the piece, Node and
 // Worker say whose answer it is (the coordinator's has no Node). It is a live event: a squad
 // hands it to the subscribers of its log with Broadcast, it is never appended (Append refuses
 // it), has no Seq (0) and is not in the file, so a subscriber sees only the pieces generated
-// while it listens. The pieces of a turn add up to its text, which the logged "x.model_turn"
-// event that follows them carries whole (clipped to 500 bytes).
+// while it listens. The pieces of a turn add up to its text, which the logged ModelTurn event that
+// follows them carries whole (clipped to 500 bytes).
 const TextDelta Type = "text.delta"
 
 // customTypePrefix marks the custom types Append accepts besides Types.
