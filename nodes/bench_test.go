@@ -150,7 +150,7 @@ func BenchmarkResume1000(b *testing.B) {
 			}
 		}
 		stop()
-		if err := s.End(); err != nil {
+		if err := s.Pause(); err != nil {
 			b.Fatal(err)
 		}
 		r := <-done
@@ -176,7 +176,7 @@ func BenchmarkResume1000(b *testing.B) {
 		}
 		b.StopTimer()
 		stop()
-		if err := s.End(); err != nil {
+		if err := s.Pause(); err != nil {
 			b.Fatal(err)
 		}
 		if r := <-done; r.err != nil {
@@ -311,7 +311,7 @@ func (c *cycleAgent) end(tb testing.TB) {
 	defer c.cancel()
 	defer c.s.Close()
 	defer c.stop()
-	if err := c.s.End(); err != nil {
+	if err := c.s.Pause(); err != nil {
 		tb.Fatal(err)
 	}
 	if err := <-c.done; err != nil {

@@ -99,7 +99,7 @@ func TestFinishedRunTakesNoMoreOrders(t *testing.T) {
 	_, done := runInBackground(t, s, "finish at once")
 	<-closing
 	require.ErrorIs(t, s.Stop(), nodes.ErrNoRun)
-	require.ErrorIs(t, s.End(), nodes.ErrNoRun)
+	require.ErrorIs(t, s.Pause(), nodes.ErrNoRun)
 	require.ErrorIs(t, s.Send("", "more"), nodes.ErrNoRun)
 	require.ErrorIs(t, s.Answer(bus.Coordinator, "yes"), nodes.ErrNoRun)
 	close(release)
@@ -134,7 +134,7 @@ func TestRunIsReachedWhileItsStartLockIsHeld(t *testing.T) {
 		t.Fatal("the run could not be reached while its start lock was held")
 	}
 	release()
-	require.NoError(t, s.End())
+	require.NoError(t, s.Pause())
 	require.NoError(t, (<-done).err)
 }
 

@@ -117,7 +117,7 @@ func TestInfiniteAgentCycles(t *testing.T) {
 			clock.Advance(30 * time.Minute) // the heartbeat wakes the agent
 		}
 	}
-	if err := s.End(); err != nil {
+	if err := s.Pause(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {

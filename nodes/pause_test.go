@@ -78,7 +78,7 @@ func TestStallIsReported(t *testing.T) {
 	e := waitFor(t, events, "agent.waiting", func(e eventlog.Event) bool { return e.Type == eventlog.AgentWaiting })
 	assert.Contains(t, e.Text, "Which market?")
 	assert.Contains(t, e.Text, "the human")
-	require.NoError(t, s.End())
+	require.NoError(t, s.Pause())
 	require.NoError(t, <-done)
 }
 

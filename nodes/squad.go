@@ -5,7 +5,7 @@
 // [Squad.Run] runs it toward a goal. A run is a graph whose superstep is a tick (intake,
 // route_frontier, dispatch, collect, reconcile_inbox, decide_next; [Mermaid] draws it), and
 // each step commits with its checkpoint in the squad's store (package nodes/store). Only the
-// coordinator's finish completes a run: [Squad.End] and a cancelled context pause it, and
+// coordinator's finish completes a run: [Squad.Pause] and a cancelled context pause it, and
 // [Squad.Resume] continues it by its id, after a crash too, without redoing finished work.
 //
 // The tick, workers, messages, memory and triggers are in docs/squad.md; the store in
@@ -600,11 +600,11 @@ func (s *Squad) Stop() error {
 	return nil
 }
 
-// End pauses the run in progress cleanly: its workers are stopped (their progress is kept),
+// Pause pauses the run in progress cleanly: its workers are stopped (their progress is kept),
 // the coordinator's conversation is kept, and Run returns with the latest output and no error.
 // The run is not complete — only the coordinator's finish completes a run — and Resume takes it
 // up again. It is how an infinite run is stopped.
-func (s *Squad) End() error {
+func (s *Squad) Pause() error {
 	r, err := s.active()
 	if err != nil {
 		return err

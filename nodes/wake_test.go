@@ -49,7 +49,7 @@ func TestTriggerWakesAPausedAgent(t *testing.T) {
 		done <- res
 	}()
 	waitFor(t, events, "cycle 1", func(e eventlog.Event) bool { return e.Type == "x.cycle_completed" })
-	require.NoError(t, s.End())
+	require.NoError(t, s.Pause())
 	res := <-done
 	assert.False(t, res.Finished, "an infinite run is never complete")
 	assert.Contains(t, res.Output, "post-2")
@@ -72,7 +72,7 @@ func TestTriggerWakesAPausedAgent(t *testing.T) {
 	e := waitFor(t, events, "cycle 2", func(e eventlog.Event) bool { return e.Type == "x.cycle_completed" })
 	assert.Contains(t, e.Text, "post-3")
 	assert.NotContains(t, e.Text, "post-1", "a post reported in cycle 1 is not reported again")
-	require.NoError(t, s.End())
+	require.NoError(t, s.Pause())
 	<-done
 	ts, err := s.Triggers()
 	require.NoError(t, err)

@@ -102,7 +102,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 			n++
 			fmt.Fprintf(stdout, "%s  %s\n", e.Time.Format("15:04:05"), strings.TrimPrefix(e.Text, fmt.Sprintf("cycle %d: ", n)))
 			if *cycles > 0 && n >= *cycles {
-				if err := squad.End(); err != nil {
+				if err := squad.Pause(); err != nil {
 					return err
 				}
 				return <-done
