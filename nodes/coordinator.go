@@ -171,7 +171,7 @@ func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 		tools.Func("finish", "End the run with the final answer.", r.toolFinish,
 			tools.WithGuidance("finish only when the goal is met: the output is the complete deliverable (usually the final report's content), not a pointer to it.")),
 	}
-	ts = append(ts, runtime.MessageTools(a, runtime.NewReporter(a, nil))...)
+	ts = append(ts, runtime.MessageTools(a, runtime.NewEmitter(a, nil))...)
 	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: bus.Coordinator, CanWrite: true})...)
 	ts = append(ts, r.sched.ToolsFor(bus.Coordinator, a.ID)...)
 	ts = append(ts, r.cfg.coordTools...)

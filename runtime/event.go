@@ -59,21 +59,21 @@ type ToolEvent struct {
 // Sink receives events. It must not block for long: the worker waits for it.
 type Sink func(Event)
 
-// Reporter stamps events with their assignment's identity and time and passes them to a sink;
+// Emitter stamps events with their assignment's identity and time and passes them to a sink;
 // a nil sink drops them. Adapters use one per Run.
-type Reporter struct {
+type Emitter struct {
 	a    Assignment
 	sink Sink
 	now  func() time.Time
 }
 
-// NewReporter returns a Reporter for a's events.
-func NewReporter(a Assignment, sink Sink) *Reporter {
-	return &Reporter{a: a, sink: sink, now: time.Now}
+// NewEmitter returns an Emitter for a's events.
+func NewEmitter(a Assignment, sink Sink) *Emitter {
+	return &Emitter{a: a, sink: sink, now: time.Now}
 }
 
 // Emit reports e, filling its time, assignment, node and worker.
-func (r *Reporter) Emit(e Event) {
+func (r *Emitter) Emit(e Event) {
 	if r.sink == nil {
 		return
 	}
@@ -86,7 +86,7 @@ func (r *Reporter) Emit(e Event) {
 
 // End reports the end of the assignment, with the summary or err's text, and returns o and err
 // unchanged, so adapters can end Run with it.
-func (r *Reporter) End(o Outcome, err error) (Outcome, error) {
+func (r *Emitter) End(o Outcome, err error) (Outcome, error) {
 	u, text := o.Usage, o.Summary
 	if err != nil {
 		text = err.Error()

@@ -97,7 +97,7 @@ func TestWorkToolsReportTheEnd(t *testing.T) {
 	mb.Deliver("bob", "hi")
 	var events []runtime.Event
 	a := runtime.Assignment{ID: "a1", Node: "n1", Worker: "alice", Dir: d, Mailbox: mb}
-	rep := runtime.NewReporter(a, func(e runtime.Event) { events = append(events, e) })
+	rep := runtime.NewEmitter(a, func(e runtime.Event) { events = append(events, e) })
 	report := runtime.NewReport(runtime.Outcome{})
 	reg, err := tools.NewRegistry(runtime.WorkTools(a, report, rep))
 	if err != nil {
@@ -164,7 +164,7 @@ func TestWorkToolsReportTheEnd(t *testing.T) {
 
 func TestWorkToolsWithoutMailboxHaveNoMessaging(t *testing.T) {
 	a := runtime.Assignment{Dir: runtime.NodeDir(t.TempDir())}
-	for _, tool := range runtime.WorkTools(a, runtime.NewReport(runtime.Outcome{}), runtime.NewReporter(a, nil)) {
+	for _, tool := range runtime.WorkTools(a, runtime.NewReport(runtime.Outcome{}), runtime.NewEmitter(a, nil)) {
 		if tool.Name == "send_message" || tool.Name == "check_messages" {
 			t.Fatalf("%s offered without a mailbox", tool.Name)
 		}
@@ -272,7 +272,7 @@ func TestReportTravelsInTheContext(t *testing.T) {
 // Descriptions with commas reach the schema whole (jsonschema:"description=..." would cut them).
 func TestWorkToolSchemasKeepTheirDescriptions(t *testing.T) {
 	a := runtime.Assignment{Dir: runtime.NodeDir(t.TempDir()), Mailbox: &runtimetest.Mailbox{}}
-	for _, tool := range runtime.WorkTools(a, runtime.NewReport(runtime.Outcome{}), runtime.NewReporter(a, nil)) {
+	for _, tool := range runtime.WorkTools(a, runtime.NewReport(runtime.Outcome{}), runtime.NewEmitter(a, nil)) {
 		switch tool.Name {
 		case "create_work_node":
 			if !strings.Contains(string(tool.Schema), "by name (default: whoever is free)") {

@@ -130,7 +130,7 @@ type (
 // WorkTools returns the tools through which a worker ends its assignment and talks to the rest
 // of the run: publish, checkpoint, suggest_next and create_work_node report into r; and the
 // MessageTools.
-func WorkTools(a Assignment, r *Report, rep *Reporter) []tools.Tool {
+func WorkTools(a Assignment, r *Report, rep *Emitter) []tools.Tool {
 	ts := []tools.Tool{
 		tools.Func("publish", "Finish this assignment: move your outputs from scratch/ to published/, where other nodes can read them.",
 			func(ctx context.Context, args PublishArgs) (string, error) {
@@ -184,7 +184,7 @@ func WorkTools(a Assignment, r *Report, rep *Reporter) []tools.Tool {
 
 // MessageTools returns send_message and check_messages over a.Mailbox (none when it is nil);
 // events for the messages go to rep.
-func MessageTools(a Assignment, rep *Reporter) []tools.Tool {
+func MessageTools(a Assignment, rep *Emitter) []tools.Tool {
 	if a.Mailbox == nil {
 		return nil
 	}

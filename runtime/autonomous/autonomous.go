@@ -157,7 +157,7 @@ func (r *Runtime) Err() error { return r.err }
 // Run runs a's agent to its end, as docs/runtimes.md (CLI agents) describes.
 func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 	var mu sync.Mutex // the output goroutine, the work tools and this one all emit
-	rep := runtime.NewReporter(a, func(e runtime.Event) {
+	rep := runtime.NewEmitter(a, func(e runtime.Event) {
 		if sink != nil {
 			mu.Lock()
 			defer mu.Unlock()

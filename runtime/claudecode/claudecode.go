@@ -213,7 +213,7 @@ TO: <recipient: a worker's name or role, coordinator, human, or * for everyone>
 // describes.
 func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 	var mu sync.Mutex // the port wants events in order, never concurrently
-	rep := runtime.NewReporter(a, func(e runtime.Event) {
+	rep := runtime.NewEmitter(a, func(e runtime.Event) {
 		if sink != nil {
 			mu.Lock()
 			defer mu.Unlock()

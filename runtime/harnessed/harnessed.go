@@ -144,7 +144,7 @@ func (rt *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.S
 	if a.ID == "" {
 		return runtime.Outcome{Status: runtime.Failed}, errors.New("harnessed: assignment has no ID")
 	}
-	rep := runtime.NewReporter(a, sink)
+	rep := runtime.NewEmitter(a, sink)
 	w, err := rt.worker(ctx, a, rep)
 	if w != nil && w.mcp != nil {
 		defer w.mcp.Close()
@@ -157,7 +157,7 @@ func (rt *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.S
 
 // worker prepares one Run: the saved state, the report, the tools and the graph. When it fails
 // after connecting MCP servers it returns the worker all the same, for Run to close them.
-func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtime.Reporter) (*worker, error) {
+func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtime.Emitter) (*worker, error) {
 	w := &worker{rt: rt, a: a, rep: rep}
 	if err := a.Dir.Create(); err != nil {
 		return nil, err
@@ -209,7 +209,7 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 type worker struct {
 	rt     *Runtime
 	a      runtime.Assignment
-	rep    *runtime.Reporter
+	rep    *runtime.Emitter
 	report *runtime.Report
 	reg    *tools.Registry
 	g      *graph.Compiled[state]

@@ -41,7 +41,7 @@ type Server struct {
 // call the client gives the model's id of (see mcp.CallIDMeta) before the tool runs: an adapter
 // that reports the model's calls from the CLI's output, which can show a call only after the
 // CLI ran it, reports it there first, so that what the tool does comes after its call.
-func Serve(a runtime.Assignment, rep *runtime.Reporter, called func(tools.Call)) (*Server, error) {
+func Serve(a runtime.Assignment, rep *runtime.Emitter, called func(tools.Call)) (*Server, error) {
 	report := runtime.NewReport(runtime.Outcome{})
 	ts := append(runtime.WorkTools(a, report, rep), askHuman(report))
 	ts = append(ts, a.Tools...)
