@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/bus"
 	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/harnessed"
@@ -171,7 +172,7 @@ func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 		tools.Func("finish", "End the run with the final answer.", r.toolFinish,
 			tools.WithGuidance("finish only when the goal is met: the output is the complete deliverable (usually the final report's content), not a pointer to it.")),
 	}
-	ts = append(ts, runtime.MessageTools(a, runtime.NewEmitter(a, nil))...)
+	ts = append(ts, adapter.MessageTools(a, adapter.NewEmitter(a, nil))...)
 	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: bus.Coordinator, CanWrite: true})...)
 	ts = append(ts, r.sched.ToolsFor(bus.Coordinator, a.ID)...)
 	ts = append(ts, r.cfg.coordTools...)
@@ -179,7 +180,7 @@ func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 }
 
 func endTurn(ctx context.Context, summary string) error {
-	rep, ok := runtime.ReportFrom(ctx)
+	rep, ok := adapter.ReportFrom(ctx)
 	if !ok {
 		return errors.New("no assignment to end")
 	}

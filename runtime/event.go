@@ -58,39 +58,3 @@ type ToolEvent struct {
 
 // Sink receives events. It must not block for long: the worker waits for it.
 type Sink func(Event)
-
-// Emitter stamps events with their assignment's identity and time and passes them to a sink;
-// a nil sink drops them. Adapters use one per Run.
-type Emitter struct {
-	a    Assignment
-	sink Sink
-	now  func() time.Time
-}
-
-// NewEmitter returns an Emitter for a's events.
-func NewEmitter(a Assignment, sink Sink) *Emitter {
-	return &Emitter{a: a, sink: sink, now: time.Now}
-}
-
-// Emit reports e, filling its time, assignment, node and worker.
-func (r *Emitter) Emit(e Event) {
-	if r.sink == nil {
-		return
-	}
-	if e.Time.IsZero() {
-		e.Time = r.now()
-	}
-	e.Assignment, e.Node, e.Worker = r.a.ID, r.a.Node, r.a.Worker
-	r.sink(e)
-}
-
-// End reports the end of the assignment, with the summary or err's text, and returns o and err
-// unchanged, so adapters can end Run with it.
-func (r *Emitter) End(o Outcome, err error) (Outcome, error) {
-	u, text := o.Usage, o.Summary
-	if err != nil {
-		text = err.Error()
-	}
-	r.Emit(Event{Kind: Ended, Text: text, Usage: &u, Status: o.Status})
-	return o, err
-}

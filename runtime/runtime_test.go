@@ -2,21 +2,16 @@ package runtime_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agiraph/agiraph/internal/leaktest"
 	"github.com/agiraph/agiraph/runtime"
-	"github.com/agiraph/agiraph/runtime/runtimetest"
-	"github.com/agiraph/agiraph/tools"
 )
 
 func write(t *testing.T, path, content string) {
@@ -81,96 +76,6 @@ func TestPublishNeverReplacesAPublishedFile(t *testing.T) {
 }
 
 // calls numbers the calls of run, so that each has its own id, as a model's calls do.
-var calls atomic.Int64
-
-func run(t *testing.T, reg *tools.Registry, name string, args any) tools.Result {
-	t.Helper()
-	raw, _ := json.Marshal(args)
-	id := fmt.Sprint(calls.Add(1))
-	return reg.Run(context.Background(), []tools.Call{{ID: id, Name: name, Args: raw}})[0]
-}
-
-func TestWorkToolsReportTheEnd(t *testing.T) {
-	d := runtime.NodeDir(t.TempDir())
-	write(t, filepath.Join(d.Scratch(), "findings.md"), "found")
-	mb := &runtimetest.Mailbox{}
-	mb.Deliver("bob", "hi")
-	var events []runtime.Event
-	a := runtime.Assignment{ID: "a1", Node: "n1", Worker: "alice", Dir: d, Mailbox: mb}
-	rep := runtime.NewEmitter(a, func(e runtime.Event) { events = append(events, e) })
-	report := runtime.NewReport(runtime.Outcome{})
-	reg, err := tools.NewRegistry(runtime.WorkTools(a, report, rep))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	if r := run(t, reg, "suggest_next", runtime.SuggestArgs{Suggestion: "check AMD too"}); r.IsError {
-		t.Fatal(r.Content)
-	}
-	if r := run(t, reg, "create_work_node", runtime.SubNodeArgs{Task: "benchmark", Refs: map[string]string{"in": "n1/published/findings.md"}}); r.IsError {
-		t.Fatal(r.Content)
-	}
-	if r := run(t, reg, "create_work_node", runtime.SubNodeArgs{Task: "  "}); !r.IsError {
-		t.Fatal("an empty sub-task was accepted")
-	}
-	if r := run(t, reg, "send_message", runtime.SendArgs{To: "coordinator", Content: "halfway"}); r.IsError {
-		t.Fatal(r.Content)
-	}
-	if r := run(t, reg, "check_messages", runtime.NoArgs{}); r.Content != "[Message from bob]: hi" {
-		t.Fatalf("check_messages = %q", r.Content)
-	}
-	if r := run(t, reg, "check_messages", runtime.NoArgs{}); r.Content != "No new messages." {
-		t.Fatalf("second check_messages = %q", r.Content)
-	}
-	if report.Done() {
-		t.Fatal("done before publishing")
-	}
-	if r := run(t, reg, "publish", runtime.PublishArgs{Summary: "all found"}); r.IsError || !strings.Contains(r.Content, "findings.md") {
-		t.Fatalf("publish = %+v", r)
-	}
-	if r := run(t, reg, "checkpoint", runtime.CheckpointArgs{Summary: "again"}); !r.IsError {
-		t.Fatal("checkpoint after publish was accepted")
-	}
-
-	o := report.Outcome()
-	want := runtime.Outcome{
-		Status: runtime.Published, Summary: "all found", Published: []string{"findings.md"},
-		Suggestions: []string{"check AMD too"},
-		SubNodes:    []runtime.SubNode{{Task: "benchmark", Refs: map[string]string{"in": "n1/published/findings.md"}}},
-	}
-	if !reflect.DeepEqual(o, want) {
-		t.Fatalf("outcome %+v\nwant    %+v", o, want)
-	}
-	if sent := mb.Sent(); len(sent) != 1 || sent[0].To != "coordinator" {
-		t.Fatalf("sent %+v", sent)
-	}
-	var kinds []runtime.Kind
-	for _, e := range events {
-		kinds = append(kinds, e.Kind)
-		if e.Assignment != "a1" || e.Node != "n1" || e.Worker != "alice" || e.Time.IsZero() {
-			t.Errorf("event not stamped: %+v", e)
-		}
-	}
-	if want := []runtime.Kind{runtime.MessageSent, runtime.MessageReceived}; !reflect.DeepEqual(kinds, want) {
-		t.Fatalf("events %v, want %v", kinds, want)
-	}
-
-	// A worker that resumes starts from what it reported.
-	again := runtime.NewReport(o)
-	if !again.Done() || !reflect.DeepEqual(again.Outcome(), o) {
-		t.Fatalf("NewReport lost the earlier report: %+v", again.Outcome())
-	}
-}
-
-func TestWorkToolsWithoutMailboxHaveNoMessaging(t *testing.T) {
-	a := runtime.Assignment{Dir: runtime.NodeDir(t.TempDir())}
-	for _, tool := range runtime.WorkTools(a, runtime.NewReport(runtime.Outcome{}), runtime.NewEmitter(a, nil)) {
-		if tool.Name == "send_message" || tool.Name == "check_messages" {
-			t.Fatalf("%s offered without a mailbox", tool.Name)
-		}
-	}
-}
-
 // runtimeFunc is a Runtime from a function.
 type runtimeFunc func(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error)
 
@@ -252,53 +157,5 @@ func TestPublishAgainAnswersTheSame(t *testing.T) {
 	}
 }
 
-func TestReportTravelsInTheContext(t *testing.T) {
-	r := runtime.NewReport(runtime.Outcome{})
-	got, ok := runtime.ReportFrom(runtime.WithReport(context.Background(), r))
-	if !ok || got != r {
-		t.Fatal("ReportFrom lost the report")
-	}
-	if err := got.End(runtime.Checkpointed, "done"); err != nil || !r.Done() {
-		t.Fatalf("End: %v", err)
-	}
-	if err := got.End(runtime.Published, "again"); err == nil {
-		t.Fatal("a second End was accepted")
-	}
-	if _, ok := runtime.ReportFrom(context.Background()); ok {
-		t.Fatal("ReportFrom found a report in a bare context")
-	}
-}
-
 // Descriptions with commas reach the schema whole (jsonschema:"description=..." would cut them).
-func TestWorkToolSchemasKeepTheirDescriptions(t *testing.T) {
-	a := runtime.Assignment{Dir: runtime.NodeDir(t.TempDir()), Mailbox: &runtimetest.Mailbox{}}
-	for _, tool := range runtime.WorkTools(a, runtime.NewReport(runtime.Outcome{}), runtime.NewEmitter(a, nil)) {
-		switch tool.Name {
-		case "create_work_node":
-			if !strings.Contains(string(tool.Schema), "by name (default: whoever is free)") {
-				t.Errorf("create_work_node schema cut: %s", tool.Schema)
-			}
-		case "send_message":
-			if !strings.Contains(string(tool.Schema), "or * for everyone") {
-				t.Errorf("send_message schema cut: %s", tool.Schema)
-			}
-		}
-	}
-}
-
 // A question ends a report Waiting with the question; one that already ended takes none.
-func TestReportAsk(t *testing.T) {
-	r := runtime.NewReport(runtime.Outcome{})
-	if err := r.Ask("Which colour?"); err != nil {
-		t.Fatal(err)
-	}
-	if o := r.Outcome(); o.Status != runtime.Waiting || o.Question != "Which colour?" {
-		t.Fatalf("outcome %+v", o)
-	}
-	if err := r.End(runtime.Checkpointed, "later"); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Ask("Again?"); err == nil {
-		t.Fatal("a report that ended took a question")
-	}
-}

@@ -37,6 +37,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/tools"
 )
@@ -275,7 +276,7 @@ func offlineModel() providers.Model {
 		usage := providers.Usage{InputTokens: 40 * len(req.Messages), OutputTokens: 25}
 		call := scripted.Call("lookup", lookupArgs{Topic: req.Messages[0].Text()})
 		if _, results := scripted.Last(req); len(results) > 0 {
-			call = scripted.Call("publish", runtime.PublishArgs{Summary: results[0].Content})
+			call = scripted.Call("publish", adapter.PublishArgs{Summary: results[0].Content})
 		}
 		call.ID = fmt.Sprintf("call-%d", len(req.Messages))
 		return scripted.Turn{Usage: usage, Calls: []tools.Call{call}}, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/providertest"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/tools"
@@ -119,7 +120,7 @@ func TestModelTurnUsageOverHTTP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := providertest.NewAnthropic(t,
 				providertest.Reply{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "a.md", Content: "a"})}, Usage: u1},
-				providertest.Reply{Calls: []tools.Call{call("c2", "publish", runtime.PublishArgs{Summary: "done"})}, Usage: u2},
+				providertest.Reply{Calls: []tools.Call{call("c2", "publish", adapter.PublishArgs{Summary: "done"})}, Usage: u2},
 			)
 			m, err := models.New("anthropic/claude-sonnet-4-5", models.WithAPIKey("k"), models.WithBaseURL(srv.URL()))
 			require.NoError(t, err)

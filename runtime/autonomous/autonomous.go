@@ -29,6 +29,7 @@ import (
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/filebridge"
 	"github.com/agiraph/agiraph/runtime/internal/workmcp"
 	"github.com/agiraph/agiraph/sandbox"
@@ -157,7 +158,7 @@ func (r *Runtime) Err() error { return r.err }
 // Run runs a's agent to its end, as docs/runtimes.md (CLI agents) describes.
 func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 	var mu sync.Mutex // the output goroutine, the work tools and this one all emit
-	rep := runtime.NewEmitter(a, func(e runtime.Event) {
+	rep := adapter.NewEmitter(a, func(e runtime.Event) {
 		if sink != nil {
 			mu.Lock()
 			defer mu.Unlock()

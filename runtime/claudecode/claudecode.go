@@ -27,6 +27,7 @@ import (
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/internal/proc"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/filebridge"
 	"github.com/agiraph/agiraph/runtime/internal/workmcp"
 	"github.com/agiraph/agiraph/sandbox"
@@ -213,7 +214,7 @@ TO: <recipient: a worker's name or role, coordinator, human, or * for everyone>
 // describes.
 func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 	var mu sync.Mutex // the port wants events in order, never concurrently
-	rep := runtime.NewEmitter(a, func(e runtime.Event) {
+	rep := adapter.NewEmitter(a, func(e runtime.Event) {
 		if sink != nil {
 			mu.Lock()
 			defer mu.Unlock()

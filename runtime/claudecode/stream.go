@@ -13,6 +13,7 @@ import (
 
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/internal/workmcp"
 	"github.com/agiraph/agiraph/tools"
 )
@@ -323,7 +324,7 @@ func (e *event) errorText() string {
 // stream turns the CLI's output into events and remembers what the outcome needs. Its fields
 // are written by read, and by mcpCall under mu; they are read once read has returned.
 type stream struct {
-	rep    *runtime.Emitter
+	rep    *adapter.Emitter
 	kill   func()
 	how    string            // how the CLI runs (its sandbox), added to the Started event
 	mu     sync.Mutex        // held by read while it handles a line, and by mcpCall

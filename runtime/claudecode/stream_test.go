@@ -16,6 +16,7 @@ import (
 
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -44,7 +45,7 @@ func corpusLines(t testing.TB) [][]byte {
 // testStream returns a stream whose events are appended to *events; *killed says whether it
 // killed the process.
 func testStream(events *[]runtime.Event, killed *bool) *stream {
-	rep := runtime.NewEmitter(runtime.Assignment{}, func(e runtime.Event) { *events = append(*events, e) })
+	rep := adapter.NewEmitter(runtime.Assignment{}, func(e runtime.Event) { *events = append(*events, e) })
 	return &stream{rep: rep, tools: map[string]string{}, turns: map[string]bool{}, kill: func() { *killed = true }}
 }
 

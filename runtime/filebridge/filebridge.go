@@ -26,6 +26,7 @@ import (
 
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 )
 
 // The files of the protocol, in the agent's working folder.
@@ -91,7 +92,7 @@ func (b *Bridge) Step(ctx context.Context, final bool) {
 	}
 	paragraphs := notes
 	if len(msgs) > 0 {
-		paragraphs = append(paragraphs, runtime.FormatMessages(msgs))
+		paragraphs = append(paragraphs, adapter.FormatMessages(msgs))
 	}
 	if len(paragraphs) > 0 {
 		if err := b.appendInbox(strings.Join(paragraphs, "\n\n")); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/tools"
@@ -38,7 +39,7 @@ func benchReAct(b *testing.B, newSaver func(b *testing.B) checkpoint.Saver) {
 		if n < turns-1 {
 			return scripted.Turn{Calls: []tools.Call{call(fmt.Sprint("c", n), "echo", map[string]int{"n": n})}}, nil
 		}
-		return scripted.Turn{Calls: []tools.Call{call("done", "publish", runtime.PublishArgs{Summary: "done"})}}, nil
+		return scripted.Turn{Calls: []tools.Call{call("done", "publish", adapter.PublishArgs{Summary: "done"})}}, nil
 	})
 	saver := newSaver(b)
 	rt := harnessed.New(model, harnessed.WithSaver(saver), harnessed.WithMaxIterations(turns))
@@ -97,7 +98,7 @@ func BenchmarkTurn1000SQLite(b *testing.B) {
 			b.Fatal(err)
 		}
 		model := scripted.New("bench", scripted.Turn{Calls: turn},
-			scripted.Turn{Calls: []tools.Call{call("done", "publish", runtime.PublishArgs{Summary: "done"})}})
+			scripted.Turn{Calls: []tools.Call{call("done", "publish", adapter.PublishArgs{Summary: "done"})}})
 		rt := harnessed.New(model, harnessed.WithSaver(saver))
 		a := runtime.Assignment{ID: "turn", Task: "Plan 1,000 nodes.", Dir: runtime.NodeDir(filepath.Join(dir, fmt.Sprint(i))), Tools: []tools.Tool{create}}
 		b.StartTimer()

@@ -7,6 +7,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/tools"
@@ -27,21 +28,21 @@ func (behaviors) Prepare(_ *testing.T, a *runtime.Assignment) {
 func (behaviors) Publishes(_ *testing.T, file, content, summary string) runtime.Runtime {
 	return harnessed.New(plays(
 		call("w", "write_file", files.WriteArgs{Path: file, Content: content}),
-		call("p", "publish", runtime.PublishArgs{Summary: summary}),
+		call("p", "publish", adapter.PublishArgs{Summary: summary}),
 	))
 }
 
 func (behaviors) Checkpoints(_ *testing.T, file, content, summary string) runtime.Runtime {
 	return harnessed.New(plays(
 		call("w", "write_file", files.WriteArgs{Path: file, Content: content}),
-		call("c", "checkpoint", runtime.CheckpointArgs{Summary: summary}),
+		call("c", "checkpoint", adapter.CheckpointArgs{Summary: summary}),
 	))
 }
 
 func (behaviors) SendsThenPublishes(_ *testing.T, to, body, summary string) runtime.Runtime {
 	return harnessed.New(plays(
-		call("s", "send_message", runtime.SendArgs{To: to, Content: body}),
-		call("p", "publish", runtime.PublishArgs{Summary: summary}),
+		call("s", "send_message", adapter.SendArgs{To: to, Content: body}),
+		call("p", "publish", adapter.PublishArgs{Summary: summary}),
 	))
 }
 

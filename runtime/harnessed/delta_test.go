@@ -18,6 +18,7 @@ import (
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/tools"
@@ -55,7 +56,7 @@ func bigTurn(n int) []tools.Call {
 		case i%5 == 4:
 			calls = append(calls, call(id, "peek", struct{}{}), call(id+"b", "peek", struct{}{}))
 		case i%3 == 2:
-			calls = append(calls, call(id, "create_work_node", runtime.SubNodeArgs{Task: "sub-task " + id}))
+			calls = append(calls, call(id, "create_work_node", adapter.SubNodeArgs{Task: "sub-task " + id}))
 		default:
 			calls = append(calls, call(id, "work", workArgs{Item: fmt.Sprintf("item %s: do the work and write it down", id)}))
 		}
@@ -118,7 +119,7 @@ func TestToolStepsSaveWhatTheyAdd(t *testing.T) {
 	a.Tools = append(a.Tools, workTools(&l, nil)...)
 	turn := bigTurn(n)
 	model := scripted.New("w", scripted.Turn{Calls: turn},
-		scripted.Turn{Calls: []tools.Call{call("p", "checkpoint", runtime.CheckpointArgs{Summary: "asked"})}}).KeepRequests()
+		scripted.Turn{Calls: []tools.Call{call("p", "checkpoint", adapter.CheckpointArgs{Summary: "asked"})}}).KeepRequests()
 	saver := checkpoint.NewMemory()
 	o, err := harnessed.New(model, harnessed.WithSaver(saver)).Run(context.Background(), a, nil)
 	require.NoError(t, err)
@@ -196,7 +197,7 @@ func TestStoppedMidTurnRunsEveryCallOnce(t *testing.T) {
 			}
 			assert.Equal(t, 1, o.Turns)
 
-			rest := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("p", "checkpoint", runtime.CheckpointArgs{Summary: "asked"})}}).KeepRequests()
+			rest := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("p", "checkpoint", adapter.CheckpointArgs{Summary: "asked"})}}).KeepRequests()
 			a.Tools = slices.Concat(base, workTools(&l, nil))
 			o, err = harnessed.New(rest, harnessed.WithSaver(db)).Run(context.Background(), a, nil)
 			require.NoError(t, err)
@@ -295,7 +296,7 @@ func TestIdempotentCallsShareAStep(t *testing.T) {
 	a.Tools = append(a.Tools, mark)
 	a.Tools = append(a.Tools, workTools(&l, nil)...)
 	model := scripted.New("w", scripted.Turn{Calls: turn},
-		scripted.Turn{Calls: []tools.Call{call("p", "publish", runtime.PublishArgs{Summary: "marked"})}})
+		scripted.Turn{Calls: []tools.Call{call("p", "publish", adapter.PublishArgs{Summary: "marked"})}})
 	saver := checkpoint.NewMemory()
 	o, err := harnessed.New(model, harnessed.WithSaver(saver)).Run(context.Background(), a, nil)
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/mcp"
 )
@@ -108,8 +109,8 @@ func WithTextEndsTurn() Option { return func(c *config) { c.textEndsTurn = true 
 // badly. By default every call streams its text as TextDelta events.
 func WithoutStreaming() Option { return func(c *config) { c.noStream = true } }
 
-// WithoutWorkTools leaves out runtime.WorkTools: the worker gets only the assignment's tools and
-// ask_human, and its tools end the assignment through runtime.ReportFrom (a coordinator, say).
+// WithoutWorkTools leaves out adapter.WorkTools: the worker gets only the assignment's tools and
+// ask_human, and its tools end the assignment through adapter.ReportFrom (a coordinator, say).
 func WithoutWorkTools() Option { return func(c *config) { c.ownTools = true } }
 
 // WithMCP gives every assignment the tools of these MCP servers (see package tools/mcp), named
@@ -144,7 +145,7 @@ func (rt *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.S
 	if a.ID == "" {
 		return runtime.Outcome{Status: runtime.Failed}, errors.New("harnessed: assignment has no ID")
 	}
-	rep := runtime.NewEmitter(a, sink)
+	rep := adapter.NewEmitter(a, sink)
 	w, err := rt.worker(ctx, a, rep)
 	if w != nil && w.mcp != nil {
 		defer w.mcp.Close()
@@ -157,7 +158,7 @@ func (rt *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.S
 
 // worker prepares one Run: the saved state, the report, the tools and the graph. When it fails
 // after connecting MCP servers it returns the worker all the same, for Run to close them.
-func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtime.Emitter) (*worker, error) {
+func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *adapter.Emitter) (*worker, error) {
 	w := &worker{rt: rt, a: a, rep: rep}
 	if err := a.Dir.Create(); err != nil {
 		return nil, err
@@ -176,10 +177,10 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 	default:
 		w.snap = snap
 	}
-	w.report = runtime.NewReport(w.snap.Values.Report)
+	w.report = adapter.NewReport(w.snap.Values.Report)
 	if !w.fresh && len(w.snap.Tasks) == 0 && a.Wake {
 		if w.revive = w.receive(fmt.Sprintf("turn%d/wake", w.snap.Values.Turns)); len(w.revive) > 0 {
-			w.report = runtime.NewReport(runtime.Outcome{})
+			w.report = adapter.NewReport(runtime.Outcome{})
 		}
 	}
 	if rt.cfg.single {
@@ -188,7 +189,7 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 	}
 	ts := []tools.Tool{askHuman}
 	if !rt.cfg.ownTools {
-		ts = append(ts, runtime.WorkTools(a, w.report, rep)...)
+		ts = append(ts, adapter.WorkTools(a, w.report, rep)...)
 	}
 	ts = append(ts, a.Tools...)
 	if len(rt.cfg.mcp) > 0 && w.runs() {
@@ -209,8 +210,8 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *runtim
 type worker struct {
 	rt     *Runtime
 	a      runtime.Assignment
-	rep    *runtime.Emitter
-	report *runtime.Report
+	rep    *adapter.Emitter
+	report *adapter.Report
 	reg    *tools.Registry
 	g      *graph.Compiled[state]
 	fresh  bool
@@ -245,7 +246,7 @@ func (w *worker) run(ctx context.Context) (runtime.Outcome, error) {
 		w.rep.Emit(runtime.Event{Kind: runtime.Started, Text: fmt.Sprintf("model %s, woken by %d message(s) after %d turns", w.rt.model.Name(), len(w.revive), w.snap.Values.Turns)})
 		input := w.snap.Values.update()
 		input.Woken, input.Since = true, w.snap.Values.Turns
-		input.Conversation = []providers.Message{providers.UserText(runtime.FormatMessages(w.revive))}
+		input.Conversation = []providers.Message{providers.UserText(adapter.FormatMessages(w.revive))}
 		final, err = w.g.Invoke(ctx, input)
 	case len(w.snap.Tasks) == 0:
 		return w.outcome(ctx, w.snap.Values, nil) // it ended before

@@ -22,6 +22,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/tools"
@@ -138,7 +139,7 @@ func TestWriteRunReadPublish(t *testing.T) {
 			if rs := lastResults(req); len(rs) == 1 && strings.Contains(rs[0].Content, "42") {
 				sawOutput.Store(true)
 			}
-			return scripted.Turn{Calls: []tools.Call{call("c4", "publish", runtime.PublishArgs{Summary: "hello.py prints 42"})}}, nil
+			return scripted.Turn{Calls: []tools.Call{call("c4", "publish", adapter.PublishArgs{Summary: "hello.py prints 42"})}}, nil
 		}
 		return scripted.Turn{}, fmt.Errorf("unexpected turn %d", turn)
 	}).KeepRequests()
@@ -188,7 +189,7 @@ func TestMessageArrivingMidLoopIsSeenAtTheNextYieldPoint(t *testing.T) {
 	a.Tools = append(a.Tools, slow)
 	model := scripted.New("w",
 		scripted.Turn{Calls: []tools.Call{call("c1", "survey", struct{}{}), call("c2", "write_file", files.WriteArgs{Path: "notes.md", Content: "n"})}},
-		scripted.Turn{Calls: []tools.Call{call("c3", "publish", runtime.PublishArgs{Summary: "done"})}},
+		scripted.Turn{Calls: []tools.Call{call("c3", "publish", adapter.PublishArgs{Summary: "done"})}},
 	).KeepRequests()
 	var rec recorder
 	if _, err := harnessed.New(model).Run(context.Background(), a, rec.sink); err != nil {
@@ -210,7 +211,7 @@ func TestMessageArrivingMidLoopIsSeenAtTheNextYieldPoint(t *testing.T) {
 	mb2 := &runtimetest.Mailbox{}
 	mb2.Deliver("coordinator", "hurry")
 	b.Mailbox = mb2
-	m2 := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}}).KeepRequests()
+	m2 := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", adapter.CheckpointArgs{Summary: "ok"})}}).KeepRequests()
 	o, err := harnessed.New(m2).Run(context.Background(), b, nil)
 	if err != nil || o.Status != runtime.Checkpointed {
 		t.Fatalf("outcome %+v, %v", o, err)
@@ -255,7 +256,7 @@ func TestResumeContinuesTheConversation(t *testing.T) {
 		unblocked.Store(true)
 		return "unblocked", nil
 	})
-	rest := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c4", "publish", runtime.PublishArgs{Summary: "counted"})}}).KeepRequests()
+	rest := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c4", "publish", adapter.PublishArgs{Summary: "counted"})}}).KeepRequests()
 	var rec recorder
 	o, err = harnessed.New(rest, harnessed.WithSaver(saver)).Run(context.Background(), a, rec.sink)
 	if err != nil || o.Status != runtime.Published || o.Turns != 3 {
@@ -295,7 +296,7 @@ func TestAskHumanWaitsForTheAnswer(t *testing.T) {
 	}))
 	model := scripted.New("w",
 		scripted.Turn{Calls: []tools.Call{call("c1", "count", struct{}{}), call("c2", "ask_human", map[string]string{"question": "Red or blue?"})}},
-		scripted.Turn{Calls: []tools.Call{call("c3", "checkpoint", runtime.CheckpointArgs{Summary: "chose"})}},
+		scripted.Turn{Calls: []tools.Call{call("c3", "checkpoint", adapter.CheckpointArgs{Summary: "chose"})}},
 	).KeepRequests()
 	rt := harnessed.New(model)
 	var rec recorder
@@ -349,7 +350,7 @@ func TestCompactionKeepsNotesAndFinishes(t *testing.T) {
 			fetched++
 			return scripted.Turn{Calls: []tools.Call{call(fmt.Sprint("f", fetched), "fetch", map[string]int{"n": fetched})}}, nil
 		}
-		return scripted.Turn{Calls: []tools.Call{call("p", "publish", runtime.PublishArgs{Summary: "five facts"})}}, nil
+		return scripted.Turn{Calls: []tools.Call{call("p", "publish", adapter.PublishArgs{Summary: "five facts"})}}, nil
 	}).KeepRequests()
 	var rec recorder
 	o, err := harnessed.New(model, harnessed.WithContextLimit(3000), harnessed.WithKeepMessages(2)).Run(context.Background(), a, rec.sink)
@@ -394,7 +395,7 @@ func TestModelFailure(t *testing.T) {
 	model := scripted.New("w",
 		scripted.Turn{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "a.md", Content: "a"})}},
 		scripted.Turn{Err: boom},
-		scripted.Turn{Calls: []tools.Call{call("c2", "checkpoint", runtime.CheckpointArgs{Summary: "never"})}},
+		scripted.Turn{Calls: []tools.Call{call("c2", "checkpoint", adapter.CheckpointArgs{Summary: "never"})}},
 	)
 	var rec recorder
 	o, err := harnessed.New(model).Run(context.Background(), a, rec.sink)
@@ -409,7 +410,7 @@ func TestModelFailure(t *testing.T) {
 	assert.NotContains(t, rec.kinds(), runtime.Retrying)
 
 	b := assignment(t, "a6b", "Work.")
-	once := scripted.New("w", scripted.Turn{Err: boom}, scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}})
+	once := scripted.New("w", scripted.Turn{Err: boom}, scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", adapter.CheckpointArgs{Summary: "ok"})}})
 	fast := providers.Retry{InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
 	rec = recorder{}
 	o, err = harnessed.New(providers.WithRetry(once, fast)).Run(context.Background(), b, rec.sink)
@@ -437,7 +438,7 @@ func TestModelTurnUsage(t *testing.T) {
 	a := assignment(t, "a14", "Work.")
 	model := scripted.New("w",
 		scripted.Turn{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "a.md", Content: "a"})}, Usage: u1},
-		scripted.Turn{Calls: []tools.Call{call("c2", "publish", runtime.PublishArgs{Summary: "done"})}, Usage: u2},
+		scripted.Turn{Calls: []tools.Call{call("c2", "publish", adapter.PublishArgs{Summary: "done"})}, Usage: u2},
 	)
 	var rec recorder
 	o, err := harnessed.New(model).Run(context.Background(), a, rec.sink)
@@ -516,7 +517,7 @@ func TestBadToolCallsAreReportedToTheModel(t *testing.T) {
 			{ID: "c2", Name: "write_file", Args: json.RawMessage(`{"path": 3}`)},
 			call("c3", "read_file", files.ReadArgs{Path: "../../etc/passwd"}),
 		}},
-		scripted.Turn{Calls: []tools.Call{call("c4", "checkpoint", runtime.CheckpointArgs{Summary: "ok"})}},
+		scripted.Turn{Calls: []tools.Call{call("c4", "checkpoint", adapter.CheckpointArgs{Summary: "ok"})}},
 	).KeepRequests()
 	if o, err := harnessed.New(model).Run(context.Background(), a, nil); err != nil || o.Status != runtime.Checkpointed {
 		t.Fatalf("outcome %+v, %v", o, err)
@@ -538,7 +539,7 @@ func TestConcurrentAssignments(t *testing.T) {
 		if len(req.Messages) == 1 {
 			return scripted.Turn{Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "out.md", Content: req.Messages[0].Text()})}}, nil
 		}
-		return scripted.Turn{Calls: []tools.Call{call("c2", "publish", runtime.PublishArgs{Summary: req.Messages[0].Text()})}}, nil
+		return scripted.Turn{Calls: []tools.Call{call("c2", "publish", adapter.PublishArgs{Summary: req.Messages[0].Text()})}}, nil
 	})
 	rt := harnessed.New(model)
 	var wg sync.WaitGroup
@@ -567,7 +568,7 @@ func TestTextEndsTurnAndMailRevives(t *testing.T) {
 	mb := &runtimetest.Mailbox{}
 	a.Mailbox = mb
 	a.Tools = append(a.Tools, tools.Func("wait", "Wait for news.", func(ctx context.Context, _ struct{}) (string, error) {
-		r, ok := runtime.ReportFrom(ctx)
+		r, ok := adapter.ReportFrom(ctx)
 		if !ok {
 			return "", errors.New("no report in the context")
 		}
@@ -615,7 +616,7 @@ func TestMailArrivingAsTheTurnEndsIsHandedBack(t *testing.T) {
 	}))
 	model := scripted.New("w", scripted.Turn{Calls: []tools.Call{
 		call("c1", "cleanup", struct{}{}),
-		call("c2", "checkpoint", runtime.CheckpointArgs{Summary: "stage done"}),
+		call("c2", "checkpoint", adapter.CheckpointArgs{Summary: "stage done"}),
 	}})
 	o, err := harnessed.New(model).Run(context.Background(), a, nil)
 	if err != nil || o.Status != runtime.Checkpointed {
@@ -633,7 +634,7 @@ func TestMailArrivingAsTheTurnEndsIsHandedBack(t *testing.T) {
 		return "clean", nil
 	}))
 	m2 := scripted.New("w", scripted.Turn{Calls: []tools.Call{
-		call("c1", "checkpoint", runtime.CheckpointArgs{Summary: "stage done"}),
+		call("c1", "checkpoint", adapter.CheckpointArgs{Summary: "stage done"}),
 		call("c2", "cleanup", struct{}{}),
 	}})
 	if o, err := harnessed.New(m2).Run(context.Background(), b, nil); err != nil || len(o.Unread) != 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -53,7 +54,7 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 	var add []providers.Message
 	msgs := w.receive(fmt.Sprintf("turn%d", s.Turns))
 	if len(msgs) > 0 {
-		add = append(add, providers.UserText(runtime.FormatMessages(msgs)))
+		add = append(add, providers.UserText(adapter.FormatMessages(msgs)))
 	}
 	conv := append(slices.Clip(s.Conversation), add...)
 	if w.over(s, add) {
@@ -135,7 +136,7 @@ func (w *worker) act(ctx context.Context, s state) (state, error) {
 	case len(held) > 0 && report.Status != "":
 		next.Report.Unread = held // the turn ended: no model call will see them
 	case len(held) > 0:
-		msg.Parts = append(msg.Parts, providers.Text(runtime.FormatMessages(held)))
+		msg.Parts = append(msg.Parts, providers.Text(adapter.FormatMessages(held)))
 	}
 	next.Conversation = []providers.Message{msg}
 	return next, nil
@@ -152,7 +153,7 @@ func (w *worker) call(ctx context.Context, batch []tools.Call) ([]tools.Result, 
 		}
 		results = []tools.Result{r}
 	} else {
-		results = w.reg.Run(runtime.WithReport(ctx, w.report), batch)
+		results = w.reg.Run(adapter.WithReport(ctx, w.report), batch)
 		if err := ctx.Err(); err != nil {
 			return nil, context.Cause(ctx) // do not save results cut short by cancellation
 		}

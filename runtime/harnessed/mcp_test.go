@@ -11,6 +11,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/mcp"
@@ -22,7 +23,7 @@ func TestMCPToolsReachTheModel(t *testing.T) {
 	a := assignment(t, "mcp1", "Find the fact about towels, then publish it.")
 	model := scripted.NewFunc("w", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		if _, results := scripted.Last(req); len(results) > 0 && results[0].Name == "kb__lookup" {
-			return scripted.Turn{Calls: []tools.Call{scripted.Call("publish", runtime.PublishArgs{Summary: results[0].Content})}}, nil
+			return scripted.Turn{Calls: []tools.Call{scripted.Call("publish", adapter.PublishArgs{Summary: results[0].Content})}}, nil
 		}
 		return scripted.Turn{Calls: []tools.Call{scripted.Call("kb__lookup", mcptest.LookupArgs{Key: "towels"})}}, nil
 	}).KeepRequests()

@@ -23,7 +23,7 @@ type state struct {
 	// makes them a message of the conversation, and they are cleared.
 	Results []tools.Result    `json:"results,omitempty"`
 	Held    []runtime.Message `json:"held,omitempty"`
-	// Report is what the worker reported (see runtime.Report): an update adds its suggestions,
+	// Report is what the worker reported (see adapter.Report): an update adds its suggestions,
 	// sub-nodes and unread messages, and an ending (Status set) replaces the ending.
 	Report runtime.Outcome `json:"report,omitzero"`
 

@@ -12,6 +12,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/files"
@@ -43,7 +44,7 @@ func TestTextDeltasMakeEachTurnsText(t *testing.T) {
 	a := assignment(t, "s1", "Write the notes.")
 	model := scripted.New("w",
 		scripted.Turn{Text: "Let me write the notes first.", Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "notes.md", Content: "notes"})}},
-		scripted.Turn{Text: "The notes are written; I publish them now.", Calls: []tools.Call{call("c2", "publish", runtime.PublishArgs{Summary: "notes"})}},
+		scripted.Turn{Text: "The notes are written; I publish them now.", Calls: []tools.Call{call("c2", "publish", adapter.PublishArgs{Summary: "notes"})}},
 	)
 	var rec recorder
 	o, err := harnessed.New(model).Run(context.Background(), a, rec.sink)
@@ -73,7 +74,7 @@ func TestTextDeltasMakeEachTurnsText(t *testing.T) {
 	// A turn of tool calls only streams nothing.
 	var quiet recorder
 	_, err = harnessed.New(scripted.New("q",
-		scripted.Turn{Calls: []tools.Call{call("c1", "publish", runtime.PublishArgs{Summary: "nothing to say"})}},
+		scripted.Turn{Calls: []tools.Call{call("c1", "publish", adapter.PublishArgs{Summary: "nothing to say"})}},
 	)).Run(context.Background(), assignment(t, "s2", "Publish."), quiet.sink)
 	require.NoError(t, err)
 	assert.NotContains(t, quiet.kinds(), runtime.TextDelta)
@@ -107,7 +108,7 @@ func (m *flaky) Generate(_ context.Context, req providers.Request) (providers.Re
 	for _, d := range []string{"Hello, ", "again."} {
 		req.OnText(d)
 	}
-	return scripted.Turn{Calls: []tools.Call{call("c1", "publish", runtime.PublishArgs{Summary: "hello"})}, Text: "Hello, again."}.Response(m.Name()), nil
+	return scripted.Turn{Calls: []tools.Call{call("c1", "publish", adapter.PublishArgs{Summary: "hello"})}, Text: "Hello, again."}.Response(m.Name()), nil
 }
 
 // A call tried again streams its text again, after the Retrying event: what a watcher sees
@@ -131,7 +132,7 @@ func TestTextDeltasStartAgainAfterARetry(t *testing.T) {
 
 // WithoutStreaming asks the model without OnText, and reports no deltas.
 func TestWithoutStreaming(t *testing.T) {
-	model := scripted.New("w", scripted.Turn{Text: "Publishing now.", Calls: []tools.Call{call("c1", "publish", runtime.PublishArgs{Summary: "done"})}}).KeepRequests()
+	model := scripted.New("w", scripted.Turn{Text: "Publishing now.", Calls: []tools.Call{call("c1", "publish", adapter.PublishArgs{Summary: "done"})}}).KeepRequests()
 	var rec recorder
 	_, err := harnessed.New(model, harnessed.WithoutStreaming()).Run(context.Background(), assignment(t, "s5", "Publish."), rec.sink)
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/harnessed"
 	"github.com/agiraph/agiraph/tools"
 )
@@ -55,7 +56,7 @@ func TestTrace_AssignmentInsideASquadTask(t *testing.T) {
 	model := scripted.New("tracer",
 		scripted.Turn{Calls: []tools.Call{call("c1", "lookup", lookupArgs{Key: "secret-token"})},
 			Usage: providers.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 10, CostUSD: 0.0015}},
-		scripted.Turn{Calls: []tools.Call{call("c2", "publish", runtime.PublishArgs{Summary: "found it"})},
+		scripted.Turn{Calls: []tools.Call{call("c2", "publish", adapter.PublishArgs{Summary: "found it"})},
 			Usage: providers.Usage{InputTokens: 150, OutputTokens: 5}},
 	)
 	rt := harnessed.New(model, harnessed.WithTracerProvider(rec))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agiraph/agiraph/internal/leaktest"
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/runtime/runtimetest"
 )
 
@@ -19,13 +20,13 @@ func TestRunOnAMinimalRuntime(t *testing.T) { runtimetest.Run(t, funcBehaviors{}
 
 // agent does an assignment's work, reporting to rep, and says how it ended: Published or
 // Checkpointed, and a summary.
-type agent func(ctx context.Context, a runtime.Assignment, rep *runtime.Emitter) (runtime.Status, string, error)
+type agent func(ctx context.Context, a runtime.Assignment, rep *adapter.Emitter) (runtime.Status, string, error)
 
 // funcRuntime runs an agent function.
 type funcRuntime struct{ agent agent }
 
 func (r funcRuntime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
-	rep := runtime.NewEmitter(a, sink)
+	rep := adapter.NewEmitter(a, sink)
 	fail := func(err error) (runtime.Outcome, error) {
 		return rep.End(runtime.Outcome{Status: runtime.StatusOf(ctx, err), Summary: err.Error()}, err)
 	}
@@ -51,19 +52,19 @@ type funcBehaviors struct{}
 func (funcBehaviors) Prepare(*testing.T, *runtime.Assignment) {}
 
 func (funcBehaviors) Publishes(_ *testing.T, file, content, summary string) runtime.Runtime {
-	return funcRuntime{func(_ context.Context, a runtime.Assignment, _ *runtime.Emitter) (runtime.Status, string, error) {
+	return funcRuntime{func(_ context.Context, a runtime.Assignment, _ *adapter.Emitter) (runtime.Status, string, error) {
 		return runtime.Published, summary, os.WriteFile(filepath.Join(a.Dir.Scratch(), file), []byte(content), 0o644)
 	}}
 }
 
 func (funcBehaviors) Checkpoints(_ *testing.T, file, content, summary string) runtime.Runtime {
-	return funcRuntime{func(_ context.Context, a runtime.Assignment, _ *runtime.Emitter) (runtime.Status, string, error) {
+	return funcRuntime{func(_ context.Context, a runtime.Assignment, _ *adapter.Emitter) (runtime.Status, string, error) {
 		return runtime.Checkpointed, summary, os.WriteFile(filepath.Join(a.Dir.Scratch(), file), []byte(content), 0o644)
 	}}
 }
 
 func (funcBehaviors) SendsThenPublishes(_ *testing.T, to, body, summary string) runtime.Runtime {
-	return funcRuntime{func(ctx context.Context, a runtime.Assignment, rep *runtime.Emitter) (runtime.Status, string, error) {
+	return funcRuntime{func(ctx context.Context, a runtime.Assignment, rep *adapter.Emitter) (runtime.Status, string, error) {
 		if err := a.Mailbox.Send(ctx, a.ID+"/send", to, body); err != nil {
 			return "", "", err
 		}
@@ -73,7 +74,7 @@ func (funcBehaviors) SendsThenPublishes(_ *testing.T, to, body, summary string) 
 }
 
 func (funcBehaviors) Hangs(*testing.T) runtime.Runtime {
-	return funcRuntime{func(ctx context.Context, _ runtime.Assignment, _ *runtime.Emitter) (runtime.Status, string, error) {
+	return funcRuntime{func(ctx context.Context, _ runtime.Assignment, _ *adapter.Emitter) (runtime.Status, string, error) {
 		<-ctx.Done()
 		return "", "", ctx.Err()
 	}}

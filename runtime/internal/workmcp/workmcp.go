@@ -1,5 +1,5 @@
 // Package workmcp offers an assignment's work tools to a CLI agent over MCP, for the adapters
-// that run one (runtime/claudecode, runtime/autonomous): the tools of runtime.WorkTools,
+// that run one (runtime/claudecode, runtime/autonomous): the tools of adapter.WorkTools,
 // ask_human and the assignment's own tools on an endpoint of the assignment (tools/mcp.Serve: a loopback port behind a token
 // of its own), and the outcome the agent reported through them.
 package workmcp
@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/mcp"
 )
@@ -30,7 +31,7 @@ The MCP server "agiraph" gives you the tools of this run: publish (finish: publi
 // them. Close it when the assignment ends.
 type Server struct {
 	*mcp.Endpoint
-	report *runtime.Report
+	report *adapter.Report
 	close  sync.Once
 	err    error
 }
@@ -41,9 +42,9 @@ type Server struct {
 // call the client gives the model's id of (see mcp.CallIDMeta) before the tool runs: an adapter
 // that reports the model's calls from the CLI's output, which can show a call only after the
 // CLI ran it, reports it there first, so that what the tool does comes after its call.
-func Serve(a runtime.Assignment, rep *runtime.Emitter, called func(tools.Call)) (*Server, error) {
-	report := runtime.NewReport(runtime.Outcome{})
-	ts := append(runtime.WorkTools(a, report, rep), askHuman(report))
+func Serve(a runtime.Assignment, rep *adapter.Emitter, called func(tools.Call)) (*Server, error) {
+	report := adapter.NewReport(runtime.Outcome{})
+	ts := append(adapter.WorkTools(a, report, rep), askHuman(report))
 	ts = append(ts, a.Tools...)
 	if called != nil {
 		for i, t := range ts {
@@ -107,7 +108,7 @@ func (s *Server) Complete(o runtime.Outcome) (_ runtime.Outcome, ok bool) {
 
 // askHuman is the ask_human tool of a CLI agent: the question ends the assignment, which runs
 // again with the human's answer.
-func askHuman(report *runtime.Report) tools.Tool {
+func askHuman(report *adapter.Report) tools.Tool {
 	type args struct {
 		Question string `json:"question" jsonschema_description:"The question, with what the human needs to answer it"`
 	}

@@ -1,4 +1,4 @@
-package runtime
+package adapter
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -14,12 +15,12 @@ import (
 // the coordinator. It is safe for concurrent use.
 type Report struct {
 	mu sync.Mutex
-	o  Outcome
+	o  runtime.Outcome
 }
 
 // NewReport returns a report that starts from what an earlier part of the same assignment
 // reported (its Status, Summary, Published, Suggestions and SubNodes), for a worker that resumes.
-func NewReport(prev Outcome) *Report {
+func NewReport(prev runtime.Outcome) *Report {
 	r := &Report{}
 	r.Restore(prev)
 	return r
@@ -28,25 +29,25 @@ func NewReport(prev Outcome) *Report {
 // Restore makes the report what prev reported (its Status, Summary, Published, Suggestions and
 // SubNodes): a runtime that saves the report with each step restores it from the step's input,
 // which may hold what a step saved before a crash and was not re-run.
-func (r *Report) Restore(prev Outcome) {
+func (r *Report) Restore(prev runtime.Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.o = Outcome{
+	r.o = runtime.Outcome{
 		Status: prev.Status, Summary: prev.Summary,
 		Published:   append([]string(nil), prev.Published...),
 		Suggestions: append([]string(nil), prev.Suggestions...),
-		SubNodes:    append([]SubNode(nil), prev.SubNodes...),
+		SubNodes:    append([]runtime.SubNode(nil), prev.SubNodes...),
 	}
 }
 
 // Outcome returns what the worker reported so far.
-func (r *Report) Outcome() Outcome {
+func (r *Report) Outcome() runtime.Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	o := r.o
 	o.Published = append([]string(nil), o.Published...)
 	o.Suggestions = append([]string(nil), o.Suggestions...)
-	o.SubNodes = append([]SubNode(nil), o.SubNodes...)
+	o.SubNodes = append([]runtime.SubNode(nil), o.SubNodes...)
 	return o
 }
 
@@ -54,17 +55,17 @@ func (r *Report) Outcome() Outcome {
 func (r *Report) Done() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.o.Status == Published || r.o.Status == Checkpointed
+	return r.o.Status == runtime.Published || r.o.Status == runtime.Checkpointed
 }
 
 // End records that the worker ended its assignment with status s (Published or Checkpointed)
 // and a summary; it fails if the worker already ended. Runtimes stop the assignment once it has.
-func (r *Report) End(s Status, summary string) error { return r.end(s, summary, nil) }
+func (r *Report) End(s runtime.Status, summary string) error { return r.end(s, summary, nil) }
 
-func (r *Report) end(s Status, summary string, published []string) error {
+func (r *Report) end(s runtime.Status, summary string, published []string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.o.Status == Published || r.o.Status == Checkpointed {
+	if r.o.Status == runtime.Published || r.o.Status == runtime.Checkpointed {
 		return fmt.Errorf("this assignment already ended (%s)", r.o.Status)
 	}
 	r.o.Status, r.o.Summary, r.o.Published = s, summary, published
@@ -76,10 +77,10 @@ func (r *Report) end(s Status, summary string, published []string) error {
 func (r *Report) Ask(question string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.o.Status == Published || r.o.Status == Checkpointed {
+	if r.o.Status == runtime.Published || r.o.Status == runtime.Checkpointed {
 		return fmt.Errorf("this assignment already ended (%s)", r.o.Status)
 	}
-	r.o.Status, r.o.Question = Waiting, question
+	r.o.Status, r.o.Question = runtime.Waiting, question
 	return nil
 }
 
@@ -130,7 +131,7 @@ type (
 // WorkTools returns the tools through which a worker ends its assignment and talks to the rest
 // of the run: publish, checkpoint, suggest_next and create_work_node report into r; and the
 // MessageTools.
-func WorkTools(a Assignment, r *Report, rep *Emitter) []tools.Tool {
+func WorkTools(a runtime.Assignment, r *Report, rep *Emitter) []tools.Tool {
 	ts := []tools.Tool{
 		tools.Func("publish", "Finish this assignment: move your outputs from scratch/ to published/, where other nodes can read them.",
 			func(ctx context.Context, args PublishArgs) (string, error) {
@@ -141,7 +142,7 @@ func WorkTools(a Assignment, r *Report, rep *Emitter) []tools.Tool {
 				if err != nil {
 					return "", err
 				}
-				if err := r.end(Published, args.Summary, files); err != nil {
+				if err := r.end(runtime.Published, args.Summary, files); err != nil {
 					return "", err
 				}
 				if len(files) == 0 {
@@ -152,7 +153,7 @@ func WorkTools(a Assignment, r *Report, rep *Emitter) []tools.Tool {
 			tools.WithGuidance("Call publish once, when your outputs are complete and written to files in your scratch directory; the assignment ends with it. Published files cannot be changed afterwards.")),
 		tools.Func("checkpoint", "End this stage of the work with a summary; the node stays open and may be assigned again.",
 			func(ctx context.Context, args CheckpointArgs) (string, error) {
-				if err := r.end(Checkpointed, args.Summary, nil); err != nil {
+				if err := r.end(runtime.Checkpointed, args.Summary, nil); err != nil {
 					return "", err
 				}
 				return "Checkpointed.", nil
@@ -172,7 +173,7 @@ func WorkTools(a Assignment, r *Report, rep *Emitter) []tools.Tool {
 					return "", errors.New("task is empty")
 				}
 				r.mu.Lock()
-				r.o.SubNodes = append(r.o.SubNodes, SubNode(args))
+				r.o.SubNodes = append(r.o.SubNodes, runtime.SubNode(args))
 				n := len(r.o.SubNodes)
 				r.mu.Unlock()
 				return fmt.Sprintf("Sub-task %d requested; it is created when this assignment ends. Checkpoint to wait for its result.", n), nil
@@ -184,7 +185,7 @@ func WorkTools(a Assignment, r *Report, rep *Emitter) []tools.Tool {
 
 // MessageTools returns send_message and check_messages over a.Mailbox (none when it is nil);
 // events for the messages go to rep.
-func MessageTools(a Assignment, rep *Emitter) []tools.Tool {
+func MessageTools(a runtime.Assignment, rep *Emitter) []tools.Tool {
 	if a.Mailbox == nil {
 		return nil
 	}
@@ -194,7 +195,7 @@ func MessageTools(a Assignment, rep *Emitter) []tools.Tool {
 				if err := a.Mailbox.Send(ctx, callKey(ctx, a), args.To, args.Content); err != nil {
 					return "", err
 				}
-				rep.Emit(Event{Kind: MessageSent, Message: &Message{From: a.Worker, To: args.To, Body: args.Content}})
+				rep.Emit(runtime.Event{Kind: runtime.MessageSent, Message: &runtime.Message{From: a.Worker, To: args.To, Body: args.Content}})
 				return "Sent to " + args.To + ".", nil
 			},
 			tools.WithGuidance("Messages sent to you appear in the conversation as they arrive, marked [Message from NAME]; check_messages fetches any that came in meanwhile.")),
@@ -205,7 +206,7 @@ func MessageTools(a Assignment, rep *Emitter) []tools.Tool {
 					return "No new messages.", nil
 				}
 				for i := range msgs {
-					rep.Emit(Event{Kind: MessageReceived, Message: &msgs[i]})
+					rep.Emit(runtime.Event{Kind: runtime.MessageReceived, Message: &msgs[i]})
 				}
 				return FormatMessages(msgs), nil
 			}, tools.Safe(),
@@ -216,7 +217,7 @@ func MessageTools(a Assignment, rep *Emitter) []tools.Tool {
 // callKey returns the key of the tool call in ctx, within assignment a ("" when the call has
 // no id): a call run again after a crash sends nothing twice and receives what the first run
 // received.
-func callKey(ctx context.Context, a Assignment) string {
+func callKey(ctx context.Context, a runtime.Assignment) string {
 	if c, ok := tools.CallFrom(ctx); ok && c.ID != "" && a.ID != "" {
 		return a.ID + "/" + c.ID
 	}
@@ -225,7 +226,7 @@ func callKey(ctx context.Context, a Assignment) string {
 
 // FormatMessages renders messages the way workers see them: "[Message from NAME]: body", one
 // per paragraph.
-func FormatMessages(msgs []Message) string {
+func FormatMessages(msgs []runtime.Message) string {
 	var b strings.Builder
 	for i, m := range msgs {
 		if i > 0 {
