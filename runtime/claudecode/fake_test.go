@@ -365,7 +365,20 @@ wait
 		o, err := rt.Run(ctx, a, rec.sink)
 		done <- res{o, err}
 	}()
-	waitFile(t, filepath.Join(pidDir, "child"))
+	// The CLI has started its child, unless Run returned before: then say with what.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(filepath.Join(pidDir, "child")); err == nil && len(b) > 0 {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("Run returned before the CLI started its child: %+v, %v; events %v", r.o, r.err, rec.kinds())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the CLI started no child")
+		}
+	}
 	cancel()
 	var r res
 	select {
