@@ -14,9 +14,9 @@ import (
 
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/runtime"
-	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
 // NodeStatus is where a work node is in its life.

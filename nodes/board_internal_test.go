@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
 var bg = context.Background()

@@ -23,7 +23,7 @@ type Entry = store.Line
 // conversation writes conversation.jsonl, the view of the store's conversation, and pages
 // through it. Each entry is written with a single write call, so a crash can leave at most the
 // last line torn: open drops such a line (and truncates it away, so that the next entry starts
-// on a line of its own), as runtime/eventlog does with events.jsonl. Any other line that is not
+// on a line of its own), as nodes/eventlog does with events.jsonl. Any other line that is not
 // an entry is damage that open reports by its line number.
 type conversation struct {
 	path string

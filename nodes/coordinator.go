@@ -10,13 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/memory"
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/adapter"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/harnessed"
-	"github.com/agiraph/agiraph/runtime/memory"
-	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/mcp"
 )

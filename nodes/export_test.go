@@ -3,9 +3,9 @@ package nodes
 import (
 	"path/filepath"
 
+	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
 // AssignmentEnded reports whether assignment id of the run in progress ended in this process,

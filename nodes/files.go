@@ -12,14 +12,14 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/memory"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
+	"github.com/agiraph/agiraph/nodes/triggers"
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/runtime"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/eventlog"
-	"github.com/agiraph/agiraph/runtime/memory"
-	"github.com/agiraph/agiraph/runtime/triggers"
-	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
 // Files reads an agent's home without opening its squad: it holds no file open between calls

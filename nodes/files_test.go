@@ -12,9 +12,9 @@ import (
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/eventlog"
-	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
 // Files reads, without a squad, what a squad shows of the agent: the board, the conversation,

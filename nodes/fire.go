@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/eventlog"
-	"github.com/agiraph/agiraph/runtime/triggers"
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/triggers"
 )
 
 // fire delivers a trigger's firing: to the run in progress, or, when there is none, into the

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/internal/proc"
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/runtime"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/eventlog"
-	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools/mcp"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/runtime"
-	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
 // The files a run and the agent need beyond the board — a node's published outputs, a

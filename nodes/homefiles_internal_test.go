@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
 // A file kept in the store is written back to another home with its bytes and permissions,

@@ -17,11 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
+	"github.com/agiraph/agiraph/nodes/triggers"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
-	"github.com/agiraph/agiraph/runtime/eventlog"
-	"github.com/agiraph/agiraph/runtime/triggers"
 	"github.com/agiraph/agiraph/tools"
 )
 

@@ -16,10 +16,10 @@ import (
 
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers/scripted"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools"
 )
 

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/bus"
 )
 
 // openBus opens the bus of run r, its records kept in the squad's store (see runJournal).

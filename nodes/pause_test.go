@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // A run whose context ends is paused, not completed: Run says so with ErrInterrupted, no

@@ -10,12 +10,12 @@ import (
 	"strings"
 
 	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/eventlog"
-	"github.com/agiraph/agiraph/runtime/workspace"
 )
 
 // applied is an outcome being applied to its node.

@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // commit commits ch with the graph task ctx runs in — so that a step's events, conversation

@@ -14,14 +14,14 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/triggers"
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/runtime/harnessed"
-	"github.com/agiraph/agiraph/runtime/triggers"
-	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools/mcp"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
 // runState is what a run knows beyond its nodes and workers: its goal, its stage and contract,

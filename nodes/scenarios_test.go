@@ -20,12 +20,12 @@ import (
 
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/autonomous"
 	"github.com/agiraph/agiraph/runtime/claudecode"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/web"
 )

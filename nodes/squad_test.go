@@ -19,8 +19,8 @@ import (
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // newSquad returns a squad in a temporary home playing the demo team, plus options.

@@ -14,10 +14,10 @@ import (
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // The store keeps when each event happened: events.jsonl, a view of the store, says the same

@@ -11,9 +11,9 @@ import (
 
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // A worker that finishes while the coordinator's turn runs starts its next node in the tick

@@ -10,8 +10,8 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/postgres"
 	"github.com/agiraph/agiraph/internal/pgtest"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // twoFleets opens two replicas' fleets on a new database; cleanup closes them.

@@ -30,8 +30,8 @@ import (
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/server"
 )
 

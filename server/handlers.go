@@ -20,10 +20,10 @@ import (
 
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/eventlog"
-	"github.com/agiraph/agiraph/runtime/memory"
-	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/memory"
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/server/ui"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
-	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
 // A create whose agent.json the disk fails to write is refused, as an I/O failure to try again,

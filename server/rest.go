@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/nodes"
-	"github.com/agiraph/agiraph/runtime/eventlog"
-	"github.com/agiraph/agiraph/runtime/memory"
-	"github.com/agiraph/agiraph/runtime/triggers"
-	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/memory"
+	"github.com/agiraph/agiraph/nodes/triggers"
+	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
 // An agent at rest — no run in progress — costs the server no open file and no goroutine: its

@@ -22,9 +22,9 @@ import (
 
 	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/nodes"
-	"github.com/agiraph/agiraph/runtime/bus"
-	"github.com/agiraph/agiraph/runtime/eventlog"
-	"github.com/agiraph/agiraph/runtime/workspace"
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
 // The statuses of an agent (see [Summary]).

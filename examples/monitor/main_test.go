@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/nodes"
-	"github.com/agiraph/agiraph/runtime/triggers"
+	"github.com/agiraph/agiraph/nodes/triggers"
 )
 
 // The offline agent reports each file once: two cycles in one process, then a restart that

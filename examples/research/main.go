@@ -31,9 +31,9 @@ import (
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers/anthropic"
 	_ "github.com/agiraph/agiraph/providers/langchain" // openai/, openrouter/, ollama/ and gemini/ models
-	"github.com/agiraph/agiraph/runtime/eventlog"
 	"github.com/agiraph/agiraph/tools/web"
 )
 

@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 )
 
 // The crash test's knobs, from the environment.

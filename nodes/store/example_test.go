@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // A change outside a graph task commits alone; its events are numbered as they commit, and a

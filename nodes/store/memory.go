@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/agiraph/agiraph/checkpoint"
-	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 )
 
 // Memory is a Store in process memory, over a checkpoint.Memory saver: for tests, and for squads

@@ -23,7 +23,7 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
-	"github.com/agiraph/agiraph/runtime/eventlog"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 )
 
 // ErrReadOnly is wrapped by the error of Apply on a store opened only to read.

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/harnessed"
-	"github.com/agiraph/agiraph/runtime/workspace"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/files"
 )

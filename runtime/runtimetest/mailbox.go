@@ -12,7 +12,7 @@ import (
 // and reads what the worker sent with Sent. Its zero value is an empty mailbox; it is safe for
 // concurrent use.
 //
-// Keys work as they do on the message bus (runtime/bus): Receive with a non-empty key that an
+// Keys work as they do on the message bus (nodes/bus): Receive with a non-empty key that an
 // earlier call received messages with returns those messages again, without taking more (a key
 // that found nothing is not bound to anything); Send with the key of an earlier successful send
 // sends nothing.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/postgres"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // DB is a PostgreSQL database that holds the squad stores of many agents.

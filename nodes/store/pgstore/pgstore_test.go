@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/internal/pgtest"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/store/pgstore"
 	"github.com/agiraph/agiraph/nodes/store/storetest"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }

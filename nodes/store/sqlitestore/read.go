@@ -10,8 +10,8 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // reads are the store's reads, through a pool of read-only connections.

@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
 	"github.com/agiraph/agiraph/nodes/store/storetest"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 func open(t *testing.T, path string) *sqlitestore.Store {

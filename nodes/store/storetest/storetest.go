@@ -41,8 +41,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/runtime/eventlog"
 )
 
 // Run checks that the stores newStore makes follow the contract of store.Store. newStore is called

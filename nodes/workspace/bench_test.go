@@ -1,0 +1,55 @@
+package workspace_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes/workspace"
+)
+
+// status is about the size of a node's _status.md.
+var status = []byte(strings.Repeat("status: running\n", 12))
+
+// BenchmarkWriteView rewrites one view again and again, as the board rewrites a node's
+// _status.md. Run it on a disk (TMPDIR), with -benchtime=1000x for a thousand rewrites.
+func BenchmarkWriteView(b *testing.B) { benchmarkRewrite(b, workspace.WriteView) }
+
+// BenchmarkWriteFile rewrites one file durably again and again.
+func BenchmarkWriteFile(b *testing.B) { benchmarkRewrite(b, workspace.WriteFile) }
+
+func benchmarkRewrite(b *testing.B, write func(string, []byte) error) {
+	p := filepath.Join(b.TempDir(), "_status.md")
+	require.NoError(b, write(p, status))
+	for b.Loop() {
+		if err := write(p, status); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNodeViews writes the views of one node as a squad does over its life: its folder,
+// _spec.md, and _status.md written pending, then rewritten running and done.
+func BenchmarkNodeViews(b *testing.B) {
+	run := workspace.Home(b.TempDir()).Run("r1")
+	require.NoError(b, run.Create())
+	i := 0
+	for b.Loop() {
+		dir := run.Node(fmt.Sprintf("n%d", i))
+		i++
+		if err := dir.Create(); err != nil {
+			b.Fatal(err)
+		}
+		if err := workspace.WriteView(workspace.Spec(dir), status); err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range []string{"pending", "running", "done"} {
+			if err := workspace.WriteView(workspace.Status(dir), append([]byte(s+"\n"), status...)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
