@@ -10,6 +10,9 @@
 // that stops in the middle of a superstep resumes by running only the tasks that have not written.
 //
 // Savers store bytes and never interpret them; the graph package owns the encoding.
+//
+// It is the bottom layer: it imports no other package of the repository (internal/layers
+// checks that nothing imports upward).
 package checkpoint
 
 import (

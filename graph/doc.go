@@ -20,4 +20,7 @@
 // run can pause for a human ([Interrupt]) and [Compiled.Resume] later, in any process.
 //
 // The engine is in docs/graph.md; checkpoints, interrupts and threads in docs/checkpoints.md.
+//
+// Of the repository it imports checkpoint only: no tools, providers, runtimes or squad
+// (internal/layers checks this).
 package graph

@@ -10,6 +10,8 @@
 //
 // The tick, workers, messages, memory and triggers are in docs/squad.md; the store in
 // docs/store.md.
+//
+// Nothing here imports the server or runner, which are built on it (internal/layers checks this).
 package nodes
 
 import (

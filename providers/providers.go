@@ -7,6 +7,8 @@
 // Adapters live in sub-packages (providers/scripted for a deterministic model; the HTTP providers
 // beside it), and models are named "provider/model", for example "anthropic/claude-sonnet-4-5" or
 // "scripted/demo" (see ParseName).
+//
+// It imports tools and no runtime or squad (internal/layers checks this).
 package providers
 
 import (

@@ -11,6 +11,9 @@
 // publishing (scratch files move to published/, see NodeDir.Publish) or by checkpointing (a stage
 // of the work is done; the node stays open). Cancelling the context or passing its deadline ends
 // a Run promptly and leaves no process or goroutine behind; Watch adds a liveness watchdog.
+//
+// It is the port only: what adapters share is in runtime/adapter, the adapters in its
+// subpackages; none imports the squad (internal/layers checks this).
 package runtime
 
 import (

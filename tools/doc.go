@@ -14,4 +14,6 @@
 //	results := reg.Run(ctx, calls)
 //
 // Schemas from Go structs, validation and how calls run are in docs/tools.md.
+//
+// It imports none of the engine, providers, runtimes or squad (internal/layers checks this).
 package tools
