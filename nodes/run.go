@@ -82,7 +82,7 @@ type run struct {
 	sched   *triggers.Scheduler
 	g       *graph.Compiled[tick]
 	ctx     context.Context         // the run's context, which assignments run under
-	cancel  context.CancelCauseFunc // ends the run's context: End, or the run returning
+	cancel  context.CancelCauseFunc // ends the run's context: Pause, or the run returning
 	started time.Time               // when this process took the run up
 	wake    chan struct{}           // something the human did
 	// takeUp is set when the run resumes at decide_next, which a crash or a pause cut short:

@@ -464,7 +464,7 @@ type Result struct {
 	Board      Snapshot
 	Usage      providers.Usage
 	// Finished is true when the coordinator called finish: the run is complete. A run that
-	// returns without it was paused (End, or its context ended) and can be resumed.
+	// returns without it was paused (Pause, or its context ended) and can be resumed.
 	Finished bool
 }
 
