@@ -85,7 +85,7 @@ func (c *conversation) lastSeq() int64 {
 // write appends line to the file in a single write call. Should the write fail, what it wrote
 // is truncated away; should that fail too, the conversation is broken. c.mu must be held.
 func (c *conversation) write(line []byte) error {
-	f, err := osfile.OpenFile(c.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(c.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
@@ -328,7 +327,7 @@ func (r *run) remember(ctx context.Context, w Worker, n Node, rec outcomeRecord)
 // appendLine appends line to the file at path, which it creates if need be: a file of a worker's
 // own (its memory, its history), read by the worker, not by the squad.
 func appendLine(path string, line []byte) error {
-	f, err := osfile.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}

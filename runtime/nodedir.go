@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/agiraph/agiraph/internal/osfile"
 )
 
 // NodeDir is a work node's folder of truth:
@@ -69,7 +67,7 @@ func (d NodeDir) Publish() ([]string, error) {
 		}
 	}
 	for _, n := range names {
-		if err := osfile.Rename(filepath.Join(d.Scratch(), n), filepath.Join(d.Published(), n)); err != nil {
+		if err := os.Rename(filepath.Join(d.Scratch(), n), filepath.Join(d.Published(), n)); err != nil {
 			return nil, fmt.Errorf("runtime: publish %s: %w", d, err)
 		}
 	}

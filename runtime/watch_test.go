@@ -56,9 +56,12 @@ func TestWatchOutputIsNoProgress(t *testing.T) {
 func TestWatchToolCallsAreProgress(t *testing.T) {
 	defer leaktest.Check(t)()
 	const stall = 200 * time.Millisecond
-	// A worker calls a tool every 100ms (half the stall) and prints in between: it gets on.
+	// A worker calls a tool every quarter of the stall (by the clock, however slow the machine
+	// makes its ticks) and prints in between: it gets on.
+	last := time.Now()
 	working := emitting(stall, func(i int) runtime.Event {
-		if i%10 == 9 {
+		if time.Since(last) >= stall/4 {
+			last = time.Now()
 			return runtime.Event{Kind: runtime.ToolCalled, Tool: &runtime.ToolEvent{Name: "bash"}}
 		}
 		return runtime.Event{Kind: runtime.Output, Text: "line " + strconv.Itoa(i)}

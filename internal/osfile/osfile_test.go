@@ -11,36 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestOpenFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "a.txt")
-	f, err := OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
-	require.NoError(t, err)
-	_, err = f.WriteString("one\n")
-	require.NoError(t, err)
-	require.NoError(t, f.Sync())
-	require.NoError(t, f.Close())
-	f, err = OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString("two\n")
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Equal(t, "one\ntwo\n", string(got))
-	st, err := os.Stat(path)
-	require.NoError(t, err)
-	assert.Equal(t, fs.FileMode(0o640)&^umask(t), st.Mode().Perm(), "the permissions asked for, less the umask")
-
-	_, err = OpenFile(filepath.Join(dir, "missing"), os.O_RDONLY, 0)
-	var pe *fs.PathError
-	require.ErrorAs(t, err, &pe, "the error names the file")
-	assert.Equal(t, filepath.Join(dir, "missing"), pe.Path)
-	assert.ErrorIs(t, err, fs.ErrNotExist)
-	_, err = OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	assert.ErrorIs(t, err, fs.ErrExist)
-}
-
 // umask returns the process's umask, which the permissions of a new file lose.
 func umask(t *testing.T) fs.FileMode {
 	path := filepath.Join(t.TempDir(), "probe")
@@ -48,29 +18,6 @@ func umask(t *testing.T) fs.FileMode {
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	return 0o777 &^ st.Mode().Perm()
-}
-
-func TestCreateTemp(t *testing.T) {
-	dir := t.TempDir()
-	seen := map[string]bool{}
-	for range 100 {
-		f, err := CreateTemp(dir, ".rec.json.tmp-*")
-		require.NoError(t, err)
-		name := filepath.Base(f.Name())
-		assert.True(t, strings.HasPrefix(name, ".rec.json.tmp-"), name)
-		assert.False(t, seen[name], "a name given twice")
-		seen[name] = true
-		st, err := f.Stat()
-		require.NoError(t, err)
-		assert.Equal(t, fs.FileMode(0o600), st.Mode().Perm())
-		require.NoError(t, f.Close())
-	}
-	f, err := CreateTemp(dir, "x-*.md")
-	require.NoError(t, err)
-	assert.True(t, strings.HasSuffix(f.Name(), ".md"))
-	require.NoError(t, f.Close())
-	_, err = CreateTemp(filepath.Join(dir, "missing"), "x-*")
-	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
 func TestReadFile(t *testing.T) {
@@ -90,26 +37,4 @@ func TestReadFile(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotEmpty(t, got)
 	}
-}
-
-func TestRename(t *testing.T) {
-	dir := t.TempDir()
-	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	require.NoError(t, os.WriteFile(a, []byte("new"), 0o644))
-	require.NoError(t, os.WriteFile(b, []byte("old"), 0o644))
-	require.NoError(t, Rename(a, b))
-	got, err := os.ReadFile(b)
-	require.NoError(t, err)
-	assert.Equal(t, "new", string(got))
-	assert.NoFileExists(t, a)
-
-	err = Rename(a, b)
-	var le *os.LinkError
-	require.ErrorAs(t, err, &le, "the error names both paths")
-	assert.Equal(t, a, le.Old)
-	assert.ErrorIs(t, err, fs.ErrNotExist)
-	sub := filepath.Join(dir, "sub")
-	require.NoError(t, os.Mkdir(sub, 0o755))
-	assert.Error(t, Rename(b, sub), "a file does not replace a folder")
-	assert.FileExists(t, b)
 }

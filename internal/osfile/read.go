@@ -29,12 +29,12 @@ var (
 // Open opens the regular file name for reading (OpenRegular).
 func Open(name string) (*os.File, error) { return OpenRegular(name, os.O_RDONLY, 0) }
 
-// OpenRegular is OpenFile for a regular file. Anything else — a folder, a FIFO, a device, a
+// OpenRegular is os.OpenFile for a regular file. Anything else — a folder, a FIFO, a device, a
 // socket, or a symbolic link to one — is refused, without waiting on it: a *fs.PathError
 // naming the file and wrapping ErrNotRegular (but for a FIFO opened for writing only, which the
 // system refuses itself while nothing reads it: ENXIO).
 func OpenRegular(name string, flag int, perm fs.FileMode) (*os.File, error) {
-	f, _, err := regular(OpenFile(name, flag|syscall.O_NONBLOCK, perm))
+	f, _, err := regular(os.OpenFile(name, flag|syscall.O_NONBLOCK, perm))
 	return f, err
 }
 
@@ -79,7 +79,7 @@ func kind(m fs.FileMode) string {
 // ReadFile reads the regular file name whole (see Open); more than MaxSize bytes is an error
 // naming the file and wrapping ErrTooLarge.
 func ReadFile(name string) ([]byte, error) {
-	return readAll(regular(OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)))
+	return readAll(regular(os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)))
 }
 
 // ReadIn is ReadFile for the file name within root (see os.Root).

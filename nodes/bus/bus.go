@@ -43,7 +43,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/runtime"
 )
@@ -715,7 +714,7 @@ func (b *Bus) writeMarkdown(after int, from, label string, rs []*member, t time.
 	}
 	for n := after + 1; ; n++ {
 		path := filepath.Join(b.dir, fmt.Sprintf("%04d_%s_to_%s.md", n, fileName(from), fileName(label)))
-		f, err := osfile.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}

@@ -43,7 +43,7 @@ func write(path string, data []byte, durable bool) error {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := osfile.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("workspace: write %s: %w", path, files.Cause(err))
 	}
@@ -56,7 +56,7 @@ func write(path string, data []byte, durable bool) error {
 	}
 	err = errors.Join(err, f.Close())
 	if err == nil {
-		err = osfile.Rename(f.Name(), path)
+		err = os.Rename(f.Name(), path)
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())
@@ -151,7 +151,7 @@ func (a *Appender) Close() error {
 // appendTo appends data to path (created 0644 if need be) in a single write to a file opened
 // with O_APPEND, and returns the file, open.
 func appendTo(path string, data []byte) (*os.File, error) {
-	f, err := osfile.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, defaultPerm)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, defaultPerm)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: append to %s: %w", path, files.Cause(err))
 	}
