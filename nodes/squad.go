@@ -657,8 +657,9 @@ func (s *Squad) SettleTriggers(ctx context.Context) error {
 }
 
 // Subscribe returns the agent's events after seq, in order: first those already logged, then
-// new ones as they happen, until the returned func is called or the squad is closed. Among the
-// new ones come the models' answers as they are generated, a piece at a time: eventlog.TextDelta
+// new ones as they happen, until the returned func is called or the squad is closed (the new
+// ones that came before it closed are still received, then the channel closes). Among the new
+// ones come the models' answers as they are generated, a piece at a time: eventlog.TextDelta
 // events, with the piece in Text and the Worker and Node whose model wrote it. They are live
 // only — Seq 0, not in the log, not seen by Events or a later Subscribe — so a program that
 // remembers where it got to keeps the Seq of the last logged event, not of a delta.

@@ -428,7 +428,7 @@ func (s *Server) watchFleet() {
 			if a == nil {
 				continue
 			}
-			err := s.start(a, "", o.run, true)
+			_, err := s.start(a, "", o.run, true)
 			switch {
 			case err == nil:
 				s.cfg.logger.Info("took over a run whose replica stopped", "agent", o.id, "run", o.run)

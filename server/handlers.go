@@ -295,11 +295,12 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, a *agent) {
 	if !s.text(w, "goal", req.Goal) {
 		return
 	}
-	if err := s.start(a, req.Goal, "", false); err != nil {
+	started, err := s.start(a, req.Goal, "", false)
+	if err != nil {
 		startError(w, a, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, a.summary())
+	writeJSON(w, http.StatusAccepted, a.describe(started, true))
 }
 
 func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) {
@@ -330,11 +331,12 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) 
 		writeError(w, http.StatusNotFound, "agent %q has no run %q", a.id, req.Run)
 		return
 	}
-	if err := s.start(a, "", req.Run, true); err != nil {
+	started, err := s.start(a, "", req.Run, true)
+	if err != nil {
 		startError(w, a, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, a.summary())
+	writeJSON(w, http.StatusAccepted, a.describe(started, true))
 }
 
 // nextStep says what can be done with agent id, whose run is not in progress (or queued, or
@@ -462,11 +464,12 @@ func (s *Server) followUp(w http.ResponseWriter, a *agent, message string) bool 
 	if status != StatusComplete && status != StatusIdle && status != "" {
 		return false
 	}
-	if err := s.start(a, message, "", false); err != nil {
+	started, err := s.start(a, message, "", false)
+	if err != nil {
 		startError(w, a, err)
 		return true
 	}
-	writeJSON(w, http.StatusAccepted, a.summary())
+	writeJSON(w, http.StatusAccepted, a.describe(started, true))
 	return true
 }
 

@@ -252,7 +252,7 @@ func New(opts ...Option) (*Server, error) {
 				continue
 			}
 			s.cfg.logger.Info("resuming the run in progress when the server stopped", "agent", a.id, "run", run)
-			if err := s.start(a, "", run, true); err != nil {
+			if _, err := s.start(a, "", run, true); err != nil {
 				s.cfg.logger.Error("cannot resume run", "agent", a.id, "run", run, "err", err)
 			}
 		}
@@ -429,7 +429,7 @@ func (s *Server) wake(id, runID string) {
 		return
 	}
 	s.cfg.logger.Info("a trigger wakes the run", "agent", id, "run", runID)
-	if err := s.start(a, "", runID, true); err != nil {
+	if _, err := s.start(a, "", runID, true); err != nil {
 		s.cfg.logger.Warn("a trigger could not wake the run", "agent", id, "run", runID, "err", err)
 	}
 }
@@ -527,22 +527,23 @@ var (
 // it is empty), or, with resume, the run runID. A run to resume whose folder was never made
 // (the server stopped before the squad began it) begins anew toward the agent's goal. The run
 // holds the agent's squad open while it lasts: the squad open now, if it is (a trigger's firing
-// woke the run), else one it opens once it has its place among the runs in progress.
-func (s *Server) start(a *agent, goal, runID string, resume bool) error {
+// woke the run), else one it opens once it has its place among the runs in progress. It returns
+// the agent's meta as the run started ("working" or "queued"): the run may have ended since.
+func (s *Server) start(a *agent, goal, runID string, resume bool) (meta, error) {
 	if err := a.hold(); err != nil { // in a fleet, only the replica holding the agent runs it
-		return err
+		return meta{}, err
 	}
-	err := s.startHeld(a, goal, runID, resume)
+	started, err := s.startHeld(a, goal, runID, resume)
 	if err != nil {
 		a.unhold()
-		return err
+		return meta{}, err
 	}
 	a.save()
-	return nil
+	return started, nil
 }
 
 // startHeld is start, once the agent's lease is held; the run lets it go when it ends.
-func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
+func (s *Server) startHeld(a *agent, goal, runID string, resume bool) (meta, error) {
 	// What the agent's runs are is asked before a.mu, which readers of the agent take: in a fleet
 	// it is a query of the database. Two starts that race get one id; the second finds the first
 	// running.
@@ -551,7 +552,7 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 	switch {
 	case id == "":
 		if id, err = a.newRunID(); err != nil {
-			return err
+			return meta{}, err
 		}
 	case resume:
 		if began, err = a.hasRun(id); err != nil {
@@ -561,13 +562,13 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.damaged != "" {
-		return fmt.Errorf("%w: %s", errDamaged, a.damaged)
+		return meta{}, fmt.Errorf("%w: %s", errDamaged, a.damaged)
 	}
 	if a.gone {
-		return errGone
+		return meta{}, errGone
 	}
 	if a.running {
-		return errRunning
+		return meta{}, errRunning
 	}
 	if resume && a.unbegun(id, began) {
 		goal, resume = a.meta.Goal, false
@@ -593,6 +594,7 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 		a.refs++
 	}
 	a.meta.Updated = a.now().UTC()
+	started := a.meta
 	again := a.meta.Goal // to start a run again that a stop cut short before it began
 	s.wg.Add(1)
 	go func() {
@@ -661,7 +663,7 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) error {
 			a.release() // the run's events are all logged: its squad closes, unless something else holds it
 		}
 	}()
-	return nil
+	return started, nil
 }
 
 // open opens the squad of a run of a, once its files are checked; ctx's error if ctx ended
@@ -963,6 +965,13 @@ func (a *agent) summary() Summary {
 	a.mu.Lock()
 	m, running := a.meta, a.running
 	a.mu.Unlock()
+	// A run in progress here, or in the replica of the fleet that holds the agent: its board is
+	// read as it is now.
+	return a.describe(m, running || !held && (m.Status == StatusWorking || m.Status == StatusWaiting))
+}
+
+// describe is the summary of the agent whose meta is m, with its run in progress (live) or not.
+func (a *agent) describe(m meta, live bool) Summary {
 	sum := Summary{ID: a.id, Status: m.Status, Run: m.Run, Goal: m.Goal, Model: m.Model, Mode: m.Mode,
 		Error: m.Error, Output: m.Output, Created: m.Created, Updated: m.Updated}
 	if sum.Mode == "" {
@@ -971,9 +980,6 @@ func (a *agent) summary() Summary {
 	if sum.Status == "" {
 		sum.Status = StatusIdle
 	}
-	// A run in progress here, or in the replica of the fleet that holds the agent: its board is
-	// read as it is now.
-	live := running || !held && (m.Status == StatusWorking || m.Status == StatusWaiting)
 	var b nodes.Snapshot
 	if !live && m.Run != "" && m.Counted == m.Run {
 		sum.Nodes, sum.Workers = m.Nodes, m.Workers
@@ -1121,7 +1127,7 @@ func (s *Server) setUp(a *agent, goal string, holdErr error) {
 		close(a.ready)
 		return
 	}
-	if err := s.start(a, goal, m.Run, false); err != nil && !errors.Is(err, errGone) {
+	if _, err := s.start(a, goal, m.Run, false); err != nil && !errors.Is(err, errGone) {
 		a.mu.Lock()
 		a.meta.Status, a.meta.Error = StatusFailed, failure(a.id, err)
 		a.mu.Unlock()

@@ -467,8 +467,9 @@ func (l *Log) Last() int64 {
 // Path returns the path of the log's file.
 func (l *Log) Path() string { return l.path }
 
-// Close stops all subscriptions (closing their channels) and closes the file. Later calls to
-// Append and Read return ErrClosed; Close itself may be called again and returns nil.
+// Close ends all subscriptions and closes the file: each subscriber still gets the events
+// appended or broadcast while it was subscribed, then its channel closes (see Subscribe). Later
+// calls to Append and Read return ErrClosed; Close itself may be called again and returns nil.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -480,7 +481,7 @@ func (l *Log) Close() error {
 	l.subs = nil
 	l.mu.Unlock()
 	for s := range subs {
-		s.stop()
+		close(s.ended)
 	}
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("eventlog: %w", err)
@@ -497,14 +498,16 @@ const catchUpPage = 256
 // in their places among them. Events appended while the subscriber catches up are queued, not
 // lost. The queue is unbounded, so a subscriber that does not read never blocks Append (it only
 // costs memory). The returned func unsubscribes and closes the channel; it may be called more
-// than once, and from any goroutine. Close closes all channels. On a closed log, the channel is
-// closed at once. Should the file fail to be read while catching up, the channel is closed
-// early.
+// than once, and from any goroutine. Close ends all subscriptions: a subscriber gets the events
+// appended or broadcast while it was subscribed — live ones are nowhere else — and then its
+// channel closes; one still reading the events already in the log from the file stops there, as
+// it does should the file fail to be read. On a closed log, the channel is closed at once.
 func (l *Log) Subscribe(after int64) (<-chan Event, func()) {
 	s := &subscriber{
 		out:    make(chan Event),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
+		ended:  make(chan struct{}),
 		exited: make(chan struct{}),
 	}
 	l.mu.Lock()
@@ -537,6 +540,7 @@ type subscriber struct {
 	out      chan Event
 	wake     chan struct{} // signalled when the queue grows
 	done     chan struct{} // closed to stop
+	ended    chan struct{} // closed when the log closes: nothing more is pushed
 	exited   chan struct{} // closed when run returned
 	stopOnce sync.Once
 }
@@ -565,11 +569,20 @@ func (s *subscriber) stop() {
 	<-s.exited
 }
 
-func (s *subscriber) send(e Event) bool {
+// send sends e, unless the subscriber is stopped first, or ended is closed first (or is closed
+// already, though the receiver is ready too).
+func (s *subscriber) send(e Event, ended <-chan struct{}) bool {
+	select {
+	case <-ended:
+		return false
+	default:
+	}
 	select {
 	case s.out <- e:
 		return true
 	case <-s.done:
+		return false
+	case <-ended:
 		return false
 	}
 }
@@ -581,6 +594,8 @@ func (s *subscriber) run(l *Log, after, upto int64) {
 		select {
 		case <-s.done:
 			return
+		case <-s.ended: // the file is closed
+			return
 		default:
 		}
 		page, err := l.read(cur, upto, catchUpPage)
@@ -588,7 +603,7 @@ func (s *subscriber) run(l *Log, after, upto int64) {
 			return
 		}
 		for _, e := range page {
-			if !s.send(e) {
+			if !s.send(e, s.ended) {
 				return
 			}
 			cur = e.Seq
@@ -601,15 +616,21 @@ func (s *subscriber) run(l *Log, after, upto int64) {
 		s.mu.Unlock()
 		if len(q) == 0 {
 			select {
+			case <-s.ended: // the log closed, and the last of the queue is sent
+				return
+			default:
+			}
+			select {
 			case <-s.wake:
-				continue
+			case <-s.ended: // what was pushed before is in the queue now
 			case <-s.done:
 				return
 			}
+			continue
 		}
 		for _, e := range q {
 			if e.Seq == 0 || e.Seq > after { // a live event (Seq 0) is sent as it comes
-				if !s.send(e) {
+				if !s.send(e, nil) {
 					return
 				}
 			}

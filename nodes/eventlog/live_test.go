@@ -1,6 +1,7 @@
 package eventlog_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -88,4 +89,33 @@ func TestBroadcastOnAClosedLog(t *testing.T) {
 	require.NoError(t, l.Close())
 	l.Broadcast(eventlog.Event{Type: eventlog.TextDelta, Text: "x"})
 	waitClosed(t, ch)
+}
+
+// Closing the log ends a subscription once the subscriber has everything appended or broadcast
+// while it listened: a live event, which no later Read or Subscribe gives, is not lost to a
+// subscriber that reads behind. A subscriber still reading the log's earlier events from the
+// file stops there.
+func TestCloseDeliversWhatWasQueued(t *testing.T) {
+	l := open(t, filepath.Join(t.TempDir(), "events.jsonl"))
+	appendN(t, l, 1)
+	caughtUp, stopCaughtUp := l.Subscribe(0)
+	defer stopCaughtUp()
+	checkSeqs(t, "the log's earlier events", receive(t, caughtUp, 1), 1)
+	catchingUp, stopCatchingUp := l.Subscribe(0) // event 1 not read yet
+	defer stopCatchingUp()
+	appendN(t, l, 1)
+	l.Broadcast(eventlog.Event{Type: eventlog.TextDelta, Worker: "alice", Text: "Hel"})
+	l.Broadcast(eventlog.Event{Type: eventlog.TextDelta, Worker: "alice", Text: "lo."})
+	appendN(t, l, 1)
+	require.NoError(t, l.Close())
+
+	all := func(ch <-chan eventlog.Event) []string {
+		got := []string{}
+		for e := range ch {
+			got = append(got, fmt.Sprintf("%d %s", e.Seq, e.Text))
+		}
+		return got
+	}
+	assert.Equal(t, []string{"2 event 0", "0 Hel", "0 lo.", "3 event 0"}, all(caughtUp))
+	assert.Empty(t, all(catchingUp))
 }
