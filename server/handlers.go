@@ -227,12 +227,12 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad field \"mode\": %s; want \"finite\" or \"infinite\"", shown(req.Mode))
 		return
 	}
-	a, status, err := s.create(req.ID, req.Goal, req.Model, req.Mode)
+	started, status, err := s.create(req.ID, req.Goal, req.Model, req.Mode)
 	if err != nil {
 		writeError(w, status, "%v", err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, a.summary())
+	writeJSON(w, http.StatusCreated, started)
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {

@@ -1009,14 +1009,14 @@ func newAgentID() string {
 	return "agent-" + hex.EncodeToString(b)
 }
 
-// create creates the agent of a POST /agents request and starts its run.
-// The agent is listed at once, "working"; its squad is set up in the background (setUp), so
-// that neither this request nor the server waits for it: requests for the agent wait until it
-// is ready, and its summary is served meanwhile.
-func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
+// create creates the agent of a POST /agents request, starts its run, and returns the agent's
+// summary as it started. The agent is listed at once, "working"; its squad is set up in the
+// background (setUp), so that neither this request nor the server waits for it: requests for
+// the agent wait until it is ready, and its summary is served meanwhile.
+func (s *Server) create(id, goal, model, mode string) (Summary, int, error) {
 	a, status, err := s.add(id, goal, model, mode)
 	if err != nil {
-		return nil, status, err
+		return Summary{}, status, err
 	}
 	undo := func() { // the agent is not made
 		s.mu.Lock()
@@ -1031,7 +1031,7 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 		}
 		if err != nil {
 			undo()
-			return nil, cmp.Or(status, http.StatusServiceUnavailable), err
+			return Summary{}, cmp.Or(status, http.StatusServiceUnavailable), err
 		}
 	}
 	// Held from the answer on: the other replicas forward the requests on its run here. A new
@@ -1064,10 +1064,11 @@ func (s *Server) create(id, goal, model, mode string) (*agent, int, error) {
 			err = errors.Join(err, s.fleet.unregister(a.id))
 		}
 		undo()
-		return nil, status, fmt.Errorf("agent %q: %w", a.id, err)
+		return Summary{}, status, fmt.Errorf("agent %q: %w", a.id, err)
 	}
+	started := a.summary() // as written: the run may have ended by the time the answer is
 	go s.setUp(a, goal, holdErr)
-	return a, 0, nil
+	return started, 0, nil
 }
 
 // add adds agent id (a new id when empty) to the server, not yet set up, and counts its setUp
