@@ -126,7 +126,7 @@ func (c *conversation) scan(fn func(Entry) bool) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("nodes: conversation: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	r := bufio.NewReaderSize(f, 64<<10)
 	var size int64
 	for n := 1; ; n++ {

@@ -93,7 +93,7 @@ func checkSQLite(path string) error {
 	if err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}
-	defer fh.Close()
+	defer func() { _ = fh.Close() }() // read only
 	head := make([]byte, len(sqliteHeader))
 	n, err := io.ReadFull(fh, head)
 	switch {
@@ -146,7 +146,7 @@ func (f *Files) Messages(runID string) (msgs []runtime.Message, err error) {
 		if err != nil {
 			return fmt.Errorf("nodes: run %s: %w", runID, err)
 		}
-		defer b.Close()
+		defer func() { _ = b.Close() }() // read only
 		msgs, err = b.Messages()
 		return err
 	})
@@ -168,7 +168,7 @@ func (f *Files) withStore(fn func(st store.Store) error) error {
 	if err != nil {
 		return fmt.Errorf("nodes: %w", err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // read only
 	return fn(unwritable{db})
 }
 

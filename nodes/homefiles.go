@@ -101,7 +101,7 @@ func readKept(root *os.Root, rel string) ([]byte, fs.FileMode, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("nodes: keep %s in the store: %w", rel, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	st, err := f.Stat()
 	if err != nil {
 		return nil, 0, fmt.Errorf("nodes: keep %s in the store: %w", rel, err)

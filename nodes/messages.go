@@ -45,7 +45,7 @@ func runJournal(st store.Store, dir, run string) (bus.Journal, error) {
 			return f, nil
 		}
 	}
-	f.Close()
+	_ = f.Close() // read only
 	if err != nil {
 		return nil, err
 	}

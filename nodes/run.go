@@ -180,7 +180,7 @@ func (s *Squad) open(id, goal string) (*run, error) {
 	r.bus = b
 	r.sched = s.sched
 	if err := b.Join(bus.Participant{Name: squadName, Role: "system"}); err != nil {
-		b.Close()
+		_ = b.Close() // the error before is the one to report
 		return nil, err
 	}
 	for _, w := range board.roster() {
@@ -188,14 +188,14 @@ func (s *Squad) open(id, goal string) (*run, error) {
 			continue
 		}
 		if err := b.Join(bus.Participant{Name: w.Name, Role: w.Role}); err != nil {
-			b.Close()
+			_ = b.Close() // the error before is the one to report
 			return nil, err
 		}
 	}
 	g := r.tickGraph()
 	compiled, err := g.Compile(graph.WithCheckpointer(s.saver), graph.WithThread("squad/"+id), graph.WithRecursionLimit(1<<30))
 	if err != nil {
-		b.Close()
+		_ = b.Close() // the error before is the one to report
 		return nil, err
 	}
 	r.g = compiled

@@ -339,23 +339,26 @@ func New(opts ...Option) (*Squad, error) {
 		return nil, fmt.Errorf("nodes: %w; close the squad open on it, or use another home", err)
 	}
 	s.lock = lock
+	ok := false
+	defer func() {
+		if !ok {
+			_ = s.Close() // New's error is the one to report
+		}
+	}()
 	s.store = c.store
 	if s.store != nil { // shared, perhaps, with other homes (see restoreRun)
 		if s.homeID, err = homeID(s.home); err != nil {
-			s.Close()
 			return nil, err
 		}
 	} else {
 		st, err := sqlitestore.Open(filepath.Join(c.home, "state.db"))
 		if err != nil {
-			s.Close()
 			return nil, fmt.Errorf("nodes: %w", err)
 		}
 		s.store, s.owned = st, true
 	}
 	s.saver = s.store.Saver()
 	if err := s.openViews(context.Background()); err != nil {
-		s.Close()
 		return nil, err
 	}
 	s.wake = make(chan struct{}, 1)
@@ -370,20 +373,17 @@ func New(opts ...Option) (*Squad, error) {
 			break // the store keeps no files (see keep)
 		}
 		if _, err := restoreFiles(context.Background(), s.store, s.home, p, p); err != nil {
-			s.Close()
 			return nil, err
 		}
 	}
 	mem, err := memory.Open(s.home, memory.WithClock(c.now), memory.WithObserver(s.memoryWritten))
 	if err != nil {
-		s.Close()
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	s.mem = mem
 	sched, err := triggers.Open(s.home.Triggers(), s.fire, triggers.WithClock(c.triggerClock), triggers.WithUpSince(c.upSince),
 		triggers.WithKeeper(triggerKeeper{st: s.store, file: s.home.Triggers()}))
 	if err != nil {
-		s.Close()
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	s.sched = sched
@@ -394,13 +394,13 @@ func New(opts ...Option) (*Squad, error) {
 			name = filepath.Base(abs)
 		}
 		if err := s.commit(context.Background(), store.Change{Events: []eventlog.Event{{Type: eventlog.AgentCreated, Text: name}}}, nil); err != nil {
-			s.Close()
 			return nil, fmt.Errorf("nodes: %w", err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopSched = cancel
 	sched.Start(ctx)
+	ok = true
 	return s, nil
 }
 

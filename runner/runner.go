@@ -135,7 +135,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Runner, erro
 		JobTimeout: -1,
 	})
 	if err != nil {
-		saver.Close()
+		_ = saver.Close() // the error before is the one to report
 		return nil, fmt.Errorf("runner: new: %w", err)
 	}
 	return r, nil
@@ -192,8 +192,7 @@ func (r *Runner) Stop(ctx context.Context) error {
 func (r *Runner) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := r.Stop(ctx)
-	r.saver.Close()
+	err := errors.Join(r.Stop(ctx), r.saver.Close())
 	if r.owned {
 		r.pool.Close()
 	}

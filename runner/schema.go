@@ -63,7 +63,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
 		return fmt.Errorf("wait for the migration lock: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock)); err != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx)) // closing the session releases its lock
+		}
+	}()
 	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: logger})
 	if err != nil {
 		return err

@@ -156,7 +156,7 @@ func isStall(err error) bool {
 func newestFile(dir string) (time.Time, string) {
 	var newest time.Time
 	var name string
-	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error { // nil: it skips what it cannot read
 		if err != nil {
 			return nil
 		}

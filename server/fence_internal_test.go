@@ -22,7 +22,8 @@ func twoFleets(t *testing.T) (a, b *fleet) {
 		var err error
 		*f, err = openFleet(context.Background(), config{pgURL: url})
 		require.NoError(t, err)
-		t.Cleanup((*f).close)
+		fl := *f
+		t.Cleanup(func() { require.NoError(t, fl.close()) })
 	}
 	return a, b
 }

@@ -124,20 +124,22 @@ func openFleet(ctx context.Context, c config) (*fleet, error) {
 		}
 	}
 	if err != nil {
-		f.close()
+		_ = f.close() // the error before is the one to report
 		return nil, fmt.Errorf("server: the fleet's database: %w", err)
 	}
 	return f, nil
 }
 
 // close closes the saver, and the pool if the server opened it.
-func (f *fleet) close() {
+func (f *fleet) close() error {
+	var err error
 	if f.db != nil {
-		f.db.Close()
+		err = f.db.Close()
 	}
 	if f.owned {
 		f.pool.Close()
 	}
+	return err
 }
 
 // dbTimeout bounds a statement of the fleet's that no request's context bounds.

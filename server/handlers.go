@@ -703,7 +703,7 @@ func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agen
 			return
 		}
 		des, err := f.ReadDir(-1)
-		f.Close()
+		_ = f.Close() // read only
 		if err != nil {
 			fileError(err)
 			return

@@ -206,7 +206,7 @@ func New(opts ...Option) (*Server, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			s.Close()
+			_ = s.Close() // the error before is the one to report
 		}
 	}()
 	if err := os.MkdirAll(s.agentsDir(), 0o755); err != nil {
@@ -339,7 +339,7 @@ func (s *Server) Close() error {
 		errs = append(errs, s.lock.Release())
 	}
 	if s.fleet != nil {
-		s.fleet.close()
+		errs = append(errs, s.fleet.close())
 	}
 	return errors.Join(errs...)
 }

@@ -110,7 +110,7 @@ func (l *logCopier) close() (err error) {
 		<-l.done
 		l.shmMu.Lock()
 		if l.shmf != nil {
-			l.shmf.Close()
+			_ = l.shmf.Close() // read only
 			l.shmf = nil
 		}
 		l.shmMu.Unlock()

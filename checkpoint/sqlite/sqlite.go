@@ -156,14 +156,14 @@ func Open(path string, opts ...Option) (*Saver, error) {
 	// Create a missing file privately (SQLite would use 0644): checkpoints hold the states of
 	// conversations. The log and shared-memory files take the database file's permissions.
 	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-		f.Close()
+		_ = f.Close() // empty: nothing to lose
 	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("checkpoint/sqlite: open %s: %w", path, err)
 	}
 
 	s := &Saver{path: path, effects: o.effects}
 	if err := s.open(abs, o); err != nil {
-		s.Close()
+		_ = s.Close() // the open's error is the one to report
 		return nil, err
 	}
 	return s, nil
@@ -621,7 +621,7 @@ func OpenReader(path string, opts ...Option) (*sql.DB, error) {
 	}
 	db.SetMaxOpenConns(max(o.readers, 1))
 	if err := db.Ping(); err != nil {
-		db.Close()
+		_ = db.Close() // the ping's error is the one to report
 		return nil, openError(path, err)
 	}
 	return db, nil

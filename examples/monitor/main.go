@@ -43,7 +43,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) error {
+func run(ctx context.Context, args []string, stdout io.Writer, getenv func(string) string) (err error) {
 	fs := flag.NewFlagSet("monitor", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	dir := fs.String("dir", ".", "the folder to watch")
@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 	if err != nil {
 		return err
 	}
-	defer squad.Close()
+	defer func() { err = errors.Join(err, squad.Close()) }()
 
 	events, unsubscribe := squad.Subscribe(lastEvent(squad))
 	defer unsubscribe()

@@ -83,12 +83,12 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, w io.Writer, topic, db string) error {
+func run(ctx context.Context, w io.Writer, topic, db string) (err error) {
 	saver, err := sqlite.Open(db)
 	if err != nil {
 		return err
 	}
-	defer saver.Close()
+	defer func() { err = errors.Join(err, saver.Close()) }()
 	g, err := build(saver)
 	if err != nil {
 		return err

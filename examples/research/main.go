@@ -89,7 +89,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	return o, goal, nil
 }
 
-func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) (err error) {
 	o, goal, err := parse(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	if err != nil {
 		return err
 	}
-	defer squad.Close()
+	defer func() { err = errors.Join(err, squad.Close()) }()
 
 	last, _ := squad.Events(0, 0)
 	var after int64

@@ -184,7 +184,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	srv, team, err := newServer(o, getenv, slog.New(slog.NewTextHandler(stderr, nil)), server.WithAddr(ln.Addr().String()))
 	if err != nil {
-		ln.Close()
+		_ = ln.Close() // the error before is the one to report
 		return err
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}

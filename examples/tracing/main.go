@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, out io.Writer, getenv func(string) 
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best effort: a temporary folder
 	team, err := build(harnessed.New(offlineModel(), harnessed.WithTracerProvider(tp)), dir)
 	if err != nil {
 		return err

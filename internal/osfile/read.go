@@ -55,7 +55,7 @@ func regular(f *os.File, err error) (*os.File, int64, error) {
 		err = &fs.PathError{Op: "open", Path: f.Name(), Err: fmt.Errorf("%w (it is %s)", ErrNotRegular, kind(st.Mode()))}
 	}
 	if err != nil {
-		f.Close()
+		_ = f.Close() // read only
 		return nil, 0, err
 	}
 	return f, st.Size(), nil
@@ -93,7 +93,7 @@ func readAll(f *os.File, size int64, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	c := 512
 	if size > 0 && size < MaxSize {
 		c = int(size) + 1 // one more, to see the end without growing

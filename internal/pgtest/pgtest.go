@@ -208,7 +208,7 @@ func start() (*cluster, error) {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	if err := c.setUp(bin, owner); err != nil {
-		os.RemoveAll(c.dir)
+		_ = os.RemoveAll(c.dir) // the set-up's error is the one to report
 		return nil, err
 	}
 	return c, nil
@@ -235,7 +235,7 @@ func (c *cluster) setUp(bin string, owner *account) error {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgtest: initdb in %s: %w\n%s", c.dir, err, out)
 	}
-	os.Remove(pwfile)
+	_ = os.Remove(pwfile) // stop removes the folder it is in
 	var err error
 	for range 3 { // the free port may be taken by someone else before the server binds it
 		if err = c.serve(bin, owner); err == nil {
@@ -252,13 +252,13 @@ func (c *cluster) serve(bin string, owner *account) error {
 		return fmt.Errorf("pgtest: find a free port: %w", err)
 	}
 	c.port = l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	_ = l.Close() // it only found a free port; a server that cannot bind it is tried again
 	logPath := filepath.Join(c.dir, "server.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("pgtest: %w", err)
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }() // the server writes to its own copy
 	c.server = exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(c.dir, "data"),
 		"-p", strconv.Itoa(c.port), "-k", c.dir, "-c", "listen_addresses=127.0.0.1")
 	c.server.Dir = c.dir
@@ -269,7 +269,7 @@ func (c *cluster) serve(bin string, owner *account) error {
 		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
 	go func() {
-		c.server.Wait()
+		_ = c.server.Wait() // its ProcessState says how it ended
 		close(c.exited)
 	}()
 
@@ -287,8 +287,7 @@ func (c *cluster) serve(bin string, owner *account) error {
 			log, _ := os.ReadFile(logPath)
 			return fmt.Errorf("pgtest: postgres in %s exited: %v\n%s", c.dir, c.server.ProcessState, lastLines(log, 20))
 		case <-ctx.Done():
-			c.stop()
-			return fmt.Errorf("pgtest: postgres in %s did not accept connections within %v: %w", c.dir, startTimeout, err)
+			return errors.Join(fmt.Errorf("pgtest: postgres in %s did not accept connections within %v: %w", c.dir, startTimeout, err), c.stop())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -298,11 +297,11 @@ func (c *cluster) serve(bin string, owner *account) error {
 func (c *cluster) stop() error {
 	var errs []error
 	if c.server != nil && c.server.Process != nil {
-		c.server.Process.Signal(interrupt)
+		_ = c.server.Process.Signal(interrupt) // it fails only if the server has exited, which exited tells
 		select {
 		case <-c.exited:
 		case <-time.After(time.Minute):
-			c.server.Process.Kill()
+			_ = c.server.Process.Kill() // as Signal
 			<-c.exited
 			errs = append(errs, fmt.Errorf("postgres in %s did not shut down within a minute and was killed", c.dir))
 		}

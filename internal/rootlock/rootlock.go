@@ -68,7 +68,7 @@ func Acquire(dir, addr string) (*Lock, error) {
 		return nil, fmt.Errorf("rootlock: cannot open %s: %w", dir, err)
 	}
 	if err := lockFile(f); err != nil {
-		f.Close()
+		_ = f.Close() // a folder opened to lock it; the lock's error is the one to report
 		if errors.Is(err, errBusy) {
 			return nil, &lockedError{dir: dir, holder: readHolder(dir)}
 		}
@@ -141,7 +141,7 @@ func readHolder(dir string) holder {
 	if err != nil {
 		return holder{}
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var h holder
 	if json.NewDecoder(io.LimitReader(f, 4096)).Decode(&h) != nil {
 		return holder{}

@@ -195,7 +195,7 @@ func Open(dir string, opts ...Option) (*Bus, error) {
 		err = b.replay(recs)
 	}
 	if err != nil {
-		b.journal.Close()
+		_ = b.journal.Close() // the error before is the one to report
 		return nil, err
 	}
 	if n := lastMarkdownNumber(dir); n > b.sends {
@@ -391,7 +391,7 @@ func (b *Bus) sendAll(ctx context.Context, batch []Message) ([][]runtime.Message
 	var recs [][]byte    // the batch's records, kept together
 	fail := func(err error) ([][]runtime.Message, error) {
 		for _, p := range written {
-			os.Remove(p)
+			_ = os.Remove(p) // best effort: the log, not the markdown, is the record
 		}
 		b.mu.Unlock()
 		return nil, err
@@ -726,7 +726,7 @@ func (b *Bus) writeMarkdown(after int, from, label string, rs []*member, t time.
 			err = cerr
 		}
 		if err != nil {
-			os.Remove(path)
+			_ = os.Remove(path) // as in the batch's fail
 			return 0, "", fmt.Errorf("bus: %w", err)
 		}
 		return n, path, nil
@@ -790,7 +790,7 @@ func hasControl(s string) bool {
 // syncDir syncs dir so a newly created log survives a crash; best effort.
 func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+		_ = d.Sync()
+		_ = d.Close()
 	}
 }

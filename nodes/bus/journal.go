@@ -109,7 +109,7 @@ func (j *fileJournal) Records() ([][]byte, error) {
 }
 
 // Append writes the records as lines with one write and syncs the file; on failure it cuts
-// off what it wrote.
+// off what it wrote, and its error says so too when that fails.
 func (j *fileJournal) Append(records [][]byte) error {
 	if j.readOnly {
 		return fmt.Errorf("bus: %s is open to read only", j.path)
@@ -120,14 +120,20 @@ func (j *fileJournal) Append(records [][]byte) error {
 		buf.WriteByte('\n')
 	}
 	if _, err := j.f.Write(buf.Bytes()); err != nil {
-		j.f.Truncate(j.size)
-		return fmt.Errorf("bus: writing the log: %w", err)
+		return errors.Join(fmt.Errorf("bus: writing the log: %w", err), j.cut())
 	}
 	if err := j.f.Sync(); err != nil {
-		j.f.Truncate(j.size)
-		return fmt.Errorf("bus: syncing the log: %w", err)
+		return errors.Join(fmt.Errorf("bus: syncing the log: %w", err), j.cut())
 	}
 	j.size += int64(buf.Len())
+	return nil
+}
+
+// cut cuts off what a failed Append wrote.
+func (j *fileJournal) cut() error {
+	if err := j.f.Truncate(j.size); err != nil {
+		return fmt.Errorf("bus: cutting off the failed write of %s: %w", j.path, err)
+	}
 	return nil
 }
 

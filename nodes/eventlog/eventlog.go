@@ -240,7 +240,7 @@ func Open(path string, opts ...Option) (*Log, error) {
 	}
 	l := &Log{path: path, now: c.now, f: f, subs: make(map[*subscriber]struct{})}
 	if err := l.load(); err != nil {
-		f.Close()
+		_ = f.Close() // nothing written yet; the load's error is the one to report
 		return nil, err
 	}
 	return l, nil

@@ -47,7 +47,7 @@ func scan(path string, off, after int64, fn func(Event) bool) (int64, error) {
 	if err != nil {
 		return off, fmt.Errorf("eventlog: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return off, fmt.Errorf("eventlog: %s: %w", path, err)
 	}
@@ -119,7 +119,7 @@ func Last(path string) (Event, bool, error) {
 	if err != nil {
 		return Event{}, false, fmt.Errorf("eventlog: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	st, err := f.Stat()
 	if err != nil {
 		return Event{}, false, fmt.Errorf("eventlog: %w", err)

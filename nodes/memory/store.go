@@ -325,7 +325,7 @@ func appendFile(root *os.Root, name, content string) (int, error) {
 		}
 		last := make([]byte, 1)
 		_, err = f.ReadAt(last, st.Size()-1)
-		f.Close()
+		_ = f.Close() // read only
 		if err != nil {
 			return 0, err
 		}

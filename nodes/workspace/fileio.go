@@ -178,7 +178,7 @@ func ReadTail(path string, n int64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))

@@ -187,7 +187,7 @@ func mustStream(params sdk.MessageNewParams) bool {
 // message the events add up to.
 func (m *Model) stream(ctx context.Context, params sdk.MessageNewParams, onText func(string)) (*sdk.Message, error) {
 	s := m.client.Messages.NewStreaming(ctx, params)
-	defer s.Close()
+	defer func() { _ = s.Close() }() // read only
 	var msg sdk.Message
 	complete := false
 	for s.Next() {

@@ -305,11 +305,11 @@ func anthropicBlockEvents(block any) (any, []any) {
 			return b, nil
 		}
 		var typ, thinking, sig string
-		json.Unmarshal(m["type"], &typ)
+		_ = json.Unmarshal(m["type"], &typ) // a field missing or of another type stays empty
 		switch {
 		case typ == "thinking":
-			json.Unmarshal(m["thinking"], &thinking)
-			json.Unmarshal(m["signature"], &sig)
+			_ = json.Unmarshal(m["thinking"], &thinking) // as type
+			_ = json.Unmarshal(m["signature"], &sig)
 			var ds []any
 			for _, w := range words(thinking) {
 				ds = append(ds, map[string]any{"type": "thinking_delta", "thinking": w})

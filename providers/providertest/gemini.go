@@ -329,7 +329,7 @@ func geminiStream(w http.ResponseWriter, chunks []geminiResponse, r Reply, h htt
 		if err != nil {
 			panic(err)
 		}
-		fmt.Fprintf(w, "data: %s\r\n\r\n", b)
+		_, _ = fmt.Fprintf(w, "data: %s\r\n\r\n", b) // a client gone reads no more
 		if f != nil {
 			f.Flush()
 		}

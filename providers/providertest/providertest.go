@@ -216,7 +216,7 @@ func writeJSON(w http.ResponseWriter, status int, v any, extra http.Header) {
 	if err != nil {
 		panic(err)
 	}
-	w.Write(b)
+	_, _ = w.Write(b) // a client gone reads no more
 }
 
 // errorHeaders returns the headers of an error reply.
@@ -263,9 +263,9 @@ func (s *sse) event(name string, data any) {
 		payload = string(b)
 	}
 	if name != "" {
-		fmt.Fprintf(s.w, "event: %s\n", name)
+		_, _ = fmt.Fprintf(s.w, "event: %s\n", name) // a client gone reads no more
 	}
-	fmt.Fprintf(s.w, "data: %s\n\n", payload)
+	_, _ = fmt.Fprintf(s.w, "data: %s\n\n", payload)
 	if s.f != nil {
 		s.f.Flush()
 	}

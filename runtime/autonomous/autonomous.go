@@ -190,11 +190,10 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		if srv, err = workmcp.Serve(a, rep, nil); err != nil {
 			return fail(fmt.Errorf("autonomous: %w", err))
 		}
-		defer srv.Close()
 	}
 	env, argv, v, err := r.prepare(a, srv)
 	if v.MCPConfig != "" {
-		defer os.RemoveAll(filepath.Dir(v.MCPConfig))
+		defer func() { _ = os.RemoveAll(filepath.Dir(v.MCPConfig)) }() // best effort: a temporary folder
 	}
 	if err != nil {
 		return fail(err)
@@ -208,7 +207,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	if err != nil {
 		return fail(fmt.Errorf("autonomous: output pipe: %w", err))
 	}
-	defer pr.Close()
+	defer func() { _ = pr.Close() }() // read only
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = v.Scratch
 	cmd.Env = append(os.Environ(),
@@ -231,7 +230,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	if err == nil {
 		p, err = proc.Start(cmd, policy)
 	}
-	pw.Close()
+	_ = pw.Close() // the child holds its own copy
 	if err != nil {
 		return fail(fmt.Errorf("autonomous: starting %s: %w", argv[0], err))
 	}
@@ -252,7 +251,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		for {
 			n, err := pr.Read(buf)
 			if n > 0 {
-				out.Write(buf[:n])
+				_, _ = out.Write(buf[:n]) // it keeps what it is given and does not fail
 			}
 			if err != nil {
 				break

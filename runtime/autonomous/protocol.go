@@ -56,7 +56,7 @@ func writeMCPConfig(url string) (string, error) {
 	}
 	path := filepath.Join(dir, "mcp.json")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // the write's error is the one to report
 		return "", err
 	}
 	return path, nil

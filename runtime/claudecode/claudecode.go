@@ -247,7 +247,7 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 		if srv, err = workmcp.Serve(a, rep, st.mcpCall); err != nil {
 			return fail(fmt.Errorf("claudecode: %w", err))
 		}
-		defer srv.Close()
+		defer func() { _ = srv.Close() }() // for the returns before the outcome's Close below
 		mcpConfig = string(srv.Config(workmcp.Name))
 	}
 
@@ -297,12 +297,12 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 	select {
 	case <-readers:
 	case <-time.After(2 * time.Second):
-		p.stdout.Close()
-		p.stderr.Close()
+		_ = p.stdout.Close() // read only: closing them ends the reads
+		_ = p.stderr.Close()
 		<-readers
 	}
-	p.stdout.Close()
-	p.stderr.Close()
+	_ = p.stdout.Close() // read only
+	_ = p.stderr.Close()
 
 	if ctx.Err() == nil {
 		br.Step(ctx, true) // the final bridge: blocks written just before the end
@@ -433,8 +433,8 @@ func (r *Runtime) start(a runtime.Assignment, mcpConfig string) (*process, error
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		outR.Close()
-		outW.Close()
+		_ = outR.Close() // unused: the error before is the one to report
+		_ = outW.Close()
 		return nil, fmt.Errorf("claudecode: %w", err)
 	}
 	cmd := exec.Command(r.binary, r.args(a, mcpConfig)...)
@@ -447,11 +447,11 @@ func (r *Runtime) start(a runtime.Assignment, mcpConfig string) (*process, error
 	if err == nil {
 		pr, err = proc.Start(cmd, policy)
 	}
-	outW.Close()
-	errW.Close()
+	_ = outW.Close() // the child holds its own copies
+	_ = errW.Close()
 	if err != nil {
-		outR.Close()
-		errR.Close()
+		_ = outR.Close() // unused: the start's error is the one to report
+		_ = errR.Close()
 		return nil, fmt.Errorf("claudecode: starting %s: %w", r.binary, err)
 	}
 	how := policy.String()

@@ -224,7 +224,7 @@ func blocks(raw json.RawMessage) []block {
 		return nil
 	}
 	var bs []block
-	json.Unmarshal(raw, &bs)
+	_ = json.Unmarshal(raw, &bs) // what decodes is kept: a field of another type stays empty
 	return bs
 }
 
@@ -376,7 +376,7 @@ func (s *stream) read(r io.Reader) {
 			s.mu.Unlock()
 			if !ok {
 				s.kill()
-				io.Copy(io.Discard, br) // let the dying group write without blocking
+				_, _ = io.Copy(io.Discard, br) // let the dying group write without blocking
 				return
 			}
 		}

@@ -57,7 +57,7 @@ func New(a runtime.Assignment, dir string, emit func(runtime.Event)) (*Bridge, e
 	if err != nil {
 		return nil, fmt.Errorf("filebridge: %w", err)
 	}
-	f.Close()
+	_ = f.Close() // only created: nothing written
 	if _, err := os.Stat(b.outbox); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("filebridge: %w", err)
 	}

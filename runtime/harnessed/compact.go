@@ -110,12 +110,12 @@ func (w *worker) archive(n int, conv []providers.Message) (string, error) {
 	enc := json.NewEncoder(bw)
 	for _, m := range conv {
 		if err := enc.Encode(m); err != nil {
-			f.Close()
+			_ = f.Close() // the error before is the one to report
 			return "", fmt.Errorf("harnessed: archive: %w", err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
-		f.Close()
+		_ = f.Close() // as above
 		return "", fmt.Errorf("harnessed: archive: %w", err)
 	}
 	if err := f.Close(); err != nil {
@@ -127,7 +127,7 @@ func (w *worker) archive(n int, conv []providers.Message) (string, error) {
 // fileSummaries lists the files under dir, a line each: path, size and first line.
 func fileSummaries(dir string) string {
 	var b strings.Builder
-	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error { // nil: it skips what it cannot read
 		if err != nil || e.IsDir() {
 			return nil
 		}
@@ -154,7 +154,7 @@ func firstLine(path string) string {
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 4096), 4096)
 	if sc.Scan() {

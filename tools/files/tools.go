@@ -167,7 +167,7 @@ func readText(realRoot string, t target) (string, fs.FileMode, error) {
 	if err != nil {
 		return "", 0, ioError("open", t.rel, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	st, err := f.Stat()
 	if err != nil {
 		return "", 0, ioError("stat", t.rel, err)
@@ -432,7 +432,7 @@ func (l *lister) walk(rel, real string, depth int) error {
 		return ioError("open", rel, err)
 	}
 	entries, err := f.ReadDir(-1)
-	f.Close()
+	_ = f.Close() // read only
 	if err != nil {
 		return ioError("list", rel, err)
 	}

@@ -40,8 +40,8 @@ func start(s Server) (*command, sdk.Transport, error) {
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		inR.Close()
-		inW.Close()
+		_ = inR.Close() // unused: the error before is the one to report
+		_ = inW.Close()
 		return nil, nil, err
 	}
 	cmd := exec.Command(s.Command[0], s.Command[1:]...)
@@ -51,11 +51,11 @@ func start(s Server) (*command, sdk.Transport, error) {
 	c := &command{stderr: proc.NewTail(stderrKept), done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	c.p, err = proc.Start(cmd, policy(s))
-	inR.Close() // the child holds its own copies
-	outW.Close()
+	_ = inR.Close() // the child holds its own copies
+	_ = outW.Close()
 	if err != nil {
-		inW.Close()
-		outR.Close()
+		_ = inW.Close() // unused: the start's error is the one to report
+		_ = outR.Close()
 		return nil, nil, err
 	}
 	go func() {

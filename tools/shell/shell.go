@@ -239,7 +239,7 @@ func (c *config) run(ctx context.Context, a Args) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("creating output pipe: %w", err)
 	}
-	defer pr.Close()
+	defer func() { _ = pr.Close() }() // read only
 	cmd := exec.Command(bash, "-c", a.Command)
 	cmd.Dir = c.dir
 	cmd.Env = append(os.Environ(), c.env...)
@@ -247,7 +247,7 @@ func (c *config) run(ctx context.Context, a Args) (string, error) {
 	cmd.Stdout = pw // one pipe for both keeps their order
 	cmd.Stderr = pw
 	p, err := proc.Start(cmd, c.policy().Keep(c.env))
-	pw.Close() // the child holds its own copy
+	_ = pw.Close() // the child holds its own copy
 	if err != nil {
 		return "", fmt.Errorf("starting bash: %w", err)
 	}

@@ -73,7 +73,7 @@ func (d *DB) start(ctx context.Context, saver *postgres.Saver) (*DB, error) {
 		return nil
 	})
 	if err != nil {
-		saver.Close()
+		_ = saver.Close() // the error before is the one to report
 		return nil, fmt.Errorf("nodes/store/pgstore: create the tables: %w", err)
 	}
 	return d, nil

@@ -38,7 +38,7 @@ func OpenReader(path string) (*Reader, error) {
 		err = fmt.Errorf("%s has no squad store yet: %w", path, fs.ErrNotExist)
 	}
 	if err != nil {
-		db.Close()
+		_ = db.Close() // read only
 		return nil, fmt.Errorf("nodes/store/sqlitestore: %w", err)
 	}
 	return &Reader{reads{db}}, nil

@@ -53,7 +53,7 @@ func Open(path string, opts ...sqlite.Option) (*Store, error) {
 		return nil
 	})
 	if err != nil {
-		saver.Close()
+		_ = saver.Close() // the error before is the one to report
 		return nil, fmt.Errorf("nodes/store/sqlitestore: %s: create the tables: %w", path, err)
 	}
 	for _, p := range []struct {
@@ -68,7 +68,7 @@ func Open(path string, opts ...sqlite.Option) (*Store, error) {
 		{&st.addLine, `INSERT INTO squad_lines (key, line) VALUES (?, ?) ON CONFLICT (key) WHERE key IS NOT NULL DO NOTHING`},
 	} {
 		if *p.dst, err = saver.Prepare(context.Background(), p.query); err != nil {
-			st.Close()
+			_ = st.Close() // the error before is the one to report
 			return nil, err
 		}
 	}
