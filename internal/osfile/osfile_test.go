@@ -11,15 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// umask returns the process's umask, which the permissions of a new file lose.
-func umask(t *testing.T) fs.FileMode {
-	path := filepath.Join(t.TempDir(), "probe")
-	require.NoError(t, os.WriteFile(path, nil, 0o777))
-	st, err := os.Stat(path)
-	require.NoError(t, err)
-	return 0o777 &^ st.Mode().Perm()
-}
-
 func TestReadFile(t *testing.T) {
 	dir := t.TempDir()
 	for _, size := range []int{0, 1, 511, 512, 513, 100_000} {
