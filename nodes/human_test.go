@@ -78,7 +78,7 @@ func TestAnswerWithoutQuestion(t *testing.T) {
 }
 
 // Once the coordinator finished a run, nothing is done to it while it closes (its last turn
-// stores what is worth remembering): Stop, End, Send and Answer find no run in progress, and
+// stores what is worth remembering): Stop, Pause, Send and Answer find no run in progress, and
 // no agent.paused follows the run's completion.
 func TestFinishedRunTakesNoMoreOrders(t *testing.T) {
 	closing, release := make(chan struct{}), make(chan struct{})

@@ -543,7 +543,7 @@ func (s *Squad) current() (*run, error) {
 	return r, nil
 }
 
-// active returns the run in progress to act on (Send, Answer, Stop, End): ErrNoRun also for a
+// active returns the run in progress to act on (Send, Answer, Stop, Pause): ErrNoRun also for a
 // finite run the coordinator finished, which only closes now, so that nothing is done to it
 // after it completed.
 func (s *Squad) active() (*run, error) {
