@@ -20,11 +20,11 @@ import (
 func TestCache_RunStartsFromTheCachedState(t *testing.T) {
 	ctx := context.Background()
 	const invokes = 60
-	run := func(cache *graph.Cache[dlState]) *countingSaver {
+	run := func(cache *graph.StateCache[dlState]) *countingSaver {
 		saver := &countingSaver{Saver: checkpoint.NewMemory()}
 		opts := []graph.Option{graph.WithThread("woken")}
 		if cache != nil {
-			opts = append(opts, graph.WithCache(cache))
+			opts = append(opts, graph.WithStateCache(cache))
 		}
 		var failed atomic.Bool
 		flaky := func(n int) bool { return n == 30*(dlStepsPerInvoke+1)+5 && !failed.Swap(true) }
@@ -40,7 +40,7 @@ func TestCache_RunStartsFromTheCachedState(t *testing.T) {
 		}
 		return saver
 	}
-	cached := run(graph.NewCache[dlState](1))
+	cached := run(graph.NewStateCache[dlState](1))
 	assert.Zero(t, cached.list.Load(), "no run read the checkpoints before the latest")
 	rebuilt := run(nil)
 	assert.Positive(t, rebuilt.list.Load())
@@ -55,25 +55,25 @@ func TestCache_RunStartsFromTheCachedState(t *testing.T) {
 func TestCache_ThreadMovedOnElsewhereIsRebuilt(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory()
-	cache := graph.NewCache[dlState](4)
+	cache := graph.NewStateCache[dlState](4)
 	thread := graph.WithThread("shared")
 	step := dlStepsPerInvoke + 1
-	_, err := dlGraph(t, saver, nil).Invoke(ctx, dlState{Log: []string{dlEntry(0)}}, thread, graph.WithCache(cache))
+	_, err := dlGraph(t, saver, nil).Invoke(ctx, dlState{Log: []string{dlEntry(0)}}, thread, graph.WithStateCache(cache))
 	require.NoError(t, err)
 	_, err = dlGraph(t, saver, nil).Invoke(ctx, dlState{Log: []string{dlEntry(step)}}, thread)
 	require.NoError(t, err)
-	out, err := dlGraph(t, saver, nil).Invoke(ctx, dlState{Log: []string{dlEntry(2 * step)}}, thread, graph.WithCache(cache))
+	out, err := dlGraph(t, saver, nil).Invoke(ctx, dlState{Log: []string{dlEntry(2 * step)}}, thread, graph.WithStateCache(cache))
 	require.NoError(t, err)
 	dlMain(t, out.Log, 3*step)
-	snap, err := dlGraph(t, saver, nil).State(ctx, thread, graph.WithCache(cache))
+	snap, err := dlGraph(t, saver, nil).State(ctx, thread, graph.WithStateCache(cache))
 	require.NoError(t, err)
 	dlMain(t, snap.Values.Log, 3*step)
 
 	// Evicted (a cache of one thread, two threads taking turns): rebuilt, and right.
-	small := graph.NewCache[dlState](1)
+	small := graph.NewStateCache[dlState](1)
 	for i := range 3 {
 		for _, id := range []string{"a", "b"} {
-			out, err := dlGraph(t, saver, nil).Invoke(ctx, dlState{Log: []string{dlEntry(i * step)}}, graph.WithThread(id), graph.WithCache(small))
+			out, err := dlGraph(t, saver, nil).Invoke(ctx, dlState{Log: []string{dlEntry(i * step)}}, graph.WithThread(id), graph.WithStateCache(small))
 			require.NoError(t, err)
 			dlMain(t, out.Log, (i+1)*step)
 		}
@@ -85,8 +85,8 @@ func TestCache_ThreadMovedOnElsewhereIsRebuilt(t *testing.T) {
 func TestCache_StatesHandedOutDoNotShareAppends(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory()
-	cache := graph.NewCache[dlState](1)
-	opts := []graph.Option{graph.WithThread("t"), graph.WithCache(cache)}
+	cache := graph.NewStateCache[dlState](1)
+	opts := []graph.Option{graph.WithThread("t"), graph.WithStateCache(cache)}
 	step := dlStepsPerInvoke + 1
 	_, err := dlGraph(t, saver, nil).Invoke(ctx, dlState{Log: []string{dlEntry(0)}}, opts...)
 	require.NoError(t, err)
@@ -119,6 +119,6 @@ func TestCache_StatesHandedOutDoNotShareAppends(t *testing.T) {
 
 // A cache made for another state type is refused when the run starts.
 func TestCache_OfAnotherTypeIsRefused(t *testing.T) {
-	_, err := dlGraph(t, checkpoint.NewMemory(), nil).Invoke(context.Background(), dlState{}, graph.WithThread("t"), graph.WithCache(graph.NewCache[int](1)))
-	require.ErrorContains(t, err, "WithCache")
+	_, err := dlGraph(t, checkpoint.NewMemory(), nil).Invoke(context.Background(), dlState{}, graph.WithThread("t"), graph.WithStateCache(graph.NewStateCache[int](1)))
+	require.ErrorContains(t, err, "WithStateCache")
 }

@@ -26,7 +26,7 @@ type config struct {
 	interruptAfter  map[string]bool
 	durability      Durability
 	checkpointID    string
-	cache           any // a *Cache[S] (WithCache)
+	cache           any // a *StateCache[S] (WithStateCache)
 	nodeCache       NodeCache
 	tracer          trace.Tracer // WithTracerProvider's; nil for the global provider
 }

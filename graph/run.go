@@ -88,7 +88,7 @@ type run[S any] struct {
 	joins    map[string][]string
 	cp       checkpoint.Config // the checkpoint the frontier belongs to
 	snaps    snapshots         // when the next checkpoint stores the full state
-	cache    *Cache[S]         // WithCache, at the root of a run that saves
+	cache    *StateCache[S]    // WithStateCache, at the root of a run that saves
 	toParent *Command[S]       // a command for the parent graph that ended this run
 	held     *heldValue        // a resume value waiting for an Interrupt call
 	// keepOutput is set while the one task of a superstep runs, when the saver saves a step in

@@ -89,9 +89,9 @@ type run struct {
 	// perhaps in a coordinator turn (see decideNext).
 	takeUp bool
 	// The conversations of the coordinator and of the harnessed workers as their last runs left
-	// them, so that a wake-up does not rebuild them from checkpoints (see harnessed.Cache); the
+	// them, so that a wake-up does not rebuild them from checkpoints (see harnessed.ConversationCache); the
 	// coordinator's is kept apart, where the workers' do not push it out.
-	coordConv, workerConvs *harnessed.Cache
+	coordConv, workerConvs *harnessed.ConversationCache
 	coordMCP               *mcp.Set // the coordinator's MCP servers, once its first turn connected them
 
 	mu      sync.Mutex // guards the signals from outside
@@ -150,7 +150,7 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		return nil, err
 	}
 	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, log: s.log, pool: newPool(), wake: make(chan struct{}, 1), started: s.cfg.now(),
-		coordConv: harnessed.NewCache(1), workerConvs: harnessed.NewCache(max(s.cfg.maxConcurrent, 1))}
+		coordConv: harnessed.NewConversationCache(1), workerConvs: harnessed.NewConversationCache(max(s.cfg.maxConcurrent, 1))}
 	if err := board.repairViews(); err != nil {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
 	}

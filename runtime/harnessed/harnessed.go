@@ -50,7 +50,7 @@ type config struct {
 	textEndsTurn  bool
 	ownTools      bool
 	noStream      bool
-	cache         *Cache
+	cache         *ConversationCache
 	mcp           []mcp.Server
 	// tracerProvider and traceArgs are WithTracerProvider's and WithTracedArguments'.
 	tracerProvider trace.TracerProvider
@@ -68,19 +68,22 @@ func WithSaver(s checkpoint.Saver) Option { return func(c *config) { c.saver = s
 // wake-up of an assignment that had ended (see Runtime.Run).
 func WithMaxIterations(n int) Option { return func(c *config) { c.maxIterations = n } }
 
-// Cache keeps the conversations of the assignments that ran last in memory, as their runs left
-// them, so that an assignment run again — woken by mail, a coordinator's next turn — starts from
-// it instead of rebuilding it from its checkpoints: a wake-up then costs what it adds, however long
-// the conversation. The checkpoints stay the truth (see graph.Cache). One cache may serve several
-// runtimes; it is safe for concurrent use.
-type Cache struct{ states *graph.Cache[state] }
+// ConversationCache keeps the conversations of the assignments that ran last in memory, as their
+// runs left them, so that an assignment run again — woken by mail, a coordinator's next turn —
+// starts from it instead of rebuilding it from its checkpoints: a wake-up then costs what it adds,
+// however long the conversation. The checkpoints stay the truth (see graph.StateCache). One cache
+// may serve several runtimes; it is safe for concurrent use.
+type ConversationCache struct{ states *graph.StateCache[state] }
 
-// NewCache returns a cache for the conversations of up to n assignments.
-func NewCache(n int) *Cache { return &Cache{graph.NewCache[state](n)} }
+// NewConversationCache returns a cache for the conversations of up to n assignments.
+func NewConversationCache(n int) *ConversationCache {
+	return &ConversationCache{graph.NewStateCache[state](n)}
+}
 
-// WithCache sets the runtime's cache (default: its own, for 16 assignments): a runtime made for
-// each run, or runtimes that take turns on the same assignments, share one to benefit from it.
-func WithCache(c *Cache) Option { return func(cfg *config) { cfg.cache = c } }
+// WithConversationCache sets the runtime's cache (default: its own, for 16 assignments): a runtime
+// made for each run, or runtimes that take turns on the same assignments, share one to benefit from
+// it.
+func WithConversationCache(c *ConversationCache) Option { return func(cfg *config) { cfg.cache = c } }
 
 // WithSingleInference makes every assignment one model call without tools; the answer is
 // published as result.md.
@@ -130,7 +133,7 @@ func New(model providers.Model, opts ...Option) *Runtime {
 		c.saver = checkpoint.NewMemory()
 	}
 	if c.cache == nil {
-		c.cache = NewCache(16)
+		c.cache = NewConversationCache(16)
 	}
 	return &Runtime{model: model, cfg: c, tracer: tracerOf(c.tracerProvider)}
 }

@@ -41,7 +41,7 @@ func (w *worker) graph() (*graph.Compiled[state], error) {
 	g.AddConditionalEdges(modelNode, next, toolsNode, modelNode, graph.END)
 	g.AddConditionalEdges(toolsNode, next, toolsNode, modelNode, graph.END)
 	return g.Compile(graph.WithCheckpointer(w.rt.cfg.saver), graph.WithThread(w.a.ID),
-		graph.WithRecursionLimit(1<<30), graph.WithCache(w.rt.cfg.cache.states), graph.WithTracerProvider(w.rt.cfg.tracerProvider))
+		graph.WithRecursionLimit(1<<30), graph.WithStateCache(w.rt.cfg.cache.states), graph.WithTracerProvider(w.rt.cfg.tracerProvider))
 }
 
 // think is the model node: a yield point, a compaction if one is due, then one model turn.
