@@ -39,6 +39,22 @@ type Settings struct {
 	HTTPClient *http.Client // WithHTTPClient
 }
 
+// Options turns s into a provider package's options: key, url and client make its options of an
+// API key, a base URL and an HTTP client; a setting left empty makes none.
+func Options[O any](s Settings, key, url func(string) O, client func(*http.Client) O) []O {
+	var opts []O
+	if s.APIKey != "" {
+		opts = append(opts, key(s.APIKey))
+	}
+	if s.BaseURL != "" {
+		opts = append(opts, url(s.BaseURL))
+	}
+	if s.HTTPClient != nil {
+		opts = append(opts, client(s.HTTPClient))
+	}
+	return opts
+}
+
 var (
 	regMu    sync.RWMutex
 	registry = map[string]Provider{}

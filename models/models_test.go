@@ -137,3 +137,14 @@ func TestOllamaURL(t *testing.T) {
 		}
 	}
 }
+
+// Options makes a provider's options of the settings given, and none of those left empty.
+func TestOptions(t *testing.T) {
+	key := func(v string) string { return "key=" + v }
+	url := func(v string) string { return "url=" + v }
+	client := func(*http.Client) string { return "client" }
+	assert.Empty(t, models.Options(models.Settings{}, key, url, client))
+	assert.Equal(t, []string{"key=k", "url=http://h", "client"},
+		models.Options(models.Settings{APIKey: "k", BaseURL: "http://h", HTTPClient: &http.Client{}}, key, url, client))
+	assert.Equal(t, []string{"url=http://h"}, models.Options(models.Settings{BaseURL: "http://h"}, key, url, client))
+}

@@ -122,16 +122,7 @@ func init() { models.Register(providerName, Provider()) }
 // to serve them with options of this package, such as WithWebSearch.
 func Provider(opts ...Option) models.Provider {
 	return func(model string, s models.Settings) (providers.Model, error) {
-		var all []Option
-		if s.APIKey != "" {
-			all = append(all, WithAPIKey(s.APIKey))
-		}
-		if s.BaseURL != "" {
-			all = append(all, WithBaseURL(s.BaseURL))
-		}
-		if s.HTTPClient != nil {
-			all = append(all, WithHTTPClient(s.HTTPClient))
-		}
+		all := models.Options(s, WithAPIKey, WithBaseURL, WithHTTPClient)
 		m, err := New(model, append(all, opts...)...)
 		if err != nil {
 			return nil, err // not a nil *Model in an interface

@@ -75,17 +75,7 @@ func init() {
 // models, with the key, base URL and HTTP client models.New was given.
 func Provider(provider string) models.Provider {
 	return func(model string, s models.Settings) (providers.Model, error) {
-		var opts []ServiceOption
-		if s.APIKey != "" {
-			opts = append(opts, WithAPIKey(s.APIKey))
-		}
-		if s.BaseURL != "" {
-			opts = append(opts, WithBaseURL(s.BaseURL))
-		}
-		if s.HTTPClient != nil {
-			opts = append(opts, WithHTTPClient(s.HTTPClient))
-		}
-		m, err := NewService(provider, model, opts...)
+		m, err := NewService(provider, model, models.Options(s, WithAPIKey, WithBaseURL, WithHTTPClient)...)
 		if err != nil {
 			return nil, err // not a nil *Model in an interface
 		}
