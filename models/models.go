@@ -89,23 +89,24 @@ func Register(name string, p Provider) {
 type Option func(*config)
 
 type config struct {
-	key, baseURL string
-	client       *http.Client
-	retry        providers.Retry
-	noRetry      bool
-	textTools    bool
-	models       []providers.Model
-	providers    map[string]Provider // WithProvider's
+	settings  Settings // WithAPIKey, WithBaseURL, WithHTTPClient
+	retry     providers.Retry
+	noRetry   bool
+	textTools bool
+	models    []providers.Model
+	providers map[string]Provider // WithProvider's
 }
 
 // WithAPIKey sets the API key, in place of the provider's environment variable.
-func WithAPIKey(key string) Option { return func(c *config) { c.key = key } }
+func WithAPIKey(key string) Option { return func(c *config) { c.settings.APIKey = key } }
 
 // WithBaseURL sets the provider's base URL, in place of its environment variable or default.
-func WithBaseURL(url string) Option { return func(c *config) { c.baseURL = url } }
+func WithBaseURL(url string) Option { return func(c *config) { c.settings.BaseURL = url } }
 
 // WithHTTPClient sets the HTTP client the provider's API is called with.
-func WithHTTPClient(client *http.Client) Option { return func(c *config) { c.client = client } }
+func WithHTTPClient(client *http.Client) Option {
+	return func(c *config) { c.settings.HTTPClient = client }
+}
 
 // WithRetry sets how failed calls are retried (see providers.Retry for the defaults).
 func WithRetry(r providers.Retry) Option { return func(c *config) { c.retry = r } }
@@ -117,7 +118,7 @@ func WithoutRetry() Option { return func(c *config) { c.noRetry = true } }
 // providers.WithTextTools); for example a small local model served by Ollama.
 func WithTextTools() Option { return func(c *config) { c.textTools = true } }
 
-// WithModels serves the given models under their own names (Model.Name), ahead of the built-in
+// WithModels serves the given models under their own names (Model.Name), ahead of the registered
 // providers: New(m.Name()) returns m (with retrying, unless WithoutRetry).
 func WithModels(ms ...providers.Model) Option {
 	return func(c *config) { c.models = append(c.models, ms...) }
@@ -202,7 +203,7 @@ func (c *config) resolve(name string) (providers.Model, error) {
 		}
 		return nil, &providers.Error{Provider: provider, Model: model, Kind: providers.ErrUnknownModel, Message: msg}
 	}
-	return p(model, Settings{APIKey: c.key, BaseURL: c.baseURL, HTTPClient: c.client})
+	return p(model, c.settings)
 }
 
 // echo answers with the text of the last user message.
