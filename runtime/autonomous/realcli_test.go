@@ -582,8 +582,10 @@ func (c agentCLI) unreachable(t *testing.T) *autonomous.Runtime {
 // retries, printing a line each time, which is no progress, and the watchdog reports the run
 // stalled within its window.
 func TestRealCLIUnreachableStalls(t *testing.T) {
+	t.Parallel() // it waits on the CLI's retries
 	for _, c := range clis {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			a := realAssignment(t, "Anything.")
 			rec := &recorder{t: t}
 			const window = 10 * time.Second
@@ -606,8 +608,10 @@ func TestRealCLIUnreachableStalls(t *testing.T) {
 // deadline and no watchdog: the CLI retries until the deadline, and the run's error says why,
 // with the CLI's own last error.
 func TestRealCLIUnreachableDeadline(t *testing.T) {
+	t.Parallel() // it waits on the CLI's retries
 	for _, c := range clis {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			cli := c.cli(t)
 			a := realAssignment(t, "Anything.")
 			rec := &recorder{t: t}
