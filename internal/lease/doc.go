@@ -9,6 +9,9 @@
 // process in the leases it holds. Package runner holds a lease per thread (agiraph_runs),
 // package server one per agent of a fleet (agiraph_server_agents).
 //
-// The package is a module of its own, as internal/pgtest is: it needs pgx, which the root module
-// must not require, and runner and server, which import it, are modules of their own already.
+// It is a module of its own, as internal/pgtest is: it needs pgx, which the root module must not
+// require, and the one module that runner and server both require already, checkpoint/postgres,
+// would either publish it beside the saver or, under its internal/, hide it from them. As a module
+// it keeps its import path, at the cost of a require and a replace line in each user's go.mod. It
+// imports checkpoint/postgres (its fences are that saver's) and never its users.
 package lease

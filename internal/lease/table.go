@@ -93,9 +93,9 @@ func (t *Table) Free() Cond {
 	return Cond{sql: func(int) string { return "owner IS NULL OR expires_at < now()" }}
 }
 
-// statement joins a statement's parts: head, then x.Set after the lease's own columns (sets, if
-// any), then WHERE c and x.Where, then tail. It returns the statement and its arguments: x's,
-// then own (numbered from len(x.Args)+1, as the caller wrote sets and tail), then c's.
+// statement joins a statement's parts: head, then SET the lease's own columns (sets, if any) and
+// x.Set, then WHERE c and x.Where, then tail. It returns the statement and its arguments: x's,
+// then own (which sets and tail number from len(x.Args)+1), then c's.
 func statement(head, sets string, c Cond, tail string, x Extra, own ...any) (string, []any) {
 	var b strings.Builder
 	b.WriteString(head)
@@ -146,8 +146,8 @@ func (t *Table) Write(ctx context.Context, db DB, c Cond, x Extra) (bool, error)
 }
 
 // update sets sets and x.Set in the rows that meet c and x.Where, and reports whether any did.
-func (t *Table) update(ctx context.Context, db DB, sets string, c Cond, x Extra, own ...any) (bool, error) {
-	q, args := statement(`UPDATE `+t.Name, sets, c, "", x, own...)
+func (t *Table) update(ctx context.Context, db DB, sets string, c Cond, x Extra) (bool, error) {
+	q, args := statement(`UPDATE `+t.Name, sets, c, "", x)
 	tag, err := db.Exec(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("lease: write to %s: %w", t.Name, err)
@@ -159,7 +159,7 @@ func (t *Table) update(ctx context.Context, db DB, sets string, c Cond, x Extra,
 // reports whether the lease was still held (false: another process took it). It is a [Renew]
 // for [Keep] once key and gen are given.
 func (t *Table) Renew(ctx context.Context, db DB, key string, gen int64) (held bool, err error) {
-	return t.update(ctx, db, "expires_at = now() + make_interval(secs => $1)", t.Held(key, gen), Extra{}, t.TTL.Seconds())
+	return t.update(ctx, db, "", t.Held(key, gen), Extra{Set: "expires_at = now() + make_interval(secs => $1)", Args: []any{t.TTL.Seconds()}})
 }
 
 // Release ends this process's lease gen of row key, setting x.Set too, when the row still is this

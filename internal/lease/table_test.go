@@ -106,6 +106,9 @@ func TestTakeRenewRelease(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, taken, "a released lease is free")
 	assert.Equal(t, int64(2), gen)
+	held, err = a.Renew(ctx, pool, "j", 1)
+	require.NoError(t, err)
+	assert.False(t, held, "the generation before is not held, though the owner is the same")
 }
 
 // A second owner cannot take a held lease, but takes an expired one, with a higher generation;
