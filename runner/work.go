@@ -253,7 +253,7 @@ func (r *Runner) take(ctx context.Context, job runArgs, jobID int64) (reg regist
 		}
 		var taken bool
 		l.generation, taken, err = r.runs.Take(ctx, tx, l.thread, leases.Extra{Set: "status = 'running', job_id = $1, updated_at = now()", Args: []any{jobID}})
-		if !taken { // a queued thread's lease is free: not without an error
+		if !taken { // the row, locked and queued, has a free lease: only an error leaves it untaken
 			reg = nil
 		}
 		return err
