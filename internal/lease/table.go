@@ -43,8 +43,8 @@ type Extra struct {
 	Args  []any
 }
 
-// A Cond is a condition on the leases of a Table's rows: [Table.Held], [Table.Ours],
-// [Table.Others] or [Table.Free].
+// A Cond is a condition on the leases of a Table's rows, made by [Table.Held], [Table.Ours],
+// [Table.Others] or [Table.Free] (the zero Cond is none of them, and not to be used).
 type Cond struct {
 	sql  func(first int) string // the condition, its placeholders numbered from $first
 	args []any
