@@ -20,6 +20,7 @@ require (
 
 require (
 	github.com/agiraph/agiraph/checkpoint/postgres v0.0.0-00010101000000-000000000000 // indirect
+	github.com/agiraph/agiraph/internal/lease v0.0.0-00010101000000-000000000000 // indirect
 	github.com/agiraph/agiraph/nodes/store/pgstore v0.0.0-00010101000000-000000000000 // indirect
 	github.com/anthropics/anthropic-sdk-go v1.84.0 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
@@ -80,6 +81,7 @@ require (
 replace (
 	github.com/agiraph/agiraph => ..
 	github.com/agiraph/agiraph/checkpoint/postgres => ../checkpoint/postgres
+	github.com/agiraph/agiraph/internal/lease => ../internal/lease
 	github.com/agiraph/agiraph/internal/pgtest => ../internal/pgtest
 	github.com/agiraph/agiraph/nodes/store/pgstore => ../nodes/store/pgstore
 	github.com/agiraph/agiraph/providers/anthropic => ../providers/anthropic

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/agiraph/agiraph v0.0.0-00010101000000-000000000000
 	github.com/agiraph/agiraph/checkpoint/postgres v0.0.0-00010101000000-000000000000
+	github.com/agiraph/agiraph/internal/lease v0.0.0-00010101000000-000000000000
 	github.com/agiraph/agiraph/internal/pgtest v0.0.0-00010101000000-000000000000
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -42,5 +43,6 @@ require (
 replace (
 	github.com/agiraph/agiraph => ..
 	github.com/agiraph/agiraph/checkpoint/postgres => ../checkpoint/postgres
+	github.com/agiraph/agiraph/internal/lease => ../internal/lease
 	github.com/agiraph/agiraph/internal/pgtest => ../internal/pgtest
 )

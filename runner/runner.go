@@ -25,7 +25,7 @@ type Runner struct {
 	saver  *postgres.Saver
 	river  *river.Client[pgx.Tx]
 	opts   options
-	owner  string // this process's name in the leases it holds
+	runs   *leases.Table // the threads' leases: this process's name in them, their TTL
 	logger *slog.Logger
 
 	mu      sync.RWMutex
@@ -123,7 +123,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Runner, erro
 	}
 	r := &Runner{
 		pool: pool, saver: saver, opts: o, logger: o.logger, graphs: map[string]registered{},
-		owner: leases.Owner(),
+		runs: &leases.Table{Name: runsTable, Key: "thread_id", Owner: leases.Owner(), TTL: o.leaseTTL},
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{r: r})
@@ -142,7 +142,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Runner, erro
 }
 
 // Owner is the name of this process in the leases it holds: host/pid/random.
-func (r *Runner) Owner() string { return r.owner }
+func (r *Runner) Owner() string { return r.runs.Owner }
 
 // Start makes this process execute runs: River starts fetching jobs, and the watchdog looks for
 // threads whose process died. Register every graph before: a job of a graph this process does

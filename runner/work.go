@@ -13,7 +13,6 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/agiraph/agiraph/checkpoint"
-	"github.com/agiraph/agiraph/checkpoint/postgres"
 	"github.com/agiraph/agiraph/graph"
 	leases "github.com/agiraph/agiraph/internal/lease"
 )
@@ -195,9 +194,8 @@ func (*worker) Timeout(*river.Job[runArgs]) time.Duration { return -1 }
 // outcome if the lease is still this process's.
 func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	r := w.r
-	l := lease{thread: job.Args.Thread, generation: job.Args.Generation}
 	deadline := time.Now().Add(r.opts.leaseTTL)
-	reg, o, err := r.take(ctx, l, job.ID)
+	reg, l, o, err := r.take(ctx, job.Args, job.ID)
 	if err != nil || reg == nil {
 		return err
 	}
@@ -206,7 +204,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	stop := r.keep(runCtx, cancel, l, deadline)
 	// The run's checkpoints are written only while this process holds the lease: a node that
 	// ignores its context cannot save after another process took the thread over.
-	saver := r.saver.Fenced(postgres.Fence{Table: runsTable, Where: heldBy, Args: r.held(l)})
+	saver := r.saver.Fenced(r.runs.Fence(r.runs.Held(l.thread, l.generation)))
 	out := reg.execute(runCtx, l.thread, o, saver)
 	stop()
 	bg := context.WithoutCancel(ctx)
@@ -215,30 +213,24 @@ func (w *worker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 		r.logger.Warn("runner: lease lost; the run stopped", "thread", l.thread, "generation", l.generation, "cause", cause)
 		return nil
 	case out.err != nil && ctx.Err() != nil: // stopping
-		_, err := r.requeue(bg, false, heldBy, r.held(l)...)
-		return err
+		return r.handover(bg, l)
 	}
 	return r.finish(bg, l, out)
 }
 
-// lease is a thread's lease as this process holds it.
+// lease is a thread's lease as this process holds it. The generation is the one taking the lease
+// gave the thread's row (the job's, raised): the renewal, the outcome, a handover and the run's
+// checkpoints (a fence) all require that the row still has it, and this process as its owner.
 type lease struct {
 	thread     string
 	generation int64
 }
 
-// heldBy is the condition on a thread's row that this process still holds the lease, with the
-// arguments held gives ($1 to $3): what the renewal, the outcome, a handover and the run's
-// checkpoints (a fence) all require.
-const heldBy = `thread_id = $1 AND generation = $2 AND owner = $3 AND status = 'running'`
-
-// held are the arguments of heldBy for l.
-func (r *Runner) held(l lease) []any { return []any{l.thread, l.generation, r.owner} }
-
-// take takes the lease of l's thread for job jobID, when the thread is queued under l's generation.
-// It returns nil, and no error, when the job is stale: the thread is done, queued again, or run
-// by another process.
-func (r *Runner) take(ctx context.Context, l lease, jobID int64) (reg registered, o op, err error) {
+// take takes the lease of the job's thread for the job (jobID), when the thread is queued under
+// the job's generation. It returns nil, and no error, when the job is stale: the thread is done,
+// queued again, or run by another process.
+func (r *Runner) take(ctx context.Context, job runArgs, jobID int64) (reg registered, l lease, o op, err error) {
+	l.thread = job.Thread
 	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		var (
 			name string
@@ -247,7 +239,7 @@ func (r *Runner) take(ctx context.Context, l lease, jobID int64) (reg registered
 		)
 		err := tx.QueryRow(ctx, `SELECT graph, status, generation, op_id, op_kind, op_input, op_answers FROM `+runsTable+` WHERE thread_id = $1 FOR UPDATE`, l.thread).
 			Scan(&name, &st, &gen, &o.ID, &o.Kind, &o.Input, &o.Answers)
-		if errors.Is(err, pgx.ErrNoRows) || err == nil && (gen != l.generation || st != StatusQueued) {
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && (gen != job.Generation || st != StatusQueued) {
 			return nil
 		}
 		if err != nil {
@@ -257,16 +249,19 @@ func (r *Runner) take(ctx context.Context, l lease, jobID int64) (reg registered
 		reg = r.graphs[name]
 		r.mu.RUnlock()
 		if reg == nil {
-			return fmt.Errorf("runner: graph %q of thread %q is not registered in this process (%s); the job is retried", name, l.thread, r.owner)
+			return fmt.Errorf("runner: graph %q of thread %q is not registered in this process (%s); the job is retried", name, l.thread, r.runs.Owner)
 		}
-		_, err = tx.Exec(ctx, `UPDATE `+runsTable+` SET status = 'running', owner = $2, expires_at = now() + make_interval(secs => $3), job_id = $4, updated_at = now()
-			WHERE thread_id = $1`, l.thread, r.owner, r.opts.leaseTTL.Seconds(), jobID)
+		var taken bool
+		l.generation, taken, err = r.runs.Take(ctx, tx, l.thread, leases.Extra{Set: "status = 'running', job_id = $1, updated_at = now()", Args: []any{jobID}})
+		if !taken { // the row, locked and queued, has a free lease: only an error leaves it untaken
+			reg = nil
+		}
 		return err
 	})
 	if err != nil {
 		reg = nil
 	}
-	return reg, o, err
+	return reg, l, o, err
 }
 
 // keep renews the lease every heartbeat until stop is called (lease.Keep). When the lease is
@@ -274,11 +269,7 @@ func (r *Runner) take(ctx context.Context, l lease, jobID int64) (reg registered
 // the run with an error wrapping lease.ErrLost: the run stops before another process can take the
 // thread over.
 func (r *Runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l lease, deadline time.Time) (stop func()) {
-	renew := func(ctx context.Context) (bool, error) {
-		tag, err := r.pool.Exec(ctx, `UPDATE `+runsTable+` SET expires_at = now() + make_interval(secs => $4) WHERE `+heldBy,
-			append(r.held(l), r.opts.leaseTTL.Seconds())...)
-		return tag.RowsAffected() > 0, err
-	}
+	renew := func(ctx context.Context) (bool, error) { return r.runs.Renew(ctx, r.pool, l.thread, l.generation) }
 	return leases.Keep(ctx, deadline, r.opts.leaseTTL, r.opts.heartbeat, renew, func(err error) { cancel(err) },
 		r.logger.With("thread", l.thread))
 }
@@ -286,32 +277,39 @@ func (r *Runner) keep(ctx context.Context, cancel context.CancelCauseFunc, l lea
 // finish records the outcome of a run and ends its lease, in one statement that does nothing when
 // the lease is no longer this process's.
 func (r *Runner) finish(ctx context.Context, l lease, out outcome) error {
-	tag, err := r.pool.Exec(ctx, `UPDATE `+runsTable+` SET status = $4, error_text = $5, interrupts = $6, state = $7,
-			owner = NULL, expires_at = NULL, job_id = NULL, updated_at = now()
-		WHERE `+heldBy, append(r.held(l), out.status, out.errText, out.interrupts, out.state)...)
+	held, err := r.runs.Release(ctx, r.pool, l.thread, l.generation, leases.Extra{
+		Set:  "status = $1, error_text = $2, interrupts = $3, state = $4, job_id = NULL, updated_at = now()",
+		Args: []any{out.status, out.errText, out.interrupts, out.state}})
 	if err != nil {
 		return fmt.Errorf("runner: record the outcome of thread %q: %w", l.thread, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !held {
 		r.logger.Warn("runner: the lease was lost before the outcome was recorded", "thread", l.thread, "generation", l.generation)
 	}
 	return nil
 }
 
+// handover gives up the thread of l, whose run this stopping process cancelled: it ends the lease
+// and queues the thread again at once for another process, unless the lease was lost.
+func (r *Runner) handover(ctx context.Context, l lease) error {
+	held, err := r.runs.Release(ctx, r.pool, l.thread, l.generation, leases.Extra{})
+	if err != nil || !held {
+		return err
+	}
+	_, err = r.requeue(ctx, false, `thread_id = $1 AND status = 'running'`, l.thread)
+	return err
+}
+
 // requeue queues threads again under a new generation, each with a new job, in one transaction:
 // those whose process died (the watchdog, cancelOld set: the dead process's jobs are cancelled,
-// so that River's rescuer finalizes them), or the one a stopping process gives up. cond selects
-// them, with args. It returns how many it queued.
+// so that River's rescuer finalizes them), or the one a stopping process gave up. It claims the
+// threads whose lease is free (see lease.Table.Claim) and that meet cond, with args. It returns
+// how many it queued.
 func (r *Runner) requeue(ctx context.Context, cancelOld bool, cond string, args ...any) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `WITH old AS (
-				SELECT thread_id, job_id FROM `+runsTable+` WHERE `+cond+`
-				ORDER BY thread_id LIMIT 1000 FOR UPDATE SKIP LOCKED)
-			UPDATE `+runsTable+` r SET status = 'queued', generation = r.generation + 1, owner = NULL, expires_at = NULL,
-				job_id = NULL, updated_at = now()
-			FROM old WHERE r.thread_id = old.thread_id
-			RETURNING r.thread_id, r.generation, old.job_id`, args...)
+		rows, err := r.runs.Claim(ctx, tx, leases.Extra{Set: "status = 'queued', job_id = NULL, updated_at = now()", Where: cond, Args: args},
+			[]string{"job_id"}, 1000)
 		if err != nil {
 			return err
 		}
@@ -361,12 +359,12 @@ func (r *Runner) requeue(ctx context.Context, cancelOld bool, cond string, args 
 	return n, nil
 }
 
-// orphaned selects, for requeue, the threads whose process died: running ones whose lease
-// expired, and queued ones whose job a process fetched (River says it is running) but did not
-// take the lease for within a TTL ($1, in seconds). Taking the lease is the first thing a job
-// does, so the process that fetched it died; should it be alive and slow, the new generation
-// makes its job stale.
-const orphaned = `status = 'running' AND expires_at < now()
+// orphaned selects, for requeue, among the threads whose lease is free, those whose process died:
+// running ones (whose lease expired), and queued ones whose job a process fetched (River says it
+// is running) but did not take the lease for within a TTL ($1, in seconds). Taking the lease is
+// the first thing a job does, so the process that fetched it died; should it be alive and slow,
+// the new generation makes its job stale.
+const orphaned = `status = 'running'
 	OR status = 'queued' AND job_id IN (SELECT id FROM river_job WHERE state = 'running' AND attempted_at < now() - make_interval(secs => $1))`
 
 // watch is the watchdog: every watch interval, it queues again the threads whose lease expired.

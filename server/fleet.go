@@ -80,9 +80,8 @@ type fleet struct {
 	owned     bool            // the server opened the pool
 	db        *pgstore.DB     // the agents' stores
 	saver     *postgres.Saver // db's
-	owner     string          // this replica's name in leases
+	leases    *lease.Table    // the agents' leases: this replica's name in them, their TTL
 	url       string          // its base URL
-	ttl       time.Duration
 	heartbeat time.Duration
 	watch     time.Duration
 }
@@ -92,10 +91,11 @@ func openFleet(ctx context.Context, c config) (*fleet, error) {
 	if c.pgURL == "" && c.pgPool == nil {
 		return nil, nil
 	}
-	f := &fleet{pool: c.pgPool, owner: lease.Owner(), url: c.baseURL,
-		ttl: cmp.Or(c.leaseTTL, DefaultLeaseTTL), heartbeat: cmp.Or(c.heartbeat, DefaultHeartbeat), watch: cmp.Or(c.watch, DefaultWatchInterval)}
-	if f.heartbeat <= 0 || f.heartbeat >= f.ttl || f.watch <= 0 {
-		return nil, fmt.Errorf("server: a lease of %v renewed every %v, watched every %v (want 0 < heartbeat < TTL, a positive watch)", f.ttl, f.heartbeat, f.watch)
+	f := &fleet{pool: c.pgPool, url: c.baseURL,
+		leases:    &lease.Table{Name: agentsTable, Key: "id", Owner: lease.Owner(), TTL: cmp.Or(c.leaseTTL, DefaultLeaseTTL)},
+		heartbeat: cmp.Or(c.heartbeat, DefaultHeartbeat), watch: cmp.Or(c.watch, DefaultWatchInterval)}
+	if f.heartbeat <= 0 || f.heartbeat >= f.leases.TTL || f.watch <= 0 {
+		return nil, fmt.Errorf("server: a lease of %v renewed every %v, watched every %v (want 0 < heartbeat < TTL, a positive watch)", f.leases.TTL, f.heartbeat, f.watch)
 	}
 	if f.url == "" && c.addr != "" {
 		f.url = "http://" + c.addr
@@ -217,8 +217,8 @@ func (f *fleet) meta(id string) (meta, error) {
 func (f *fleet) setMeta(id string, m meta) error {
 	ctx, cancel := bg()
 	defer cancel()
-	tag, err := f.pool.Exec(ctx, `UPDATE `+agentsTable+` SET meta = $3 WHERE id = $1 AND (owner IS NULL OR owner = $2)`, id, f.owner, m)
-	if err == nil && tag.RowsAffected() == 0 {
+	ok, err := f.leases.Write(ctx, f.pool, f.leases.Ours(id), lease.Extra{Set: "meta = $1", Args: []any{m}})
+	if err == nil && !ok {
 		err = fmt.Errorf("agent %q: its meta is not written here: %w", id, errLeased)
 	}
 	return err
@@ -232,30 +232,18 @@ var errLeased = errors.New("another replica holds the agent")
 func (f *fleet) take(id string) (int64, error) {
 	ctx, cancel := bg()
 	defer cancel()
-	var gen int64
-	err := f.pool.QueryRow(ctx, `UPDATE `+agentsTable+` SET owner = $2, base_url = $3, generation = generation + 1,
-			expires_at = now() + make_interval(secs => $4)
-		WHERE id = $1 AND NOT deleted AND (owner IS NULL OR expires_at < now())
-		RETURNING generation`, id, f.owner, f.url, f.ttl.Seconds()).Scan(&gen)
-	if errors.Is(err, pgx.ErrNoRows) {
+	gen, ok, err := f.leases.Take(ctx, f.pool, id, lease.Extra{Set: "base_url = $1", Where: "NOT deleted", Args: []any{f.url}})
+	if err == nil && !ok {
 		return 0, fmt.Errorf("agent %q: %w", id, errLeased)
 	}
 	return gen, err
-}
-
-// renew renews this replica's lease gen of agent id.
-func (f *fleet) renew(ctx context.Context, id string, gen int64) (bool, error) {
-	tag, err := f.pool.Exec(ctx, `UPDATE `+agentsTable+` SET expires_at = now() + make_interval(secs => $4)
-		WHERE id = $1 AND owner = $2 AND generation = $3`, id, f.owner, gen, f.ttl.Seconds())
-	return tag.RowsAffected() > 0, err
 }
 
 // setRun records the run in progress of agent id under this replica's lease gen ("": none).
 func (f *fleet) setRun(id string, gen int64, run string) error {
 	ctx, cancel := bg()
 	defer cancel()
-	_, err := f.pool.Exec(ctx, `UPDATE `+agentsTable+` SET run = nullif($4, '') WHERE id = $1 AND owner = $2 AND generation = $3`,
-		id, f.owner, gen, run)
+	_, err := f.leases.Write(ctx, f.pool, f.leases.Held(id, gen), lease.Extra{Set: "run = nullif($1, '')", Args: []any{run}})
 	return err
 }
 
@@ -263,17 +251,18 @@ func (f *fleet) setRun(id string, gen int64, run string) error {
 func (f *fleet) drop(id string, gen int64) error {
 	ctx, cancel := bg()
 	defer cancel()
-	_, err := f.pool.Exec(ctx, `UPDATE `+agentsTable+` SET owner = NULL, base_url = NULL, expires_at = NULL
-		WHERE id = $1 AND owner = $2 AND generation = $3`, id, f.owner, gen)
+	_, err := f.leases.Release(ctx, f.pool, id, gen, lease.Extra{Set: "base_url = NULL"})
 	return err
 }
 
 // holder returns the base URL of the replica other than this one that holds agent id's lease;
 // "" when none does (or it did not say where it serves).
 func (f *fleet) holder(ctx context.Context, id string) (string, error) {
-	var u string
-	err := f.pool.QueryRow(ctx, `SELECT coalesce(base_url, '') FROM `+agentsTable+`
-		WHERE id = $1 AND owner IS NOT NULL AND owner <> $2 AND expires_at > now()`, id, f.owner).Scan(&u)
+	rows, err := f.leases.Find(ctx, f.pool, "coalesce(base_url, '')", f.leases.Others(id), lease.Extra{})
+	if err != nil {
+		return "", err
+	}
+	u, err := pgx.CollectOneRow(rows, pgx.RowTo[string])
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}
@@ -285,8 +274,7 @@ type orphan struct{ id, run string }
 
 // orphans returns the runs in progress whose lease no replica holds.
 func (f *fleet) orphans(ctx context.Context) ([]orphan, error) {
-	rows, err := f.pool.Query(ctx, `SELECT id, run FROM `+agentsTable+`
-		WHERE run IS NOT NULL AND NOT deleted AND (owner IS NULL OR expires_at < now()) ORDER BY id`)
+	rows, err := f.leases.Find(ctx, f.pool, "id, run", f.leases.Free(), lease.Extra{Where: "run IS NOT NULL AND NOT deleted"})
 	if err != nil {
 		return nil, err
 	}
@@ -318,8 +306,8 @@ func (a *agent) hold() error {
 	}
 	a.leaseRefs, a.leaseGen = 1, gen
 	a.leaseLost.Store(false)
-	renew := func(ctx context.Context) (bool, error) { return f.renew(ctx, a.id, gen) }
-	a.keepStop = lease.Keep(context.Background(), taken.Add(f.ttl), f.ttl, f.heartbeat, renew, a.loseLease, a.log)
+	renew := func(ctx context.Context) (bool, error) { return f.leases.Renew(ctx, f.pool, a.id, gen) }
+	a.keepStop = lease.Keep(context.Background(), taken.Add(f.leases.TTL), f.leases.TTL, f.heartbeat, renew, a.loseLease, a.log)
 	a.leaseMu.Unlock()
 	a.reload() // the agent's files as the replica that held it last left them
 	return nil
@@ -556,6 +544,6 @@ func (s *Server) forward(h http.HandlerFunc) http.HandlerFunc {
 // — so that a replica that lost the agent, and whose run goes on for a moment, cannot write after
 // another took it over.
 func (f *fleet) agentStore(id string) (*pgstore.Store, error) {
-	fenced := f.saver.Fenced(postgres.Fence{Table: agentsTable, Where: "id = $1 AND (owner IS NULL OR owner = $2)", Args: []any{id, f.owner}})
+	fenced := f.saver.Fenced(f.leases.Fence(f.leases.Ours(id)))
 	return f.db.Agent(id, fenced)
 }

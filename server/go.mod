@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/agiraph/agiraph v0.0.0-00010101000000-000000000000
 	github.com/agiraph/agiraph/checkpoint/postgres v0.0.0-00010101000000-000000000000
+	github.com/agiraph/agiraph/internal/lease v0.0.0-00010101000000-000000000000
 	github.com/agiraph/agiraph/internal/pgtest v0.0.0-00010101000000-000000000000
 	github.com/agiraph/agiraph/nodes/store/pgstore v0.0.0-00010101000000-000000000000
 	github.com/chromedp/cdproto v0.0.0-20250403032234-65de8f5d025b
@@ -65,6 +66,7 @@ require (
 replace (
 	github.com/agiraph/agiraph => ..
 	github.com/agiraph/agiraph/checkpoint/postgres => ../checkpoint/postgres
+	github.com/agiraph/agiraph/internal/lease => ../internal/lease
 	github.com/agiraph/agiraph/internal/pgtest => ../internal/pgtest
 	github.com/agiraph/agiraph/nodes/store/pgstore => ../nodes/store/pgstore
 )

@@ -1,7 +1,3 @@
-// Package lease keeps alive a lease held in a database row: a name for this process (Owner), and
-// a heartbeat (Keep) that renews the lease and says when it is lost, so that the work it covers
-// stops before another process may take the lease over. Package runner holds a lease per thread,
-// package server one per agent; each keeps its own row and statements.
 package lease
 
 import (
