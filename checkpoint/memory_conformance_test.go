@@ -8,10 +8,12 @@ import (
 )
 
 func TestMemory_Conformance(t *testing.T) {
+	t.Parallel()
 	checkpointtest.Run(t, func(*testing.T) checkpoint.Saver { return checkpoint.NewMemory() })
 }
 
 func TestMemory_Effects(t *testing.T) {
+	t.Parallel()
 	checkpointtest.RunEffects(t, func(_ *testing.T, h checkpointtest.Handler) checkpoint.Saver {
 		return checkpoint.NewMemory(checkpoint.WithEffects(h))
 	})

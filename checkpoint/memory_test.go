@@ -46,6 +46,7 @@ func memIDs(ts []checkpoint.Tuple) []string {
 }
 
 func TestMemory_PutAndGet(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var m checkpoint.Memory // the zero value is ready to use
 	cfg := checkpoint.Config{ThreadID: "t"}
@@ -103,6 +104,7 @@ func cpEqual(a, b checkpoint.Checkpoint) bool {
 }
 
 func TestMemory_NotFound(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := checkpoint.NewMemory()
 	memPut(t, m, checkpoint.Config{ThreadID: "t", NS: "ns"}, memCP("c1", "", 0))
@@ -130,6 +132,7 @@ func TestMemory_NotFound(t *testing.T) {
 }
 
 func TestMemory_ListNewestFirstWithLimitAndBefore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := checkpoint.NewMemory()
 	cfg := checkpoint.Config{ThreadID: "t"}
@@ -168,6 +171,7 @@ func TestMemory_ListNewestFirstWithLimitAndBefore(t *testing.T) {
 }
 
 func TestMemory_PutWritesKeepsTheFirstOfEachKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := checkpoint.NewMemory()
 	cfg := checkpoint.Config{ThreadID: "t"}
@@ -215,6 +219,7 @@ func TestMemory_PutWritesKeepsTheFirstOfEachKey(t *testing.T) {
 }
 
 func TestMemory_NamespacesAreSeparate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := checkpoint.NewMemory()
 	root := checkpoint.Config{ThreadID: "t"}
@@ -243,6 +248,7 @@ func TestMemory_NamespacesAreSeparate(t *testing.T) {
 }
 
 func TestMemory_DeleteThread(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := checkpoint.NewMemory()
 	memPut(t, m, checkpoint.Config{ThreadID: "t"}, memCP("r1", "", 0))
@@ -275,6 +281,7 @@ func TestMemory_DeleteThread(t *testing.T) {
 }
 
 func TestMemory_ReturnsCopies(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := checkpoint.NewMemory()
 	cfg := checkpoint.Config{ThreadID: "t"}
@@ -326,6 +333,7 @@ func TestMemory_ReturnsCopies(t *testing.T) {
 }
 
 func TestMemory_ContextErrors(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	m := checkpoint.NewMemory()
@@ -348,6 +356,7 @@ func TestMemory_ContextErrors(t *testing.T) {
 }
 
 func TestMemory_Concurrent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := checkpoint.NewMemory()
 	const workers, perWorker = 20, 30
@@ -418,6 +427,7 @@ func TestMemory_Concurrent(t *testing.T) {
 }
 
 func TestJSONSerializer(t *testing.T) {
+	t.Parallel()
 	type s struct {
 		A int
 		B []string

@@ -3,9 +3,11 @@ package models_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,33 +18,39 @@ import (
 	"github.com/agiraph/agiraph/providers/scripted"
 )
 
+// registrations counts the providers TestRegisteredProviders registered.
+var registrations atomic.Int32
+
 // A provider registered by its package serves its names, with the settings New was given; a
 // call's WithProvider serves them in its place; a provider of the library's whose package was
 // not imported is an error naming the package to import.
 func TestRegisteredProviders(t *testing.T) {
+	// Registering changes what every test sees: this test runs alone, under a name of its own
+	// each time (-count).
+	fake := fmt.Sprintf("fake%d", registrations.Add(1))
 	var got []models.Settings
-	models.Register("fake", func(model string, s models.Settings) (providers.Model, error) {
+	models.Register(fake, func(model string, s models.Settings) (providers.Model, error) {
 		got = append(got, s)
-		return scripted.New("fake/"+model, scripted.Turn{Text: "registered"}), nil
+		return scripted.New(fake+"/"+model, scripted.Turn{Text: "registered"}), nil
 	})
-	assert.Contains(t, models.Providers(), "fake")
-	assert.Panics(t, func() { models.Register("fake", nil) }, "registered twice")
+	assert.Contains(t, models.Providers(), fake)
+	assert.Panics(t, func() { models.Register(fake, nil) }, "registered twice")
 	assert.Panics(t, func() {
 		models.Register("a/b", func(string, models.Settings) (providers.Model, error) { return nil, nil })
 	})
 
 	client := &http.Client{}
-	m, err := models.New("fake/one", models.WithAPIKey("k"), models.WithBaseURL("http://h"), models.WithHTTPClient(client), models.WithoutRetry())
+	m, err := models.New(fake+"/one", models.WithAPIKey("k"), models.WithBaseURL("http://h"), models.WithHTTPClient(client), models.WithoutRetry())
 	require.NoError(t, err)
 	resp, err := m.Generate(context.Background(), providers.Request{Messages: []providers.Message{providers.UserText("hi")}})
 	require.NoError(t, err)
 	assert.Equal(t, "registered", resp.Message.Text())
 	assert.Equal(t, []models.Settings{{APIKey: "k", BaseURL: "http://h", HTTPClient: client}}, got)
 
-	mine := models.WithProvider("fake", func(model string, _ models.Settings) (providers.Model, error) {
-		return scripted.New("fake/"+model, scripted.Turn{Text: "mine"}), nil
+	mine := models.WithProvider(fake, func(model string, _ models.Settings) (providers.Model, error) {
+		return scripted.New(fake+"/"+model, scripted.Turn{Text: "mine"}), nil
 	})
-	m, err = models.New("fake/two", mine)
+	m, err = models.New(fake+"/two", mine)
 	require.NoError(t, err)
 	resp, err = m.Generate(context.Background(), providers.Request{Messages: []providers.Message{providers.UserText("hi")}})
 	require.NoError(t, err)
@@ -55,6 +63,7 @@ func TestRegisteredProviders(t *testing.T) {
 }
 
 func TestUnknownNames(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"nope/x", "no-slash", "scripted/unknown"} {
 		_, err := models.New(name)
 		if !errors.Is(err, providers.ErrUnknownModel) {
@@ -70,6 +79,7 @@ func TestUnknownNames(t *testing.T) {
 }
 
 func TestScriptedModels(t *testing.T) {
+	t.Parallel()
 	echo, err := models.New("scripted/echo")
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +104,7 @@ func TestScriptedModels(t *testing.T) {
 }
 
 func TestDefault(t *testing.T) {
+	t.Parallel()
 	env := func(vars map[string]string) func(string) string {
 		return func(k string) string { return vars[k] }
 	}
@@ -124,6 +135,7 @@ func TestDefault(t *testing.T) {
 }
 
 func TestOllamaURL(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"localhost":                   "http://localhost:11434/v1",
 		"0.0.0.0:8080":                "http://0.0.0.0:8080/v1",
@@ -140,6 +152,7 @@ func TestOllamaURL(t *testing.T) {
 
 // Options makes a provider's options of the settings given, and none of those left empty.
 func TestOptions(t *testing.T) {
+	t.Parallel()
 	key := func(v string) string { return "key=" + v }
 	url := func(v string) string { return "url=" + v }
 	client := func(*http.Client) string { return "client" }

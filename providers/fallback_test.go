@@ -59,6 +59,7 @@ func dump(parts []providers.Part) string {
 }
 
 func TestParseToolCalls(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, in string
 		want     []providers.Part
@@ -106,6 +107,7 @@ func TestParseToolCalls(t *testing.T) {
 // TestMalformedCallSurfaces checks that a malformed call reaches the registry and comes back as
 // an error result the model can act on.
 func TestMalformedCallSurfaces(t *testing.T) {
+	t.Parallel()
 	reg := newRegistry(t)
 	for _, in := range []string{
 		`<tool_call>{"name": "read", "arguments": {"path": "a.txt",}}</tool_call>`,
@@ -143,6 +145,7 @@ var specs = []providers.ToolSpec{
 }
 
 func TestTextToolsSystemPrompt(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		choice providers.ToolChoice
 		want   string
@@ -186,6 +189,7 @@ func TestTextToolsSystemPrompt(t *testing.T) {
 }
 
 func TestTextToolsPassThroughWithoutTools(t *testing.T) {
+	t.Parallel()
 	inner := scripted.New("inner", scripted.Turn{Text: "<tool_call>{}</tool_call>"}).KeepRequests()
 	req := providers.Request{System: "s", Messages: []providers.Message{providers.UserText("hi")}}
 	resp, err := providers.WithTextTools(inner).Generate(context.Background(), req)
@@ -203,6 +207,7 @@ func TestTextToolsPassThroughWithoutTools(t *testing.T) {
 // Without tools in the request, earlier calls and results of the conversation still reach the
 // inner model as text.
 func TestTextToolsWithoutToolsRendersEarlierCalls(t *testing.T) {
+	t.Parallel()
 	inner := scripted.New("inner", scripted.Turn{Text: "ok"}).KeepRequests()
 	call := tools.Call{ID: "c1", Name: "read", Args: json.RawMessage(`{"path":"a"}`)}
 	req := providers.Request{Messages: []providers.Message{
@@ -227,6 +232,7 @@ func TestTextToolsWithoutToolsRendersEarlierCalls(t *testing.T) {
 }
 
 func TestTextToolsConversation(t *testing.T) {
+	t.Parallel()
 	inner := scripted.New("inner", scripted.Turn{Text: "done"}).KeepRequests()
 	msgs := []providers.Message{
 		providers.UserText("read a and b"),
@@ -275,6 +281,7 @@ func mustJSON(v any) string {
 }
 
 func TestTextToolsResponse(t *testing.T) {
+	t.Parallel()
 	inner := scripted.New("inner", scripted.Turn{
 		Text:  "Let me read both. <tool_call>{\"name\":\"read\",\"arguments\":{\"path\":\"a\"}}</tool_call>\n<tool_call>{\"name\":\"read\",\"arguments\":{\"path\":\"b\"}}</tool_call>",
 		Usage: providers.Usage{InputTokens: 10, OutputTokens: 5},
@@ -312,6 +319,7 @@ func streamModel(deltas ...string) *scripted.Model {
 }
 
 func TestTextToolsStreaming(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		deltas []string
@@ -346,6 +354,7 @@ func TestTextToolsStreaming(t *testing.T) {
 
 // TestTextToolsStreamingScripted streams through the scripted model's own word-by-word deltas.
 func TestTextToolsStreamingScripted(t *testing.T) {
+	t.Parallel()
 	inner := scripted.New("inner", scripted.Turn{Text: `Checking now. <tool_call>{"name": "read", "arguments": {"path": "a b"}}</tool_call> then more`})
 	var got strings.Builder
 	resp, err := providers.WithTextTools(inner).Generate(context.Background(), providers.Request{
@@ -366,6 +375,7 @@ func TestTextToolsStreamingScripted(t *testing.T) {
 // TestTextToolsLoop runs an agent loop: the inner model calls a tool in text, the registry runs
 // it, the result goes back as text and the inner model finishes.
 func TestTextToolsLoop(t *testing.T) {
+	t.Parallel()
 	reg := newRegistry(t)
 	inner := scripted.NewFunc("loop", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		last := req.Messages[len(req.Messages)-1].Text()

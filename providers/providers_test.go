@@ -14,6 +14,7 @@ import (
 )
 
 func TestParseName(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, provider, model string }{
 		{"anthropic/claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"},
 		{"openrouter/meta-llama/llama-3.1-70b", "openrouter", "meta-llama/llama-3.1-70b"},
@@ -31,6 +32,7 @@ func TestParseName(t *testing.T) {
 }
 
 func TestErrorKinds(t *testing.T) {
+	t.Parallel()
 	for status, kind := range map[int]error{
 		429: providers.ErrRateLimit, 401: providers.ErrAuth, 403: providers.ErrAuth, 529: providers.ErrOverloaded,
 		503: providers.ErrOverloaded, 500: providers.ErrServer, 400: providers.ErrBadRequest, 413: providers.ErrContextWindow,
@@ -54,6 +56,7 @@ func TestErrorKinds(t *testing.T) {
 }
 
 func TestMessagesRoundTripAsJSON(t *testing.T) {
+	t.Parallel()
 	msgs := []providers.Message{
 		providers.UserText("read a.txt"),
 		{Role: providers.Assistant, Parts: []providers.Part{
@@ -84,6 +87,7 @@ func TestMessagesRoundTripAsJSON(t *testing.T) {
 }
 
 func TestPricesLongestPrefixAndCost(t *testing.T) {
+	t.Parallel()
 	ps := providers.Prices{
 		"claude-sonnet":     {Input: 1},
 		"claude-sonnet-4-5": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},

@@ -19,6 +19,7 @@ func fail(kind error, retryAfter time.Duration) scripted.Turn {
 }
 
 func TestRetry(t *testing.T) {
+	t.Parallel()
 	fast := providers.Retry{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
 	for _, tc := range []struct {
 		name     string
@@ -55,6 +56,7 @@ func TestRetry(t *testing.T) {
 }
 
 func TestRetryStopsWhenTheContextEnds(t *testing.T) {
+	t.Parallel()
 	m := scripted.New("m", fail(providers.ErrRateLimit, time.Hour), scripted.Turn{Text: "never"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -84,6 +86,7 @@ func failStatus(status int) scripted.Turn {
 // A call that fails makes as many attempts as retrying can help, and its error says how many
 // were made and, when the error cannot be fixed by retrying, that it was not retried.
 func TestRetryErrorCountsTheAttempts(t *testing.T) {
+	t.Parallel()
 	fast := providers.Retry{MaxAttempts: 4, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
 	never := scripted.Turn{Text: "never"}
 	for _, tc := range []struct {
@@ -128,6 +131,7 @@ func TestRetryErrorCountsTheAttempts(t *testing.T) {
 
 // OnRetry is told of every retry, before its wait, with the provider's retry-after (capped).
 func TestOnRetry(t *testing.T) {
+	t.Parallel()
 	m := scripted.New("m", fail(providers.ErrRateLimit, 2*time.Millisecond), fail(providers.ErrServer, time.Hour), scripted.Turn{Text: "ok"})
 	type retry struct {
 		attempt int

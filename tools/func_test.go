@@ -25,6 +25,7 @@ type writeArgs struct {
 }
 
 func TestFuncSchema(t *testing.T) {
+	t.Parallel()
 	tool := tools.Func("write", "Write files.", func(ctx context.Context, a writeArgs) (string, error) { return "", nil })
 	want := `{"properties":{` +
 		`"target":{"properties":{"path":{"type":"string","description":"Path of the file"},"mode":{"type":"string","enum":["r","w"]}},"additionalProperties":false,"type":"object","required":["path"]},` +
@@ -41,6 +42,7 @@ func TestFuncSchema(t *testing.T) {
 }
 
 func TestFuncOptions(t *testing.T) {
+	t.Parallel()
 	tool := tools.Func("t", "d", func(ctx context.Context, a struct{}) (string, error) { return "ok", nil },
 		tools.Safe(), tools.WithGuidance("use it well"))
 	if !tool.Safe || tool.Guidance != "use it well" {
@@ -56,6 +58,7 @@ func TestFuncOptions(t *testing.T) {
 }
 
 func TestFuncDecodesArgs(t *testing.T) {
+	t.Parallel()
 	var got writeArgs
 	tool := tools.Func("write", "", func(ctx context.Context, a writeArgs) (string, error) { got = a; return "done", nil })
 	out, err := tool.Handler(context.Background(), json.RawMessage(`{"target":{"path":"a.txt","mode":"w"},"count":2,"extra":[{"path":"b"}]}`))
@@ -69,6 +72,7 @@ func TestFuncDecodesArgs(t *testing.T) {
 }
 
 func TestFuncPointerArgs(t *testing.T) {
+	t.Parallel()
 	var got *fileSpec
 	tool := tools.Func("p", "", func(ctx context.Context, a *fileSpec) (string, error) { got = a; return a.Path, nil })
 	out, err := tool.Handler(context.Background(), json.RawMessage(`{"path":"x"}`))
@@ -81,6 +85,7 @@ func TestFuncPointerArgs(t *testing.T) {
 }
 
 func TestFuncHandlerValidates(t *testing.T) {
+	t.Parallel()
 	called := false
 	tool := tools.Func("write", "", func(ctx context.Context, a writeArgs) (string, error) { called = true; return "", nil })
 	_, err := tool.Handler(context.Background(), json.RawMessage(`{"count":9}`))
@@ -91,6 +96,7 @@ func TestFuncHandlerValidates(t *testing.T) {
 }
 
 func TestFuncRejectsNonStruct(t *testing.T) {
+	t.Parallel()
 	for name, def := range map[string]func(){
 		"string": func() { tools.Func("bad", "", func(ctx context.Context, a string) (string, error) { return "", nil }) },
 		"map": func() {
@@ -113,6 +119,7 @@ func TestFuncRejectsNonStruct(t *testing.T) {
 }
 
 func TestFuncDescriptionWithCommas(t *testing.T) {
+	t.Parallel()
 	type args struct {
 		A string `json:"a" jsonschema:"description=one\\, two,minLength=1"`
 		B string `json:"b" jsonschema_description:"three, four"`

@@ -17,6 +17,7 @@ func rawTool(name string) tools.Tool {
 }
 
 func TestRegistryErrors(t *testing.T) {
+	t.Parallel()
 	withSchema := func(s string) tools.Tool { tl := rawTool("schemed"); tl.Schema = json.RawMessage(s); return tl }
 	tests := []struct {
 		name  string
@@ -43,6 +44,7 @@ func TestRegistryErrors(t *testing.T) {
 }
 
 func TestRegistryAccessors(t *testing.T) {
+	t.Parallel()
 	c := rawTool("c")
 	c.Guidance = "  Use c last.\n"
 	a := rawTool("a")

@@ -40,6 +40,7 @@ func echoTool() tools.Tool {
 }
 
 func TestRunResults(t *testing.T) {
+	t.Parallel()
 	r := mustRegistry(t, nil,
 		echoTool(),
 		handlerTool("fail", false, func(ctx context.Context, args json.RawMessage) (string, error) {
@@ -87,6 +88,7 @@ func TestRunResults(t *testing.T) {
 }
 
 func TestRunOutputCap(t *testing.T) {
+	t.Parallel()
 	out := strings.Repeat("a", 9) + "€€" // 9 + 3 + 3 bytes; a cap of 10 falls inside the first €
 	r := mustRegistry(t, []tools.RegistryOption{tools.WithMaxOutput(10)},
 		handlerTool("big", false, func(ctx context.Context, args json.RawMessage) (string, error) { return out, nil }),
@@ -126,6 +128,7 @@ func TestRunOutputCap(t *testing.T) {
 // TestRunSafeCallsOverlap proves two safe calls run at the same time: each waits until the
 // other has started.
 func TestRunSafeCallsOverlap(t *testing.T) {
+	t.Parallel()
 	var started sync.WaitGroup
 	started.Add(2)
 	barrier := func(ctx context.Context, args json.RawMessage) (string, error) {
@@ -151,6 +154,7 @@ func TestRunSafeCallsOverlap(t *testing.T) {
 // TestRunUnsafeCallsAlone checks an unsafe call never overlaps another call and runs after every
 // call before it has finished, while the safe calls between unsafe ones still run together.
 func TestRunUnsafeCallsAlone(t *testing.T) {
+	t.Parallel()
 	var running, maxRunning atomic.Int32
 	var unsafeActive, overlap atomic.Bool
 	var mu sync.Mutex
@@ -235,6 +239,7 @@ func TestRunUnsafeCallsAlone(t *testing.T) {
 }
 
 func TestRunContextCancelled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	var ran atomic.Int32
 	r := mustRegistry(t, nil,
@@ -270,6 +275,7 @@ func TestRunContextCancelled(t *testing.T) {
 }
 
 func TestRunConcurrentUse(t *testing.T) {
+	t.Parallel()
 	r := mustRegistry(t, nil, echoTool())
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -292,6 +298,7 @@ func TestRunConcurrentUse(t *testing.T) {
 }
 
 func TestHandlersSeeTheirCall(t *testing.T) {
+	t.Parallel()
 	var seen []string
 	var mu sync.Mutex
 	tool := tools.Func("who", "Say the call ID.", func(ctx context.Context, _ struct{}) (string, error) {

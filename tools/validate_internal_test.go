@@ -14,6 +14,7 @@ import (
 // schema that cannot be used fails each time; once the cache is full, schemas are compiled
 // each time, and still checked.
 func TestSchemasAreCompiledOnce(t *testing.T) {
+	t.Parallel()
 	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","minLength":2}},"required":["q"]}`)
 	first, err := compileSchema(schema)
 	require.NoError(t, err)

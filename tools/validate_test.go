@@ -35,6 +35,7 @@ const testSchema = `{
 }`
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args string
@@ -94,6 +95,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateCapsProblems(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString(`{"name":"a","files":[`)
 	for i := range 15 {
@@ -118,6 +120,7 @@ func TestValidateCapsProblems(t *testing.T) {
 }
 
 func TestValidateMalformed(t *testing.T) {
+	t.Parallel()
 	long := `{"name": "x` + strings.Repeat("é", 100) + `"`
 	tests := []struct{ args, want string }{
 		{`{"name": "a"`, `"{\"name\": \"a\""`},
@@ -139,6 +142,7 @@ func TestValidateMalformed(t *testing.T) {
 }
 
 func TestValidateBadSchema(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{``, `[]`, `{"type":5}`, `{"type":"thing"}`, `{"properties":{"a":1}}`, `{"required":"a"}`, `{"minLength":-1}`, `{"minimum":"x"}`, `{"type":"object"} {}`} {
 		if err := tools.Validate(json.RawMessage(s), json.RawMessage(`{}`)); err == nil || errors.Is(err, tools.ErrMalformedArgs) {
 			t.Errorf("schema %q: want a schema error, got %v", s, err)
@@ -147,6 +151,7 @@ func TestValidateBadSchema(t *testing.T) {
 }
 
 func TestValidateBooleanSchemas(t *testing.T) {
+	t.Parallel()
 	schema := `{"type":"object","properties":{"never":false,"any":true}}`
 	if err := tools.Validate(json.RawMessage(schema), json.RawMessage(`{"any":[1,{"a":null}],"other":1}`)); err != nil {
 		t.Errorf("true schema and open object: %v", err)

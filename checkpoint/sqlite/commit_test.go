@@ -51,6 +51,7 @@ func testCheckpoint(id string) checkpoint.Checkpoint {
 // TestGroupCommitsTogether: writes that queue while a group commits are one transaction, and a
 // write of the group that fails is undone alone, reported to its caller only.
 func TestGroupCommitsTogether(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openSaver(t)
 	thread := checkpoint.Config{ThreadID: "t"}
@@ -113,6 +114,7 @@ func TestGroupCommitsTogether(t *testing.T) {
 // TestGroupLosesAllWhenTheTransactionIsGone: when SQLite rolls the whole transaction back (a full
 // disk, an I/O error), every write of the group that ran fails, and those after are not tried.
 func TestGroupLosesAllWhenTheTransactionIsGone(t *testing.T) {
+	t.Parallel()
 	s := openSaver(t)
 	rollback, err := s.wdb.Prepare("ROLLBACK") // what SQLite does on SQLITE_FULL
 	require.NoError(t, err)
@@ -154,6 +156,7 @@ func TestGroupLosesAllWhenTheTransactionIsGone(t *testing.T) {
 // TestQueuedWriteCancelled: a caller whose context ends while it waits for its group leaves the
 // queue; its write does not happen.
 func TestQueuedWriteCancelled(t *testing.T) {
+	t.Parallel()
 	s := openSaver(t)
 	queued, release := holdGroup(t, s, 1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -174,6 +177,7 @@ func TestQueuedWriteCancelled(t *testing.T) {
 
 // TestManyWritersGrouped: concurrent writers of many threads all land, each step whole.
 func TestManyWritersGrouped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openSaver(t)
 	const threads, steps = 16, 40
@@ -212,6 +216,7 @@ func TestManyWritersGrouped(t *testing.T) {
 // TestPanickingWriteFailsItsGroup: a write that panics fails every write of its group, which
 // is rolled back, and the saver writes on.
 func TestPanickingWriteFailsItsGroup(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openSaver(t)
 	thread := checkpoint.Config{ThreadID: "t"}

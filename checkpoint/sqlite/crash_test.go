@@ -205,6 +205,7 @@ func countWord(lines []string, word string) int {
 // which have finished and saved their output; a new process resumes the thread. Every task runs to
 // completion exactly once, and the final state is the state of an uninterrupted run.
 func TestKillMidSuperstepAndResume(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cmd := crashCommand(t, "run", dir)
 	if err := cmd.Start(); err != nil {
@@ -282,6 +283,7 @@ func TestKillMidSuperstepAndResume(t *testing.T) {
 
 // A process asks a human and exits; another process, started later, answers and finishes the run.
 func TestInterruptInOneProcessAnswerInAnother(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if s := runChild(t, "ask", dir); s.Summary != "" {
 		t.Fatalf("the asking process finished the run: %+v", s)
@@ -359,6 +361,7 @@ func writeUntilKilled(ctx context.Context, saver *sqlite.Saver, dir string) erro
 // steps are a prefix of what it wrote — a group is committed all or nothing, and never ahead of
 // an earlier one.
 func TestKillConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	for _, after := range []int{1, 30, 200, 1000} { // acknowledged steps of the first thread
 		t.Run(fmt.Sprint(after), func(t *testing.T) {
 			dir := t.TempDir()

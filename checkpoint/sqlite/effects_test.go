@@ -16,6 +16,7 @@ import (
 )
 
 func TestEffectsConformance(t *testing.T) {
+	t.Parallel()
 	checkpointtest.RunEffects(t, func(t *testing.T, h checkpointtest.Handler) checkpoint.Saver {
 		return openSaver(t, WithEffects(func(_ context.Context, _ *sql.Tx, threadID string, w checkpoint.Write) error {
 			return h(threadID, w)
@@ -94,6 +95,7 @@ func inOneGroup(t *testing.T, s *Saver, calls ...func() error) []error {
 // TestEffectSQLCommitsWithTheWrites: a handler's SQL in the Saver's transaction commits with the
 // writes, after those before it, and rolls back with them.
 func TestEffectSQLCommitsWithTheWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openSaver(t, WithEffects(board))
 	thread := checkpoint.Config{ThreadID: "t"}
@@ -122,6 +124,7 @@ func TestEffectSQLCommitsWithTheWrites(t *testing.T) {
 // TestEffectFailsOnlyItsCaller: in a group, a caller whose handler fails loses its writes and its
 // handler's rows; the others' commit.
 func TestEffectFailsOnlyItsCaller(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openSaver(t, WithEffects(board))
 	c1, err := s.Put(ctx, checkpoint.Config{ThreadID: "t"}, testCheckpoint("c1"))
@@ -149,6 +152,7 @@ func TestEffectFailsOnlyItsCaller(t *testing.T) {
 // TestWrite: Write commits fn's changes, grouped with the others, and undoes them alone when fn
 // fails; DB reads them and refuses to write.
 func TestWrite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openSaver(t)
 	require.NoError(t, s.Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -195,6 +199,7 @@ func TestWrite(t *testing.T) {
 // TestOpenWithTablesOfAnOwner: a checkpoint database with tables an effect handler's owner made
 // opens again.
 func TestOpenWithTablesOfAnOwner(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.db")
 	s, err := Open(path, WithEffects(board))
 	require.NoError(t, err)

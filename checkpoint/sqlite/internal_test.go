@@ -84,6 +84,7 @@ func checkSeed(t *testing.T, s *Saver) {
 // TestMigrateFromEveryVersion: a database left at any older schema version, with data written at
 // that version, opens, is brought to the current version, and its data reads back.
 func TestMigrateFromEveryVersion(t *testing.T) {
+	t.Parallel()
 	for from := 0; from < len(migrations); from++ {
 		t.Run(fmt.Sprint("from version ", from), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "old.db")
@@ -119,6 +120,7 @@ func TestMigrateFromEveryVersion(t *testing.T) {
 // database of the current version is upgraded in place, its data kept; migrating again does
 // nothing; and this release's Open refuses the upgraded file.
 func TestMigrateToANewVersion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "db")
 	s, err := Open(path)
@@ -160,6 +162,7 @@ func TestMigrateToANewVersion(t *testing.T) {
 // TestFailedMigrationRollsBack: a migration that fails leaves the database at its old version,
 // without any of that migration's changes, and the error names the version and the migration.
 func TestFailedMigrationRollsBack(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "db")
 	db := rawWriteDB(t, path)
 	bad := append(slices.Clone(migrations), migration{
@@ -192,6 +195,7 @@ func TestFailedMigrationRollsBack(t *testing.T) {
 
 // TestPragmas: the connections have the settings the package documentation promises.
 func TestPragmas(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		opts           []Option
 		sync           int
@@ -247,6 +251,7 @@ func TestPragmas(t *testing.T) {
 // is no larger than the backstop allows, and a large state makes it grow only until the log
 // restarts, once copied.
 func TestLogStaysSmall(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "db")
 	s, err := Open(path)
@@ -290,6 +295,7 @@ func TestLogStaysSmall(t *testing.T) {
 // background. While the copier is held, the log grows past its threshold; once it is free, it
 // copies what the commits left.
 func TestLogCopiedInBackground(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(filepath.Join(t.TempDir(), "db"), WithWALAutocheckpoint(16))
 	require.NoError(t, err)
@@ -314,6 +320,7 @@ func TestLogCopiedInBackground(t *testing.T) {
 }
 
 func TestEscapePath(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"/tmp/a b/c.db":       "/tmp/a b/c.db",
 		"/x?y#z%w":            "/x%3Fy%23z%25w",

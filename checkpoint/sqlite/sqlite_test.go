@@ -57,6 +57,7 @@ func exec1(t *testing.T, db *sql.DB, query string, args ...any) {
 // TestConformance: the Saver passes the checkpoint.Saver conformance suite, each property on a fresh
 // database file.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver {
 		return open(t, filepath.Join(t.TempDir(), "checkpoints.db"))
 	})
@@ -65,6 +66,7 @@ func TestConformance(t *testing.T) {
 // TestConformance_SyncFull: the same with synchronous=FULL and one reader, which changes how
 // connections are used but not what is stored.
 func TestConformance_SyncFull(t *testing.T) {
+	t.Parallel()
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver {
 		return open(t, filepath.Join(t.TempDir(), "checkpoints.db"), sqlite.WithSynchronous(sqlite.SyncFull), sqlite.WithMaxReaders(1))
 	})
@@ -109,6 +111,7 @@ func dump(t *testing.T, s checkpoint.Saver, cfgs ...checkpoint.Config) string {
 // TestReopen: everything written before Close is there after Open; the file and its missing parent
 // directories are created privately, and Close leaves no write-ahead log behind.
 func TestReopen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a", "b", "checkpoints.db")
@@ -232,6 +235,7 @@ func checkSteps(t *testing.T, s checkpoint.Saver, cfg checkpoint.Config, n int, 
 // shared one; no call fails (no SQLITE_BUSY) and each Saver sees everything. The busy timeout is
 // generous so that the test checks the locking, not the speed of the machine.
 func TestTwoSaversOneFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shared.db")
 	savers := []*sqlite.Saver{open(t, path, sqlite.WithBusyTimeout(time.Minute)), open(t, path, sqlite.WithBusyTimeout(time.Minute))}
@@ -374,6 +378,7 @@ func TestTwoProcesses(t *testing.T) {
 // TestConcurrentFirstOpen: several Savers opening a new file at once all succeed, and the schema
 // is created once.
 func TestConcurrentFirstOpen(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "new.db")
 	const n = 6
 	savers := make([]*sqlite.Saver, n)
@@ -401,6 +406,7 @@ func TestConcurrentFirstOpen(t *testing.T) {
 // TestNewerSchemaRefused: a database of a newer schema version is refused with an error naming both
 // versions, and left as it was.
 func TestNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "newer.db")
 	s, err := sqlite.Open(path)
 	if err != nil {
@@ -442,6 +448,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 // TestNotADatabase: a file that is not a SQLite database is refused with an error naming it, and not
 // changed.
 func TestNotADatabase(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, content := range map[string][]byte{
 		"short.txt": []byte("hello\n"),
@@ -480,6 +487,7 @@ func TestNotADatabase(t *testing.T) {
 // TestForeignDatabase: Open neither uses nor changes a SQLite database of another application; it
 // accepts an empty file.
 func TestForeignDatabase(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app := filepath.Join(dir, "app.db")
 	db := rawDB(t, app)
@@ -516,6 +524,7 @@ func TestForeignDatabase(t *testing.T) {
 // *CorruptError naming the thread, the namespace, the checkpoint and the column, never a panic;
 // other checkpoints stay readable.
 func TestCorruptRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		column, damage string
@@ -579,6 +588,7 @@ func TestCorruptRows(t *testing.T) {
 
 // TestPutWritesNeedsACheckpointID: PutWrites does not guess which checkpoint is meant.
 func TestPutWritesNeedsACheckpointID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "c.db"))
 	if _, err := s.Put(ctx, checkpoint.Config{ThreadID: "t"}, cp("c1", "", 0, nil)); err != nil {
@@ -593,6 +603,7 @@ func TestPutWritesNeedsACheckpointID(t *testing.T) {
 
 // TestPathNeedsNoEscaping: a path with characters that a SQLite URI reserves is used as it is.
 func TestPathNeedsNoEscaping(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "we?ird #dir %41 ü")
 	path := filepath.Join(dir, "db?x=1#frag")
 	s := open(t, path)
@@ -612,6 +623,7 @@ func TestPathNeedsNoEscaping(t *testing.T) {
 
 // TestClosedSaver: calls after Close fail instead of panicking, and Close twice is harmless.
 func TestClosedSaver(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := sqlite.Open(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {

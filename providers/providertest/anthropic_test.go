@@ -22,6 +22,7 @@ func anthropicBody(stream bool) map[string]any {
 }
 
 func TestAnthropicJSON(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewAnthropic(t, providertest.Reply{
 		Text:  "Let me check.",
 		Calls: []tools.Call{weatherCall, {Name: "noargs"}},
@@ -77,6 +78,7 @@ func TestAnthropicJSON(t *testing.T) {
 }
 
 func TestAnthropicDefaultsAndStops(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewAnthropic(t,
 		providertest.Reply{Text: "hi"},
 		providertest.Reply{Text: "cut", Stop: "max_tokens"},
@@ -94,6 +96,7 @@ func TestAnthropicDefaultsAndStops(t *testing.T) {
 }
 
 func TestAnthropicStream(t *testing.T) {
+	t.Parallel()
 	search := json.RawMessage(`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"paris weather"}}`)
 	result := json.RawMessage(`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://example.com","title":"Weather","encrypted_content":"abc","page_age":null}]}`)
 	thinking := json.RawMessage(`{"type":"thinking","thinking":"I should look it up.","signature":"sig123"}`)
@@ -204,6 +207,7 @@ func TestAnthropicStream(t *testing.T) {
 }
 
 func TestAnthropicEmptyStream(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewAnthropic(t, providertest.Reply{})
 	_, data := post(t, s.URL()+"/v1/messages", anthropicHeaders, anthropicBody(true))
 	var names []string
@@ -214,6 +218,7 @@ func TestAnthropicEmptyStream(t *testing.T) {
 }
 
 func TestAnthropicErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		reply      providertest.Reply
 		status     int
@@ -252,6 +257,7 @@ func TestAnthropicErrors(t *testing.T) {
 }
 
 func TestAnthropicRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewAnthropic(t, providertest.Reply{Text: "only for the good one"})
 	noKey := map[string]string{"anthropic-version": "2023-06-01"}
 	noVersion := map[string]string{"x-api-key": "k"}
@@ -282,6 +288,7 @@ func TestAnthropicRefusesBadRequests(t *testing.T) {
 }
 
 func TestAnthropicMidStreamError(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewAnthropic(t, providertest.Reply{Err: providers.ErrOverloaded, MidStream: true})
 	resp, data := post(t, s.URL()+"/v1/messages", anthropicHeaders, anthropicBody(true))
 	eq(t, "status", resp.StatusCode, 200)
@@ -293,6 +300,7 @@ func TestAnthropicMidStreamError(t *testing.T) {
 }
 
 func TestConnectionDropped(t *testing.T) {
+	t.Parallel()
 	for _, stream := range []bool{false, true} {
 		a := providertest.NewAnthropic(t, providertest.Reply{Err: providers.ErrConnection, MidStream: stream})
 		o := providertest.NewOpenAI(t, providertest.Reply{Err: providers.ErrConnection, MidStream: stream})
@@ -318,6 +326,7 @@ func TestConnectionDropped(t *testing.T) {
 }
 
 func TestAnthropicFunc(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewAnthropicFunc(t, func(r providertest.Request) providertest.Reply {
 		n := len(r.Messages())
 		if n > 2 {
@@ -334,6 +343,7 @@ func TestAnthropicFunc(t *testing.T) {
 }
 
 func TestScriptEndFailsTheTest(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"anthropic", "openai"} {
 		ft := newFakeT(t)
 		var s *providertest.Server
@@ -363,6 +373,7 @@ func TestScriptEndFailsTheTest(t *testing.T) {
 }
 
 func TestWrongPathFailsTheTest(t *testing.T) {
+	t.Parallel()
 	ft := newFakeT(t)
 	s := providertest.NewAnthropic(ft, providertest.Reply{Text: "unused"})
 	resp, data := post(t, s.URL()+"/v1/v1/messages", anthropicHeaders, anthropicBody(false))

@@ -30,6 +30,7 @@ func geminiBody() map[string]any {
 }
 
 func TestGeminiGenerateContent(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewGemini(t, providertest.Reply{
 		Text: "Checking the weather.", Calls: []tools.Call{weatherCall, {Name: "noargs"}},
 		Usage: providers.Usage{InputTokens: 10, CacheReadTokens: 4, OutputTokens: 7},
@@ -82,6 +83,7 @@ func readGeminiStream(t *testing.T, data []byte) []map[string]any {
 }
 
 func TestGeminiStream(t *testing.T) {
+	t.Parallel()
 	reply := providertest.Reply{Text: "Let me look: Paris.", Calls: []tools.Call{weatherCall}, Usage: providers.Usage{InputTokens: 20, OutputTokens: 9}}
 	s := providertest.NewGemini(t, reply, reply)
 	resp, data := post(t, s.URL()+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", geminiHeaders, geminiBody())
@@ -119,6 +121,7 @@ func TestGeminiStream(t *testing.T) {
 }
 
 func TestGeminiStopAndEmptyReply(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewGemini(t, providertest.Reply{Text: "cut", Stop: "MAX_TOKENS"}, providertest.Reply{})
 	_, data := post(t, s.URL()+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", geminiHeaders, geminiBody())
 	chunks := readGeminiStream(t, data)
@@ -130,6 +133,7 @@ func TestGeminiStopAndEmptyReply(t *testing.T) {
 }
 
 func TestGeminiErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		reply  providertest.Reply
 		status int
@@ -165,6 +169,7 @@ func TestGeminiErrors(t *testing.T) {
 }
 
 func TestGeminiMidStreamError(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewGemini(t,
 		providertest.Reply{Err: providers.ErrOverloaded, MidStream: true},
 		providertest.Reply{Err: providers.ErrConnection, MidStream: true},
@@ -187,6 +192,7 @@ func TestGeminiMidStreamError(t *testing.T) {
 }
 
 func TestGeminiRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	ft := newFakeT(t)
 	s := providertest.NewGemini(ft, providertest.Reply{Text: "by query key"})
 	noContents := geminiBody()

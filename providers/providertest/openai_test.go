@@ -30,6 +30,7 @@ func openAIBody(stream, usage bool) map[string]any {
 }
 
 func TestOpenAIJSON(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewOpenAI(t,
 		providertest.Reply{Text: "Checking.", Calls: []tools.Call{weatherCall}, Usage: providers.Usage{InputTokens: 10, CacheReadTokens: 4, OutputTokens: 7}},
 		providertest.Reply{Calls: []tools.Call{{Name: "noargs"}}},
@@ -157,6 +158,7 @@ func readOpenAIStream(t *testing.T, data []byte, usageChunk bool) (text string, 
 }
 
 func TestOpenAIStream(t *testing.T) {
+	t.Parallel()
 	second := tools.Call{Name: "get_time", Args: []byte(`{"tz":"Europe/Paris"}`)}
 	reply := providertest.Reply{Text: "Let me look: Paris, 21°C.", Calls: []tools.Call{weatherCall, second}, Usage: providers.Usage{InputTokens: 20, OutputTokens: 9}}
 	s := providertest.NewOpenAI(t, reply, reply, providertest.Reply{Calls: []tools.Call{weatherCall}})
@@ -195,6 +197,7 @@ func TestOpenAIStream(t *testing.T) {
 }
 
 func TestOpenAIErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		reply      providertest.Reply
 		status     int
@@ -229,6 +232,7 @@ func TestOpenAIErrors(t *testing.T) {
 }
 
 func TestOpenAIRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewOpenAI(t)
 	noMessages := openAIBody(false, false)
 	delete(noMessages, "messages")
@@ -254,6 +258,7 @@ func TestOpenAIRefusesBadRequests(t *testing.T) {
 }
 
 func TestOpenAIMidStreamError(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewOpenAI(t, providertest.Reply{Err: providers.ErrServer, MidStream: true})
 	resp, data := post(t, s.URL()+"/chat/completions", openAIHeaders, openAIBody(true, false))
 	eq(t, "status", resp.StatusCode, 200)
@@ -263,6 +268,7 @@ func TestOpenAIMidStreamError(t *testing.T) {
 }
 
 func TestConcurrentRequests(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	var replies []providertest.Reply
 	for range n {

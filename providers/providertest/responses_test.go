@@ -32,6 +32,7 @@ func responsesBody(stream bool) map[string]any {
 }
 
 func TestResponsesJSON(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewResponses(t, providertest.Reply{
 		Text: "Checking.", Calls: []tools.Call{weatherCall, {Name: "noargs"}},
 		Usage: providers.Usage{InputTokens: 10, CacheReadTokens: 4, OutputTokens: 7},
@@ -94,6 +95,7 @@ func readResponsesStream(t *testing.T, data []byte) ([]string, []map[string]any)
 }
 
 func TestResponsesStream(t *testing.T) {
+	t.Parallel()
 	reply := providertest.Reply{Text: "Let me look: Paris.", Calls: []tools.Call{weatherCall}, Usage: providers.Usage{InputTokens: 20, OutputTokens: 9}}
 	s := providertest.NewResponses(t, reply)
 	resp, data := post(t, s.URL()+"/responses", openAIHeaders, responsesBody(true))
@@ -147,6 +149,7 @@ func TestResponsesStream(t *testing.T) {
 }
 
 func TestResponsesIncomplete(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewResponses(t, providertest.Reply{Text: "cut", Stop: "max_output_tokens"}, providertest.Reply{Text: "cut", Stop: "max_output_tokens"})
 	_, data := post(t, s.URL()+"/responses", openAIHeaders, responsesBody(false))
 	m := decode(t, data)
@@ -159,6 +162,7 @@ func TestResponsesIncomplete(t *testing.T) {
 }
 
 func TestResponsesErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		reply      providertest.Reply
 		status     int
@@ -189,6 +193,7 @@ func TestResponsesErrors(t *testing.T) {
 }
 
 func TestResponsesMidStreamError(t *testing.T) {
+	t.Parallel()
 	s := providertest.NewResponses(t,
 		providertest.Reply{Err: providers.ErrContextWindow, MidStream: true},
 		providertest.Reply{Err: providers.ErrOverloaded, MidStream: true},
@@ -218,6 +223,7 @@ func TestResponsesMidStreamError(t *testing.T) {
 }
 
 func TestResponsesRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	ft := newFakeT(t)
 	s := providertest.NewResponses(ft)
 	noModel := responsesBody(false)

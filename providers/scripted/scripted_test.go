@@ -22,6 +22,7 @@ import (
 )
 
 func TestScriptPlaysTurnsInOrder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	call := tools.Call{ID: "c1", Name: "read_file", Args: json.RawMessage(`{"path":"a.txt"}`)}
 	m := scripted.New("demo",
@@ -57,6 +58,7 @@ func TestScriptPlaysTurnsInOrder(t *testing.T) {
 }
 
 func TestScriptedErrorsAndCancellation(t *testing.T) {
+	t.Parallel()
 	limited := &providers.Error{Provider: "scripted", Model: "demo", Status: 429, Kind: providers.ErrRateLimit}
 	m := scripted.New("demo", scripted.Turn{Err: limited}, scripted.Turn{Text: "ok"})
 	_, err := m.Generate(context.Background(), providers.Request{})
@@ -74,6 +76,7 @@ func TestScriptedErrorsAndCancellation(t *testing.T) {
 }
 
 func TestScriptedFuncSeesTheConversation(t *testing.T) {
+	t.Parallel()
 	m := scripted.NewFunc("echo", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		last := req.Messages[len(req.Messages)-1]
 		return scripted.Turn{Text: "you said: " + last.Text()}, nil
@@ -85,6 +88,7 @@ func TestScriptedFuncSeesTheConversation(t *testing.T) {
 }
 
 func TestScriptedConcurrentUse(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	turns := make([]scripted.Turn, n)
 	for i := range turns {
@@ -112,6 +116,7 @@ func TestScriptedConcurrentUse(t *testing.T) {
 }
 
 func TestRecorderReplays(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	real := scripted.NewFunc("real", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		if len(req.Messages) == 1 {
@@ -163,6 +168,7 @@ func heapAfter(fn func(), keep any) uint64 {
 // A model keeps no requests unless asked: many large requests leave the heap as it was, and
 // Requests says how to ask instead of answering with an empty list.
 func TestModelKeepsNoRequestsByDefault(t *testing.T) {
+	t.Parallel()
 	const (
 		calls   = 200
 		payload = 64 << 10
@@ -196,6 +202,7 @@ func TestModelKeepsNoRequestsByDefault(t *testing.T) {
 
 // KeepRequests returns the model it was called on and keeps requests from then on.
 func TestKeepRequestsFromThenOn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m := scripted.New("late", scripted.Turn{Text: "one"}, scripted.Turn{Text: "two"})
 	_, err := m.Generate(ctx, providers.Request{System: "before"})
@@ -210,6 +217,7 @@ func TestKeepRequestsFromThenOn(t *testing.T) {
 
 // Results says which tools a conversation called and what each answered last.
 func TestResults(t *testing.T) {
+	t.Parallel()
 	call := func(id, name string) providers.Part {
 		return providers.Part{Type: providers.ToolCallPart, ToolCall: &tools.Call{ID: id, Name: name}}
 	}
@@ -232,6 +240,7 @@ func TestResults(t *testing.T) {
 // A paced model waits before each answer; an unpaced one answers at once. Time is the bubble's
 // fake clock: the waits are exact and take no real time.
 func TestPaced(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -254,6 +263,7 @@ func TestPaced(t *testing.T) {
 // Cancelling a call while the model waits its pace ends the call at once, with the context's
 // error, and leaves the script where it was.
 func TestPacedCancel(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := scripted.New("paced", scripted.Turn{Text: "never"}).Paced(time.Hour)
 		ctx, cancel := context.WithCancel(context.Background())

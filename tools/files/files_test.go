@@ -98,6 +98,7 @@ func readDisk(t *testing.T, p string) string {
 type m = map[string]any
 
 func TestToolDefinitions(t *testing.T) {
+	t.Parallel()
 	root, _ := setup(t)
 	got := map[string]tools.Tool{}
 	for _, tl := range files.Tools(root, everything) {
@@ -120,6 +121,7 @@ func TestToolDefinitions(t *testing.T) {
 }
 
 func TestHappyPath(t *testing.T) {
+	t.Parallel()
 	root, _ := setup(t)
 	reg := registry(t, root, everything)
 
@@ -169,6 +171,7 @@ func TestHappyPath(t *testing.T) {
 }
 
 func TestReadOffsetLimit(t *testing.T) {
+	t.Parallel()
 	root, _ := setup(t)
 	var b strings.Builder
 	for i := 1; i <= 10; i++ {
@@ -199,6 +202,7 @@ func TestReadOffsetLimit(t *testing.T) {
 }
 
 func TestEscapesAndAbsolutePaths(t *testing.T) {
+	t.Parallel()
 	root, outside := setup(t)
 	reg := registry(t, root, everything)
 	abs := filepath.Join(root, "top.txt")
@@ -229,6 +233,7 @@ func TestEscapesAndAbsolutePaths(t *testing.T) {
 }
 
 func TestSymlinksOutside(t *testing.T) {
+	t.Parallel()
 	root, outside := setup(t)
 	must(t, os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "link.txt")))
 	must(t, os.Symlink(outside, filepath.Join(root, "linkdir")))
@@ -270,6 +275,7 @@ func TestSymlinksOutside(t *testing.T) {
 }
 
 func TestSymlinksInside(t *testing.T) {
+	t.Parallel()
 	root, _ := setup(t)
 	must(t, os.Symlink("../n2/secret.txt", filepath.Join(root, "nodes/n1/alias.txt")))
 	must(t, os.Symlink("../n2", filepath.Join(root, "nodes/n1/n2dir")))
@@ -303,6 +309,7 @@ func TestSymlinksInside(t *testing.T) {
 }
 
 func TestScopeRead(t *testing.T) {
+	t.Parallel()
 	root, _ := setup(t)
 	reg := registry(t, root, narrow)
 	ok(t, reg, "read_file", m{"path": "nodes/n1/a.txt"})
@@ -315,6 +322,7 @@ func TestScopeRead(t *testing.T) {
 }
 
 func TestScopeWrite(t *testing.T) {
+	t.Parallel()
 	root, _ := setup(t)
 	reg := registry(t, root, narrow)
 	fails(t, reg, "write_file", m{"path": "nodes/n1/a.txt", "content": "x"},
@@ -343,6 +351,7 @@ func TestScopeWrite(t *testing.T) {
 }
 
 func TestEditErrors(t *testing.T) {
+	t.Parallel()
 	root, _ := setup(t)
 	must(t, os.WriteFile(filepath.Join(root, "dup.txt"), []byte("a\nfoo\nb\nfoo\n"), 0o644))
 	reg := registry(t, root, everything)
@@ -360,6 +369,7 @@ func TestEditErrors(t *testing.T) {
 }
 
 func TestAtomicWriteLeavesNoTempFiles(t *testing.T) {
+	t.Parallel()
 	root, _ := setup(t)
 	p := filepath.Join(root, "nodes/n1/scratch/f.txt")
 	must(t, os.WriteFile(p, []byte("old"), 0o600))
@@ -388,6 +398,7 @@ func TestAtomicWriteLeavesNoTempFiles(t *testing.T) {
 }
 
 func TestLargeAndBinaryFiles(t *testing.T) {
+	t.Parallel()
 	root, _ := setup(t)
 	must(t, os.WriteFile(filepath.Join(root, "big.txt"), []byte(strings.Repeat("a", files.MaxFileSize+1)), 0o644))
 	must(t, os.WriteFile(filepath.Join(root, "limit.txt"), []byte(strings.Repeat("b", files.MaxFileSize)), 0o644))
@@ -417,6 +428,7 @@ func (denySuffix) CanRead(rel string) error {
 func (denySuffix) CanWrite(rel string) error { return denySuffix{}.CanRead(rel) }
 
 func TestListHidesDisallowedEntries(t *testing.T) {
+	t.Parallel()
 	root, _ := setup(t)
 	reg := registry(t, root, narrow)
 	out := ok(t, reg, "list_files", m{"recursive": true, "max_depth": 5})
@@ -439,6 +451,7 @@ func TestListHidesDisallowedEntries(t *testing.T) {
 }
 
 func TestScopeMethods(t *testing.T) {
+	t.Parallel()
 	s := files.Scope{Read: []string{"nodes/n1", "/workers/w1/"}, Write: []string{"nodes/n1/scratch"}}
 	for _, c := range []struct {
 		rel         string
@@ -480,6 +493,7 @@ func TestScopeMethods(t *testing.T) {
 // A path through a file is refused, whether the rest exists or not; a root that is a symbolic
 // link is followed again when it is pointed elsewhere between two calls.
 func TestPathsThroughFilesAndMovedRoot(t *testing.T) {
+	t.Parallel()
 	root, outside := setup(t)
 	reg := registry(t, root, everything)
 	fails(t, reg, "write_file", m{"path": "top.txt/x", "content": "no"}, `path "top.txt/x" goes through a file as if it were a directory`)

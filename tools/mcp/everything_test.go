@@ -21,6 +21,7 @@ func everything(t *testing.T) []string {
 }
 
 func TestTheReferenceServer(t *testing.T) {
+	t.Parallel()
 	mark := t.Name()
 	set := connect(t, mcp.Server{Name: "everything", Command: everything(t), Env: []string{markEnv + "=" + mark}})
 	ts := set.Tools()

@@ -53,6 +53,7 @@ func transports(t *testing.T, f func(t *testing.T, s mcp.Server)) {
 }
 
 func TestToolsAreListedWithTheirSchemas(t *testing.T) {
+	t.Parallel()
 	transports(t, func(t *testing.T, s mcp.Server) {
 		ts := connect(t, s).Tools()
 		var names []string
@@ -85,6 +86,7 @@ func TestToolsAreListedWithTheirSchemas(t *testing.T) {
 }
 
 func TestCalls(t *testing.T) {
+	t.Parallel()
 	transports(t, func(t *testing.T, s mcp.Server) {
 		s.Timeout = 300 * time.Millisecond
 		reg := registry(t, connect(t, s))
@@ -129,6 +131,7 @@ func TestCalls(t *testing.T) {
 }
 
 func TestErrorsWrapWhatHappened(t *testing.T) {
+	t.Parallel()
 	s := stdio(t, "tools", t.Name())
 	s.Timeout = 200 * time.Millisecond
 	set := connect(t, s)
@@ -155,6 +158,7 @@ func TestErrorsWrapWhatHappened(t *testing.T) {
 }
 
 func TestServerCrashingMidCall(t *testing.T) {
+	t.Parallel()
 	reg := registry(t, connect(t, stdio(t, "tools", t.Name())))
 	r := run(reg, "t__crash", struct{}{})
 	assert.True(t, r.IsError)
@@ -168,6 +172,7 @@ func TestServerCrashingMidCall(t *testing.T) {
 }
 
 func TestServersThatDoNotStart(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		s    func(t *testing.T) mcp.Server
@@ -213,6 +218,7 @@ func TestServersThatDoNotStart(t *testing.T) {
 }
 
 func TestConfigurationErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		servers []mcp.Server
 		want    string
@@ -233,6 +239,7 @@ func TestConfigurationErrors(t *testing.T) {
 }
 
 func TestToolNames(t *testing.T) {
+	t.Parallel()
 	valid := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	assert.Equal(t, "fs__read_file", mcp.ToolName("fs", "read_file"))
 	seen := map[string]string{}
@@ -254,6 +261,7 @@ func TestToolNames(t *testing.T) {
 }
 
 func TestTwoServers(t *testing.T) {
+	t.Parallel()
 	a := stdio(t, "tools", t.Name())
 	b := mcp.Server{Name: "web", URL: overHTTP(t), Headers: map[string]string{"Authorization": "Bearer s3cret"}}
 	set, err := mcp.Connect(context.Background(), a, b)
@@ -270,6 +278,7 @@ func TestTwoServers(t *testing.T) {
 }
 
 func TestClosedSet(t *testing.T) {
+	t.Parallel()
 	set, err := mcp.Connect(context.Background(), stdio(t, "tools", t.Name()))
 	require.NoError(t, err)
 	reg := registry(t, set)
@@ -290,6 +299,7 @@ func ExampleToolName() {
 }
 
 func TestCloseDuringACall(t *testing.T) {
+	t.Parallel()
 	transports(t, func(t *testing.T, s mcp.Server) {
 		set, err := mcp.Connect(context.Background(), s)
 		require.NoError(t, err)

@@ -49,6 +49,7 @@ func noneLeft(t *testing.T, mark string) {
 }
 
 func TestCloseLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	mark := t.Name()
 	set, err := mcp.Connect(context.Background(), stdio(t, "tools", mark))
 	require.NoError(t, err)

@@ -24,6 +24,7 @@ type noteArgs struct {
 // An endpoint offers tools to an MCP client — here this package's own — with their schemas,
 // checks arguments, reports failures as error results, and answers only with its token and Host.
 func TestServeOffersTools(t *testing.T) {
+	t.Parallel()
 	var noted []string
 	ts := []tools.Tool{
 		tools.Func("note", "Note a line.", func(_ context.Context, a noteArgs) (string, error) {
@@ -112,6 +113,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // A call's ID, in the handler, is the model's id of the call that the client gives in _meta
 // (as Claude Code does), and empty without one: each call has its own, never one shared by all.
 func TestServeCallID(t *testing.T) {
+	t.Parallel()
 	var ids []string
 	note := tools.Func("note", "Note a line.", func(ctx context.Context, a noteArgs) (string, error) {
 		c, ok := tools.CallFrom(ctx)

@@ -51,6 +51,7 @@ and <a href="https://example.org/abs">an absolute link</a>.</p>
 </body></html>`
 
 func TestFetchHTML(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet || r.UserAgent() != web.DefaultUserAgent {
 			t.Errorf("request %s UA %q", r.Method, r.UserAgent())
@@ -81,6 +82,7 @@ func TestFetchHTML(t *testing.T) {
 }
 
 func TestFetchNestedListsAndTables(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, `<base href="https://base.example/dir/"><p>intro</p><ol><li>one<ul><li>sub <a href="x.html">x</a></li></ul></li><li>two</li></ol>`+
@@ -98,6 +100,7 @@ func TestFetchNestedListsAndTables(t *testing.T) {
 }
 
 func TestFetchPassThrough(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ ctype, body string }{
 		{"text/plain; charset=utf-8", "just <b>text</b>\n  indented\n"},
 		{"application/json", `{"a": [1, 2], "b": "<p>x</p>"}`},
@@ -121,6 +124,7 @@ func TestFetchPassThrough(t *testing.T) {
 }
 
 func TestFetchBinary(t *testing.T) {
+	t.Parallel()
 	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 992)...)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/png")
@@ -138,6 +142,7 @@ func TestFetchBinary(t *testing.T) {
 }
 
 func TestFetchHTTPError(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{404, 500} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "nothing here", code)
@@ -152,6 +157,7 @@ func TestFetchHTTPError(t *testing.T) {
 }
 
 func TestFetchRedirects(t *testing.T) {
+	t.Parallel()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/r/{n}", func(w http.ResponseWriter, r *http.Request) {
 		var n int
@@ -188,6 +194,7 @@ func TestFetchRedirects(t *testing.T) {
 }
 
 func TestFetchLimits(t *testing.T) {
+	t.Parallel()
 	body := strings.Repeat("abcdefghij", 1000) // 10000 bytes
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -218,6 +225,7 @@ func TestFetchLimits(t *testing.T) {
 }
 
 func TestFetchTimeout(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 	}))
@@ -238,6 +246,7 @@ func TestFetchTimeout(t *testing.T) {
 }
 
 func TestFetchContextCancelled(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
@@ -266,6 +275,7 @@ func TestFetchContextCancelled(t *testing.T) {
 }
 
 func TestFetchRefusesSchemes(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{"ftp://example.com/x", "file:///etc/passwd", "javascript:alert(1)", "example.com/page", "http://"} {
 		_, err := call(t, web.Fetch(), map[string]any{"url": u})
 		if err == nil {
@@ -281,6 +291,7 @@ func TestFetchRefusesSchemes(t *testing.T) {
 }
 
 func TestFetchCustomClient(t *testing.T) {
+	t.Parallel()
 	var hits int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits++

@@ -61,6 +61,7 @@ func checkResults(t *testing.T, b web.Backend, n int) {
 }
 
 func TestBrave(t *testing.T) {
+	t.Parallel()
 	srv := fakeAPI(t, func(r *http.Request, body []byte) {
 		expect(t, "method", r.Method, "GET")
 		expect(t, "path", r.URL.Path, "/res/v1/web/search")
@@ -72,6 +73,7 @@ func TestBrave(t *testing.T) {
 }
 
 func TestSerper(t *testing.T) {
+	t.Parallel()
 	srv := fakeAPI(t, func(r *http.Request, body []byte) {
 		expect(t, "method", r.Method, "POST")
 		expect(t, "path", r.URL.Path, "/search")
@@ -86,6 +88,7 @@ func TestSerper(t *testing.T) {
 }
 
 func TestTavily(t *testing.T) {
+	t.Parallel()
 	srv := fakeAPI(t, func(r *http.Request, body []byte) {
 		expect(t, "method", r.Method, "POST")
 		expect(t, "path", r.URL.Path, "/search")
@@ -99,6 +102,7 @@ func TestTavily(t *testing.T) {
 }
 
 func TestSearXNG(t *testing.T) {
+	t.Parallel()
 	srv := fakeAPI(t, func(r *http.Request, body []byte) {
 		expect(t, "method", r.Method, "GET")
 		expect(t, "path", r.URL.Path, "/searx/search")
@@ -110,6 +114,7 @@ func TestSearXNG(t *testing.T) {
 }
 
 func TestBackendHTTPError(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"invalid key"}`, http.StatusUnauthorized)
 	}))
@@ -136,6 +141,7 @@ func TestBackendHTTPError(t *testing.T) {
 }
 
 func TestBackendBadJSON(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "<html>") }))
 	defer srv.Close()
 	_, err := web.Brave("k", web.BaseURL(srv.URL)).Search(context.Background(), "q", 3)
@@ -145,6 +151,7 @@ func TestBackendBadJSON(t *testing.T) {
 }
 
 func TestBackendFromEnv(t *testing.T) {
+	t.Parallel()
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	all := map[string]string{"BRAVE_API_KEY": "b", "SERPER_API_KEY": "s", "TAVILY_API_KEY": "t", "SEARXNG_URL": "http://searx.local"}
 	for _, tc := range []struct {
@@ -198,6 +205,7 @@ func (f *fakeBackend) Search(ctx context.Context, q string, n int) ([]web.Result
 }
 
 func TestSearchTool(t *testing.T) {
+	t.Parallel()
 	fb := &fakeBackend{results: append(wantResults, web.Result{Title: "", URL: "https://x/", Snippet: ""})}
 	srch := web.Search(fb)
 	if !srch.Safe || srch.Name != "web_search" {
@@ -235,6 +243,7 @@ func TestSearchTool(t *testing.T) {
 }
 
 func TestSearchTimeout(t *testing.T) {
+	t.Parallel()
 	_, err := call(t, web.Search(&fakeBackend{block: true}, web.Timeout(50*time.Millisecond)), map[string]any{"query": "slow"})
 	if err == nil || !strings.Contains(err.Error(), "search timed out after 50ms") {
 		t.Errorf("error %v", err)
@@ -242,6 +251,7 @@ func TestSearchTimeout(t *testing.T) {
 }
 
 func TestFetchThroughRegistry(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/gone" {
 			http.NotFound(w, r)
