@@ -17,17 +17,31 @@ import (
 	"github.com/agiraph/agiraph/providers"
 )
 
-// heldSquad returns a squad of the demo team whose worker holds its turns while hold is set,
-// until the run is paused; held is closed at the first turn held.
-func heldSquad(t *testing.T, hold *atomic.Bool) (*nodes.Squad, *heldWorker) {
+// heldSquad returns a squad of the demo team whose worker holds its turns, until the run is
+// paused, while the flag returned is set, as it is at first; held is closed at the first turn held.
+func heldSquad(t *testing.T) (*nodes.Squad, *heldWorker, *atomic.Bool) {
 	t.Helper()
+	hold := new(atomic.Bool)
+	hold.Store(true)
 	coord, worker := holding(func(providers.Request) bool { return hold.Load() })
 	s, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithTick(20*time.Millisecond),
 		nodes.WithModel(demo.WorkerModel), nodes.WithCoordinatorModel(demo.CoordinatorModel),
 		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()))
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
-	return s, worker
+	return s, worker, hold
+}
+
+// pausedRun starts a run of s, pauses it at the worker's first turn held and waits for its end.
+func pausedRun(t *testing.T, s *nodes.Squad, worker *heldWorker) *nodes.Run {
+	t.Helper()
+	r := start(t, s, "AI chips")
+	awaitHeld(t, worker, r)
+	require.NoError(t, r.Pause())
+	res, err := r.Wait()
+	require.NoError(t, err)
+	assert.False(t, res.Finished)
+	return r
 }
 
 // awaitHeld waits for the worker's first turn held in run r.
@@ -51,9 +65,7 @@ func scContext(t *testing.T) context.Context {
 // Start returns while the run goes on — here a worker's turn holds it — with a handle whose id
 // is the run's: its board is the one the squad reads by that id, and its events carry it.
 func TestStartReturnsWhileTheRunGoesOn(t *testing.T) {
-	var hold atomic.Bool
-	hold.Store(true)
-	s, worker := heldSquad(t, &hold)
+	s, worker, _ := heldSquad(t)
 	events, stop := s.Subscribe(0)
 	defer stop()
 	r := start(t, s, "AI chips")
@@ -78,9 +90,7 @@ func TestStartReturnsWhileTheRunGoesOn(t *testing.T) {
 // While a run is in progress, another Start, or a Resume, is refused, naming the run in
 // progress, which goes on.
 func TestSecondStartIsRefused(t *testing.T) {
-	var hold atomic.Bool
-	hold.Store(true)
-	s, worker := heldSquad(t, &hold)
+	s, worker, _ := heldSquad(t)
 	first := start(t, s, "AI chips")
 	awaitHeld(t, worker, first)
 
@@ -111,14 +121,8 @@ func TestStartRefusesBadGoalAndID(t *testing.T) {
 // A handle acts on its own run only: once that run ended, its verbs are refused with ErrNoRun,
 // and nothing reaches the run that resumed it, which a newer handle has.
 func TestEndedRunTakesNoOrders(t *testing.T) {
-	var hold atomic.Bool
-	hold.Store(true)
-	s, worker := heldSquad(t, &hold)
-	old := start(t, s, "AI chips")
-	awaitHeld(t, worker, old)
-	require.NoError(t, old.Pause())
-	_, err := old.Wait()
-	require.NoError(t, err)
+	s, worker, _ := heldSquad(t)
+	old := pausedRun(t, s, worker)
 
 	newer, err := s.Resume(scContext(t), old.ID())
 	require.NoError(t, err)
@@ -175,21 +179,14 @@ func TestWaitReturnsWhatRunReturns(t *testing.T) {
 // output of a run never paused.
 func TestPauseThenResumeFinishes(t *testing.T) {
 	want := run(t, newSquad(t), "AI chips").Output
-	var hold atomic.Bool
-	hold.Store(true)
-	s, worker := heldSquad(t, &hold)
-	paused := start(t, s, "AI chips")
-	awaitHeld(t, worker, paused)
-	require.NoError(t, paused.Pause())
-	res, err := paused.Wait()
-	require.NoError(t, err)
-	assert.False(t, res.Finished)
+	s, worker, hold := heldSquad(t)
+	paused := pausedRun(t, s, worker)
 
 	hold.Store(false)
 	resumed, err := s.Resume(scContext(t), paused.ID())
 	require.NoError(t, err)
 	assert.NotSame(t, paused, resumed)
-	res, err = resumed.Wait()
+	res, err := resumed.Wait()
 	require.NoError(t, err)
 	assert.True(t, res.Finished)
 	assert.Equal(t, want, res.Output)
@@ -198,9 +195,7 @@ func TestPauseThenResumeFinishes(t *testing.T) {
 // Start's context bounds the run, not just Start: cancelled once the run is under way, it ends
 // the run with ErrInterrupted, paused and resumable.
 func TestCancelledStartContextInterruptsTheRun(t *testing.T) {
-	var hold atomic.Bool
-	hold.Store(true)
-	s, worker := heldSquad(t, &hold)
+	s, worker, hold := heldSquad(t)
 	ctx, cancel := context.WithCancel(scContext(t))
 	defer cancel()
 	r, err := s.Start(ctx, "AI chips")
@@ -217,4 +212,25 @@ func TestCancelledStartContextInterruptsTheRun(t *testing.T) {
 	again, err := resume(scContext(t), s, r.ID())
 	require.NoError(t, err)
 	assert.True(t, again.Finished)
+}
+
+// Closing the squad pauses the run in progress and waits for its end, before its files close:
+// the run ends paused, without an error, and resumes to its finish in the squad opened next.
+func TestCloseEndsTheRunInProgress(t *testing.T) {
+	want := run(t, newSquad(t), "AI chips").Output
+	s, worker, _ := heldSquad(t)
+	r := start(t, s, "AI chips")
+	awaitHeld(t, worker, r)
+	require.NoError(t, s.Close())
+	res, err := r.Wait()
+	require.NoError(t, err)
+	assert.False(t, res.Finished)
+
+	s, err = nodes.New(append(demo.Team(), nodes.WithHome(string(s.Home())), nodes.WithTick(20*time.Millisecond))...)
+	require.NoError(t, err)
+	defer s.Close()
+	again, err := resume(scContext(t), s, r.ID())
+	require.NoError(t, err)
+	assert.True(t, again.Finished)
+	assert.Equal(t, want, again.Output)
 }

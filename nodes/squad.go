@@ -406,9 +406,13 @@ func New(opts ...Option) (*Squad, error) {
 	return s, nil
 }
 
-// Close releases the squad's files and stops its triggers. Call it once no run is in progress
-// (after the Wait of the last).
+// Close pauses the run in progress, if there is one, and waits for it to end (see Run.Pause:
+// Resume continues it), then releases the squad's files and stops its triggers.
 func (s *Squad) Close() error {
+	if r := s.Current(); r != nil {
+		_ = r.Pause() // ErrNoRun: it is ending by itself
+		<-r.Done()
+	}
 	var errs []error
 	if s.stopWriter != nil { // first: the events it shows the triggers move those that wait for idleness
 		s.stopWriter()
