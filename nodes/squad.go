@@ -2,11 +2,12 @@
 // workers of any runtime that do the work, talk to each other and to a human, and publish.
 //
 // [New] opens a [Squad] on an agent's home ([WithHome]; [WithModel] for its models), and
-// [Squad.Run] runs it toward a goal ([Squad.Start] returns a [Run] handle at once). A run is a graph whose superstep is a tick (intake,
-// route_frontier, dispatch, collect, reconcile_inbox, decide_next; [Mermaid] draws it), and
-// each step commits with its checkpoint in the squad's store (package nodes/store). Only the
-// coordinator's finish completes a run: [Run.Pause] and a cancelled context pause it, and
-// [Squad.Resume] continues it by its id, after a crash too, without redoing finished work.
+// [Squad.Run] runs it toward a goal; [Squad.Start] does so in the background, returning the
+// run's handle, a [Run]. A run is a graph whose superstep is a tick (intake, route_frontier,
+// dispatch, collect, reconcile_inbox, decide_next; [Mermaid] draws it), and each step commits
+// with its checkpoint in the squad's store (package nodes/store). Only the coordinator's finish
+// completes a run: [Run.Pause] and a cancelled context pause it, and [Squad.Resume] continues it
+// by its id, after a crash too, without redoing finished work.
 //
 // The tick, workers, messages, memory and triggers are in docs/squad.md; the store in
 // docs/store.md.
@@ -61,7 +62,7 @@ const (
 	// Finite runs end when the coordinator calls finish.
 	Finite Mode = "finite"
 	// Infinite runs work in cycles: finish ends a cycle, and the agent sleeps until a trigger or
-	// the human wakes it for the next. They end when End is called (or their context ends).
+	// the human wakes it for the next. They end when paused (Run.Pause) or their context ends.
 	Infinite Mode = "infinite"
 )
 
