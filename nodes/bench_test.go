@@ -136,7 +136,10 @@ func BenchmarkResume1000(b *testing.B) {
 			b.Fatal(err)
 		}
 		events, stop := s.Subscribe(0)
-		done := inBackground(func() (nodes.Result, error) { return s.Run(context.Background(), "Write the notes.") })
+		run, err := s.Start(context.Background(), "Write the notes.")
+		if err != nil {
+			b.Fatal(err)
+		}
 		created, started := 0, 0
 		for e := range events {
 			switch e.Type {
@@ -150,12 +153,11 @@ func BenchmarkResume1000(b *testing.B) {
 			}
 		}
 		stop()
-		if err := s.Pause(); err != nil {
+		if err := run.Pause(); err != nil {
 			b.Fatal(err)
 		}
-		r := <-done
-		if r.err != nil {
-			b.Fatal(r.err)
+		if _, err := run.Wait(); err != nil {
+			b.Fatal(err)
 		}
 		s.Close()
 
@@ -166,7 +168,10 @@ func BenchmarkResume1000(b *testing.B) {
 		events, stop = s.Subscribe(0)
 		b.StartTimer()
 		start := time.Now()
-		done = inBackground(func() (nodes.Result, error) { return s.Resume(context.Background(), r.res.RunID) })
+		run, err = s.Resume(context.Background(), run.ID())
+		if err != nil {
+			b.Fatal(err)
+		}
 		var first time.Duration
 		for e := range events {
 			if e.Type == eventlog.NodeStarted && e.Time.After(start) {
@@ -176,11 +181,11 @@ func BenchmarkResume1000(b *testing.B) {
 		}
 		b.StopTimer()
 		stop()
-		if err := s.Pause(); err != nil {
+		if err := run.Pause(); err != nil {
 			b.Fatal(err)
 		}
-		if r := <-done; r.err != nil {
-			b.Fatal(r.err)
+		if _, err := run.Wait(); err != nil {
+			b.Fatal(err)
 		}
 		s.Close()
 		b.ReportMetric(float64(first.Microseconds())/1000, "ms-to-first-start")
@@ -257,8 +262,8 @@ func BenchmarkInfiniteCycles(b *testing.B) {
 // coordinator closes the cycle.
 type cycleAgent struct {
 	s      *nodes.Squad
+	run    *nodes.Run
 	events <-chan eventlog.Event
-	done   chan error // the run's end
 	stop   func()
 	cancel context.CancelFunc
 }
@@ -283,25 +288,24 @@ func startCycles(tb testing.TB, home string) *cycleAgent {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := &cycleAgent{s: s, done: make(chan error, 1)}
+	c := &cycleAgent{s: s}
 	c.events, c.stop = s.Subscribe(0)
 	var ctx context.Context
 	ctx, c.cancel = context.WithTimeout(context.Background(), 10*time.Minute)
-	go func() {
-		_, err := s.Run(ctx, "Write a note whenever the human asks.")
-		c.done <- err
-	}()
+	if c.run, err = s.Start(ctx, "Write a note whenever the human asks."); err != nil {
+		tb.Fatal(err)
+	}
 	return c
 }
 
 // cycle runs cycle i (from 0): the human's message, unless it is the first, and the cycle's end.
 func (c *cycleAgent) cycle(tb testing.TB, i int) {
 	if i > 0 {
-		if err := sendWhenRunning(c.s, fmt.Sprintf("Note %d, please.", i+1)); err != nil {
+		if err := c.run.Send("coordinator", fmt.Sprintf("Note %d, please.", i+1)); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	if err := awaitCycle(c.events, c.done); err != nil {
+	if err := awaitCycle(c.events, c.run); err != nil {
 		tb.Fatalf("cycle %d: %v", i+1, err)
 	}
 }
@@ -311,34 +315,25 @@ func (c *cycleAgent) end(tb testing.TB) {
 	defer c.cancel()
 	defer c.s.Close()
 	defer c.stop()
-	if err := c.s.Pause(); err != nil {
+	if err := c.run.Pause(); err != nil {
 		tb.Fatal(err)
 	}
-	if err := <-c.done; err != nil {
+	if _, err := c.run.Wait(); err != nil {
 		tb.Fatal(err)
 	}
 }
 
 // awaitCycle waits for the end of a cycle, or for the run to end before it.
-func awaitCycle(events <-chan eventlog.Event, done <-chan error) error {
+func awaitCycle(events <-chan eventlog.Event, run *nodes.Run) error {
 	for {
 		select {
 		case e := <-events:
 			if e.Type == "x.cycle_completed" {
 				return nil
 			}
-		case err := <-done:
+		case <-run.Done():
+			_, err := run.Wait()
 			return fmt.Errorf("the run ended: %v", err)
-		}
-	}
-}
-
-// sendWhenRunning sends the human's message to the coordinator, once the run takes messages.
-func sendWhenRunning(s *nodes.Squad, body string) error {
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-		err := s.Send("coordinator", body)
-		if err == nil || time.Now().After(deadline) {
-			return err
 		}
 	}
 }

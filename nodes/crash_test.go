@@ -121,12 +121,12 @@ func crashChild() int {
 	defer cancel()
 	var res nodes.Result
 	if os.Getenv(crashModeEnv) == "resume" {
-		res, err = s.Resume(ctx, crashRunID)
+		res, err = resume(ctx, s, crashRunID)
 		if errors.Is(err, nodes.ErrNotStarted) { // killed before the run began
-			res, err = s.RunID(ctx, crashRunID, crashGoal)
+			res, err = s.Run(ctx, crashGoal, nodes.WithRunID(crashRunID))
 		}
 	} else {
-		res, err = s.RunID(ctx, crashRunID, crashGoal)
+		res, err = s.Run(ctx, crashGoal, nodes.WithRunID(crashRunID))
 	}
 	if err == nil && !res.Finished {
 		err = errors.New("the run returned without finishing")
@@ -188,7 +188,11 @@ func answerQuestions(s *nodes.Squad) {
 	}
 	answer := func(worker string) {
 		for deadline := time.Now().Add(crashTimeout); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			if err := s.Answer(worker, crashAnswer); !errors.Is(err, nodes.ErrNoRun) {
+			err := nodes.ErrNoRun
+			if run := s.Current(); run != nil {
+				err = run.Answer(worker, crashAnswer)
+			}
+			if !errors.Is(err, nodes.ErrNoRun) {
 				return // answered, or no longer waiting: either way done
 			}
 		}

@@ -38,6 +38,37 @@ func Example() {
 	// # Report
 }
 
+// A run started in the background: Start returns its handle once it has begun, the handle's
+// methods act on it while it goes on (Send, Answer, Board, Stop, Pause), and Wait gives how it
+// ended. Once it has ended, the handle acts on nothing.
+func ExampleSquad_Start() {
+	home, _ := os.MkdirTemp("", "agent")
+	defer os.RemoveAll(home)
+	squad, err := nodes.New(append(demo.Team(), nodes.WithHome(home))...)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer squad.Close()
+	run, err := squad.Start(context.Background(), "the history of the transistor", nodes.WithRunID("transistor"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("started", run.ID())
+	res, err := run.Wait()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("finished:", res.Finished)
+	fmt.Println(run.Send("", "one more thing"))
+	// Output:
+	// started transistor
+	// finished: true
+	// nodes: no run in progress: run transistor has ended
+}
+
 func firstTaskWords(task string) string {
 	w := strings.Fields(task)
 	if len(w) > 5 {

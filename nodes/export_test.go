@@ -11,8 +11,8 @@ import (
 // AssignmentEnded reports whether assignment id of the run in progress ended in this process,
 // its outcome saved and waiting to be applied.
 func AssignmentEnded(s *Squad, id string) bool {
-	r, err := s.current()
-	return err == nil && r.pool.hasEnded(id)
+	r := s.cur.Load()
+	return r != nil && r.pool.hasEnded(id)
 }
 
 // HoldStartLock holds the lock a run's start and end, and a trigger's firing, hold while they

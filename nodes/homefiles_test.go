@@ -61,7 +61,7 @@ func TestResumeInAnotherHomeAfterAFailedRestore(t *testing.T) {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := s.Resume(ctx, "r1")
+	_, err := resume(ctx, s, "r1")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), damaged)
 
@@ -77,7 +77,7 @@ func resumeFinishes(t *testing.T, s *nodes.Squad, want, from, to string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := s.Resume(ctx, "r1")
+	res, err := resume(ctx, s, "r1")
 	require.NoError(t, err)
 	assert.True(t, res.Finished)
 	assert.Equal(t, want, res.Output)
@@ -146,23 +146,23 @@ func pauseAt(t *testing.T, st store.Store, home, goal string, hold func(provider
 	s := openOn(t, st, home, coord, worker)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ended := make(chan error, 1)
-	go func() {
-		var err error
-		if goal == "" {
-			_, err = s.Resume(ctx, "r1")
-		} else {
-			_, err = s.RunID(ctx, "r1", goal)
-		}
-		ended <- err
-	}()
+	var r *nodes.Run
+	var err error
+	if goal == "" {
+		r, err = s.Resume(ctx, "r1")
+	} else {
+		r, err = s.Start(ctx, goal, nodes.WithRunID("r1"))
+	}
+	require.NoError(t, err)
 	select {
 	case <-worker.held:
-	case err := <-ended:
+	case <-r.Done():
+		_, err := r.Wait()
 		require.Failf(t, "the run ended before the turn awaited", "%v", err)
 	}
 	cancel()
-	require.ErrorIs(t, <-ended, nodes.ErrInterrupted)
+	_, err = r.Wait()
+	require.ErrorIs(t, err, nodes.ErrInterrupted)
 	require.NoError(t, s.Close())
 }
 
@@ -203,7 +203,7 @@ func TestResumeInAnotherHomeAfterAFailedDispatch(t *testing.T) {
 	s := openOn(t, failingDispatch{st}, first, coord, worker)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := s.RunID(ctx, "r1", goal)
+	_, err := s.Run(ctx, goal, nodes.WithRunID("r1"))
 	require.ErrorIs(t, err, errStoreAway)
 	require.NoError(t, s.Close())
 
@@ -273,7 +273,7 @@ func TestTooLargeAPublishedFileIsRetried(t *testing.T) {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := s.RunID(ctx, "r1", "Write the notes.")
+	res, err := s.Run(ctx, "Write the notes.", nodes.WithRunID("r1"))
 	require.NoError(t, err)
 	assert.Equal(t, "all notes written", res.Output)
 	require.Len(t, res.Board.Nodes, 1)
@@ -305,7 +305,7 @@ func TestOwnStoreKeepsNoFiles(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := s.RunID(ctx, "r1", "Write the notes.")
+	res, err := s.Run(ctx, "Write the notes.", nodes.WithRunID("r1"))
 	require.NoError(t, err)
 	require.Len(t, res.Board.Nodes, 1)
 	assert.Equal(t, nodes.NodeCompleted, res.Board.Nodes[0].Status)
@@ -324,6 +324,6 @@ func TestOwnStoreKeepsNoFiles(t *testing.T) {
 	s, err = nodes.New(opts...)
 	require.NoError(t, err)
 	defer s.Close()
-	_, err = s.Resume(ctx, "r1")
+	_, err = resume(ctx, s, "r1")
 	require.Error(t, err)
 }

@@ -40,21 +40,23 @@ func TestAnswerWithoutQuestion(t *testing.T) {
 		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
-	events, done := runInBackground(t, s, "paint")
+	events, stop := s.Subscribe(0)
+	defer stop()
+	r := start(t, s, "paint")
 	waitFor(t, events, "worker.spawned", func(e eventlog.Event) bool { return e.Type == eventlog.WorkerSpawned })
 
-	err := s.Answer(bus.Coordinator, "red")
+	err := r.Answer(bus.Coordinator, "red")
 	require.ErrorIs(t, err, nodes.ErrNoQuestion)
 	assert.Contains(t, err.Error(), "coordinator")
-	err = s.Answer("Dana", "red")
+	err = r.Answer("Dana", "red")
 	require.ErrorIs(t, err, nodes.ErrNoQuestion)
 	assert.Contains(t, err.Error(), "Dana")
 
-	require.NoError(t, s.Send("", "ask me"))
+	require.NoError(t, r.Send("", "ask me"))
 	waitFor(t, events, "human.question", func(e eventlog.Event) bool { return e.Type == eventlog.HumanQuestion })
-	require.NoError(t, s.Answer(bus.Coordinator, "blue"))
-	res := <-done
-	require.NoError(t, res.err)
+	require.NoError(t, r.Answer(bus.Coordinator, "blue"))
+	res, err := r.Wait()
+	require.NoError(t, err)
 	assert.Equal(t, "colour: The human answered: blue", res.Output)
 
 	var responses []string
@@ -96,15 +98,15 @@ func TestFinishedRunTakesNoMoreOrders(t *testing.T) {
 		return scTurn(req, scripted.Call("finish", map[string]string{"output": "done"})), nil
 	})
 	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
-	_, done := runInBackground(t, s, "finish at once")
+	r := start(t, s, "finish at once")
 	<-closing
-	require.ErrorIs(t, s.Stop(), nodes.ErrNoRun)
-	require.ErrorIs(t, s.Pause(), nodes.ErrNoRun)
-	require.ErrorIs(t, s.Send("", "more"), nodes.ErrNoRun)
-	require.ErrorIs(t, s.Answer(bus.Coordinator, "yes"), nodes.ErrNoRun)
+	require.ErrorIs(t, r.Stop(), nodes.ErrNoRun)
+	require.ErrorIs(t, r.Pause(), nodes.ErrNoRun)
+	require.ErrorIs(t, r.Send("", "more"), nodes.ErrNoRun)
+	require.ErrorIs(t, r.Answer(bus.Coordinator, "yes"), nodes.ErrNoRun)
 	close(release)
-	res := <-done
-	require.NoError(t, res.err)
+	res, err := r.Wait()
+	require.NoError(t, err)
 	assert.True(t, res.Finished)
 	ts := types(t, s)
 	assert.Contains(t, ts, eventlog.AgentCompleted)
@@ -118,14 +120,16 @@ func TestRunIsReachedWhileItsStartLockIsHeld(t *testing.T) {
 		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
 	s := scSquad(t, coord, []providers.Model{scripted.New("unused")})
-	events, done := runInBackground(t, s, "wait")
+	events, stop := s.Subscribe(0)
+	defer stop()
+	r := start(t, s, "wait")
 	waitFor(t, events, "agent.started", func(e eventlog.Event) bool { return e.Type == eventlog.AgentStarted })
 
 	release := nodes.HoldStartLock(s)
 	reached := make(chan error, 1)
 	go func() {
-		_, err := s.Board()
-		reached <- errors.Join(err, s.Send("", "hello"), s.Stop())
+		_, err := r.Board()
+		reached <- errors.Join(err, r.Send("", "hello"), r.Stop())
 	}()
 	select {
 	case err := <-reached:
@@ -134,27 +138,14 @@ func TestRunIsReachedWhileItsStartLockIsHeld(t *testing.T) {
 		t.Fatal("the run could not be reached while its start lock was held")
 	}
 	release()
-	require.NoError(t, s.Pause())
-	require.NoError(t, (<-done).err)
+	require.NoError(t, r.Pause())
+	_, err := r.Wait()
+	require.NoError(t, err)
 }
 
-// ended is how a run ended.
-type ended struct {
-	nodes.Result
-	err error
-}
-
-// runInBackground runs s toward goal, within scTimeout, and returns its events from the start
-// and where the run's end comes.
-func runInBackground(t *testing.T, s *nodes.Squad, goal string) (<-chan eventlog.Event, <-chan ended) {
-	events, stop := s.Subscribe(0)
-	t.Cleanup(stop)
-	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
-	t.Cleanup(cancel)
-	done := make(chan ended, 1)
-	go func() {
-		res, err := s.Run(ctx, goal)
-		done <- ended{res, err}
-	}()
-	return events, done
+// start starts a run of s toward goal, within scTimeout.
+func start(t *testing.T, s *nodes.Squad, goal string) *nodes.Run {
+	r, err := s.Start(scContext(t), goal)
+	require.NoError(t, err)
+	return r
 }

@@ -100,13 +100,10 @@ func TestInfiniteAgentCycles(t *testing.T) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
 	defer cancel()
-	done := make(chan error, 1)
-	var res nodes.Result
-	go func() {
-		var err error
-		res, err = s.Run(ctx, "Monitor the front page: every cycle, report the new AI posts.")
-		done <- err
-	}()
+	r, err := s.Start(ctx, "Monitor the front page: every cycle, report the new AI posts.")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var outputs []string
 	for i := 1; i <= 3; i++ {
@@ -117,10 +114,11 @@ func TestInfiniteAgentCycles(t *testing.T) {
 			clock.Advance(30 * time.Minute) // the heartbeat wakes the agent
 		}
 	}
-	if err := s.Pause(); err != nil {
+	if err := r.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	res, err := r.Wait()
+	if err != nil {
 		t.Fatalf("the infinite run did not stop cleanly: %v", err)
 	}
 
@@ -187,17 +185,16 @@ func TestDelayedTriggerSurvivesARestart(t *testing.T) {
 	s := open()
 	ctx, cancel := context.WithCancel(context.Background())
 	events, stop := s.Subscribe(0)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.RunID(ctx, "remind", "Remind me to check the build in an hour.")
-	}()
+	r, err := s.Start(ctx, "Remind me to check the build in an hour.", nodes.WithRunID("remind"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, events, "the trigger scheduled", func(e eventlog.Event) bool {
 		return e.Type == eventlog.ToolResult && strings.Contains(e.Text, "schedule")
 	})
 	stop()
 	cancel() // the process goes down
-	<-done
+	r.Wait()
 	s.Close()
 
 	clock.Advance(2 * time.Hour) // the trigger comes due while nothing runs
@@ -205,7 +202,7 @@ func TestDelayedTriggerSurvivesARestart(t *testing.T) {
 	defer s.Close()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), scTimeout)
 	defer cancel2()
-	res, err := s.Resume(ctx2, "remind")
+	res, err := resume(ctx2, s, "remind")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,18 +66,6 @@ func waitFor(t *testing.T, events <-chan eventlog.Event, what string, match func
 	}
 }
 
-// runAsync runs the squad on goal in the background.
-func runAsync(s *nodes.Squad, goal string) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := s.Run(ctx, goal)
-		done <- err
-	}()
-	return done
-}
-
 // A slow worker must not stop the coordinator from reacting to another worker's result, or to
 // the human: both get through while the slow node is still running.
 func TestSlowWorkerDoesNotDelayTheCoordinator(t *testing.T) {
@@ -87,7 +75,7 @@ func TestSlowWorkerDoesNotDelayTheCoordinator(t *testing.T) {
 	defer s.Close()
 	events, stop := s.Subscribe(0)
 	defer stop()
-	done := runAsync(s, "two nodes")
+	r := start(t, s, "two nodes")
 
 	// The two come in either order: the coordinator may react to n2 before n1's worker calls block.
 	var blocked, reacted bool
@@ -96,20 +84,20 @@ func TestSlowWorkerDoesNotDelayTheCoordinator(t *testing.T) {
 		reacted = reacted || e.Type == eventlog.MessageSent && e.Worker == bus.Coordinator && e.Text == "n2 is done"
 		return blocked && reacted
 	})
-	if err := s.Send("", "how is it going?"); err != nil {
+	if err := r.Send("", "how is it going?"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, events, "the coordinator's reply to the human", func(e eventlog.Event) bool {
 		return e.Type == eventlog.MessageSent && e.Worker == bus.Coordinator && strings.HasPrefix(e.Text, "Status:")
 	})
-	inbox, err := s.Inbox()
+	inbox, err := r.Inbox()
 	if err != nil || len(inbox) != 2 || inbox[0].Body != "n2 is done" || !strings.HasPrefix(inbox[1].Body, "Status:") {
 		t.Fatalf("the human's inbox: %+v, %v", inbox, err)
 	}
-	if again, _ := s.Inbox(); len(again) != 0 {
+	if again, _ := r.Inbox(); len(again) != 0 {
 		t.Fatalf("the inbox gave %d messages twice", len(again))
 	}
-	board, err := s.Board()
+	board, err := r.Board()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +105,7 @@ func TestSlowWorkerDoesNotDelayTheCoordinator(t *testing.T) {
 		t.Fatalf("n1 is %s while its worker blocks; the coordinator should have reacted meanwhile", n1.Status)
 	}
 	close(release)
-	if err := <-done; err != nil {
+	if _, err := r.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	// The human's message and the reply are in the agent's conversation.
@@ -136,7 +124,7 @@ func TestStopAndResumeByMessage(t *testing.T) {
 	defer s.Close()
 	events, unsubscribe := s.Subscribe(0)
 	defer unsubscribe()
-	done := runAsync(s, "two nodes")
+	r := start(t, s, "two nodes")
 
 	// The block tool has started (its call event comes before it runs).
 	for deadline := time.Now().Add(30 * time.Second); fx.count("block") == 0; time.Sleep(2 * time.Millisecond) {
@@ -144,14 +132,14 @@ func TestStopAndResumeByMessage(t *testing.T) {
 			t.Fatal("the slow node never blocked")
 		}
 	}
-	if err := s.Stop(); err != nil {
+	if err := r.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, events, "agent.paused", func(e eventlog.Event) bool { return e.Type == eventlog.AgentPaused })
 	// The stopped node goes back on the board, keeping its assignment.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		b, _ := s.Board()
+		b, _ := r.Board()
 		if n1, _ := b.Node("n1"); n1.Status == nodes.NodePending {
 			break
 		}
@@ -161,11 +149,11 @@ func TestStopAndResumeByMessage(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	close(release)
-	if err := s.Send("", "carry on"); err != nil {
+	if err := r.Send("", "carry on"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, events, "agent.resumed", func(e eventlog.Event) bool { return e.Type == eventlog.AgentResumed })
-	if err := <-done; err != nil {
+	if _, err := r.Wait(); err != nil {
 		dump(t, s)
 		t.Fatal(err)
 	}
@@ -202,7 +190,7 @@ func TestMain(m *testing.M) {
 func runChild(home string) int {
 	fx := &effects{path: filepath.Join(home, "effects")}
 	s := twoNodeSquad(fakeTB{}, home, fx, make(chan struct{}))
-	_, err := s.RunID(context.Background(), "killed", "two nodes")
+	_, err := s.Run(context.Background(), "two nodes", nodes.WithRunID("killed"))
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		return 1
@@ -278,7 +266,7 @@ func TestKillAndResume(t *testing.T) {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := s.Resume(ctx, "killed")
+	res, err := resume(ctx, s, "killed")
 	if err != nil {
 		t.Fatal(err)
 	}

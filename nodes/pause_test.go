@@ -35,13 +35,13 @@ func TestCancelledRunIsPaused(t *testing.T) {
 
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = s.Resume(ended, res.RunID)
+	_, err = resume(ended, s, res.RunID)
 	require.ErrorIs(t, err, nodes.ErrInterrupted)
 	require.ErrorIs(t, err, context.Canceled)
 
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
-	again, err := s.Resume(ctx2, res.RunID)
+	again, err := resume(ctx2, s, res.RunID)
 	require.NoError(t, err)
 	assert.True(t, again.Finished)
 	assert.Equal(t, want, again.Output)
@@ -55,7 +55,7 @@ func TestCancelledRunIsPaused(t *testing.T) {
 
 	// Resuming a complete run changes nothing.
 	before := len(types(t, s))
-	final, err := s.Resume(ctx2, res.RunID)
+	final, err := resume(ctx2, s, res.RunID)
 	require.NoError(t, err)
 	assert.True(t, final.Finished)
 	assert.Equal(t, want, final.Output)
@@ -73,13 +73,14 @@ func TestStallIsReported(t *testing.T) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { _, err := s.Run(ctx, "chips"); done <- err }()
+	r, err := s.Start(ctx, "chips")
+	require.NoError(t, err)
 	e := waitFor(t, events, "agent.waiting", func(e eventlog.Event) bool { return e.Type == eventlog.AgentWaiting })
 	assert.Contains(t, e.Text, "Which market?")
 	assert.Contains(t, e.Text, "the human")
-	require.NoError(t, s.Pause())
-	require.NoError(t, <-done)
+	require.NoError(t, r.Pause())
+	_, err = r.Wait()
+	require.NoError(t, err)
 }
 
 // A damaged outcome record ends its node — failed, with an error that names it and says
@@ -121,7 +122,7 @@ func damagedOutcome(t *testing.T, want string) bool {
 
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
-	again, err := s.Resume(ctx2, res.RunID)
+	again, err := resume(ctx2, s, res.RunID)
 	if err != nil {
 		dump(t, s)
 	}
@@ -152,19 +153,13 @@ func runUntil(t *testing.T, s *nodes.Squad, what string, until func(eventlog.Eve
 	events, stop := s.Subscribe(0)
 	defer stop()
 	ctx, cancel := context.WithCancel(context.Background())
-	type ended struct {
-		res nodes.Result
-		err error
-	}
-	done := make(chan ended, 1)
-	go func() {
-		res, err := s.Run(ctx, "AI chips")
-		done <- ended{res, err}
-	}()
+	defer cancel()
+	r, err := s.Start(ctx, "AI chips")
+	require.NoError(t, err)
 	e := waitFor(t, events, what, until)
 	cancel()
-	r := <-done
-	return r.res, e, r.err
+	res, err := r.Wait()
+	return res, e, err
 }
 
 // A run whose start a kill cut short, before its goal was saved, cannot be resumed (there is no
@@ -175,13 +170,13 @@ func TestRunCutShortBeforeItBeganStartsAgain(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(string(s.Home()), "runs", "r1", "nodes"), 0o755))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := s.Resume(ctx, "r1")
+	_, err := resume(ctx, s, "r1")
 	require.ErrorIs(t, err, nodes.ErrNotStarted)
 	assert.Contains(t, err.Error(), `"r1"`)
 
-	res, err := s.RunID(ctx, "r1", "AI chips")
+	res, err := s.Run(ctx, "AI chips", nodes.WithRunID("r1"))
 	require.NoError(t, err)
 	assert.True(t, res.Finished)
-	_, err = s.RunID(ctx, "r1", "AI chips")
+	_, err = s.Run(ctx, "AI chips", nodes.WithRunID("r1"))
 	require.ErrorContains(t, err, "already exists")
 }

@@ -96,9 +96,18 @@ type run struct {
 
 	mu      sync.Mutex // guards the signals from outside
 	stopped bool
+
+	// endMu is held for reading while a handle acts on the run (see Run.act), and for writing
+	// as the run ends, setting ended.
+	endMu sync.RWMutex
+	ended bool
+	// done is closed when the run has ended, how it ended in res and err (see Run.Wait).
+	done chan struct{}
+	res  Result
+	err  error
 }
 
-// errEnded is the cause with which End ends a run's context.
+// errEnded is the cause with which Pause ends a run's context.
 var errEnded = errors.New("nodes: the run was ended")
 
 const (
@@ -245,8 +254,8 @@ func Mermaid() string {
 	return g.Mermaid()
 }
 
-// execute runs or resumes the run's graph and reports how it ended: finished, or paused by End
-// or by ctx (ErrInterrupted), resumable either way.
+// execute runs or resumes the run's graph and reports how it ended: finished, or paused by
+// Pause or by ctx (ErrInterrupted), resumable either way.
 func (r *run) execute() (res Result, err error) {
 	ctx := r.ctx
 	defer r.cancel(nil)

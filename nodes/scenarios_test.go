@@ -1022,7 +1022,10 @@ func TestHumanInTheLoop(t *testing.T) {
 			defer stop()
 			ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
 			defer cancel()
-			done := inBackground(func() (nodes.Result, error) { return s.Run(ctx, "Set up a database for our project.") })
+			r, err := s.Start(ctx, "Set up a database for our project.")
+			if err != nil {
+				t.Fatal(err)
+			}
 			var asked eventlog.Event
 		watch:
 			for {
@@ -1032,9 +1035,10 @@ func TestHumanInTheLoop(t *testing.T) {
 						asked = e
 						break watch
 					}
-				case r := <-done:
+				case <-r.Done():
+					res, err := r.Wait()
 					dump(t, s)
-					t.Fatalf("the run ended before the question: %+v, %v", r.res.Output, r.err)
+					t.Fatalf("the run ended before the question: %+v, %v", res.Output, err)
 				case <-ctx.Done():
 					dump(t, s)
 					t.Fatal("no human.question event")
@@ -1043,7 +1047,7 @@ func TestHumanInTheLoop(t *testing.T) {
 			if asked.Text != question || asked.Node != "n1" || asked.Worker != "dana" {
 				t.Errorf("human.question %+v", asked)
 			}
-			b, err := s.Board()
+			b, err := r.Board()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1056,32 +1060,32 @@ func TestHumanInTheLoop(t *testing.T) {
 				t.Errorf("the worker was asked %d times before the answer, want 1", n)
 			}
 			if how == "Answer" {
-				err = s.Answer("Dana", answer)
+				err = r.Answer("Dana", answer)
 			} else {
-				err = s.Send("Dana", answer)
+				err = r.Send("Dana", answer)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			var r runResult
 			select {
-			case r = <-done:
+			case <-r.Done():
 			case <-ctx.Done():
 				dump(t, s)
 				t.Fatal("the run did not end after the answer")
 			}
-			if r.err != nil {
+			res, err := r.Wait()
+			if err != nil {
 				dump(t, s)
-				t.Fatal(r.err)
+				t.Fatal(err)
 			}
-			if !strings.Contains(r.res.Output, "Choice: PostgreSQL") {
-				t.Errorf("output %q", r.res.Output)
+			if !strings.Contains(res.Output, "Choice: PostgreSQL") {
+				t.Errorf("output %q", res.Output)
 			}
-			dir := scRunDir(s, r.res)
+			dir := scRunDir(s, res)
 			if db := scRead(t, filepath.Join(dir, "nodes", "n1", "published", "db.md")); !strings.Contains(db, "Choice: PostgreSQL") || !strings.Contains(db, answer) {
 				t.Errorf("db.md %q", db)
 			}
-			n1, _ = r.res.Board.Node("n1")
+			n1, _ = res.Board.Node("n1")
 			if n1.Status != nodes.NodeCompleted || n1.Question != "" || n1.Answer != "" || n1.Attempts != 1 {
 				t.Errorf("n1 after the answer %+v", n1)
 			}

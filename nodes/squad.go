@@ -2,11 +2,12 @@
 // workers of any runtime that do the work, talk to each other and to a human, and publish.
 //
 // [New] opens a [Squad] on an agent's home ([WithHome]; [WithModel] for its models), and
-// [Squad.Run] runs it toward a goal. A run is a graph whose superstep is a tick (intake,
-// route_frontier, dispatch, collect, reconcile_inbox, decide_next; [Mermaid] draws it), and
-// each step commits with its checkpoint in the squad's store (package nodes/store). Only the
-// coordinator's finish completes a run: [Squad.Pause] and a cancelled context pause it, and
-// [Squad.Resume] continues it by its id, after a crash too, without redoing finished work.
+// [Squad.Run] runs it toward a goal; [Squad.Start] does so in the background, returning the
+// run's handle, a [Run]. A run is a graph whose superstep is a tick (intake, route_frontier,
+// dispatch, collect, reconcile_inbox, decide_next; [Mermaid] draws it), and each step commits
+// with its checkpoint in the squad's store (package nodes/store). Only the coordinator's finish
+// completes a run: [Run.Pause] and a cancelled context pause it, and [Squad.Resume] continues it
+// by its id, after a crash too, without redoing finished work.
 //
 // The tick, workers, messages, memory and triggers are in docs/squad.md; the store in
 // docs/store.md.
@@ -27,7 +28,6 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/models"
-	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/memory"
 	"github.com/agiraph/agiraph/nodes/store"
@@ -62,7 +62,7 @@ const (
 	// Finite runs end when the coordinator calls finish.
 	Finite Mode = "finite"
 	// Infinite runs work in cycles: finish ends a cycle, and the agent sleeps until a trigger or
-	// the human wakes it for the next. They end when End is called (or their context ends).
+	// the human wakes it for the next. They end when paused (Run.Pause) or their context ends.
 	Infinite Mode = "infinite"
 )
 
@@ -247,8 +247,11 @@ func WithSandbox(fn func(w Worker, n Node, scope sandbox.Policy) sandbox.Policy)
 // WithWorkerNames sets the names given to workers the squad spawns by itself.
 func WithWorkerNames(names ...string) Option { return func(c *config) { c.names = names } }
 
-// Squad runs an agent's work: one run at a time, each toward a goal. Its methods are safe for
-// concurrent use; Send, Answer, Stop, Board and Subscribe act on the run in progress.
+// Squad runs an agent's work: one run at a time, each toward a goal. Start (or Resume) begins a
+// run and returns its handle, a [Run], which waits for it and acts on it; Run is Start and Wait
+// in one. What the Squad's own methods read or change is the agent's, whichever run it was in:
+// its events (Events, Subscribe), its conversation, its memory, its triggers, the board of any
+// of its runs (ReadBoard). Its methods are safe for concurrent use.
 type Squad struct {
 	cfg    config
 	home   workspace.Home
@@ -404,8 +407,13 @@ func New(opts ...Option) (*Squad, error) {
 	return s, nil
 }
 
-// Close releases the squad's files and stops its triggers. Call it once no run is in progress.
+// Close pauses the run in progress, if there is one, and waits for it to end (see Run.Pause:
+// Resume continues it), then releases the squad's files and stops its triggers.
 func (s *Squad) Close() error {
+	if r := s.Current(); r != nil {
+		_ = r.Pause() // ErrNoRun: it is ending by itself
+		<-r.Done()
+	}
 	var errs []error
 	if s.stopWriter != nil { // first: the events it shows the triggers move those that wait for idleness
 		s.stopWriter()
@@ -472,159 +480,25 @@ type Result struct {
 // another, has the agent's home open.
 var ErrHomeInUse = rootlock.ErrLocked
 
-// ErrRunning is returned when a run is started while another is in progress.
+// ErrRunning is wrapped by the error Start and Resume return while another run is in progress;
+// the error names that run.
 var ErrRunning = errors.New("nodes: a run is already in progress")
 
-// ErrInterrupted is wrapped by the error Run and Resume return when their context ends before
+// ErrInterrupted is wrapped by the error a run ends with (Wait, Run) when its context ends before
 // the run finishes: the run is paused, not ended, and Resume continues it.
 var ErrInterrupted = errors.New("nodes: run interrupted")
 
 // ErrNotStarted is wrapped by the error Resume returns for a run whose start a stop cut short,
-// before its goal was saved: start it again, with RunID and the same id.
+// before its goal was saved: start it again, with WithRunID and the same id.
 var ErrNotStarted = errors.New("nodes: the run never started")
 
-// ErrNoRun is returned by the methods that act on the run in progress when there is none.
+// ErrNoRun is wrapped by the error a Run's verbs (Send, Answer, Stop, Pause, Inbox, Board) return
+// once its run is no longer in progress: it ended, or, for Send, Answer, Stop and Pause, its
+// coordinator finished a finite run. A handle acts on its own run only, never on a later one.
 var ErrNoRun = errors.New("nodes: no run in progress")
 
-// Run starts a new run toward goal and returns when the coordinator finishes, the run fails, or
-// ctx ends (a cancelled run can be resumed with Resume and its id, which events carry).
-func (s *Squad) Run(ctx context.Context, goal string) (Result, error) {
-	base := s.cfg.now().UTC().Format("20060102-150405")
-	id := base
-	for i := 2; fileExists(string(s.home.Run(id))); i++ {
-		id = fmt.Sprintf("%s-%d", base, i)
-	}
-	return s.start(ctx, id, goal)
-}
-
-// RunID starts a new run with the given id (see Run). The id may be that of a run whose start
-// was cut short (see ErrNotStarted), not that of a run that started.
-func (s *Squad) RunID(ctx context.Context, id, goal string) (Result, error) {
-	if err := workspace.ValidID(id); err != nil {
-		return Result{}, fmt.Errorf("nodes: run id: %w", err)
-	}
-	return s.start(ctx, id, goal)
-}
-
-// Resume continues the run id from its last tick. Work that finished is not done again; work
-// that was running continues (harnessed workers from their last step).
-func (s *Squad) Resume(ctx context.Context, id string) (Result, error) {
-	return s.start(ctx, id, "")
-}
-
-func (s *Squad) start(ctx context.Context, id, goal string) (res Result, err error) {
-	s.mu.Lock()
-	if s.cur.Load() != nil {
-		s.mu.Unlock()
-		return Result{}, ErrRunning
-	}
-	r, err := s.open(id, goal)
-	if err != nil {
-		s.mu.Unlock()
-		return Result{}, err
-	}
-	r.ctx, r.cancel = context.WithCancelCause(ctx)
-	s.cur.Store(r)
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock() // a trigger firing now waits, then finds no run in progress
-		defer s.mu.Unlock()
-		s.cur.Store(nil)
-		err = errors.Join(err, r.bus.Close())
-	}()
-	return r.execute()
-}
-
-func (s *Squad) current() (*run, error) {
-	r := s.cur.Load()
-	if r == nil {
-		return nil, ErrNoRun
-	}
-	return r, nil
-}
-
-// active returns the run in progress to act on (Send, Answer, Stop, Pause): ErrNoRun also for a
-// finite run the coordinator finished, which only closes now, so that nothing is done to it
-// after it completed.
-func (s *Squad) active() (*run, error) {
-	r, err := s.current()
-	if err == nil && r.cfg.mode != Infinite && r.board.runState().Finished {
-		return nil, ErrNoRun
-	}
-	return r, err
-}
-
-// Send sends the human's message to a participant of the run in progress: "" or "coordinator"
-// for the coordinator, a worker's name or role, or "*" for everyone. A message to a worker
-// that waits for the human's answer is that answer.
-func (s *Squad) Send(to, body string) error {
-	r, err := s.active()
-	if err != nil {
-		return err
-	}
-	return r.humanSays(to, body)
-}
-
-// Inbox returns the messages for the human that arrived since the last call, oldest first:
-// replies of the coordinator, questions, messages from workers. (They are also events, for
-// those who follow the run by its events.)
-func (s *Squad) Inbox() ([]runtime.Message, error) {
-	r, err := s.current()
-	if err != nil {
-		return nil, err
-	}
-	return r.bus.Receive(bus.Human)
-}
-
-// ErrNoQuestion is wrapped by the error Answer returns when the worker (or the coordinator) it
-// names asked the human nothing: nobody is waiting for an answer.
-var ErrNoQuestion = errors.New("nodes: nobody is waiting for an answer")
-
-// Answer answers the question a worker (or the coordinator) asked the human; ErrNoQuestion when
-// it asked none.
-func (s *Squad) Answer(worker, answer string) error {
-	r, err := s.active()
-	if err != nil {
-		return err
-	}
-	return r.answer(worker, answer)
-}
-
-// Stop stops the workers of the run in progress; their nodes go back to the board and resume
-// later. The coordinator keeps its conversation and the run waits: the human's next message
-// sets it going again.
-func (s *Squad) Stop() error {
-	r, err := s.active()
-	if err != nil {
-		return err
-	}
-	r.stop()
-	return nil
-}
-
-// Pause pauses the run in progress cleanly: its workers are stopped (their progress is kept),
-// the coordinator's conversation is kept, and Run returns with the latest output and no error.
-// The run is not complete — only the coordinator's finish completes a run — and Resume takes it
-// up again. It is how an infinite run is stopped.
-func (s *Squad) Pause() error {
-	r, err := s.active()
-	if err != nil {
-		return err
-	}
-	r.end()
-	return nil
-}
-
-// Board returns the board of the run in progress.
-func (s *Squad) Board() (Snapshot, error) {
-	r, err := s.current()
-	if err != nil {
-		return Snapshot{}, err
-	}
-	return r.board.Snapshot(), nil
-}
-
-// ReadBoard reads the board of any run of the agent.
+// ReadBoard reads the board of any run of the agent, in progress or not (a Run's Board reads
+// its own run's, while it is in progress).
 func (s *Squad) ReadBoard(runID string) (Snapshot, error) {
 	b, err := openBoard(context.Background(), s.store, s.home.Run(runID), s.cfg.now)
 	if err != nil {

@@ -237,15 +237,13 @@ func TestGoalComesFirstInTheConversation(t *testing.T) {
 	st := store.NewMemory()
 	gate := &gateSaver{Saver: st.Saver(), entered: make(chan struct{}), release: make(chan struct{})}
 	s := newSquad(t, nodes.WithStore(gatedStore{st, gate}))
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.Run(context.Background(), "AI chips")
-		done <- err
-	}()
+	r, err := s.Start(context.Background(), "AI chips")
+	require.NoError(t, err)
 	<-gate.entered
-	require.NoError(t, s.Send("", "keep it short"))
+	require.NoError(t, r.Send("", "keep it short"))
 	close(gate.release)
-	require.NoError(t, <-done)
+	_, err = r.Wait()
+	require.NoError(t, err)
 
 	all, _, err := s.Conversation(0, 0)
 	require.NoError(t, err)
@@ -275,7 +273,7 @@ func TestDamagedBoardRecordIsNamed(t *testing.T) {
 	assert.Contains(t, n2.Damaged, "Repair")
 	n1, _ := b.Node("n1")
 	assert.Equal(t, nodes.NodeCompleted, n1.Status)
-	again, err := s.Resume(context.Background(), res.RunID)
+	again, err := resume(context.Background(), s, res.RunID)
 	require.NoError(t, err)
 	assert.True(t, again.Finished)
 	assert.Equal(t, res.Output, again.Output)
@@ -296,21 +294,13 @@ func TestMermaid(t *testing.T) {
 	}
 }
 
-// runResult is how a run started in the background ended.
-type runResult struct {
-	res nodes.Result
-	err error
-}
-
-// inBackground runs fn — a squad's Run or Resume — on a goroutine of its own; its result comes on
-// the channel returned.
-func inBackground(fn func() (nodes.Result, error)) <-chan runResult {
-	done := make(chan runResult, 1)
-	go func() {
-		res, err := fn()
-		done <- runResult{res, err}
-	}()
-	return done
+// resume resumes run id and waits for it to end.
+func resume(ctx context.Context, s *nodes.Squad, id string) (nodes.Result, error) {
+	r, err := s.Resume(ctx, id)
+	if err != nil {
+		return nodes.Result{}, err
+	}
+	return r.Wait()
 }
 
 // Work that ends between two ticks frees its worker at the next reconcile: the squad waits for

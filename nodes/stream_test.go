@@ -60,7 +60,8 @@ func TestSubscribersSeeTextDeltas(t *testing.T) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
 	defer cancel()
-	done := inBackground(func() (nodes.Result, error) { return s.Run(ctx, "Write the notes.") })
+	r, err := s.Start(ctx, "Write the notes.")
+	require.NoError(t, err)
 
 	var logged, deltas []eventlog.Event
 	turns, streamed := map[string][]string{}, map[string][]string{}
@@ -93,16 +94,16 @@ func TestSubscribersSeeTextDeltas(t *testing.T) {
 			t.Fatal("the run did not complete")
 		}
 	}
-	r := <-done
-	require.NoError(t, r.err)
-	require.True(t, r.res.Finished)
+	res, err := r.Wait()
+	require.NoError(t, err)
+	require.True(t, res.Finished)
 
 	// The deltas: live, named, and each turn's text in pieces.
 	require.NotEmpty(t, deltas)
 	nodesSeen := map[string]string{}
 	for _, e := range deltas {
 		assert.Zero(t, e.Seq)
-		assert.Equal(t, r.res.RunID, e.Run)
+		assert.Equal(t, res.RunID, e.Run)
 		assert.NotEmpty(t, e.Text)
 		assert.False(t, e.Time.IsZero())
 		nodesSeen[e.Worker] = e.Node

@@ -66,7 +66,7 @@ func TestWorkerFinishedDuringTurnStartsInNextTick(t *testing.T) {
 	squad = s
 	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
 	defer cancel()
-	res, err := s.RunID(ctx, "tick", "Write the notes.")
+	res, err := s.Run(ctx, "Write the notes.", nodes.WithRunID("tick"))
 	require.NoError(t, err)
 	require.Equal(t, "done", res.Output)
 

@@ -42,15 +42,12 @@ func TestTriggerWakesAPausedAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
 	defer cancel()
 
-	done := make(chan nodes.Result, 1)
-	go func() {
-		res, err := s.Run(ctx, "Monitor the front page: every cycle, report the new AI posts.")
-		assert.NoError(t, err)
-		done <- res
-	}()
+	first, err := s.Start(ctx, "Monitor the front page: every cycle, report the new AI posts.")
+	require.NoError(t, err)
 	waitFor(t, events, "cycle 1", func(e eventlog.Event) bool { return e.Type == "x.cycle_completed" })
-	require.NoError(t, s.Pause())
-	res := <-done
+	require.NoError(t, first.Pause())
+	res, err := first.Wait()
+	require.NoError(t, err)
 	assert.False(t, res.Finished, "an infinite run is never complete")
 	assert.Contains(t, res.Output, "post-2")
 
@@ -64,16 +61,14 @@ func TestTriggerWakesAPausedAgent(t *testing.T) {
 	}
 	assert.Equal(t, res.RunID, id)
 
-	go func() {
-		res, err := s.Resume(ctx, id)
-		assert.NoError(t, err)
-		done <- res
-	}()
+	second, err := s.Resume(ctx, id)
+	require.NoError(t, err)
 	e := waitFor(t, events, "cycle 2", func(e eventlog.Event) bool { return e.Type == "x.cycle_completed" })
 	assert.Contains(t, e.Text, "post-3")
 	assert.NotContains(t, e.Text, "post-1", "a post reported in cycle 1 is not reported again")
-	require.NoError(t, s.Pause())
-	<-done
+	require.NoError(t, second.Pause())
+	_, err = second.Wait()
+	require.NoError(t, err)
 	ts, err := s.Triggers()
 	require.NoError(t, err)
 	require.Len(t, ts, 1)

@@ -378,16 +378,18 @@ func runError(w http.ResponseWriter, a *agent, err error) {
 	}
 }
 
-// withRun calls fn with the agent's squad, held open, if a run is in progress (its squad is
-// open); nodes.ErrNoRun otherwise. A run that was started but whose squad is still opening (a
+// withRun calls fn with the agent's run in progress, its squad held open, if there is one;
+// nodes.ErrNoRun otherwise. A run that was started but whose squad is still opening (a
 // request right after the one that started it) is waited for, for up to runStartWait or until
 // ctx ends.
-func withRun(ctx context.Context, a *agent, fn func(*nodes.Squad) error) error {
+func withRun(ctx context.Context, a *agent, fn func(*nodes.Run) error) error {
 	end := time.Now().Add(runStartWait)
 	for {
 		err := nodes.ErrNoRun
 		if sq := a.borrow(); sq != nil {
-			err = fn(sq)
+			if run := sq.Current(); run != nil {
+				err = fn(run)
+			}
 			a.release()
 		}
 		if !errors.Is(err, nodes.ErrNoRun) || !a.starting() || time.Now().After(end) {
@@ -413,7 +415,7 @@ func (a *agent) starting() bool {
 }
 
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request, a *agent) {
-	if err := withRun(r.Context(), a, (*nodes.Squad).Stop); err != nil {
+	if err := withRun(r.Context(), a, (*nodes.Run).Stop); err != nil {
 		runError(w, a, err)
 		return
 	}
@@ -443,7 +445,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
 	if to == "" {
 		to = bus.Coordinator
 	}
-	err := withRun(r.Context(), a, func(sq *nodes.Squad) error { return sq.Send(to, req.Message) })
+	err := withRun(r.Context(), a, func(run *nodes.Run) error { return run.Send(to, req.Message) })
 	if errors.Is(err, nodes.ErrNoRun) && strings.EqualFold(to, bus.Coordinator) && s.followUp(w, a, req.Message) {
 		return
 	}
@@ -485,9 +487,9 @@ func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent)
 		return
 	}
 	to := req.Worker
-	err := withRun(r.Context(), a, func(sq *nodes.Squad) error {
+	err := withRun(r.Context(), a, func(run *nodes.Run) error {
 		if to == "" {
-			b, err := sq.Board()
+			b, err := run.Board()
 			if err != nil {
 				return err
 			}
@@ -496,7 +498,7 @@ func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent)
 				to = bus.Coordinator
 			}
 		}
-		return sq.Answer(to, req.Response)
+		return run.Answer(to, req.Response)
 	})
 	if err != nil {
 		runError(w, a, err)

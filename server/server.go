@@ -617,12 +617,16 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) (meta, err
 		switch {
 		case err != nil:
 		case resume:
-			res, err = sq.Resume(ctx, id)
+			var run *nodes.Run
+			run, err = sq.Resume(ctx, id)
 			if errors.Is(err, nodes.ErrNotStarted) && again != "" {
-				res, err = sq.RunID(ctx, id, again)
+				run, err = sq.Start(ctx, again, nodes.WithRunID(id))
+			}
+			if err == nil {
+				res, err = run.Wait()
 			}
 		default:
-			res, err = sq.RunID(ctx, id, goal)
+			res, err = sq.Run(ctx, goal, nodes.WithRunID(id))
 		}
 		a.mu.Lock()
 		a.running = false
@@ -842,7 +846,10 @@ func (a *agent) board() (nodes.Snapshot, string, error) {
 	run := a.meta.Run
 	a.mu.Unlock()
 	if sq := a.borrow(); sq != nil {
-		b, err := sq.Board()
+		b, err := nodes.Snapshot{}, nodes.ErrNoRun
+		if cur := sq.Current(); cur != nil {
+			b, err = cur.Board()
+		}
 		a.release()
 		if err == nil {
 			return b, run, nil

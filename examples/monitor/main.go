@@ -80,17 +80,17 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 
 	events, unsubscribe := squad.Subscribe(lastEvent(squad))
 	defer unsubscribe()
-	done := make(chan error, 1)
-	go func() {
-		goal := fmt.Sprintf("Watch the folder %s. Every %s, report the files that appeared since your last report; never report a file twice.", watched, *every)
-		_, err := squad.Run(ctx, goal)
-		done <- err
-	}()
+	goal := fmt.Sprintf("Watch the folder %s. Every %s, report the files that appeared since your last report; never report a file twice.", watched, *every)
+	r, err := squad.Start(ctx, goal)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "Watching %s every %s with %s (Ctrl-C to stop)\n", watched, *every, name)
 	n := 0
 	for {
 		select {
-		case err := <-done:
+		case <-r.Done():
+			_, err := r.Wait()
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -102,10 +102,11 @@ func run(ctx context.Context, args []string, stdout io.Writer, getenv func(strin
 			n++
 			fmt.Fprintf(stdout, "%s  %s\n", e.Time.Format("15:04:05"), strings.TrimPrefix(e.Text, fmt.Sprintf("cycle %d: ", n)))
 			if *cycles > 0 && n >= *cycles {
-				if err := squad.Pause(); err != nil {
+				if err := r.Pause(); err != nil {
 					return err
 				}
-				return <-done
+				_, err := r.Wait()
+				return err
 			}
 		}
 	}

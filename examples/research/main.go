@@ -153,15 +153,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 			}
 		}
 	}()
-	go forwardInput(stdin, squad)
 
-	var res nodes.Result
+	var r *nodes.Run
 	if o.runID != "" {
 		fmt.Fprintf(stdout, "Resuming run %s (%s) in %s\n", o.runID, team, o.home)
-		res, err = squad.Resume(ctx, o.runID)
+		r, err = squad.Resume(ctx, o.runID)
 	} else {
 		fmt.Fprintf(stdout, "Goal: %s (%s) in %s\n", goal, team, o.home)
-		res, err = squad.Run(ctx, goal)
+		r, err = squad.Start(ctx, goal)
+	}
+	var res nodes.Result
+	if err == nil {
+		go forwardInput(stdin, r)
+		res, err = r.Wait()
 	}
 	// Print every event up to the run's last before the result.
 	if evs, _ := squad.Events(after, 0); len(evs) > 0 {
@@ -199,8 +203,8 @@ func (o options) paced(stdin io.Reader, stdout io.Writer) time.Duration {
 	return demo.PaceAt(stdin, stdout)
 }
 
-// forwardInput sends each line typed to the coordinator, or to a worker with "@name text".
-func forwardInput(stdin io.Reader, squad *nodes.Squad) {
+// forwardInput sends each line typed to the run's coordinator, or to a worker with "@name text".
+func forwardInput(stdin io.Reader, r *nodes.Run) {
 	if stdin == nil {
 		return
 	}
@@ -215,7 +219,7 @@ func forwardInput(stdin io.Reader, squad *nodes.Squad) {
 			name, rest, _ := strings.Cut(line[1:], " ")
 			to, line = name, strings.TrimSpace(rest)
 		}
-		if err := squad.Send(to, line); err != nil {
+		if err := r.Send(to, line); err != nil {
 			fmt.Fprintln(os.Stderr, "research:", err)
 		}
 	}

@@ -3,7 +3,6 @@ package demo_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,24 +114,20 @@ func TestVariantRuns(t *testing.T) {
 
 	events, stop := s.Subscribe(0)
 	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := s.Start(ctx, "tea")
+	require.NoError(t, err)
 	questions := make(chan eventlog.Event, 4)
 	go func() {
 		for e := range events {
-			if e.Type != eventlog.HumanQuestion {
-				continue
-			}
-			questions <- e
-			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				if err := s.Answer(e.Worker, "yes"); !errors.Is(err, nodes.ErrNoRun) {
-					break
-				}
+			if e.Type == eventlog.HumanQuestion {
+				questions <- e
+				_ = r.Answer(e.Worker, "yes") // the output below shows whether it was heard
 			}
 		}
 	}()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := s.Run(ctx, "tea")
+	res, err := r.Wait()
 	require.NoError(t, err)
 
 	require.Len(t, questions, 1, "one question to the human")
@@ -240,7 +235,9 @@ func TestPacedRunStops(t *testing.T) {
 	s, err = nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithTick(10*time.Millisecond))...)
 	require.NoError(t, err)
 	defer s.Close()
-	done, err := s.Resume(context.Background(), res.RunID)
+	r, err := s.Resume(context.Background(), res.RunID)
+	require.NoError(t, err)
+	done, err := r.Wait()
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(done.Output, "# Report"))
 }
