@@ -24,8 +24,8 @@ func ExampleNew() {
 	}
 	defer os.RemoveAll(root)
 	const token = "example-token-0123456789abcdef"
-	srv, err := server.New(server.WithHost(host.WithRoot(root)), server.WithToken(token),
-		server.WithHost(host.WithSquadOptions(func(id string) []nodes.Option { return demo.Team() }))) // the offline team
+	team := func(id string) []nodes.Option { return demo.Team() } // the offline team
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(team)), server.WithToken(token))
 	if err != nil {
 		panic(err)
 	}

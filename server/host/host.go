@@ -27,12 +27,12 @@ import (
 
 // The statuses of an agent (see [Summary]).
 const (
-	StatusIdle        = "idle"              // no run yet (or none the server knows of)
+	StatusIdle        = "idle"              // no run yet (or none the host knows of)
 	StatusWorking     = "working"           // a run is in progress
 	StatusWaiting     = "waiting_for_human" // a run is in progress and waits for the human's answer
 	StatusQueued      = "queued"            // a run waits for a place among the runs in progress (WithMaxRuns)
 	StatusInterrupted = "interrupted"       // the last run was paused before it finished: it can be resumed
-	StatusPaused      = "paused"            // the human paused the last run (POST /pause): it can be resumed
+	StatusPaused      = "paused"            // the human paused the last run (Agent.Pause): it can be resumed
 	StatusComplete    = "completed"         // the last run finished
 	StatusFailed      = "failed"            // the last run ended with an error
 	StatusDamaged     = "damaged"           // the agent's files could not be opened (Summary.Error says which and why)
@@ -285,7 +285,7 @@ func (h *Host) Close() error {
 	return errors.Join(errs...)
 }
 
-// meta is what the server keeps of an agent: in its home, in agent.json, or in a fleet, in the
+// meta is what the host keeps of an agent: in its home, in agent.json, or in a fleet, in the
 // registry (see readMeta).
 type meta struct {
 	ID      string    `json:"id"`
@@ -303,7 +303,7 @@ type meta struct {
 	Counted string `json:"counted,omitempty"`
 	Nodes   int    `json:"nodes,omitempty"`
 	Workers int    `json:"workers,omitempty"`
-	// Deleted marks an agent DELETE forgot: its files stay, and the server does not open it
+	// Deleted marks an agent DELETE forgot: its files stay, and the host does not open it
 	// again (nor resume its run). A fleet's registry says it too (and is what the replicas read).
 	Deleted bool `json:"deleted,omitempty"`
 }
@@ -343,7 +343,7 @@ func (h *Host) squadOptions(a *Agent, m meta) []nodes.Option {
 		// An agent's id names its folder: never empty, never with a "/", which Agent refuses.
 		st, err := h.fleet.agentStore(id)
 		if err != nil {
-			panic(fmt.Sprintf("server: agent %q: %v", id, err))
+			panic(fmt.Sprintf("host: agent %q: %v", id, err))
 		}
 		opts = append(opts, nodes.WithStore(st))
 	}
@@ -352,7 +352,7 @@ func (h *Host) squadOptions(a *Agent, m meta) []nodes.Option {
 }
 
 // wake resumes the run runID of agent id, which one of its triggers came due in while no run was
-// in progress: the start of POST /agents/{id}/resume, unless the human paused the run. It does
+// in progress: the start of Agent.Resume, unless the human paused the run. It does
 // not wait for the run.
 func (h *Host) wake(id, runID string) {
 	h.mu.Lock()
@@ -365,7 +365,7 @@ func (h *Host) wake(id, runID string) {
 	a.mu.Lock()
 	paused := a.meta.Status == StatusPaused && a.meta.Run == runID
 	a.mu.Unlock()
-	if paused { // what fired waits in the run for POST /resume
+	if paused { // what fired waits in the run for Agent.Resume
 		h.cfg.logger.Info("a trigger fired into the paused run, which stays paused", "agent", id, "run", runID)
 		return
 	}
@@ -399,13 +399,13 @@ func (h *Host) reopen(id string) (*Agent, error) {
 	crashed := h.fleet == nil && (m.Status == StatusWorking || m.Status == StatusWaiting || m.Status == StatusQueued)
 	switch {
 	case crashed:
-		m.Status = StatusInterrupted // the server stopped without pausing it (a crash): it can be resumed
+		m.Status = StatusInterrupted // the host stopped without pausing it (a crash): it can be resumed
 	case m.Status == "":
 		m.Status = StatusIdle
 	}
 	a := h.newAgent(id, m)
 	if crashed {
-		a.log.Info("the run was in progress when the server stopped", "run", m.Run)
+		a.log.Info("the run was in progress when the host stopped", "run", m.Run)
 		a.save()
 	}
 	return a, nil
@@ -462,7 +462,7 @@ var errGone = mark(ErrNotFound, errors.New("the agent was deleted"))
 
 // start starts a run in the background: a new one toward goal (with id runID, or a new id when
 // it is empty), or, with resume, the run runID. A run to resume whose folder was never made
-// (the server stopped before the squad began it) begins anew toward the agent's goal. The run
+// (the host stopped before the squad began it) begins anew toward the agent's goal. The run
 // holds the agent's squad open while it lasts: the squad open now, if it is (a trigger's firing
 // woke the run), else one it opens once it has its place among the runs in progress. It returns
 // the agent's meta as the run started ("working" or "queued"): the run may have ended since.
@@ -588,7 +588,7 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool) (meta, error
 		if save {
 			a.meta.Updated = a.now().UTC()
 		}
-		handover := a.meta.Status == StatusInterrupted && h.ctx.Err() != nil // the server closes: another replica resumes it
+		handover := a.meta.Status == StatusInterrupted && h.ctx.Err() != nil // the host closes: another replica resumes it
 		a.mu.Unlock()
 		if save {
 			a.save()
@@ -604,7 +604,7 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool) (meta, error
 }
 
 // open opens the squad of a run of a, once its files are checked; ctx's error if ctx ended
-// (the server closes), ErrDamaged if the files are damaged.
+// (the host closes), ErrDamaged if the files are damaged.
 func (h *Host) open(ctx context.Context, a *Agent) (*nodes.Squad, error) {
 	a.check()
 	if msg := a.damage(); msg != "" {
@@ -632,7 +632,7 @@ func (h *Host) wait(ctx context.Context, a *Agent) error {
 }
 
 // unbegun reports whether run id, which began or not (hasRun), is the agent's last run and was
-// never begun: the server recorded it, with its goal, but stopped before the squad began it. The
+// never begun: the host recorded it, with its goal, but stopped before the squad began it. The
 // caller holds a.mu.
 func (a *Agent) unbegun(id string, began bool) bool {
 	return !began && a.meta.Run == id && a.meta.Goal != ""
@@ -848,13 +848,13 @@ func (a *Agent) waiting(b nodes.Snapshot) (who, question string) {
 	return "", ""
 }
 
-// Summary is what GET /agents/{id} answers about an agent.
+// Summary describes an agent (and is what GET /agents/{id} of package server answers).
 type Summary struct {
 	ID string `json:"id"`
-	// Status is "idle", "working", "waiting_for_human", "paused" (POST /pause paused the last
-	// run: POST /resume continues it), "interrupted" (the last run was paused before it
-	// finished, by the server's Close or a crash: POST /resume continues it, and a server
-	// started again on the root does so by itself), "completed", "failed", "queued" or "damaged".
+	// Status is "idle", "working", "waiting_for_human", "paused" (Agent.Pause paused the last
+	// run: Agent.Resume continues it), "interrupted" (the last run was paused before it
+	// finished, by the host's Close or a crash: Agent.Resume continues it, and a host started
+	// again on the root does so by itself), "completed", "failed", "queued" or "damaged".
 	Status string `json:"status"`
 	// Run is the id of the run in progress, or of the last run.
 	Run   string `json:"run,omitempty"`

@@ -48,7 +48,7 @@ type Agent struct {
 	mu      sync.Mutex
 	meta    meta
 	running bool
-	pausing bool          // the run in progress is being paused (POST /pause)
+	pausing bool          // the run in progress is being paused (Pause)
 	gone    bool          // deleted or closed: no more runs
 	done    chan struct{} // closed when the run goroutine ends
 	cancel  context.CancelFunc
@@ -59,7 +59,7 @@ type Agent struct {
 	refs  int
 	busy  chan struct{}
 	moved chan struct{}
-	// forgotten is closed when DELETE forgets the agent: its event streams end.
+	// forgotten is closed when Delete forgets the agent: its event streams end.
 	forgotten chan struct{}
 
 	// damaged says why the agent's files could not be opened, or its squad made; such an
@@ -107,10 +107,10 @@ func (a *Agent) damage() string {
 }
 
 // markDamaged records the damage err of the agent's files: it is listed as damaged with the
-// error, runs no more, and answers nothing else. Its agent.json is left as it is, for a server
+// error, runs no more, and answers nothing else. Its agent.json is left as it is, for a host
 // started after a repair.
 func (a *Agent) markDamaged(err error) {
-	msg := fmt.Sprintf("%v (repair or remove the file, then restart the server; DELETE forgets the agent)", err)
+	msg := fmt.Sprintf("%v (repair or remove the file, then restart; deleting the agent forgets it)", err)
 	a.log.Error("agent damaged; the others are served", "err", err)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -150,13 +150,13 @@ const (
 // failure says that it is no damage, and how to go on.
 func failure(id string, err error) string {
 	if ioFailure(err) {
-		return fmt.Sprintf("%v (an I/O failure, not damage: once the disk is fixed — space freed, say — POST /agents/%s/resume continues the run)", err, id)
+		return fmt.Sprintf("%v (an I/O failure, not damage: once the disk is fixed — space freed, say — resuming agent %s continues the run)", err, id)
 	}
 	return err.Error()
 }
 
 // check checks the agent's files (nodes.Files.Check), once: before it is first shown, used or
-// opened, rather than as the server starts, whose start-up then costs no more than reading
+// opened, rather than as the host starts, whose start-up then costs no more than reading
 // each agent's agent.json and triggers.
 func (a *Agent) check() {
 	a.checked.Do(func() {
@@ -342,7 +342,7 @@ func (h *Host) closeAlarms() {
 
 // due is called by an alarm when a trigger of agent id comes due while its squad is at rest: it
 // opens the squad, whose scheduler fires what is due (into the agent's latest run, which the
-// server then resumes: see wake), and lets it go.
+// host then resumes: see wake), and lets it go.
 func (h *Host) due(id string) {
 	h.mu.Lock()
 	a, ok := h.agents[id]
