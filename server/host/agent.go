@@ -166,16 +166,22 @@ func (a *Agent) OpenRun(run string) (*os.Root, error) {
 // closes or the agent is deleted: the channel is then closed.
 func (a *Agent) Follow(ctx context.Context, after int64) <-chan eventlog.Event {
 	out := make(chan eventlog.Event)
+	ctx, cancel := context.WithCancel(ctx)
+	go func() { // the end of the host or of the agent ends ctx
+		defer cancel()
+		select {
+		case <-ctx.Done():
+		case <-a.host.closing:
+		case <-a.forgotten:
+		}
+	}()
 	go func() {
 		defer close(out)
+		defer cancel()
 		send := func(e eventlog.Event) bool {
 			select {
 			case out <- e:
 			case <-ctx.Done():
-				return false
-			case <-a.host.closing:
-				return false
-			case <-a.forgotten:
 				return false
 			}
 			if e.Seq > 0 {
@@ -201,7 +207,7 @@ func (a *Agent) Follow(ctx context.Context, after int64) <-chan eventlog.Event {
 			} else {
 				moved = nil // the channel closes when the squad does
 			}
-			more := a.follow(ctx, events, moved, send)
+			more := follow(ctx, events, moved, send)
 			stop()
 			if !more {
 				return
@@ -212,15 +218,11 @@ func (a *Agent) Follow(ctx context.Context, after int64) <-chan eventlog.Event {
 }
 
 // follow sends the events of the channel until it closes, or moved is closed, and reports true;
-// false when following must end (ctx ended, the host closes, the agent was deleted).
-func (a *Agent) follow(ctx context.Context, events <-chan eventlog.Event, moved <-chan struct{}, send func(eventlog.Event) bool) bool {
+// false when ctx ended.
+func follow(ctx context.Context, events <-chan eventlog.Event, moved <-chan struct{}, send func(eventlog.Event) bool) bool {
 	for {
 		select {
 		case <-ctx.Done():
-			return false
-		case <-a.host.closing:
-			return false
-		case <-a.forgotten:
 			return false
 		case <-moved:
 			return true

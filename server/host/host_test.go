@@ -45,7 +45,9 @@ func gateTeam(gate <-chan struct{}, reached chan<- string) func(string) []nodes.
 		case <-ctx.Done():
 			return scripted.Turn{}, ctx.Err()
 		}
-		return turn(req, scripted.Call("finish", map[string]string{"output": "done: " + goalOf(req)})), nil
+		finish := scripted.Call("finish", map[string]string{"output": "done: " + goalOf(req)})
+		finish.ID = fmt.Sprintf("finish-%d", len(req.Messages)) // one of its own in the conversation
+		return scripted.Turn{Calls: []tools.Call{finish}}, nil
 	})
 	return func(string) []nodes.Option {
 		return []nodes.Option{
@@ -67,20 +69,6 @@ func goalOf(req providers.Request) string {
 		}
 	}
 	return ""
-}
-
-// turn is a scripted turn making calls, with ids of their own.
-func turn(req providers.Request, calls ...tools.Call) scripted.Turn {
-	n := 0
-	for _, m := range req.Messages {
-		if m.Role == providers.Assistant {
-			n++
-		}
-	}
-	for i := range calls {
-		calls[i].ID = fmt.Sprintf("call_%d_%d", n, i+1)
-	}
-	return scripted.Turn{Calls: calls}
 }
 
 // open opens a host on root; cleanup closes it.
@@ -146,7 +134,18 @@ func TestAgentThroughTheGoAPI(t *testing.T) {
 	require.Len(t, list, 1)
 	assert.Equal(t, "ada", list[0].ID)
 
+	followed := a.Follow(ctx, 0)
+	first := <-followed
+	assert.Equal(t, evs[0].Seq, first.Seq, "from the first")
+	for e := range followed {
+		if e.Type == eventlog.AgentCompleted {
+			break
+		}
+	}
+
 	require.NoError(t, h.Delete("ada"))
+	for range followed { // it ends: the agent is deleted
+	}
 	_, err = h.Summary("ada")
 	assert.ErrorIs(t, err, host.ErrNotFound)
 	_, err = h.Agent(ctx, "ada")

@@ -150,7 +150,7 @@ const (
 // failure says that it is no damage, and how to go on.
 func failure(id string, err error) string {
 	if ioFailure(err) {
-		return fmt.Sprintf("%v (an I/O failure, not damage: once the disk is fixed — space freed, say — resuming agent %s continues the run)", err, id)
+		return fmt.Sprintf("%v (an I/O failure, not damage: once the disk is fixed — space freed, say — resuming the run (POST /agents/%s/resume) continues it)", err, id)
 	}
 	return err.Error()
 }
