@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -781,15 +782,14 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, a *host.Ag
 			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Type, data)
 			return err == nil
 		}
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data); err != nil {
-			return false
-		}
-		after = e.Seq
-		return true
+		_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data)
+		return err == nil
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
-	events := a.Follow(r.Context(), after)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel() // however the stream ends, following ends
+	events := a.Follow(ctx, after)
 	for {
 		select {
 		case e, ok := <-events:
