@@ -135,10 +135,6 @@ func (a *Agent) starting() bool {
 	return a.running && a.meta.Status == StatusWorking
 }
 
-// ErrLinked is the error for a folder of an agent that is a symbolic link: served, it could show
-// files outside the agent's home.
-var ErrLinked = errors.New("the folder is a symbolic link, which the host does not follow")
-
 // OpenRun opens the folder of the agent's run: within the agent's home, and not a symbolic link
 // ([ErrLinked]); fs.ErrNotExist when it was not made (yet). Its errors name the folder within
 // the agent's home.

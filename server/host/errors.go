@@ -19,6 +19,9 @@ var (
 	ErrElsewhere = errors.New("another replica holds the agent")
 	// ErrDamaged: the agent's files could not be opened; only its summary is served.
 	ErrDamaged = errors.New("the agent is damaged")
+	// ErrLinked: a folder of the agent is a symbolic link, which the host does not follow:
+	// served, it could show files outside the agent's home.
+	ErrLinked = errors.New("the folder is a symbolic link, which the host does not follow")
 	// ErrUnavailable: the fleet's database, or the disk, failed; nothing was done, and the
 	// same call may succeed once it is back.
 	ErrUnavailable = errors.New("unavailable")
