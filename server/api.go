@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -98,7 +97,7 @@ func New(opts ...Option) (*Server, error) {
 	}
 	h, err := host.New(hostOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return nil, err
 	}
 	s.host = h
 	if !c.noAuth {

@@ -234,7 +234,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad field \"mode\": %s; want \"finite\" or \"infinite\"", shown(req.Mode))
 		return
 	}
-	started, err := s.host.Create(req.ID, req.Goal, req.Model, req.Mode)
+	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode))
 	if err != nil {
 		hostError(w, err)
 		return

@@ -948,15 +948,15 @@ func newAgentID() string {
 }
 
 // Create creates agent id (a new id when empty), and starts its first run toward goal; model,
-// if not empty, is its squad's model (nodes.WithModel), and mode is "finite" (the default) or
-// "infinite". It returns the agent's summary as the run started. The agent is listed at once,
+// if not empty, is its squad's model (nodes.WithModel), and mode is nodes.Finite (the default)
+// or nodes.Infinite. It returns the agent's summary as the run started. The agent is listed at once,
 // "working"; its squad is set up in the background, so that neither this call nor the host
 // waits for it: [Host.Agent] waits until it is ready, and its summary is served meanwhile.
-func (h *Host) Create(id, goal, model, mode string) (Summary, error) {
+func (h *Host) Create(id, goal, model string, mode nodes.Mode) (Summary, error) {
 	if err := checkNew(id, goal, mode); err != nil {
 		return Summary{}, mark(ErrInvalid, err)
 	}
-	a, err := h.add(id, goal, model, mode)
+	a, err := h.add(id, goal, model, string(mode))
 	if err != nil {
 		return Summary{}, err
 	}
@@ -1017,7 +1017,7 @@ func (h *Host) Create(id, goal, model, mode string) (Summary, error) {
 }
 
 // checkNew checks what Create is given.
-func checkNew(id, goal, mode string) error {
+func checkNew(id, goal string, mode nodes.Mode) error {
 	if id != "" {
 		if err := workspace.ValidID(id); err != nil {
 			return fmt.Errorf("bad agent id: %s", strings.TrimPrefix(err.Error(), "workspace: "))
@@ -1026,7 +1026,7 @@ func checkNew(id, goal, mode string) error {
 	if strings.TrimSpace(goal) == "" {
 		return errors.New("the goal is blank")
 	}
-	switch nodes.Mode(mode) {
+	switch mode {
 	case "", nodes.Finite, nodes.Infinite:
 		return nil
 	}
