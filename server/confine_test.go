@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // A run folder or a memory folder that is a symbolic link is not followed: whatever it points
@@ -19,7 +19,7 @@ func TestSymlinkedFoldersAreRefused(t *testing.T) {
 	root := t.TempDir()
 	c := start(t, root, demoTeam)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "a", "goal": "chips"}, nil))
-	sum := c.await("a", server.StatusComplete)
+	sum := c.await("a", host.StatusComplete)
 	home := filepath.Join(root, "agents", "a")
 
 	// The run folder moves outside, with a secret beside its files; a link takes its place.

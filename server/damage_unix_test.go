@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // What is not a regular file where an agent's file should be — a FIFO (whose open would wait
@@ -28,7 +28,7 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 	ids := []string{"good", "fifo", "zero", "folder", "runs", "model"}
 	for _, id := range ids {
 		require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": id, "goal": "chips"}, nil))
-		c.await(id, server.StatusComplete)
+		c.await(id, host.StatusComplete)
 	}
 	run := c.summary("model").Run
 	require.NoError(t, c.srv.Close())
@@ -52,7 +52,7 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 	data, err := os.ReadFile(at("model", "agent.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &meta))
-	meta["status"] = server.StatusWorking
+	meta["status"] = host.StatusWorking
 	data, err = json.Marshal(meta)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(at("model", "agent.json"), data, 0o644))
@@ -61,7 +61,7 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 	byID := c.listed()
 	require.Len(t, byID, len(ids))
 	for id, file := range map[string]string{"fifo": "agent.json", "zero": "events.jsonl", "folder": "conversation.jsonl"} {
-		assert.Equal(t, server.StatusDamaged, byID[id].Status, id)
+		assert.Equal(t, host.StatusDamaged, byID[id].Status, id)
 		assert.Contains(t, byID[id].Error, at(id, file), id)
 		assert.Contains(t, byID[id].Error, "not a regular file", id)
 		c.errorOf("POST", "/agents/"+id+"/runs", map[string]string{"goal": "more"}, http.StatusConflict)
@@ -69,7 +69,7 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 	msg := c.errorOf("POST", "/agents/runs/runs", map[string]string{"goal": "more"}, http.StatusInternalServerError)
 	assert.Contains(t, msg, at("runs", "runs"))
 	assert.Contains(t, msg, "not a directory")
-	assert.Equal(t, server.StatusComplete, c.summary("runs").Status, "the agent's last run is as it was")
+	assert.Equal(t, host.StatusComplete, c.summary("runs").Status, "the agent's last run is as it was")
 
 	msg = c.errorOf("GET", "/agents/model/workspace/pipe.md", nil, http.StatusForbidden)
 	assert.Contains(t, msg, "pipe.md")
@@ -79,10 +79,10 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.do("POST", "/agents/model/memory/search", map[string]string{"query": "chips"}, nil))
 
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/good/runs", map[string]string{"goal": "more chips"}, nil))
-	c.await("good", server.StatusComplete)
-	failed := c.await("model", server.StatusFailed)
+	c.await("good", host.StatusComplete)
+	failed := c.await("model", host.StatusFailed)
 	assert.Contains(t, failed.Error, filepath.Join(model, "nodes", "n1", "_status.md"))
 	assert.Contains(t, failed.Error, "not a regular file")
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/model/runs", map[string]string{"goal": "more chips"}, nil))
-	c.await("model", server.StatusComplete)
+	c.await("model", host.StatusComplete)
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/providers"
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // smallDisk mounts a file system of size bytes (tmpfs) for the test and returns its folder;
@@ -74,7 +74,7 @@ func TestFullDisk(t *testing.T) {
 		return demoTeam(id)
 	})
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "early", "goal": "AI chips"}, nil))
-	c.await("early", server.StatusComplete)
+	c.await("early", host.StatusComplete)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "busy", "goal": "wait"}, nil))
 	require.Equal(t, http.StatusOK, c.do("POST", "/agents/busy/send", map[string]string{"message": "go on"}, nil))
 
@@ -97,24 +97,24 @@ func TestFullDisk(t *testing.T) {
 	c.errorOf("GET", "/agents/late", nil, http.StatusNotFound)
 
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/early/runs", map[string]string{"goal": "robots"}, nil))
-	failed := c.await("early", server.StatusFailed)
+	failed := c.await("early", host.StatusFailed)
 	assert.Contains(t, failed.Error, "an I/O failure, not damage")
 	assert.Contains(t, failed.Error, "/agents/early/resume")
 
 	free()
-	var resumed server.Summary
+	var resumed host.Summary
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/early/resume", nil, &resumed))
 	assert.Equal(t, failed.Run, resumed.Run)
-	assert.Equal(t, "robots", c.await("early", server.StatusComplete).Goal)
+	assert.Equal(t, "robots", c.await("early", host.StatusComplete).Goal)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "late", "goal": "AI chips"}, nil))
-	c.await("late", server.StatusComplete)
+	c.await("late", host.StatusComplete)
 	// The run at work when the disk filled: failed by it, or not (it wrote nothing meanwhile).
-	if busy := c.summary("busy"); busy.Status == server.StatusFailed {
+	if busy := c.summary("busy"); busy.Status == host.StatusFailed {
 		assert.Contains(t, busy.Error, "an I/O failure, not damage")
 		require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/busy/resume", nil, nil))
 	}
 	require.Equal(t, http.StatusOK, c.do("POST", "/agents/busy/send", map[string]string{"message": "go on"}, nil))
-	assert.Equal(t, server.StatusWorking, c.summary("busy").Status)
+	assert.Equal(t, host.StatusWorking, c.summary("busy").Status)
 }
 
 // diskFull is the error of a write on a full disk.
@@ -143,21 +143,21 @@ func TestDiskFailureInjected(t *testing.T) {
 
 	down.Store(true)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "setup", "goal": "AI chips"}, nil))
-	failed := c.await("setup", server.StatusFailed)
+	failed := c.await("setup", host.StatusFailed)
 	assert.Contains(t, failed.Error, "could not be set up")
 	assert.Contains(t, failed.Error, "an I/O failure, not damage")
 	down.Store(false)
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/setup/resume", nil, nil))
-	assert.Contains(t, c.await("setup", server.StatusComplete).Output, "# Report")
+	assert.Contains(t, c.await("setup", host.StatusComplete).Output, "# Report")
 
 	turnFails.Store(true)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "run", "goal": "AI chips"}, nil))
-	failed = c.await("run", server.StatusFailed)
+	failed = c.await("run", host.StatusFailed)
 	assert.Contains(t, failed.Error, "no space left on device")
 	assert.Contains(t, failed.Error, "an I/O failure, not damage")
 	assert.Contains(t, failed.Error, "POST /agents/run/resume")
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/run/resume", nil, nil))
-	assert.Contains(t, c.await("run", server.StatusComplete).Output, "# Report")
+	assert.Contains(t, c.await("run", host.StatusComplete).Output, "# Report")
 }
 
 // failingModel is a model whose next answer fails as a full disk does, once fail is set.

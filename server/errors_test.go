@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // errorBody decodes an answer that must be a JSON error, and returns its message.
@@ -90,7 +90,7 @@ func TestUnauthorizedShowsNoPath(t *testing.T) {
 func TestPostWithoutBodyNeedsNoType(t *testing.T) {
 	c := start(t, t.TempDir(), demoTeam)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "a", "goal": "chips"}, nil))
-	c.await("a", server.StatusComplete)
+	c.await("a", host.StatusComplete)
 	tok := "Bearer " + c.srv.Token()
 	status, body := c.raw("POST", "/agents/a/resume", "", map[string]string{"Authorization": tok})
 	assert.NotEqual(t, http.StatusUnsupportedMediaType, status, body)

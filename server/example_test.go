@@ -12,6 +12,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // A server is an http.Handler over agents: mount it in your program, make an agent with a goal,
@@ -23,8 +24,8 @@ func ExampleNew() {
 	}
 	defer os.RemoveAll(root)
 	const token = "example-token-0123456789abcdef"
-	srv, err := server.New(server.WithRoot(root), server.WithToken(token),
-		server.WithSquadOptions(func(id string) []nodes.Option { return demo.Team() })) // the offline team
+	team := func(id string) []nodes.Option { return demo.Team() } // the offline team
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(team)), server.WithToken(token))
 	if err != nil {
 		panic(err)
 	}
@@ -49,7 +50,7 @@ func ExampleNew() {
 	resp := call("POST", "/agents", `{"id": "ada", "goal": "the state of AI chips"}`)
 	resp.Body.Close()
 	fmt.Println(resp.Status)
-	var sum server.Summary
+	var sum host.Summary
 	for sum.Status != "completed" {
 		time.Sleep(20 * time.Millisecond)
 		resp := call("GET", "/agents/ada", "")

@@ -33,6 +33,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // replicaEnv makes the test binary a replica of a fleet (replicaMain), configured by its value.
@@ -111,9 +112,9 @@ func replicaMain(raw string) int {
 	}
 	base := "http://" + ln.Addr().String()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("replica", cfg.Name)
-	srv, err := server.New(server.WithRoot(cfg.Root), server.WithPostgresPool(pool), server.WithToken(fleetToken),
-		server.WithSquadOptions(team), server.WithLease(fleetTTL, fleetHeartbeat, fleetWatch), server.WithBaseURL(base),
-		server.WithLogger(logger))
+	srv, err := server.New(server.WithHost(host.WithRoot(cfg.Root), host.WithPostgresPool(pool)), server.WithToken(fleetToken),
+		server.WithHost(host.WithSquadOptions(team), host.WithLease(fleetTTL, fleetHeartbeat, fleetWatch), host.WithBaseURL(base),
+			host.WithLogger(logger)))
 	if err != nil {
 		return fail(err)
 	}
@@ -272,7 +273,7 @@ func TestReplicasServeOneFleet(t *testing.T) {
 	// Made through A, listed and read through B, reached through B.
 	mark := lastGeneration(t, pool)
 	require.Equal(t, http.StatusCreated, a.do("POST", "/agents", map[string]string{"id": "alpha", "goal": "AI chips"}, nil))
-	var list struct{ Agents []server.Summary }
+	var list struct{ Agents []host.Summary }
 	require.Equal(t, http.StatusOK, b.do("GET", "/agents", nil, &list))
 	require.Len(t, list.Agents, 1)
 	assert.Equal(t, "alpha", list.Agents[0].ID)
@@ -281,7 +282,7 @@ func TestReplicasServeOneFleet(t *testing.T) {
 	b.awaitEvent("alpha", func(e eventlog.Event) bool {
 		return e.Worker == "coordinator" && e.Type == eventlog.MessageReceived && e.Text == "Mind the export rules."
 	})
-	done := b.await("alpha", server.StatusComplete)
+	done := b.await("alpha", host.StatusComplete)
 	assert.Equal(t, []string{"A"}, answeredBy(t, pool, "alpha", mark), "the run made through A runs in A alone")
 	var board map[string]any
 	require.Equal(t, http.StatusOK, b.do("GET", "/agents/alpha/board", nil, &board))
@@ -294,7 +295,7 @@ func TestReplicasServeOneFleet(t *testing.T) {
 	awaitNoOwner(t, pool, "alpha")
 	mark = lastGeneration(t, pool)
 	require.Equal(t, http.StatusAccepted, b.do("POST", "/agents/alpha/runs", map[string]string{"goal": "robots"}, nil))
-	out := a.await("alpha", server.StatusComplete).Output
+	out := a.await("alpha", host.StatusComplete).Output
 	assert.Equal(t, []string{"B"}, answeredBy(t, pool, "alpha", mark))
 	assert.Equal(t, reference(t, "robots"), out)
 
@@ -307,7 +308,7 @@ func TestReplicasServeOneFleet(t *testing.T) {
 	}
 	killed := time.Now()
 	a.kill()
-	sum := b.await("gamma", server.StatusComplete)
+	sum := b.await("gamma", host.StatusComplete)
 	total := time.Since(killed)
 	var resumed time.Time
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT min(at) FROM generations WHERE agent = 'gamma' AND replica = 'B'`).Scan(&resumed))
@@ -325,7 +326,7 @@ func TestTriggersFireOnceAcrossReplicas(t *testing.T) {
 	root := t.TempDir()
 	first := startReplica(t, "A", dbURL, root, 0)
 	require.Equal(t, http.StatusCreated, first.do("POST", "/agents", map[string]string{"id": "watch", "goal": "AI chips"}, nil))
-	first.await("watch", server.StatusComplete)
+	first.await("watch", host.StatusComplete)
 	first.stop()
 
 	const n = 4
@@ -381,7 +382,7 @@ func TestNonOwnerActsOnTheRun(t *testing.T) {
 	b.awaitEvent("delta", func(e eventlog.Event) bool { return e.Type == eventlog.WorkerStopped })
 	var sent map[string]any
 	require.Equal(t, http.StatusOK, b.do("POST", "/agents/delta/send", map[string]string{"message": "Go on."}, &sent), "%v", sent)
-	done := b.await("delta", server.StatusComplete)
+	done := b.await("delta", host.StatusComplete)
 	assert.Equal(t, reference(t, "AI chips"), done.Output)
 	assert.Equal(t, []string{"A"}, answeredBy(t, pool, "delta", mark), "the run stayed in A")
 }
@@ -396,17 +397,17 @@ func TestNonOwnerAnswersAndDeletes(t *testing.T) {
 
 	mark := lastGeneration(t, pool)
 	require.Equal(t, http.StatusCreated, a.do("POST", "/agents", map[string]string{"id": "echo", "goal": "AI chips"}, nil))
-	waiting := b.await("echo", server.StatusWaiting)
+	waiting := b.await("echo", host.StatusWaiting)
 	assert.Equal(t, demo.HumanQuestion, waiting.Question)
 	var answered map[string]any
 	require.Equal(t, http.StatusOK, b.do("POST", "/agents/echo/respond", map[string]string{"response": "yes"}, &answered), "%v", answered)
-	done := b.await("echo", server.StatusComplete)
+	done := b.await("echo", host.StatusComplete)
 	assert.Contains(t, done.Output, "The human answered: yes")
 	assert.Equal(t, []string{"A"}, answeredBy(t, pool, "echo", mark), "the run stayed in A")
 
 	require.Equal(t, http.StatusOK, b.do("DELETE", "/agents/echo", nil, nil))
 	for _, r := range []*replica{a, b} {
-		var list struct{ Agents []server.Summary }
+		var list struct{ Agents []host.Summary }
 		require.Equal(t, http.StatusOK, r.do("GET", "/agents", nil, &list))
 		assert.Empty(t, list.Agents, "replica %s still lists it", r.name)
 		assert.Equal(t, http.StatusNotFound, r.do("GET", "/agents/echo", nil, nil))
@@ -439,9 +440,9 @@ func TestReplicasOnSeparateRoots(t *testing.T) {
 	// shows asserts that r shows agent id, whose run toward goal completed, as it ended.
 	shows := func(r *replica, id, goal string) {
 		t.Helper()
-		var sum server.Summary
+		var sum host.Summary
 		require.Equal(t, http.StatusOK, r.do("GET", "/agents/"+id, nil, &sum))
-		assert.Equal(t, server.StatusComplete, sum.Status)
+		assert.Equal(t, host.StatusComplete, sum.Status)
 		assert.Equal(t, reference(t, goal), sum.Output)
 		assert.Equal(t, goal, sum.Goal)
 		assert.False(t, sum.Created.IsZero())
@@ -464,7 +465,7 @@ func TestReplicasOnSeparateRoots(t *testing.T) {
 	// team does without a kill, and shows it.
 	check := func(r *replica, id, goal string, mark int64, by []string) {
 		t.Helper()
-		r.await(id, server.StatusComplete)
+		r.await(id, host.StatusComplete)
 		assert.Equal(t, by, answeredBy(t, pool, id, mark))
 		shows(r, id, goal)
 		assert.Equal(t, http.StatusOK, r.do("GET", "/agents/"+id+"/workspace/nodes/n1/published/findings.md", nil, nil),
@@ -473,17 +474,17 @@ func TestReplicasOnSeparateRoots(t *testing.T) {
 
 	mark := lastGeneration(t, pool)
 	require.Equal(t, http.StatusCreated, a.do("POST", "/agents", map[string]string{"id": "gamma", "goal": "solar panels"}, nil))
-	var got server.Summary
+	var got host.Summary
 	require.Equal(t, http.StatusOK, b.do("GET", "/agents/gamma", nil, &got))
 	assert.Equal(t, "solar panels", got.Goal, "B reads the agent A made")
 	killWhen(a, "gamma", func(e eventlog.Event) bool {
 		return e.Type == eventlog.ToolResult && strings.Contains(e.Text, "/scratch/findings.md")
 	})
 	check(b, "gamma", "solar panels", mark, []string{"A", "B"})
-	var list struct{ Agents []server.Summary }
+	var list struct{ Agents []host.Summary }
 	require.Equal(t, http.StatusOK, b.do("GET", "/agents", nil, &list))
 	require.Len(t, list.Agents, 1)
-	assert.Equal(t, server.StatusComplete, list.Agents[0].Status)
+	assert.Equal(t, host.StatusComplete, list.Agents[0].Status)
 
 	c := startReplica(t, "C", dbURL, t.TempDir(), delay)
 	mark = lastGeneration(t, pool)
@@ -498,9 +499,9 @@ func TestReplicasOnSeparateRoots(t *testing.T) {
 func TestReadsDoNotWaitForAStartsQuery(t *testing.T) {
 	ctx := context.Background()
 	_, pool := fleetDB(t)
-	c := start(t, t.TempDir(), demoTeam, server.WithPostgresPool(pool))
+	c := start(t, t.TempDir(), demoTeam, server.WithHost(host.WithPostgresPool(pool)))
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "ada", "goal": "AI chips"}, nil))
-	c.await("ada", server.StatusComplete)
+	c.await("ada", host.StatusComplete)
 	awaitNoOwner(t, pool, "ada")
 
 	tx, err := pool.Begin(ctx)
@@ -537,5 +538,5 @@ func TestReadsDoNotWaitForAStartsQuery(t *testing.T) {
 
 	require.NoError(t, tx.Rollback(ctx))
 	assert.Equal(t, http.StatusAccepted, <-started)
-	c.await("ada", server.StatusComplete)
+	c.await("ada", host.StatusComplete)
 }

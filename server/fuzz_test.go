@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // FuzzRequests sends arbitrary methods, paths and bodies to a server with one agent. Whatever
@@ -44,7 +45,7 @@ func FuzzRequests(f *testing.F) {
 	if err := os.WriteFile(filepath.Join(base, "canary.txt"), []byte("canary-outside-the-root"), 0o644); err != nil {
 		f.Fatal(err)
 	}
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam), server.WithMaxRuns(2))
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(demoTeam), host.WithMaxRuns(2)))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -62,8 +63,8 @@ func FuzzRequests(f *testing.F) {
 	}
 	send("POST", "/agents", `{"id": "a", "goal": "chips"}`)
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		var s server.Summary
-		if rec := send("GET", "/agents/a", ""); rec != nil && json.Unmarshal(rec.Body.Bytes(), &s) == nil && s.Status == server.StatusComplete {
+		var s host.Summary
+		if rec := send("GET", "/agents/a", ""); rec != nil && json.Unmarshal(rec.Body.Bytes(), &s) == nil && s.Status == host.StatusComplete {
 			break
 		}
 	}

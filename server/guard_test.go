@@ -15,6 +15,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // raw sends a request as a browser or another program would, with exactly the headers given
@@ -41,7 +42,7 @@ func (c *api) raw(method, path, body string, headers map[string]string) (int, st
 
 // agentCount returns how many agents the server has.
 func (c *api) agentCount() int {
-	var list struct{ Agents []server.Summary }
+	var list struct{ Agents []host.Summary }
 	require.Equal(c.t, http.StatusOK, c.do("GET", "/agents", nil, &list))
 	return len(list.Agents)
 }
@@ -84,16 +85,16 @@ func TestTokenIsRequired(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
 	require.NoError(t, c.srv.Close())
-	again, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam))
+	again, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(demoTeam)))
 	require.NoError(t, err)
 	defer again.Close()
 	assert.Equal(t, tok, again.Token())
 
-	given, err := server.New(server.WithRoot(t.TempDir()), server.WithToken("a-token-given-by-option"))
+	given, err := server.New(server.WithHost(host.WithRoot(t.TempDir())), server.WithToken("a-token-given-by-option"))
 	require.NoError(t, err)
 	defer given.Close()
 	assert.Equal(t, "a-token-given-by-option", given.Token())
-	open, err := server.New(server.WithRoot(t.TempDir()), server.WithoutAuth())
+	open, err := server.New(server.WithHost(host.WithRoot(t.TempDir())), server.WithoutAuth())
 	require.NoError(t, err)
 	defer open.Close()
 	assert.Empty(t, open.Token())
@@ -176,7 +177,7 @@ func TestCrossSiteRequestsChangeNothing(t *testing.T) {
 	// The server's own pages (same origin) and programs (no origin) are served.
 	status, body := c.raw("POST", "/agents", goal, map[string]string{"Content-Type": "application/json; charset=utf-8", "Cookie": cookie, "Origin": c.ts.URL})
 	assert.Equal(t, http.StatusCreated, status, body)
-	c.await("x", server.StatusComplete)
+	c.await("x", host.StatusComplete)
 }
 
 // An allowed origin gets CORS; another gets neither CORS nor an answer.
@@ -212,10 +213,10 @@ func TestModelsByPolicy(t *testing.T) {
 
 	allowed := start(t, t.TempDir(), demoTeam, server.WithModels("nosuch/model"))
 	require.Equal(t, http.StatusCreated, allowed.do("POST", "/agents", map[string]string{"id": "a", "goal": "chips", "model": "nosuch/model"}, nil))
-	sum := allowed.await("a", server.StatusFailed)
+	sum := allowed.await("a", host.StatusFailed)
 	assert.Contains(t, sum.Error, "nosuch", "an allowed model goes on to be resolved")
 	require.Equal(t, http.StatusAccepted, allowed.do("POST", "/agents/a/runs", map[string]string{"goal": "chips"}, nil), "failed, not damaged: it may be tried again")
-	assert.Contains(t, allowed.await("a", server.StatusFailed).Error, "nosuch")
+	assert.Contains(t, allowed.await("a", host.StatusFailed).Error, "nosuch")
 }
 
 // A goal, message or answer over the limit is refused with 413 naming the limit; nothing is
@@ -229,7 +230,7 @@ func TestOversizedTextIsRefused(t *testing.T) {
 	assert.Zero(t, c.agentCount())
 
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "a", "goal": strings.Repeat("g", 1000)}, nil))
-	c.await("a", server.StatusComplete)
+	c.await("a", host.StatusComplete)
 	msg = c.errorOf("POST", "/agents/a/send", map[string]string{"message": strings.Repeat("m", 1001)}, http.StatusRequestEntityTooLarge)
 	assert.Contains(t, msg, `"message"`)
 	c.errorOf("POST", "/agents/a/respond", map[string]string{"response": strings.Repeat("r", 1001)}, http.StatusRequestEntityTooLarge)
@@ -245,14 +246,14 @@ func TestRunsBeyondTheCapAreQueued(t *testing.T) {
 		}
 		return demoTeam(id)
 	}
-	c := start(t, t.TempDir(), team, server.WithMaxRuns(1))
+	c := start(t, t.TempDir(), team, server.WithHost(host.WithMaxRuns(1)))
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "first", "goal": "chips"}, nil))
-	c.await("first", server.StatusWaiting)
+	c.await("first", host.StatusWaiting)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "second", "goal": "chips"}, nil))
-	c.await("second", server.StatusQueued)
+	c.await("second", host.StatusQueued)
 	require.Equal(t, http.StatusOK, c.do("POST", "/agents/first/respond", map[string]string{"response": "yes"}, nil))
-	c.await("first", server.StatusComplete)
-	c.await("second", server.StatusComplete)
+	c.await("first", host.StatusComplete)
+	c.await("second", host.StatusComplete)
 }
 
 // What models wrote is served inert: every answer of the API carries the sandboxing policy
@@ -262,7 +263,7 @@ func TestModelBytesAreServedInert(t *testing.T) {
 	root := t.TempDir()
 	c := start(t, root, demoTeam)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "a", "goal": "chips"}, nil))
-	run := filepath.Join(root, "agents", "a", "runs", c.await("a", server.StatusComplete).Run)
+	run := filepath.Join(root, "agents", "a", "runs", c.await("a", host.StatusComplete).Run)
 	png := "\x89PNG\r\n\x1a\n" + strings.Repeat("\x00", 16)
 	files := map[string]string{
 		"page.html": "<!doctype html><script>fetch('/agents')</script>",

@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -24,6 +23,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/memory"
 	"github.com/agiraph/agiraph/nodes/workspace"
+	"github.com/agiraph/agiraph/server/host"
 	"github.com/agiraph/agiraph/server/ui"
 )
 
@@ -156,28 +156,35 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional 
 
 // withAgent looks up the agent of the request's {id}, once it is set up; a damaged agent answers
 // 409 naming its damage (only its summary is served, by GET /agents/{id}).
-func (s *Server) withAgent(h func(http.ResponseWriter, *http.Request, *agent)) http.HandlerFunc {
+func (s *Server) withAgent(h func(http.ResponseWriter, *http.Request, *host.Agent)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		a, status, err := s.lookup(r.PathValue("id"))
+		a, err := s.host.Agent(r.Context(), r.PathValue("id"))
+		if r.Context().Err() != nil {
+			return
+		}
 		if err != nil {
-			writeError(w, status, "%v", err)
-			return
-		}
-		select {
-		case <-a.ready:
-		case <-r.Context().Done():
-			return
-		}
-		a.check()
-		if msg := a.damage(); msg != "" {
-			a.mu.Lock()
-			status := a.meta.Status
-			a.mu.Unlock()
-			writeError(w, http.StatusConflict, "agent %q is %s: %s", a.id, status, msg)
+			hostError(w, err)
 			return
 		}
 		h(w, r, a)
 	}
+}
+
+// hostError answers an error of the host with its status: 404 for what is not there, 409 for
+// what conflicts with the agent's state, 503 for what may work once tried again.
+func hostError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, host.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, host.ErrNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, host.ErrExists), errors.Is(err, host.ErrBusy), errors.Is(err, host.ErrElsewhere), errors.Is(err, host.ErrDamaged):
+		status = http.StatusConflict
+	case errors.Is(err, host.ErrClosed), errors.Is(err, host.ErrUnavailable):
+		status = http.StatusServiceUnavailable
+	}
+	writeError(w, status, "%v", err)
 }
 
 // queryInt reads the query parameter name as an integer >= 0 (def when absent).
@@ -227,65 +234,42 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad field \"mode\": %s; want \"finite\" or \"infinite\"", shown(req.Mode))
 		return
 	}
-	started, status, err := s.create(req.ID, req.Goal, req.Model, req.Mode)
+	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode))
 	if err != nil {
-		writeError(w, status, "%v", err)
+		hostError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, started)
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		writeError(w, http.StatusServiceUnavailable, "%v", errClosed)
+	sums, err := s.host.List()
+	if err != nil {
+		hostError(w, err)
 		return
-	}
-	sums := []Summary{}
-	for _, a := range s.list() {
-		sums = append(sums, a.summary())
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agents": sums})
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
-	a, status, err := s.lookup(r.PathValue("id"))
+	sum, err := s.host.Summary(r.PathValue("id"))
 	if err != nil {
-		writeError(w, status, "%v", err)
+		hostError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.summary())
+	writeJSON(w, http.StatusOK, sum)
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	status, err := s.remove(id)
-	if status != 0 {
-		writeError(w, status, "%v", err)
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "agent %q: %v", id, err)
+	if err := s.host.Delete(id); err != nil {
+		hostError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "deleted": true})
 }
 
-// startError answers start's error.
-func startError(w http.ResponseWriter, a *agent, err error) {
-	switch {
-	case errors.Is(err, errRunning), errors.Is(err, errLeased): // a run here, or another replica's
-		writeError(w, http.StatusConflict, "agent %q: %v", a.id, err)
-	case errors.Is(err, errGone):
-		writeError(w, http.StatusNotFound, "no agent %q: %v", a.id, err)
-	default:
-		writeError(w, http.StatusInternalServerError, "agent %q: %v", a.id, err)
-	}
-}
-
-func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var req struct {
 		Goal string `json:"goal"`
 	}
@@ -295,15 +279,15 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, a *agent) {
 	if !s.text(w, "goal", req.Goal) {
 		return
 	}
-	started, err := s.start(a, req.Goal, "", false)
+	started, err := a.Run(req.Goal)
 	if err != nil {
-		startError(w, a, err)
+		hostError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, a.describe(started, true))
+	writeJSON(w, http.StatusAccepted, started)
 }
 
-func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var req struct {
 		Run string `json:"run"`
 	}
@@ -311,32 +295,26 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) 
 		return
 	}
 	if req.Run == "" {
-		a.mu.Lock()
-		run, status := a.meta.Run, a.meta.Status
-		a.mu.Unlock()
-		req.Run = run
+		var status string
+		status, req.Run = a.State()
 		switch {
 		case req.Run == "":
-			writeError(w, http.StatusConflict, "agent %q has no run to resume: %s", a.id, nextStep(a.id, StatusIdle))
+			writeError(w, http.StatusConflict, "agent %q has no run to resume: %s", a.ID(), nextStep(a.ID(), host.StatusIdle))
 			return
-		case status == StatusComplete:
-			writeError(w, http.StatusConflict, "agent %q: nothing to resume: %s", a.id, nextStep(a.id, status))
+		case status == host.StatusComplete:
+			writeError(w, http.StatusConflict, "agent %q: nothing to resume: %s", a.ID(), nextStep(a.ID(), status))
 			return
 		}
 	} else if err := workspace.ValidID(req.Run); err != nil {
 		writeError(w, http.StatusBadRequest, "bad field \"run\": %s", strings.TrimPrefix(err.Error(), "workspace: "))
 		return
 	}
-	if !a.resumable(req.Run) {
-		writeError(w, http.StatusNotFound, "agent %q has no run %q", a.id, req.Run)
-		return
-	}
-	started, err := s.start(a, "", req.Run, true)
+	started, err := a.Resume(req.Run)
 	if err != nil {
-		startError(w, a, err)
+		hostError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, a.describe(started, true))
+	writeJSON(w, http.StatusAccepted, started)
 }
 
 // nextStep says what can be done with agent id, whose run is not in progress (or queued, or
@@ -344,15 +322,15 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *agent) 
 func nextStep(id, status string) string {
 	verb := func(v string) string { return "POST /agents/" + id + "/" + v }
 	switch status {
-	case StatusPaused, StatusInterrupted:
+	case host.StatusPaused, host.StatusInterrupted:
 		return fmt.Sprintf("its last run is %s; %s continues it", status, verb("resume"))
-	case StatusFailed:
+	case host.StatusFailed:
 		return fmt.Sprintf("its last run failed; %s continues it, %s starts another", verb("resume"), verb("runs"))
-	case StatusComplete:
+	case host.StatusComplete:
 		return fmt.Sprintf("its last run is completed; a message to the coordinator (%s) starts a follow-up run, which keeps the agent's memory, or %s starts another", verb("send"), verb("runs"))
-	case StatusQueued:
-		return fmt.Sprintf("its run is queued, waiting for a place among the runs in progress (server.WithMaxRuns): it takes this once it is working; %s pauses it", verb("pause"))
-	case StatusWorking, StatusWaiting:
+	case host.StatusQueued:
+		return fmt.Sprintf("its run is queued, waiting for a place among the runs in progress (host.WithMaxRuns): it takes this once it is working; %s pauses it", verb("pause"))
+	case host.StatusWorking, host.StatusWaiting:
 		return "its run is starting or ending; try again in a moment"
 	default:
 		return fmt.Sprintf("it has no run yet; a message to the coordinator (%s) or %s starts one", verb("send"), verb("runs"))
@@ -360,77 +338,39 @@ func nextStep(id, status string) string {
 }
 
 // runError answers an error of a squad method that acts on the run in progress.
-func runError(w http.ResponseWriter, a *agent, err error) {
+func runError(w http.ResponseWriter, a *host.Agent, err error) {
 	switch {
 	case errors.Is(err, nodes.ErrNoRun):
-		a.mu.Lock()
-		status := a.meta.Status
-		a.mu.Unlock()
-		writeError(w, http.StatusConflict, "agent %q has no run in progress: %s", a.id, nextStep(a.id, status))
+		status, _ := a.State()
+		writeError(w, http.StatusConflict, "agent %q has no run in progress: %s", a.ID(), nextStep(a.ID(), status))
 	case errors.Is(err, nodes.ErrNoQuestion):
-		writeError(w, http.StatusConflict, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
-	case ioFailure(err):
-		writeError(w, http.StatusServiceUnavailable, "agent %q: %s (an I/O failure: nothing was done; try again once the disk is fixed)", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
+		writeError(w, http.StatusConflict, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
+	case errors.Is(err, host.ErrUnavailable):
+		writeError(w, http.StatusServiceUnavailable, "agent %q: %s (an I/O failure: nothing was done; try again once the disk is fixed)", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
 	case strings.Contains(err.Error(), "no worker"):
-		writeError(w, http.StatusNotFound, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
+		writeError(w, http.StatusNotFound, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
 	default:
-		writeError(w, http.StatusBadRequest, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "nodes: "))
+		writeError(w, http.StatusBadRequest, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
 	}
 }
 
-// withRun calls fn with the agent's run in progress, its squad held open, if there is one;
-// nodes.ErrNoRun otherwise. A run that was started but whose squad is still opening (a
-// request right after the one that started it) is waited for, for up to runStartWait or until
-// ctx ends.
-func withRun(ctx context.Context, a *agent, fn func(*nodes.Run) error) error {
-	end := time.Now().Add(runStartWait)
-	for {
-		err := nodes.ErrNoRun
-		if sq := a.borrow(); sq != nil {
-			if run := sq.Current(); run != nil {
-				err = fn(run)
-			}
-			a.release()
-		}
-		if !errors.Is(err, nodes.ErrNoRun) || !a.starting() || time.Now().After(end) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-// runStartWait bounds how long a request on a run waits for a run that is starting.
-const runStartWait = 10 * time.Second
-
-// starting reports whether a run of the agent was started and is working (not queued), so that
-// its squad is open, or about to be.
-func (a *agent) starting() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.running && a.meta.Status == StatusWorking
-}
-
-func (s *Server) handleStop(w http.ResponseWriter, r *http.Request, a *agent) {
-	if err := withRun(r.Context(), a, (*nodes.Run).Stop); err != nil {
+func (s *Server) handleStop(w http.ResponseWriter, r *http.Request, a *host.Agent) {
+	if err := a.Stop(r.Context()); err != nil {
 		runError(w, a, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.summary())
+	writeJSON(w, http.StatusOK, a.Summary())
 }
 
-func (s *Server) handlePause(w http.ResponseWriter, r *http.Request, a *agent) {
-	if err := a.pause(r.Context()); err != nil {
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request, a *host.Agent) {
+	if err := a.Pause(r.Context()); err != nil {
 		runError(w, a, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, a.summary())
+	writeJSON(w, http.StatusOK, a.Summary())
 }
 
-func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var req struct {
 		To      string `json:"to"`
 		Message string `json:"message"`
@@ -445,7 +385,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
 	if to == "" {
 		to = bus.Coordinator
 	}
-	err := withRun(r.Context(), a, func(run *nodes.Run) error { return run.Send(to, req.Message) })
+	err := a.Send(r.Context(), to, req.Message)
 	if errors.Is(err, nodes.ErrNoRun) && strings.EqualFold(to, bus.Coordinator) && s.followUp(w, a, req.Message) {
 		return
 	}
@@ -459,23 +399,20 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request, a *agent) {
 // followUp starts a run toward a message to the coordinator of an agent with no run in progress
 // that has never run, or whose last run completed: a follow-up, which keeps the agent's memory.
 // It reports whether it answered: false for an agent in another state.
-func (s *Server) followUp(w http.ResponseWriter, a *agent, message string) bool {
-	a.mu.Lock()
-	status := a.meta.Status
-	a.mu.Unlock()
-	if status != StatusComplete && status != StatusIdle && status != "" {
+func (s *Server) followUp(w http.ResponseWriter, a *host.Agent, message string) bool {
+	if status, _ := a.State(); status != host.StatusComplete && status != host.StatusIdle && status != "" {
 		return false
 	}
-	started, err := s.start(a, message, "", false)
+	started, err := a.Run(message)
 	if err != nil {
-		startError(w, a, err)
+		hostError(w, err)
 		return true
 	}
-	writeJSON(w, http.StatusAccepted, a.describe(started, true))
+	writeJSON(w, http.StatusAccepted, started)
 	return true
 }
 
-func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var req struct {
 		Worker   string `json:"worker"`
 		Response string `json:"response"`
@@ -486,20 +423,7 @@ func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent)
 	if !s.text(w, "response", req.Response) {
 		return
 	}
-	to := req.Worker
-	err := withRun(r.Context(), a, func(run *nodes.Run) error {
-		if to == "" {
-			b, err := run.Board()
-			if err != nil {
-				return err
-			}
-			a.scan()
-			if to, _ = a.waiting(b); to == "" {
-				to = bus.Coordinator
-			}
-		}
-		return run.Answer(to, req.Response)
-	})
+	to, err := a.Answer(r.Context(), req.Worker, req.Response)
 	if err != nil {
 		runError(w, a, err)
 		return
@@ -507,7 +431,7 @@ func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *agent)
 	writeJSON(w, http.StatusOK, map[string]string{"status": "delivered", "worker": to})
 }
 
-func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	after, ok := queryInt(w, r, "after", 0)
 	if !ok {
 		return
@@ -516,9 +440,9 @@ func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request, a *a
 	if !ok {
 		return
 	}
-	entries, total, err := a.files.Conversation(int(after), int(limit))
+	entries, total, err := a.Conversation(int(after), int(limit))
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "agent %q: %v", a.id, err)
+		writeError(w, http.StatusInternalServerError, "agent %q: %v", a.ID(), err)
 		return
 	}
 	if entries == nil {
@@ -528,14 +452,14 @@ func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request, a *a
 }
 
 // boardOf answers the agent's board, or false after answering an error.
-func boardOf(w http.ResponseWriter, a *agent) (nodes.Snapshot, string, bool) {
-	b, run, err := a.board()
-	if errors.Is(err, errLinked) {
-		writeError(w, http.StatusForbidden, "agent %q: board of run %q: %v", a.id, run, err)
+func boardOf(w http.ResponseWriter, a *host.Agent) (nodes.Snapshot, string, bool) {
+	b, run, err := a.Board()
+	if errors.Is(err, host.ErrLinked) {
+		writeError(w, http.StatusForbidden, "agent %q: board of run %q: %v", a.ID(), run, err)
 		return b, run, false
 	}
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "agent %q: board of run %q: %v", a.id, run, err)
+		writeError(w, http.StatusInternalServerError, "agent %q: board of run %q: %v", a.ID(), run, err)
 		return b, run, false
 	}
 	if b.Nodes == nil {
@@ -547,41 +471,17 @@ func boardOf(w http.ResponseWriter, a *agent) (nodes.Snapshot, string, bool) {
 	return b, run, true
 }
 
-// errLinked is the error for a folder of an agent that is a symbolic link: served, it could show
-// files outside the agent's home.
-var errLinked = errors.New("the folder is a symbolic link, which the server does not follow")
-
-// runRoot opens the folder of run: within the agent's home, and not a symbolic link.
-func (a *agent) runRoot(run string) (*os.Root, error) {
-	home, err := os.OpenRoot(string(a.home))
-	if err != nil {
-		return nil, err
-	}
-	defer home.Close()
-	rel := filepath.Join(filepath.Base(filepath.Dir(string(a.home.Run(run)))), run)
-	st, err := home.Lstat(rel)
-	switch { // errors name the folder within the agent's, not the server's path to it
-	case err != nil:
-		return nil, err
-	case st.Mode()&fs.ModeSymlink != 0:
-		return nil, fmt.Errorf("%w: %s", errLinked, rel)
-	case !st.IsDir():
-		return nil, fmt.Errorf("%s is not a folder", rel)
-	}
-	return home.OpenRoot(rel)
-}
-
-// folderError answers an error of runRoot, or of another folder of the agent: 404 for one not
+// folderError answers an error of OpenRun, or of another folder of the agent: 404 for one not
 // made yet, 403 for one the server will not serve.
-func folderError(w http.ResponseWriter, a *agent, err error) {
+func folderError(w http.ResponseWriter, a *host.Agent, err error) {
 	if errors.Is(err, fs.ErrNotExist) {
-		writeError(w, http.StatusNotFound, "agent %q: the folder does not exist yet", a.id)
+		writeError(w, http.StatusNotFound, "agent %q: the folder does not exist yet", a.ID())
 		return
 	}
-	writeError(w, http.StatusForbidden, "agent %q: %v", a.id, err)
+	writeError(w, http.StatusForbidden, "agent %q: %v", a.ID(), err)
 }
 
-func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	b, run, ok := boardOf(w, a)
 	if !ok {
 		return
@@ -589,7 +489,7 @@ func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request, a *agent) {
 	writeJSON(w, http.StatusOK, map[string]any{"run": run, "nodes": b.Nodes, "workers": b.Workers})
 }
 
-func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	b, run, ok := boardOf(w, a)
 	if !ok {
 		return
@@ -597,7 +497,7 @@ func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request, a *agent)
 	writeJSON(w, http.StatusOK, map[string]any{"run": run, "workers": b.Workers})
 }
 
-func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	b, run, ok := boardOf(w, a)
 	if !ok {
 		return
@@ -605,10 +505,10 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *agent) {
 	id := r.PathValue("node")
 	n, found := b.Node(id)
 	if !found {
-		writeError(w, http.StatusNotFound, "agent %q: no node %s on the board of run %q", a.id, shown(id), run)
+		writeError(w, http.StatusNotFound, "agent %q: no node %s on the board of run %q", a.ID(), shown(id), run)
 		return
 	}
-	root, err := a.runRoot(run)
+	root, err := a.OpenRun(run)
 	if err != nil {
 		folderError(w, a, err)
 		return
@@ -617,7 +517,7 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *agent) {
 	dir := workspace.Run(".").Node(n.ID) // relative to the run's root
 	spec, err := osfile.ReadIn(root, workspace.Spec(dir))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		writeError(w, http.StatusForbidden, "agent %q: node %q: %v", a.id, id, err)
+		writeError(w, http.StatusForbidden, "agent %q: node %q: %v", a.ID(), id, err)
 		return
 	}
 	published := []string{}
@@ -663,12 +563,10 @@ type entry struct {
 	Size int64  `json:"size"`
 }
 
-func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agent) {
-	a.mu.Lock()
-	run := a.meta.Run
-	a.mu.Unlock()
+func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *host.Agent) {
+	_, run := a.State()
 	if run == "" {
-		writeError(w, http.StatusNotFound, "agent %q has no run yet", a.id)
+		writeError(w, http.StatusNotFound, "agent %q has no run yet", a.ID())
 		return
 	}
 	p, err := cleanPath(r.PathValue("path"))
@@ -676,7 +574,7 @@ func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agen
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	root, err := a.runRoot(run)
+	root, err := a.OpenRun(run)
 	if err != nil {
 		folderError(w, a, err)
 		return
@@ -688,9 +586,9 @@ func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request, a *agen
 			err = pe.Err
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			writeError(w, http.StatusNotFound, "agent %q: no file %q in run %q", a.id, p, run)
+			writeError(w, http.StatusNotFound, "agent %q: no file %q in run %q", a.ID(), p, run)
 		} else {
-			writeError(w, http.StatusForbidden, "agent %q: %q in run %q: %v", a.id, p, run, err)
+			writeError(w, http.StatusForbidden, "agent %q: %q in run %q: %v", a.ID(), p, run, err)
 		}
 	}
 	st, err := root.Stat(p)
@@ -760,14 +658,14 @@ func writeFile(w http.ResponseWriter, name string, data []byte) {
 	_, _ = w.Write(data)
 }
 
-func (s *Server) handleMemoryList(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleMemoryList(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var files []string
-	err := a.memory(func(m *memory.Store) (err error) {
+	err := a.Memory(func(m *memory.Store) (err error) {
 		files, err = m.List()
 		return err
 	})
 	if err != nil {
-		writeError(w, http.StatusForbidden, "agent %q: %s", a.id, strings.TrimPrefix(err.Error(), "memory: "))
+		writeError(w, http.StatusForbidden, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "memory: "))
 		return
 	}
 	if files == nil {
@@ -776,7 +674,7 @@ func (s *Server) handleMemoryList(w http.ResponseWriter, r *http.Request, a *age
 	writeJSON(w, http.StatusOK, map[string]any{"files": files})
 }
 
-func (s *Server) handleMemoryRead(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleMemoryRead(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	p := r.PathValue("path")
 	if p == "" {
 		s.handleMemoryList(w, r, a)
@@ -787,23 +685,23 @@ func (s *Server) handleMemoryRead(w http.ResponseWriter, r *http.Request, a *age
 		return
 	}
 	var content string
-	err := a.memory(func(m *memory.Store) (err error) {
+	err := a.Memory(func(m *memory.Store) (err error) {
 		content, err = m.Read(p)
 		return err
 	})
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "memory: ")
 		if strings.Contains(msg, "does not exist") {
-			writeError(w, http.StatusNotFound, "agent %q: memory %s", a.id, msg)
+			writeError(w, http.StatusNotFound, "agent %q: memory %s", a.ID(), msg)
 		} else {
-			writeError(w, http.StatusBadRequest, "agent %q: memory %s", a.id, msg)
+			writeError(w, http.StatusBadRequest, "agent %q: memory %s", a.ID(), msg)
 		}
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"path": p, "content": content})
 }
 
-func (s *Server) handleMemorySearch(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleMemorySearch(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var req struct {
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
@@ -815,7 +713,7 @@ func (s *Server) handleMemorySearch(w http.ResponseWriter, r *http.Request, a *a
 		return
 	}
 	var res string
-	err := a.memory(func(m *memory.Store) (err error) {
+	err := a.Memory(func(m *memory.Store) (err error) {
 		res, err = m.Search(req.Query, req.Limit)
 		return err
 	})
@@ -826,7 +724,7 @@ func (s *Server) handleMemorySearch(w http.ResponseWriter, r *http.Request, a *a
 	writeJSON(w, http.StatusOK, map[string]string{"result": res})
 }
 
-func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	after, ok := queryInt(w, r, "after", 0)
 	if !ok {
 		return
@@ -835,9 +733,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, a *agent) 
 	if !ok {
 		return
 	}
-	evs, err := a.events(after, int(limit))
+	evs, err := a.Events(after, int(limit))
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "agent %q: %v", a.id, err)
+		writeError(w, http.StatusInternalServerError, "agent %q: %v", a.ID(), err)
 		return
 	}
 	if evs == nil {
@@ -850,7 +748,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, a *agent) 
 // keepAlive is how often an idle event stream sends a comment, so a gone client is noticed.
 const keepAlive = 15 * time.Second
 
-func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, a *agent) {
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	after, ok := queryInt(w, r, "after", 0)
 	if !ok {
 		return
@@ -884,71 +782,27 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, a *agent) 
 			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Type, data)
 			return err == nil
 		}
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data); err != nil {
-			return false
-		}
-		after = e.Seq
-		return true
+		_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, data)
+		return err == nil
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
-	// While the agent's squad is open, its log's events as they come; at rest, those the file
-	// holds, then a look again once the squad opens or closes.
-	for {
-		events, stop, moved := a.subscribe(after)
-		if events == nil {
-			evs, err := a.files.Events(after, 0)
-			if err != nil {
-				s.cfg.logger.Error("cannot read the agent's events", "agent", a.id, "err", err)
-				return
-			}
-			for _, e := range evs {
-				if !send(e) {
-					return
-				}
-			}
-			if len(evs) > 0 && rc.Flush() != nil {
-				return
-			}
-		} else {
-			moved = nil // the channel closes when the squad does
-		}
-		if !s.follow(w, r, rc, a, events, moved, tick.C, send) {
-			stop()
-			return
-		}
-		stop()
-	}
-}
-
-// follow streams events to w until the channel closes, or moved is closed, and reports true;
-// false when the stream must end (the client left, the server closes, the agent was deleted).
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, a *agent,
-	events <-chan eventlog.Event, moved <-chan struct{}, tick <-chan time.Time, send func(eventlog.Event) bool) bool {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel() // however the stream ends, following ends
+	events := a.Follow(ctx, after)
 	for {
 		select {
-		case <-r.Context().Done():
-			return false
-		case <-s.closing:
-			return false
-		case <-a.forgotten:
-			return false
-		case <-moved:
-			return true
-		case <-tick:
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-				return false
-			}
 		case e, ok := <-events:
-			if !ok {
-				return true
+			if !ok || !send(e) {
+				return
 			}
-			if !send(e) {
-				return false
+		case <-tick.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return
 			}
 		}
 		if err := rc.Flush(); err != nil {
-			return false
+			return
 		}
 	}
 }

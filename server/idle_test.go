@@ -20,6 +20,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/triggers"
 	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // templateAgent returns the home of an agent whose run completed (the offline team's, toward
@@ -27,7 +28,7 @@ import (
 func templateAgent(tb testing.TB) string {
 	tb.Helper()
 	root := tb.TempDir()
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam), server.WithoutAuth())
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(demoTeam)), server.WithoutAuth())
 	require.NoError(tb, err)
 	defer srv.Close()
 	req := func(method, path, body string) (int, string) {
@@ -45,12 +46,12 @@ func templateAgent(tb testing.TB) string {
 	end := time.Now().Add(deadline)
 	for {
 		_, body := req("GET", "/agents/template", "")
-		var s server.Summary
+		var s host.Summary
 		require.NoError(tb, json.Unmarshal([]byte(body), &s))
-		if s.Status == server.StatusComplete {
+		if s.Status == host.StatusComplete {
 			break
 		}
-		require.False(tb, s.Status == server.StatusFailed || time.Now().After(end), "template agent: %s", body)
+		require.False(tb, s.Status == host.StatusFailed || time.Now().After(end), "template agent: %s", body)
 		time.Sleep(10 * time.Millisecond)
 	}
 	return filepath.Join(root, "agents", "template")
@@ -173,7 +174,7 @@ func BenchmarkStartup1000(b *testing.B) {
 	for b.Loop() {
 		before := goruntime.NumGoroutine()
 		begin := time.Now()
-		srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam), server.WithoutResume())
+		srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(demoTeam), host.WithoutResume()))
 		total += time.Since(begin)
 		require.NoError(b, err)
 		b.StopTimer()
@@ -195,7 +196,7 @@ func BenchmarkList1000(b *testing.B) {
 	const n = 1000
 	root := b.TempDir()
 	agentsOnDisk(b, root, n)
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam), server.WithoutResume(), server.WithoutAuth())
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(demoTeam), host.WithoutResume()), server.WithoutAuth())
 	require.NoError(b, err)
 	defer srv.Close()
 	list := func() {
@@ -238,18 +239,18 @@ func TestAgentsAtRestHoldNothing(t *testing.T) {
 	agents := filepath.Join(root, "agents")
 
 	before := goruntime.NumGoroutine()
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam))
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(demoTeam)))
 	require.NoError(t, err)
 	assert.Equal(t, 0, openUnder(agents), "files open under the agents' folders after New")
 	assert.LessOrEqual(t, goruntime.NumGoroutine()-before, 2, "goroutines New added for %d agents at rest", n)
 	c := &api{t: t, srv: srv, ts: newTestServer(t, srv), root: root}
 	t.Cleanup(func() { require.NoError(t, srv.Close()) })
 
-	var list struct{ Agents []server.Summary }
+	var list struct{ Agents []host.Summary }
 	require.Equal(t, http.StatusOK, c.do("GET", "/agents", nil, &list))
 	require.Len(t, list.Agents, n)
 	for _, s := range list.Agents {
-		assert.Equal(t, server.StatusComplete, s.Status, s.ID)
+		assert.Equal(t, host.StatusComplete, s.Status, s.ID)
 		assert.Equal(t, 4, s.Nodes, s.ID)
 		assert.Contains(t, s.Output, "# Report", s.ID)
 	}
@@ -301,7 +302,7 @@ func TestAgentsAtRestHoldNothing(t *testing.T) {
 
 	// A run opens its agent's squad, and closes it when it ends.
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/"+id+"/runs", map[string]string{"goal": "robots"}, nil))
-	assert.Contains(t, c.await(id, server.StatusComplete).Output, "# Report")
+	assert.Contains(t, c.await(id, host.StatusComplete).Output, "# Report")
 	requireNoneOpen(t, agents)
 }
 
@@ -321,7 +322,7 @@ func TestTriggerOfAnAgentAtRestFiresAndLetsGo(t *testing.T) {
 	assert.Contains(t, fired.Text, "t1 at_time")
 	assert.NotContains(t, fired.Text, "came due while the agent was down")
 	requireNoneOpen(t, filepath.Join(root, "agents"))
-	assert.Equal(t, server.StatusComplete, c.summary(id).Status)
+	assert.Equal(t, host.StatusComplete, c.summary(id).Status)
 	ts, err := nodes.ReadFiles(nodes.WithHome(filepath.Join(root, "agents", id))).Triggers()
 	require.NoError(t, err)
 	require.Len(t, ts, 1)
@@ -339,7 +340,7 @@ func TestEventStreamOfAnAgentAtRest(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/idle0/runs", map[string]string{"goal": "robots"}, nil))
 	next := stream.until(t, eventlog.AgentCompleted)
 	assert.Equal(t, history[len(history)-1].id+1, next[0].id, "no event lost or repeated")
-	c.await("idle0", server.StatusComplete)
+	c.await("idle0", host.StatusComplete)
 	requireNoneOpen(t, filepath.Join(root, "agents"))
 	require.Equal(t, http.StatusOK, c.do("DELETE", "/agents/idle0", nil, nil))
 	stream.ends(t)
@@ -357,9 +358,9 @@ func TestDamagedEventsFoundWhenTheSquadOpens(t *testing.T) {
 	lines[3] = "garbage\n"
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644))
 	c := start(t, root, demoTeam)
-	assert.Equal(t, server.StatusComplete, c.summary("idle0").Status)
+	assert.Equal(t, host.StatusComplete, c.summary("idle0").Status)
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/idle0/runs", map[string]string{"goal": "robots"}, nil))
-	s := c.await("idle0", server.StatusDamaged)
+	s := c.await("idle0", host.StatusDamaged)
 	assert.Contains(t, s.Error, path)
 	assert.Contains(t, c.errorOf("POST", "/agents/idle0/runs", map[string]string{"goal": "again"}, http.StatusConflict), "damaged")
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // goalTeam is a team whose coordinator does what its run's goal says: "wait" waits for the
@@ -70,7 +71,7 @@ func TestVerbsByState(t *testing.T) {
 		{"respond", map[string]string{"response": "yes"}},
 	}
 	const (
-		idle, working, paused, completed, failed = server.StatusIdle, server.StatusWorking, server.StatusPaused, server.StatusComplete, server.StatusFailed
+		idle, working, paused, completed, failed = host.StatusIdle, host.StatusWorking, host.StatusPaused, host.StatusComplete, host.StatusFailed
 		ok, accepted, conflict                   = http.StatusOK, http.StatusAccepted, http.StatusConflict
 	)
 	type outcome struct {
@@ -98,7 +99,7 @@ func TestVerbsByState(t *testing.T) {
 		case working, paused:
 			require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": id, "goal": "wait"}, nil))
 			if state == paused {
-				var s server.Summary
+				var s host.Summary
 				require.Equal(t, http.StatusOK, c.do("POST", "/agents/"+id+"/pause", nil, &s))
 				require.Equal(t, paused, s.Status)
 			}
@@ -116,7 +117,7 @@ func TestVerbsByState(t *testing.T) {
 			into(id, state)
 			require.Equal(t, state, c.summary(id).Status, "%s before %s", id, v.name)
 			var answer struct {
-				server.Summary
+				host.Summary
 				Error string `json:"error"`
 			}
 			code := c.do("POST", "/agents/"+id+"/"+v.name, v.body, &answer)
@@ -136,30 +137,30 @@ func TestVerbsByState(t *testing.T) {
 // server interrupted, and not resumed by itself — and POST /resume continues it.
 func TestPausedStaysPaused(t *testing.T) {
 	root := t.TempDir()
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(goalTeam))
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(goalTeam)))
 	require.NoError(t, err)
 	ts := serve(t, srv)
 	c := &api{t: t, srv: srv, ts: ts, root: root}
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "p", "goal": "wait"}, nil))
-	var paused server.Summary
+	var paused host.Summary
 	require.Equal(t, http.StatusOK, c.do("POST", "/agents/p/pause", nil, &paused))
-	require.Equal(t, server.StatusPaused, paused.Status)
+	require.Equal(t, host.StatusPaused, paused.Status)
 	require.NoError(t, srv.Close())
 	ts.Close()
 
 	c2 := start(t, root, goalTeam)
-	assert.Equal(t, server.StatusPaused, c2.summary("p").Status)
-	var resumed server.Summary
+	assert.Equal(t, host.StatusPaused, c2.summary("p").Status)
+	var resumed host.Summary
 	require.Equal(t, http.StatusAccepted, c2.do("POST", "/agents/p/resume", nil, &resumed))
 	assert.Equal(t, paused.Run, resumed.Run)
-	assert.Equal(t, server.StatusWorking, c2.summary("p").Status)
+	assert.Equal(t, host.StatusWorking, c2.summary("p").Status)
 }
 
 // A trigger that comes due while the run is paused fires into it, and does not wake it: the run
 // stays paused until POST /resume.
 func TestTriggerDoesNotWakeAPausedRun(t *testing.T) {
 	root := t.TempDir()
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(goalTeam))
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(goalTeam)))
 	require.NoError(t, err)
 	ts := serve(t, srv)
 	c := &api{t: t, srv: srv, ts: ts, root: root}
@@ -176,24 +177,24 @@ func TestTriggerDoesNotWakeAPausedRun(t *testing.T) {
 	c.awaitEvent("p", func(e eventlog.Event) bool { return e.Type == "x.trigger_fired" })
 	agents := filepath.Join(root, "agents")
 	require.Eventually(t, func() bool { // the squad the trigger opened closes again, or the run was woken
-		return c.summary("p").Status != server.StatusPaused || openUnder(agents) == 0
+		return c.summary("p").Status != host.StatusPaused || openUnder(agents) == 0
 	}, deadline, 10*time.Millisecond)
-	assert.Equal(t, server.StatusPaused, c.summary("p").Status)
+	assert.Equal(t, host.StatusPaused, c.summary("p").Status)
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/p/resume", nil, nil))
-	assert.Equal(t, server.StatusWorking, c.summary("p").Status)
+	assert.Equal(t, host.StatusWorking, c.summary("p").Status)
 }
 
 // A verb on a queued run says that it is queued, not that the agent has no run.
 func TestVerbsOnAQueuedRun(t *testing.T) {
-	c := start(t, t.TempDir(), goalTeam, server.WithMaxRuns(1))
+	c := start(t, t.TempDir(), goalTeam, server.WithHost(host.WithMaxRuns(1)))
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "first", "goal": "wait"}, nil))
 	c.awaitEvent("first", func(e eventlog.Event) bool { return e.Type == eventlog.AgentStarted }) // it has the place
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "second", "goal": "wait"}, nil))
-	c.await("second", server.StatusQueued)
+	c.await("second", host.StatusQueued)
 	for verb, body := range map[string]any{"send": map[string]string{"message": "hi"}, "stop": nil, "respond": map[string]string{"response": "yes"}} {
 		msg := c.errorOf("POST", "/agents/second/"+verb, body, http.StatusConflict)
 		assert.Contains(t, msg, "queued", verb)
 		assert.NotContains(t, msg, "no run yet", verb)
 	}
-	assert.Equal(t, server.StatusQueued, c.summary("second").Status)
+	assert.Equal(t, host.StatusQueued, c.summary("second").Status)
 }

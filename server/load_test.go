@@ -17,7 +17,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/providers"
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // TestLoad is the server's load test, run when AGIRAPH_LOAD is set (to the number of agents;
@@ -99,7 +99,7 @@ func TestLoad(t *testing.T) {
 	creates.Wait()
 	deadline := time.Now().Add(2 * time.Minute)
 	for i := range n {
-		for s := c.summary(fmt.Sprintf("load%d", i)); s.Status != server.StatusComplete; s = c.summary(s.ID) {
+		for s := c.summary(fmt.Sprintf("load%d", i)); s.Status != host.StatusComplete; s = c.summary(s.ID) {
 			require.True(t, time.Now().Before(deadline), "agent %s is %s after 2 minutes", s.ID, s.Status)
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -84,12 +84,12 @@ func TestSquadOverMCP(t *testing.T) {
 
 	text, isErr := mcpCall(t, cs, "create_agent", map[string]any{"id": "tea", "goal": "the history of tea"})
 	require.False(t, isErr, text)
-	var sum server.Summary
+	var sum host.Summary
 	require.NoError(t, json.Unmarshal([]byte(text), &sum))
 	assert.Equal(t, "tea", sum.ID)
 	end := time.Now().Add(deadline)
-	for sum.Status != server.StatusComplete {
-		require.NotEqual(t, server.StatusFailed, sum.Status, sum.Error)
+	for sum.Status != host.StatusComplete {
+		require.NotEqual(t, host.StatusFailed, sum.Status, sum.Error)
 		require.False(t, time.Now().After(end), "the agent is %s", sum.Status)
 		time.Sleep(20 * time.Millisecond)
 		text, isErr = mcpCall(t, cs, "get_agent", map[string]any{"agent": "tea"})
@@ -132,16 +132,16 @@ func TestSquadOverMCP(t *testing.T) {
 	// A question, answered over MCP.
 	text, isErr = mcpCall(t, cs, "create_agent", map[string]any{"id": "asker", "goal": "Study a market."})
 	require.False(t, isErr, text)
-	waiting := c.await("asker", server.StatusWaiting)
+	waiting := c.await("asker", host.StatusWaiting)
 	assert.Equal(t, "Which market?", waiting.Question)
 	text, isErr = mcpCall(t, cs, "answer_question", map[string]any{"agent": "asker", "response": "the European one"})
 	require.False(t, isErr, text)
-	assert.Contains(t, c.await("asker", server.StatusComplete).Output, "the European one")
+	assert.Contains(t, c.await("asker", host.StatusComplete).Output, "the European one")
 
 	// A new run, started and followed over MCP.
 	text, isErr = mcpCall(t, cs, "start_run", map[string]any{"agent": "tea", "goal": "the future of tea"})
 	require.False(t, isErr, text)
-	require.Equal(t, server.StatusComplete, c.await("tea", server.StatusComplete).Status)
+	require.Equal(t, host.StatusComplete, c.await("tea", host.StatusComplete).Status)
 }
 
 // The MCP tools take what the HTTP API takes: a negative limit or after is the API's 400, as a
@@ -149,7 +149,7 @@ func TestSquadOverMCP(t *testing.T) {
 func TestMCPPagesAreChecked(t *testing.T) {
 	c := start(t, t.TempDir(), demoTeam)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "a", "goal": "chips"}, nil))
-	c.await("a", server.StatusComplete)
+	c.await("a", host.StatusComplete)
 	cs, err := mcpSession(t, c, c.ts.Client())
 	require.NoError(t, err)
 	defer cs.Close()

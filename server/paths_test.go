@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/nodes/eventlog"
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // No answer of the API holds a path of the server's files: a client sees agents, runs and the
@@ -18,7 +18,7 @@ import (
 func TestNoServerPaths(t *testing.T) {
 	c := start(t, t.TempDir(), demoTeam)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "alpha", "goal": "AI chips"}, nil))
-	done := c.await("alpha", server.StatusComplete)
+	done := c.await("alpha", host.StatusComplete)
 	var evs struct{ Events []eventlog.Event }
 	require.Equal(t, http.StatusOK, c.do("GET", "/agents/alpha/events?limit=1", nil, &evs))
 	require.NotEmpty(t, evs.Events)

@@ -23,6 +23,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // held is a model that, on the synthesis node, holds until its context ends: a run of the
@@ -69,13 +70,13 @@ func heldTeam() (func(string) []nodes.Option, <-chan struct{}) {
 
 // interrupted creates agent id toward goal on a server over root whose synthesis holds, and
 // closes the server once the run holds there: the run is paused half done.
-func interrupted(t *testing.T, root, id, goal string) server.Summary {
+func interrupted(t *testing.T, root, id, goal string) host.Summary {
 	t.Helper()
 	team, reached := heldTeam()
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(team))
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(team)))
 	require.NoError(t, err)
 	c := &api{t: t, srv: srv, ts: newTestServer(t, srv), root: root}
-	var s server.Summary
+	var s host.Summary
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": id, "goal": goal}, &s))
 	select {
 	case <-reached:
@@ -83,7 +84,7 @@ func interrupted(t *testing.T, root, id, goal string) server.Summary {
 		c.dump(id)
 		t.Fatalf("agent %s never reached its synthesis", id)
 	}
-	require.Equal(t, server.StatusWorking, c.summary(id).Status)
+	require.Equal(t, host.StatusWorking, c.summary(id).Status)
 	require.NoError(t, srv.Close())
 	return s
 }
@@ -93,12 +94,12 @@ func interrupted(t *testing.T, root, id, goal string) server.Summary {
 func reference(t *testing.T, goal string) string {
 	t.Helper()
 	root := t.TempDir()
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam))
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(demoTeam)))
 	require.NoError(t, err)
 	defer srv.Close()
 	c := &api{t: t, srv: srv, ts: newTestServer(t, srv), root: root}
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "reference", "goal": goal}, nil))
-	out := c.await("reference", server.StatusComplete).Output
+	out := c.await("reference", host.StatusComplete).Output
 	require.NotEmpty(t, out)
 	return out
 }
@@ -154,13 +155,13 @@ func TestCloseInterruptsAndRestartResumes(t *testing.T) {
 	created := interrupted(t, root, "alpha", goal)
 
 	m := agentFile(t, root, "alpha")
-	assert.Equal(t, server.StatusInterrupted, m["status"])
+	assert.Equal(t, host.StatusInterrupted, m["status"])
 	assert.Empty(t, m["output"])
 	assert.Empty(t, m["error"])
 	assert.Equal(t, created.Run, m["run"])
 
 	c := start(t, root, demoTeam)
-	done := c.await("alpha", server.StatusComplete)
+	done := c.await("alpha", host.StatusComplete)
 	assert.Equal(t, created.Run, done.Run)
 	assert.Equal(t, want, done.Output)
 	evs := c.checkEvents("alpha")
@@ -172,15 +173,15 @@ func TestCloseInterruptsAndRestartResumes(t *testing.T) {
 	}
 	assert.Positive(t, resumed, "the run was resumed, not run again")
 	require.NoError(t, c.srv.Close())
-	assert.Equal(t, server.StatusComplete, agentFile(t, root, "alpha")["status"])
+	assert.Equal(t, host.StatusComplete, agentFile(t, root, "alpha")["status"])
 
 	// Opened again: the finished run stays completed, with its output, and nothing runs.
 	c2 := start(t, root, demoTeam)
 	again := c2.summary("alpha")
-	assert.Equal(t, server.StatusComplete, again.Status)
+	assert.Equal(t, host.StatusComplete, again.Status)
 	assert.Equal(t, want, again.Output)
 	time.Sleep(200 * time.Millisecond) // time enough for a run to begin, were one begun
-	assert.Equal(t, server.StatusComplete, c2.summary("alpha").Status)
+	assert.Equal(t, host.StatusComplete, c2.summary("alpha").Status)
 	assert.Len(t, c2.events("alpha"), len(evs), "no event after the run completed")
 }
 
@@ -196,33 +197,33 @@ func TestWithoutResumeWaitsForResume(t *testing.T) {
 	// gamma's agent.json says working, as when the server is killed during its run.
 	path := filepath.Join(root, "agents", "gamma", "agent.json")
 	m := agentFile(t, root, "gamma")
-	m["status"] = server.StatusWorking
+	m["status"] = host.StatusWorking
 	data, err := json.Marshal(m)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 
-	c := start(t, root, demoTeam, server.WithoutResume())
-	assert.Equal(t, server.StatusInterrupted, agentFile(t, root, "gamma")["status"], "agent.json says what the summary says")
+	c := start(t, root, demoTeam, server.WithHost(host.WithoutResume()))
+	assert.Equal(t, host.StatusInterrupted, agentFile(t, root, "gamma")["status"], "agent.json says what the summary says")
 	before := map[string]int{"beta": len(c.events("beta")), "gamma": len(c.events("gamma"))}
 	time.Sleep(200 * time.Millisecond) // time enough for a run to begin, were one begun
 	for _, id := range []string{"beta", "gamma"} {
 		s := c.summary(id)
-		assert.Equal(t, server.StatusInterrupted, s.Status, id)
+		assert.Equal(t, host.StatusInterrupted, s.Status, id)
 		assert.Empty(t, s.Output, id)
 		assert.Len(t, c.events(id), before[id], "%s: no event before POST /resume", id)
 	}
 
-	var resumed server.Summary
+	var resumed host.Summary
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/beta/resume", nil, &resumed))
 	assert.Equal(t, created.Run, resumed.Run)
-	assert.Equal(t, server.StatusWorking, resumed.Status)
-	done := c.await("beta", server.StatusComplete)
+	assert.Equal(t, host.StatusWorking, resumed.Status)
+	done := c.await("beta", host.StatusComplete)
 	assert.Equal(t, want, done.Output)
 	c.checkEvents("beta")
-	assert.Equal(t, server.StatusInterrupted, c.summary("gamma").Status, "gamma was not resumed")
+	assert.Equal(t, host.StatusInterrupted, c.summary("gamma").Status, "gamma was not resumed")
 
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/gamma/resume", map[string]string{}, nil))
-	assert.Equal(t, want, c.await("gamma", server.StatusComplete).Output)
+	assert.Equal(t, want, c.await("gamma", host.StatusComplete).Output)
 	c.checkEvents("gamma")
 }
 
@@ -231,7 +232,7 @@ func TestWithoutResumeWaitsForResume(t *testing.T) {
 func TestDeletedAgentStaysForgotten(t *testing.T) {
 	team, reached := heldTeam()
 	root := t.TempDir()
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(team))
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(team)))
 	require.NoError(t, err)
 	c := &api{t: t, srv: srv, ts: newTestServer(t, srv), root: root}
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "gone", "goal": "AI chips"}, nil))
@@ -244,13 +245,13 @@ func TestDeletedAgentStaysForgotten(t *testing.T) {
 	require.NoError(t, srv.Close())
 	m := agentFile(t, root, "gone")
 	assert.Equal(t, true, m["deleted"])
-	assert.Equal(t, server.StatusInterrupted, m["status"])
+	assert.Equal(t, host.StatusInterrupted, m["status"])
 	events, err := os.ReadFile(filepath.Join(root, "agents", "gone", "events.jsonl"))
 	require.NoError(t, err)
 
 	c2 := start(t, root, demoTeam)
 	c2.errorOf("GET", "/agents/gone", nil, http.StatusNotFound)
-	var list struct{ Agents []server.Summary }
+	var list struct{ Agents []host.Summary }
 	c2.do("GET", "/agents", nil, &list)
 	assert.Empty(t, list.Agents)
 	time.Sleep(200 * time.Millisecond) // time enough for a run to begin, were one begun
@@ -282,7 +283,7 @@ func TestStalled(t *testing.T) {
 	c := start(t, t.TempDir(), team)
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "staller", "goal": "Pick one."}, nil))
 	end := time.Now().Add(deadline)
-	var s server.Summary
+	var s host.Summary
 	for s = c.summary("staller"); s.Stalled == ""; s = c.summary("staller") {
 		if time.Now().After(end) {
 			c.dump("staller")
@@ -290,7 +291,7 @@ func TestStalled(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	assert.Equal(t, server.StatusWaiting, s.Status)
+	assert.Equal(t, host.StatusWaiting, s.Status)
 	var waiting string
 	for _, e := range c.events("staller") {
 		if e.Type == eventlog.AgentWaiting {
@@ -300,7 +301,7 @@ func TestStalled(t *testing.T) {
 	assert.Equal(t, waiting, s.Stalled)
 
 	require.Equal(t, http.StatusOK, c.do("POST", "/agents/staller/respond", map[string]string{"response": "the second"}, nil))
-	done := c.await("staller", server.StatusComplete)
+	done := c.await("staller", host.StatusComplete)
 	assert.Contains(t, done.Output, "the second")
 	assert.Empty(t, done.Stalled, "events came after the agent.waiting")
 }
@@ -333,17 +334,17 @@ func TestTriggerWakesAnInterruptedAgent(t *testing.T) {
 		}
 	}
 	root := t.TempDir()
-	first, err := server.New(server.WithRoot(root), server.WithSquadOptions(team))
+	first, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(team)))
 	require.NoError(t, err)
 	c := &api{t: t, srv: first, ts: newTestServer(t, first), root: root}
-	var s server.Summary
+	var s host.Summary
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "watcher", "goal": "Keep looking.", "mode": "infinite"}, &s))
 	c.awaitEvent("watcher", func(e eventlog.Event) bool { return e.Type == "x.cycle_completed" })
 	require.NoError(t, first.Close())
-	assert.Equal(t, server.StatusInterrupted, agentFile(t, root, "watcher")["status"])
+	assert.Equal(t, host.StatusInterrupted, agentFile(t, root, "watcher")["status"])
 
-	c2 := start(t, root, team, server.WithoutResume())
-	assert.Equal(t, server.StatusInterrupted, c2.summary("watcher").Status)
+	c2 := start(t, root, team, server.WithHost(host.WithoutResume()))
+	assert.Equal(t, host.StatusInterrupted, c2.summary("watcher").Status)
 	requireNoneOpen(t, filepath.Join(root, "agents"))
 	clock.Advance(30 * time.Minute)
 	fired := c2.awaitEvent("watcher", func(e eventlog.Event) bool { return e.Type == "x.trigger_fired" })
@@ -352,7 +353,7 @@ func TestTriggerWakesAnInterruptedAgent(t *testing.T) {
 		return e.Type == "x.cycle_completed" && strings.Contains(e.Text, "woken by the heartbeat")
 	})
 	assert.Equal(t, s.Run, woken.Run)
-	assert.Equal(t, server.StatusWorking, c2.summary("watcher").Status, "the woken run stays in progress, asleep")
+	assert.Equal(t, host.StatusWorking, c2.summary("watcher").Status, "the woken run stays in progress, asleep")
 }
 
 // awaitEvent waits for an event of the agent that ok accepts, and returns it.

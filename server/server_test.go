@@ -28,6 +28,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -87,7 +88,7 @@ type api struct {
 // closes it.
 func start(t *testing.T, root string, team func(string) []nodes.Option, opts ...server.Option) *api {
 	t.Helper()
-	srv, err := server.New(append([]server.Option{server.WithRoot(root), server.WithSquadOptions(team)}, opts...)...)
+	srv, err := server.New(append([]server.Option{server.WithHost(host.WithRoot(root), host.WithSquadOptions(team))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,9 +157,9 @@ func (c *api) errorOf(method, path string, body any, status int) string {
 	return e.Error
 }
 
-func (c *api) summary(id string) server.Summary {
+func (c *api) summary(id string) host.Summary {
 	c.t.Helper()
-	var s server.Summary
+	var s host.Summary
 	if st := c.do("GET", "/agents/"+id, nil, &s); st != http.StatusOK {
 		c.t.Fatalf("GET /agents/%s: %d", id, st)
 	}
@@ -166,7 +167,7 @@ func (c *api) summary(id string) server.Summary {
 }
 
 // await polls the agent until its status is one of want, and fails on "failed" unless wanted.
-func (c *api) await(id string, want ...string) server.Summary {
+func (c *api) await(id string, want ...string) host.Summary {
 	c.t.Helper()
 	end := time.Now().Add(deadline)
 	for {
@@ -174,7 +175,7 @@ func (c *api) await(id string, want ...string) server.Summary {
 		if slices.Contains(want, s.Status) {
 			return s
 		}
-		if s.Status == server.StatusFailed || time.Now().After(end) {
+		if s.Status == host.StatusFailed || time.Now().After(end) {
 			c.dump(id)
 			c.t.Fatalf("agent %s is %s (%s), want %v", id, s.Status, s.Error, want)
 		}
@@ -193,14 +194,14 @@ func (c *api) dump(id string) {
 
 func TestAgentLifecycle(t *testing.T) {
 	c := start(t, t.TempDir(), demoTeam)
-	var created server.Summary
+	var created host.Summary
 	if st := c.do("POST", "/agents", map[string]string{"id": "alpha", "goal": "AI chips"}, &created); st != http.StatusCreated {
 		t.Fatalf("create: %d", st)
 	}
-	if created.ID != "alpha" || created.Status != server.StatusWorking || created.Goal != "AI chips" || created.Run == "" || created.Mode != "finite" {
+	if created.ID != "alpha" || created.Status != host.StatusWorking || created.Goal != "AI chips" || created.Run == "" || created.Mode != "finite" {
 		t.Fatalf("created %+v", created)
 	}
-	done := c.await("alpha", server.StatusComplete)
+	done := c.await("alpha", host.StatusComplete)
 	if !strings.Contains(done.Output, "# Report") || done.Run != created.Run || done.Nodes != 4 || done.Workers == 0 {
 		t.Fatalf("completed %+v", done)
 	}
@@ -208,7 +209,7 @@ func TestAgentLifecycle(t *testing.T) {
 		t.Errorf("times: created %v, updated %v", done.Created, done.Updated)
 	}
 
-	var list struct{ Agents []server.Summary }
+	var list struct{ Agents []host.Summary }
 	if st := c.do("GET", "/agents", nil, &list); st != http.StatusOK || len(list.Agents) != 1 || list.Agents[0].ID != "alpha" {
 		t.Fatalf("list: %d %+v", st, list)
 	}
@@ -368,21 +369,21 @@ func TestAgentLifecycle(t *testing.T) {
 	c.errorOf("POST", "/agents/alpha/resume", nil, http.StatusConflict)
 
 	// Another run on the same agent.
-	var again server.Summary
+	var again host.Summary
 	if st := c.do("POST", "/agents/alpha/runs", map[string]string{"goal": "quantum sensors"}, &again); st != http.StatusAccepted ||
 		again.Run == created.Run || again.Goal != "quantum sensors" {
 		t.Fatalf("another run: %d %+v", st, again)
 	}
-	if done := c.await("alpha", server.StatusComplete); !strings.Contains(done.Output, "# Report") || done.Run != again.Run {
+	if done := c.await("alpha", host.StatusComplete); !strings.Contains(done.Output, "# Report") || done.Run != again.Run {
 		t.Errorf("second run: %+v", done)
 	}
 	// A message to the coordinator of a completed agent starts a follow-up run toward it.
-	var followUp server.Summary
+	var followUp host.Summary
 	if st := c.do("POST", "/agents/alpha/send", map[string]string{"message": "robots"}, &followUp); st != http.StatusAccepted ||
 		followUp.Run == again.Run || followUp.Goal != "robots" {
 		t.Fatalf("follow-up run: %d %+v", st, followUp)
 	}
-	if done := c.await("alpha", server.StatusComplete); done.Run != followUp.Run {
+	if done := c.await("alpha", host.StatusComplete); done.Run != followUp.Run {
 		t.Errorf("follow-up run: %+v", done)
 	}
 
@@ -421,7 +422,7 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("POST /agents %s: %q, want it to name %s", tc.body, msg, tc.want)
 		}
 	}
-	var none struct{ Agents []server.Summary }
+	var none struct{ Agents []host.Summary }
 	if c.do("GET", "/agents", nil, &none); none.Agents == nil || len(none.Agents) != 0 {
 		t.Errorf("no agents: %+v", none)
 	}
@@ -431,7 +432,7 @@ func TestBadRequests(t *testing.T) {
 // is paused when the server closes, whose event streams end; a server opened again resumes it.
 func TestInfiniteAgentAndClose(t *testing.T) {
 	root := t.TempDir()
-	srv, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam))
+	srv, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(demoTeam)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,9 +440,9 @@ func TestInfiniteAgentAndClose(t *testing.T) {
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { srv.Close() })
 	c := &api{t: t, srv: srv, ts: ts, root: root}
-	var s server.Summary
+	var s host.Summary
 	if st := c.do("POST", "/agents", map[string]string{"goal": "watch the chip market", "mode": "infinite"}, &s); st != http.StatusCreated ||
-		s.ID == "" || s.Mode != "infinite" || s.Status != server.StatusWorking {
+		s.ID == "" || s.Mode != "infinite" || s.Status != host.StatusWorking {
 		t.Fatalf("create: %d %+v", st, s)
 	}
 	if workspace.ValidID(s.ID) != nil {
@@ -456,7 +457,7 @@ func TestInfiniteAgentAndClose(t *testing.T) {
 	// Wait for the first cycle's end: the run stays in progress, asleep.
 	stream := openStream(t, ts, "/agents/"+s.ID+"/events/stream", "")
 	stream.until(t, "x.cycle_completed")
-	if got := c.summary(s.ID); got.Status != server.StatusWorking {
+	if got := c.summary(s.ID); got.Status != host.StatusWorking {
 		t.Errorf("asleep between cycles: %+v", got)
 	}
 	// Deleting an agent at work ends its run.
@@ -475,16 +476,16 @@ func TestInfiniteAgentAndClose(t *testing.T) {
 
 	// Opened again without resuming: the run was paused, not ended. Opened again as by
 	// default: it goes on.
-	c2 := start(t, root, demoTeam, server.WithoutResume())
+	c2 := start(t, root, demoTeam, server.WithHost(host.WithoutResume()))
 	again := c2.summary(s.ID)
-	if again.Status != server.StatusInterrupted || again.Mode != "infinite" || again.Output != "" || again.Run != s.Run {
+	if again.Status != host.StatusInterrupted || again.Mode != "infinite" || again.Output != "" || again.Run != s.Run {
 		t.Errorf("after close: %+v", again)
 	}
 	if err := c2.srv.Close(); err != nil {
 		t.Fatal(err)
 	}
 	c3 := start(t, root, demoTeam)
-	if resumed := c3.await(s.ID, server.StatusWorking); resumed.Run != s.Run {
+	if resumed := c3.await(s.ID, host.StatusWorking); resumed.Run != s.Run {
 		t.Errorf("resumed: %+v", resumed)
 	}
 }
@@ -618,7 +619,7 @@ func TestEventStream(t *testing.T) {
 		}
 	}
 	s.close()
-	c.await("streamer", server.StatusComplete)
+	c.await("streamer", host.StatusComplete)
 
 	// Reconnecting with Last-Event-ID gives only the later events; so does ?after.
 	mid := got[len(got)/2].id
@@ -679,7 +680,7 @@ func TestHumanInTheLoop(t *testing.T) {
 	if st := c.do("POST", "/agents", map[string]string{"id": "hitl", "goal": "Set up a database for our project."}, nil); st != http.StatusCreated {
 		t.Fatalf("create: %d", st)
 	}
-	waiting := c.await("hitl", server.StatusWaiting)
+	waiting := c.await("hitl", host.StatusWaiting)
 	if waiting.WaitingFor != "dana" || waiting.Question != question {
 		t.Errorf("waiting: %+v", waiting)
 	}
@@ -694,7 +695,7 @@ func TestHumanInTheLoop(t *testing.T) {
 		answered.Worker != "dana" {
 		t.Fatalf("respond: %d %+v", st, answered)
 	}
-	done := c.await("hitl", server.StatusComplete)
+	done := c.await("hitl", host.StatusComplete)
 	if !strings.Contains(done.Output, "PostgreSQL, for production") {
 		t.Errorf("output %q", done.Output)
 	}
@@ -729,24 +730,24 @@ func turn(req providers.Request, calls ...tools.Call) scripted.Turn {
 // them again; a stopped run resumes.
 func TestReopen(t *testing.T) {
 	root := t.TempDir()
-	first, err := server.New(server.WithRoot(root), server.WithSquadOptions(demoTeam))
+	first, err := server.New(server.WithHost(host.WithRoot(root), host.WithSquadOptions(demoTeam)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := serve(t, first)
 	c := &api{t: t, srv: first, ts: ts, root: root}
-	var s server.Summary
+	var s host.Summary
 	c.do("POST", "/agents", map[string]string{"id": "keeper", "goal": "AI chips"}, &s)
-	c.await("keeper", server.StatusComplete)
+	c.await("keeper", host.StatusComplete)
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
 	ts.Close()
 
 	c2 := start(t, root, demoTeam)
-	var list struct{ Agents []server.Summary }
+	var list struct{ Agents []host.Summary }
 	c2.do("GET", "/agents", nil, &list)
-	if len(list.Agents) != 1 || list.Agents[0].ID != "keeper" || list.Agents[0].Status != server.StatusComplete ||
+	if len(list.Agents) != 1 || list.Agents[0].ID != "keeper" || list.Agents[0].Status != host.StatusComplete ||
 		list.Agents[0].Run != s.Run || list.Agents[0].Nodes != 4 || list.Agents[0].Goal != "AI chips" {
 		t.Fatalf("reopened: %+v", list)
 	}
@@ -764,7 +765,7 @@ func TestReopen(t *testing.T) {
 	if st := c2.do("POST", "/agents/keeper/runs", map[string]string{"goal": "robots"}, nil); st != http.StatusAccepted {
 		t.Fatalf("another run: %d", st)
 	}
-	if done := c2.await("keeper", server.StatusComplete); done.Goal != "robots" || !strings.Contains(done.Output, "# Report") {
+	if done := c2.await("keeper", host.StatusComplete); done.Goal != "robots" || !strings.Contains(done.Output, "# Report") {
 		t.Errorf("after reopen: %+v", done)
 	}
 }
@@ -794,7 +795,7 @@ func TestCoordinatorAsks(t *testing.T) {
 	if st := c.do("POST", "/agents", map[string]string{"id": "asker", "goal": "Study a market."}, nil); st != http.StatusCreated {
 		t.Fatalf("create: %d", st)
 	}
-	waiting := c.await("asker", server.StatusWaiting)
+	waiting := c.await("asker", host.StatusWaiting)
 	if waiting.WaitingFor != "coordinator" || waiting.Question != question {
 		t.Errorf("waiting: %+v", waiting)
 	}
@@ -806,7 +807,7 @@ func TestCoordinatorAsks(t *testing.T) {
 		answered.Worker != "coordinator" {
 		t.Fatalf("respond: %d %+v", st, answered)
 	}
-	if done := c.await("asker", server.StatusComplete); !strings.Contains(done.Output, "the European one") {
+	if done := c.await("asker", host.StatusComplete); !strings.Contains(done.Output, "the European one") {
 		t.Errorf("output %q", done.Output)
 	}
 }

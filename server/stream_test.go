@@ -17,7 +17,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // A team that says what it does: the coordinator (whose first turn waits for gate, after
@@ -90,7 +90,7 @@ func TestEventStreamCarriesTextDeltas(t *testing.T) {
 	got := s.until(t, eventlog.AgentStarted)
 	close(gate)
 	got = append(got, s.until(t, eventlog.AgentCompleted)...)
-	c.await("talker", server.StatusComplete)
+	c.await("talker", host.StatusComplete)
 
 	for i, e := range got {
 		require.True(t, e.hasID)

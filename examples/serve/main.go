@@ -48,6 +48,7 @@ import (
 	_ "github.com/agiraph/agiraph/providers/langchain" // openai/, openrouter/, ollama/ and gemini/ models
 	"github.com/agiraph/agiraph/sandbox"
 	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 func main() {
@@ -100,7 +101,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Var(&o.hosts, "allow-host", "a host name (or name:port) the server is reached under besides localhost; repeatable")
 	fs.Var(&o.origins, "allow-origin", "an origin (https://app.example) whose pages may call the API; repeatable")
 	fs.Var(&o.models, "models", "models (provider/model) a request may name for its agent, besides the server's own; repeatable")
-	fs.IntVar(&o.maxRuns, "max-runs", server.DefaultMaxRuns, "runs in progress at once; more are queued")
+	fs.IntVar(&o.maxRuns, "max-runs", host.DefaultMaxRuns, "runs in progress at once; more are queued")
 	fs.IntVar(&o.maxText, "max-text", server.DefaultMaxText, "the largest goal, message or answer, in bytes")
 	fs.BoolVar(&o.sandbox, "sandbox", true, "sandbox the workers' commands and CLI agents (where bubblewrap runs): write only their scope, no secrets in their environment")
 	fs.BoolVar(&o.noNetwork, "no-network", false, "cut the bash commands of harnessed workers off the network (CLI workers need it for their model)")
@@ -154,12 +155,12 @@ func newServer(o options, getenv func(string) string, log *slog.Logger, extra ..
 	if token == "" {
 		token = getenv("AGIRAPH_TOKEN")
 	}
-	opts := []server.Option{server.WithRoot(o.root), server.WithSquadOptions(squadOpts), server.WithLogger(log),
-		server.WithToken(token), server.WithAllowedHosts(o.hosts...), server.WithAllowedOrigins(o.origins...),
-		server.WithModels(allowed...), server.WithMaxRuns(o.maxRuns), server.WithMaxText(o.maxText)}
+	hostOpts := []host.Option{host.WithRoot(o.root), host.WithSquadOptions(squadOpts), host.WithLogger(log), host.WithMaxRuns(o.maxRuns)}
 	if !o.resume {
-		opts = append(opts, server.WithoutResume())
+		hostOpts = append(hostOpts, host.WithoutResume())
 	}
+	opts := []server.Option{server.WithHost(hostOpts...), server.WithToken(token), server.WithAllowedHosts(o.hosts...),
+		server.WithAllowedOrigins(o.origins...), server.WithModels(allowed...), server.WithMaxText(o.maxText)}
 	srv, err := server.New(append(opts, extra...)...)
 	return srv, team, err
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -266,7 +267,7 @@ func newSite(t *testing.T) *site {
 
 func (s *site) start() {
 	s.t.Helper()
-	srv, err := server.New(server.WithRoot(s.root), server.WithSquadOptions(s.team))
+	srv, err := server.New(server.WithHost(host.WithRoot(s.root), host.WithSquadOptions(s.team)))
 	require.NoError(s.t, err)
 	hs := httptest.NewUnstartedServer(srv)
 	if s.addr != "" {
@@ -331,7 +332,7 @@ func TestBrowser(t *testing.T) {
 	s := newSite(t)
 	ctx := browser(t)
 	onFailure = func() {
-		var agents struct{ Agents []server.Summary }
+		var agents struct{ Agents []host.Summary }
 		s.api("GET", "/agents", nil, &agents)
 		for _, a := range agents.Agents {
 			var evs struct {
@@ -366,7 +367,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.SendKeys("#new-goal", "Write a colourful report.", chromedp.ByQuery),
 		chromedp.Click("form.new-agent button[type=submit]", chromedp.ByQuery),
 		chromedp.WaitVisible(`.view-head h2`, chromedp.ByQuery))
-	var agents struct{ Agents []server.Summary }
+	var agents struct{ Agents []host.Summary }
 	s.api("GET", "/agents", nil, &agents)
 	require.Len(t, agents.Agents, 1)
 	id := agents.Agents[0].ID
@@ -506,7 +507,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Click(`.new-run button`, chromedp.ByQuery),
 		chromedp.Poll(`document.querySelector('.view-head .status').textContent !== 'completed'`, nil,
 			chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait)))
-	var after server.Summary
+	var after host.Summary
 	s.api("GET", "/agents/"+id, nil, &after)
 	assert.Equal(t, "Write another report.", after.Goal)
 	step(t, ctx, "stop it", chromedp.Click(`.view-head .controls button`, chromedp.ByQuery))

@@ -16,7 +16,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // attack is script a model writes into its pages: with the API in reach, it lists the agents
@@ -62,10 +62,10 @@ func TestModelPagesAreInert(t *testing.T) {
 	s.start()
 	t.Cleanup(s.stop)
 	require.Equal(t, http.StatusCreated, s.api("POST", "/agents", map[string]string{"id": "m", "goal": "a page"}, nil))
-	var sum server.Summary
-	for end := time.Now().Add(wait); sum.Status != server.StatusComplete; time.Sleep(10 * time.Millisecond) {
+	var sum host.Summary
+	for end := time.Now().Add(wait); sum.Status != host.StatusComplete; time.Sleep(10 * time.Millisecond) {
 		require.Equal(t, http.StatusOK, s.api("GET", "/agents/m", nil, &sum))
-		require.NotEqual(t, server.StatusFailed, sum.Status, sum.Error)
+		require.NotEqual(t, host.StatusFailed, sum.Status, sum.Error)
 		require.True(t, time.Now().Before(end), "the agent is %s", sum.Status)
 	}
 	ctx := browser(t)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 )
 
 // The agent's head pauses its run and resumes it: Pause leaves it "paused" (the API says so
@@ -34,10 +34,10 @@ func TestPauseAndResume(t *testing.T) {
 	step(t, ctx, "open the agent", chromedp.Navigate(s.srv.LoginURL(s.url(""))), chromedp.WaitVisible("#sidebar", chromedp.ByQuery),
 		chromedp.Navigate(s.url("/#/a/slow")), status("working"))
 	step(t, ctx, "pause it", press("Pause"), status("paused"))
-	var sum server.Summary
+	var sum host.Summary
 	s.api("GET", "/agents/slow", nil, &sum)
-	assert.Equal(t, server.StatusPaused, sum.Status)
+	assert.Equal(t, host.StatusPaused, sum.Status)
 	step(t, ctx, "resume it", press("Resume"), status("working"))
 	s.api("GET", "/agents/slow", nil, &sum)
-	assert.Equal(t, server.StatusWorking, sum.Status)
+	assert.Equal(t, host.StatusWorking, sum.Status)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
-	"github.com/agiraph/agiraph/server"
+	"github.com/agiraph/agiraph/server/host"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -95,12 +95,12 @@ func TestBrowserAtScale(t *testing.T) {
 	require.Equal(t, 201, s.api("POST", "/agents", map[string]string{"id": "big", "goal": "A big run."}, nil))
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		var sum server.Summary
+		var sum host.Summary
 		s.api("GET", "/agents/big", nil, &sum)
-		if sum.Status == server.StatusComplete {
+		if sum.Status == host.StatusComplete {
 			break
 		}
-		require.NotEqual(t, server.StatusFailed, sum.Status, sum.Error)
+		require.NotEqual(t, host.StatusFailed, sum.Status, sum.Error)
 		require.False(t, time.Now().After(deadline), "the run did not finish: %+v", sum)
 		time.Sleep(200 * time.Millisecond)
 	}

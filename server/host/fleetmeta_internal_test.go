@@ -1,4 +1,4 @@
-package server
+package host
 
 import (
 	"io/fs"
@@ -17,8 +17,8 @@ import (
 // (made when the replicas shared their folder) is read from its agent.json.
 func TestFleetKeepsMeta(t *testing.T) {
 	a, b := twoFleets(t)
-	sa := &Server{cfg: config{root: t.TempDir()}, fleet: a}
-	sb := &Server{cfg: config{root: t.TempDir()}, fleet: b}
+	sa := &Host{cfg: config{root: t.TempDir()}, fleet: a}
+	sb := &Host{cfg: config{root: t.TempDir()}, fleet: b}
 	ok, err := a.register("ada")
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -32,7 +32,7 @@ func TestFleetKeepsMeta(t *testing.T) {
 	got, err := sb.readMeta("ada")
 	require.NoError(t, err)
 	assert.Equal(t, want, got, "read by another replica, from another folder")
-	assert.ErrorIs(t, b.setMeta("ada", meta{ID: "ada", Status: StatusIdle}), errLeased)
+	assert.ErrorIs(t, b.setMeta("ada", meta{ID: "ada", Status: StatusIdle}), ErrElsewhere)
 	got, err = sa.readMeta("ada")
 	require.NoError(t, err)
 	assert.Equal(t, want, got)

@@ -1,4 +1,4 @@
-package server
+package host
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
-// An agent at rest — no run in progress — costs the server no open file and no goroutine: its
+// An agent at rest — no run in progress — costs the host no open file and no goroutine: its
 // squad is closed, and what the API shows of it is read from its files (nodes.Files). Its squad
 // is opened by what needs it — a run, for as long as it lasts; a request on the run in progress;
 // a trigger coming due — and closed when the last of them lets it go (release). The agents'
@@ -27,14 +27,15 @@ import (
 // its time comes: the squad's scheduler fires what is due (a firing wakes the agent's run
 // through nodes.WithWake, as before), and the squad closes again unless a run took it.
 
-// agent is one agent of the server: its files, its squad while it is open, its run goroutine.
-type agent struct {
-	srv   *Server
+// Agent is one agent of a host (see [Host.Agent]): its files, its squad while it is open, its run
+// goroutine. Its methods are safe for concurrent use.
+type Agent struct {
+	host  *Host
 	id    string
 	home  workspace.Home
 	files *nodes.Files // reads the agent's files, whether its squad is open or not
 	alarm *triggers.Alarm
-	// upSince is when the server took the agent up, on its trigger clock: its triggers that
+	// upSince is when the host took the agent up, on its trigger clock: its triggers that
 	// came due since then fire as on time (nodes.WithUpSince).
 	upSince time.Time
 	now     func() time.Time
@@ -47,7 +48,7 @@ type agent struct {
 	mu      sync.Mutex
 	meta    meta
 	running bool
-	pausing bool          // the run in progress is being paused (POST /pause)
+	pausing bool          // the run in progress is being paused (Pause)
 	gone    bool          // deleted or closed: no more runs
 	done    chan struct{} // closed when the run goroutine ends
 	cancel  context.CancelFunc
@@ -58,7 +59,7 @@ type agent struct {
 	refs  int
 	busy  chan struct{}
 	moved chan struct{}
-	// forgotten is closed when DELETE forgets the agent: its event streams end.
+	// forgotten is closed when Delete forgets the agent: its event streams end.
 	forgotten chan struct{}
 
 	// damaged says why the agent's files could not be opened, or its squad made; such an
@@ -87,29 +88,29 @@ type agent struct {
 	keepStop  func()
 }
 
-// newAgent returns the agent id of the server, with meta m, at rest.
-func (s *Server) newAgent(id string, m meta) *agent {
-	a := &agent{srv: s, id: id, home: workspace.Home(s.agentDir(id)), now: s.cfg.now, log: s.cfg.logger.With("agent", id),
+// newAgent returns the agent id of the host, with meta m, at rest.
+func (h *Host) newAgent(id string, m meta) *Agent {
+	a := &Agent{host: h, id: id, home: workspace.Home(h.agentDir(id)), now: h.cfg.now, log: h.cfg.logger.With("agent", id),
 		created: m.Created, meta: m, moved: make(chan struct{}), forgotten: make(chan struct{}), ready: closed()}
-	a.files = nodes.ReadFiles(s.squadOptions(a, m)...)
+	a.files = nodes.ReadFiles(h.squadOptions(a, m)...)
 	clock := a.files.TriggerClock()
-	a.alarm = s.alarmFor(clock)
+	a.alarm = h.alarmFor(clock)
 	a.upSince = clock.Now()
 	return a
 }
 
 // damage returns why the agent is damaged; "" when it is not.
-func (a *agent) damage() string {
+func (a *Agent) damage() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.damaged
 }
 
 // markDamaged records the damage err of the agent's files: it is listed as damaged with the
-// error, runs no more, and answers nothing else. Its agent.json is left as it is, for a server
+// error, runs no more, and answers nothing else. Its agent.json is left as it is, for a host
 // started after a repair.
-func (a *agent) markDamaged(err error) {
-	msg := fmt.Sprintf("%v (repair or remove the file, then restart the server; DELETE forgets the agent)", err)
+func (a *Agent) markDamaged(err error) {
+	msg := fmt.Sprintf("%v (repair or remove the file, then restart; deleting the agent forgets it)", err)
 	a.log.Error("agent damaged; the others are served", "err", err)
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -149,15 +150,15 @@ const (
 // failure says that it is no damage, and how to go on.
 func failure(id string, err error) string {
 	if ioFailure(err) {
-		return fmt.Sprintf("%v (an I/O failure, not damage: once the disk is fixed — space freed, say — POST /agents/%s/resume continues the run)", err, id)
+		return fmt.Sprintf("%v (an I/O failure, not damage: once the disk is fixed — space freed, say — resuming the run (POST /agents/%s/resume) continues it)", err, id)
 	}
 	return err.Error()
 }
 
 // check checks the agent's files (nodes.Files.Check), once: before it is first shown, used or
-// opened, rather than as the server starts, whose start-up then costs no more than reading
+// opened, rather than as the host starts, whose start-up then costs no more than reading
 // each agent's agent.json and triggers.
-func (a *agent) check() {
+func (a *Agent) check() {
 	a.checked.Do(func() {
 		if a.damage() != "" {
 			return
@@ -170,7 +171,7 @@ func (a *agent) check() {
 
 // acquire returns the agent's squad, opening it if it is at rest, and holds it open until the
 // matching release.
-func (a *agent) acquire() (*nodes.Squad, error) {
+func (a *Agent) acquire() (*nodes.Squad, error) {
 	a.mu.Lock()
 	for a.squad == nil && a.busy != nil {
 		busy := a.busy
@@ -194,7 +195,7 @@ func (a *agent) acquire() (*nodes.Squad, error) {
 		a.alarm.Set(a.id, time.Time{}) // while the squad is open, its own scheduler fires its triggers
 		a.mu.Unlock()
 		var sq *nodes.Squad
-		sq, err = nodes.New(a.srv.squadOptions(a, m)...)
+		sq, err = nodes.New(a.host.squadOptions(a, m)...)
 		a.mu.Lock()
 		a.squad = sq
 		if err != nil {
@@ -215,21 +216,21 @@ func (a *agent) acquire() (*nodes.Squad, error) {
 }
 
 // acquireChecked is acquire for a run or a trigger: should the squad not open, the agent's
-// files are checked in full, and a damage found makes the agent damaged (errDamaged).
-func (a *agent) acquireChecked() (*nodes.Squad, error) {
+// files are checked in full, and a damage found makes the agent damaged (ErrDamaged).
+func (a *Agent) acquireChecked() (*nodes.Squad, error) {
 	sq, err := a.acquire()
 	if err == nil || errors.Is(err, errLeased) {
 		return sq, err
 	}
 	if derr := a.files.CheckAll(); derr != nil && !ioFailure(derr) {
 		a.markDamaged(derr)
-		return nil, fmt.Errorf("%w: %s", errDamaged, a.damage())
+		return nil, fmt.Errorf("%w: %s", ErrDamaged, a.damage())
 	}
 	return nil, fmt.Errorf("the agent's squad could not be opened: %w", err)
 }
 
 // borrow returns the agent's squad held open, as acquire does, if it is open; nil at rest.
-func (a *agent) borrow() *nodes.Squad {
+func (a *Agent) borrow() *nodes.Squad {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.squad == nil {
@@ -241,7 +242,7 @@ func (a *agent) borrow() *nodes.Squad {
 
 // release lets the squad go: the last holder closes it (its runs, triggers and logs are then
 // all saved) and sets the alarm to the agent's next trigger.
-func (a *agent) release() {
+func (a *Agent) release() {
 	a.mu.Lock()
 	if a.refs--; a.refs > 0 {
 		a.mu.Unlock()
@@ -257,7 +258,7 @@ func (a *agent) release() {
 	a.unhold()
 	if err != nil {
 		a.log.Error("cannot close the agent's squad", "err", err)
-		a.srv.closeError(fmt.Errorf("agent %q: %w", a.id, err))
+		a.host.closeError(fmt.Errorf("agent %q: %w", a.id, err))
 	}
 	var next time.Time
 	if !gone {
@@ -277,13 +278,13 @@ func (a *agent) release() {
 
 // movedLocked tells those who wait for the squad to open or close (event streams) that it did;
 // the caller holds a.mu.
-func (a *agent) movedLocked() {
+func (a *Agent) movedLocked() {
 	close(a.moved)
 	a.moved = make(chan struct{})
 }
 
 // waitClosed waits until the agent's squad is closed.
-func (a *agent) waitClosed() {
+func (a *Agent) waitClosed() {
 	for {
 		a.mu.Lock()
 		if a.squad == nil && a.busy == nil {
@@ -296,28 +297,28 @@ func (a *agent) waitClosed() {
 	}
 }
 
-// clockAlarm is the server's alarm on one trigger clock.
+// clockAlarm is the host's alarm on one trigger clock.
 type clockAlarm struct {
 	clock triggers.Clock
 	alarm *triggers.Alarm
 }
 
-// alarmFor returns the server's alarm on clock, made on first use: one for every agent whose
+// alarmFor returns the host's alarm on clock, made on first use: one for every agent whose
 // triggers run on it — all of them, unless a program gives some a clock of their own
 // (nodes.WithTriggerClock).
-func (s *Server) alarmFor(clock triggers.Clock) *triggers.Alarm {
-	s.alarmMu.Lock()
-	defer s.alarmMu.Unlock()
-	for _, ca := range s.alarms {
+func (h *Host) alarmFor(clock triggers.Clock) *triggers.Alarm {
+	h.alarmMu.Lock()
+	defer h.alarmMu.Unlock()
+	for _, ca := range h.alarms {
 		if sameClock(ca.clock, clock) {
 			return ca.alarm
 		}
 	}
-	al := triggers.NewAlarm(clock, s.due)
-	if s.alarmsClosed {
+	al := triggers.NewAlarm(clock, h.due)
+	if h.alarmsClosed {
 		al.Close()
 	}
-	s.alarms = append(s.alarms, clockAlarm{clock: clock, alarm: al})
+	h.alarms = append(h.alarms, clockAlarm{clock: clock, alarm: al})
 	return al
 }
 
@@ -329,11 +330,11 @@ func sameClock(x, y triggers.Clock) bool {
 }
 
 // closeAlarms closes the alarms: no trigger opens a squad any more.
-func (s *Server) closeAlarms() {
-	s.alarmMu.Lock()
-	s.alarmsClosed = true
-	alarms := s.alarms
-	s.alarmMu.Unlock()
+func (h *Host) closeAlarms() {
+	h.alarmMu.Lock()
+	h.alarmsClosed = true
+	alarms := h.alarms
+	h.alarmMu.Unlock()
 	for _, ca := range alarms {
 		ca.alarm.Close()
 	}
@@ -341,18 +342,18 @@ func (s *Server) closeAlarms() {
 
 // due is called by an alarm when a trigger of agent id comes due while its squad is at rest: it
 // opens the squad, whose scheduler fires what is due (into the agent's latest run, which the
-// server then resumes: see wake), and lets it go.
-func (s *Server) due(id string) {
-	s.mu.Lock()
-	a, ok := s.agents[id]
-	if !ok || s.closed {
-		s.mu.Unlock()
+// host then resumes: see wake), and lets it go.
+func (h *Host) due(id string) {
+	h.mu.Lock()
+	a, ok := h.agents[id]
+	if !ok || h.closed {
+		h.mu.Unlock()
 		return
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
+	h.wg.Add(1)
+	h.mu.Unlock()
 	go func() {
-		defer s.wg.Done()
+		defer h.wg.Done()
 		a.check()
 		a.mu.Lock()
 		gone := a.gone
@@ -362,7 +363,7 @@ func (s *Server) due(id string) {
 		}
 		sq, err := a.acquireChecked()
 		if errors.Is(err, errLeased) { // the replica holding the agent fires its triggers
-			a.alarm.Set(a.id, a.files.TriggerClock().Now().Add(s.fleet.heartbeat)) // should it die first
+			a.alarm.Set(a.id, a.files.TriggerClock().Now().Add(h.fleet.heartbeat)) // should it die first
 			return
 		}
 		if err != nil {
@@ -370,24 +371,24 @@ func (s *Server) due(id string) {
 			return
 		}
 		defer a.release()
-		if err := sq.SettleTriggers(s.ctx); err != nil && s.ctx.Err() == nil {
+		if err := sq.SettleTriggers(h.ctx); err != nil && h.ctx.Err() == nil {
 			a.log.Error("the agent's triggers did not settle", "err", err)
 		}
 	}()
 }
 
-// closeError keeps an error met closing a squad while the server closes, for Close to return.
-func (s *Server) closeError(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		s.closeErrs = append(s.closeErrs, err)
+// closeError keeps an error met closing a squad while the host closes, for Close to return.
+func (h *Host) closeError(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		h.closeErrs = append(h.closeErrs, err)
 	}
 }
 
-// events returns the agent's logged events after seq, up to limit (0: all): from its open
+// Events returns the agent's logged events after seq, up to limit (0: all): from its open
 // squad's log, or from the file.
-func (a *agent) events(after int64, limit int) ([]eventlog.Event, error) {
+func (a *Agent) Events(after int64, limit int) ([]eventlog.Event, error) {
 	if sq := a.borrow(); sq != nil {
 		defer a.release()
 		evs, err := sq.Events(after, limit)
@@ -398,8 +399,8 @@ func (a *agent) events(after int64, limit int) ([]eventlog.Event, error) {
 	return a.files.Events(after, limit)
 }
 
-// memory calls fn with the agent's memory: its open squad's, or one opened on its home.
-func (a *agent) memory(fn func(*memory.Store) error) error {
+// Memory calls fn with the agent's memory: its open squad's, or one opened on its home.
+func (a *Agent) Memory(fn func(*memory.Store) error) error {
 	if sq := a.borrow(); sq != nil {
 		defer a.release()
 		return fn(sq.Memory())
@@ -413,7 +414,7 @@ func (a *agent) memory(fn func(*memory.Store) error) error {
 
 // subscribe returns the agent's events after seq as they are logged, while its squad is open;
 // at rest, a nil channel. moved is closed when the squad next opens or closes.
-func (a *agent) subscribe(after int64) (events <-chan eventlog.Event, stop func(), moved <-chan struct{}) {
+func (a *Agent) subscribe(after int64) (events <-chan eventlog.Event, stop func(), moved <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.squad == nil {

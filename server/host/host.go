@@ -1,4 +1,4 @@
-package server
+package host
 
 import (
 	"cmp"
@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,18 +27,18 @@ import (
 
 // The statuses of an agent (see [Summary]).
 const (
-	StatusIdle        = "idle"              // no run yet (or none the server knows of)
+	StatusIdle        = "idle"              // no run yet (or none the host knows of)
 	StatusWorking     = "working"           // a run is in progress
 	StatusWaiting     = "waiting_for_human" // a run is in progress and waits for the human's answer
 	StatusQueued      = "queued"            // a run waits for a place among the runs in progress (WithMaxRuns)
 	StatusInterrupted = "interrupted"       // the last run was paused before it finished: it can be resumed
-	StatusPaused      = "paused"            // the human paused the last run (POST /pause): it can be resumed
+	StatusPaused      = "paused"            // the human paused the last run (Agent.Pause): it can be resumed
 	StatusComplete    = "completed"         // the last run finished
 	StatusFailed      = "failed"            // the last run ended with an error
 	StatusDamaged     = "damaged"           // the agent's files could not be opened (Summary.Error says which and why)
 )
 
-// Option configures a Server.
+// Option configures a Host.
 type Option func(*config)
 
 type config struct {
@@ -49,99 +47,54 @@ type config struct {
 	now       func() time.Time
 	logger    *slog.Logger
 	noResume  bool
-	token     string
-	noAuth    bool
-	hosts     []string
-	origins   []string
-	models    []string
-	maxText   int
 	maxRuns   int
-	addr      string
+	baseURL   string
 	// A fleet's (fleet.go).
 	pgURL     string
 	pgPool    *pgxpool.Pool
 	leaseTTL  time.Duration
 	heartbeat time.Duration
 	watch     time.Duration
-	baseURL   string
 }
-
-// DefaultMaxText is the default limit on a goal, a message or an answer, in bytes.
-const DefaultMaxText = 64 << 10
 
 // DefaultMaxRuns is the default number of runs in progress at once.
 const DefaultMaxRuns = 16
 
-// WithRoot sets the folder the server keeps its agents in: each lives in <root>/agents/<id>/
+// WithRoot sets the folder the host keeps its agents in: each lives in <root>/agents/<id>/
 // (default ".agiraph/server").
 func WithRoot(dir string) Option { return func(c *config) { c.root = dir } }
 
 // WithSquadOptions gives each agent's squad extra options, chosen by the agent's id: models,
-// tick, limits. The server adds the home folder, and the model and mode a request names.
+// tick, limits. The host adds the home folder, and the model and mode [Host.Create] names.
 func WithSquadOptions(fn func(agentID string) []nodes.Option) Option {
 	return func(c *config) { c.squadOpts = fn }
 }
 
-// WithLogger sets where the server, and the agents' squads (nodes.WithLogger), report what
+// WithLogger sets where the host, and the agents' squads (nodes.WithLogger), report what
 // they cannot answer or log as events: a file they could not write, a run that failed, a
 // trigger that could not wake its agent. The default discards it.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
-
-// WithToken sets the token every request must carry (as "Authorization: Bearer <token>", or in
-// the cookie the login URL sets; see [Server.LoginURL]). Without it the server makes a random
-// one on first start and keeps it in <root>/token (mode 0600).
-func WithToken(token string) Option { return func(c *config) { c.token = token } }
-
-// WithoutAuth serves requests without a token: for a program that embeds the server behind its
-// own authentication. The host, origin and content-type checks still apply.
-func WithoutAuth() Option { return func(c *config) { c.noAuth = true } }
-
-// WithAllowedHosts adds to the names a request's Host may have (the loopback names localhost,
-// 127.0.0.1 and ::1 are always allowed): the names, or name:port, the server is reached under
-// when it is not reached as localhost — behind a proxy, or on another interface. Requests for
-// other names are refused, so that a web page cannot rebind its own name to the server.
-func WithAllowedHosts(hosts ...string) Option {
-	return func(c *config) { c.hosts = append(c.hosts, hosts...) }
-}
-
-// WithAllowedOrigins allows cross-origin requests from these origins ("https://app.example"),
-// with CORS. Requests from other origins are refused, except those of pages the server serves.
-func WithAllowedOrigins(origins ...string) Option {
-	return func(c *config) { c.origins = append(c.origins, origins...) }
-}
-
-// WithModels sets the models a request may name for its agent (POST /agents "model"). By
-// default a request may name none: agents use the models of [WithSquadOptions].
-func WithModels(names ...string) Option {
-	return func(c *config) { c.models = append(c.models, names...) }
-}
-
-// WithMaxText sets the largest goal, message or answer a request may carry, in bytes (default
-// [DefaultMaxText]); a larger one is refused with 413.
-func WithMaxText(n int) Option { return func(c *config) { c.maxText = n } }
 
 // WithMaxRuns sets how many runs may be in progress at once (default [DefaultMaxRuns]); a run
 // started beyond it is "queued" until another ends.
 func WithMaxRuns(n int) Option { return func(c *config) { c.maxRuns = n } }
 
-// WithAddr tells the server the address it is served on ("127.0.0.1:8080"): its host is allowed
-// (see [WithAllowedHosts]; an unspecified one such as 0.0.0.0 is not), and a second server
-// started on the same root names it.
-func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
+// WithBaseURL sets the URL the host is served at ("http://10.0.0.5:8080"), if it is: a second
+// host started on the same root names it, and in a fleet ([WithPostgres]) the other replicas
+// send there the requests on the runs this one holds (see [Host.Holder]). server.New sets it
+// from server.WithAddr.
+func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
 
-// WithoutResume keeps New from resuming the runs that were in progress when the server last
-// stopped (see [New]): they stay "interrupted" until POST /agents/{id}/resume. In a fleet
+// WithoutResume keeps New from resuming the runs that were in progress when the host last
+// stopped (see [New]): they stay "interrupted" until [Agent.Resume]. In a fleet
 // ([WithPostgres]) it does not apply: a run whose replica is gone is the fleet's to go on with,
 // and the replicas' watchdogs resume it.
 func WithoutResume() Option { return func(c *config) { c.noResume = true } }
 
-// Server serves the API (its routes are in docs/server.md). It is an http.Handler, safe for
-// concurrent use.
-type Server struct {
+// Host keeps agents under its root and runs them in the background. It is safe for concurrent
+// use.
+type Host struct {
 	cfg     config
-	mux     *http.ServeMux
-	handler http.Handler // the mux behind the guard
-	token   string       // "" without auth
 	lock    *rootlock.Lock
 	fleet   *fleet        // nil unless WithPostgres
 	slots   chan struct{} // one per run in progress
@@ -151,124 +104,114 @@ type Server struct {
 	wg      sync.WaitGroup
 
 	mu        sync.Mutex
-	agents    map[string]*agent
+	agents    map[string]*Agent
 	closed    bool
-	closeErrs []error // met closing squads while the server closes
+	closeErrs []error // met closing squads while the host closes
 
 	alarmMu      sync.Mutex
 	alarms       []clockAlarm // one per trigger clock: most often one
 	alarmsClosed bool
 }
 
-// New returns a server over the agents found under the root folder, and resumes, in the
-// background, the runs that were in progress when the server stopped (those it paused when it
+// New returns a host over the agents found under the root folder, and resumes, in the
+// background, the runs that were in progress when the host stopped (those it paused when it
 // closed, and those a crash left working or waiting for the human), unless [WithoutResume] is
 // given. Runs that finished or failed are left as they are. An agent with no run in progress
-// costs the server no open file and no goroutine: New reads its agent.json and its triggers,
+// costs the host no open file and no goroutine: New reads its agent.json and its triggers,
 // and opens its squad only to run it, or when one of its triggers comes due; its other files are
 // checked when it is first shown or used.
-func New(opts ...Option) (*Server, error) {
-	c := config{root: filepath.Join(".agiraph", "server"), now: time.Now, maxText: DefaultMaxText, maxRuns: DefaultMaxRuns}
+func New(opts ...Option) (*Host, error) {
+	c := config{root: filepath.Join(".agiraph", "server"), now: time.Now, maxRuns: DefaultMaxRuns}
 	for _, o := range opts {
 		o(&c)
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: c, mux: http.NewServeMux(), slots: make(chan struct{}, max(c.maxRuns, 1)), closing: make(chan struct{}),
-		agents: map[string]*agent{}}
-	s.ctx, s.stop = context.WithCancel(context.Background())
-	s.handler = s.guard(http.HandlerFunc(s.serveMux))
-	if host, _, err := net.SplitHostPort(c.addr); err == nil && host != "" && !net.ParseIP(strings.Trim(host, "[]")).IsUnspecified() {
-		s.cfg.hosts = append(s.cfg.hosts, c.addr)
-	}
-	fl, err := openFleet(s.ctx, c)
+	h := &Host{cfg: c, slots: make(chan struct{}, max(c.maxRuns, 1)), closing: make(chan struct{}), agents: map[string]*Agent{}}
+	h.ctx, h.stop = context.WithCancel(context.Background())
+	fl, err := openFleet(h.ctx, c)
 	if err != nil {
-		s.stop()
+		h.stop()
 		return nil, err
 	}
-	s.fleet = fl
+	h.fleet = fl
 	var lock *rootlock.Lock
 	if fl == nil { // replicas share their root
-		lock, err = rootlock.Acquire(c.root, c.addr)
+		lock, err = rootlock.Acquire(c.root, c.baseURL)
 	}
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
-		c.logger.Warn("two servers on one root cannot be prevented here", "err", err)
+		c.logger.Warn("two hosts on one root cannot be prevented here", "err", err)
 	case errors.Is(err, rootlock.ErrLocked):
-		s.stop()
-		return nil, fmt.Errorf("server: %w; stop it, or use another root", err)
+		h.stop()
+		return nil, fmt.Errorf("host: %w; stop it, or use another root", err)
 	case err != nil:
-		s.stop()
-		return nil, fmt.Errorf("server: %w", err)
+		h.stop()
+		return nil, fmt.Errorf("host: %w", err)
 	}
-	s.lock = lock
+	h.lock = lock
 	ok := false
 	defer func() {
 		if !ok {
-			_ = s.Close() // the error before is the one to report
+			_ = h.Close() // the error before is the one to report
 		}
 	}()
-	if err := os.MkdirAll(s.agentsDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+	if err := os.MkdirAll(h.agentsDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("host: %w", err)
 	}
-	if !c.noAuth {
-		tok, err := loadToken(c.root, c.token)
-		if err != nil {
-			return nil, err
-		}
-		s.token = tok
-	}
-	ids, err := s.agentIDs()
+	ids, err := h.agentIDs()
 	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return nil, fmt.Errorf("host: %w", err)
 	}
-	next := map[*agent]time.Time{}
+	next := map[*Agent]time.Time{}
 	for _, id := range ids {
-		a, at := s.load(id)
+		a, at := h.load(id)
 		if a == nil {
 			continue
 		}
 		if !at.IsZero() {
 			next[a] = at
 		}
-		s.agents[a.id] = a
+		h.agents[a.id] = a
 	}
-	s.routes()
 	ok = true
 	for a, at := range next {
 		a.alarm.Set(a.id, at)
 	}
 	if fl != nil {
-		s.wg.Add(1)
-		go s.watchFleet() // a fleet's runs in progress are resumed by its replicas' watchdogs
+		h.wg.Add(1)
+		go h.watchFleet() // a fleet's runs in progress are resumed by its replicas' watchdogs
 	}
 	if !c.noResume && fl == nil {
-		for _, a := range s.agents {
+		for _, a := range h.agents {
 			a.mu.Lock()
 			run, status := a.meta.Run, a.meta.Status
 			a.mu.Unlock()
 			if status != StatusInterrupted || run == "" {
 				continue
 			}
-			s.cfg.logger.Info("resuming the run in progress when the server stopped", "agent", a.id, "run", run)
-			if _, err := s.start(a, "", run, true); err != nil {
-				s.cfg.logger.Error("cannot resume run", "agent", a.id, "run", run, "err", err)
+			h.cfg.logger.Info("resuming the run in progress when the host stopped", "agent", a.id, "run", run)
+			if _, err := h.start(a, "", run, true); err != nil {
+				h.cfg.logger.Error("cannot resume run", "agent", a.id, "run", run, "err", err)
 			}
 		}
 	}
-	return s, nil
+	return h, nil
 }
 
-func (s *Server) agentsDir() string { return filepath.Join(s.cfg.root, "agents") }
+// Root returns the folder the host keeps its agents in (see [WithRoot]).
+func (h *Host) Root() string { return h.cfg.root }
 
-// agentIDs returns the ids of the agents the server takes up: the folders under the root, or a
+func (h *Host) agentsDir() string { return filepath.Join(h.cfg.root, "agents") }
+
+// agentIDs returns the ids of the agents the host takes up: the folders under the root, or a
 // fleet's, those of its registry.
-func (s *Server) agentIDs() ([]string, error) {
-	if s.fleet != nil {
-		return s.fleet.ids(s.ctx)
+func (h *Host) agentIDs() ([]string, error) {
+	if h.fleet != nil {
+		return h.fleet.ids(h.ctx)
 	}
-	entries, err := os.ReadDir(s.agentsDir())
+	entries, err := os.ReadDir(h.agentsDir())
 	var ids []string
 	for _, e := range entries {
 		if e.IsDir() {
@@ -280,13 +223,13 @@ func (s *Server) agentIDs() ([]string, error) {
 
 // load opens agent id from its files — damaged when they cannot be read, nil when it is not an
 // agent's or was deleted — and returns when its next trigger is due (zero: none).
-func (s *Server) load(id string) (*agent, time.Time) {
+func (h *Host) load(id string) (*Agent, time.Time) {
 	if workspace.ValidID(id) != nil {
 		return nil, time.Time{}
 	}
-	a, err := s.reopen(id)
+	a, err := h.reopen(id)
 	if err != nil {
-		a = s.damagedAgent(id, err)
+		a = h.damagedAgent(id, err)
 	}
 	if a == nil || a.damage() != "" {
 		return a, time.Time{}
@@ -299,52 +242,50 @@ func (s *Server) load(id string) (*agent, time.Time) {
 }
 
 // agentDir returns the home of agent id.
-func (s *Server) agentDir(id string) string { return filepath.Join(s.agentsDir(), id) }
-
-// ServeHTTP serves a request of the API.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+func (h *Host) agentDir(id string) string { return filepath.Join(h.agentsDir(), id) }
 
 // Close pauses the runs in progress (their contexts end), waits for them to return and for
-// the agents' squads to close, and ends the event streams. The runs are "interrupted": a
-// server started again on the same root resumes them. The server answers 503 afterwards.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+// the agents' squads to close, and ends the event streams ([Agent.Follow]). The runs are
+// "interrupted": a host started again on the same root resumes them. The host answers
+// [ErrClosed] afterwards.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
 		return nil
 	}
-	s.closed = true
-	close(s.closing)
-	var all []*agent
-	for _, a := range s.agents {
+	h.closed = true
+	close(h.closing)
+	var all []*Agent
+	for _, a := range h.agents {
 		all = append(all, a)
 	}
-	s.mu.Unlock()
-	s.closeAlarms()
-	s.stop()
+	h.mu.Unlock()
+	h.closeAlarms()
+	h.stop()
 	var wg sync.WaitGroup
 	for _, a := range all {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.finish() }()
 	}
 	wg.Wait()
-	s.wg.Wait()
+	h.wg.Wait()
 	for _, a := range all {
 		a.waitClosed() // after the requests that held it open
 	}
-	s.mu.Lock()
-	errs := s.closeErrs
-	s.mu.Unlock()
-	if s.lock != nil {
-		errs = append(errs, s.lock.Release())
+	h.mu.Lock()
+	errs := h.closeErrs
+	h.mu.Unlock()
+	if h.lock != nil {
+		errs = append(errs, h.lock.Release())
 	}
-	if s.fleet != nil {
-		errs = append(errs, s.fleet.close())
+	if h.fleet != nil {
+		errs = append(errs, h.fleet.close())
 	}
 	return errors.Join(errs...)
 }
 
-// meta is what the server keeps of an agent: in its home, in agent.json, or in a fleet, in the
+// meta is what the host keeps of an agent: in its home, in agent.json, or in a fleet, in the
 // registry (see readMeta).
 type meta struct {
 	ID      string    `json:"id"`
@@ -362,7 +303,7 @@ type meta struct {
 	Counted string `json:"counted,omitempty"`
 	Nodes   int    `json:"nodes,omitempty"`
 	Workers int    `json:"workers,omitempty"`
-	// Deleted marks an agent DELETE forgot: its files stay, and the server does not open it
+	// Deleted marks an agent DELETE forgot: its files stay, and the host does not open it
 	// again (nor resume its run). A fleet's registry says it too (and is what the replicas read).
 	Deleted bool `json:"deleted,omitempty"`
 }
@@ -373,24 +314,24 @@ const metaFile = "agent.json"
 // which the replicas share, whatever their folders (an agent of a fleet whose registry kept no
 // meta yet, made when the replicas shared their folder, has its agent.json read until the
 // registry has its meta). fs.ErrNotExist when there is none.
-func (s *Server) readMeta(id string) (meta, error) {
-	if s.fleet != nil {
-		m, err := s.fleet.meta(id)
+func (h *Host) readMeta(id string) (meta, error) {
+	if h.fleet != nil {
+		m, err := h.fleet.meta(id)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return m, err
 		}
 	}
 	var m meta
-	err := workspace.ReadJSON(filepath.Join(s.agentDir(id), metaFile), &m)
+	err := workspace.ReadJSON(filepath.Join(h.agentDir(id), metaFile), &m)
 	return m, err
 }
 
 // squadOptions returns the options of an agent's squad.
-func (s *Server) squadOptions(a *agent, m meta) []nodes.Option {
+func (h *Host) squadOptions(a *Agent, m meta) []nodes.Option {
 	id := a.id
-	opts := []nodes.Option{nodes.WithLogger(s.cfg.logger.With("agent", id))}
-	if s.cfg.squadOpts != nil {
-		opts = append(opts, s.cfg.squadOpts(id)...)
+	opts := []nodes.Option{nodes.WithLogger(h.cfg.logger.With("agent", id))}
+	if h.cfg.squadOpts != nil {
+		opts = append(opts, h.cfg.squadOpts(id)...)
 	}
 	if m.Model != "" {
 		opts = append(opts, nodes.WithModel(m.Model), nodes.WithCoordinatorModel(m.Model))
@@ -398,47 +339,47 @@ func (s *Server) squadOptions(a *agent, m meta) []nodes.Option {
 	if m.Mode == string(nodes.Infinite) {
 		opts = append(opts, nodes.WithMode(nodes.Infinite))
 	}
-	if s.fleet != nil {
+	if h.fleet != nil {
 		// An agent's id names its folder: never empty, never with a "/", which Agent refuses.
-		st, err := s.fleet.agentStore(id)
+		st, err := h.fleet.agentStore(id)
 		if err != nil {
-			panic(fmt.Sprintf("server: agent %q: %v", id, err))
+			panic(fmt.Sprintf("host: agent %q: %v", id, err))
 		}
 		opts = append(opts, nodes.WithStore(st))
 	}
-	return append(opts, nodes.WithHome(s.agentDir(id)), nodes.WithUpSince(a.upSince),
-		nodes.WithWake(func(runID string) { s.wake(id, runID) }))
+	return append(opts, nodes.WithHome(h.agentDir(id)), nodes.WithUpSince(a.upSince),
+		nodes.WithWake(func(runID string) { h.wake(id, runID) }))
 }
 
 // wake resumes the run runID of agent id, which one of its triggers came due in while no run was
-// in progress: the start of POST /agents/{id}/resume, unless the human paused the run. It does
+// in progress: the start of Agent.Resume, unless the human paused the run. It does
 // not wait for the run.
-func (s *Server) wake(id, runID string) {
-	s.mu.Lock()
-	a, ok := s.agents[id]
-	closed := s.closed
-	s.mu.Unlock()
+func (h *Host) wake(id, runID string) {
+	h.mu.Lock()
+	a, ok := h.agents[id]
+	closed := h.closed
+	h.mu.Unlock()
 	if !ok || closed {
 		return
 	}
 	a.mu.Lock()
 	paused := a.meta.Status == StatusPaused && a.meta.Run == runID
 	a.mu.Unlock()
-	if paused { // what fired waits in the run for POST /resume
-		s.cfg.logger.Info("a trigger fired into the paused run, which stays paused", "agent", id, "run", runID)
+	if paused { // what fired waits in the run for Agent.Resume
+		h.cfg.logger.Info("a trigger fired into the paused run, which stays paused", "agent", id, "run", runID)
 		return
 	}
-	s.cfg.logger.Info("a trigger wakes the run", "agent", id, "run", runID)
-	if _, err := s.start(a, "", runID, true); err != nil {
-		s.cfg.logger.Warn("a trigger could not wake the run", "agent", id, "run", runID, "err", err)
+	h.cfg.logger.Info("a trigger wakes the run", "agent", id, "run", runID)
+	if _, err := h.start(a, "", runID, true); err != nil {
+		h.cfg.logger.Warn("a trigger could not wake the run", "agent", id, "run", runID, "err", err)
 	}
 }
 
 // reopen takes up the agent id found under root (or in a fleet's registry), at rest, from its
 // meta; nil for an agent that was deleted.
-func (s *Server) reopen(id string) (*agent, error) {
-	home := workspace.Home(s.agentDir(id))
-	m, err := s.readMeta(id)
+func (h *Host) reopen(id string) (*Agent, error) {
+	home := workspace.Home(h.agentDir(id))
+	m, err := h.readMeta(id)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		m = meta{Status: StatusIdle}
@@ -455,16 +396,16 @@ func (s *Server) reopen(id string) (*agent, error) {
 	}
 	m.ID = id
 	// In a fleet, the replica that holds the agent says whether its run is in progress.
-	crashed := s.fleet == nil && (m.Status == StatusWorking || m.Status == StatusWaiting || m.Status == StatusQueued)
+	crashed := h.fleet == nil && (m.Status == StatusWorking || m.Status == StatusWaiting || m.Status == StatusQueued)
 	switch {
 	case crashed:
-		m.Status = StatusInterrupted // the server stopped without pausing it (a crash): it can be resumed
+		m.Status = StatusInterrupted // the host stopped without pausing it (a crash): it can be resumed
 	case m.Status == "":
 		m.Status = StatusIdle
 	}
-	a := s.newAgent(id, m)
+	a := h.newAgent(id, m)
 	if crashed {
-		a.log.Info("the run was in progress when the server stopped", "run", m.Run)
+		a.log.Info("the run was in progress when the host stopped", "run", m.Run)
 		a.save()
 	}
 	return a, nil
@@ -472,13 +413,13 @@ func (s *Server) reopen(id string) (*agent, error) {
 
 // damagedAgent stands for agent id, whose files could not be opened (err), unless its meta
 // says it was deleted.
-func (s *Server) damagedAgent(id string, err error) *agent {
-	m, merr := s.readMeta(id)
+func (h *Host) damagedAgent(id string, err error) *Agent {
+	m, merr := h.readMeta(id)
 	if merr == nil && m.Deleted {
 		return nil
 	}
 	m.ID = id
-	a := s.newAgent(id, m)
+	a := h.newAgent(id, m)
 	a.markDamaged(err)
 	return a
 }
@@ -491,7 +432,7 @@ func closed() chan struct{} {
 }
 
 // save writes the agent's meta, logging a failure.
-func (a *agent) save() {
+func (a *Agent) save() {
 	if err := a.write(); err != nil {
 		a.log.Error("cannot save the agent's state", "file", metaFile, "err", err)
 	}
@@ -501,13 +442,13 @@ func (a *agent) save() {
 // (see readMeta). The caller does not hold a.mu, so that nothing that reads the agent waits for
 // the disk. Writes are made one at a time, each of the meta as it is when its turn comes: the
 // file ends with the latest.
-func (a *agent) write() error {
+func (a *Agent) write() error {
 	a.saveMu.Lock()
 	defer a.saveMu.Unlock()
 	a.mu.Lock()
 	m := a.meta
 	a.mu.Unlock()
-	if f := a.srv.fleet; f != nil {
+	if f := a.host.fleet; f != nil {
 		return f.setMeta(a.id, m)
 	}
 	return writeMeta(filepath.Join(string(a.home), metaFile), m)
@@ -516,24 +457,20 @@ func (a *agent) write() error {
 // writeMeta writes an agent.json: a variable, so that a test can make the disk fail.
 var writeMeta = workspace.WriteJSON
 
-// errRunning and errGone are start's refusals.
-var (
-	errRunning = errors.New("a run is already in progress")
-	errGone    = errors.New("the agent was deleted")
-	errDamaged = errors.New("the agent is damaged")
-)
+// errGone is start's refusal for an agent deleted meanwhile.
+var errGone = mark(ErrNotFound, errors.New("the agent was deleted"))
 
 // start starts a run in the background: a new one toward goal (with id runID, or a new id when
 // it is empty), or, with resume, the run runID. A run to resume whose folder was never made
-// (the server stopped before the squad began it) begins anew toward the agent's goal. The run
+// (the host stopped before the squad began it) begins anew toward the agent's goal. The run
 // holds the agent's squad open while it lasts: the squad open now, if it is (a trigger's firing
 // woke the run), else one it opens once it has its place among the runs in progress. It returns
 // the agent's meta as the run started ("working" or "queued"): the run may have ended since.
-func (s *Server) start(a *agent, goal, runID string, resume bool) (meta, error) {
+func (h *Host) start(a *Agent, goal, runID string, resume bool) (meta, error) {
 	if err := a.hold(); err != nil { // in a fleet, only the replica holding the agent runs it
 		return meta{}, err
 	}
-	started, err := s.startHeld(a, goal, runID, resume)
+	started, err := h.startHeld(a, goal, runID, resume)
 	if err != nil {
 		a.unhold()
 		return meta{}, err
@@ -543,7 +480,7 @@ func (s *Server) start(a *agent, goal, runID string, resume bool) (meta, error) 
 }
 
 // startHeld is start, once the agent's lease is held; the run lets it go when it ends.
-func (s *Server) startHeld(a *agent, goal, runID string, resume bool) (meta, error) {
+func (h *Host) startHeld(a *Agent, goal, runID string, resume bool) (meta, error) {
 	// What the agent's runs are is asked before a.mu, which readers of the agent take: in a fleet
 	// it is a query of the database. Two starts that race get one id; the second finds the first
 	// running.
@@ -562,13 +499,13 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) (meta, err
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.damaged != "" {
-		return meta{}, fmt.Errorf("%w: %s", errDamaged, a.damaged)
+		return meta{}, fmt.Errorf("%w: %s", ErrDamaged, a.damaged)
 	}
 	if a.gone {
 		return meta{}, errGone
 	}
 	if a.running {
-		return meta{}, errRunning
+		return meta{}, ErrBusy
 	}
 	if resume && a.unbegun(id, began) {
 		goal, resume = a.meta.Goal, false
@@ -584,7 +521,7 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) (meta, err
 	}
 	queued := false
 	select {
-	case s.slots <- struct{}{}:
+	case h.slots <- struct{}{}:
 	default:
 		a.meta.Status, queued = StatusQueued, true
 	}
@@ -596,9 +533,9 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) (meta, err
 	a.meta.Updated = a.now().UTC()
 	started := a.meta
 	again := a.meta.Goal // to start a run again that a stop cut short before it began
-	s.wg.Add(1)
+	h.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer h.wg.Done()
 		defer close(done)
 		defer a.unhold()
 		defer cancel()
@@ -606,13 +543,13 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) (meta, err
 		var res nodes.Result
 		var err error
 		if queued {
-			err = s.wait(ctx, a)
+			err = h.wait(ctx, a)
 		}
 		if err == nil {
-			defer func() { <-s.slots }()
+			defer func() { <-h.slots }()
 		}
 		if err == nil && sq == nil {
-			sq, err = s.open(ctx, a)
+			sq, err = h.open(ctx, a)
 		}
 		switch {
 		case err != nil:
@@ -634,7 +571,7 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) (meta, err
 		switch {
 		case lost: // another replica may be resuming it: it writes the agent's files now
 			a.log.Info("run stopped: the agent's lease was lost", "run", id)
-		case errors.Is(err, errDamaged):
+		case errors.Is(err, ErrDamaged):
 		case err == nil && res.Finished:
 			a.meta.Status, a.meta.Output = StatusComplete, res.Output
 			a.log.Info("run completed", "run", id)
@@ -651,11 +588,11 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) (meta, err
 		if err == nil {
 			a.meta.Counted, a.meta.Nodes, a.meta.Workers = id, len(res.Board.Nodes), len(res.Board.Workers)
 		}
-		save := !errors.Is(err, errDamaged) && !lost
+		save := !errors.Is(err, ErrDamaged) && !lost
 		if save {
 			a.meta.Updated = a.now().UTC()
 		}
-		handover := a.meta.Status == StatusInterrupted && s.ctx.Err() != nil // the server closes: another replica resumes it
+		handover := a.meta.Status == StatusInterrupted && h.ctx.Err() != nil // the host closes: another replica resumes it
 		a.mu.Unlock()
 		if save {
 			a.save()
@@ -671,11 +608,11 @@ func (s *Server) startHeld(a *agent, goal, runID string, resume bool) (meta, err
 }
 
 // open opens the squad of a run of a, once its files are checked; ctx's error if ctx ended
-// (the server closes), errDamaged if the files are damaged.
-func (s *Server) open(ctx context.Context, a *agent) (*nodes.Squad, error) {
+// (the host closes), ErrDamaged if the files are damaged.
+func (h *Host) open(ctx context.Context, a *Agent) (*nodes.Squad, error) {
 	a.check()
 	if msg := a.damage(); msg != "" {
-		return nil, fmt.Errorf("%w: %s", errDamaged, msg)
+		return nil, fmt.Errorf("%w: %s", ErrDamaged, msg)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -685,9 +622,9 @@ func (s *Server) open(ctx context.Context, a *agent) (*nodes.Squad, error) {
 
 // wait waits, for a queued run of a, until a place among the runs in progress frees, and takes
 // it; it returns ctx's error if ctx ends first.
-func (s *Server) wait(ctx context.Context, a *agent) error {
+func (h *Host) wait(ctx context.Context, a *Agent) error {
 	select {
-	case s.slots <- struct{}{}:
+	case h.slots <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -699,15 +636,15 @@ func (s *Server) wait(ctx context.Context, a *agent) error {
 }
 
 // unbegun reports whether run id, which began or not (hasRun), is the agent's last run and was
-// never begun: the server recorded it, with its goal, but stopped before the squad began it. The
+// never begun: the host recorded it, with its goal, but stopped before the squad began it. The
 // caller holds a.mu.
-func (a *agent) unbegun(id string, began bool) bool {
+func (a *Agent) unbegun(id string, began bool) bool {
 	return !began && a.meta.Run == id && a.meta.Goal != ""
 }
 
 // resumable reports whether the agent has a run id to resume: one that began, or its last run
 // never begun.
-func (a *agent) resumable(id string) bool {
+func (a *Agent) resumable(id string) bool {
 	if has, err := a.hasRun(id); err != nil || has {
 		return has
 	}
@@ -718,14 +655,14 @@ func (a *agent) resumable(id string) bool {
 
 // hasRun reports whether the agent has run id: its folder (or anything in its place), or in a
 // fleet, whose replicas may not share their folders, a run begun in the agent's store.
-func (a *agent) hasRun(id string) (bool, error) {
+func (a *Agent) hasRun(id string) (bool, error) {
 	_, err := os.Lstat(string(a.home.Run(id)))
 	switch {
 	case err == nil:
 		return true, nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return false, err
-	case a.srv.fleet != nil:
+	case a.host.fleet != nil:
 		return a.files.Began(id)
 	}
 	return false, nil
@@ -735,7 +672,7 @@ func (a *agent) hasRun(id string) (bool, error) {
 const maxRunsASecond = 1000
 
 // newRunID returns an id for a new run, from the time, not yet used. It fails when the agent's runs cannot be looked at (runs/ is a file, say, or cannot be read).
-func (a *agent) newRunID() (string, error) {
+func (a *Agent) newRunID() (string, error) {
 	base := a.now().UTC().Format("20060102-150405")
 	id := base
 	for i := 2; i <= maxRunsASecond; i++ {
@@ -751,10 +688,10 @@ func (a *agent) newRunID() (string, error) {
 	return "", fmt.Errorf("cannot choose the new run's id: %d runs began in the second %s", maxRunsASecond, base)
 }
 
-// pause pauses the agent's run in progress, as the server's Close does, and waits for it to
-// return: the run is "paused" until POST /resume continues it. nodes.ErrNoRun when no run is in
-// progress.
-func (a *agent) pause(ctx context.Context) error {
+// Pause pauses the agent's run in progress, as the host's Close does, and waits for it to
+// return (or ctx to end): the run is "paused" until [Agent.Resume] continues it. nodes.ErrNoRun
+// when no run is in progress.
+func (a *Agent) Pause(ctx context.Context) error {
 	a.mu.Lock()
 	if !a.running {
 		a.mu.Unlock()
@@ -774,7 +711,7 @@ func (a *agent) pause(ctx context.Context) error {
 
 // finish pauses the agent's run, if one is in progress (its context ends: the run is
 // interrupted, and can be resumed), waits for it, and refuses further runs and triggers.
-func (a *agent) finish() {
+func (a *Agent) finish() {
 	a.mu.Lock()
 	a.gone = true
 	a.alarm.Set(a.id, time.Time{})
@@ -792,7 +729,7 @@ func (a *agent) finish() {
 // last scan (all of them the first time, for a question asked before a restart); at rest, only
 // the last event, once each time the squad has closed: listing many agents at rest costs no
 // reading of their histories.
-func (a *agent) scan() {
+func (a *Agent) scan() {
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()
 	a.mu.Lock()
@@ -829,7 +766,7 @@ func (a *agent) scan() {
 
 // saw takes e, the agent's latest event, for the last event's time and what a stalled run
 // waits on; the caller holds a.scanMu.
-func (a *agent) saw(e eventlog.Event) {
+func (a *Agent) saw(e eventlog.Event) {
 	if e.Time.After(a.lastTime) {
 		a.lastTime = e.Time
 	}
@@ -840,8 +777,9 @@ func (a *agent) saw(e eventlog.Event) {
 	}
 }
 
-// board returns the board of the run in progress, or the last run's read from its folder.
-func (a *agent) board() (nodes.Snapshot, string, error) {
+// Board returns the board of the run in progress, or the last run's read from its folder, and
+// the run's id ("" when the agent has no run yet).
+func (a *Agent) Board() (nodes.Snapshot, string, error) {
 	a.mu.Lock()
 	run := a.meta.Run
 	a.mu.Unlock()
@@ -858,8 +796,8 @@ func (a *agent) board() (nodes.Snapshot, string, error) {
 	if run == "" {
 		return nodes.Snapshot{}, "", nil
 	}
-	if a.srv.fleet == nil { // a fleet's boards are in its database, whatever the replicas' folders
-		root, err := a.runRoot(run) // not through a link
+	if a.host.fleet == nil { // a fleet's boards are in its database, whatever the replicas' folders
+		root, err := a.OpenRun(run) // not through a link
 		if errors.Is(err, fs.ErrNotExist) {
 			return nodes.Snapshot{}, run, nil
 		}
@@ -874,9 +812,9 @@ func (a *agent) board() (nodes.Snapshot, string, error) {
 
 // summaryBoard returns the board for a summary: the run's in progress, else the last run's,
 // read once and kept until a run starts (a summary of every agent is cheap).
-func (a *agent) summaryBoard(running bool) nodes.Snapshot {
+func (a *Agent) summaryBoard(running bool) nodes.Snapshot {
 	if running {
-		b, _, _ := a.board()
+		b, _, _ := a.Board()
 		return b
 	}
 	a.mu.Lock()
@@ -885,7 +823,7 @@ func (a *agent) summaryBoard(running bool) nodes.Snapshot {
 	if ended != nil {
 		return *ended
 	}
-	b, _, err := a.board()
+	b, _, err := a.Board()
 	if err == nil {
 		a.mu.Lock()
 		if !a.running && a.starts == starts {
@@ -898,7 +836,7 @@ func (a *agent) summaryBoard(running bool) nodes.Snapshot {
 
 // waiting returns who waits for the human's answer on the board, and the question: a worker,
 // or the coordinator; "" when no one does.
-func (a *agent) waiting(b nodes.Snapshot) (who, question string) {
+func (a *Agent) waiting(b nodes.Snapshot) (who, question string) {
 	for _, n := range b.Nodes {
 		if n.Status == nodes.NodeWaiting && n.Question != "" && n.Worker != "" {
 			return n.Worker, n.Question
@@ -917,13 +855,13 @@ func (a *agent) waiting(b nodes.Snapshot) (who, question string) {
 	return "", ""
 }
 
-// Summary is what GET /agents/{id} answers about an agent.
+// Summary describes an agent (and is what GET /agents/{id} of package server answers).
 type Summary struct {
 	ID string `json:"id"`
-	// Status is "idle", "working", "waiting_for_human", "paused" (POST /pause paused the last
-	// run: POST /resume continues it), "interrupted" (the last run was paused before it
-	// finished, by the server's Close or a crash: POST /resume continues it, and a server
-	// started again on the root does so by itself), "completed", "failed", "queued" or "damaged".
+	// Status is "idle", "working", "waiting_for_human", "paused" (Agent.Pause paused the last
+	// run: Agent.Resume continues it), "interrupted" (the last run was paused before it
+	// finished, by the host's Close or a crash: Agent.Resume continues it, and a host started
+	// again on the root does so by itself), "completed", "failed", "queued" or "damaged".
 	Status string `json:"status"`
 	// Run is the id of the run in progress, or of the last run.
 	Run   string `json:"run,omitempty"`
@@ -948,7 +886,7 @@ type Summary struct {
 }
 
 // summary describes the agent.
-func (a *agent) summary() Summary {
+func (a *Agent) summary() Summary {
 	select {
 	case <-a.ready:
 	default: // being set up
@@ -978,7 +916,7 @@ func (a *agent) summary() Summary {
 }
 
 // describe is the summary of the agent whose meta is m, with its run in progress (live) or not.
-func (a *agent) describe(m meta, live bool) Summary {
+func (a *Agent) describe(m meta, live bool) Summary {
 	sum := Summary{ID: a.id, Status: m.Status, Run: m.Run, Goal: m.Goal, Model: m.Model, Mode: m.Mode,
 		Error: m.Error, Output: m.Output, Created: m.Created, Updated: m.Updated}
 	if sum.Mode == "" {
@@ -1016,41 +954,48 @@ func newAgentID() string {
 	return "agent-" + hex.EncodeToString(b)
 }
 
-// create creates the agent of a POST /agents request, starts its run, and returns the agent's
-// summary as it started. The agent is listed at once, "working"; its squad is set up in the
-// background (setUp), so that neither this request nor the server waits for it: requests for
-// the agent wait until it is ready, and its summary is served meanwhile.
-func (s *Server) create(id, goal, model, mode string) (Summary, int, error) {
-	a, status, err := s.add(id, goal, model, mode)
+// Create creates agent id (a new id when empty), and starts its first run toward goal; model,
+// if not empty, is its squad's model (nodes.WithModel), and mode is nodes.Finite (the default)
+// or nodes.Infinite. It returns the agent's summary as the run started. The agent is listed at once,
+// "working"; its squad is set up in the background, so that neither this call nor the host
+// waits for it: [Host.Agent] waits until it is ready, and its summary is served meanwhile.
+func (h *Host) Create(id, goal, model string, mode nodes.Mode) (Summary, error) {
+	if err := checkNew(id, goal, mode); err != nil {
+		return Summary{}, mark(ErrInvalid, err)
+	}
+	a, err := h.add(id, goal, model, string(mode))
 	if err != nil {
-		return Summary{}, status, err
+		return Summary{}, err
 	}
 	undo := func() { // the agent is not made
-		s.mu.Lock()
-		delete(s.agents, a.id)
-		s.mu.Unlock()
-		s.wg.Done()
+		h.mu.Lock()
+		delete(h.agents, a.id)
+		h.mu.Unlock()
+		h.wg.Done()
 	}
-	if s.fleet != nil {
-		ok, err := s.fleet.register(a.id)
-		if err == nil && !ok {
-			status, err = http.StatusConflict, fmt.Errorf("agent %q already exists", a.id)
+	if h.fleet != nil {
+		ok, err := h.fleet.register(a.id)
+		switch {
+		case err != nil:
+			err = mark(ErrUnavailable, err)
+		case !ok:
+			err = mark(ErrExists, fmt.Errorf("agent %q already exists", a.id))
 		}
 		if err != nil {
 			undo()
-			return Summary{}, cmp.Or(status, http.StatusServiceUnavailable), err
+			return Summary{}, err
 		}
 	}
 	// Held from the answer on: the other replicas forward the requests on its run here. A new
 	// agent's lease is free; should taking it fail, setUp fails the agent.
 	holdErr := a.hold()
-	// Before the answer, agent.json: a server killed now finds the agent, and starts its run.
-	made, status := false, http.StatusInternalServerError
-	err = os.MkdirAll(s.agentsDir(), 0o755)
+	// Before the answer, agent.json: a host killed now finds the agent, and starts its run.
+	made := false
+	err = os.MkdirAll(h.agentsDir(), 0o755)
 	if err == nil {
 		err = os.Mkdir(string(a.home), 0o755)
 		if errors.Is(err, fs.ErrExist) { // since add looked: another's, not to be removed
-			status, err = http.StatusConflict, errors.New("already exists (its folder was made meanwhile)")
+			err = mark(ErrExists, errors.New("already exists (its folder was made meanwhile)"))
 		}
 		made = err == nil
 	}
@@ -1059,7 +1004,7 @@ func (s *Server) create(id, goal, model, mode string) (Summary, int, error) {
 	}
 	if err != nil { // nothing is left behind: no folder, no lease, no row in a fleet's registry
 		if ioFailure(err) {
-			status, err = http.StatusServiceUnavailable, fmt.Errorf("%w (an I/O failure: nothing was made; try again once the disk is fixed)", err)
+			err = mark(ErrUnavailable, fmt.Errorf("%w (an I/O failure: nothing was made; try again once the disk is fixed)", err))
 		}
 		if made {
 			err = errors.Join(err, os.RemoveAll(string(a.home)))
@@ -1067,55 +1012,72 @@ func (s *Server) create(id, goal, model, mode string) (Summary, int, error) {
 		if holdErr == nil {
 			a.unhold()
 		}
-		if s.fleet != nil {
-			err = errors.Join(err, s.fleet.unregister(a.id))
+		if h.fleet != nil {
+			err = errors.Join(err, h.fleet.unregister(a.id))
 		}
 		undo()
-		return Summary{}, status, fmt.Errorf("agent %q: %w", a.id, err)
+		return Summary{}, fmt.Errorf("agent %q: %w", a.id, err)
 	}
 	started := a.summary() // as written: the run may have ended by the time the answer is
-	go s.setUp(a, goal, holdErr)
-	return started, 0, nil
+	go h.setUp(a, goal, holdErr)
+	return started, nil
 }
 
-// add adds agent id (a new id when empty) to the server, not yet set up, and counts its setUp
-// in s.wg.
-func (s *Server) add(id, goal, model, mode string) (*agent, int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, http.StatusServiceUnavailable, errClosed
-	}
-	if id == "" {
-		for id = newAgentID(); s.agents[id] != nil; id = newAgentID() {
+// checkNew checks what Create is given.
+func checkNew(id, goal string, mode nodes.Mode) error {
+	if id != "" {
+		if err := workspace.ValidID(id); err != nil {
+			return fmt.Errorf("bad agent id: %s", strings.TrimPrefix(err.Error(), "workspace: "))
 		}
 	}
-	if _, ok := s.agents[id]; ok {
-		return nil, http.StatusConflict, fmt.Errorf("agent %q already exists", id)
+	if strings.TrimSpace(goal) == "" {
+		return errors.New("the goal is blank")
 	}
-	dir := s.agentDir(id)
+	switch mode {
+	case "", nodes.Finite, nodes.Infinite:
+		return nil
+	}
+	return fmt.Errorf("bad mode %q: want %q or %q", mode, nodes.Finite, nodes.Infinite)
+}
+
+// add adds agent id (a new id when empty) to the host, not yet set up, and counts its setUp
+// in h.wg.
+func (h *Host) add(id, goal, model, mode string) (*Agent, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if id == "" {
+		for id = newAgentID(); h.agents[id] != nil; id = newAgentID() {
+		}
+	}
+	if _, ok := h.agents[id]; ok {
+		return nil, mark(ErrExists, fmt.Errorf("agent %q already exists", id))
+	}
+	dir := h.agentDir(id)
 	if _, err := os.Lstat(dir); err == nil {
-		return nil, http.StatusConflict, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir)
+		return nil, mark(ErrExists, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir))
 	}
-	now := s.cfg.now().UTC()
-	a := s.newAgent(id, meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusWorking, Created: now, Updated: now})
+	now := h.cfg.now().UTC()
+	a := h.newAgent(id, meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusWorking, Created: now, Updated: now})
 	a.ready = make(chan struct{})
 	a.checked.Do(func() {}) // its files are the squad's own, from the start
 	run, err := a.newRunID()
 	if err != nil {
-		return nil, http.StatusInternalServerError, fmt.Errorf("agent %q: %w", id, err)
+		return nil, fmt.Errorf("agent %q: %w", id, err)
 	}
 	a.meta.Run = run
-	s.agents[id] = a
-	s.wg.Add(1)
-	return a, 0, nil
+	h.agents[id] = a
+	h.wg.Add(1)
+	return a, nil
 }
 
-// setUp makes the squad of an agent create made, and starts its first run toward goal. An
+// setUp makes the squad of an agent Create made, and starts its first run toward goal. An
 // agent whose squad cannot be made (a model that cannot be resolved, say), or whose lease
-// create could not take (holdErr), is failed with the error.
-func (s *Server) setUp(a *agent, goal string, holdErr error) {
-	defer s.wg.Done()
+// Create could not take (holdErr), is failed with the error.
+func (h *Host) setUp(a *Agent, goal string, holdErr error) {
+	defer h.wg.Done()
 	if holdErr == nil {
 		defer a.unhold()
 	}
@@ -1125,7 +1087,7 @@ func (s *Server) setUp(a *agent, goal string, holdErr error) {
 	}
 	a.mu.Lock()
 	m := a.meta
-	if err != nil { // failed, not damaged: POST /resume tries again
+	if err != nil { // failed, not damaged: a resume tries again
 		a.meta.Status, a.meta.Error = StatusFailed, "the agent could not be set up: "+failure(a.id, err)
 		a.log.Error("agent not set up", "err", err)
 	}
@@ -1135,89 +1097,132 @@ func (s *Server) setUp(a *agent, goal string, holdErr error) {
 		close(a.ready)
 		return
 	}
-	if _, err := s.start(a, goal, m.Run, false); err != nil && !errors.Is(err, errGone) {
+	if _, err := h.start(a, goal, m.Run, false); err != nil && !errors.Is(err, errGone) {
 		a.mu.Lock()
 		a.meta.Status, a.meta.Error = StatusFailed, failure(a.id, err)
 		a.mu.Unlock()
 		a.save()
 	}
-	close(a.ready) // once the first run started: a request then finds it in progress
+	close(a.ready) // once the first run started: a call then finds it in progress
 	a.release()    // the run holds the squad now (or, queued, opens it again when its turn comes)
 }
 
-var errClosed = errors.New("the server is closed")
-
 // lookup returns the agent id; in a fleet, as the registry has it.
-func (s *Server) lookup(id string) (*agent, int, error) {
-	if s.fleet != nil {
-		listed, err := s.fleet.listed(s.ctx, id)
+func (h *Host) lookup(id string) (*Agent, error) {
+	if h.fleet != nil {
+		listed, err := h.fleet.listed(h.ctx, id)
 		switch {
 		case err != nil:
-			return nil, http.StatusServiceUnavailable, fmt.Errorf("agent %q: the fleet's database: %w", id, err)
+			return nil, mark(ErrUnavailable, fmt.Errorf("agent %q: the fleet's database: %w", id, err))
 		case listed:
-			s.takeUp(id)
+			h.takeUp(id)
 		default:
-			s.mu.Lock()
-			if a, ok := s.agents[id]; ok && isClosed(a.ready) {
-				delete(s.agents, id) // another replica deleted it
+			h.mu.Lock()
+			if a, ok := h.agents[id]; ok && isClosed(a.ready) {
+				delete(h.agents, id) // another replica deleted it
 			}
-			s.mu.Unlock()
+			h.mu.Unlock()
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, http.StatusServiceUnavailable, errClosed
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
 	}
-	a, ok := s.agents[id]
+	a, ok := h.agents[id]
 	if !ok {
-		return nil, http.StatusNotFound, fmt.Errorf("no agent %q", id)
+		return nil, notFound(id)
 	}
-	return a, 0, nil
+	return a, nil
 }
 
-// list returns the agents, by creation time then id; in a fleet, as the registry has them.
-func (s *Server) list() []*agent {
-	if s.fleet != nil {
-		if err := s.sync(s.ctx); err != nil {
-			s.cfg.logger.Warn("cannot read the fleet's registry", "err", err)
+// notFound is the error for agent id, which the host does not have.
+func notFound(id string) error { return mark(ErrNotFound, fmt.Errorf("no agent %q", id)) }
+
+// Summary returns the summary of agent id, even while it is being set up, and of a damaged one.
+func (h *Host) Summary(id string) (Summary, error) {
+	a, err := h.lookup(id)
+	if err != nil {
+		return Summary{}, err
+	}
+	return a.summary(), nil
+}
+
+// Agent returns agent id, once it is set up (or ctx ends); [ErrDamaged] for an agent whose
+// files could not be opened, which serves its summary only.
+func (h *Host) Agent(ctx context.Context, id string) (*Agent, error) {
+	a, err := h.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-a.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	a.check()
+	if msg := a.damage(); msg != "" {
+		a.mu.Lock()
+		status := a.meta.Status
+		a.mu.Unlock()
+		return nil, mark(ErrDamaged, fmt.Errorf("agent %q is %s: %s", a.id, status, msg))
+	}
+	return a, nil
+}
+
+// List returns the summaries of the agents, by creation time then id; in a fleet, as the
+// registry has them.
+func (h *Host) List() ([]Summary, error) {
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if h.fleet != nil {
+		if err := h.sync(h.ctx); err != nil {
+			h.cfg.logger.Warn("cannot read the fleet's registry", "err", err)
 		}
 	}
-	s.mu.Lock()
-	var all []*agent
-	for _, a := range s.agents {
+	h.mu.Lock()
+	var all []*Agent
+	for _, a := range h.agents {
 		all = append(all, a)
 	}
-	s.mu.Unlock()
-	slices.SortFunc(all, func(x, y *agent) int {
+	h.mu.Unlock()
+	slices.SortFunc(all, func(x, y *Agent) int {
 		if c := x.created.Compare(y.created); c != 0 {
 			return c
 		}
 		return strings.Compare(x.id, y.id)
 	})
-	return all
+	sums := make([]Summary, 0, len(all))
+	for _, a := range all {
+		sums = append(sums, a.summary())
+	}
+	return sums, nil
 }
 
-// remove forgets the agent id, pausing its run (its squad then closes) and ending its event
-// streams; its agent.json says so, for the servers opened later.
-func (s *Server) remove(id string) (int, error) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return http.StatusServiceUnavailable, errClosed
+// Delete forgets agent id, pausing its run (its squad then closes) and ending its event
+// streams; its agent.json says so, for the hosts opened later. Its files stay.
+func (h *Host) Delete(id string) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return ErrClosed
 	}
-	a, ok := s.agents[id]
+	a, ok := h.agents[id]
 	if !ok {
-		s.mu.Unlock()
-		return http.StatusNotFound, fmt.Errorf("no agent %q", id)
+		h.mu.Unlock()
+		return notFound(id)
 	}
-	delete(s.agents, id)
-	s.mu.Unlock()
+	delete(h.agents, id)
+	h.mu.Unlock()
 	a.finish()
 	<-a.ready
-	if s.fleet != nil {
-		if err := s.fleet.forget(id); err != nil {
-			return http.StatusServiceUnavailable, fmt.Errorf("agent %q: the fleet's database: %w", id, err)
+	if h.fleet != nil {
+		if err := h.fleet.forget(id); err != nil {
+			return mark(ErrUnavailable, fmt.Errorf("agent %q: the fleet's database: %w", id, err))
 		}
 	}
 	a.mu.Lock()
@@ -1226,5 +1231,5 @@ func (s *Server) remove(id string) (int, error) {
 	a.save()
 	close(a.forgotten)
 	a.waitClosed()
-	return 0, nil
+	return nil
 }

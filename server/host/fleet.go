@@ -1,4 +1,4 @@
-package server
+package host
 
 import (
 	"cmp"
@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,8 +25,8 @@ const (
 	DefaultWatchInterval = time.Second
 )
 
-// WithPostgres makes the server a replica of a fleet on the PostgreSQL database at url (see
-// docs/fleet.md, "Replicas of the server"): its agents' registry, leases and checkpoints live there, and
+// WithPostgres makes the host a replica of a fleet on the PostgreSQL database at url (see
+// docs/fleet.md, "Replicas"): its agents' registry, leases and checkpoints live there, and
 // their folders under the root, which every replica of the fleet shares.
 func WithPostgres(url string) Option { return func(c *config) { c.pgURL = url } }
 
@@ -43,11 +40,6 @@ func WithPostgresPool(pool *pgxpool.Pool) Option { return func(c *config) { c.pg
 func WithLease(ttl, heartbeat, watch time.Duration) Option {
 	return func(c *config) { c.leaseTTL, c.heartbeat, c.watch = ttl, heartbeat, watch }
 }
-
-// WithBaseURL sets the URL the other replicas reach this one at ("http://10.0.0.5:8080"): they
-// forward to it the requests on the runs this replica holds. By default it is made of
-// [WithAddr]; a replica with neither answers those requests itself (409 for a run elsewhere).
-func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
 
 // agentsTable is the fleet's registry of agents and their leases; fleetLock is the key of the
 // advisory lock under which replicas create it ("agsv" and 1).
@@ -68,7 +60,7 @@ var schema = []string{
 		base_url   text,             -- where the owner serves the API
 		generation bigint NOT NULL DEFAULT 0, -- raised by every taking of the lease
 		expires_at timestamptz,      -- when the lease ends unless renewed
-		meta       jsonb             -- what the server keeps of the agent (server.meta)
+		meta       jsonb             -- what the host keeps of the agent (host.meta)
 	)`,
 	`ALTER TABLE ` + agentsTable + ` ADD COLUMN IF NOT EXISTS meta jsonb`, // a registry made before it kept meta
 	`CREATE INDEX IF NOT EXISTS agiraph_server_agents_runs ON ` + agentsTable + ` (expires_at) WHERE run IS NOT NULL AND NOT deleted`,
@@ -77,7 +69,7 @@ var schema = []string{
 // fleet is a replica's side of the database its fleet shares.
 type fleet struct {
 	pool      *pgxpool.Pool
-	owned     bool            // the server opened the pool
+	owned     bool            // the host opened the pool
 	db        *pgstore.DB     // the agents' stores
 	saver     *postgres.Saver // db's
 	leases    *lease.Table    // the agents' leases: this replica's name in them, their TTL
@@ -86,7 +78,7 @@ type fleet struct {
 	watch     time.Duration
 }
 
-// openFleet connects the server to its fleet's database, if it is given one.
+// openFleet connects the host to its fleet's database, if it is given one.
 func openFleet(ctx context.Context, c config) (*fleet, error) {
 	if c.pgURL == "" && c.pgPool == nil {
 		return nil, nil
@@ -95,15 +87,12 @@ func openFleet(ctx context.Context, c config) (*fleet, error) {
 		leases:    &lease.Table{Name: agentsTable, Key: "id", Owner: lease.Owner(), TTL: cmp.Or(c.leaseTTL, DefaultLeaseTTL)},
 		heartbeat: cmp.Or(c.heartbeat, DefaultHeartbeat), watch: cmp.Or(c.watch, DefaultWatchInterval)}
 	if f.heartbeat <= 0 || f.heartbeat >= f.leases.TTL || f.watch <= 0 {
-		return nil, fmt.Errorf("server: a lease of %v renewed every %v, watched every %v (want 0 < heartbeat < TTL, a positive watch)", f.leases.TTL, f.heartbeat, f.watch)
-	}
-	if f.url == "" && c.addr != "" {
-		f.url = "http://" + c.addr
+		return nil, fmt.Errorf("host: a lease of %v renewed every %v, watched every %v (want 0 < heartbeat < TTL, a positive watch)", f.leases.TTL, f.heartbeat, f.watch)
 	}
 	if f.pool == nil {
 		pool, err := pgxpool.New(ctx, c.pgURL)
 		if err != nil {
-			return nil, fmt.Errorf("server: %w", err)
+			return nil, fmt.Errorf("host: %w", err)
 		}
 		f.pool, f.owned = pool, true
 	}
@@ -125,12 +114,12 @@ func openFleet(ctx context.Context, c config) (*fleet, error) {
 	}
 	if err != nil {
 		_ = f.close() // the error before is the one to report
-		return nil, fmt.Errorf("server: the fleet's database: %w", err)
+		return nil, fmt.Errorf("host: the fleet's database: %w", err)
 	}
 	return f, nil
 }
 
-// close closes the saver, and the pool if the server opened it.
+// close closes the saver, and the pool if the host opened it.
 func (f *fleet) close() error {
 	var err error
 	if f.db != nil {
@@ -225,7 +214,7 @@ func (f *fleet) setMeta(id string, m meta) error {
 }
 
 // errLeased is the refusal to take an agent's lease that another replica holds.
-var errLeased = errors.New("another replica holds the agent")
+var errLeased = ErrElsewhere
 
 // take takes the lease of agent id for this replica, when no replica holds it or its holder's
 // expired, and returns its generation.
@@ -287,8 +276,8 @@ func (f *fleet) orphans(ctx context.Context) ([]orphan, error) {
 // hold holds the agent's lease, taking it if this replica does not hold it yet, until the
 // matching unhold; errLeased when another replica holds it. Without a fleet it does nothing.
 // While held, a heartbeat renews it; should it be lost, the run in progress is cancelled.
-func (a *agent) hold() error {
-	f := a.srv.fleet
+func (a *Agent) hold() error {
+	f := a.host.fleet
 	if f == nil {
 		return nil
 	}
@@ -314,8 +303,8 @@ func (a *agent) hold() error {
 }
 
 // unhold lets the lease go: the last holder ends it, unless it was lost.
-func (a *agent) unhold() {
-	f := a.srv.fleet
+func (a *Agent) unhold() {
+	f := a.host.fleet
 	if f == nil {
 		return
 	}
@@ -333,7 +322,7 @@ func (a *agent) unhold() {
 }
 
 // loseLease stops the run in progress, whose lease was lost (err): another replica may take it.
-func (a *agent) loseLease(err error) {
+func (a *Agent) loseLease(err error) {
 	a.log.Warn("the agent's lease was lost; its run stops here", "err", err)
 	a.leaseLost.Store(true)
 	a.mu.Lock()
@@ -346,11 +335,11 @@ func (a *agent) loseLease(err error) {
 }
 
 // lost reports whether the agent's lease was lost since it was last taken.
-func (a *agent) lost() bool { return a.leaseLost.Load() }
+func (a *Agent) lost() bool { return a.leaseLost.Load() }
 
 // held reports whether this replica holds the agent's lease (always, without a fleet).
-func (a *agent) held() bool {
-	if a.srv.fleet == nil {
+func (a *Agent) held() bool {
+	if a.host.fleet == nil {
 		return true
 	}
 	a.leaseMu.Lock()
@@ -360,8 +349,8 @@ func (a *agent) held() bool {
 
 // markRun records run as the agent's run in progress in the registry ("": none), under the
 // lease this replica holds; the caller holds a.mu or is the run's goroutine.
-func (a *agent) markRun(run string) {
-	f := a.srv.fleet
+func (a *Agent) markRun(run string) {
+	f := a.host.fleet
 	if f == nil {
 		return
 	}
@@ -378,8 +367,8 @@ func (a *agent) markRun(run string) {
 
 // reload reads the agent's meta again, which another replica may have written, unless a run of
 // this replica is in progress; a changed one drops what was read of the last run.
-func (a *agent) reload() {
-	m, err := a.srv.readMeta(a.id)
+func (a *Agent) reload() {
+	m, err := a.host.readMeta(a.id)
 	if err != nil {
 		return
 	}
@@ -396,59 +385,59 @@ func (a *agent) reload() {
 // watchFleet is a replica's watchdog: every watch interval, it takes over the runs in progress
 // whose replica stopped renewing their lease (or handed them over as it closed), and resumes
 // them here.
-func (s *Server) watchFleet() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.fleet.watch)
+func (h *Host) watchFleet() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.fleet.watch)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-h.ctx.Done():
 			return
 		case <-t.C:
 		}
-		runs, err := s.fleet.orphans(s.ctx)
+		runs, err := h.fleet.orphans(h.ctx)
 		if err != nil {
-			if s.ctx.Err() == nil {
-				s.cfg.logger.Warn("watchdog", "err", err)
+			if h.ctx.Err() == nil {
+				h.cfg.logger.Warn("watchdog", "err", err)
 			}
 			continue
 		}
 		for _, o := range runs {
-			a := s.takeUp(o.id) // orphans lists agents not deleted: no need to ask the registry again
+			a := h.takeUp(o.id) // orphans lists agents not deleted: no need to ask the registry again
 			if a == nil {
 				continue
 			}
-			_, err := s.start(a, "", o.run, true)
+			_, err := h.start(a, "", o.run, true)
 			switch {
 			case err == nil:
-				s.cfg.logger.Info("took over a run whose replica stopped", "agent", o.id, "run", o.run)
-			case !errors.Is(err, errLeased) && !errors.Is(err, errRunning):
-				s.cfg.logger.Warn("cannot take over a run", "agent", o.id, "run", o.run, "err", err)
+				h.cfg.logger.Info("took over a run whose replica stopped", "agent", o.id, "run", o.run)
+			case !errors.Is(err, errLeased) && !errors.Is(err, ErrBusy):
+				h.cfg.logger.Warn("cannot take over a run", "agent", o.id, "run", o.run, "err", err)
 			}
 		}
 	}
 }
 
-// sync brings the server's agents in line with the registry: it takes up those another replica
+// sync brings the host's agents in line with the registry: it takes up those another replica
 // created, and forgets those another deleted.
-func (s *Server) sync(ctx context.Context) error {
-	ids, err := s.fleet.ids(ctx)
+func (h *Host) sync(ctx context.Context) error {
+	ids, err := h.fleet.ids(ctx)
 	if err != nil {
 		return err
 	}
 	listed := map[string]bool{}
 	for _, id := range ids {
 		listed[id] = true
-		s.takeUp(id)
+		h.takeUp(id)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, a := range s.agents {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, a := range h.agents {
 		a.mu.Lock()
 		idle := !a.running
 		a.mu.Unlock()
 		if !listed[id] && idle && isClosed(a.ready) { // not one being created here
-			delete(s.agents, id)
+			delete(h.agents, id)
 		}
 	}
 	return nil
@@ -464,79 +453,48 @@ func isClosed(c chan struct{}) bool {
 	}
 }
 
-// takeUp adds agent id of the registry to the server, from its folder, if it is not there.
-func (s *Server) takeUp(id string) *agent {
-	s.mu.Lock()
-	a, ok := s.agents[id]
-	s.mu.Unlock()
+// takeUp adds agent id of the registry to the host, from its folder, if it is not there.
+func (h *Host) takeUp(id string) *Agent {
+	h.mu.Lock()
+	a, ok := h.agents[id]
+	h.mu.Unlock()
 	if ok {
 		return a
 	}
-	a, at := s.load(id)
+	a, at := h.load(id)
 	if a == nil {
 		return nil
 	}
 	if !at.IsZero() {
 		a.alarm.Set(a.id, at)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if prev, ok := s.agents[id]; ok {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if prev, ok := h.agents[id]; ok {
 		return prev
 	}
-	s.agents[id] = a
+	h.agents[id] = a
 	return a
 }
 
-// forwardedHeader marks a request one replica forwarded to another: it is not forwarded again.
-const forwardedHeader = "X-Agiraph-Forwarded"
-
-// forward serves h here unless another replica holds agent {id}'s lease: the request is then
-// forwarded to that replica, with the server's token, and its answer given back.
-func (s *Server) forward(h http.HandlerFunc) http.HandlerFunc {
-	if s.fleet == nil {
-		return h
+// Holder returns the base URL of the replica of the fleet, other than this one, that holds agent
+// id (see [WithBaseURL]): the calls on its run are for that replica to answer. "" when this host
+// holds it, when no replica does, or outside a fleet.
+func (h *Host) Holder(ctx context.Context, id string) (string, error) {
+	if h.fleet == nil {
+		return "", nil
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		if r.Header.Get(forwardedHeader) != "" {
-			h(w, r)
-			return
-		}
-		s.mu.Lock()
-		a := s.agents[id]
-		s.mu.Unlock()
-		if a != nil && a.held() {
-			h(w, r)
-			return
-		}
-		base, err := s.fleet.holder(r.Context(), id)
-		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, "agent %q: the fleet's database: %v", id, err)
-			return
-		}
-		target, err := url.Parse(base)
-		if base == "" || err != nil {
-			h(w, r)
-			return
-		}
-		proxy := &httputil.ReverseProxy{
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(target)
-				pr.Out.Header.Del("Cookie")
-				pr.Out.Header.Del("Origin") // checked here already
-				pr.Out.Header.Set(forwardedHeader, "1")
-				if s.token != "" {
-					pr.Out.Header.Set("Authorization", "Bearer "+s.token)
-				}
-			},
-			FlushInterval: -1, // event streams as they come
-			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-				writeError(w, http.StatusBadGateway, "agent %q: its replica at %s: %v", id, base, err)
-			},
-		}
-		proxy.ServeHTTP(w, r)
+	h.mu.Lock()
+	a := h.agents[id]
+	h.mu.Unlock()
+	if a != nil && a.held() {
+		return "", nil
 	}
+	u, err := h.fleet.holder(ctx, id)
+	if err != nil {
+		return "", mark(ErrUnavailable, fmt.Errorf("agent %q: the fleet's database: %w", id, err))
+	}
+	return u, nil
 }
 
 // agentStore is the store of agent id's squad in the fleet: its rows and threads apart from the

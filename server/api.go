@@ -1,0 +1,125 @@
+package server
+
+import (
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/agiraph/agiraph/server/host"
+)
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	hostOpts []host.Option
+	token    string
+	noAuth   bool
+	hosts    []string
+	origins  []string
+	models   []string
+	maxText  int
+	addr     string
+}
+
+// DefaultMaxText is the default limit on a goal, a message or an answer, in bytes.
+const DefaultMaxText = 64 << 10
+
+// WithHost gives the server's agent host its options (host.WithRoot, host.WithSquadOptions,
+// host.WithMaxRuns, host.WithPostgres...): what the agents are, where they live, how many run at
+// once. It may be given more than once.
+func WithHost(opts ...host.Option) Option {
+	return func(c *config) { c.hostOpts = append(c.hostOpts, opts...) }
+}
+
+// WithToken sets the token every request must carry (as "Authorization: Bearer <token>", or in
+// the cookie the login URL sets; see [Server.LoginURL]). Without it the server makes a random
+// one on first start and keeps it in <root>/token (mode 0600).
+func WithToken(token string) Option { return func(c *config) { c.token = token } }
+
+// WithoutAuth serves requests without a token: for a program that embeds the server behind its
+// own authentication. The host, origin and content-type checks still apply.
+func WithoutAuth() Option { return func(c *config) { c.noAuth = true } }
+
+// WithAllowedHosts adds to the names a request's Host may have (the loopback names localhost,
+// 127.0.0.1 and ::1 are always allowed): the names, or name:port, the server is reached under
+// when it is not reached as localhost — behind a proxy, or on another interface. Requests for
+// other names are refused, so that a web page cannot rebind its own name to the server.
+func WithAllowedHosts(hosts ...string) Option {
+	return func(c *config) { c.hosts = append(c.hosts, hosts...) }
+}
+
+// WithAllowedOrigins allows cross-origin requests from these origins ("https://app.example"),
+// with CORS. Requests from other origins are refused, except those of pages the server serves.
+func WithAllowedOrigins(origins ...string) Option {
+	return func(c *config) { c.origins = append(c.origins, origins...) }
+}
+
+// WithModels sets the models a request may name for its agent (POST /agents "model"). By
+// default a request may name none: agents use the models of host.WithSquadOptions.
+func WithModels(names ...string) Option {
+	return func(c *config) { c.models = append(c.models, names...) }
+}
+
+// WithMaxText sets the largest goal, message or answer a request may carry, in bytes (default
+// [DefaultMaxText]); a larger one is refused with 413.
+func WithMaxText(n int) Option { return func(c *config) { c.maxText = n } }
+
+// WithAddr tells the server the address it is served on ("127.0.0.1:8080"): its host is allowed
+// (see [WithAllowedHosts]; an unspecified one such as 0.0.0.0 is not), and it is the host's base
+// URL (host.WithBaseURL) unless one is given: a second server started on the same root names
+// it, and the other replicas of a fleet forward there.
+func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
+
+// Server serves the API (its routes are in docs/server.md) over its agent host. It is an
+// http.Handler, safe for concurrent use.
+type Server struct {
+	cfg     config
+	host    *host.Host
+	mux     *http.ServeMux
+	handler http.Handler // the mux behind the guard
+	token   string       // "" without auth
+}
+
+// New returns a server over a new agent host (see host.New, and [WithHost] for its options).
+func New(opts ...Option) (*Server, error) {
+	c := config{maxText: DefaultMaxText}
+	for _, o := range opts {
+		o(&c)
+	}
+	s := &Server{cfg: c, mux: http.NewServeMux()}
+	if name, _, err := net.SplitHostPort(c.addr); err == nil && name != "" && !net.ParseIP(strings.Trim(name, "[]")).IsUnspecified() {
+		s.cfg.hosts = append(s.cfg.hosts, c.addr)
+	}
+	hostOpts := c.hostOpts
+	if c.addr != "" { // first: a base URL given among the host's options wins
+		hostOpts = append([]host.Option{host.WithBaseURL("http://" + c.addr)}, hostOpts...)
+	}
+	h, err := host.New(hostOpts...)
+	if err != nil {
+		return nil, err
+	}
+	s.host = h
+	if !c.noAuth {
+		tok, err := loadToken(h.Root(), c.token)
+		if err != nil {
+			_ = h.Close() // the error before is the one to report
+			return nil, err
+		}
+		s.token = tok
+	}
+	s.handler = s.guard(http.HandlerFunc(s.serveMux))
+	s.routes()
+	return s, nil
+}
+
+// Host returns the server's agent host: what the API serves, for a program to use in Go too.
+func (s *Server) Host() *host.Host { return s.host }
+
+// ServeHTTP serves a request of the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Close closes the server's host (host.Host.Close): the runs in progress are paused, to be
+// resumed by a server started again on the root, and the event streams end. The server answers
+// 503 afterwards.
+func (s *Server) Close() error { return s.host.Close() }

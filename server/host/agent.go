@@ -1,0 +1,236 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/workspace"
+)
+
+// ID returns the agent's id.
+func (a *Agent) ID() string { return a.id }
+
+// State returns the agent's status (one of the Status constants), and its run in progress or
+// its last run ("" when it has none), as last recorded: cheaper than [Agent.Summary], which
+// reads the board.
+func (a *Agent) State() (status, run string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.meta.Status, a.meta.Run
+}
+
+// Summary describes the agent.
+func (a *Agent) Summary() Summary { return a.summary() }
+
+// Run starts a new run of the agent toward goal, in the background, and returns the agent's
+// summary as it started ("working", or "queued" beyond [WithMaxRuns]). [ErrBusy] when a run is
+// in progress; [ErrElsewhere] when another replica of the fleet holds the agent.
+func (a *Agent) Run(goal string) (Summary, error) {
+	if err := checkNew("", goal, ""); err != nil {
+		return Summary{}, mark(ErrInvalid, err)
+	}
+	return a.begin(goal, "", false)
+}
+
+// Resume continues the agent's run id (paused, interrupted or failed) in the background, and
+// returns the agent's summary as it started. A run the host recorded but stopped before it
+// began starts anew toward the agent's goal. [ErrNotFound] when the agent has no run id.
+func (a *Agent) Resume(id string) (Summary, error) {
+	if workspace.ValidID(id) != nil || !a.resumable(id) {
+		return Summary{}, mark(ErrNotFound, fmt.Errorf("agent %q has no run %q", a.id, id))
+	}
+	return a.begin("", id, true)
+}
+
+// begin is start, answering the summary of the run as it started.
+func (a *Agent) begin(goal, run string, resume bool) (Summary, error) {
+	started, err := a.host.start(a, goal, run, resume)
+	if err != nil {
+		return Summary{}, fmt.Errorf("agent %q: %w", a.id, err)
+	}
+	return a.describe(started, true), nil
+}
+
+// Send sends message to the coordinator (to "" or bus.Coordinator) or to worker to, in the run
+// in progress; nodes.ErrNoRun when none is.
+func (a *Agent) Send(ctx context.Context, to, message string) error {
+	if to == "" {
+		to = bus.Coordinator
+	}
+	return a.withRun(ctx, func(run *nodes.Run) error { return run.Send(to, message) })
+}
+
+// Answer answers the question that to (a worker's id, or bus.Coordinator) asked in the run in
+// progress; to "" answers the one waiting, else the coordinator. It returns to whom the answer
+// went; nodes.ErrNoRun when no run is in progress, nodes.ErrNoQuestion when to asked nothing.
+func (a *Agent) Answer(ctx context.Context, to, response string) (string, error) {
+	err := a.withRun(ctx, func(run *nodes.Run) error {
+		if to == "" {
+			b, err := run.Board()
+			if err != nil {
+				return err
+			}
+			a.scan()
+			if to, _ = a.waiting(b); to == "" {
+				to = bus.Coordinator
+			}
+		}
+		return run.Answer(to, response)
+	})
+	return to, err
+}
+
+// Stop stops the workers of the run in progress, which stays in progress; nodes.ErrNoRun when
+// none is.
+func (a *Agent) Stop(ctx context.Context) error { return a.withRun(ctx, (*nodes.Run).Stop) }
+
+// Conversation returns the conversation between the human and the coordinator: up to limit
+// entries (0: all) after the first after, and how many there are in all.
+func (a *Agent) Conversation(after, limit int) ([]nodes.Entry, int, error) {
+	return a.files.Conversation(after, limit)
+}
+
+// withRun calls fn with the agent's run in progress, its squad held open, if there is one;
+// nodes.ErrNoRun otherwise. A run that was started but whose squad is still opening (a
+// call right after the one that started it) is waited for, for up to runStartWait or until
+// ctx ends.
+func (a *Agent) withRun(ctx context.Context, fn func(*nodes.Run) error) error {
+	end := time.Now().Add(runStartWait)
+	for {
+		err := nodes.ErrNoRun
+		if sq := a.borrow(); sq != nil {
+			if run := sq.Current(); run != nil {
+				err = fn(run)
+			}
+			a.release()
+		}
+		if ioFailure(err) {
+			return mark(ErrUnavailable, err)
+		}
+		if !errors.Is(err, nodes.ErrNoRun) || !a.starting() || time.Now().After(end) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// runStartWait bounds how long a call on a run waits for a run that is starting.
+const runStartWait = 10 * time.Second
+
+// starting reports whether a run of the agent was started and is working (not queued), so that
+// its squad is open, or about to be.
+func (a *Agent) starting() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.running && a.meta.Status == StatusWorking
+}
+
+// OpenRun opens the folder of the agent's run: within the agent's home, and not a symbolic link
+// ([ErrLinked]); fs.ErrNotExist when it was not made (yet). Its errors name the folder within
+// the agent's home.
+func (a *Agent) OpenRun(run string) (*os.Root, error) {
+	home, err := os.OpenRoot(string(a.home))
+	if err != nil {
+		return nil, err
+	}
+	defer home.Close()
+	rel := filepath.Join(filepath.Base(filepath.Dir(string(a.home.Run(run)))), run)
+	st, err := home.Lstat(rel)
+	switch { // errors name the folder within the agent's, not the host's path to it
+	case err != nil:
+		return nil, err
+	case st.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%w: %s", ErrLinked, rel)
+	case !st.IsDir():
+		return nil, fmt.Errorf("%s is not a folder", rel)
+	}
+	return home.OpenRoot(rel)
+}
+
+// Follow returns the agent's logged events after seq, then each as it comes — and while its
+// squad is open, the live ones too (text deltas, whose Seq is 0) — until ctx ends, the host
+// closes or the agent is deleted: the channel is then closed.
+func (a *Agent) Follow(ctx context.Context, after int64) <-chan eventlog.Event {
+	out := make(chan eventlog.Event)
+	ctx, cancel := context.WithCancel(ctx)
+	go func() { // the end of the host or of the agent ends ctx
+		defer cancel()
+		select {
+		case <-ctx.Done():
+		case <-a.host.closing:
+		case <-a.forgotten:
+		}
+	}()
+	go func() {
+		defer close(out)
+		defer cancel()
+		send := func(e eventlog.Event) bool {
+			select {
+			case out <- e:
+			case <-ctx.Done():
+				return false
+			}
+			if e.Seq > 0 {
+				after = e.Seq
+			}
+			return true
+		}
+		// While the agent's squad is open, its log's events as they come; at rest, those the file
+		// holds, then a look again once the squad opens or closes.
+		for {
+			events, stop, moved := a.subscribe(after)
+			if events == nil {
+				evs, err := a.files.Events(after, 0)
+				if err != nil {
+					a.log.Error("cannot read the agent's events", "err", err)
+					return
+				}
+				for _, e := range evs {
+					if !send(e) {
+						return
+					}
+				}
+			} else {
+				moved = nil // the channel closes when the squad does
+			}
+			more := follow(ctx, events, moved, send)
+			stop()
+			if !more {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// follow sends the events of the channel until it closes, or moved is closed, and reports true;
+// false when ctx ended.
+func follow(ctx context.Context, events <-chan eventlog.Event, moved <-chan struct{}, send func(eventlog.Event) bool) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-moved:
+			return true
+		case e, ok := <-events:
+			if !ok {
+				return true
+			}
+			if !send(e) {
+				return false
+			}
+		}
+	}
+}
