@@ -6,6 +6,7 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -583,4 +584,36 @@ func TestMemoryNodeCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	assert.Equal(t, 2, c.Len())
 	c.Clear()
 	assert.Equal(t, 0, c.Len())
+}
+
+// lgLog is a node that logs its name.
+func lgLog(name string) graph.NodeFunc[lgState] {
+	return func(context.Context, lgState) (lgState, error) { return lgState{Log: []string{name}}, nil }
+}
+
+// LangGraph's join (add_edge([a, b], j)) is a barrier checked once per step, after every task of
+// the step finished: a source that finishes again in the step that completes the barrier is not
+// carried over to the next round, whatever the order in which the edges were declared.
+func TestLangGraph_JoinFiresOnceWhenASourceFinishesAgainInTheCompletingStep(t *testing.T) {
+	ctx := rsCtx(t)
+	g := graph.New[lgState]()
+	for _, n := range []string{"a", "x", "b", "j"} {
+		g.AddNode(n, lgLog(n))
+	}
+	g.AddEdge(graph.START, "a")
+	g.AddEdge(graph.START, "x")
+	g.AddEdge("x", "b") // b before a: b completes the join before a finishes again
+	g.AddEdge("x", "a")
+	g.AddJoin([]string{"a", "b"}, "j")
+	g.AddConditionalEdges("j", func(_ context.Context, s lgState) string {
+		if slices.Contains(s.Log, "j") && len(s.Log) < 6 {
+			return "b"
+		}
+		return graph.END
+	}, "b", graph.END)
+	out, err := rsCompile(t, g, graph.WithRecursionLimit(10)).Invoke(ctx, lgState{})
+	require.NoError(t, err)
+	// LangGraph.js 1.7.3 logs a, x, a, b, j, b: b alone does not complete the join again.
+	assert.ElementsMatch(t, []string{"a", "x", "a", "b", "j", "b"}, out.Log)
+	assert.Equal(t, []string{"j", "b"}, out.Log[4:])
 }

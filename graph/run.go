@@ -670,6 +670,7 @@ func (r *run[S]) taskPath(t *task[S]) string {
 // tasks that waited while they ran.
 func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], waiting []*task[S]) ([]*task[S], error) {
 	var next []*task[S]
+	var finished []string // the tasks of the step that are sources of joins
 	pull := func(from, name string, declared []string) error {
 		if name == END {
 			return nil
@@ -744,21 +745,13 @@ func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], wa
 				}
 			}
 		}
-		for _, j := range r.g.joinsBySource[name] {
-			target := r.g.joins[j].target
-			if r.joins == nil {
-				r.joins = map[string][]string{}
-			}
-			key := joinKey(r.g.joins[j])
-			if !slices.Contains(r.joins[key], name) {
-				r.joins[key] = append(r.joins[key], name)
-			}
-			if len(r.joins[key]) == len(r.g.joins[j].sources) {
-				delete(r.joins, key)
-				if err := pull("join into "+strconv.Quote(target), target, nil); err != nil {
-					return nil, err
-				}
-			}
+		if len(r.g.joinsBySource[name]) > 0 {
+			finished = append(finished, name)
+		}
+	}
+	for _, j := range r.completeJoins(finished) {
+		if err := pull("join into "+strconv.Quote(r.g.joins[j].target), r.g.joins[j].target, nil); err != nil {
+			return nil, err
 		}
 	}
 	for _, t := range waiting {
@@ -770,6 +763,36 @@ func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], wa
 		t.id = strconv.Itoa(i)
 	}
 	return next, nil
+}
+
+// completeJoins records that the named sources finished in a step and returns the joins they
+// complete, which then wait for all their sources again. A join is checked once per step, after
+// every task of the step finished, so a source that finishes again in the step that completes its
+// join does not count towards the next round.
+func (r *run[S]) completeJoins(finished []string) []int {
+	var touched, complete []int
+	for _, name := range finished {
+		for _, j := range r.g.joinsBySource[name] {
+			if r.joins == nil {
+				r.joins = map[string][]string{}
+			}
+			key := joinKey(r.g.joins[j])
+			if !slices.Contains(r.joins[key], name) {
+				r.joins[key] = append(r.joins[key], name)
+			}
+			if !slices.Contains(touched, j) {
+				touched = append(touched, j)
+			}
+		}
+	}
+	for _, j := range touched {
+		key := joinKey(r.g.joins[j])
+		if len(r.joins[key]) == len(r.g.joins[j].sources) {
+			delete(r.joins, key)
+			complete = append(complete, j)
+		}
+	}
+	return complete
 }
 
 func joinKey(j *join) string { return fmt.Sprintf("%s<%v", j.target, j.sources) }
