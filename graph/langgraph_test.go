@@ -617,3 +617,32 @@ func TestLangGraph_JoinFiresOnceWhenASourceFinishesAgainInTheCompletingStep(t *t
 	assert.ElementsMatch(t, []string{"a", "x", "a", "b", "j", "b"}, out.Log)
 	assert.Equal(t, []string{"j", "b"}, out.Log[4:])
 }
+
+// LangGraph answers static breakpoints (interrupt_before) with a null resume, also when they wait
+// in several tasks of a subgraph: invoke(null) runs them all.
+func TestLangGraph_NullResumePassesBreakpointsOfSubgraphsInSeveralTasks(t *testing.T) {
+	ctx := rsCtx(t)
+	sub := graph.New[lgState]()
+	sub.AddNode("inner", func(_ context.Context, s lgState) (lgState, error) {
+		return lgState{Log: []string{"inner " + s.Topic}}, nil
+	})
+	sub.AddEdge(graph.START, "inner")
+	sub.AddEdge("inner", graph.END)
+	g := graph.New[lgState]()
+	g.AddSubgraph("sub", rsCompile(t, sub, graph.WithInterruptBefore("inner")))
+	g.AddRouter(graph.START, func(context.Context, lgState) graph.Next[lgState] {
+		return graph.Next[lgState]{Sends: []graph.Send[lgState]{{Node: "sub", Arg: lgState{Topic: "a"}}, {Node: "sub", Arg: lgState{Topic: "b"}}}}
+	}, "sub")
+	g.AddEdge("sub", graph.END)
+	c := rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()))
+	th := graph.WithThread("breakpoints")
+	_, err := c.Invoke(ctx, lgState{}, th)
+	ir := rsInterrupted(t, err)
+	require.Len(t, ir.Interrupts, 2)
+	for _, it := range ir.Interrupts {
+		assert.Equal(t, "before", it.When)
+	}
+	out, err := c.Resume(ctx, nil, th)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"inner a", "inner b"}, out.Log)
+}

@@ -694,10 +694,12 @@ func (r *run[S]) hold(ctx context.Context, value any) error {
 // that no pending interrupt asks for is held for the first Interrupt call (see heldValue).
 func (r *run[S]) answer(ctx context.Context, pending []pendingInterrupt[S], value any, isAnswer, mayHold bool) error {
 	byID, isMap := value.(ResumeByID)
-	during := 0 // interrupts raised by Interrupt calls, which need a value
+	during := 0 // interrupts raised by Interrupt calls, which need a value; breakpoints do not
 	for _, p := range pending {
-		if p.idx != beforeIdx {
-			during += len(p.its)
+		for _, it := range p.its {
+			if it.When == "during" {
+				during++
+			}
 		}
 	}
 	if r.parent == nil {
