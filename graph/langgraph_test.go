@@ -646,3 +646,19 @@ func TestLangGraph_NullResumePassesBreakpointsOfSubgraphsInSeveralTasks(t *testi
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"inner a", "inner b"}, out.Log)
 }
+
+// LangGraph compiles a node with no outgoing edge and ends its branch there; the run goes on
+// while other branches have work.
+func TestLangGraph_NodeWithNoOutgoingEdgeEndsItsBranch(t *testing.T) {
+	ctx := rsCtx(t)
+	g := graph.New[lgState]()
+	for _, n := range []string{"a", "b", "c"} {
+		g.AddNode(n, lgLog(n))
+	}
+	g.AddEdge(graph.START, "a")
+	g.AddEdge(graph.START, "b")
+	g.AddEdge("b", "c") // a and c have no way out
+	out, err := rsCompile(t, g).Invoke(ctx, lgState{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c"}, out.Log)
+}
