@@ -6,7 +6,9 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -661,4 +663,37 @@ func TestLangGraph_NodeWithNoOutgoingEdgeEndsItsBranch(t *testing.T) {
 	out, err := rsCompile(t, g).Invoke(ctx, lgState{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b", "c"}, out.Log)
+}
+
+// lgStatusError is an error that carries an HTTP status, as a provider's error does.
+type lgStatusError int
+
+func (e lgStatusError) Error() string   { return "HTTP " + strconv.Itoa(int(e)) }
+func (e lgStatusError) HTTPStatus() int { return int(e) }
+
+// LangGraph's default retry_on does not retry an error whose HTTP status says the request itself
+// is wrong (400–407, 409): a second attempt fails the same way. Rate limits, timeouts, server
+// errors and errors of no status are retried.
+func TestLangGraph_DefaultRetryDoesNotRetryClientErrors(t *testing.T) {
+	ctx := rsCtx(t)
+	for _, tc := range []struct {
+		err      error
+		attempts int32
+	}{
+		{lgStatusError(400), 1}, {lgStatusError(401), 1}, {lgStatusError(404), 1}, {lgStatusError(409), 1},
+		{fmt.Errorf("calling the model: %w", lgStatusError(403)), 1},
+		{lgStatusError(408), 3}, {lgStatusError(429), 3}, {lgStatusError(500), 3}, {errors.New("no status"), 3},
+	} {
+		var attempts atomic.Int32
+		g := graph.New[lgState]()
+		g.AddNode("call", func(context.Context, lgState) (lgState, error) {
+			attempts.Add(1)
+			return lgState{}, tc.err
+		}, graph.WithRetry(graph.RetryPolicy{InitialInterval: time.Microsecond}))
+		g.AddEdge(graph.START, "call")
+		_, err := rsCompile(t, g).Invoke(ctx, lgState{})
+		require.ErrorIs(t, err, tc.err)
+		assert.Equal(t, tc.attempts, attempts.Load(), "%v", tc.err)
+		assert.Equal(t, tc.attempts == 3, graph.DefaultRetryOn(tc.err), "%v", tc.err)
+	}
 }
