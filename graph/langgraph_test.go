@@ -697,3 +697,91 @@ func TestLangGraph_DefaultRetryDoesNotRetryClientErrors(t *testing.T) {
 		assert.Equal(t, tc.attempts == 3, graph.DefaultRetryOn(tc.err), "%v", tc.err)
 	}
 }
+
+// lgLine is START → a → b → END, each node logging its name.
+func lgLine(t *testing.T, opts ...graph.Option) *graph.Compiled[lgState] {
+	g := graph.New[lgState]()
+	g.AddNode("a", lgLog("a"))
+	g.AddNode("b", lgLog("b"))
+	g.AddEdge(graph.START, "a")
+	g.AddEdge("a", "b")
+	g.AddEdge("b", graph.END)
+	return rsCompile(t, g, append([]graph.Option{graph.WithCheckpointer(checkpoint.NewMemory())}, opts...)...)
+}
+
+// LangGraph runs Command(goto, update) on a thread that has finished, or has no checkpoint yet: the
+// update is merged and the nodes named run. An update alone is merged and nothing runs.
+func TestLangGraph_CommandWithGotoAndUpdateRunsOnAFinishedThread(t *testing.T) {
+	ctx := rsCtx(t)
+	c := lgLine(t)
+	th := graph.WithThread("finished")
+	_, err := c.Invoke(ctx, lgState{Log: []string{"in"}}, th)
+	require.NoError(t, err)
+	out, err := c.Resume(ctx, graph.ResumeCommand[lgState]{Goto: []string{"b"}, Update: lgState{Log: []string{"u"}}}, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in", "a", "b", "u", "b"}, out.Log)
+	out, err = c.Resume(ctx, graph.ResumeCommand[lgState]{Update: lgState{Log: []string{"u2"}}}, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in", "a", "b", "u", "b", "u2"}, out.Log)
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, checkpoint.SourceUpdate, snap.Source)
+	assert.Empty(t, snap.Next)
+
+	out, err = c.Resume(ctx, graph.ResumeCommand[lgState]{Goto: []string{"b"}, Update: lgState{Log: []string{"u"}}}, graph.WithThread("fresh"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"u", "b"}, out.Log)
+
+	// Nothing to do is still refused.
+	_, err = c.Resume(ctx, nil, th)
+	require.ErrorIs(t, err, graph.ErrNothingToResume)
+	_, err = c.Resume(ctx, graph.ResumeCommand[lgState]{Value: "yes"}, th)
+	require.Error(t, err)
+}
+
+// LangGraph's update_state without as_node on a thread with no checkpoint is the thread's input:
+// its next tasks are the graph's first nodes.
+func TestLangGraph_UpdateStateOnAFreshThreadIsTheInput(t *testing.T) {
+	ctx := rsCtx(t)
+	c := lgLine(t)
+	th := graph.WithThread("fresh")
+	_, err := c.UpdateState(ctx, lgState{Log: []string{"x"}}, "", th)
+	require.NoError(t, err)
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, snap.Next)
+	out, err := c.Resume(ctx, nil, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"x", "a", "b"}, out.Log)
+}
+
+// LangGraph refuses update_state as END (InvalidUpdateError: Node "__end__" does not exist).
+func TestLangGraph_UpdateStateAsEndIsRefused(t *testing.T) {
+	ctx := rsCtx(t)
+	c := lgLine(t)
+	th := graph.WithThread("end")
+	_, err := c.Invoke(ctx, lgState{}, th)
+	require.NoError(t, err)
+	_, err = c.UpdateState(ctx, lgState{Log: []string{"x"}}, graph.END, th)
+	require.ErrorContains(t, err, `"__end__"`)
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, snap.Values.Log, "nothing was saved")
+}
+
+// LangGraph pauses after a node of interrupt_after also when it was the last to run; the thread
+// has then finished.
+func TestLangGraph_InterruptAfterTheLastNodePauses(t *testing.T) {
+	ctx := rsCtx(t)
+	c := lgLine(t, graph.WithInterruptAfter("b"))
+	th := graph.WithThread("after")
+	out, err := c.Invoke(ctx, lgState{}, th)
+	ir := rsInterrupted(t, err)
+	require.Len(t, ir.Interrupts, 1)
+	assert.Equal(t, "after", ir.Interrupts[0].When)
+	assert.Equal(t, "b", ir.Interrupts[0].Node)
+	assert.Equal(t, []string{"a", "b"}, out.Log)
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Empty(t, snap.Next)
+}

@@ -836,9 +836,11 @@ func (r *run[S]) interruptBefore(ctx context.Context, tasks []*task[S]) error {
 // beforeIdx is the write index of WithInterruptBefore pauses and their answers.
 const beforeIdx = -1
 
-// interruptAfter pauses the run after a superstep in which a node of WithInterruptAfter ran.
+// interruptAfter pauses the run after a superstep in which a node of WithInterruptAfter ran, also
+// when nothing is left to run (the thread has then finished); not when the superstep handed a
+// command to the parent graph.
 func (r *run[S]) interruptAfter(ran []*task[S]) error {
-	if len(r.cfg.interruptAfter) == 0 || len(r.next) == 0 {
+	if len(r.cfg.interruptAfter) == 0 || r.toParent != nil {
 		return nil
 	}
 	var irs []InterruptInfo

@@ -52,7 +52,8 @@ func Goto[S any](nodes ...string) Next[S] { return Next[S]{Goto: nodes} }
 // (LangGraph's Command(resume=…, update=…, goto=…)): Value answers them as Resume's value would;
 // Update is merged into the state before the paused tasks run again, as UpdateState would, in a
 // checkpoint that keeps what the paused step's finished tasks wrote and the interrupts waiting
-// for Value; Goto adds a task of each named node to the superstep that runs next.
+// for Value; Goto adds a task of each named node to the superstep that runs next. A command with an
+// Update or a Goto runs also on a thread that has finished or has no checkpoint yet.
 type ResumeCommand[S any] struct {
 	Value  any
 	Update S
