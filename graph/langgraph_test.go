@@ -785,3 +785,45 @@ func TestLangGraph_InterruptAfterTheLastNodePauses(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, snap.Next)
 }
+
+// LangGraph streams the custom events of a subgraph's nodes in custom mode without
+// subgraphs=true; only the subgraph's other events (its updates, values) need it.
+func TestLangGraph_CustomEventsOfSubgraphsStreamWithoutSubgraphs(t *testing.T) {
+	ctx := rsCtx(t)
+	emitting := func(name string) graph.NodeFunc[lgState] {
+		return func(ctx context.Context, _ lgState) (lgState, error) {
+			graph.Emit(ctx, "from "+name)
+			return lgState{Log: []string{name}}, nil
+		}
+	}
+	inner := graph.New[lgState]()
+	inner.AddNode("inner", emitting("inner"))
+	inner.AddEdge(graph.START, "inner")
+	sub := graph.New[lgState]()
+	sub.AddSubgraph("deeper", rsCompile(t, inner))
+	sub.AddEdge(graph.START, "deeper")
+	g := graph.New[lgState]()
+	g.AddNode("outer", emitting("outer"))
+	g.AddSubgraph("sub", rsCompile(t, sub))
+	g.AddEdge(graph.START, "outer")
+	g.AddEdge("outer", "sub")
+	c := rsCompile(t, g)
+
+	var custom, updates []string
+	for ev, err := range c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeCustom|graph.ModeUpdates)) {
+		require.NoError(t, err)
+		switch ev.Mode {
+		case graph.ModeCustom:
+			custom = append(custom, ev.Data.(string))
+			if ev.Data == "from inner" {
+				assert.Equal(t, "inner", ev.Node)
+				assert.True(t, strings.HasPrefix(ev.Namespace, "sub:"), "namespace %q", ev.Namespace)
+			}
+		case graph.ModeUpdates:
+			assert.Empty(t, ev.Namespace, "a subgraph's update without WithSubgraphs")
+			updates = append(updates, ev.Node)
+		}
+	}
+	assert.Equal(t, []string{"from outer", "from inner"}, custom)
+	assert.Equal(t, []string{"outer", "sub"}, updates)
+}

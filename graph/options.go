@@ -108,7 +108,8 @@ func WithSnapshotEvery(n int) Option {
 // WithStreamMode chooses what Stream yields (default ModeValues). Modes can be combined with |.
 func WithStreamMode(m Mode) Option { return func(c *config) { c.modes = m } }
 
-// WithSubgraphs makes Stream also yield the events of subgraphs, with their Namespace set.
+// WithSubgraphs makes Stream also yield the events of subgraphs, with their Namespace set. Without
+// it, of a subgraph's events only its nodes' custom events (Emit) are yielded, as in LangGraph.
 func WithSubgraphs() Option { return func(c *config) { c.subgraphs = true } }
 
 // WithInterruptBefore pauses a run before any of the named nodes runs. Resume continues it.

@@ -131,7 +131,10 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 		r.cfg.checkpointID = ""
 		r.cfg.saver, r.cfg.serde, r.cfg.thread = parent.saver, parent.serde, parent.thread
 		r.cfg.modes, r.cfg.subgraphs, r.cfg.tracer = parent.modes, parent.subs, parent.tracer
-		if parent.subs && parent.events != nil {
+		if !parent.subs {
+			r.cfg.modes &= ModeCustom // its nodes' custom events are streamed all the same
+		}
+		if parent.events != nil && r.cfg.modes != 0 {
 			r.emit = parent.emit
 		}
 	} else if cfg.saver != nil && cfg.thread == "" {
