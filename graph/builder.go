@@ -119,8 +119,9 @@ func (g *StateGraph[S]) AddJoin(from []string, to string) {
 	g.joins = append(g.joins, &join{sources: slices.Clone(from), target: to})
 }
 
-// AddRouter routes from source by calling r on the merged state after source ran. targets declares
-// the nodes r may choose (for validation and drawing); without them r may choose any node.
+// AddRouter routes from source by calling r after source ran, on the state before that superstep
+// with source's update merged (see Router). targets declares the nodes r may choose (for
+// validation and drawing); without them r may choose any node.
 func (g *StateGraph[S]) AddRouter(source string, r Router[S], targets ...string) {
 	if r == nil {
 		g.errs = append(g.errs, fmt.Errorf("graph: router from %q: nil function", source))

@@ -827,3 +827,35 @@ func TestLangGraph_CustomEventsOfSubgraphsStreamWithoutSubgraphs(t *testing.T) {
 	assert.Equal(t, []string{"from outer", "from inner"}, custom)
 	assert.Equal(t, []string{"outer", "sub"}, updates)
 }
+
+// LangGraph's router (conditional edges) reads the state as it was before the superstep with only
+// its own node's update merged, not the updates of the other tasks of the step.
+func TestLangGraph_RouterSeesTheStateBeforeTheStepWithItsNodesUpdate(t *testing.T) {
+	ctx := rsCtx(t)
+	g := graph.New[lgState]()
+	for _, n := range []string{"a", "b", "c"} {
+		g.AddNode(n, lgLog(n))
+	}
+	seen := map[string][]string{}
+	var mu sync.Mutex
+	routerOf := func(node string) graph.Router[lgState] {
+		return func(_ context.Context, s lgState) graph.Next[lgState] {
+			mu.Lock()
+			seen[node] = slices.Clone(s.Log)
+			mu.Unlock()
+			if node == "a" && slices.Contains(s.Log, "b") {
+				return graph.Goto[lgState]("c")
+			}
+			return graph.Goto[lgState](graph.END)
+		}
+	}
+	g.AddEdge(graph.START, "a")
+	g.AddEdge(graph.START, "b")
+	g.AddRouter("a", routerOf("a"), "c", graph.END)
+	g.AddRouter("b", routerOf("b"), graph.END)
+	g.AddEdge("c", graph.END)
+	out, err := rsCompile(t, g).Invoke(ctx, lgState{Log: []string{"in"}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{"a": {"in", "a"}, "b": {"in", "b"}}, seen)
+	assert.Equal(t, []string{"in", "a", "b"}, out.Log, "a's router did not see b's update")
+}

@@ -192,7 +192,7 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 	if r.state, err = r.g.reduce(base, input, "", r.step); err != nil {
 		return base, err
 	}
-	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}}, nil)
+	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}}, nil, nil)
 	if err != nil {
 		return r.state, err
 	}
@@ -301,6 +301,11 @@ func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (_ S, err
 	}
 	r.stepsRun++
 	r.step++
+	var before *S // the state before the step, which routers see with their node's update
+	if len(ran) > 1 {
+		b := r.state
+		before = &b
+	}
 	for i, out := range outs {
 		if r.state, err = r.g.reduce(r.state, out.Update, ran[i].node.name, r.step); err != nil {
 			return r.state, err
@@ -316,7 +321,7 @@ func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (_ S, err
 	}
 	if r.toParent != nil {
 		r.next = nil
-	} else if r.next, err = r.plan(ctx, ran, outs, waiting); err != nil {
+	} else if r.next, err = r.plan(ctx, ran, outs, waiting, before); err != nil {
 		return r.state, err
 	}
 	if !r.send(Event{Mode: ModeValues, Namespace: r.ns, Step: r.step, Data: r.state}) {
@@ -670,8 +675,9 @@ func (r *run[S]) taskPath(t *task[S]) string {
 }
 
 // plan computes the next frontier from the tasks that ran and their outputs, and the deferred
-// tasks that waited while they ran.
-func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], waiting []*task[S]) ([]*task[S], error) {
+// tasks that waited while they ran. A router sees the state before the step with only its node's
+// update merged (LangGraph's): before, or, when it is nil (a step of one task), r.state.
+func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], waiting []*task[S], before *S) ([]*task[S], error) {
 	var next []*task[S]
 	var finished []string // the tasks of the step that are sources of joins
 	pull := func(from, name string, declared []string) error {
@@ -727,8 +733,15 @@ func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], wa
 				return nil, err
 			}
 		}
+		view := r.state
+		if before != nil && len(r.g.routers[name]) > 0 {
+			var err error
+			if view, err = r.ownView(*before, out.Update, name); err != nil {
+				return nil, err
+			}
+		}
 		for _, rt := range r.g.routers[name] {
-			nx, err := route(ctx, rt, r.state)
+			nx, err := route(ctx, rt, view)
 			if err != nil {
 				return nil, fmt.Errorf("graph: router from %q (after step %d): %w", name, r.step, err)
 			}
@@ -796,6 +809,18 @@ func (r *run[S]) completeJoins(finished []string) []int {
 		}
 	}
 	return complete
+}
+
+// ownView is the state a router of node sees after a step of several tasks: before, the state
+// before the step, with only node's update merged. It merges into a copy of before (before merged
+// into a zero state), as the step's merge appended to before already.
+func (r *run[S]) ownView(before, update S, node string) (S, error) {
+	var zero S
+	view, err := r.g.reduce(zero, before, "", r.step)
+	if err != nil {
+		return view, err
+	}
+	return r.g.reduce(view, update, node, r.step)
 }
 
 func joinKey(j *join) string { return fmt.Sprintf("%s<%v", j.target, j.sources) }

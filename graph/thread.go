@@ -208,7 +208,7 @@ func (g *Compiled[S]) UpdateState(ctx context.Context, update S, asNode string, 
 		return checkpoint.Config{}, err
 	}
 	if from != nil {
-		if r.next, err = r.plan(ctx, []*task[S]{{node: from}}, []Command[S]{{Update: update}}, nil); err != nil {
+		if r.next, err = r.plan(ctx, []*task[S]{{node: from}}, []Command[S]{{Update: update}}, nil, nil); err != nil {
 			return checkpoint.Config{}, err
 		}
 	}

@@ -41,8 +41,10 @@ type Next[S any] struct {
 	Sends []Send[S]
 }
 
-// Router chooses where control goes after a node, from the state as merged after the superstep in
-// which the node ran.
+// Router chooses where control goes after a node, from the state as it was before the superstep in
+// which the node ran with the node's update merged: the updates of the step's other tasks are not
+// in it (they are in the state the next superstep's nodes get). A router must treat the state as
+// read-only, as a node does.
 type Router[S any] func(ctx context.Context, state S) Next[S]
 
 // Goto is a convenience for a router's decision to go to the given nodes.
