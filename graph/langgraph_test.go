@@ -859,3 +859,69 @@ func TestLangGraph_RouterSeesTheStateBeforeTheStepWithItsNodesUpdate(t *testing.
 	assert.Equal(t, map[string][]string{"a": {"in", "a"}, "b": {"in", "b"}}, seen)
 	assert.Equal(t, []string{"in", "a", "b"}, out.Log, "a's router did not see b's update")
 }
+
+// lgSteps runs c and returns the nodes of each superstep, sorted within a step.
+func lgSteps(t *testing.T, c *graph.Compiled[lgState]) [][]string {
+	var steps [][]string
+	for ev, err := range c.Stream(rsCtx(t), lgState{}, graph.WithStreamMode(graph.ModeUpdates)) {
+		require.NoError(t, err)
+		for len(steps) < ev.Step {
+			steps = append(steps, nil)
+		}
+		steps[ev.Step-1] = append(steps[ev.Step-1], ev.Node)
+	}
+	for _, s := range steps {
+		slices.Sort(s)
+	}
+	return steps
+}
+
+// LangGraph's defer=True holds back a node's edge-triggered task while tasks of other nodes made by
+// edges are left; Sends to a deferred node run at once, and pending Sends to other nodes do not
+// hold it back (taken from LangGraph.js 1.7.3 runs of the same graphs).
+func TestLangGraph_DeferredNodeWaitsForEdgesNotSends(t *testing.T) {
+	sends := func(node string, n int) graph.Router[lgState] {
+		return func(context.Context, lgState) graph.Next[lgState] {
+			var next graph.Next[lgState]
+			for range n {
+				next.Sends = append(next.Sends, graph.Send[lgState]{Node: node})
+			}
+			return next
+		}
+	}
+	// a leads to gather (deferred) and sends two w: gather runs with them.
+	g := graph.New[lgState]()
+	g.AddNode("a", lgLog("a"))
+	g.AddNode("w", lgLog("w"))
+	g.AddNode("gather", lgLog("gather"), graph.Defer())
+	g.AddEdge(graph.START, "a")
+	g.AddEdge("a", "gather")
+	g.AddRouter("a", sends("w", 2), "w")
+	assert.Equal(t, [][]string{{"a"}, {"gather", "w", "w"}}, lgSteps(t, rsCompile(t, g)))
+
+	// A Send to the deferred d runs at once, beside b.
+	g = graph.New[lgState]()
+	for _, n := range []string{"a", "b", "c"} {
+		g.AddNode(n, lgLog(n))
+	}
+	g.AddNode("d", lgLog("d"), graph.Defer())
+	g.AddEdge(graph.START, "a")
+	g.AddEdge("a", "b")
+	g.AddEdge("b", "c")
+	g.AddRouter("a", sends("d", 1), "d")
+	assert.Equal(t, [][]string{{"a"}, {"b", "d"}, {"c"}}, lgSteps(t, rsCompile(t, g)))
+
+	// gather waits while c, made by an edge, is left, not for the Send beside it.
+	g = graph.New[lgState]()
+	for _, n := range []string{"a", "b", "c", "w"} {
+		g.AddNode(n, lgLog(n))
+	}
+	g.AddNode("gather", lgLog("gather"), graph.Defer())
+	g.AddEdge(graph.START, "a")
+	g.AddEdge("a", "gather")
+	g.AddEdge("a", "b")
+	g.AddEdge("b", "c")
+	g.AddRouter("b", sends("w", 1), "w")
+	g.AddEdge("c", "gather")
+	assert.Equal(t, [][]string{{"a"}, {"b"}, {"c", "w"}, {"gather"}}, lgSteps(t, rsCompile(t, g)))
+}

@@ -346,13 +346,12 @@ func (r *run[S]) advance(s S, p, t *checkpoint.Tuple) (S, error) {
 			updates[w.TaskID] = w.Value
 		}
 	}
-	ran, _ := split(p.Checkpoint.Next, func(t checkpoint.Task) bool {
-		n := r.g.nodes[t.Node]
-		return n != nil && n.cfg.deferred
-	})
-	for _, task := range ran {
+	for _, task := range p.Checkpoint.Next {
 		b, ok := updates[task.ID]
 		if !ok {
+			if n := r.g.nodes[task.Node]; n != nil && n.cfg.deferred && !task.Push {
+				continue // it waited (see Defer)
+			}
 			return s, r.corrupt(p, fmt.Errorf("task %s (%s) has no saved update, so the state after it cannot be rebuilt", task.ID, task.Node))
 		}
 		var err error

@@ -262,7 +262,7 @@ func (r *run[S]) loop(ctx context.Context) (S, error) {
 		if r.stepsRun >= r.cfg.recursionLimit {
 			return r.state, &RecursionLimitError{Limit: r.cfg.recursionLimit}
 		}
-		ran, waiting := split(r.next, func(t *task[S]) bool { return t.node.cfg.deferred })
+		ran, waiting := split(r.next)
 		if err := r.interruptBefore(ctx, ran); err != nil {
 			return r.state, err
 		}
@@ -337,22 +337,26 @@ func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (_ S, err
 }
 
 // split divides a frontier into what runs in the next superstep and the deferred tasks that wait:
-// a deferred node's task runs only once every task left is deferred (see Defer).
-func split[T any](next []T, deferred func(T) bool) (now, wait []T) {
-	eager, lazy := 0, 0
+// the task of a deferred node made by an edge, a router, a join or a goto waits while the frontier
+// holds such a task of a node that is not deferred. Sends run at once, and hold nothing back (see
+// Defer).
+func split[S any](next []*task[S]) (now, wait []*task[S]) {
+	held, holding := 0, 0
 	for _, t := range next {
-		if deferred(t) {
-			lazy++
-		} else {
-			eager++
+		switch {
+		case t.push:
+		case t.node.cfg.deferred:
+			held++
+		default:
+			holding++
 		}
 	}
-	if eager == 0 || lazy == 0 {
+	if held == 0 || holding == 0 {
 		return next, nil
 	}
-	now, wait = make([]T, 0, eager), make([]T, 0, lazy)
+	now, wait = make([]*task[S], 0, len(next)-held), make([]*task[S], 0, held)
 	for _, t := range next {
-		if deferred(t) {
+		if !t.push && t.node.cfg.deferred {
 			wait = append(wait, t)
 		} else {
 			now = append(now, t)
@@ -771,8 +775,8 @@ func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], wa
 		}
 	}
 	for _, t := range waiting {
-		if t.push || !slices.ContainsFunc(next, func(n *task[S]) bool { return !n.push && n.node == t.node }) {
-			next = append(next, &task[S]{node: t.node, arg: t.arg, push: t.push})
+		if !slices.ContainsFunc(next, func(n *task[S]) bool { return !n.push && n.node == t.node }) {
+			next = append(next, &task[S]{node: t.node})
 		}
 	}
 	for i, t := range next {
