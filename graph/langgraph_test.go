@@ -784,6 +784,23 @@ func TestLangGraph_InterruptAfterTheLastNodePauses(t *testing.T) {
 	snap, err := c.State(ctx, th)
 	require.NoError(t, err)
 	assert.Empty(t, snap.Next)
+
+	// In a subgraph the pause holds its parent's task, which a null resume lets go on.
+	sub := graph.New[lgState]()
+	sub.AddNode("inner", lgLog("inner"))
+	sub.AddEdge(graph.START, "inner")
+	g := graph.New[lgState]()
+	g.AddSubgraph("sub", rsCompile(t, sub, graph.WithInterruptAfter("inner")))
+	g.AddNode("next", lgLog("next"))
+	g.AddEdge(graph.START, "sub")
+	g.AddEdge("sub", "next")
+	c = rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()))
+	_, err = c.Invoke(ctx, lgState{}, th)
+	ir = rsInterrupted(t, err)
+	assert.Equal(t, "inner", ir.Interrupts[0].Node)
+	out, err = c.Resume(ctx, nil, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"inner", "next"}, out.Log)
 }
 
 // LangGraph streams the custom events of a subgraph's nodes in custom mode without
