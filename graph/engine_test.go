@@ -194,7 +194,7 @@ func TestEngineControlFlow(t *testing.T) {
 			wantCount: 4,
 		},
 		{
-			name: "conditional edge sees the merged state of the step",
+			name: "conditional edge sees its node's update, not the rest of the step's",
 			build: func(g *graph.StateGraph[engState]) {
 				g.AddNode("a", func(context.Context, engState) (engState, error) { return engState{Count: 1}, nil })
 				g.AddNode("b", func(context.Context, engState) (engState, error) { return engState{I: 7}, nil })
@@ -204,7 +204,7 @@ func TestEngineControlFlow(t *testing.T) {
 				g.AddEdge(graph.START, "b")
 				g.AddEdge("b", graph.END)
 				g.AddConditionalEdges("a", func(_ context.Context, s engState) string {
-					if s.Count == 1 && s.I == 7 { // b's update, from the same step, is visible
+					if s.Count == 1 && s.I == 0 { // b's update, from the same step, is not visible
 						return "yes"
 					}
 					return "no"

@@ -731,10 +731,13 @@ func TestInterrupt_AfterANodeInALoopPausesEveryTime(t *testing.T) {
 	if ir := rsInterrupted(t, err); ir.Interrupts[0].When != "after" || out.N != 2 {
 		t.Fatalf("second pause: %+v with N %d, want after x with N 2", ir.Interrupts, out.N)
 	}
-	// The third run of x ends the graph: there is nothing left to pause before.
+	// The third run of x ends the graph, and pauses too; the thread has then finished.
 	out, err = c.Resume(ctx, nil, th)
-	if err != nil || out.N != 3 {
-		t.Fatalf("last resume: N %d, err %v; want N 3 and no error", out.N, err)
+	if ir := rsInterrupted(t, err); ir.Interrupts[0].When != "after" || out.N != 3 {
+		t.Fatalf("last pause: %+v with N %d, want after x with N 3", ir.Interrupts, out.N)
+	}
+	if _, err := c.Resume(ctx, nil, th); !errors.Is(err, graph.ErrNothingToResume) {
+		t.Fatalf("resume of the finished thread: err %v, want ErrNothingToResume", err)
 	}
 }
 

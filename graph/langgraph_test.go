@@ -6,6 +6,9 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -583,4 +586,359 @@ func TestMemoryNodeCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	assert.Equal(t, 2, c.Len())
 	c.Clear()
 	assert.Equal(t, 0, c.Len())
+}
+
+// lgLog is a node that logs its name.
+func lgLog(name string) graph.NodeFunc[lgState] {
+	return func(context.Context, lgState) (lgState, error) { return lgState{Log: []string{name}}, nil }
+}
+
+// LangGraph's join (add_edge([a, b], j)) is a barrier checked once per step, after every task of
+// the step finished: a source that finishes again in the step that completes the barrier is not
+// carried over to the next round, whatever the order in which the edges were declared.
+func TestLangGraph_JoinFiresOnceWhenASourceFinishesAgainInTheCompletingStep(t *testing.T) {
+	ctx := rsCtx(t)
+	g := graph.New[lgState]()
+	for _, n := range []string{"a", "x", "b", "j"} {
+		g.AddNode(n, lgLog(n))
+	}
+	g.AddEdge(graph.START, "a")
+	g.AddEdge(graph.START, "x")
+	g.AddEdge("x", "b") // b before a: b completes the join before a finishes again
+	g.AddEdge("x", "a")
+	g.AddJoin([]string{"a", "b"}, "j")
+	g.AddConditionalEdges("j", func(_ context.Context, s lgState) string {
+		if slices.Contains(s.Log, "j") && len(s.Log) < 6 {
+			return "b"
+		}
+		return graph.END
+	}, "b", graph.END)
+	out, err := rsCompile(t, g, graph.WithRecursionLimit(10)).Invoke(ctx, lgState{})
+	require.NoError(t, err)
+	// LangGraph.js 1.7.3 logs a, x, a, b, j, b: b alone does not complete the join again.
+	assert.ElementsMatch(t, []string{"a", "x", "a", "b", "j", "b"}, out.Log)
+	assert.Equal(t, []string{"j", "b"}, out.Log[4:])
+}
+
+// LangGraph answers static breakpoints (interrupt_before) with a null resume, also when they wait
+// in several tasks of a subgraph: invoke(null) runs them all.
+func TestLangGraph_NullResumePassesBreakpointsOfSubgraphsInSeveralTasks(t *testing.T) {
+	ctx := rsCtx(t)
+	sub := graph.New[lgState]()
+	sub.AddNode("inner", func(_ context.Context, s lgState) (lgState, error) {
+		return lgState{Log: []string{"inner " + s.Topic}}, nil
+	})
+	sub.AddEdge(graph.START, "inner")
+	sub.AddEdge("inner", graph.END)
+	g := graph.New[lgState]()
+	g.AddSubgraph("sub", rsCompile(t, sub, graph.WithInterruptBefore("inner")))
+	g.AddRouter(graph.START, func(context.Context, lgState) graph.Next[lgState] {
+		return graph.Next[lgState]{Sends: []graph.Send[lgState]{{Node: "sub", Arg: lgState{Topic: "a"}}, {Node: "sub", Arg: lgState{Topic: "b"}}}}
+	}, "sub")
+	g.AddEdge("sub", graph.END)
+	c := rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()))
+	th := graph.WithThread("breakpoints")
+	_, err := c.Invoke(ctx, lgState{}, th)
+	ir := rsInterrupted(t, err)
+	require.Len(t, ir.Interrupts, 2)
+	for _, it := range ir.Interrupts {
+		assert.Equal(t, "before", it.When)
+	}
+	out, err := c.Resume(ctx, nil, th)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"inner a", "inner b"}, out.Log)
+}
+
+// LangGraph compiles a node with no outgoing edge and ends its branch there; the run goes on
+// while other branches have work.
+func TestLangGraph_NodeWithNoOutgoingEdgeEndsItsBranch(t *testing.T) {
+	ctx := rsCtx(t)
+	g := graph.New[lgState]()
+	for _, n := range []string{"a", "b", "c"} {
+		g.AddNode(n, lgLog(n))
+	}
+	g.AddEdge(graph.START, "a")
+	g.AddEdge(graph.START, "b")
+	g.AddEdge("b", "c") // a and c have no way out
+	out, err := rsCompile(t, g).Invoke(ctx, lgState{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c"}, out.Log)
+}
+
+// lgStatusError is an error that carries an HTTP status, as a provider's error does.
+type lgStatusError int
+
+func (e lgStatusError) Error() string   { return "HTTP " + strconv.Itoa(int(e)) }
+func (e lgStatusError) HTTPStatus() int { return int(e) }
+
+// LangGraph's default retry_on does not retry an error whose HTTP status says the request itself
+// is wrong (400–407, 409): a second attempt fails the same way. Rate limits, timeouts, server
+// errors and errors of no status are retried.
+func TestLangGraph_DefaultRetryDoesNotRetryClientErrors(t *testing.T) {
+	ctx := rsCtx(t)
+	for _, tc := range []struct {
+		err      error
+		attempts int32
+	}{
+		{lgStatusError(400), 1}, {lgStatusError(401), 1}, {lgStatusError(404), 1}, {lgStatusError(409), 1},
+		{fmt.Errorf("calling the model: %w", lgStatusError(403)), 1},
+		{lgStatusError(408), 3}, {lgStatusError(429), 3}, {lgStatusError(500), 3}, {errors.New("no status"), 3},
+	} {
+		var attempts atomic.Int32
+		g := graph.New[lgState]()
+		g.AddNode("call", func(context.Context, lgState) (lgState, error) {
+			attempts.Add(1)
+			return lgState{}, tc.err
+		}, graph.WithRetry(graph.RetryPolicy{InitialInterval: time.Microsecond}))
+		g.AddEdge(graph.START, "call")
+		_, err := rsCompile(t, g).Invoke(ctx, lgState{})
+		require.ErrorIs(t, err, tc.err)
+		assert.Equal(t, tc.attempts, attempts.Load(), "%v", tc.err)
+		assert.Equal(t, tc.attempts == 3, graph.DefaultRetryOn(tc.err), "%v", tc.err)
+	}
+}
+
+// lgLine is START → a → b → END, each node logging its name.
+func lgLine(t *testing.T, opts ...graph.Option) *graph.Compiled[lgState] {
+	g := graph.New[lgState]()
+	g.AddNode("a", lgLog("a"))
+	g.AddNode("b", lgLog("b"))
+	g.AddEdge(graph.START, "a")
+	g.AddEdge("a", "b")
+	g.AddEdge("b", graph.END)
+	return rsCompile(t, g, append([]graph.Option{graph.WithCheckpointer(checkpoint.NewMemory())}, opts...)...)
+}
+
+// LangGraph runs Command(goto, update) on a thread that has finished, or has no checkpoint yet: the
+// update is merged and the nodes named run. An update alone is merged and nothing runs.
+func TestLangGraph_CommandWithGotoAndUpdateRunsOnAFinishedThread(t *testing.T) {
+	ctx := rsCtx(t)
+	c := lgLine(t)
+	th := graph.WithThread("finished")
+	_, err := c.Invoke(ctx, lgState{Log: []string{"in"}}, th)
+	require.NoError(t, err)
+	out, err := c.Resume(ctx, graph.ResumeCommand[lgState]{Goto: []string{"b"}, Update: lgState{Log: []string{"u"}}}, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in", "a", "b", "u", "b"}, out.Log)
+	out, err = c.Resume(ctx, graph.ResumeCommand[lgState]{Update: lgState{Log: []string{"u2"}}}, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in", "a", "b", "u", "b", "u2"}, out.Log)
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, checkpoint.SourceUpdate, snap.Source)
+	assert.Empty(t, snap.Next)
+
+	out, err = c.Resume(ctx, graph.ResumeCommand[lgState]{Goto: []string{"b"}, Update: lgState{Log: []string{"u"}}}, graph.WithThread("fresh"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"u", "b"}, out.Log)
+
+	// Nothing to do is still refused.
+	_, err = c.Resume(ctx, nil, th)
+	require.ErrorIs(t, err, graph.ErrNothingToResume)
+	_, err = c.Resume(ctx, graph.ResumeCommand[lgState]{Value: "yes"}, th)
+	require.Error(t, err)
+}
+
+// LangGraph's update_state without as_node on a thread with no checkpoint is the thread's input:
+// its next tasks are the graph's first nodes.
+func TestLangGraph_UpdateStateOnAFreshThreadIsTheInput(t *testing.T) {
+	ctx := rsCtx(t)
+	c := lgLine(t)
+	th := graph.WithThread("fresh")
+	_, err := c.UpdateState(ctx, lgState{Log: []string{"x"}}, "", th)
+	require.NoError(t, err)
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, snap.Next)
+	out, err := c.Resume(ctx, nil, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"x", "a", "b"}, out.Log)
+}
+
+// LangGraph refuses update_state as END (InvalidUpdateError: Node "__end__" does not exist).
+func TestLangGraph_UpdateStateAsEndIsRefused(t *testing.T) {
+	ctx := rsCtx(t)
+	c := lgLine(t)
+	th := graph.WithThread("end")
+	_, err := c.Invoke(ctx, lgState{}, th)
+	require.NoError(t, err)
+	_, err = c.UpdateState(ctx, lgState{Log: []string{"x"}}, graph.END, th)
+	require.ErrorContains(t, err, `"__end__"`)
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, snap.Values.Log, "nothing was saved")
+}
+
+// LangGraph pauses after a node of interrupt_after also when it was the last to run; the thread
+// has then finished.
+func TestLangGraph_InterruptAfterTheLastNodePauses(t *testing.T) {
+	ctx := rsCtx(t)
+	c := lgLine(t, graph.WithInterruptAfter("b"))
+	th := graph.WithThread("after")
+	out, err := c.Invoke(ctx, lgState{}, th)
+	ir := rsInterrupted(t, err)
+	require.Len(t, ir.Interrupts, 1)
+	assert.Equal(t, "after", ir.Interrupts[0].When)
+	assert.Equal(t, "b", ir.Interrupts[0].Node)
+	assert.Equal(t, []string{"a", "b"}, out.Log)
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.Empty(t, snap.Next)
+
+	// In a subgraph the pause holds its parent's task, which a null resume lets go on.
+	sub := graph.New[lgState]()
+	sub.AddNode("inner", lgLog("inner"))
+	sub.AddEdge(graph.START, "inner")
+	g := graph.New[lgState]()
+	g.AddSubgraph("sub", rsCompile(t, sub, graph.WithInterruptAfter("inner")))
+	g.AddNode("next", lgLog("next"))
+	g.AddEdge(graph.START, "sub")
+	g.AddEdge("sub", "next")
+	c = rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()))
+	_, err = c.Invoke(ctx, lgState{}, th)
+	ir = rsInterrupted(t, err)
+	assert.Equal(t, "inner", ir.Interrupts[0].Node)
+	out, err = c.Resume(ctx, nil, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"inner", "next"}, out.Log)
+}
+
+// LangGraph streams the custom events of a subgraph's nodes in custom mode without
+// subgraphs=true; only the subgraph's other events (its updates, values) need it.
+func TestLangGraph_CustomEventsOfSubgraphsStreamWithoutSubgraphs(t *testing.T) {
+	ctx := rsCtx(t)
+	emitting := func(name string) graph.NodeFunc[lgState] {
+		return func(ctx context.Context, _ lgState) (lgState, error) {
+			graph.Emit(ctx, "from "+name)
+			return lgState{Log: []string{name}}, nil
+		}
+	}
+	inner := graph.New[lgState]()
+	inner.AddNode("inner", emitting("inner"))
+	inner.AddEdge(graph.START, "inner")
+	sub := graph.New[lgState]()
+	sub.AddSubgraph("deeper", rsCompile(t, inner))
+	sub.AddEdge(graph.START, "deeper")
+	g := graph.New[lgState]()
+	g.AddNode("outer", emitting("outer"))
+	g.AddSubgraph("sub", rsCompile(t, sub))
+	g.AddEdge(graph.START, "outer")
+	g.AddEdge("outer", "sub")
+	c := rsCompile(t, g)
+
+	var custom, updates []string
+	for ev, err := range c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeCustom|graph.ModeUpdates)) {
+		require.NoError(t, err)
+		switch ev.Mode {
+		case graph.ModeCustom:
+			custom = append(custom, ev.Data.(string))
+			if ev.Data == "from inner" {
+				assert.Equal(t, "inner", ev.Node)
+				assert.True(t, strings.HasPrefix(ev.Namespace, "sub:"), "namespace %q", ev.Namespace)
+			}
+		case graph.ModeUpdates:
+			assert.Empty(t, ev.Namespace, "a subgraph's update without WithSubgraphs")
+			updates = append(updates, ev.Node)
+		}
+	}
+	assert.Equal(t, []string{"from outer", "from inner"}, custom)
+	assert.Equal(t, []string{"outer", "sub"}, updates)
+}
+
+// LangGraph's router (conditional edges) reads the state as it was before the superstep with only
+// its own node's update merged, not the updates of the other tasks of the step.
+func TestLangGraph_RouterSeesTheStateBeforeTheStepWithItsNodesUpdate(t *testing.T) {
+	ctx := rsCtx(t)
+	g := graph.New[lgState]()
+	for _, n := range []string{"a", "b", "c"} {
+		g.AddNode(n, lgLog(n))
+	}
+	seen := map[string][]string{}
+	var mu sync.Mutex
+	routerOf := func(node string) graph.Router[lgState] {
+		return func(_ context.Context, s lgState) graph.Next[lgState] {
+			mu.Lock()
+			seen[node] = slices.Clone(s.Log)
+			mu.Unlock()
+			if node == "a" && slices.Contains(s.Log, "b") {
+				return graph.Goto[lgState]("c")
+			}
+			return graph.Goto[lgState](graph.END)
+		}
+	}
+	g.AddEdge(graph.START, "a")
+	g.AddEdge(graph.START, "b")
+	g.AddRouter("a", routerOf("a"), "c", graph.END)
+	g.AddRouter("b", routerOf("b"), graph.END)
+	g.AddEdge("c", graph.END)
+	out, err := rsCompile(t, g).Invoke(ctx, lgState{Log: []string{"in"}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]string{"a": {"in", "a"}, "b": {"in", "b"}}, seen)
+	assert.Equal(t, []string{"in", "a", "b"}, out.Log, "a's router did not see b's update")
+}
+
+// lgSteps runs c and returns the nodes of each superstep, sorted within a step.
+func lgSteps(t *testing.T, c *graph.Compiled[lgState]) [][]string {
+	var steps [][]string
+	for ev, err := range c.Stream(rsCtx(t), lgState{}, graph.WithStreamMode(graph.ModeUpdates)) {
+		require.NoError(t, err)
+		for len(steps) < ev.Step {
+			steps = append(steps, nil)
+		}
+		steps[ev.Step-1] = append(steps[ev.Step-1], ev.Node)
+	}
+	for _, s := range steps {
+		slices.Sort(s)
+	}
+	return steps
+}
+
+// LangGraph's defer=True holds back a node's edge-triggered task while tasks of other nodes made by
+// edges are left; Sends to a deferred node run at once, and pending Sends to other nodes do not
+// hold it back (taken from LangGraph.js 1.7.3 runs of the same graphs).
+func TestLangGraph_DeferredNodeWaitsForEdgesNotSends(t *testing.T) {
+	sends := func(node string, n int) graph.Router[lgState] {
+		return func(context.Context, lgState) graph.Next[lgState] {
+			var next graph.Next[lgState]
+			for range n {
+				next.Sends = append(next.Sends, graph.Send[lgState]{Node: node})
+			}
+			return next
+		}
+	}
+	// a leads to gather (deferred) and sends two w: gather runs with them.
+	g := graph.New[lgState]()
+	g.AddNode("a", lgLog("a"))
+	g.AddNode("w", lgLog("w"))
+	g.AddNode("gather", lgLog("gather"), graph.Defer())
+	g.AddEdge(graph.START, "a")
+	g.AddEdge("a", "gather")
+	g.AddRouter("a", sends("w", 2), "w")
+	assert.Equal(t, [][]string{{"a"}, {"gather", "w", "w"}}, lgSteps(t, rsCompile(t, g)))
+
+	// A Send to the deferred d runs at once, beside b.
+	g = graph.New[lgState]()
+	for _, n := range []string{"a", "b", "c"} {
+		g.AddNode(n, lgLog(n))
+	}
+	g.AddNode("d", lgLog("d"), graph.Defer())
+	g.AddEdge(graph.START, "a")
+	g.AddEdge("a", "b")
+	g.AddEdge("b", "c")
+	g.AddRouter("a", sends("d", 1), "d")
+	assert.Equal(t, [][]string{{"a"}, {"b", "d"}, {"c"}}, lgSteps(t, rsCompile(t, g)))
+
+	// gather waits while c, made by an edge, is left, not for the Send beside it.
+	g = graph.New[lgState]()
+	for _, n := range []string{"a", "b", "c", "w"} {
+		g.AddNode(n, lgLog(n))
+	}
+	g.AddNode("gather", lgLog("gather"), graph.Defer())
+	g.AddEdge(graph.START, "a")
+	g.AddEdge("a", "gather")
+	g.AddEdge("a", "b")
+	g.AddEdge("b", "c")
+	g.AddRouter("b", sends("w", 1), "w")
+	g.AddEdge("c", "gather")
+	assert.Equal(t, [][]string{{"a"}, {"b"}, {"c", "w"}, {"gather"}}, lgSteps(t, rsCompile(t, g)))
 }

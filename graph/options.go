@@ -108,7 +108,8 @@ func WithSnapshotEvery(n int) Option {
 // WithStreamMode chooses what Stream yields (default ModeValues). Modes can be combined with |.
 func WithStreamMode(m Mode) Option { return func(c *config) { c.modes = m } }
 
-// WithSubgraphs makes Stream also yield the events of subgraphs, with their Namespace set.
+// WithSubgraphs makes Stream also yield the events of subgraphs, with their Namespace set. Without
+// it, of a subgraph's events only its nodes' custom events (Emit) are yielded, as in LangGraph.
 func WithSubgraphs() Option { return func(c *config) { c.subgraphs = true } }
 
 // WithInterruptBefore pauses a run before any of the named nodes runs. Resume continues it.
@@ -149,11 +150,13 @@ func WithRetry(p RetryPolicy) NodeOption { return func(c *nodeConfig) { c.retry 
 // a *TimeoutError, even if the node ignores its context.
 func WithTimeout(d time.Duration) NodeOption { return func(c *nodeConfig) { c.timeout = d } }
 
-// Defer holds the node's tasks back until nothing else is left to run: when the frontier holds
-// tasks of other nodes, a deferred node's tasks wait (a node that leads to it again while it
-// waits adds nothing), and they run once every task left is deferred. It suits a node that
-// gathers the results of branches of different lengths (map-reduce), which an edge from each
-// branch would run once per branch. LangGraph's add_node(..., defer=True).
+// Defer holds the node back until no other node is left to run through an edge: while the frontier
+// holds tasks of other nodes made by edges, routers, joins or gotos, the deferred node's task (made
+// the same ways) waits, and a node that leads to it again meanwhile adds nothing; it runs once no
+// such task is left. Sends do not count: a Send to a deferred node runs at once, and Sends to
+// other nodes pending beside it do not hold it back. It suits a node that gathers the results of
+// branches of different lengths, which an edge from each branch would run once per branch.
+// LangGraph's add_node(..., defer=True), which behaves the same.
 func Defer() NodeOption { return func(c *nodeConfig) { c.deferred = true } }
 
 // Destinations declares where a command node may go (for validation and drawing).

@@ -346,13 +346,12 @@ func (r *run[S]) advance(s S, p, t *checkpoint.Tuple) (S, error) {
 			updates[w.TaskID] = w.Value
 		}
 	}
-	ran, _ := split(p.Checkpoint.Next, func(t checkpoint.Task) bool {
-		n := r.g.nodes[t.Node]
-		return n != nil && n.cfg.deferred
-	})
-	for _, task := range ran {
+	for _, task := range p.Checkpoint.Next {
 		b, ok := updates[task.ID]
 		if !ok {
+			if n := r.g.nodes[task.Node]; n != nil && n.cfg.deferred && !task.Push {
+				continue // it waited (see Defer)
+			}
 			return s, r.corrupt(p, fmt.Errorf("task %s (%s) has no saved update, so the state after it cannot be rebuilt", task.ID, task.Node))
 		}
 		var err error
@@ -425,19 +424,29 @@ func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (_ S, e
 	if err != nil {
 		return zero, err
 	}
-	if t == nil {
-		return zero, fmt.Errorf("%w: thread %q has no checkpoint", ErrNothingToResume, r.cfg.thread)
+	cmd, isCmd := value.(ResumeCommand[S])
+	if isCmd {
+		value = cmd.Value
 	}
-	if len(t.Checkpoint.Next) == 0 {
+	// A command that updates or goes somewhere runs also on a thread that has finished or has no
+	// checkpoint yet, from the state it has.
+	edits := isCmd && cmd.edits()
+	switch {
+	case t == nil && !edits:
+		return zero, fmt.Errorf("%w: thread %q has no checkpoint", ErrNothingToResume, r.cfg.thread)
+	case t == nil:
+		r.step = -1 // the command's checkpoint is the thread's first, step 0
+		defer func() { err = r.finish(ctx, err) }()
+		if err := r.edit(ctx, cmd, nil); err != nil {
+			return r.state, err
+		}
+		return r.continueLoop(ctx, nil, value, answer, false)
+	case len(t.Checkpoint.Next) == 0 && !edits:
 		s, _, err := r.stateAt(ctx, t)
 		if err != nil {
 			return s, err
 		}
 		return s, fmt.Errorf("%w: thread %q has finished", ErrNothingToResume, r.cfg.thread)
-	}
-	cmd, isCmd := value.(ResumeCommand[S])
-	if isCmd {
-		value = cmd.Value
 	}
 	if r.state, err = r.continueFrom(ctx, t); err != nil {
 		return r.state, err
@@ -459,7 +468,7 @@ func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (_ S, e
 			return r.state, err
 		}
 	}
-	if isCmd {
+	if edits {
 		var carried []checkpoint.Write
 		if !forked {
 			carried = t.Writes
@@ -470,7 +479,11 @@ func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (_ S, e
 	}
 	// A checkpoint made by UpdateState or a fork runs its tasks from scratch: the interrupts
 	// they raised before are gone, and a value given now waits for the first Interrupt call.
-	mayHold := forked || t.Checkpoint.Source == checkpoint.SourceUpdate
+	return r.continueLoop(ctx, pending, value, answer, forked || t.Checkpoint.Source == checkpoint.SourceUpdate)
+}
+
+// continueLoop answers the pending interrupts with value (see answer) and runs the frontier.
+func (r *run[S]) continueLoop(ctx context.Context, pending []pendingInterrupt[S], value any, answer, mayHold bool) (S, error) {
 	if err := r.answer(ctx, pending, value, answer, mayHold); err != nil {
 		return r.state, err
 	}
@@ -486,10 +499,6 @@ func (r *run[S]) resumeWith(ctx context.Context, value any, answer bool) (_ S, e
 // and which keeps writes, what the tasks of the frontier wrote so far, but their effects: those
 // were handled with the writes that carried them.
 func (r *run[S]) edit(ctx context.Context, cmd ResumeCommand[S], writes []checkpoint.Write) error {
-	var zero S
-	if len(cmd.Goto) == 0 && reflect.DeepEqual(cmd.Update, zero) {
-		return nil
-	}
 	for _, name := range cmd.Goto {
 		n := r.g.nodes[name]
 		switch {
@@ -528,6 +537,12 @@ func (r *run[S]) edit(ctx context.Context, cmd ResumeCommand[S], writes []checkp
 		r.snaps.saved(writeSize(w))
 	}
 	return nil
+}
+
+// edits reports whether the command updates the state or goes somewhere.
+func (c ResumeCommand[S]) edits() bool {
+	var zero S
+	return len(c.Goto) > 0 || !reflect.DeepEqual(c.Update, zero)
 }
 
 // heldTask is the task ID of the write that saves a held value.
@@ -694,10 +709,12 @@ func (r *run[S]) hold(ctx context.Context, value any) error {
 // that no pending interrupt asks for is held for the first Interrupt call (see heldValue).
 func (r *run[S]) answer(ctx context.Context, pending []pendingInterrupt[S], value any, isAnswer, mayHold bool) error {
 	byID, isMap := value.(ResumeByID)
-	during := 0 // interrupts raised by Interrupt calls, which need a value
+	during := 0 // interrupts raised by Interrupt calls, which need a value; breakpoints do not
 	for _, p := range pending {
-		if p.idx != beforeIdx {
-			during += len(p.its)
+		for _, it := range p.its {
+			if it.When == "during" {
+				during++
+			}
 		}
 	}
 	if r.parent == nil {

@@ -17,9 +17,23 @@ type RetryPolicy struct {
 	MaxInterval     time.Duration // no wait is longer (default 30s)
 	// Jitter randomises each wait to between 50% and 150% of its nominal length.
 	Jitter bool
-	// RetryOn says which errors are worth another attempt (default: all). Interrupts and the
-	// cancellation of the run are never retried.
+	// RetryOn says which errors are worth another attempt (default: DefaultRetryOn). Interrupts
+	// and the cancellation of the run are never retried.
 	RetryOn func(error) bool
+}
+
+// DefaultRetryOn is the RetryOn of a policy that sets none, LangGraph's default: every error is
+// worth another attempt but one whose HTTP status says the request itself is wrong (400–407 and
+// 409: a bad request, a missing or wrong key, no such model), which fails the same way every time.
+// An error carries a status by having, anywhere in its chain, a method HTTPStatus() int, as a
+// provider's error does. Rate limits (429), timeouts (408) and server errors are retried.
+func DefaultRetryOn(err error) bool {
+	var s interface{ HTTPStatus() int }
+	if !errors.As(err, &s) {
+		return true
+	}
+	status := s.HTTPStatus()
+	return !(status >= 400 && status <= 407 || status == 409)
 }
 
 func (p RetryPolicy) validate() error {
@@ -67,7 +81,7 @@ func (p RetryPolicy) retryable(err error) bool {
 		return false
 	}
 	if p.RetryOn == nil {
-		return true
+		return DefaultRetryOn(err)
 	}
 	return p.RetryOn(err)
 }

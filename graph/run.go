@@ -131,7 +131,10 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 		r.cfg.checkpointID = ""
 		r.cfg.saver, r.cfg.serde, r.cfg.thread = parent.saver, parent.serde, parent.thread
 		r.cfg.modes, r.cfg.subgraphs, r.cfg.tracer = parent.modes, parent.subs, parent.tracer
-		if parent.subs && parent.events != nil {
+		if !parent.subs {
+			r.cfg.modes &= ModeCustom // its nodes' custom events are streamed all the same
+		}
+		if parent.events != nil && r.cfg.modes != 0 {
 			r.emit = parent.emit
 		}
 	} else if cfg.saver != nil && cfg.thread == "" {
@@ -189,7 +192,7 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 	if r.state, err = r.g.reduce(base, input, "", r.step); err != nil {
 		return base, err
 	}
-	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}}, nil)
+	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}}, nil, nil)
 	if err != nil {
 		return r.state, err
 	}
@@ -259,7 +262,7 @@ func (r *run[S]) loop(ctx context.Context) (S, error) {
 		if r.stepsRun >= r.cfg.recursionLimit {
 			return r.state, &RecursionLimitError{Limit: r.cfg.recursionLimit}
 		}
-		ran, waiting := split(r.next, func(t *task[S]) bool { return t.node.cfg.deferred })
+		ran, waiting := split(r.next)
 		if err := r.interruptBefore(ctx, ran); err != nil {
 			return r.state, err
 		}
@@ -298,6 +301,11 @@ func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (_ S, err
 	}
 	r.stepsRun++
 	r.step++
+	var before *S // the state before the step, which routers see with their node's update
+	if len(ran) > 1 {
+		b := r.state
+		before = &b
+	}
 	for i, out := range outs {
 		if r.state, err = r.g.reduce(r.state, out.Update, ran[i].node.name, r.step); err != nil {
 			return r.state, err
@@ -313,7 +321,7 @@ func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (_ S, err
 	}
 	if r.toParent != nil {
 		r.next = nil
-	} else if r.next, err = r.plan(ctx, ran, outs, waiting); err != nil {
+	} else if r.next, err = r.plan(ctx, ran, outs, waiting, before); err != nil {
 		return r.state, err
 	}
 	if !r.send(Event{Mode: ModeValues, Namespace: r.ns, Step: r.step, Data: r.state}) {
@@ -329,22 +337,26 @@ func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (_ S, err
 }
 
 // split divides a frontier into what runs in the next superstep and the deferred tasks that wait:
-// a deferred node's task runs only once every task left is deferred (see Defer).
-func split[T any](next []T, deferred func(T) bool) (now, wait []T) {
-	eager, lazy := 0, 0
+// the task of a deferred node made by an edge, a router, a join or a goto waits while the frontier
+// holds such a task of a node that is not deferred. Sends run at once, and hold nothing back (see
+// Defer).
+func split[S any](next []*task[S]) (now, wait []*task[S]) {
+	held, holding := 0, 0
 	for _, t := range next {
-		if deferred(t) {
-			lazy++
-		} else {
-			eager++
+		switch {
+		case t.push:
+		case t.node.cfg.deferred:
+			held++
+		default:
+			holding++
 		}
 	}
-	if eager == 0 || lazy == 0 {
+	if held == 0 || holding == 0 {
 		return next, nil
 	}
-	now, wait = make([]T, 0, eager), make([]T, 0, lazy)
+	now, wait = make([]*task[S], 0, len(next)-held), make([]*task[S], 0, held)
 	for _, t := range next {
-		if deferred(t) {
+		if !t.push && t.node.cfg.deferred {
 			wait = append(wait, t)
 		} else {
 			now = append(now, t)
@@ -667,9 +679,11 @@ func (r *run[S]) taskPath(t *task[S]) string {
 }
 
 // plan computes the next frontier from the tasks that ran and their outputs, and the deferred
-// tasks that waited while they ran.
-func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], waiting []*task[S]) ([]*task[S], error) {
+// tasks that waited while they ran. A router sees the state before the step with only its node's
+// update merged (LangGraph's): before, or, when it is nil (a step of one task), r.state.
+func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], waiting []*task[S], before *S) ([]*task[S], error) {
 	var next []*task[S]
+	var finished []string // the tasks of the step that are sources of joins
 	pull := func(from, name string, declared []string) error {
 		if name == END {
 			return nil
@@ -723,8 +737,15 @@ func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], wa
 				return nil, err
 			}
 		}
+		view := r.state
+		if before != nil && len(r.g.routers[name]) > 0 {
+			var err error
+			if view, err = r.ownView(*before, out.Update, name); err != nil {
+				return nil, err
+			}
+		}
 		for _, rt := range r.g.routers[name] {
-			nx, err := route(ctx, rt, r.state)
+			nx, err := route(ctx, rt, view)
 			if err != nil {
 				return nil, fmt.Errorf("graph: router from %q (after step %d): %w", name, r.step, err)
 			}
@@ -744,8 +765,34 @@ func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], wa
 				}
 			}
 		}
+		if len(r.g.joinsBySource[name]) > 0 {
+			finished = append(finished, name)
+		}
+	}
+	for _, j := range r.completeJoins(finished) {
+		if err := pull("join into "+strconv.Quote(r.g.joins[j].target), r.g.joins[j].target, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range waiting {
+		if !slices.ContainsFunc(next, func(n *task[S]) bool { return !n.push && n.node == t.node }) {
+			next = append(next, &task[S]{node: t.node})
+		}
+	}
+	for i, t := range next {
+		t.id = strconv.Itoa(i)
+	}
+	return next, nil
+}
+
+// completeJoins records that the named sources finished in a step and returns the joins they
+// complete, which then wait for all their sources again. A join is checked once per step, after
+// every task of the step finished, so a source that finishes again in the step that completes its
+// join does not count towards the next round.
+func (r *run[S]) completeJoins(finished []string) []int {
+	var touched, complete []int
+	for _, name := range finished {
 		for _, j := range r.g.joinsBySource[name] {
-			target := r.g.joins[j].target
 			if r.joins == nil {
 				r.joins = map[string][]string{}
 			}
@@ -753,23 +800,31 @@ func (r *run[S]) plan(ctx context.Context, ran []*task[S], outs []Command[S], wa
 			if !slices.Contains(r.joins[key], name) {
 				r.joins[key] = append(r.joins[key], name)
 			}
-			if len(r.joins[key]) == len(r.g.joins[j].sources) {
-				delete(r.joins, key)
-				if err := pull("join into "+strconv.Quote(target), target, nil); err != nil {
-					return nil, err
-				}
+			if !slices.Contains(touched, j) {
+				touched = append(touched, j)
 			}
 		}
 	}
-	for _, t := range waiting {
-		if t.push || !slices.ContainsFunc(next, func(n *task[S]) bool { return !n.push && n.node == t.node }) {
-			next = append(next, &task[S]{node: t.node, arg: t.arg, push: t.push})
+	for _, j := range touched {
+		key := joinKey(r.g.joins[j])
+		if len(r.joins[key]) == len(r.g.joins[j].sources) {
+			delete(r.joins, key)
+			complete = append(complete, j)
 		}
 	}
-	for i, t := range next {
-		t.id = strconv.Itoa(i)
+	return complete
+}
+
+// ownView is the state a router of node sees after a step of several tasks: before, the state
+// before the step, with only node's update merged. It merges into a copy of before (before merged
+// into a zero state), as the step's merge appended to before already.
+func (r *run[S]) ownView(before, update S, node string) (S, error) {
+	var zero S
+	view, err := r.g.reduce(zero, before, "", r.step)
+	if err != nil {
+		return view, err
 	}
-	return next, nil
+	return r.g.reduce(view, update, node, r.step)
 }
 
 func joinKey(j *join) string { return fmt.Sprintf("%s<%v", j.target, j.sources) }
@@ -813,9 +868,11 @@ func (r *run[S]) interruptBefore(ctx context.Context, tasks []*task[S]) error {
 // beforeIdx is the write index of WithInterruptBefore pauses and their answers.
 const beforeIdx = -1
 
-// interruptAfter pauses the run after a superstep in which a node of WithInterruptAfter ran.
+// interruptAfter pauses the run after a superstep in which a node of WithInterruptAfter ran, also
+// when nothing is left to run (the thread has then finished); not when the superstep handed a
+// command to the parent graph.
 func (r *run[S]) interruptAfter(ran []*task[S]) error {
-	if len(r.cfg.interruptAfter) == 0 || len(r.next) == 0 {
+	if len(r.cfg.interruptAfter) == 0 || r.toParent != nil {
 		return nil
 	}
 	var irs []InterruptInfo

@@ -17,7 +17,7 @@ const (
 	ModeValues Mode = 1 << iota
 	// ModeUpdates yields each task's update as the task finishes. Data is the update.
 	ModeUpdates
-	// ModeCustom yields what nodes pass to Emit. Data is the emitted value.
+	// ModeCustom yields what nodes pass to Emit, those of subgraphs too. Data is the emitted value.
 	ModeCustom
 	// ModeTasks yields the start and the end of every task. Data is a TaskEvent.
 	ModeTasks
@@ -31,7 +31,8 @@ const (
 type Event struct {
 	Mode Mode
 	// Namespace is "" for the graph that was invoked, and the path of subgraph tasks
-	// ("research:<checkpoint>.<task>/...") for events of subgraphs (see WithSubgraphs).
+	// ("research:<checkpoint>.<task>/...") for events of subgraphs (see WithSubgraphs) and the
+	// custom events of their nodes.
 	Namespace string
 	Step      int
 	Node      string // the node the event is about, where there is one

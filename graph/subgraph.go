@@ -82,6 +82,14 @@ func (g *Compiled[S]) runNested(ctx context.Context, input S) (final, delta S, t
 			}
 			final, err = r.resumeWith(ctx, answer, sc.resuming)
 			return final, r.delta, r.toParent, err
+		case err == nil && sc.resuming:
+			// It finished with a pause after its last node (WithInterruptAfter), which the
+			// answer lets pass: it hands back what it made rather than starting over.
+			if final, _, err = r.stateAt(ctx, t); err != nil {
+				return final, delta, nil, err
+			}
+			delta, err = r.deltaAt(ctx, t)
+			return final, delta, nil, err
 		case err != nil && !errors.Is(err, checkpoint.ErrNotFound):
 			return final, delta, nil, fmt.Errorf("graph: subgraph %q: %w", sc.path(), err)
 		}

@@ -157,7 +157,8 @@ func (r *run[S]) snapshot(t *checkpoint.Tuple, s S, latest bool) (Snapshot[S], e
 // the update is merged by the reducer into the latest state (or the state of the checkpoint
 // WithCheckpointID names: a fork, the old branch stays), and a new checkpoint is saved whose next
 // tasks are where asNode's edges and routers lead. With asNode "" the next tasks stay those of the
-// checkpoint updated (they run again from scratch); with END nothing runs next. Resume continues
+// checkpoint updated (they run again from scratch), or, on a thread with no checkpoint, are the
+// first nodes, as after an input. END is not a node and is refused. Resume continues
 // from the new checkpoint, whose config is returned. When the run was paused before nodes
 // (WithInterruptBefore), the update counts as the answer: those nodes run on Resume without pausing
 // again.
@@ -168,9 +169,11 @@ func (g *Compiled[S]) UpdateState(ctx context.Context, update S, asNode string, 
 	}
 	var from *node[S]
 	switch {
+	case asNode == END:
+		return checkpoint.Config{}, fmt.Errorf("graph: update state as %q: END is not a node; update as a node whose edges lead to END", asNode)
 	case asNode == START:
 		from = &node[S]{name: START}
-	case asNode != "" && asNode != END:
+	case asNode != "":
 		if from = g.nodes[asNode]; from == nil {
 			return checkpoint.Config{}, fmt.Errorf("graph: update state as unknown node %q", asNode)
 		}
@@ -178,6 +181,9 @@ func (g *Compiled[S]) UpdateState(ctx context.Context, update S, asNode string, 
 	t, err := r.load(ctx)
 	if err != nil {
 		return checkpoint.Config{}, err
+	}
+	if t == nil && from == nil {
+		from = &node[S]{name: START} // the first update of a thread is its input
 	}
 	var (
 		base   S
@@ -202,11 +208,9 @@ func (g *Compiled[S]) UpdateState(ctx context.Context, update S, asNode string, 
 		return checkpoint.Config{}, err
 	}
 	if from != nil {
-		if r.next, err = r.plan(ctx, []*task[S]{{node: from}}, []Command[S]{{Update: update}}, nil); err != nil {
+		if r.next, err = r.plan(ctx, []*task[S]{{node: from}}, []Command[S]{{Update: update}}, nil, nil); err != nil {
 			return checkpoint.Config{}, err
 		}
-	} else if asNode == END {
-		r.next = nil
 	}
 	r.meta = map[string]string{"as_node": asNode}
 	err = r.commitInput(ctx, checkpoint.SourceUpdate, asNode, update)

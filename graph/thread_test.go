@@ -179,7 +179,6 @@ func TestUpdateState(t *testing.T) {
 		{"as a later node", "b", []string{"c"}, []string{"c"}, []string{"a@0", "c@5"}},
 		{"keeping the next tasks", "", []string{"b"}, []string{"b", "c"}, []string{"a@0", "b@5", "c@5"}},
 		{"as START", graph.START, []string{"a"}, []string{"a"}, nil}, // starts over and pauses before b again
-		{"as END", graph.END, nil, nil, []string{"a@0"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,12 +212,7 @@ func TestUpdateState(t *testing.T) {
 				}
 				return
 			}
-			if tc.wantNext == nil {
-				if !errors.Is(err, graph.ErrNothingToResume) {
-					t.Fatalf("resume of a finished thread: err %v", err)
-				}
-				final = snap.Values
-			} else if err != nil {
+			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(ran, tc.wantRan) || !slices.Equal(final.Log, tc.wantLog) {

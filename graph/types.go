@@ -41,8 +41,10 @@ type Next[S any] struct {
 	Sends []Send[S]
 }
 
-// Router chooses where control goes after a node, from the state as merged after the superstep in
-// which the node ran.
+// Router chooses where control goes after a node, from the state as it was before the superstep in
+// which the node ran with the node's update merged: the updates of the step's other tasks are not
+// in it (they are in the state the next superstep's nodes get). A router must treat the state as
+// read-only, as a node does.
 type Router[S any] func(ctx context.Context, state S) Next[S]
 
 // Goto is a convenience for a router's decision to go to the given nodes.
@@ -52,7 +54,8 @@ func Goto[S any](nodes ...string) Next[S] { return Next[S]{Goto: nodes} }
 // (LangGraph's Command(resume=…, update=…, goto=…)): Value answers them as Resume's value would;
 // Update is merged into the state before the paused tasks run again, as UpdateState would, in a
 // checkpoint that keeps what the paused step's finished tasks wrote and the interrupts waiting
-// for Value; Goto adds a task of each named node to the superstep that runs next.
+// for Value; Goto adds a task of each named node to the superstep that runs next. A command with an
+// Update or a Goto runs also on a thread that has finished or has no checkpoint yet.
 type ResumeCommand[S any] struct {
 	Value  any
 	Update S

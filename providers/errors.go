@@ -51,6 +51,11 @@ func (e *Error) Is(target error) bool { return target == e.Kind }
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// HTTPStatus is the HTTP status of the failed call, 0 when there was none. graph.DefaultRetryOn
+// reads it: a node's default retry policy does not try a request again that the provider refused
+// as wrong (400–407, 409).
+func (e *Error) HTTPStatus() int { return e.Status }
+
 // MissingKeyError is the cause (Error.Err) of an error of kind ErrMissingKey: where the key
 // would have come from. An adapter names its own option; a package that builds adapters for its
 // users, as models does, sets Option to the option its users pass.

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
+	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/tools"
 )
@@ -53,6 +56,14 @@ func TestErrorKinds(t *testing.T) {
 	if providers.Retryable(&providers.Error{Kind: providers.ErrAuth}) || providers.Retryable(&providers.Error{Kind: providers.ErrBadRequest}) {
 		t.Error("auth and bad requests are not retryable")
 	}
+}
+
+// A node's default retry policy does not retry a call the provider refused as wrong.
+func TestGraphRetriesNoRefusedCall(t *testing.T) {
+	refused := fmt.Errorf("calling: %w", &providers.Error{Provider: "openai", Model: "gpt-4o", Status: 401, Kind: providers.ErrAuth})
+	limited := &providers.Error{Provider: "openai", Model: "gpt-4o", Status: 429, Kind: providers.ErrRateLimit}
+	assert.False(t, graph.DefaultRetryOn(refused))
+	assert.True(t, graph.DefaultRetryOn(limited))
 }
 
 func TestMessagesRoundTripAsJSON(t *testing.T) {
