@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,9 +30,12 @@ type chat struct {
 type gate struct {
 	entered chan struct{} // a value each time the node starts
 	release chan struct{} // closed to let the node finish
+	once    sync.Once
 }
 
 func newGate() *gate { return &gate{entered: make(chan struct{}, 16), release: make(chan struct{})} }
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
 
 // graphs registers the test graphs:
 //   - echo: START → greet → END, greet appends "hello <topic>" and emits a custom event;
@@ -102,7 +106,21 @@ func newAPI(t *testing.T) *api {
 func (a *api) open() {
 	a.h = langgraphapi.New(a.st)
 	register(a.t, a.h, a.st, a.gate)
-	a.srv = httptest.NewServer(a.h)
+	// The scripts of the SDK's tests work the gate through the server.
+	mux := http.NewServeMux()
+	mux.Handle("/", a.h)
+	mux.HandleFunc("POST /__test/release", func(w http.ResponseWriter, r *http.Request) {
+		a.gate.open()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /__test/entered", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-a.gate.entered:
+			w.WriteHeader(http.StatusNoContent)
+		case <-r.Context().Done():
+		}
+	})
+	a.srv = httptest.NewServer(mux)
 	a.t.Cleanup(a.close)
 }
 
@@ -417,7 +435,7 @@ func TestMultitask(t *testing.T) {
 		assert.Equal(t, "busy", a.must(200, "GET", "/threads/"+thread, nil)["status"])
 		body := a.must(409, "POST", "/threads/"+thread+"/runs", obj{"assistant_id": "slow", "input": obj{"topic": "second"}})
 		assert.Contains(t, body["detail"], run)
-		close(a.gate.release)
+		a.gate.open()
 		assert.Equal(t, []any{"done first"}, a.must(200, "GET", "/threads/"+thread+"/runs/"+run+"/join", nil)["messages"])
 	})
 	t.Run("enqueue", func(t *testing.T) {
@@ -425,7 +443,7 @@ func TestMultitask(t *testing.T) {
 		thread, first := a.busy()
 		second := a.must(200, "POST", "/threads/"+thread+"/runs", obj{"assistant_id": "slow", "input": obj{"topic": "second"}, "multitask_strategy": "enqueue"})
 		assert.Equal(t, "pending", second["status"])
-		close(a.gate.release)
+		a.gate.open()
 		out := a.must(200, "GET", "/threads/"+thread+"/runs/"+second["run_id"].(string)+"/join", nil)
 		assert.Equal(t, []any{"done first", "done second"}, out["messages"])
 		assert.Equal(t, "success", a.must(200, "GET", "/threads/"+thread+"/runs/"+first, nil)["status"])
@@ -469,7 +487,7 @@ func TestRestartContinuesRuns(t *testing.T) {
 	a.close()
 	a.open()
 	<-a.gate.entered
-	close(a.gate.release)
+	a.gate.open()
 	out := a.must(200, "GET", "/threads/"+threadID+"/runs/"+queued+"/join", nil)
 	assert.Equal(t, []any{"done first", "hello later"}, out["messages"])
 	assert.Equal(t, "success", a.must(200, "GET", "/threads/"+threadID+"/runs/"+running, nil)["status"])

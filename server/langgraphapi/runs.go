@@ -415,7 +415,8 @@ func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
 		return
 	case cause != nil:
 		a.rec.Status = runInterrupted
-	case runErr == nil || errors.Is(runErr, graph.ErrNothingToResume):
+	case runErr == nil || errors.Is(runErr, graph.ErrNothingToResume) && a.rec.Kwargs.Command == nil:
+		// A run without input continues the thread, and has nothing to do when it has finished.
 		a.rec.Status = runSuccess
 	case errors.As(runErr, &interrupted):
 		a.rec.Status = runSuccess
@@ -442,8 +443,11 @@ func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
 	if err != nil {
 		a.log.add("error", errorJSON(fmt.Errorf("recording the end of run %s: %w", a.rec.RunID, err)))
 	}
-	if result == nil {
+	if result == nil { // no state went by: the thread's is the answer
 		result = map[string]any{}
+		if st, err := a.e.state(ctx, a.rec.ThreadID, ""); err == nil && a.rec.Status != runError {
+			result = st.Values
+		}
 	}
 	a.log.end(mustJSON(result))
 	h.mu.Lock()
