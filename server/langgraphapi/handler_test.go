@@ -89,6 +89,7 @@ func register(t *testing.T, h *langgraphapi.Handler, st store.Store, g *gate) {
 // api is a test's server with its store.
 type api struct {
 	t    *testing.T
+	url  string // where the server is
 	srv  *httptest.Server
 	h    *langgraphapi.Handler
 	st   store.Store
@@ -106,22 +107,28 @@ func newAPI(t *testing.T) *api {
 func (a *api) open() {
 	a.h = langgraphapi.New(a.st)
 	register(a.t, a.h, a.st, a.gate)
-	// The scripts of the SDK's tests work the gate through the server.
+	a.srv = httptest.NewServer(withGate(a.h, a.gate))
+	a.url = a.srv.URL
+	a.t.Cleanup(a.close)
+}
+
+// withGate serves h, and the gate of the slow graph for the scripts and processes that work it
+// through the server.
+func withGate(h http.Handler, g *gate) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/", a.h)
+	mux.Handle("/", h)
 	mux.HandleFunc("POST /__test/release", func(w http.ResponseWriter, r *http.Request) {
-		a.gate.open()
+		g.open()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /__test/entered", func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-a.gate.entered:
+		case <-g.entered:
 			w.WriteHeader(http.StatusNoContent)
 		case <-r.Context().Done():
 		}
 	})
-	a.srv = httptest.NewServer(mux)
-	a.t.Cleanup(a.close)
+	return mux
 }
 
 func (a *api) close() {
@@ -138,7 +145,7 @@ func (a *api) call(method, path string, body any, out any) int {
 		require.NoError(a.t, err)
 		r = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, a.srv.URL+path, r)
+	req, err := http.NewRequest(method, a.url+path, r)
 	require.NoError(a.t, err)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
@@ -183,7 +190,7 @@ func (a *api) stream(method, path string, body any, header http.Header) []event 
 	a.t.Helper()
 	b, err := json.Marshal(body)
 	require.NoError(a.t, err)
-	req, err := http.NewRequest(method, a.srv.URL+path, bytes.NewReader(b))
+	req, err := http.NewRequest(method, a.url+path, bytes.NewReader(b))
 	require.NoError(a.t, err)
 	for k, v := range header {
 		req.Header[k] = v
@@ -486,7 +493,6 @@ func TestRestartContinuesRuns(t *testing.T) {
 	// The handler stops with one run running and one queued; another opens on the same store.
 	a.close()
 	a.open()
-	<-a.gate.entered
 	a.gate.open()
 	out := a.must(200, "GET", "/threads/"+threadID+"/runs/"+queued+"/join", nil)
 	assert.Equal(t, []any{"done first", "hello later"}, out["messages"])

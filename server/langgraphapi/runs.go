@@ -290,7 +290,9 @@ func (h *Handler) startRun(ctx context.Context, threadID string, q *runCreate) (
 	if t.Metadata == nil {
 		t.Metadata = map[string]any{}
 	}
-	t.Metadata["graph_id"], t.Metadata["assistant_id"] = e.id(), a.AssistantID
+	if len(inflight) == 0 || strategy != "enqueue" { // a queued run leaves the thread to the graph of the runs before
+		t.Metadata["graph_id"], t.Metadata["assistant_id"] = e.id(), a.AssistantID
+	}
 	t.Status, t.UpdatedAt = threadBusy, now
 	rec := run{
 		RunID: newID(), ThreadID: t.ThreadID, AssistantID: a.AssistantID, CreatedAt: now, UpdatedAt: now,

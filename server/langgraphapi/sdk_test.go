@@ -35,7 +35,7 @@ func TestSDK(t *testing.T) {
 			cmd.Env = []string{
 				"PATH=" + os.Getenv("PATH"),
 				"HOME=" + t.TempDir(),
-				"LANGGRAPH_API_URL=" + a.srv.URL,
+				"LANGGRAPH_API_URL=" + a.url,
 				"LANGGRAPH_SDK=" + sdk,
 			}
 			out, err := cmd.CombinedOutput()
