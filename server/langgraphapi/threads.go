@@ -1,6 +1,7 @@
 package langgraphapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -53,6 +54,16 @@ func (h *Handler) view(ctx context.Context, t *thread) (*thread, error) {
 	return t, nil
 }
 
+// writeThread answers a thread with its values and pending interrupts.
+func (h *Handler) writeThread(ctx context.Context, w http.ResponseWriter, t *thread) error {
+	t, err := h.view(ctx, t)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
 func (h *Handler) createThread(w http.ResponseWriter, r *http.Request) error {
 	var q struct {
 		ThreadID   string          `json:"thread_id"`
@@ -78,14 +89,10 @@ func (h *Handler) createThread(w http.ResponseWriter, r *http.Request) error {
 		q.Metadata = map[string]any{}
 	}
 	t, err := h.putThread(r.Context(), q.ThreadID, q.Metadata, q.IfExists == "do_nothing")
-	if err == nil {
-		t, err = h.view(r.Context(), t)
-	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
-	return nil
+	return h.writeThread(r.Context(), w, t)
 }
 
 // putThread creates a thread, or returns the one with that ID when keep is set (a conflict when
@@ -110,14 +117,10 @@ func (h *Handler) putThread(ctx context.Context, id string, metadata map[string]
 
 func (h *Handler) getThread(w http.ResponseWriter, r *http.Request) error {
 	t, err := h.thread(r.Context(), r.PathValue("thread"))
-	if err == nil {
-		t, err = h.view(r.Context(), t)
-	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
-	return nil
+	return h.writeThread(r.Context(), w, t)
 }
 
 func (h *Handler) patchThread(w http.ResponseWriter, r *http.Request) error {
@@ -140,14 +143,10 @@ func (h *Handler) patchThread(w http.ResponseWriter, r *http.Request) error {
 		err = h.rec.put(r.Context(), threadKey(t.ThreadID), t)
 	}
 	h.mu.Unlock()
-	if err == nil {
-		t, err = h.view(r.Context(), t)
-	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
-	return nil
+	return h.writeThread(r.Context(), w, t)
 }
 
 func (h *Handler) deleteThread(w http.ResponseWriter, r *http.Request) error {
@@ -216,7 +215,7 @@ func (h *Handler) searchThreads(w http.ResponseWriter, r *http.Request) error {
 		return invalid("sort_by: cannot sort threads by %q", q.SortBy)
 	}
 	slices.SortStableFunc(out, func(a, b *thread) int {
-		c := cmpStrings(key(a), key(b))
+		c := cmp.Compare(key(a), key(b))
 		if q.SortOrder != "asc" {
 			c = -c
 		}
@@ -227,16 +226,6 @@ func (h *Handler) searchThreads(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, page(out, q.Limit, q.Offset))
 	return nil
-}
-
-func cmpStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (h *Handler) copyThread(w http.ResponseWriter, r *http.Request) error {
@@ -254,11 +243,7 @@ func (h *Handler) copyThread(w http.ResponseWriter, r *http.Request) error {
 	if err := h.rec.put(r.Context(), threadKey(cp.ThreadID), cp); err != nil {
 		return err
 	}
-	if cp, err = h.view(r.Context(), cp); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, cp)
-	return nil
+	return h.writeThread(r.Context(), w, cp)
 }
 
 // stateAt answers a thread's state at a checkpoint ("" for the latest).
