@@ -448,11 +448,14 @@ func TestMultitask(t *testing.T) {
 	t.Run("enqueue", func(t *testing.T) {
 		a := newAPI(t)
 		thread, first := a.busy()
-		second := a.must(200, "POST", "/threads/"+thread+"/runs", obj{"assistant_id": "slow", "input": obj{"topic": "second"}, "multitask_strategy": "enqueue"})
+		second := a.must(200, "POST", "/threads/"+thread+"/runs", obj{"assistant_id": "echo", "input": obj{"topic": "second"}, "multitask_strategy": "enqueue"})
 		assert.Equal(t, "pending", second["status"])
+		// The thread stays the slow graph's while its run is in flight: its state reads through it.
+		th := a.must(200, "GET", "/threads/"+thread, nil)
+		assert.Equal(t, "slow", th["metadata"].(obj)["graph_id"])
 		a.gate.open()
 		out := a.must(200, "GET", "/threads/"+thread+"/runs/"+second["run_id"].(string)+"/join", nil)
-		assert.Equal(t, []any{"done first", "done second"}, out["messages"])
+		assert.Equal(t, []any{"done first", "hello second"}, out["messages"])
 		assert.Equal(t, "success", a.must(200, "GET", "/threads/"+thread+"/runs/"+first, nil)["status"])
 	})
 	t.Run("interrupt", func(t *testing.T) {
