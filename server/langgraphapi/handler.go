@@ -63,34 +63,35 @@ func Register[S any](h *Handler, graphID string, g *graph.Compiled[S], saver che
 	case g == nil || saver == nil:
 		return fmt.Errorf("langgraphapi: Register %q: the graph and its checkpointer are needed", graphID)
 	}
-	h.mu.Lock()
-	_, taken := h.graphs[graphID]
-	h.mu.Unlock()
-	if taken {
-		return fmt.Errorf("langgraphapi: Register: graph %q is registered already", graphID)
+	if err := h.add(&typed[S]{graphID: graphID, g: g, cp: saver}); err != nil {
+		return err
 	}
+	return h.restart(context.Background())
+}
+
+// add makes a graph served, with its assistant.
+func (h *Handler) add(e entry) error {
 	ctx := context.Background()
-	a := assistant{}
-	found, err := h.rec.get(ctx, assistantKey(assistantID(graphID)), &a)
-	if err != nil {
-		return fmt.Errorf("langgraphapi: Register %q: %w", graphID, err)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, taken := h.graphs[e.id()]; taken {
+		return fmt.Errorf("langgraphapi: Register: graph %q is registered already", e.id())
 	}
-	if !found {
+	id := assistantID(e.id())
+	found, err := h.rec.get(ctx, assistantKey(id), &assistant{})
+	if err == nil && !found {
 		now := time.Now().UTC()
-		a = assistant{
-			AssistantID: assistantID(graphID), GraphID: graphID, Name: graphID,
+		err = h.rec.put(ctx, assistantKey(id), assistant{
+			AssistantID: id, GraphID: e.id(), Name: e.id(),
 			Config: map[string]any{}, Context: map[string]any{}, Metadata: map[string]any{"created_by": "system"},
 			Version: 1, CreatedAt: now, UpdatedAt: now,
-		}
-		if err := h.rec.put(ctx, assistantKey(a.AssistantID), a); err != nil {
-			return fmt.Errorf("langgraphapi: Register %q: %w", graphID, err)
-		}
+		})
 	}
-	e := &typed[S]{graphID: graphID, g: g, cp: saver}
-	h.mu.Lock()
-	h.graphs[graphID] = e
-	h.mu.Unlock()
-	return h.restart(ctx)
+	if err != nil {
+		return fmt.Errorf("langgraphapi: Register %q: %w", e.id(), err)
+	}
+	h.graphs[e.id()] = e
+	return nil
 }
 
 // assistantID is the UUID of a graph's assistant, derived from the graph ID as LangGraph does.

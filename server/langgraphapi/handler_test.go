@@ -501,3 +501,45 @@ func TestRestartContinuesRuns(t *testing.T) {
 	assert.Equal(t, []any{"done first", "hello later"}, out["messages"])
 	assert.Equal(t, "success", a.must(200, "GET", "/threads/"+threadID+"/runs/"+running, nil)["status"])
 }
+
+func TestRunOptions(t *testing.T) {
+	a := newAPI(t)
+	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
+
+	// interrupt_before pauses before the node; a run without input goes on.
+	out := a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "approve", "input": obj{"topic": "x"}, "interrupt_before": []string{"review"}})
+	assert.Equal(t, []any{"draft about x"}, out["messages"])
+	assert.Equal(t, []any{"review"}, a.must(200, "GET", "/threads/"+id+"/state", nil)["next"])
+	out = a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "approve"})
+	require.Contains(t, out, "__interrupt__", "the review asks once it runs")
+	out = a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "approve", "command": obj{"resume": "ok"}})
+	assert.Equal(t, []any{"draft about x", "review: ok"}, out["messages"])
+
+	// checkpoint_id runs from an earlier checkpoint: the first draft's.
+	hist := a.list("POST", "/threads/"+id+"/history", obj{"limit": 100})
+	var drafted string
+	for _, st := range hist {
+		if msgs, _ := st["values"].(obj)["messages"].([]any); len(msgs) == 1 && len(st["next"].([]any)) == 1 && st["next"].([]any)[0] == "review" {
+			drafted = st["checkpoint"].(obj)["checkpoint_id"].(string)
+		}
+	}
+	require.NotEmpty(t, drafted)
+	out = a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "approve", "checkpoint_id": drafted, "command": obj{"resume": "again"}})
+	assert.Equal(t, []any{"draft about x", "review: again"}, out["messages"])
+}
+
+func TestRegister(t *testing.T) {
+	st := store.NewMemory()
+	h := langgraphapi.New(st)
+	defer h.Close()
+	register(t, h, st, newGate())
+	g := graph.New[chat]()
+	g.AddNode("n", func(context.Context, chat) (chat, error) { return chat{}, nil })
+	g.AddEdge(graph.START, "n")
+	g.AddEdge("n", graph.END)
+	c, err := g.Compile()
+	require.NoError(t, err)
+	assert.ErrorContains(t, langgraphapi.Register(h, "echo", c, st.Saver()), `"echo" is registered already`)
+	assert.ErrorContains(t, langgraphapi.Register(h, "", c, st.Saver()), "empty graph ID")
+	assert.ErrorContains(t, langgraphapi.Register(h, "other", c, nil), "checkpointer")
+}
