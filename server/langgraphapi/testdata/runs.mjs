@@ -3,14 +3,17 @@
 import { client, assert, rejectsWith, collect, entered } from "./lib.mjs";
 
 const thread = await client.threads.create();
+let created; // what the client reads of the answer's Content-Location
 const chunks = await collect(
   client.runs.stream(thread.thread_id, "echo", {
     input: { topic: "sse" },
     streamMode: ["values", "updates", "custom", "debug", "events"],
+    onRunCreated: (meta) => (created = meta),
   }),
 );
 assert.equal(chunks[0].event, "metadata");
 const runId = chunks[0].data.run_id;
+assert.deepEqual(created, { run_id: runId, thread_id: thread.thread_id });
 const of = (event) => chunks.filter((c) => c.event === event).map((c) => c.data);
 assert.deepEqual(of("values").at(-1), { messages: ["hello sse"], topic: "sse" });
 assert.deepEqual(of("updates"), [{ greet: { messages: ["hello sse"] } }]);
@@ -31,7 +34,8 @@ const listed = await client.runs.list(thread.thread_id);
 assert.deepEqual(listed.map((r) => r.run_id).sort(), [runId, bg.run_id].sort());
 
 // Stateless: the run's thread is gone when it ends.
-const once = await client.runs.wait(null, "echo", { input: { topic: "once" } });
+const once = await client.runs.wait(null, "echo", { input: { topic: "once" }, onRunCreated: (meta) => (created = meta) });
+assert.equal(created.thread_id, undefined);
 assert.deepEqual(once, { messages: ["hello once"], topic: "once" });
 assert.equal((await client.threads.search({ limit: 100 })).length, 1);
 
