@@ -78,7 +78,12 @@ func (l *runLog) stream(w http.ResponseWriter, r *http.Request, from int, gone f
 		evs, ended, wake := l.since(from)
 		for _, ev := range evs {
 			from++
-			fmt.Fprintf(w, "event: %s\ndata: %s\nid: %d\n\n", ev.name, ev.data, from)
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\nid: %d\n\n", ev.name, ev.data, from); err != nil {
+				if gone != nil { // the client went away
+					gone()
+				}
+				return
+			}
 		}
 		flush(w)
 		if ended {

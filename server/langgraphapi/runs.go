@@ -408,7 +408,7 @@ func runOptions(a *activeRun, tr *translator) ([]graph.Option, error) {
 func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
 	ctx := context.WithoutCancel(a.ctx)
 	cause := context.Cause(a.ctx)
-	var result any = tr.values
+	result := tr.values
 	var interrupted *graph.Interrupted
 	switch {
 	case errors.Is(cause, errShutdown):
@@ -471,9 +471,10 @@ func (h *Handler) saveRun(a *activeRun) error {
 // interrupted when its graph waits for input, busy while more runs wait, idle otherwise.
 func (h *Handler) settleThread(ctx context.Context, a *activeRun) error {
 	status := threadIdle
-	if a.rec.Status == runError {
+	switch a.rec.Status {
+	case runError:
 		status = threadError
-	} else if a.rec.Status == runSuccess {
+	case runSuccess:
 		st, err := a.e.state(ctx, a.rec.ThreadID, "")
 		if err != nil {
 			return err
