@@ -146,10 +146,9 @@ func lastEventID(r *http.Request) int {
 	return n
 }
 
+// flush sends what was written so far, through writers that wrap w (Unwrap) too.
 func flush(w http.ResponseWriter) {
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
+	_ = http.NewResponseController(w).Flush() // a writer that cannot flush sends at the end; a gone client is seen on the next write
 }
 
 // errorJSON is an error as the API's error events and wait answers carry it.
