@@ -59,12 +59,42 @@ func (g *Compiled[S]) draw(b *strings.Builder, ids *mermaidIDs, prefix, indent s
 		fmt.Fprintf(b, "%s%s[\"%s\"]\n", indent, id(name), label(name))
 	}
 	fmt.Fprintf(b, "%s%s([\"end\"])\n", indent, id(END))
-	arrow := func(from, style, to string) {
-		fmt.Fprintf(b, "%s%s %s %s\n", indent, id(from), style, id(to))
+	for _, e := range g.Edges() {
+		fmt.Fprintf(b, "%s%s %s %s\n", indent, id(e.From), arrowStyles[e.Kind], id(e.To))
 	}
+}
+
+// EdgeKind tells when a run goes along an edge.
+type EdgeKind uint8
+
+// The kinds of edges.
+const (
+	EdgeDirect      EdgeKind = iota // always (AddEdge)
+	EdgeConditional                 // when a router or a command node chooses it
+	EdgeJoin                        // into a join, which runs once all its sources ran
+)
+
+// Mermaid's arrow for each kind of edge.
+var arrowStyles = [...]string{EdgeDirect: "-->", EdgeConditional: "-.->", EdgeJoin: "==>"}
+
+// Edge is one arrow between two nodes of the graph (START and END included).
+type Edge struct {
+	From, To string
+	Kind     EdgeKind
+}
+
+// Nodes returns the names of the graph's nodes in the order they were added, START and END not
+// included; a subgraph node is one node.
+func (g *Compiled[S]) Nodes() []string { return append([]string(nil), g.order...) }
+
+// Edges returns the graph's arrows as Mermaid draws them: edges, the possible choices of routers
+// (every node and END for a router that declared none) and command nodes, then the sources of
+// joins.
+func (g *Compiled[S]) Edges() []Edge {
+	var edges []Edge
 	for _, from := range append([]string{START}, g.order...) {
 		for _, to := range g.edges[from] {
-			arrow(from, "-->", to)
+			edges = append(edges, Edge{from, to, EdgeDirect})
 		}
 		for _, rt := range g.routers[from] {
 			targets := rt.targets
@@ -72,18 +102,19 @@ func (g *Compiled[S]) draw(b *strings.Builder, ids *mermaidIDs, prefix, indent s
 				targets = append(append([]string{}, g.order...), END)
 			}
 			for _, to := range targets {
-				arrow(from, "-.->", to)
+				edges = append(edges, Edge{from, to, EdgeConditional})
 			}
 		}
 		if n := g.nodes[from]; n != nil {
 			for _, to := range n.cfg.destinations {
-				arrow(from, "-.->", to)
+				edges = append(edges, Edge{from, to, EdgeConditional})
 			}
 		}
 	}
 	for _, j := range g.joins {
 		for _, from := range j.sources {
-			arrow(from, "==>", j.target)
+			edges = append(edges, Edge{from, j.target, EdgeJoin})
 		}
 	}
+	return edges
 }

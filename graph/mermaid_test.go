@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/agiraph/agiraph/graph"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type merState struct {
@@ -241,4 +243,25 @@ func TestMermaidDeterministic(t *testing.T) {
 	if i, j := strings.Index(first, `k["k"]`), strings.Index(first, `a["a"]`); i < 0 || j < 0 || i > j {
 		t.Errorf("nodes not drawn in declaration order:\n%s", first)
 	}
+}
+
+func TestEdges(t *testing.T) {
+	g := graph.New[merState]()
+	g.AddNode("a", merNode)
+	g.AddNode("b", merNode)
+	g.AddNode("c", merNode)
+	g.AddEdge(graph.START, "a")
+	g.AddEdge(graph.START, "b")
+	g.AddConditionalEdges("a", func(context.Context, merState) string { return "c" }, "c", graph.END)
+	g.AddJoin([]string{"b", "c"}, graph.END)
+	c := merCompile(t, g)
+	require.Equal(t, []string{"a", "b", "c"}, c.Nodes())
+	assert.Equal(t, []graph.Edge{
+		{From: graph.START, To: "a", Kind: graph.EdgeDirect},
+		{From: graph.START, To: "b", Kind: graph.EdgeDirect},
+		{From: "a", To: "c", Kind: graph.EdgeConditional},
+		{From: "a", To: graph.END, Kind: graph.EdgeConditional},
+		{From: "b", To: graph.END, Kind: graph.EdgeJoin},
+		{From: "c", To: graph.END, Kind: graph.EdgeJoin},
+	}, c.Edges())
 }

@@ -30,10 +30,13 @@ var (
 	Codex      = Package{"codex", "@openai/codex", "0.169.0"}
 	Gemini     = Package{"gemini-cli", "@google/gemini-cli", "0.61.0"}
 	Everything = Package{"mcp-everything", "@modelcontextprotocol/server-everything", "2026.8.31"}
+	// LangGraphSDK is the official LangGraph API client, which server/langgraphapi's tests run.
+	LangGraphSDK = Package{"langgraph-sdk", "@langchain/langgraph-sdk", "2.0.0"}
 )
 
-// RepoRoot returns the module's root directory: the first folder above the test's working
-// directory that holds go.mod.
+// RepoRoot returns the repository's root directory, where .cache is: the first folder above the
+// test's working directory that holds go.work, so that tests of every module of the repository
+// find the same one.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
@@ -41,12 +44,12 @@ func RepoRoot(t testing.TB) string {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
 			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Fatal("clitest: no go.mod above the test's directory")
+			t.Fatal("clitest: no go.work above the test's directory")
 		}
 		dir = parent
 	}

@@ -1,0 +1,156 @@
+package langgraphapi
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/agiraph/agiraph/graph"
+)
+
+// streamModes are the stream modes a run may ask for. messages and messages-tuple are accepted
+// and give nothing: graph runs do not stream model tokens.
+var streamModes = map[string]bool{
+	"values": true, "updates": true, "custom": true, "debug": true, "tasks": true,
+	"checkpoints": true, "events": true, "messages": true, "messages-tuple": true,
+}
+
+// translator turns a graph's stream into the API's events.
+type translator struct {
+	graphID   string
+	modes     map[string]bool
+	subgraphs bool
+	values    any            // the latest state of the root graph
+	updates   map[string]any // task ID → the task's update, for task results
+}
+
+func newTranslator(graphID string, modes []string, subgraphs bool) *translator {
+	t := &translator{graphID: graphID, modes: map[string]bool{}, subgraphs: subgraphs, updates: map[string]any{}}
+	for _, m := range modes {
+		t.modes[m] = true
+	}
+	return t
+}
+
+// graphModes is what the run streams: values always (a wait answers the last state).
+func (t *translator) graphModes() graph.Mode {
+	m := graph.ModeValues
+	if t.modes["updates"] || t.modes["tasks"] || t.modes["debug"] || t.modes["events"] {
+		m |= graph.ModeUpdates | graph.ModeTasks
+	}
+	if t.modes["custom"] {
+		m |= graph.ModeCustom
+	}
+	if t.modes["checkpoints"] || t.modes["debug"] {
+		m |= graph.ModeCheckpoints
+	}
+	return m
+}
+
+type emitFunc func(name string, data any)
+
+// begin and end frame the run in events mode, as the graph's own chain.
+func (t *translator) begin(emit emitFunc, runID string, input json.RawMessage) {
+	if t.modes["events"] {
+		emit("events", chainEvent("on_chain_start", t.graphID, runID, nil, map[string]any{"input": input}))
+	}
+}
+
+func (t *translator) end(emit emitFunc, runID string) {
+	if t.modes["events"] {
+		emit("events", chainEvent("on_chain_end", t.graphID, runID, nil, map[string]any{"output": t.values}))
+	}
+}
+
+func chainEvent(kind, name, runID string, metadata map[string]any, data map[string]any) map[string]any {
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
+	return map[string]any{"event": kind, "name": name, "run_id": runID, "tags": []string{}, "metadata": metadata, "data": data}
+}
+
+// event emits the API's events for one event of the graph.
+func (t *translator) event(ev graph.Event, emit emitFunc) {
+	suffix := ""
+	if ev.Namespace != "" {
+		if !t.subgraphs {
+			return
+		}
+		suffix = "|" + strings.ReplaceAll(ev.Namespace, "/", "|")
+	}
+	out := func(mode string, data any) {
+		if t.modes[mode] {
+			emit(mode+suffix, data)
+		}
+	}
+	switch ev.Mode {
+	case graph.ModeValues:
+		if ev.Namespace == "" {
+			t.values = ev.Data
+		}
+		out("values", ev.Data)
+	case graph.ModeUpdates:
+		t.updates[ev.TaskID] = ev.Data
+		out("updates", map[string]any{ev.Node: ev.Data})
+	case graph.ModeCustom:
+		out("custom", ev.Data)
+	case graph.ModeTasks:
+		te, _ := ev.Data.(graph.TaskEvent)
+		t.task(ev, te, out)
+	case graph.ModeCheckpoints:
+		ce, _ := ev.Data.(graph.CheckpointEvent)
+		cp := map[string]any{
+			"config":        map[string]any{"configurable": refOf(ce.Config)},
+			"parent_config": nil,
+			"checkpoint":    refOf(ce.Config),
+			"values":        t.values,
+			"metadata":      map[string]any{"source": string(ce.Source), "step": ev.Step},
+			"next":          append([]string{}, ce.Next...),
+			"tasks":         []any{},
+		}
+		out("checkpoints", cp)
+		out("debug", map[string]any{"type": "checkpoint", "timestamp": now(), "step": ev.Step, "payload": cp})
+	}
+}
+
+func (t *translator) task(ev graph.Event, te graph.TaskEvent, out func(string, any)) {
+	meta := map[string]any{"langgraph_step": ev.Step, "langgraph_node": ev.Node, "langgraph_task_id": ev.TaskID}
+	if !te.Finished {
+		p := map[string]any{"id": ev.TaskID, "name": ev.Node, "input": te.Input, "triggers": []string{}}
+		out("tasks", p)
+		out("debug", map[string]any{"type": "task", "timestamp": now(), "step": ev.Step, "payload": p})
+		out("events", chainEvent("on_chain_start", ev.Node, ev.TaskID, meta, map[string]any{"input": te.Input}))
+		return
+	}
+	var errText *string
+	if te.Err != nil {
+		s := te.Err.Error()
+		errText = &s
+	}
+	result := t.updates[ev.TaskID]
+	delete(t.updates, ev.TaskID)
+	p := map[string]any{"id": ev.TaskID, "name": ev.Node, "error": errText, "result": result, "interrupts": interruptsJSON(te.Interrupts)}
+	out("tasks", p)
+	out("debug", map[string]any{"type": "task_result", "timestamp": now(), "step": ev.Step, "payload": p})
+	out("events", chainEvent("on_chain_end", ev.Node, ev.TaskID, meta, map[string]any{"output": result}))
+}
+
+// interrupted emits what a run that paused for input ends with, and returns the state with its
+// pending interrupts under "__interrupt__", as LangGraph's runs end.
+func (t *translator) interrupted(in []graph.InterruptInfo, emit emitFunc) any {
+	pending := interruptsJSON(in)
+	if t.modes["updates"] {
+		emit("updates", map[string]any{"__interrupt__": pending})
+	}
+	values, ok := asMap(t.values).(map[string]any)
+	if !ok {
+		values = map[string]any{}
+	}
+	values["__interrupt__"] = pending
+	if t.modes["values"] {
+		emit("values", values)
+	}
+	return values
+}
+
+func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
