@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agiraph/agiraph/server/host"
+	"github.com/agiraph/agiraph/server/langgraphapi"
 )
 
 // Option configures a Server.
@@ -20,6 +21,7 @@ type config struct {
 	models   []string
 	maxText  int
 	addr     string
+	lg       *langgraphapi.Handler
 }
 
 // DefaultMaxText is the default limit on a goal, a message or an answer, in bytes.
@@ -70,6 +72,15 @@ func WithMaxText(n int) Option { return func(c *config) { c.maxText = n } }
 // URL (host.WithBaseURL) unless one is given: a second server started on the same root names
 // it, and the other replicas of a fleet forward there.
 func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
+
+// WithLangGraph serves the LangGraph API of h (the graphs registered on it) under /langgraph/,
+// behind the same token, host and origin checks as the rest of the server: a LangGraph SDK client
+// takes apiUrl "http://<addr>/langgraph" and the token as its apiKey (sent as X-Api-Key) or as
+// "Authorization: Bearer <token>". The caller keeps h and closes it after the server.
+func WithLangGraph(h *langgraphapi.Handler) Option { return func(c *config) { c.lg = h } }
+
+// LangGraphPath is where [WithLangGraph] serves the LangGraph API.
+const LangGraphPath = "/langgraph"
 
 // Server serves the API (its routes are in docs/server.md) over its agent host. It is an
 // http.Handler, safe for concurrent use.

@@ -101,9 +101,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Set("Access-Control-Allow-Credentials", "true")
 			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Expose-Headers", "Location, Content-Location")
 			if r.Method == http.MethodOptions {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
+				h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, PUT, DELETE")
+				h.Set("Access-Control-Allow-Headers", "Authorization, X-Api-Key, Content-Type, Last-Event-ID")
 				h.Set("Access-Control-Max-Age", "600")
 				w.WriteHeader(http.StatusNoContent)
 				return
@@ -172,10 +173,14 @@ func public(r *http.Request) bool {
 	return r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/")
 }
 
-// authorized reports whether r carries the token, as a bearer token or in the cookie.
+// authorized reports whether r carries the token: as a bearer token, as X-Api-Key (what the
+// LangGraph SDKs send their apiKey as), or in the cookie.
 func (s *Server) authorized(r *http.Request) bool {
 	if s.token == "" {
 		return true
+	}
+	if key := r.Header.Get("X-Api-Key"); key != "" {
+		return s.equalToken(key)
 	}
 	if auth := r.Header.Get("Authorization"); auth != "" {
 		scheme, tok, ok := strings.Cut(auth, " ")

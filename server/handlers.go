@@ -57,6 +57,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /agents/{id}/memory/search", s.forward(s.withAgent(s.handleMemorySearch)))
 	m.HandleFunc("GET /agents/{id}/events", s.withAgent(s.handleEvents))
 	m.HandleFunc("GET /agents/{id}/events/stream", s.forward(s.withAgent(s.handleStream)))
+	if s.cfg.lg != nil {
+		m.Handle(LangGraphPath+"/", http.StripPrefix(LangGraphPath, s.cfg.lg))
+	}
 }
 
 // writeJSON answers v with status.
