@@ -111,9 +111,11 @@ type task[S any] struct {
 	done bool       // the task finished: in this superstep, or before the checkpoint was loaded
 	out  Command[S] // its update, when it was loaded from the checkpoint
 	// Set when the run was loaded from a checkpoint.
-	resume     []any // answers to its Interrupt calls
-	resuming   bool  // resume got a new answer in this invocation
-	skipBefore bool  // its WithInterruptBefore pause was already answered
+	resume     []any              // answers to its Interrupt calls
+	asked      []string           // the IDs of the interrupts resume answers (see scope.asked)
+	callWrites []checkpoint.Write // what its calls of tasks saved (see Task)
+	resuming   bool               // resume got a new answer in this invocation
+	skipBefore bool               // its WithInterruptBefore pause was already answered
 
 	cached bool // its output came from the node cache
 	// saved holds the effects saved with its output, whose done functions the run's goroutine
@@ -242,7 +244,7 @@ func (r *run[S]) finish(ctx context.Context, err error) error {
 
 // setEvents opens the channel tasks use to reach the stream, when someone listens for them.
 func (r *run[S]) setEvents() {
-	if r.emit != nil && (r.cfg.modes&ModeCustom != 0 || r.cfg.subgraphs) {
+	if r.emit != nil && (r.cfg.modes&ModeCustom != 0 || r.cfg.subgraphs || r.cfg.calls) {
 		r.events = make(chan Event)
 		r.env.events = r.events
 	}
@@ -665,7 +667,13 @@ func call[S any](ctx context.Context, fn CommandFunc[S], input S) (out Command[S
 func (r *run[S]) newScope(ctx context.Context, t *task[S]) *scope {
 	sc := &scope{
 		Context: ctx, env: r.env, node: t.node.name, step: r.step + 1, taskID: t.id, ns: r.ns, cpID: r.cp.CheckpointID,
-		resume: t.resume, resuming: t.resuming,
+		resume: t.resume, asked: t.asked, resuming: t.resuming,
+	}
+	if r.cfg.calls {
+		sc.callWrites = t.callWrites
+		if r.saving {
+			sc.putCall = r.putCall
+		}
 	}
 	if r.held != nil {
 		sc.take = func(idx int) (any, bool, error) { return r.takeHeld(ctx, t, idx) }

@@ -36,15 +36,24 @@ type scope struct {
 	node   string
 	step   int
 	taskID string
-	ns     string // namespace of the graph the task belongs to
-	cpID   string // the checkpoint whose frontier holds the task
-	resume []any  // answers to the task's Interrupt calls, in order
+	ns     string   // namespace of the graph the task belongs to
+	cpID   string   // the checkpoint whose frontier holds the task
+	resume []any    // answers to the task's Interrupt calls, in order
+	asked  []string // the IDs of the interrupts resume answers, "" where unknown
 	// resuming is set when this attempt got a new answer, so a subgraph continues with it.
 	resuming bool
 	// ended is set, under mu, when the attempt returned: Effect is refused from then on.
 	ended bool
 	// take gives an Interrupt call with no answer the run's held value, if any (heldValue).
 	take func(idx int) (any, bool, error)
+
+	// The functional API (see Task): a call's scope finds its answers by interrupt ID, raises
+	// its interrupts also in up, the scope of the engine's task, and saves and reloads the
+	// calls' results as writes of that task whose IDs start with its ID and a dot.
+	answers    map[string]any
+	up         *scope
+	callWrites []checkpoint.Write
+	putCall    func(context.Context, checkpoint.Write) error
 
 	mu      sync.Mutex
 	calls   int
@@ -162,13 +171,17 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 	defer sc.mu.Unlock()
 	i := sc.calls
 	sc.calls++
+	id := sc.path() + "#" + strconv.Itoa(i)
 	var (
 		v        any
-		answered = i < len(sc.resume)
+		answered bool
 	)
-	if answered {
-		v = sc.resume[i]
-	} else if sc.take != nil {
+	switch {
+	case sc.answers != nil:
+		v, answered = sc.answers[id]
+	case i < len(sc.resume):
+		v, answered = sc.resume[i], true
+	case sc.take != nil:
 		var err error
 		if v, answered, err = sc.take(i); err != nil {
 			return zero, fmt.Errorf("graph: node %q: Interrupt: %w", sc.node, err)
@@ -185,10 +198,17 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 		return t, nil
 	}
 	sig := &interruptSignal{interrupts: []InterruptInfo{{
-		ID: sc.path() + "#" + strconv.Itoa(i), Node: sc.node, NS: sc.ns, Value: payload, When: "during",
+		ID: id, Node: sc.node, NS: sc.ns, Value: payload, When: "during",
 	}}}
 	if sc.raised == nil {
 		sc.raised = sig
+	}
+	if sc.up != nil {
+		sc.up.mu.Lock()
+		if sc.up.raised == nil {
+			sc.up.raised = sig
+		}
+		sc.up.mu.Unlock()
 	}
 	return zero, sig
 }
