@@ -93,14 +93,16 @@ func runEntrypoint[In, Out any](ctx context.Context, name string, fn func(contex
 	}
 	sc := scopeFrom(ctx)
 	fl := &flow{prev: s.Saved, answers: map[string]any{}, done: map[string][]byte{}}
-	for i, id := range sc.asked {
-		if id != "" && i < len(sc.resume) {
-			fl.answers[id] = sc.resume[i]
+	if t := sc.flow.task; t != nil {
+		for i, id := range t.asked {
+			if id != "" && i < len(sc.resume) {
+				fl.answers[id] = sc.resume[i]
+			}
 		}
-	}
-	for _, w := range sc.callWrites {
-		if w.Kind == checkpoint.WriteUpdate {
-			fl.done[w.TaskID] = w.Value
+		for _, w := range t.writes {
+			if w.Kind == checkpoint.WriteUpdate {
+				fl.done[w.TaskID] = w.Value
+			}
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -150,12 +152,12 @@ type frameKey struct{}
 // frame makes the scope and the context of the entrypoint's function or of a call, node being its
 // name and id its task ID, within up, the scope of the entrypoint's task.
 func (fl *flow) frame(ctx context.Context, up *scope, node, id string) *frame {
-	if up.up != nil {
-		up = up.up
+	if up.flow.up != nil {
+		up = up.flow.up
 	}
 	sc := &scope{
 		Context: ctx, env: up.env, node: node, step: up.step, taskID: id, ns: up.ns, cpID: up.cpID,
-		answers: fl.answers, up: up, putCall: up.putCall,
+		flow: &flowScope{answers: fl.answers, up: up, put: up.flow.put},
 	}
 	fr := &frame{fl: fl, sc: sc}
 	fr.ctx = context.WithValue(sc, frameKey{}, fr)
@@ -292,8 +294,8 @@ func (t *Task[A, R]) run(ctx context.Context, caller *frame, id string, a A) (R,
 				err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 			}
 			err = fmt.Errorf("task %q (call %s): %w", t.name, id, err)
-			if fr.sc.putCall != nil && ctx.Err() == nil {
-				_ = fr.sc.putCall(ctx, checkpoint.Write{TaskID: id, Node: t.name, Kind: checkpoint.WriteError, Value: []byte(err.Error())})
+			if fr.sc.flow.put != nil && ctx.Err() == nil {
+				_ = fr.sc.flow.put(ctx, checkpoint.Write{TaskID: id, Node: t.name, Kind: checkpoint.WriteError, Value: []byte(err.Error())})
 			}
 			return zero, err
 		}
@@ -305,12 +307,12 @@ func (t *Task[A, R]) run(ctx context.Context, caller *frame, id string, a A) (R,
 
 // saved saves v, the result of call id, and streams it as the task's update.
 func (t *Task[A, R]) saved(ctx context.Context, sc *scope, id string, v R) error {
-	if sc.putCall != nil {
+	if sc.flow.put != nil {
 		b, err := sc.serde.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("graph: task %q (call %s): save its result: %w", t.name, id, err)
 		}
-		if err := sc.putCall(ctx, checkpoint.Write{TaskID: id, Node: t.name, Kind: checkpoint.WriteUpdate, Value: b}); err != nil {
+		if err := sc.flow.put(ctx, checkpoint.Write{TaskID: id, Node: t.name, Kind: checkpoint.WriteUpdate, Value: b}); err != nil {
 			return err
 		}
 	}

@@ -572,7 +572,9 @@ func (r *run[S]) takeHeld(ctx context.Context, t *task[S], idx int) (any, bool, 
 	}
 	h.ok = true
 	t.resume = append(t.resume[:idx:idx], h.v) // a retry of the task gets it too
-	t.asked = append(t.asked[:idx:idx], "")
+	if t.flow != nil {
+		t.flow.asked = append(t.flow.asked[:idx:idx], "")
+	}
 	return h.v, true, nil
 }
 
@@ -616,6 +618,9 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 				return nil, r.corrupt(t, fmt.Errorf("argument of task %s (%s): %w", ct.ID, ct.Node, err))
 			}
 		}
+		if r.cfg.calls {
+			nt.flow = &flowTask{}
+		}
 		r.next[i] = nt
 		byID[ct.ID] = nt
 	}
@@ -635,8 +640,8 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 		}
 		nt := byID[w.TaskID]
 		if nt == nil {
-			if owner, _, ok := strings.Cut(w.TaskID, "."); ok && byID[owner] != nil {
-				byID[owner].callWrites = append(byID[owner].callWrites, w)
+			if owner, _, ok := strings.Cut(w.TaskID, "."); ok && byID[owner] != nil && byID[owner].flow != nil {
+				byID[owner].flow.writes = append(byID[owner].flow.writes, w)
 			}
 			continue
 		}
@@ -685,7 +690,9 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 				break
 			}
 			nt.resume = append(nt.resume, v)
-			nt.asked = append(nt.asked, askedID(asked[nt][i]))
+			if nt.flow != nil {
+				nt.flow.asked = append(nt.flow.asked, askedID(asked[nt][i]))
+			}
 		}
 		for _, idx := range slices.Sorted(maps.Keys(asked[nt])) {
 			if _, ok := ans[idx]; !ok {
@@ -797,7 +804,9 @@ func (r *run[S]) answer(ctx context.Context, pending []pendingInterrupt[S], valu
 			p.task.skipBefore = true
 		} else {
 			p.task.resume = append(p.task.resume, v)
-			p.task.asked = append(p.task.asked, askedID(p.its))
+			if p.task.flow != nil {
+				p.task.flow.asked = append(p.task.flow.asked, askedID(p.its))
+			}
 			p.task.resuming = true
 		}
 	}

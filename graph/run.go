@@ -111,11 +111,10 @@ type task[S any] struct {
 	done bool       // the task finished: in this superstep, or before the checkpoint was loaded
 	out  Command[S] // its update, when it was loaded from the checkpoint
 	// Set when the run was loaded from a checkpoint.
-	resume     []any              // answers to its Interrupt calls
-	asked      []string           // the IDs of the interrupts resume answers (see scope.asked)
-	callWrites []checkpoint.Write // what its calls of tasks saved (see Task)
-	resuming   bool               // resume got a new answer in this invocation
-	skipBefore bool               // its WithInterruptBefore pause was already answered
+	resume     []any     // answers to its Interrupt calls
+	resuming   bool      // resume got a new answer in this invocation
+	skipBefore bool      // its WithInterruptBefore pause was already answered
+	flow       *flowTask // in an entrypoint's run, when loaded from a checkpoint
 
 	cached bool // its output came from the node cache
 	// saved holds the effects saved with its output, whose done functions the run's goroutine
@@ -667,12 +666,12 @@ func call[S any](ctx context.Context, fn CommandFunc[S], input S) (out Command[S
 func (r *run[S]) newScope(ctx context.Context, t *task[S]) *scope {
 	sc := &scope{
 		Context: ctx, env: r.env, node: t.node.name, step: r.step + 1, taskID: t.id, ns: r.ns, cpID: r.cp.CheckpointID,
-		resume: t.resume, asked: t.asked, resuming: t.resuming,
+		resume: t.resume, resuming: t.resuming,
 	}
 	if r.cfg.calls {
-		sc.callWrites = t.callWrites
+		sc.flow = &flowScope{task: t.flow}
 		if r.saving {
-			sc.putCall = r.putCall
+			sc.flow.put = r.putCall
 		}
 	}
 	if r.held != nil {

@@ -36,10 +36,9 @@ type scope struct {
 	node   string
 	step   int
 	taskID string
-	ns     string   // namespace of the graph the task belongs to
-	cpID   string   // the checkpoint whose frontier holds the task
-	resume []any    // answers to the task's Interrupt calls, in order
-	asked  []string // the IDs of the interrupts resume answers, "" where unknown
+	ns     string // namespace of the graph the task belongs to
+	cpID   string // the checkpoint whose frontier holds the task
+	resume []any  // answers to the task's Interrupt calls, in order
 	// resuming is set when this attempt got a new answer, so a subgraph continues with it.
 	resuming bool
 	// ended is set, under mu, when the attempt returned: Effect is refused from then on.
@@ -47,18 +46,30 @@ type scope struct {
 	// take gives an Interrupt call with no answer the run's held value, if any (heldValue).
 	take func(idx int) (any, bool, error)
 
-	// The functional API (see Task): a call's scope finds its answers by interrupt ID, raises
-	// its interrupts also in up, the scope of the engine's task, and saves and reloads the
-	// calls' results as writes of that task whose IDs start with its ID and a dot.
-	answers    map[string]any
-	up         *scope
-	callWrites []checkpoint.Write
-	putCall    func(context.Context, checkpoint.Write) error
+	flow *flowScope // nil but in an entrypoint's run (see Task)
 
 	mu      sync.Mutex
 	calls   int
 	raised  *interruptSignal
 	effects *[]effect // added with Effect; nil until the first (a scope is made for every attempt)
+}
+
+// flowScope is what a scope of an entrypoint's run has: the scope of its task in the engine, of
+// its function, or of a call of a task (see Task). A call's results are saved as writes of the
+// engine's task whose IDs are the task's ID, a dot and the call's place.
+type flowScope struct {
+	// The function's and the calls' scopes find their answers by interrupt ID, and raise their
+	// interrupts also in up, the scope of the engine's task.
+	answers map[string]any
+	up      *scope
+	task    *flowTask                                     // the engine's task's; nil for a task that has not run before
+	put     func(context.Context, checkpoint.Write) error // nil when the run does not save
+}
+
+// flowTask is what the engine keeps for the task of an entrypoint's run.
+type flowTask struct {
+	asked  []string           // the IDs of the interrupts its resume answers, "" where unknown
+	writes []checkpoint.Write // what its calls saved
 }
 
 // effect is a change an attempt of a task added with Effect.
@@ -171,14 +182,15 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 	defer sc.mu.Unlock()
 	i := sc.calls
 	sc.calls++
-	id := sc.path() + "#" + strconv.Itoa(i)
 	var (
 		v        any
 		answered bool
+		id       string
 	)
 	switch {
-	case sc.answers != nil:
-		v, answered = sc.answers[id]
+	case sc.flow != nil && sc.flow.up != nil:
+		id = sc.path() + "#" + strconv.Itoa(i)
+		v, answered = sc.flow.answers[id]
 	case i < len(sc.resume):
 		v, answered = sc.resume[i], true
 	case sc.take != nil:
@@ -197,18 +209,22 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 		}
 		return t, nil
 	}
+	if id == "" {
+		id = sc.path() + "#" + strconv.Itoa(i)
+	}
 	sig := &interruptSignal{interrupts: []InterruptInfo{{
 		ID: id, Node: sc.node, NS: sc.ns, Value: payload, When: "during",
 	}}}
 	if sc.raised == nil {
 		sc.raised = sig
 	}
-	if sc.up != nil {
-		sc.up.mu.Lock()
-		if sc.up.raised == nil {
-			sc.up.raised = sig
+	if sc.flow != nil && sc.flow.up != nil {
+		up := sc.flow.up
+		up.mu.Lock()
+		if up.raised == nil {
+			up.raised = sig
 		}
-		sc.up.mu.Unlock()
+		up.mu.Unlock()
 	}
 	return zero, sig
 }
