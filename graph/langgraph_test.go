@@ -1182,3 +1182,41 @@ func TestLangGraph_FunctionalMisuseIsRefused(t *testing.T) {
 	assert.ErrorContains(t, err, `task "t" called outside an entrypoint`)
 	assert.ErrorContains(t, graph.SaveFinal(context.Background(), 1), "outside an entrypoint")
 }
+
+// TestLangGraph_FunctionalTasksCallTasks: a task may call tasks; the inner calls' results are saved
+// too, so a run started again after the outer task failed runs neither the inner calls that
+// finished nor what finished before.
+func TestLangGraph_FunctionalTasksCallTasks(t *testing.T) {
+	ctx := context.Background()
+	var leafRuns atomic.Int32
+	fail := atomic.Bool{}
+	fail.Store(true)
+	leaf, err := graph.NewTask("leaf", func(ctx context.Context, s string) (string, error) {
+		leafRuns.Add(1)
+		return "<" + s + ">", nil
+	})
+	require.NoError(t, err)
+	branch, err := graph.NewTask("branch", func(ctx context.Context, s string) (string, error) {
+		a, err := leaf.Call(ctx, s+"1").Get()
+		if err != nil {
+			return "", err
+		}
+		b, err := leaf.Call(ctx, s+"2").Get()
+		if err == nil && fail.Load() {
+			err = errors.New("branch broke")
+		}
+		return a + b, err
+	})
+	require.NoError(t, err)
+	e, err := graph.NewEntrypoint("tree", func(ctx context.Context, s string) (string, error) {
+		return branch.Call(ctx, s).Get()
+	}, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t"))
+	require.NoError(t, err)
+	_, err = e.Invoke(ctx, "x")
+	require.ErrorContains(t, err, "branch broke")
+	fail.Store(false)
+	got, err := e.Resume(ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "<x1><x2>", got)
+	assert.Equal(t, int32(2), leafRuns.Load())
+}
