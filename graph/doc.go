@@ -19,6 +19,9 @@
 // merged in a fixed order. With [WithCheckpointer] and [WithThread] every step is saved, so a
 // run can pause for a human ([Interrupt]) and [Compiled.Resume] later, in any process.
 //
+// A workflow can also be a Go function whose steps are tasks ([NewEntrypoint], [NewTask]): it
+// runs as a graph's one node, and its tasks' results are saved as they finish.
+//
 // The engine is in docs/graph.md; checkpoints, interrupts and threads in docs/checkpoints.md.
 //
 // Of the repository it imports checkpoint only: no tools, providers, runtimes or squad

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -291,4 +292,48 @@ func ExampleEffect() {
 	}
 	fmt.Println(attempts, "attempts;", outbox)
 	// Output: 2 attempts; [mail: order of tea, cups]
+}
+
+// A workflow as plain Go code: two calls of a task run in parallel, the entrypoint asks a human to
+// pick one, and the resumed run replays the finished calls instead of running them again.
+func ExampleNewEntrypoint() {
+	ctx := context.Background()
+	drafts := 0
+	var mu sync.Mutex
+	draft, err := graph.NewTask("draft", func(ctx context.Context, style string) (string, error) {
+		mu.Lock()
+		drafts++
+		mu.Unlock()
+		return "a " + style + " poem about otters", nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	write, err := graph.NewEntrypoint("write", func(ctx context.Context, topic string) (string, error) {
+		a, b := draft.Call(ctx, "long"), draft.Call(ctx, "short")
+		long, err := a.Get()
+		if err != nil {
+			return "", err
+		}
+		short, err := b.Get()
+		if err != nil {
+			return "", err
+		}
+		return graph.Interrupt[string](ctx, []string{long, short})
+	}, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t1"))
+	if err != nil {
+		panic(err)
+	}
+	_, err = write.Invoke(ctx, "otters")
+	var paused *graph.Interrupted
+	if errors.As(err, &paused) {
+		fmt.Println("pick one of", paused.Interrupts[0].Value)
+	}
+	pick, err := write.Resume(ctx, "a short poem about otters")
+	fmt.Println(pick, err)
+	fmt.Println("drafts written:", drafts)
+	// Output:
+	// pick one of [a long poem about otters a short poem about otters]
+	// a short poem about otters <nil>
+	// drafts written: 2
 }

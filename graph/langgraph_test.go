@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/graph"
 )
 
@@ -941,4 +943,280 @@ func TestLangGraph_DeferredNodeWaitsForEdgesNotSends(t *testing.T) {
 	g.AddRouter("b", sends("w", 1), "w")
 	g.AddEdge("c", "gather")
 	assert.Equal(t, [][]string{{"a"}, {"b"}, {"c", "w"}, {"gather"}}, lgSteps(t, rsCompile(t, g)))
+}
+
+// The functional API: an entrypoint whose tasks save their results as they finish.
+
+// TestLangGraph_FunctionalTasksRunOnceAcrossAFailure: a task that finished is not run again when the
+// entrypoint's run is started again after another task failed, in another process (a saver opened
+// anew on the same SQLite file), in every durability mode; the failed task alone runs again.
+func TestLangGraph_FunctionalTasksRunOnceAcrossAFailure(t *testing.T) {
+	for name, d := range map[string]graph.Durability{"sync": graph.DurabilitySync, "async": graph.DurabilityAsync, "exit": graph.DurabilityExit} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "flow.db")
+			var aRuns, bRuns atomic.Int32
+			fail := atomic.Bool{}
+			fail.Store(true)
+			a, err := graph.NewTask("a", func(ctx context.Context, n int) (int, error) {
+				aRuns.Add(1)
+				return n + 1, nil
+			})
+			require.NoError(t, err)
+			b, err := graph.NewTask("b", func(ctx context.Context, n int) (int, error) {
+				bRuns.Add(1)
+				if fail.Load() {
+					return 0, errors.New("b is down")
+				}
+				return n * 10, nil
+			})
+			require.NoError(t, err)
+			flow := func(saver checkpoint.Saver) *graph.Entrypoint[int, int] {
+				e, err := graph.NewEntrypoint("flow", func(ctx context.Context, n int) (int, error) {
+					x, err := a.Call(ctx, n).Get()
+					if err != nil {
+						return 0, err
+					}
+					return b.Call(ctx, x).Get()
+				}, graph.WithCheckpointer(saver), graph.WithThread("t"), graph.WithDurability(d))
+				require.NoError(t, err)
+				return e
+			}
+
+			saver, err := sqlite.Open(path)
+			require.NoError(t, err)
+			_, err = flow(saver).Invoke(ctx, 4)
+			require.ErrorContains(t, err, "b is down")
+			require.NoError(t, saver.Close())
+
+			fail.Store(false)
+			saver, err = sqlite.Open(path)
+			require.NoError(t, err)
+			defer saver.Close()
+			got, err := flow(saver).Resume(ctx, nil)
+			require.NoError(t, err)
+			assert.Equal(t, 50, got)
+			assert.Equal(t, int32(1), aRuns.Load(), "a finished before the failure")
+			assert.Equal(t, int32(2), bRuns.Load())
+		})
+	}
+}
+
+// TestLangGraph_FunctionalTasksCalledWithoutWaitingRunInParallel: futures not waited for run at
+// the same time; each of these tasks waits for the other to start.
+func TestLangGraph_FunctionalTasksCalledWithoutWaitingRunInParallel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := map[string]chan struct{}{"x": make(chan struct{}), "y": make(chan struct{})}
+	other := map[string]string{"x": "y", "y": "x"}
+	meet, err := graph.NewTask("meet", func(ctx context.Context, name string) (string, error) {
+		close(started[name])
+		select {
+		case <-started[other[name]]:
+			return name + " met " + other[name], nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
+	require.NoError(t, err)
+	e, err := graph.NewEntrypoint("flow", func(ctx context.Context, _ string) ([]string, error) {
+		fx, fy := meet.Call(ctx, "x"), meet.Call(ctx, "y")
+		x, err := fx.Get()
+		if err != nil {
+			return nil, err
+		}
+		y, err := fy.Get()
+		return []string{x, y}, err
+	})
+	require.NoError(t, err)
+	got, err := e.Invoke(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"x met y", "y met x"}, got)
+}
+
+// TestLangGraph_FunctionalInterruptAndResumeReplayFinishedTasks: an Interrupt in the entrypoint and
+// one in a task each pause the run; every resume runs the entrypoint again, tasks that finished
+// give their saved results, and each answer reaches the Interrupt call that asked for it.
+func TestLangGraph_FunctionalInterruptAndResumeReplayFinishedTasks(t *testing.T) {
+	ctx := context.Background()
+	runs := map[string]*atomic.Int32{"draft": {}, "review": {}}
+	draft, err := graph.NewTask("draft", func(ctx context.Context, topic string) (string, error) {
+		runs["draft"].Add(1)
+		return "essay on " + topic, nil
+	})
+	require.NoError(t, err)
+	review, err := graph.NewTask("review", func(ctx context.Context, essay string) (string, error) {
+		runs["review"].Add(1)
+		note, err := graph.Interrupt[string](ctx, "review "+essay)
+		return essay + " (" + note + ")", err
+	})
+	require.NoError(t, err)
+	e, err := graph.NewEntrypoint("write", func(ctx context.Context, topic string) (string, error) {
+		essay, err := draft.Call(ctx, topic).Get()
+		if err != nil {
+			return "", err
+		}
+		style, err := graph.Interrupt[string](ctx, "which style?")
+		if err != nil {
+			return "", err
+		}
+		return review.Call(ctx, essay+" in "+style).Get()
+	}, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t"))
+	require.NoError(t, err)
+
+	_, err = e.Invoke(ctx, "cats")
+	var paused *graph.Interrupted
+	require.ErrorAs(t, err, &paused)
+	assert.Equal(t, "which style?", paused.Interrupts[0].Value)
+
+	_, err = e.Resume(ctx, "verse")
+	require.ErrorAs(t, err, &paused)
+	assert.Equal(t, "review essay on cats in verse", paused.Interrupts[0].Value)
+	assert.Equal(t, "review", paused.Interrupts[0].Node)
+
+	got, err := e.Resume(ctx, "fine")
+	require.NoError(t, err)
+	assert.Equal(t, "essay on cats in verse (fine)", got)
+	assert.Equal(t, int32(1), runs["draft"].Load(), "draft finished before the first pause")
+	assert.Equal(t, int32(2), runs["review"].Load(), "review paused once, then finished")
+
+	s, err := e.State(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "essay on cats in verse (fine)", s.Values)
+	assert.Empty(t, s.Next)
+}
+
+// TestLangGraph_FunctionalPreviousAndFinal: a run on a thread reads what the thread's last run
+// saved, which entrypoint.final (SaveFinal) sets apart from the value returned; LangGraph's
+// documented example: invoke(3) returns 0 and saves 6, invoke(1) returns 6.
+func TestLangGraph_FunctionalPreviousAndFinal(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory()
+	e, err := graph.NewEntrypoint("double", func(ctx context.Context, n int) (int, error) {
+		prev, _, err := graph.Previous[int](ctx)
+		if err != nil {
+			return 0, err
+		}
+		return prev, graph.SaveFinal(ctx, 2*n)
+	}, graph.WithCheckpointer(saver))
+	require.NoError(t, err)
+	got, err := e.Invoke(ctx, 3, graph.WithThread("t"))
+	require.NoError(t, err)
+	assert.Equal(t, 0, got)
+	got, err = e.Invoke(ctx, 1, graph.WithThread("t"))
+	require.NoError(t, err)
+	assert.Equal(t, 6, got)
+
+	echo, err := graph.NewEntrypoint("echo", func(ctx context.Context, s string) (string, error) {
+		prev, ok, err := graph.Previous[string](ctx)
+		if !ok {
+			prev = "none"
+		}
+		return prev + ">" + s, err
+	}, graph.WithCheckpointer(saver), graph.WithThread("u"))
+	require.NoError(t, err)
+	got2, err := echo.Invoke(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, "none>a", got2)
+	got2, err = echo.Invoke(ctx, "b")
+	require.NoError(t, err)
+	assert.Equal(t, "none>a>b", got2, "without SaveFinal the value returned is saved")
+}
+
+// TestLangGraph_FunctionalStreamsTaskUpdatesCustomEventsAndTheValue: in updates mode each task's
+// result comes under its name as it finishes and the entrypoint's return under the entrypoint's
+// name; custom events of tasks stream; values mode gives the value returned, once.
+func TestLangGraph_FunctionalStreamsTaskUpdatesCustomEventsAndTheValue(t *testing.T) {
+	ctx := context.Background()
+	up, err := graph.NewTask("up", func(ctx context.Context, s string) (string, error) {
+		graph.Emit(ctx, "working on "+s)
+		return strings.ToUpper(s), nil
+	})
+	require.NoError(t, err)
+	e, err := graph.NewEntrypoint("shout", func(ctx context.Context, s string) (string, error) {
+		v, err := up.Call(ctx, s).Get()
+		return v + "!", err
+	}, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t"))
+	require.NoError(t, err)
+	var got []string
+	for ev, err := range e.Stream(ctx, "hi", graph.WithStreamMode(graph.ModeValues|graph.ModeUpdates|graph.ModeCustom)) {
+		require.NoError(t, err)
+		got = append(got, fmt.Sprintf("%v %s %v", ev.Mode, ev.Node, ev.Data))
+	}
+	assert.Equal(t, []string{
+		fmt.Sprintf("%v up working on hi", graph.ModeCustom),
+		fmt.Sprintf("%v up HI", graph.ModeUpdates),
+		fmt.Sprintf("%v shout HI!", graph.ModeUpdates),
+		fmt.Sprintf("%v  HI!", graph.ModeValues),
+	}, got)
+}
+
+// TestLangGraph_FunctionalTaskRetryPolicy: a task with a retry policy is called again when it
+// fails, and the entrypoint gets the result of the attempt that succeeded.
+func TestLangGraph_FunctionalTaskRetryPolicy(t *testing.T) {
+	var attempts atomic.Int32
+	flaky, err := graph.NewTask("flaky", func(ctx context.Context, _ struct{}) (int32, error) {
+		if n := attempts.Add(1); n < 3 {
+			return 0, fmt.Errorf("attempt %d failed", n)
+		}
+		return attempts.Load(), nil
+	}, graph.WithTaskRetry(graph.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Nanosecond}))
+	require.NoError(t, err)
+	e, err := graph.NewEntrypoint("flow", func(ctx context.Context, _ struct{}) (int32, error) {
+		return flaky.Call(ctx, struct{}{}).Get()
+	})
+	require.NoError(t, err)
+	got, err := e.Invoke(context.Background(), struct{}{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), got)
+}
+
+// TestLangGraph_FunctionalMisuseIsRefused: names and calls outside an entrypoint get clear errors.
+func TestLangGraph_FunctionalMisuseIsRefused(t *testing.T) {
+	_, err := graph.NewEntrypoint("", func(ctx context.Context, _ int) (int, error) { return 0, nil })
+	assert.ErrorContains(t, err, "entrypoint name")
+	task, err := graph.NewTask("t", func(ctx context.Context, n int) (int, error) { return n, nil })
+	require.NoError(t, err)
+	_, err = task.Call(context.Background(), 1).Get()
+	assert.ErrorIs(t, err, graph.ErrNoTask)
+	assert.ErrorContains(t, err, `task "t" called outside an entrypoint`)
+	assert.ErrorContains(t, graph.SaveFinal(context.Background(), 1), "outside an entrypoint")
+}
+
+// TestLangGraph_FunctionalTasksCallTasks: a task may call tasks; the inner calls' results are saved
+// too, so a run started again after the outer task failed runs neither the inner calls that
+// finished nor what finished before.
+func TestLangGraph_FunctionalTasksCallTasks(t *testing.T) {
+	ctx := context.Background()
+	var leafRuns atomic.Int32
+	fail := atomic.Bool{}
+	fail.Store(true)
+	leaf, err := graph.NewTask("leaf", func(ctx context.Context, s string) (string, error) {
+		leafRuns.Add(1)
+		return "<" + s + ">", nil
+	})
+	require.NoError(t, err)
+	branch, err := graph.NewTask("branch", func(ctx context.Context, s string) (string, error) {
+		a, err := leaf.Call(ctx, s+"1").Get()
+		if err != nil {
+			return "", err
+		}
+		b, err := leaf.Call(ctx, s+"2").Get()
+		if err == nil && fail.Load() {
+			err = errors.New("branch broke")
+		}
+		return a + b, err
+	})
+	require.NoError(t, err)
+	e, err := graph.NewEntrypoint("tree", func(ctx context.Context, s string) (string, error) {
+		return branch.Call(ctx, s).Get()
+	}, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t"))
+	require.NoError(t, err)
+	_, err = e.Invoke(ctx, "x")
+	require.ErrorContains(t, err, "branch broke")
+	fail.Store(false)
+	got, err := e.Resume(ctx, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "<x1><x2>", got)
+	assert.Equal(t, int32(2), leafRuns.Load())
 }

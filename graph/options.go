@@ -29,6 +29,7 @@ type config struct {
 	cache           any // a *StateCache[S] (WithStateCache)
 	nodeCache       NodeCache
 	tracer          trace.Tracer // WithTracerProvider's; nil for the global provider
+	calls           bool         // the graph is an entrypoint, whose node calls tasks (see Task)
 }
 
 // DefaultRecursionLimit is the number of supersteps a run may take unless WithRecursionLimit says

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -571,6 +572,9 @@ func (r *run[S]) takeHeld(ctx context.Context, t *task[S], idx int) (any, bool, 
 	}
 	h.ok = true
 	t.resume = append(t.resume[:idx:idx], h.v) // a retry of the task gets it too
+	if t.flow != nil {
+		t.flow.asked = append(t.flow.asked[:idx:idx], "")
+	}
 	return h.v, true, nil
 }
 
@@ -614,6 +618,9 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 				return nil, r.corrupt(t, fmt.Errorf("argument of task %s (%s): %w", ct.ID, ct.Node, err))
 			}
 		}
+		if r.cfg.calls {
+			nt.flow = &flowTask{}
+		}
 		r.next[i] = nt
 		byID[ct.ID] = nt
 	}
@@ -633,6 +640,9 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 		}
 		nt := byID[w.TaskID]
 		if nt == nil {
+			if owner, _, ok := strings.Cut(w.TaskID, "."); ok && byID[owner] != nil && byID[owner].flow != nil {
+				byID[owner].flow.writes = append(byID[owner].flow.writes, w)
+			}
 			continue
 		}
 		switch w.Kind {
@@ -680,6 +690,9 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 				break
 			}
 			nt.resume = append(nt.resume, v)
+			if nt.flow != nil {
+				nt.flow.asked = append(nt.flow.asked, askedID(asked[nt][i]))
+			}
 		}
 		for _, idx := range slices.Sorted(maps.Keys(asked[nt])) {
 			if _, ok := ans[idx]; !ok {
@@ -688,6 +701,23 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 		}
 	}
 	return pending, nil
+}
+
+// askedID is the ID of the one interrupt of its, or "" (a subgraph's task may ask several).
+func askedID(its []InterruptInfo) string {
+	if len(its) != 1 {
+		return ""
+	}
+	return its[0].ID
+}
+
+// putCall saves w, a write of a call of a task (see Task), as a write of the current checkpoint.
+func (r *run[S]) putCall(ctx context.Context, w checkpoint.Write) error {
+	if err := r.w.putWrites(ctx, r.cp, []checkpoint.Write{w}); err != nil {
+		return fmt.Errorf("graph: save %s of task %q in thread %q: %w", w.Kind, w.Node, r.cfg.thread, err)
+	}
+	r.snaps.saved(writeSize(w))
+	return nil
 }
 
 // hold saves value as the held value of the checkpoint the run is at.
@@ -774,6 +804,9 @@ func (r *run[S]) answer(ctx context.Context, pending []pendingInterrupt[S], valu
 			p.task.skipBefore = true
 		} else {
 			p.task.resume = append(p.task.resume, v)
+			if p.task.flow != nil {
+				p.task.flow.asked = append(p.task.flow.asked, askedID(p.its))
+			}
 			p.task.resuming = true
 		}
 	}

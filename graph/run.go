@@ -111,9 +111,10 @@ type task[S any] struct {
 	done bool       // the task finished: in this superstep, or before the checkpoint was loaded
 	out  Command[S] // its update, when it was loaded from the checkpoint
 	// Set when the run was loaded from a checkpoint.
-	resume     []any // answers to its Interrupt calls
-	resuming   bool  // resume got a new answer in this invocation
-	skipBefore bool  // its WithInterruptBefore pause was already answered
+	resume     []any     // answers to its Interrupt calls
+	resuming   bool      // resume got a new answer in this invocation
+	skipBefore bool      // its WithInterruptBefore pause was already answered
+	flow       *flowTask // in an entrypoint's run, when loaded from a checkpoint
 
 	cached bool // its output came from the node cache
 	// saved holds the effects saved with its output, whose done functions the run's goroutine
@@ -242,7 +243,7 @@ func (r *run[S]) finish(ctx context.Context, err error) error {
 
 // setEvents opens the channel tasks use to reach the stream, when someone listens for them.
 func (r *run[S]) setEvents() {
-	if r.emit != nil && (r.cfg.modes&ModeCustom != 0 || r.cfg.subgraphs) {
+	if r.emit != nil && (r.cfg.modes&ModeCustom != 0 || r.cfg.subgraphs || r.cfg.calls) {
 		r.events = make(chan Event)
 		r.env.events = r.events
 	}
@@ -666,6 +667,12 @@ func (r *run[S]) newScope(ctx context.Context, t *task[S]) *scope {
 	sc := &scope{
 		Context: ctx, env: r.env, node: t.node.name, step: r.step + 1, taskID: t.id, ns: r.ns, cpID: r.cp.CheckpointID,
 		resume: t.resume, resuming: t.resuming,
+	}
+	if r.cfg.calls {
+		sc.flow = &flowScope{task: t.flow}
+		if r.saving {
+			sc.flow.put = r.putCall
+		}
 	}
 	if r.held != nil {
 		sc.take = func(idx int) (any, bool, error) { return r.takeHeld(ctx, t, idx) }

@@ -46,10 +46,30 @@ type scope struct {
 	// take gives an Interrupt call with no answer the run's held value, if any (heldValue).
 	take func(idx int) (any, bool, error)
 
+	flow *flowScope // nil but in an entrypoint's run (see Task)
+
 	mu      sync.Mutex
 	calls   int
 	raised  *interruptSignal
 	effects *[]effect // added with Effect; nil until the first (a scope is made for every attempt)
+}
+
+// flowScope is what a scope of an entrypoint's run has: the scope of its task in the engine, of
+// its function, or of a call of a task (see Task). A call's results are saved as writes of the
+// engine's task whose IDs are the task's ID, a dot and the call's place.
+type flowScope struct {
+	// The function's and the calls' scopes find their answers by interrupt ID, and raise their
+	// interrupts also in up, the scope of the engine's task.
+	answers map[string]any
+	up      *scope
+	task    *flowTask                                     // the engine's task's; nil for a task that has not run before
+	put     func(context.Context, checkpoint.Write) error // nil when the run does not save
+}
+
+// flowTask is what the engine keeps for the task of an entrypoint's run.
+type flowTask struct {
+	asked  []string           // the IDs of the interrupts its resume answers, "" where unknown
+	writes []checkpoint.Write // what its calls saved
 }
 
 // effect is a change an attempt of a task added with Effect.
@@ -164,11 +184,16 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 	sc.calls++
 	var (
 		v        any
-		answered = i < len(sc.resume)
+		answered bool
+		id       string
 	)
-	if answered {
-		v = sc.resume[i]
-	} else if sc.take != nil {
+	switch {
+	case sc.flow != nil && sc.flow.up != nil:
+		id = sc.path() + "#" + strconv.Itoa(i)
+		v, answered = sc.flow.answers[id]
+	case i < len(sc.resume):
+		v, answered = sc.resume[i], true
+	case sc.take != nil:
 		var err error
 		if v, answered, err = sc.take(i); err != nil {
 			return zero, fmt.Errorf("graph: node %q: Interrupt: %w", sc.node, err)
@@ -184,11 +209,22 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 		}
 		return t, nil
 	}
+	if id == "" {
+		id = sc.path() + "#" + strconv.Itoa(i)
+	}
 	sig := &interruptSignal{interrupts: []InterruptInfo{{
-		ID: sc.path() + "#" + strconv.Itoa(i), Node: sc.node, NS: sc.ns, Value: payload, When: "during",
+		ID: id, Node: sc.node, NS: sc.ns, Value: payload, When: "during",
 	}}}
 	if sc.raised == nil {
 		sc.raised = sig
+	}
+	if sc.flow != nil && sc.flow.up != nil {
+		up := sc.flow.up
+		up.mu.Lock()
+		if up.raised == nil {
+			up.raised = sig
+		}
+		up.mu.Unlock()
 	}
 	return zero, sig
 }
