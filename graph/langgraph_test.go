@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
 )
 
 // lgState is the state of these tests.
@@ -941,4 +944,119 @@ func TestLangGraph_DeferredNodeWaitsForEdgesNotSends(t *testing.T) {
 	g.AddRouter("b", sends("w", 1), "w")
 	g.AddEdge("c", "gather")
 	assert.Equal(t, [][]string{{"a"}, {"b"}, {"c", "w"}, {"gather"}}, lgSteps(t, rsCompile(t, g)))
+}
+
+// lgChat is a node that asks model once per prompt, streaming each answer with OnText, and logs
+// the answers.
+func lgChat(model providers.Model, prompts ...string) graph.NodeFunc[lgState] {
+	return func(ctx context.Context, _ lgState) (lgState, error) {
+		var out lgState
+		for _, p := range prompts {
+			resp, err := model.Generate(ctx, providers.Request{Messages: []providers.Message{providers.UserText(p)}, OnText: graph.OnText(ctx, model.Name())})
+			if err != nil {
+				return out, err
+			}
+			out.Log = append(out.Log, resp.Message.Text())
+		}
+		return out, nil
+	}
+}
+
+// lgMessages collects the text of a stream's ModeMessages events by node, checking what each
+// event says of its task.
+func lgMessages(t *testing.T, events iter.Seq2[graph.Event, error]) map[string][]string {
+	t.Helper()
+	got := map[string][]string{}
+	ids := map[string]int{} // a message's index in got[node], by chunk ID
+	for ev, err := range events {
+		require.NoError(t, err)
+		if ev.Mode != graph.ModeMessages {
+			continue
+		}
+		chunk := ev.Data.(graph.MessageChunk)
+		assert.Equal(t, "scripted/chat", chunk.Model)
+		assert.NotEmpty(t, ev.TaskID)
+		assert.Equal(t, 1, ev.Step)
+		key := ev.Namespace + ev.Node
+		i, ok := ids[chunk.ID]
+		if !ok {
+			i = len(got[key])
+			ids[chunk.ID] = i
+			got[key] = append(got[key], "")
+		}
+		got[key][i] += chunk.Text
+	}
+	return got
+}
+
+// LangGraph's stream_mode="messages" yields a model's tokens as they come, each with the node,
+// step and task that called the model; the chunks of one call share an ID. A subgraph's tokens
+// come only with subgraphs=true, tagged with its namespace.
+func TestLangGraph_MessagesModeStreamsTokensOfTheNodesModelCalls(t *testing.T) {
+	ctx := rsCtx(t)
+	model := scripted.NewFunc("chat", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		text, _ := scripted.Last(req)
+		return scripted.Turn{Text: "you said " + text}, nil
+	})
+	inner := graph.New[lgState]()
+	inner.AddNode("inner", lgChat(model, "deep"))
+	inner.AddEdge(graph.START, "inner")
+	g := graph.New[lgState]()
+	g.AddNode("chat", lgChat(model, "hello there", "bye"))
+	g.AddSubgraph("sub", rsCompile(t, inner))
+	g.AddEdge(graph.START, "chat")
+	g.AddEdge(graph.START, "sub")
+	c := rsCompile(t, g)
+
+	got := lgMessages(t, c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeMessages|graph.ModeUpdates)))
+	assert.Equal(t, map[string][]string{"chat": {"you said hello there", "you said bye"}}, got)
+
+	got = lgMessages(t, c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeMessages), graph.WithSubgraphs()))
+	require.Len(t, got, 2)
+	assert.Equal(t, []string{"you said hello there", "you said bye"}, got["chat"])
+	for key, msgs := range got {
+		if key != "chat" {
+			assert.Regexp(t, `^sub:[^/]+inner$`, key)
+			assert.Equal(t, []string{"you said deep"}, msgs)
+		}
+	}
+}
+
+// Without messages streamed, OnText gives a request no OnText, so that the model does not stream.
+func TestOnTextIsNilWhenNobodyStreamsMessages(t *testing.T) {
+	ctx := rsCtx(t)
+	var streamed atomic.Int32
+	model := scripted.NewFunc("chat", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if req.OnText != nil {
+			streamed.Add(1)
+		}
+		return scripted.Turn{Text: "hi"}, nil
+	})
+	g := graph.New[lgState]()
+	g.AddNode("chat", lgChat(model, "a"))
+	g.AddEdge(graph.START, "chat")
+	c := rsCompile(t, g)
+	_, err := c.Invoke(ctx, lgState{})
+	require.NoError(t, err)
+	for _, err := range c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeCustom|graph.ModeValues)) {
+		require.NoError(t, err)
+	}
+	assert.Zero(t, streamed.Load())
+	assert.Nil(t, graph.OnText(ctx, "scripted/chat"), "outside a node")
+}
+
+// A graph invoked inside a node, not added as a subgraph, streams its models' text as that node's.
+func TestMessagesOfAGraphInvokedInsideANode(t *testing.T) {
+	ctx := rsCtx(t)
+	model := scripted.New("chat", scripted.Turn{Text: "from the inside"})
+	inner := graph.New[lgState]()
+	inner.AddNode("inner", lgChat(model, "x"))
+	inner.AddEdge(graph.START, "inner")
+	ic := rsCompile(t, inner)
+	g := graph.New[lgState]()
+	g.AddNode("outer", func(ctx context.Context, s lgState) (lgState, error) { return ic.Invoke(ctx, lgState{}) })
+	g.AddEdge(graph.START, "outer")
+	c := rsCompile(t, g)
+	got := lgMessages(t, c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeMessages)))
+	assert.Equal(t, map[string][]string{"outer": {"from the inside"}}, got)
 }

@@ -132,7 +132,7 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 		r.cfg.saver, r.cfg.serde, r.cfg.thread = parent.saver, parent.serde, parent.thread
 		r.cfg.modes, r.cfg.subgraphs, r.cfg.tracer = parent.modes, parent.subs, parent.tracer
 		if !parent.subs {
-			r.cfg.modes &= ModeCustom // its nodes' custom events are streamed all the same
+			r.cfg.modes &= ModeCustom // its nodes' custom events are streamed all the same, as in LangGraph
 		}
 		if parent.events != nil && r.cfg.modes != 0 {
 			r.emit = parent.emit
@@ -144,7 +144,7 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	if r.saving {
 		r.w = newWriter(r.cfg.saver, r.cfg.durability)
 	}
-	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs, nodeCache: r.cfg.nodeCache, tracer: r.cfg.tracer, durability: r.cfg.durability}
+	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs, sub: parent != nil, nodeCache: r.cfg.nodeCache, tracer: r.cfg.tracer, durability: r.cfg.durability}
 	if r.env.nodeCache == nil && parent != nil {
 		r.env.nodeCache = parent.nodeCache
 	}
@@ -242,7 +242,7 @@ func (r *run[S]) finish(ctx context.Context, err error) error {
 
 // setEvents opens the channel tasks use to reach the stream, when someone listens for them.
 func (r *run[S]) setEvents() {
-	if r.emit != nil && (r.cfg.modes&ModeCustom != 0 || r.cfg.subgraphs) {
+	if r.emit != nil && (r.cfg.modes&(ModeCustom|ModeMessages) != 0 || r.cfg.subgraphs) {
 		r.events = make(chan Event)
 		r.env.events = r.events
 	}
