@@ -1060,3 +1060,77 @@ func TestMessagesOfAGraphInvokedInsideANode(t *testing.T) {
 	got := lgMessages(t, c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeMessages)))
 	assert.Equal(t, map[string][]string{"outer": {"from the inside"}}, got)
 }
+
+// lgResearch is the whole state of a graph whose input is an lgQuestion and whose output is an
+// lgAnswer (LangGraph's StateGraph(OverallState, input_schema=..., output_schema=...)).
+type lgResearch struct {
+	Question string
+	Notes    []string `graph:"append"`
+	Answer   string
+}
+
+type lgQuestion struct{ Question string }
+
+type lgAnswer struct{ Answer string }
+
+// lgNotes is the private input of the node that answers: it sees the notes only.
+type lgNotes struct{ Notes []string }
+
+// LangGraph's input and output schemas: invoke takes the input's keys and returns the output's
+// only, while the state, its snapshots and the values streamed hold every key; a node with an input
+// schema of its own reads only its keys (test_input_output_schemas, private state in the docs).
+func TestLangGraph_InputAndOutputSchemasAndANodesPrivateInput(t *testing.T) {
+	ctx := rsCtx(t)
+	g := graph.New[lgResearch]()
+	g.AddNode("think", func(_ context.Context, s lgResearch) (lgResearch, error) {
+		return lgResearch{Notes: []string{"notes on " + s.Question}}, nil
+	})
+	graph.AddNodeWithInput(g, "reply", func(_ context.Context, in lgNotes) (lgResearch, error) {
+		return lgResearch{Answer: "from " + strings.Join(in.Notes, ", ")}, nil
+	})
+	g.AddEdge(graph.START, "think")
+	g.AddEdge("think", "reply")
+	c := rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()))
+	io, err := graph.NewIO[lgQuestion, lgAnswer](c)
+	require.NoError(t, err)
+
+	out, err := io.Invoke(ctx, lgQuestion{Question: "why"}, graph.WithThread("t1"))
+	require.NoError(t, err)
+	assert.Equal(t, lgAnswer{Answer: "from notes on why"}, out)
+	snap, err := io.State(ctx, graph.WithThread("t1"))
+	require.NoError(t, err)
+	assert.Equal(t, lgResearch{Question: "why", Notes: []string{"notes on why"}, Answer: "from notes on why"}, snap.Values)
+
+	var values []lgResearch
+	for ev, err := range io.Stream(ctx, lgQuestion{Question: "how"}, graph.WithThread("t2")) {
+		require.NoError(t, err)
+		values = append(values, ev.Data.(lgResearch))
+	}
+	require.Len(t, values, 3)
+	assert.Equal(t, lgResearch{Question: "how", Notes: []string{"notes on how"}, Answer: "from notes on how"}, values[2])
+}
+
+// A field that the state lacks, or has with another type, is named when the graph is put
+// together, not found missing in a run.
+func TestInputAndOutputTypesMustBeFieldsOfTheState(t *testing.T) {
+	g := graph.New[lgResearch]()
+	graph.AddNodeWithInput(g, "reply", func(_ context.Context, in struct{ Draft string }) (lgResearch, error) {
+		return lgResearch{}, nil
+	})
+	g.AddEdge(graph.START, "reply")
+	_, err := g.Compile()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `node "reply": input type struct { Draft string }: the state graph_test.lgResearch has no field Draft`)
+
+	ok := graph.New[lgResearch]()
+	ok.AddNode("a", func(context.Context, lgResearch) (lgResearch, error) { return lgResearch{}, nil })
+	ok.AddEdge(graph.START, "a")
+	c := rsCompile(t, ok)
+	_, err = graph.NewIO[struct{ Question []string }, struct {
+		Answer string
+		Score  int
+	}](c)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "field Question is a []string, the state's is a string")
+	assert.Contains(t, err.Error(), "has no field Score")
+}
