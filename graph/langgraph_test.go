@@ -1134,3 +1134,68 @@ func TestInputAndOutputTypesMustBeFieldsOfTheState(t *testing.T) {
 	assert.Contains(t, err.Error(), "field Question is a []string, the state's is a string")
 	assert.Contains(t, err.Error(), "has no field Score")
 }
+
+// LangGraph's get_state(config, subgraphs=True) gives each task of a subgraph the subgraph's own
+// snapshot (task.state), nested for subgraphs within it; without subgraphs it gives none.
+func TestLangGraph_StateWithSubgraphsHoldsEachSubgraphsSnapshot(t *testing.T) {
+	ctx := rsCtx(t)
+	inner := graph.New[lgState]()
+	inner.AddNode("i1", lgLog("i1"))
+	inner.AddNode("ask", func(ctx context.Context, _ lgState) (lgState, error) {
+		v, err := graph.Interrupt[string](ctx, "q?")
+		return lgState{Log: []string{"ask:" + v}}, err
+	})
+	inner.AddEdge(graph.START, "i1")
+	inner.AddEdge("i1", "ask")
+	mid := graph.New[lgState]()
+	mid.AddSubgraph("deeper", rsCompile(t, inner))
+	mid.AddEdge(graph.START, "deeper")
+	g := graph.New[lgState]()
+	g.AddNode("pre", lgLog("pre"))
+	g.AddSubgraph("sub", rsCompile(t, mid))
+	g.AddEdge(graph.START, "pre")
+	g.AddEdge("pre", "sub")
+	c := rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()))
+	th := graph.WithThread("t")
+	_, err := c.Invoke(ctx, lgState{}, th)
+	rsInterrupted(t, err)
+
+	plain, err := c.State(ctx, th)
+	require.NoError(t, err)
+	require.Len(t, plain.Tasks, 1)
+	assert.Nil(t, plain.Tasks[0].Subgraph)
+
+	snap, err := c.State(ctx, th, graph.WithSubgraphs())
+	require.NoError(t, err)
+	require.Len(t, snap.Tasks, 1)
+	sub, ok := snap.Tasks[0].Subgraph.(graph.Snapshot[lgState])
+	require.True(t, ok, "a Snapshot[lgState]: %T", snap.Tasks[0].Subgraph)
+	assert.Equal(t, []string{"deeper"}, sub.Next)
+	assert.True(t, strings.HasPrefix(sub.Config.NS, "sub:"), sub.Config.NS)
+	require.Len(t, sub.Tasks, 1)
+	deeper, ok := sub.Tasks[0].Subgraph.(graph.Snapshot[lgState])
+	require.True(t, ok, "a Snapshot[lgState]: %T", sub.Tasks[0].Subgraph)
+	assert.Equal(t, []string{"pre", "i1"}, deeper.Values.Log)
+	assert.Equal(t, []string{"ask"}, deeper.Next)
+	require.Len(t, deeper.Interrupts, 1)
+	assert.Equal(t, "q?", deeper.Interrupts[0].Value)
+	assert.Equal(t, snap.Interrupts[0].ID, deeper.Interrupts[0].ID)
+
+	// History shows, for each step's subgraph task, where its subgraph ended.
+	_, err = c.Resume(ctx, "yes", th)
+	require.NoError(t, err)
+	hist, err := c.History(ctx, checkpoint.ListOptions{}, th, graph.WithSubgraphs())
+	require.NoError(t, err)
+	var ended []graph.Snapshot[lgState]
+	for _, h := range hist {
+		for _, task := range h.Tasks {
+			if task.Node == "sub" {
+				ended = append(ended, task.Subgraph.(graph.Snapshot[lgState]))
+			}
+		}
+	}
+	require.Len(t, ended, 1)
+	assert.Empty(t, ended[0].Next)
+	assert.Empty(t, ended[0].Tasks)
+	assert.Equal(t, []string{"pre", "i1", "ask:yes"}, ended[0].Values.Log)
+}

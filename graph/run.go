@@ -675,7 +675,7 @@ func (r *run[S]) newScope(ctx context.Context, t *task[S]) *scope {
 
 // taskPath is the path of t's scope (see scope.path).
 func (r *run[S]) taskPath(t *task[S]) string {
-	return (&scope{node: t.node.name, ns: r.ns, cpID: r.cp.CheckpointID, taskID: t.id}).path()
+	return taskPath(r.ns, t.node.name, r.cp.CheckpointID, t.id)
 }
 
 // plan computes the next frontier from the tasks that ran and their outputs, and the deferred

@@ -81,10 +81,14 @@ func effectsSaved(effects []effect) {
 }
 
 // path names the task uniquely within its thread: the namespace of its interrupts and subgraph.
-func (sc *scope) path() string {
-	p := sc.node + ":" + sc.cpID + "." + sc.taskID
-	if sc.ns != "" {
-		p = sc.ns + "/" + p
+func (sc *scope) path() string { return taskPath(sc.ns, sc.node, sc.cpID, sc.taskID) }
+
+// taskPath is the path of the task taskID of node, in the frontier of checkpoint cpID of the
+// namespace ns.
+func taskPath(ns, node, cpID, taskID string) string {
+	p := node + ":" + cpID + "." + taskID
+	if ns != "" {
+		p = ns + "/" + p
 	}
 	return p
 }
