@@ -24,8 +24,8 @@ type IOGraph[In, Out, S any] struct {
 // same names and types (embedded structs' fields count as fields). An error names every field
 // that S lacks.
 func NewIO[In, Out, S any](g *Compiled[S]) (*IOGraph[In, Out, S], error) {
-	in, inErr := toState[In, S]("input type")
-	out, outErr := fromState[S, Out]("output type")
+	in, inErr := project[In, S, S]("input type")
+	out, outErr := project[S, Out, S]("output type")
 	if err := errors.Join(inErr, outErr); err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func AddNodeWithInput[P, S any](g *StateGraph[S], name string, fn func(ctx conte
 		g.errs = append(g.errs, fmt.Errorf("graph: node %q: nil function", name))
 		return
 	}
-	in, err := fromState[S, P](fmt.Sprintf("node %q: input type", name))
+	in, err := project[S, P, S](fmt.Sprintf("node %q: input type", name))
 	if err != nil {
 		g.errs = append(g.errs, err)
 		return
@@ -73,29 +73,26 @@ func AddNodeWithInput[P, S any](g *StateGraph[S], name string, fn func(ctx conte
 // fieldPair is a field of a struct and the state's field of the same name, by index paths.
 type fieldPair struct{ field, state []int }
 
-// toState returns the function that builds a state from the fields of an N.
-func toState[N, S any](what string) (func(N) S, error) {
-	pairs, err := fieldPairs(reflect.TypeFor[N](), reflect.TypeFor[S](), what)
-	return func(n N) S {
-		var s S
-		sv, nv := reflect.ValueOf(&s).Elem(), reflect.ValueOf(n)
+// project returns the function that builds a To from the fields of the same names of a From; one
+// of them is the state S, the other the type whose fields are paired (see fieldPairs).
+func project[From, To, S any](what string) (func(From) To, error) {
+	state, narrow := reflect.TypeFor[S](), reflect.TypeFor[From]()
+	toState := state == reflect.TypeFor[To]()
+	if !toState {
+		narrow = reflect.TypeFor[To]()
+	}
+	pairs, err := fieldPairs(narrow, state, what)
+	return func(from From) To {
+		var to To
+		tv, fv := reflect.ValueOf(&to).Elem(), reflect.ValueOf(from)
 		for _, p := range pairs {
-			sv.FieldByIndex(p.state).Set(nv.FieldByIndex(p.field))
+			dst, src := p.field, p.state
+			if toState {
+				dst, src = src, dst
+			}
+			tv.FieldByIndex(dst).Set(fv.FieldByIndex(src))
 		}
-		return s
-	}, err
-}
-
-// fromState returns the function that builds an N from the fields of a state.
-func fromState[S, N any](what string) (func(S) N, error) {
-	pairs, err := fieldPairs(reflect.TypeFor[N](), reflect.TypeFor[S](), what)
-	return func(s S) N {
-		var n N
-		nv, sv := reflect.ValueOf(&n).Elem(), reflect.ValueOf(s)
-		for _, p := range pairs {
-			nv.FieldByIndex(p.field).Set(sv.FieldByIndex(p.state))
-		}
-		return n
+		return to
 	}, err
 }
 

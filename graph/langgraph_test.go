@@ -806,6 +806,20 @@ func TestLangGraph_InterruptAfterTheLastNodePauses(t *testing.T) {
 	assert.Equal(t, []string{"inner", "next"}, out.Log)
 }
 
+// lgNested returns a graph that runs first, then inner as the subgraph "deeper" of the subgraph
+// "sub".
+func lgNested(t *testing.T, first string, fn graph.NodeFunc[lgState], inner *graph.StateGraph[lgState]) *graph.StateGraph[lgState] {
+	sub := graph.New[lgState]()
+	sub.AddSubgraph("deeper", rsCompile(t, inner))
+	sub.AddEdge(graph.START, "deeper")
+	g := graph.New[lgState]()
+	g.AddNode(first, fn)
+	g.AddSubgraph("sub", rsCompile(t, sub))
+	g.AddEdge(graph.START, first)
+	g.AddEdge(first, "sub")
+	return g
+}
+
 // LangGraph streams the custom events of a subgraph's nodes in custom mode without
 // subgraphs=true; only the subgraph's other events (its updates, values) need it.
 func TestLangGraph_CustomEventsOfSubgraphsStreamWithoutSubgraphs(t *testing.T) {
@@ -819,15 +833,7 @@ func TestLangGraph_CustomEventsOfSubgraphsStreamWithoutSubgraphs(t *testing.T) {
 	inner := graph.New[lgState]()
 	inner.AddNode("inner", emitting("inner"))
 	inner.AddEdge(graph.START, "inner")
-	sub := graph.New[lgState]()
-	sub.AddSubgraph("deeper", rsCompile(t, inner))
-	sub.AddEdge(graph.START, "deeper")
-	g := graph.New[lgState]()
-	g.AddNode("outer", emitting("outer"))
-	g.AddSubgraph("sub", rsCompile(t, sub))
-	g.AddEdge(graph.START, "outer")
-	g.AddEdge("outer", "sub")
-	c := rsCompile(t, g)
+	c := rsCompile(t, lgNested(t, "outer", emitting("outer"), inner))
 
 	var custom, updates []string
 	for ev, err := range c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeCustom|graph.ModeUpdates)) {
@@ -1108,6 +1114,15 @@ func TestLangGraph_InputAndOutputSchemasAndANodesPrivateInput(t *testing.T) {
 	}
 	require.Len(t, values, 3)
 	assert.Equal(t, lgResearch{Question: "how", Notes: []string{"notes on how"}, Answer: "from notes on how"}, values[2])
+
+	// A resumed run returns the output too.
+	paused := graph.WithInterruptBefore("reply")
+	out, err = io.Invoke(ctx, lgQuestion{Question: "when"}, graph.WithThread("t3"), paused)
+	rsInterrupted(t, err)
+	assert.Equal(t, lgAnswer{}, out)
+	out, err = io.Resume(ctx, nil, graph.WithThread("t3"), paused)
+	require.NoError(t, err)
+	assert.Equal(t, lgAnswer{Answer: "from notes on when"}, out)
 }
 
 // A field that the state lacks, or has with another type, is named when the graph is put
@@ -1147,15 +1162,7 @@ func TestLangGraph_StateWithSubgraphsHoldsEachSubgraphsSnapshot(t *testing.T) {
 	})
 	inner.AddEdge(graph.START, "i1")
 	inner.AddEdge("i1", "ask")
-	mid := graph.New[lgState]()
-	mid.AddSubgraph("deeper", rsCompile(t, inner))
-	mid.AddEdge(graph.START, "deeper")
-	g := graph.New[lgState]()
-	g.AddNode("pre", lgLog("pre"))
-	g.AddSubgraph("sub", rsCompile(t, mid))
-	g.AddEdge(graph.START, "pre")
-	g.AddEdge("pre", "sub")
-	c := rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()))
+	c := rsCompile(t, lgNested(t, "pre", lgLog("pre"), inner), graph.WithCheckpointer(checkpoint.NewMemory()))
 	th := graph.WithThread("t")
 	_, err := c.Invoke(ctx, lgState{}, th)
 	rsInterrupted(t, err)
