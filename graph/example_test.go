@@ -10,6 +10,8 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
 )
 
 type notes struct {
@@ -336,4 +338,38 @@ func ExampleNewEntrypoint() {
 	// pick one of [a long poem about otters a short poem about otters]
 	// a short poem about otters <nil>
 	// drafts written: 2
+}
+
+// A chat UI shows a model's answer as it is generated: the node sets graph.OnText as the
+// request's OnText, and ModeMessages yields each piece of text tagged with its node.
+func ExampleOnText() {
+	model := scripted.New("demo", scripted.Turn{Text: "Supersteps merge updates in a fixed order."})
+	type chat struct{ Reply string }
+	g := graph.New[chat]()
+	g.AddNode("answer", func(ctx context.Context, _ chat) (chat, error) {
+		resp, err := model.Generate(ctx, providers.Request{
+			Messages: []providers.Message{providers.UserText("What is a superstep?")},
+			OnText:   graph.OnText(ctx, model.Name()),
+		})
+		return chat{Reply: resp.Message.Text()}, err
+	})
+	g.AddEdge(graph.START, "answer")
+	c, err := g.Compile()
+	if err != nil {
+		panic(err)
+	}
+	for ev, err := range c.Stream(context.Background(), chat{}, graph.WithStreamMode(graph.ModeMessages)) {
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: %q\n", ev.Node, ev.Data.(graph.MessageChunk).Text)
+	}
+	// Output:
+	// answer: "Supersteps "
+	// answer: "merge "
+	// answer: "updates "
+	// answer: "in "
+	// answer: "a "
+	// answer: "fixed "
+	// answer: "order."
 }

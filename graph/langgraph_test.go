@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -22,6 +23,8 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
 )
 
 // lgState is the state of these tests.
@@ -805,6 +808,20 @@ func TestLangGraph_InterruptAfterTheLastNodePauses(t *testing.T) {
 	assert.Equal(t, []string{"inner", "next"}, out.Log)
 }
 
+// lgNested returns a graph that runs first, then inner as the subgraph "deeper" of the subgraph
+// "sub".
+func lgNested(t *testing.T, first string, fn graph.NodeFunc[lgState], inner *graph.StateGraph[lgState]) *graph.StateGraph[lgState] {
+	sub := graph.New[lgState]()
+	sub.AddSubgraph("deeper", rsCompile(t, inner))
+	sub.AddEdge(graph.START, "deeper")
+	g := graph.New[lgState]()
+	g.AddNode(first, fn)
+	g.AddSubgraph("sub", rsCompile(t, sub))
+	g.AddEdge(graph.START, first)
+	g.AddEdge(first, "sub")
+	return g
+}
+
 // LangGraph streams the custom events of a subgraph's nodes in custom mode without
 // subgraphs=true; only the subgraph's other events (its updates, values) need it.
 func TestLangGraph_CustomEventsOfSubgraphsStreamWithoutSubgraphs(t *testing.T) {
@@ -818,15 +835,7 @@ func TestLangGraph_CustomEventsOfSubgraphsStreamWithoutSubgraphs(t *testing.T) {
 	inner := graph.New[lgState]()
 	inner.AddNode("inner", emitting("inner"))
 	inner.AddEdge(graph.START, "inner")
-	sub := graph.New[lgState]()
-	sub.AddSubgraph("deeper", rsCompile(t, inner))
-	sub.AddEdge(graph.START, "deeper")
-	g := graph.New[lgState]()
-	g.AddNode("outer", emitting("outer"))
-	g.AddSubgraph("sub", rsCompile(t, sub))
-	g.AddEdge(graph.START, "outer")
-	g.AddEdge("outer", "sub")
-	c := rsCompile(t, g)
+	c := rsCompile(t, lgNested(t, "outer", emitting("outer"), inner))
 
 	var custom, updates []string
 	for ev, err := range c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeCustom|graph.ModeUpdates)) {
@@ -1219,4 +1228,259 @@ func TestLangGraph_FunctionalTasksCallTasks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "<x1><x2>", got)
 	assert.Equal(t, int32(2), leafRuns.Load())
+}
+
+// lgChat is a node that asks model once per prompt, streaming each answer with OnText, and logs
+// the answers.
+func lgChat(model providers.Model, prompts ...string) graph.NodeFunc[lgState] {
+	return func(ctx context.Context, _ lgState) (lgState, error) {
+		var out lgState
+		for _, p := range prompts {
+			resp, err := model.Generate(ctx, providers.Request{Messages: []providers.Message{providers.UserText(p)}, OnText: graph.OnText(ctx, model.Name())})
+			if err != nil {
+				return out, err
+			}
+			out.Log = append(out.Log, resp.Message.Text())
+		}
+		return out, nil
+	}
+}
+
+// lgMessages collects the text of a stream's ModeMessages events by node, checking what each
+// event says of its task.
+func lgMessages(t *testing.T, events iter.Seq2[graph.Event, error]) map[string][]string {
+	t.Helper()
+	got := map[string][]string{}
+	ids := map[string]int{} // a message's index in got[node], by chunk ID
+	for ev, err := range events {
+		require.NoError(t, err)
+		if ev.Mode != graph.ModeMessages {
+			continue
+		}
+		chunk := ev.Data.(graph.MessageChunk)
+		assert.Equal(t, "scripted/chat", chunk.Model)
+		assert.NotEmpty(t, ev.TaskID)
+		assert.Equal(t, 1, ev.Step)
+		key := ev.Namespace + ev.Node
+		i, ok := ids[chunk.ID]
+		if !ok {
+			i = len(got[key])
+			ids[chunk.ID] = i
+			got[key] = append(got[key], "")
+		}
+		got[key][i] += chunk.Text
+	}
+	return got
+}
+
+// LangGraph's stream_mode="messages" yields a model's tokens as they come, each with the node,
+// step and task that called the model; the chunks of one call share an ID. A subgraph's tokens
+// come only with subgraphs=true, tagged with its namespace.
+func TestLangGraph_MessagesModeStreamsTokensOfTheNodesModelCalls(t *testing.T) {
+	ctx := rsCtx(t)
+	model := scripted.NewFunc("chat", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		text, _ := scripted.Last(req)
+		return scripted.Turn{Text: "you said " + text}, nil
+	})
+	inner := graph.New[lgState]()
+	inner.AddNode("inner", lgChat(model, "deep"))
+	inner.AddEdge(graph.START, "inner")
+	g := graph.New[lgState]()
+	g.AddNode("chat", lgChat(model, "hello there", "bye"))
+	g.AddSubgraph("sub", rsCompile(t, inner))
+	g.AddEdge(graph.START, "chat")
+	g.AddEdge(graph.START, "sub")
+	c := rsCompile(t, g)
+
+	got := lgMessages(t, c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeMessages|graph.ModeUpdates)))
+	assert.Equal(t, map[string][]string{"chat": {"you said hello there", "you said bye"}}, got)
+
+	got = lgMessages(t, c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeMessages), graph.WithSubgraphs()))
+	require.Len(t, got, 2)
+	assert.Equal(t, []string{"you said hello there", "you said bye"}, got["chat"])
+	for key, msgs := range got {
+		if key != "chat" {
+			assert.Regexp(t, `^sub:[^/]+inner$`, key)
+			assert.Equal(t, []string{"you said deep"}, msgs)
+		}
+	}
+}
+
+// Without messages streamed, OnText gives a request no OnText, so that the model does not stream.
+func TestOnTextIsNilWhenNobodyStreamsMessages(t *testing.T) {
+	ctx := rsCtx(t)
+	var streamed atomic.Int32
+	model := scripted.NewFunc("chat", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if req.OnText != nil {
+			streamed.Add(1)
+		}
+		return scripted.Turn{Text: "hi"}, nil
+	})
+	g := graph.New[lgState]()
+	g.AddNode("chat", lgChat(model, "a"))
+	g.AddEdge(graph.START, "chat")
+	c := rsCompile(t, g)
+	_, err := c.Invoke(ctx, lgState{})
+	require.NoError(t, err)
+	for _, err := range c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeCustom|graph.ModeValues)) {
+		require.NoError(t, err)
+	}
+	assert.Zero(t, streamed.Load())
+	assert.Nil(t, graph.OnText(ctx, "scripted/chat"), "outside a node")
+}
+
+// A graph invoked inside a node, not added as a subgraph, streams its models' text as that node's.
+func TestMessagesOfAGraphInvokedInsideANode(t *testing.T) {
+	ctx := rsCtx(t)
+	model := scripted.New("chat", scripted.Turn{Text: "from the inside"})
+	inner := graph.New[lgState]()
+	inner.AddNode("inner", lgChat(model, "x"))
+	inner.AddEdge(graph.START, "inner")
+	ic := rsCompile(t, inner)
+	g := graph.New[lgState]()
+	g.AddNode("outer", func(ctx context.Context, s lgState) (lgState, error) { return ic.Invoke(ctx, lgState{}) })
+	g.AddEdge(graph.START, "outer")
+	c := rsCompile(t, g)
+	got := lgMessages(t, c.Stream(ctx, lgState{}, graph.WithStreamMode(graph.ModeMessages)))
+	assert.Equal(t, map[string][]string{"outer": {"from the inside"}}, got)
+}
+
+// lgResearch is the whole state of a graph whose input is an lgQuestion and whose output is an
+// lgAnswer (LangGraph's StateGraph(OverallState, input_schema=..., output_schema=...)).
+type lgResearch struct {
+	Question string
+	Notes    []string `graph:"append"`
+	Answer   string
+}
+
+type lgQuestion struct{ Question string }
+
+type lgAnswer struct{ Answer string }
+
+// lgNotes is the private input of the node that answers: it sees the notes only.
+type lgNotes struct{ Notes []string }
+
+// LangGraph's input and output schemas: invoke takes the input's keys and returns the output's
+// only, while the state, its snapshots and the values streamed hold every key; a node with an input
+// schema of its own reads only its keys (test_input_output_schemas, private state in the docs).
+func TestLangGraph_InputAndOutputSchemasAndANodesPrivateInput(t *testing.T) {
+	ctx := rsCtx(t)
+	g := graph.New[lgResearch]()
+	g.AddNode("think", func(_ context.Context, s lgResearch) (lgResearch, error) {
+		return lgResearch{Notes: []string{"notes on " + s.Question}}, nil
+	})
+	graph.AddNodeWithInput(g, "reply", func(_ context.Context, in lgNotes) (lgResearch, error) {
+		return lgResearch{Answer: "from " + strings.Join(in.Notes, ", ")}, nil
+	})
+	g.AddEdge(graph.START, "think")
+	g.AddEdge("think", "reply")
+	c := rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()))
+	io, err := graph.NewIO[lgQuestion, lgAnswer](c)
+	require.NoError(t, err)
+
+	out, err := io.Invoke(ctx, lgQuestion{Question: "why"}, graph.WithThread("t1"))
+	require.NoError(t, err)
+	assert.Equal(t, lgAnswer{Answer: "from notes on why"}, out)
+	snap, err := io.State(ctx, graph.WithThread("t1"))
+	require.NoError(t, err)
+	assert.Equal(t, lgResearch{Question: "why", Notes: []string{"notes on why"}, Answer: "from notes on why"}, snap.Values)
+
+	var values []lgResearch
+	for ev, err := range io.Stream(ctx, lgQuestion{Question: "how"}, graph.WithThread("t2")) {
+		require.NoError(t, err)
+		values = append(values, ev.Data.(lgResearch))
+	}
+	require.Len(t, values, 3)
+	assert.Equal(t, lgResearch{Question: "how", Notes: []string{"notes on how"}, Answer: "from notes on how"}, values[2])
+
+	// A resumed run returns the output too.
+	paused := graph.WithInterruptBefore("reply")
+	out, err = io.Invoke(ctx, lgQuestion{Question: "when"}, graph.WithThread("t3"), paused)
+	rsInterrupted(t, err)
+	assert.Equal(t, lgAnswer{}, out)
+	out, err = io.Resume(ctx, nil, graph.WithThread("t3"), paused)
+	require.NoError(t, err)
+	assert.Equal(t, lgAnswer{Answer: "from notes on when"}, out)
+}
+
+// A field that the state lacks, or has with another type, is named when the graph is put
+// together, not found missing in a run.
+func TestInputAndOutputTypesMustBeFieldsOfTheState(t *testing.T) {
+	g := graph.New[lgResearch]()
+	graph.AddNodeWithInput(g, "reply", func(_ context.Context, in struct{ Draft string }) (lgResearch, error) {
+		return lgResearch{}, nil
+	})
+	g.AddEdge(graph.START, "reply")
+	_, err := g.Compile()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `node "reply": input type struct { Draft string }: the state graph_test.lgResearch has no field Draft`)
+
+	ok := graph.New[lgResearch]()
+	ok.AddNode("a", func(context.Context, lgResearch) (lgResearch, error) { return lgResearch{}, nil })
+	ok.AddEdge(graph.START, "a")
+	c := rsCompile(t, ok)
+	_, err = graph.NewIO[struct{ Question []string }, struct {
+		Answer string
+		Score  int
+	}](c)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "field Question is a []string, the state's is a string")
+	assert.Contains(t, err.Error(), "has no field Score")
+}
+
+// LangGraph's get_state(config, subgraphs=True) gives each task of a subgraph the subgraph's own
+// snapshot (task.state), nested for subgraphs within it; without subgraphs it gives none.
+func TestLangGraph_StateWithSubgraphsHoldsEachSubgraphsSnapshot(t *testing.T) {
+	ctx := rsCtx(t)
+	inner := graph.New[lgState]()
+	inner.AddNode("i1", lgLog("i1"))
+	inner.AddNode("ask", func(ctx context.Context, _ lgState) (lgState, error) {
+		v, err := graph.Interrupt[string](ctx, "q?")
+		return lgState{Log: []string{"ask:" + v}}, err
+	})
+	inner.AddEdge(graph.START, "i1")
+	inner.AddEdge("i1", "ask")
+	c := rsCompile(t, lgNested(t, "pre", lgLog("pre"), inner), graph.WithCheckpointer(checkpoint.NewMemory()))
+	th := graph.WithThread("t")
+	_, err := c.Invoke(ctx, lgState{}, th)
+	rsInterrupted(t, err)
+
+	plain, err := c.State(ctx, th)
+	require.NoError(t, err)
+	require.Len(t, plain.Tasks, 1)
+	assert.Nil(t, plain.Tasks[0].Subgraph)
+
+	snap, err := c.State(ctx, th, graph.WithSubgraphs())
+	require.NoError(t, err)
+	require.Len(t, snap.Tasks, 1)
+	sub, ok := snap.Tasks[0].Subgraph.(graph.Snapshot[lgState])
+	require.True(t, ok, "a Snapshot[lgState]: %T", snap.Tasks[0].Subgraph)
+	assert.Equal(t, []string{"deeper"}, sub.Next)
+	assert.True(t, strings.HasPrefix(sub.Config.NS, "sub:"), sub.Config.NS)
+	require.Len(t, sub.Tasks, 1)
+	deeper, ok := sub.Tasks[0].Subgraph.(graph.Snapshot[lgState])
+	require.True(t, ok, "a Snapshot[lgState]: %T", sub.Tasks[0].Subgraph)
+	assert.Equal(t, []string{"pre", "i1"}, deeper.Values.Log)
+	assert.Equal(t, []string{"ask"}, deeper.Next)
+	require.Len(t, deeper.Interrupts, 1)
+	assert.Equal(t, "q?", deeper.Interrupts[0].Value)
+	assert.Equal(t, snap.Interrupts[0].ID, deeper.Interrupts[0].ID)
+
+	// History shows, for each step's subgraph task, where its subgraph ended.
+	_, err = c.Resume(ctx, "yes", th)
+	require.NoError(t, err)
+	hist, err := c.History(ctx, checkpoint.ListOptions{}, th, graph.WithSubgraphs())
+	require.NoError(t, err)
+	var ended []graph.Snapshot[lgState]
+	for _, h := range hist {
+		for _, task := range h.Tasks {
+			if task.Node == "sub" {
+				ended = append(ended, task.Subgraph.(graph.Snapshot[lgState]))
+			}
+		}
+	}
+	require.Len(t, ended, 1)
+	assert.Empty(t, ended[0].Next)
+	assert.Empty(t, ended[0].Tasks)
+	assert.Equal(t, []string{"pre", "i1", "ask:yes"}, ended[0].Values.Log)
 }

@@ -111,6 +111,8 @@ func WithStreamMode(m Mode) Option { return func(c *config) { c.modes = m } }
 
 // WithSubgraphs makes Stream also yield the events of subgraphs, with their Namespace set. Without
 // it, of a subgraph's events only its nodes' custom events (Emit) are yielded, as in LangGraph.
+// Given to State or History, it adds to each task of a subgraph the subgraph's snapshot
+// (TaskState.Subgraph).
 func WithSubgraphs() Option { return func(c *config) { c.subgraphs = true } }
 
 // WithInterruptBefore pauses a run before any of the named nodes runs. Resume continues it.

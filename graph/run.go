@@ -133,7 +133,7 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 		r.cfg.saver, r.cfg.serde, r.cfg.thread = parent.saver, parent.serde, parent.thread
 		r.cfg.modes, r.cfg.subgraphs, r.cfg.tracer = parent.modes, parent.subs, parent.tracer
 		if !parent.subs {
-			r.cfg.modes &= ModeCustom // its nodes' custom events are streamed all the same
+			r.cfg.modes &= ModeCustom // its nodes' custom events are streamed all the same, as in LangGraph
 		}
 		if parent.events != nil && r.cfg.modes != 0 {
 			r.emit = parent.emit
@@ -145,7 +145,7 @@ func (g *Compiled[S]) newRun(cfg config, parent *scope) (*run[S], error) {
 	if r.saving {
 		r.w = newWriter(r.cfg.saver, r.cfg.durability)
 	}
-	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs, nodeCache: r.cfg.nodeCache, tracer: r.cfg.tracer, durability: r.cfg.durability}
+	r.env = &env{saver: r.cfg.saver, serde: r.cfg.serde, thread: r.cfg.thread, saving: r.saving, modes: r.cfg.modes, subs: r.cfg.subgraphs, sub: parent != nil, nodeCache: r.cfg.nodeCache, tracer: r.cfg.tracer, durability: r.cfg.durability}
 	if r.env.nodeCache == nil && parent != nil {
 		r.env.nodeCache = parent.nodeCache
 	}
@@ -243,7 +243,7 @@ func (r *run[S]) finish(ctx context.Context, err error) error {
 
 // setEvents opens the channel tasks use to reach the stream, when someone listens for them.
 func (r *run[S]) setEvents() {
-	if r.emit != nil && (r.cfg.modes&ModeCustom != 0 || r.cfg.subgraphs || r.cfg.calls) {
+	if r.emit != nil && (r.cfg.modes&(ModeCustom|ModeMessages) != 0 || r.cfg.subgraphs || r.cfg.calls) {
 		r.events = make(chan Event)
 		r.env.events = r.events
 	}
@@ -682,7 +682,7 @@ func (r *run[S]) newScope(ctx context.Context, t *task[S]) *scope {
 
 // taskPath is the path of t's scope (see scope.path).
 func (r *run[S]) taskPath(t *task[S]) string {
-	return (&scope{node: t.node.name, ns: r.ns, cpID: r.cp.CheckpointID, taskID: t.id}).path()
+	return taskPath(r.ns, t.node.name, r.cp.CheckpointID, t.id)
 }
 
 // plan computes the next frontier from the tasks that ran and their outputs, and the deferred

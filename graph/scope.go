@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -21,6 +22,7 @@ type env struct {
 	saving bool
 	modes  Mode
 	subs   bool         // stream subgraph events
+	sub    bool         // the run is a subgraph's (see OnText)
 	events chan<- Event // to the run's loop; nil when nobody listens
 	// nodeCache keeps the outputs of nodes with a CachePolicy (WithNodeCache).
 	nodeCache  NodeCache
@@ -99,10 +101,14 @@ func effectsSaved(effects []effect) {
 }
 
 // path names the task uniquely within its thread: the namespace of its interrupts and subgraph.
-func (sc *scope) path() string {
-	p := sc.node + ":" + sc.cpID + "." + sc.taskID
-	if sc.ns != "" {
-		p = sc.ns + "/" + p
+func (sc *scope) path() string { return taskPath(sc.ns, sc.node, sc.cpID, sc.taskID) }
+
+// taskPath is the path of the task taskID of node, in the frontier of checkpoint cpID of the
+// namespace ns.
+func taskPath(ns, node, cpID, taskID string) string {
+	p := node + ":" + cpID + "." + taskID
+	if ns != "" {
+		p = ns + "/" + p
 	}
 	return p
 }
@@ -290,8 +296,8 @@ func decodeAs[T any](serde checkpoint.Serializer, v any) (T, error) {
 	return t, err
 }
 
-// Emit sends a value to the run's stream in ModeCustom, from inside a node: progress, tokens of a
-// model's answer, anything a watcher wants before the node returns. It does nothing when nobody
+// Emit sends a value to the run's stream in ModeCustom, from inside a node: progress, anything a
+// watcher wants before the node returns (a model's text has a mode of its own: see OnText). It does nothing when nobody
 // streams custom events, and blocks while the reader is busy.
 func Emit(ctx context.Context, v any) {
 	sc := scopeFrom(ctx)
@@ -299,6 +305,36 @@ func Emit(ctx context.Context, v any) {
 		return
 	}
 	sc.emit(Event{Mode: ModeCustom, Namespace: sc.ns, Step: sc.step, Node: sc.node, TaskID: sc.taskID, Data: v})
+}
+
+// OnText returns the function that streams a model's answer in ModeMessages from inside a node:
+// set it as the model request's OnText (providers.Request.OnText), or call it from your own, and
+// each piece of text becomes an event tagged with the node, step, task and namespace, whose Data
+// is a MessageChunk naming model. Call OnText once for each model call: the chunks of one call
+// share an ID. The returned function blocks while the reader is busy.
+//
+// OnText returns nil when nobody streams messages, so that the request does not stream at all.
+// The models of a subgraph stream only WithSubgraphs, as in LangGraph; those of a graph invoked
+// inside a node (not added as a subgraph, as the harnessed runtime runs its workers) stream as
+// that node's, unless that graph is streamed itself.
+func OnText(ctx context.Context, model string) func(delta string) {
+	sc := scopeFrom(ctx)
+	for sc != nil && (sc.events == nil || sc.modes&ModeMessages == 0) {
+		if sc.sub {
+			return nil
+		}
+		sc = scopeFrom(sc.Context)
+	}
+	if sc == nil {
+		return nil
+	}
+	id := uuid.NewString()
+	return func(delta string) {
+		if delta != "" {
+			sc.emit(Event{Mode: ModeMessages, Namespace: sc.ns, Step: sc.step, Node: sc.node, TaskID: sc.taskID,
+				Data: MessageChunk{Text: delta, Model: model, ID: id}})
+		}
+	}
 }
 
 // TaskInfo describes the running task; nodes get it with CurrentTask.

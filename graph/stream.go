@@ -23,7 +23,10 @@ const (
 	ModeTasks
 	// ModeCheckpoints yields every saved checkpoint. Data is a CheckpointEvent.
 	ModeCheckpoints
-	// ModeDebug is every mode but values and updates: tasks and checkpoints.
+	// ModeMessages yields the text of the models that nodes call as it is generated, what a chat
+	// UI shows (see OnText). Data is a MessageChunk.
+	ModeMessages
+	// ModeDebug is tasks and checkpoints.
 	ModeDebug = ModeTasks | ModeCheckpoints
 )
 
@@ -48,6 +51,15 @@ type TaskEvent struct {
 	Err        error
 	Interrupts []InterruptInfo
 	Cached     bool // the task's output came from the node cache (see CachePolicy)
+}
+
+// MessageChunk is the Data of a ModeMessages event: a piece of a model's answer.
+type MessageChunk struct {
+	Text  string // the piece of the answer's text
+	Model string // the model that generates it, as given to OnText
+	// ID is the same for the chunks of one model call and differs between calls: the key by which
+	// a reader puts chunks together into messages.
+	ID string
 }
 
 // CheckpointEvent is the Data of a ModeCheckpoints event.

@@ -41,6 +41,11 @@ type TaskState struct {
 	Done bool
 	// Interrupts are the task's requests for input that have no answer yet.
 	Interrupts []InterruptInfo
+	// Subgraph is, for a task of a subgraph with WithSubgraphs given to State or History, the
+	// subgraph's latest snapshot under the task's namespace, as a Snapshot of the subgraph's
+	// state type (its own tasks' subgraphs included): where it paused, or where it ended. It is
+	// nil without WithSubgraphs, for other tasks, and for a subgraph that saved nothing yet.
+	Subgraph any
 }
 
 // threadRun is a run used to read or change a thread outside of an invocation.
@@ -73,7 +78,7 @@ func (g *Compiled[S]) State(ctx context.Context, opts ...Option) (Snapshot[S], e
 	if err != nil {
 		return Snapshot[S]{}, err
 	}
-	return r.snapshot(t, s, r.cfg.checkpointID == "")
+	return r.snapshot(ctx, t, s, r.cfg.checkpointID == "")
 }
 
 // History returns the thread's snapshots, newest first, narrowed by filter (limit, before, source,
@@ -112,7 +117,7 @@ func (g *Compiled[S]) History(ctx context.Context, filter checkpoint.ListOptions
 			return nil, err
 		}
 		byID[t.Checkpoint.ID] = built{t, s}
-		if out[i], err = r.snapshot(t, s, false); err != nil {
+		if out[i], err = r.snapshot(ctx, t, s, false); err != nil {
 			return nil, err
 		}
 	}
@@ -120,8 +125,9 @@ func (g *Compiled[S]) History(ctx context.Context, filter checkpoint.ListOptions
 }
 
 // snapshot describes checkpoint t, whose state is s; with latest set, the updates of its next
-// tasks that finished are merged into the values and those tasks are not listed in Next.
-func (r *run[S]) snapshot(t *checkpoint.Tuple, s S, latest bool) (Snapshot[S], error) {
+// tasks that finished are merged into the values and those tasks are not listed in Next. With
+// WithSubgraphs, the tasks of subgraphs get the subgraph's snapshot.
+func (r *run[S]) snapshot(ctx context.Context, t *checkpoint.Tuple, s S, latest bool) (Snapshot[S], error) {
 	pending, err := r.loadFrontier(t)
 	if err != nil {
 		return Snapshot[S]{}, err
@@ -148,9 +154,42 @@ func (r *run[S]) snapshot(t *checkpoint.Tuple, s S, latest bool) (Snapshot[S], e
 		if !latest || !task.done {
 			snap.Next = append(snap.Next, task.node.name)
 		}
-		snap.Tasks = append(snap.Tasks, TaskState{ID: task.id, Node: task.node.name, Done: task.done, Interrupts: asked[task]})
+		ts := TaskState{ID: task.id, Node: task.node.name, Done: task.done, Interrupts: asked[task]}
+		if sub, ok := task.node.sub.(subgraph); ok && r.cfg.subgraphs {
+			if ts.Subgraph, err = sub.stateIn(ctx, r.env, taskPath(r.ns, task.node.name, t.Config.CheckpointID, task.id)); err != nil {
+				return Snapshot[S]{}, err
+			}
+		}
+		snap.Tasks = append(snap.Tasks, ts)
 	}
 	return snap, nil
+}
+
+// subgraph is a compiled graph run as a subgraph, as State sees it.
+type subgraph interface {
+	// stateIn returns the latest snapshot (a Snapshot of the subgraph's state type) saved under
+	// the namespace ns of the thread of e, with those of its own subgraphs; nil when it has none.
+	stateIn(ctx context.Context, e *env, ns string) (any, error)
+}
+
+func (g *Compiled[S]) stateIn(ctx context.Context, e *env, ns string) (any, error) {
+	cfg := g.cfg
+	cfg.saver, cfg.serde, cfg.thread = e.saver, e.serde, e.thread
+	cfg.subgraphs, cfg.checkpointID, cfg.cache = true, "", nil
+	r, err := g.newRun(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.ns = ns
+	t, err := r.load(ctx)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	s, _, err := r.stateAt(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return r.snapshot(ctx, t, s, true)
 }
 
 // UpdateState changes a thread's state from outside a run, as if node asNode had returned update:

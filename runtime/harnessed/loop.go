@@ -201,14 +201,19 @@ func (w *worker) receive(step string) []runtime.Message {
 
 // generate asks the model for the next turn, once: retrying is the model's own (see
 // providers.WithRetry), whose retries are reported as Retrying events. The answer's text is
-// reported as it comes, in TextDelta events (unless WithoutStreaming). When the call fails, the
-// worker's notes on the failure go to failure_notes.md.
+// reported as it comes, in TextDelta events (unless WithoutStreaming), and to the messages stream
+// of a graph whose node runs the worker (graph.OnText). When the call fails, the worker's notes on
+// the failure go to failure_notes.md.
 func (w *worker) generate(ctx context.Context, conv []providers.Message) (providers.Response, error) {
 	req := providers.Request{System: w.prompt, Messages: conv, MaxTokens: w.rt.cfg.maxTokens, Tools: w.specs}
 	if !w.rt.cfg.noStream {
+		toGraph := graph.OnText(ctx, w.rt.model.Name())
 		req.OnText = func(delta string) {
 			if delta != "" {
 				w.rep.Emit(runtime.Event{Kind: runtime.TextDelta, Text: delta})
+				if toGraph != nil {
+					toGraph(delta)
+				}
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/runtime"
@@ -140,4 +141,49 @@ func TestWithoutStreaming(t *testing.T) {
 	assert.Nil(t, model.Requests()[0].OnText)
 	assert.NotContains(t, rec.kinds(), runtime.TextDelta)
 	assert.Contains(t, rec.kinds(), runtime.ModelTurn)
+}
+
+// A worker run by a graph's node streams its text to the graph's messages stream too, as that
+// node's: one message for each model call.
+func TestWorkerInAGraphStreamsItsTextAsMessages(t *testing.T) {
+	model := scripted.New("w",
+		scripted.Turn{Text: "Let me write the notes first.", Calls: []tools.Call{call("c1", "write_file", files.WriteArgs{Path: "notes.md", Content: "notes"})}},
+		scripted.Turn{Text: "The notes are written; I publish them now.", Calls: []tools.Call{call("c2", "publish", adapter.PublishArgs{Summary: "notes"})}},
+	)
+	a := assignment(t, "s1", "Write the notes.")
+	type state struct{ Status runtime.Status }
+	g := graph.New[state]()
+	g.AddNode("writer", func(ctx context.Context, _ state) (state, error) {
+		var rec recorder
+		o, err := harnessed.New(model).Run(ctx, a, rec.sink)
+		return state{Status: o.Status}, err
+	})
+	g.AddEdge(graph.START, "writer")
+	c, err := g.Compile()
+	require.NoError(t, err)
+
+	var (
+		messages []string
+		ids      = map[string]int{}
+		final    state
+	)
+	for ev, err := range c.Stream(context.Background(), state{}, graph.WithStreamMode(graph.ModeMessages|graph.ModeValues)) {
+		require.NoError(t, err)
+		if ev.Mode == graph.ModeValues {
+			final = ev.Data.(state)
+			continue
+		}
+		chunk := ev.Data.(graph.MessageChunk)
+		assert.Equal(t, "writer", ev.Node)
+		assert.Equal(t, "scripted/w", chunk.Model)
+		i, ok := ids[chunk.ID]
+		if !ok {
+			i = len(messages)
+			ids[chunk.ID] = i
+			messages = append(messages, "")
+		}
+		messages[i] += chunk.Text
+	}
+	assert.Equal(t, runtime.Published, final.Status)
+	assert.Equal(t, []string{"Let me write the notes first.", "The notes are written; I publish them now."}, messages)
 }
