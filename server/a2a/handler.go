@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agiraph/agiraph/internal/a2awire"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/server/host"
 )
@@ -125,22 +126,22 @@ const maxRequest = 1 << 20
 
 // ServeRPC serves a JSON-RPC request to agent id.
 func (h *Handler) ServeRPC(w http.ResponseWriter, r *http.Request, id string) {
-	var req request
+	var req a2awire.Request
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequest)).Decode(&req); err != nil {
-		reply(w, http.StatusOK, response{Error: &rpcError{Code: codeParse, Message: "the request is not JSON: " + err.Error()}})
+		reply(w, http.StatusOK, a2awire.Response{Error: &a2awire.Error{Code: a2awire.CodeParse, Message: "the request is not JSON: " + err.Error()}})
 		return
 	}
 	if req.JSONRPC != "2.0" || req.Method == "" {
-		reply(w, http.StatusOK, response{ID: req.ID, Error: &rpcError{Code: codeInvalidRequest, Message: `a JSON-RPC 2.0 request has "jsonrpc": "2.0" and a method`}})
+		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: &a2awire.Error{Code: a2awire.CodeInvalidRequest, Message: `a JSON-RPC 2.0 request has "jsonrpc": "2.0" and a method`}})
 		return
 	}
 	a, err := h.host.Agent(r.Context(), id)
 	if err != nil {
-		status, e := http.StatusInternalServerError, &rpcError{Code: codeInternal, Message: err.Error()}
+		status, e := http.StatusInternalServerError, &a2awire.Error{Code: a2awire.CodeInternal, Message: err.Error()}
 		if errors.Is(err, host.ErrNotFound) {
-			status, e.Code, e.Message = http.StatusNotFound, codeInvalidRequest, fmt.Sprintf("no agent %q", id)
+			status, e.Code, e.Message = http.StatusNotFound, a2awire.CodeInvalidRequest, fmt.Sprintf("no agent %q", id)
 		}
-		reply(w, status, response{ID: req.ID, Error: e})
+		reply(w, status, a2awire.Response{ID: req.ID, Error: e})
 		return
 	}
 	c := &call{h: h, a: a, id: req.ID}
@@ -167,43 +168,43 @@ func (h *Handler) ServeRPC(w http.ResponseWriter, r *http.Request, id string) {
 	case "tasks/pushNotificationConfig/delete":
 		result, err = c.deletePush(req.Params)
 	default:
-		err = &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("no method %q: this agent takes message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe and tasks/pushNotificationConfig/set, get, list and delete", req.Method)}
+		err = &a2awire.Error{Code: a2awire.CodeMethodNotFound, Message: fmt.Sprintf("no method %q: this agent takes message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe and tasks/pushNotificationConfig/set, get, list and delete", req.Method)}
 	}
 	if err != nil {
-		reply(w, http.StatusOK, response{ID: req.ID, Error: asRPC(err)})
+		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: asRPC(err)})
 		return
 	}
 	if result == nil { // delete answers null
 		result = json.RawMessage("null")
 	}
-	reply(w, http.StatusOK, response{ID: req.ID, Result: result})
+	reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Result: result})
 }
 
 // reply writes a JSON-RPC response.
-func reply(w http.ResponseWriter, status int, resp response) {
+func reply(w http.ResponseWriter, status int, resp a2awire.Response) {
 	resp.JSONRPC = "2.0"
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
-// asRPC returns err as a JSON-RPC error: an rpcError as it is, a host's error with its code.
-func asRPC(err error) *rpcError {
-	var e *rpcError
+// asRPC returns err as a JSON-RPC error: an a2awire.Error as it is, a host's error with its code.
+func asRPC(err error) *a2awire.Error {
+	var e *a2awire.Error
 	switch {
 	case errors.As(err, &e):
 		return e
 	case errors.Is(err, host.ErrInvalid):
-		return &rpcError{Code: codeInvalidParams, Message: err.Error()}
+		return &a2awire.Error{Code: a2awire.CodeInvalidParams, Message: err.Error()}
 	case errors.Is(err, host.ErrBusy), errors.Is(err, nodes.ErrNoQuestion), errors.Is(err, nodes.ErrNoRun):
-		return &rpcError{Code: codeUnsupported, Message: err.Error()}
+		return &a2awire.Error{Code: a2awire.CodeUnsupported, Message: err.Error()}
 	}
-	return &rpcError{Code: codeInternal, Message: err.Error()}
+	return &a2awire.Error{Code: a2awire.CodeInternal, Message: err.Error()}
 }
 
 // invalid is an invalid-params error.
 func invalid(format string, args ...any) error {
-	return &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf(format, args...)}
+	return &a2awire.Error{Code: a2awire.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
 }
 
 // params decodes a method's params into v.

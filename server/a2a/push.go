@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/a2awire"
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
@@ -112,8 +113,8 @@ func (c *call) setPushOf(task string, cfg PushConfig) (TaskPushConfig, error) {
 }
 
 // pushConfigs returns the push notification configs of the task of params raw.
-func (c *call) pushConfigs(raw json.RawMessage) (taskParams, []PushConfig, error) {
-	var p taskParams
+func (c *call) pushConfigs(raw json.RawMessage) (a2awire.TaskParams, []PushConfig, error) {
+	var p a2awire.TaskParams
 	if err := params(raw, &p); err != nil {
 		return p, nil, err
 	}
@@ -197,7 +198,7 @@ func (c *call) notify(task string) {
 		}()
 		defer func() { close(changed); <-posted }()
 		state, _, _, err := c.status(task)
-		for err == nil && !terminal(state) {
+		for err == nil && !a2awire.Terminal(state) {
 			var after int64
 			if after, err = c.lastSeq(); err != nil {
 				return

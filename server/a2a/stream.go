@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/agiraph/agiraph/internal/a2awire"
 )
 
 // stream is message/stream, or tasks/resubscribe: it answers a stream of server-sent events,
@@ -13,7 +15,7 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 	var d delivered
 	var err error
 	if resubscribe {
-		var p taskParams
+		var p a2awire.TaskParams
 		if err = params(raw, &p); err == nil {
 			d.run = p.ID
 			if d.state, _, _, err = c.status(p.ID); err == nil {
@@ -21,7 +23,7 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 			}
 		}
 	} else {
-		var p sendParams
+		var p a2awire.SendParams
 		if err = params(raw, &p); err == nil {
 			d, err = c.deliver(r.Context(), p)
 		}
@@ -31,7 +33,7 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 		t, err = c.task(d.run, nil)
 	}
 	if err != nil {
-		reply(w, http.StatusOK, response{ID: c.id, Error: asRPC(err)})
+		reply(w, http.StatusOK, a2awire.Response{ID: c.id, Error: asRPC(err)})
 		return
 	}
 	if !resubscribe && d.state == StateInputRequired { // answered: the squad is at it again
@@ -44,7 +46,7 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	send := func(v any) bool {
-		data, err := json.Marshal(response{JSONRPC: "2.0", ID: c.id, Result: v})
+		data, err := json.Marshal(a2awire.Response{JSONRPC: "2.0", ID: c.id, Result: v})
 		if err != nil {
 			return false
 		}
@@ -53,7 +55,7 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 		}
 		return rc.Flush() == nil
 	}
-	if !send(t) || final(t.Status.State) {
+	if !send(t) || a2awire.Final(t.Status.State) {
 		return
 	}
 	c.watch(r.Context(), d.run, d.after, t.Status.State, send)

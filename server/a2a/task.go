@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agiraph/agiraph/internal/a2awire"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/server/host"
@@ -26,7 +27,7 @@ type call struct {
 
 // notFound is the error of a task the agent has not.
 func (c *call) notFound(task string) error {
-	return &rpcError{Code: codeTaskNotFound, Message: fmt.Sprintf("agent %q has no task %q", c.a.ID(), task)}
+	return &a2awire.Error{Code: a2awire.CodeTaskNotFound, Message: fmt.Sprintf("agent %q has no task %q", c.a.ID(), task)}
 }
 
 // stateOf returns the state of the task that is the agent's last run, described by sum, and
@@ -59,7 +60,7 @@ func (c *call) status(run string) (state, msg, output string, err error) {
 	sum := c.a.Summary()
 	if run != "" && run == sum.Run {
 		state, msg = stateOf(sum)
-		if terminal(state) {
+		if a2awire.Terminal(state) {
 			c.h.records.ended(c.a.ID(), run, state, sum.Output)
 		}
 		return state, msg, sum.Output, nil
@@ -226,7 +227,7 @@ type delivered struct {
 
 // deliver acts on a message: a new run toward its text, or on the task it names, a message to
 // its coordinator or the answer to its question.
-func (c *call) deliver(ctx context.Context, p sendParams) (delivered, error) {
+func (c *call) deliver(ctx context.Context, p a2awire.SendParams) (delivered, error) {
 	msg := text(p.Message)
 	if strings.TrimSpace(msg) == "" {
 		return delivered{}, invalid("the message has no text part: send the goal, or the answer, as text")
@@ -243,7 +244,7 @@ func (c *call) deliver(ctx context.Context, p sendParams) (delivered, error) {
 		started, err := c.a.Run(msg)
 		if errors.Is(err, host.ErrBusy) {
 			_, cur := c.a.State()
-			return delivered{}, &rpcError{Code: codeUnsupported, Message: fmt.Sprintf("agent %q is at work on task %q: send the message with that taskId to take part in it, or cancel it first", c.a.ID(), cur)}
+			return delivered{}, &a2awire.Error{Code: a2awire.CodeUnsupported, Message: fmt.Sprintf("agent %q is at work on task %q: send the message with that taskId to take part in it, or cancel it first", c.a.ID(), cur)}
 		}
 		if err != nil {
 			return delivered{}, err
@@ -260,7 +261,7 @@ func (c *call) deliver(ctx context.Context, p sendParams) (delivered, error) {
 		case StateWorking, StateSubmitted:
 			err = c.a.Send(ctx, "", msg)
 		default:
-			err = &rpcError{Code: codeUnsupported, Message: fmt.Sprintf("task %q is %s and takes no more messages: send a message without a taskId for a new task", d.run, d.state)}
+			err = &a2awire.Error{Code: a2awire.CodeUnsupported, Message: fmt.Sprintf("task %q is %s and takes no more messages: send a message without a taskId for a new task", d.run, d.state)}
 		}
 		if err != nil {
 			return delivered{}, err
@@ -277,7 +278,7 @@ func (c *call) deliver(ctx context.Context, p sendParams) (delivered, error) {
 // send is message/send: it answers the task once it reaches a final state (or at once, when
 // the configuration says blocking false).
 func (c *call) send(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p sendParams
+	var p a2awire.SendParams
 	if err := params(raw, &p); err != nil {
 		return nil, err
 	}
@@ -298,7 +299,7 @@ func (c *call) send(ctx context.Context, raw json.RawMessage) (any, error) {
 
 // get is tasks/get.
 func (c *call) get(raw json.RawMessage) (any, error) {
-	var p taskParams
+	var p a2awire.TaskParams
 	if err := params(raw, &p); err != nil {
 		return nil, err
 	}
@@ -307,7 +308,7 @@ func (c *call) get(raw json.RawMessage) (any, error) {
 
 // cancel is tasks/cancel: it pauses the task's run.
 func (c *call) cancel(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p taskParams
+	var p a2awire.TaskParams
 	if err := params(raw, &p); err != nil {
 		return nil, err
 	}
@@ -315,11 +316,11 @@ func (c *call) cancel(ctx context.Context, raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if terminal(state) || state == StateUnknown {
-		return nil, &rpcError{Code: codeNotCancelable, Message: fmt.Sprintf("task %q is %s: it cannot be canceled", p.ID, state)}
+	if a2awire.Terminal(state) || state == StateUnknown {
+		return nil, &a2awire.Error{Code: a2awire.CodeNotCancelable, Message: fmt.Sprintf("task %q is %s: it cannot be canceled", p.ID, state)}
 	}
 	if err := c.a.Pause(ctx); err != nil {
-		return nil, &rpcError{Code: codeNotCancelable, Message: fmt.Sprintf("task %q: %v", p.ID, err)}
+		return nil, &a2awire.Error{Code: a2awire.CodeNotCancelable, Message: fmt.Sprintf("task %q: %v", p.ID, err)}
 	}
 	return c.task(p.ID, nil)
 }
@@ -339,7 +340,7 @@ func (c *call) watch(ctx context.Context, run string, after int64, state string,
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	update := func(msg *Message, st string) StatusUpdate {
-		return StatusUpdate{TaskID: run, ContextID: run, Kind: "status-update", Final: final(st),
+		return StatusUpdate{TaskID: run, ContextID: run, Kind: "status-update", Final: a2awire.Final(st),
 			Status: Status{State: st, Message: msg, Timestamp: now()}}
 	}
 	for {
@@ -382,8 +383,8 @@ func (c *call) watch(ctx context.Context, run string, after int64, state string,
 		if msg != "" {
 			m = agentMessage(run, run+"-status", msg)
 		}
-		if !emit(update(m, st)) || final(st) {
-			return final(st)
+		if !emit(update(m, st)) || a2awire.Final(st) {
+			return a2awire.Final(st)
 		}
 	}
 }
