@@ -229,13 +229,13 @@ func TestSendAndGet(t *testing.T) {
 	names := map[string]bool{}
 	for _, art := range task.Artifacts {
 		names[art.Name] = true
-		if art.Name == "findings.md" {
+		if art.Name == "n1/findings.md" {
 			require.NotNil(t, art.Parts[0].File)
 			assert.Contains(t, string(art.Parts[0].File.Bytes), "#")
 		}
 	}
 	assert.True(t, names["output"], "the output is an artifact: %v", names)
-	assert.True(t, names["findings.md"], "the published files are artifacts: %v", names)
+	assert.True(t, names["n1/findings.md"], "the published files are artifacts: %v", names)
 	require.NotEmpty(t, task.History)
 	assert.Equal(t, "user", task.History[0].Role)
 	assert.Equal(t, "Research the history of the kite.", text(&task.History[0]))

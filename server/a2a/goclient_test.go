@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/a2aworker"
+	"github.com/agiraph/agiraph/runtime/runtimetest"
 	"github.com/agiraph/agiraph/server/host"
 )
 
@@ -51,7 +54,7 @@ func TestGoClient(t *testing.T) {
 		names = append(names, art.Name)
 	}
 	assert.Contains(t, names, "output")
-	assert.Contains(t, names, "findings.md")
+	assert.Contains(t, names, "n1/findings.md")
 	got, err := ada.GetTask(ctx, &goa2a.TaskQueryParams{ID: task.ID})
 	require.NoError(t, err)
 	assert.Equal(t, goa2a.TaskStateCompleted, got.Status.State)
@@ -86,4 +89,27 @@ func TestGoClient(t *testing.T) {
 	require.True(t, ok, "%#v", last)
 	assert.Equal(t, goa2a.TaskStateCompleted, done.Status.State)
 	assert.Equal(t, host.StatusComplete, f.await("asker", host.StatusComplete).Status)
+}
+
+// TestAsAWorker runs an assignment on an agent of the server through runtime/a2aworker: the
+// squad's question comes back as the worker's, and its answer finishes the task, whose files are
+// published in the assignment's node.
+func TestAsAWorker(t *testing.T) {
+	f := start(t, "")
+	f.agent("asker")
+	rt := a2aworker.New(f.ts.URL+"/a2a/asker/", a2aworker.WithToken(f.srv.Token()))
+	a := runtimetest.NewAssignment(t, nil)
+	o, err := rt.Run(t.Context(), a, nil)
+	require.NoError(t, err)
+	require.Equal(t, runtime.Waiting, o.Status)
+	assert.Equal(t, demo.HumanQuestion, o.Question)
+
+	a.Session, a.Answer = o.Session, "Yes."
+	o, err = rt.Run(t.Context(), a, nil)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Published, o.Status)
+	assert.Contains(t, o.Summary, "# Report")
+	assert.Contains(t, o.Published, "n1_findings.md", "each node's files, apart")
+	assert.Contains(t, o.Published, "n2_findings.md")
+	assert.Contains(t, o.Published, "output.md")
 }

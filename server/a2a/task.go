@@ -169,7 +169,7 @@ func (c *call) published(run, node string) []Artifact {
 			return nil
 		}
 		name := strings.TrimPrefix(p, dir+"/")
-		art := Artifact{ArtifactID: node + "/" + name, Name: name, Description: fmt.Sprintf("published by node %s", node)}
+		art := Artifact{ArtifactID: node + "/" + name, Name: node + "/" + name, Description: fmt.Sprintf("published by node %s", node)}
 		info, err := d.Info()
 		if err != nil || info.Size() > maxArtifact {
 			art.Parts = []Part{{Kind: "text", Text: fmt.Sprintf("%s is larger than %d bytes: read it from the agent's workspace.", name, maxArtifact)}}
@@ -187,7 +187,7 @@ func (c *call) published(run, node string) []Artifact {
 				typ = "text/plain"
 			}
 		}
-		art.Parts = []Part{{Kind: "file", File: &File{Name: name, MimeType: typ, Bytes: data}}}
+		art.Parts = []Part{{Kind: "file", File: &File{Name: art.Name, MimeType: typ, Bytes: data}}}
 		out = append(out, art)
 		return nil
 	})

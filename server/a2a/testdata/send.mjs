@@ -14,7 +14,7 @@ assert.equal(task.status.state, TaskState.TASK_STATE_COMPLETED);
 assert.match(text(task.status.message), /# Report/);
 const names = task.artifacts.map((a) => a.name);
 assert.ok(names.includes("output"), `artifacts ${names}`);
-const findings = task.artifacts.find((a) => a.name === "findings.md");
+const findings = task.artifacts.find((a) => a.name === "n1/findings.md");
 assert.ok(findings, `artifacts ${names}`);
 assert.equal(findings.parts[0].content.$case, "raw");
 assert.match(Buffer.from(findings.parts[0].content.value).toString(), /^#/);
