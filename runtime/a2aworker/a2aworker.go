@@ -107,10 +107,11 @@ func (r *Runtime) Run(ctx context.Context, a runtime.Assignment, sink runtime.Si
 
 // work is one Run.
 type work struct {
-	r    *Runtime
-	a    runtime.Assignment
-	em   *adapter.Emitter
-	task string // the remote task's id, once known
+	r  *Runtime
+	a  runtime.Assignment
+	em *adapter.Emitter
+	// the remote task's id and its context's, once known
+	task, context string
 }
 
 func (w *work) run(ctx context.Context) (runtime.Outcome, error) {
@@ -118,9 +119,9 @@ func (w *work) run(ctx context.Context) (runtime.Outcome, error) {
 	if err != nil {
 		return runtime.Outcome{Status: runtime.Failed}, err
 	}
-	var saved struct{ Task string }
+	var saved struct{ Task, Context string }
 	_ = readJSON(filepath.Join(w.a.Dir.Scratch(), stateFile), &saved)
-	w.task = saved.Task
+	w.task, w.context = saved.Task, saved.Context
 	if w.task == "" {
 		w.task = w.a.Session
 	}
@@ -179,7 +180,7 @@ func (w *work) run(ctx context.Context) (runtime.Outcome, error) {
 
 // message is the user's message text, on the remote task when there is one.
 func (w *work) message(text string) a2awire.Message {
-	return a2awire.Message{Role: "user", Kind: "message", TaskID: w.task, ContextID: w.task,
+	return a2awire.Message{Role: "user", Kind: "message", TaskID: w.task, ContextID: w.context,
 		MessageID: fmt.Sprintf("%s-%d-%d", w.a.ID, time.Now().UnixNano(), w.r.ids.Add(1)),
 		Parts:     []a2awire.Part{{Kind: "text", Text: text}}}
 }
@@ -209,6 +210,7 @@ type event struct {
 	Kind      string             `json:"kind"`
 	ID        string             `json:"id"`     // a task's
 	TaskID    string             `json:"taskId"` // an update's
+	ContextID string             `json:"contextId"`
 	Status    a2awire.Status     `json:"status"`
 	Artifacts []a2awire.Artifact `json:"artifacts"`
 	Artifact  a2awire.Artifact   `json:"artifact"`
@@ -230,7 +232,7 @@ func (w *work) handle(res result) (o runtime.Outcome, end bool, err error) {
 		o, err := w.publish(text(ev.Parts))
 		return o, true, err
 	case "task":
-		if err := w.know(ev.ID); err != nil {
+		if err := w.know(ev.ID, ev.ContextID); err != nil {
 			return runtime.Outcome{Status: runtime.Failed}, true, err
 		}
 		for _, art := range ev.Artifacts {
@@ -239,12 +241,12 @@ func (w *work) handle(res result) (o runtime.Outcome, end bool, err error) {
 			}
 		}
 	case "artifact-update":
-		if err := w.know(ev.TaskID); err != nil {
+		if err := w.know(ev.TaskID, ev.ContextID); err != nil {
 			return runtime.Outcome{Status: runtime.Failed}, true, err
 		}
 		return runtime.Outcome{}, false, w.write(ev.Artifact, ev.Append)
 	case "status-update":
-		if err := w.know(ev.TaskID); err != nil {
+		if err := w.know(ev.TaskID, ev.ContextID); err != nil {
 			return runtime.Outcome{Status: runtime.Failed}, true, err
 		}
 	default:
@@ -253,13 +255,13 @@ func (w *work) handle(res result) (o runtime.Outcome, end bool, err error) {
 	return w.status(ev.Status)
 }
 
-// know records the remote task's id, the first time it is told.
-func (w *work) know(task string) error {
-	if task == "" || task == w.task {
+// know records the remote task's id and its context's, the first time it is told.
+func (w *work) know(task, context string) error {
+	if task == "" || task == w.task && context == w.context {
 		return nil
 	}
-	w.task = task
-	return writeJSON(filepath.Join(w.a.Dir.Scratch(), stateFile), map[string]string{"task": task})
+	w.task, w.context = task, context
+	return writeJSON(filepath.Join(w.a.Dir.Scratch(), stateFile), map[string]string{"task": task, "context": context})
 }
 
 // status takes the task's status: a message while it works, or its end.

@@ -1,0 +1,53 @@
+package a2aworker_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/internal/clitest"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/a2aworker"
+	"github.com/agiraph/agiraph/runtime/runtimetest"
+)
+
+// TestSDKAgent runs an assignment on a remote agent built on the official SDK (@a2a-js/sdk,
+// testdata/agent.mjs): its question comes back as the worker's, and the answer finishes the
+// task, whose artifact is published.
+func TestSDKAgent(t *testing.T) {
+	dist := filepath.Join(clitest.A2ASDK.Dir(t), "dist")
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node runs the SDK's agent")
+	cmd := exec.Command(node, filepath.Join("testdata", "agent.mjs"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "A2A_SDK_DIST=" + dist}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	require.True(t, sc.Scan(), "the agent prints its URL")
+	url := sc.Text()
+
+	rt := a2aworker.New(url)
+	a := runtimetest.NewAssignment(t, nil)
+	o, err := rt.Run(t.Context(), a, nil)
+	require.NoError(t, err)
+	require.Equal(t, runtime.Waiting, o.Status)
+	assert.Equal(t, "Which year?", o.Question)
+
+	a.Session, a.Answer = o.Session, "1903"
+	o, err = rt.Run(t.Context(), a, nil)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Published, o.Status)
+	assert.Equal(t, "Answered.", o.Summary)
+	assert.Equal(t, []string{"answer.md"}, o.Published)
+	got, err := os.ReadFile(filepath.Join(a.Dir.Published(), "answer.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "The year is 1903.\n", string(got))
+}
