@@ -13,15 +13,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/agiraph/agiraph/internal/a2awire"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/a2aworker"
 	"github.com/agiraph/agiraph/runtime/runtimetest"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // agent is a fake remote A2A agent: each task it is given streams the events of script (given
 // the task's id and the message), then, with hang, waits until the client goes.
