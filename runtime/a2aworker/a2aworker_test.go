@@ -156,20 +156,15 @@ func text(m a2awire.Message) string {
 	return m.Parts[0].Text
 }
 
-func TestQuestionAnswered(t *testing.T) {
-	ag := &agent{script: func(task string, msg a2awire.Message) []any {
-		if msg.TaskID == "" {
-			return []any{status(task, a2awire.StateInputRequired, "Which year?", nil)}
-		}
-		return []any{artifact(task, "answer.md", "The year is "+text(msg)+".\n"), status(task, a2awire.StateCompleted, "Answered.", nil)}
-	}}
-	rt := ag.runtime(t)
+// yearAsked runs an assignment on rt, whose agent asks "Which year?", answers "1903", and checks
+// that the agent's answer.md is published. It returns the assignment.
+func yearAsked(t *testing.T, rt runtime.Runtime) runtime.Assignment {
 	a := runtimetest.NewAssignment(t, nil)
 	o, err := rt.Run(t.Context(), a, nil)
 	require.NoError(t, err)
-	assert.Equal(t, runtime.Waiting, o.Status)
+	require.Equal(t, runtime.Waiting, o.Status)
 	assert.Equal(t, "Which year?", o.Question)
-	assert.Equal(t, "task-1", o.Session)
+	assert.NotEmpty(t, o.Session, "the remote task")
 
 	a.Session, a.Answer = o.Session, "1903"
 	o, err = rt.Run(t.Context(), a, nil)
@@ -180,6 +175,17 @@ func TestQuestionAnswered(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(a.Dir.Published(), "answer.md"))
 	require.NoError(t, err)
 	assert.Equal(t, "The year is 1903.\n", string(got))
+	return a
+}
+
+func TestQuestionAnswered(t *testing.T) {
+	ag := &agent{script: func(task string, msg a2awire.Message) []any {
+		if msg.TaskID == "" {
+			return []any{status(task, a2awire.StateInputRequired, "Which year?", nil)}
+		}
+		return []any{artifact(task, "answer.md", "The year is "+text(msg)+".\n"), status(task, a2awire.StateCompleted, "Answered.", nil)}
+	}}
+	a := yearAsked(t, ag.runtime(t))
 	require.Len(t, ag.messages, 2)
 	assert.Equal(t, a.Task, text(ag.messages[0]))
 	assert.Equal(t, "task-1", ag.messages[1].TaskID, "the answer goes on the task")

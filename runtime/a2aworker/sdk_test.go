@@ -7,13 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/internal/clitest"
-	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/a2aworker"
-	"github.com/agiraph/agiraph/runtime/runtimetest"
 )
 
 // TestSDKAgent runs an assignment on a remote agent built on the official SDK (@a2a-js/sdk,
@@ -34,20 +31,5 @@ func TestSDKAgent(t *testing.T) {
 	require.True(t, sc.Scan(), "the agent prints its URL")
 	url := sc.Text()
 
-	rt := a2aworker.New(url)
-	a := runtimetest.NewAssignment(t, nil)
-	o, err := rt.Run(t.Context(), a, nil)
-	require.NoError(t, err)
-	require.Equal(t, runtime.Waiting, o.Status)
-	assert.Equal(t, "Which year?", o.Question)
-
-	a.Session, a.Answer = o.Session, "1903"
-	o, err = rt.Run(t.Context(), a, nil)
-	require.NoError(t, err)
-	assert.Equal(t, runtime.Published, o.Status)
-	assert.Equal(t, "Answered.", o.Summary)
-	assert.Equal(t, []string{"answer.md"}, o.Published)
-	got, err := os.ReadFile(filepath.Join(a.Dir.Published(), "answer.md"))
-	require.NoError(t, err)
-	assert.Equal(t, "The year is 1903.\n", string(got))
+	yearAsked(t, a2aworker.New(url))
 }
