@@ -349,39 +349,87 @@ func TestCancel(t *testing.T) {
 	assert.Equal(t, -32002, e.Code)
 }
 
-func TestPushNotification(t *testing.T) {
-	posted := make(chan a2a.Task, 16)
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// webhook is a client's push notification URL: it takes the tasks posted with the token
+// "secret".
+type webhook struct {
+	url    string
+	posted chan a2a.Task
+}
+
+func newWebhook(t *testing.T) *webhook {
+	w := &webhook{posted: make(chan a2a.Task, 64)}
+	ts := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		var task a2a.Task
 		body, _ := io.ReadAll(r.Body)
 		if r.Header.Get("X-A2A-Notification-Token") != "secret" || json.Unmarshal(body, &task) != nil {
-			http.Error(w, "bad notification", http.StatusBadRequest)
+			http.Error(rw, "bad notification", http.StatusBadRequest)
 			return
 		}
-		posted <- task
+		w.posted <- task
 	}))
-	defer hook.Close()
+	t.Cleanup(ts.Close)
+	w.url = ts.URL
+	return w
+}
+
+// await returns the first task posted in state, failing the test when none comes before the
+// deadline.
+func (w *webhook) await(t *testing.T, state string) a2a.Task {
+	t.Helper()
+	end := time.After(deadline)
+	for {
+		select {
+		case got := <-w.posted:
+			if got.Status.State == state {
+				return got
+			}
+		case <-end:
+			t.Fatalf("no task posted in state %s", state)
+		}
+	}
+}
+
+// pushed is the params of message/send with text, not blocking, with w as push URL.
+func (w *webhook) pushed(text string) map[string]any {
+	params := message(text, "")
+	params["configuration"] = map[string]any{"blocking": false,
+		"pushNotificationConfig": map[string]string{"url": w.url, "token": "secret"}}
+	return params
+}
+
+func TestPushNotification(t *testing.T) {
+	hook := newWebhook(t)
 	f := start(t, "")
 	f.agent("ada")
-	params := message("Research the history of the kite.", "")
-	params["configuration"] = map[string]any{"blocking": false,
-		"pushNotificationConfig": map[string]string{"url": hook.URL, "token": "secret"}}
 	var task a2a.Task
-	require.Nil(t, f.call("ada", "message/send", params, &task))
+	require.Nil(t, f.call("ada", "message/send", hook.pushed("Research the history of the kite."), &task))
 	assert.Equal(t, a2a.StateWorking, task.Status.State)
 	var cfg a2a.TaskPushConfig
 	require.Nil(t, f.call("ada", "tasks/pushNotificationConfig/get", map[string]any{"id": task.ID}, &cfg))
-	assert.Equal(t, hook.URL, cfg.Config.URL)
-	for got := range posted {
-		assert.Equal(t, task.ID, got.ID)
-		if got.Status.State == a2a.StateCompleted {
-			break
-		}
-	}
+	assert.Equal(t, hook.url, cfg.Config.URL)
+	assert.Equal(t, task.ID, hook.await(t, a2a.StateCompleted).ID)
 	var list []a2a.TaskPushConfig
 	require.Nil(t, f.call("ada", "tasks/pushNotificationConfig/list", map[string]any{"id": task.ID}, &list))
 	require.Len(t, list, 1)
 	require.Nil(t, f.call("ada", "tasks/pushNotificationConfig/delete", map[string]any{"id": task.ID, "pushNotificationConfigId": list[0].Config.ID}, nil))
 	require.Nil(t, f.call("ada", "tasks/pushNotificationConfig/list", map[string]any{"id": task.ID}, &list))
 	assert.Empty(t, list)
+}
+
+// A server started again goes on sending the push notifications of the tasks in progress.
+func TestPushAfterRestart(t *testing.T) {
+	hook := newWebhook(t)
+	root := t.TempDir()
+	f := start(t, root)
+	f.agent("asker")
+	var task a2a.Task
+	require.Nil(t, f.call("asker", "message/send", hook.pushed("Research the history of the kite."), &task))
+	assert.Equal(t, demo.HumanQuestion, text(hook.await(t, a2a.StateInputRequired).Status.Message))
+	f.close()
+
+	g := start(t, root)
+	var done a2a.Task
+	require.Nil(t, g.call("asker", "message/send", message("Yes.", task.ID), &done))
+	assert.Equal(t, a2a.StateCompleted, done.Status.State)
+	assert.Equal(t, task.ID, hook.await(t, a2a.StateCompleted).ID)
 }

@@ -49,7 +49,8 @@ func WithClient(c *http.Client) Option { return func(h *Handler) { h.client = c 
 // New returns a handler over the agents of hst, mounted at path ("/a2a"): the agent card of
 // agent id is at path/id/.well-known/agent-card.json, and its JSON-RPC endpoint at path/id/.
 // Its A2A records (the push notification configs, the outcome of tasks) are kept in the
-// host's root, under a2a/.
+// host's root, under a2a/; the push notifications of the tasks in progress when the host last
+// stopped are sent again from now on.
 func New(hst *host.Host, path string, opts ...Option) *Handler {
 	h := &Handler{host: hst, path: strings.TrimSuffix(path, "/"), log: slog.Default(),
 		client: &http.Client{Timeout: pushTimeout}, watching: map[string]bool{}}
@@ -58,6 +59,7 @@ func New(hst *host.Host, path string, opts ...Option) *Handler {
 		o(h)
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.resume()
 	return h
 }
 

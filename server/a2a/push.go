@@ -198,7 +198,7 @@ func (c *call) notify(task string) {
 		}()
 		defer func() { close(changed); <-posted }()
 		state, _, _, err := c.status(task)
-		for err == nil && !a2awire.Terminal(state) {
+		for err == nil && !a2awire.Terminal(state) && state != StateUnknown {
 			var after int64
 			if after, err = c.lastSeq(); err != nil {
 				return
@@ -218,6 +218,28 @@ func (c *call) notify(task string) {
 			}
 		}
 	}()
+}
+
+// resume follows again, in the background, the tasks whose push notifications were being sent
+// when the host stopped: those whose end is not recorded.
+func (h *Handler) resume() {
+	dir := filepath.Join(h.records.dir, "a2a")
+	agents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ag := range agents {
+		files, _ := filepath.Glob(filepath.Join(dir, ag.Name(), "*.json"))
+		for _, f := range files {
+			task := strings.TrimSuffix(filepath.Base(f), ".json")
+			if rec := h.records.read(ag.Name(), task); len(rec.Push) == 0 || rec.State != "" {
+				continue
+			}
+			if a, err := h.host.Agent(h.ctx, ag.Name()); err == nil {
+				(&call{h: h, a: a}).notify(task)
+			}
+		}
+	}
 }
 
 // post posts task as it is now to each of its push notification URLs.
