@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -354,6 +355,7 @@ func TestCancel(t *testing.T) {
 type webhook struct {
 	url    string
 	posted chan a2a.Task
+	fail   atomic.Int32 // how many posts of a completed task to refuse (500) first
 }
 
 func newWebhook(t *testing.T) *webhook {
@@ -363,6 +365,10 @@ func newWebhook(t *testing.T) *webhook {
 		body, _ := io.ReadAll(r.Body)
 		if r.Header.Get("X-A2A-Notification-Token") != "secret" || json.Unmarshal(body, &task) != nil {
 			http.Error(rw, "bad notification", http.StatusBadRequest)
+			return
+		}
+		if task.Status.State == a2a.StateCompleted && w.fail.Add(-1) >= 0 {
+			http.Error(rw, "down for a moment", http.StatusInternalServerError)
 			return
 		}
 		w.posted <- task
@@ -399,6 +405,7 @@ func (w *webhook) pushed(text string) map[string]any {
 
 func TestPushNotification(t *testing.T) {
 	hook := newWebhook(t)
+	hook.fail.Store(2) // a URL that fails is tried again
 	f := start(t, "")
 	f.agent("ada")
 	var task a2a.Task
