@@ -171,7 +171,7 @@ func (w *work) run(ctx context.Context) (runtime.Outcome, error) {
 				}
 				return runtime.Outcome{Status: runtime.Failed}, fmt.Errorf("a2aworker: %s: the stream of task %q ended before the task did", w.r.url, w.task)
 			}
-			if o, end, err := w.handle(ev); end || err != nil {
+			if o, end, err := w.handle(ctx, ev); end || err != nil {
 				return o, err
 			}
 		}
@@ -219,7 +219,7 @@ type event struct {
 }
 
 // handle takes an event of the stream; end says the assignment ended, with o and err.
-func (w *work) handle(res result) (o runtime.Outcome, end bool, err error) {
+func (w *work) handle(ctx context.Context, res result) (o runtime.Outcome, end bool, err error) {
 	if res.err != nil {
 		return runtime.Outcome{Status: runtime.Failed}, true, fmt.Errorf("a2aworker: %s: %w", w.r.url, res.err)
 	}
@@ -252,7 +252,7 @@ func (w *work) handle(res result) (o runtime.Outcome, end bool, err error) {
 	default:
 		return runtime.Outcome{}, false, nil
 	}
-	return w.status(ev.Status)
+	return w.status(ctx, ev.Status)
 }
 
 // know records the remote task's id and its context's, the first time it is told.
@@ -265,7 +265,7 @@ func (w *work) know(task, context string) error {
 }
 
 // status takes the task's status: a message while it works, or its end.
-func (w *work) status(s a2awire.Status) (runtime.Outcome, bool, error) {
+func (w *work) status(ctx context.Context, s a2awire.Status) (runtime.Outcome, bool, error) {
 	var msg string
 	var meta map[string]any
 	if s.Message != nil {
@@ -277,7 +277,7 @@ func (w *work) status(s a2awire.Status) (runtime.Outcome, bool, error) {
 			return runtime.Outcome{}, false, nil
 		}
 		if to, _ := meta[metaTo].(string); to != "" {
-			return runtime.Outcome{Status: runtime.Failed}, false, w.send(to, msg, s.Message.MessageID)
+			return runtime.Outcome{Status: runtime.Failed}, false, w.send(ctx, to, msg, s.Message.MessageID)
 		}
 		w.em.Emit(runtime.Event{Kind: runtime.Output, Text: msg})
 		return runtime.Outcome{}, false, nil
@@ -308,11 +308,11 @@ func (w *work) publish(summary string) (runtime.Outcome, error) {
 }
 
 // send sends the agent's message to its recipient, once.
-func (w *work) send(to, body, id string) error {
+func (w *work) send(ctx context.Context, to, body, id string) error {
 	if w.a.Mailbox == nil {
 		return fmt.Errorf("a2aworker: %s sent a message to %q, and the worker has no mailbox", w.r.url, to)
 	}
-	if err := w.a.Mailbox.Send(context.Background(), w.a.ID+"/"+w.task+"/"+id, to, body); err != nil {
+	if err := w.a.Mailbox.Send(ctx, w.a.ID+"/"+w.task+"/"+id, to, body); err != nil {
 		return err
 	}
 	w.em.Emit(runtime.Event{Kind: runtime.MessageSent, Message: &runtime.Message{From: w.a.Worker, To: to, Body: body, Time: time.Now()}})
