@@ -27,10 +27,11 @@ type agent struct {
 	hang   bool
 	sent   chan a2awire.Message // when not nil, each message it is sent
 
-	mu       sync.Mutex
-	tasks    int
-	messages []a2awire.Message // every message it was sent
-	canceled []string          // the tasks canceled
+	mu           sync.Mutex
+	tasks        int
+	messages     []a2awire.Message // every message it was sent
+	canceled     []string          // the tasks canceled
+	resubscribed []string          // the tasks followed again
 }
 
 // serve serves the agent over HTTP for the test, with a token.
@@ -60,6 +61,14 @@ func (ag *agent) serve(t *testing.T) *httptest.Server {
 			ag.mu.Unlock()
 			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": a2awire.Task{ID: p.ID, Kind: "task", Status: a2awire.Status{State: a2awire.StateCanceled}}})
 			return
+		case "tasks/resubscribe":
+			var p a2awire.TaskParams
+			require.NoError(t, json.Unmarshal(req.Params, &p))
+			ag.mu.Lock()
+			ag.resubscribed = append(ag.resubscribed, p.ID)
+			ag.mu.Unlock()
+			ag.stream(w, r, req.ID, p.ID, a2awire.Message{TaskID: p.ID})
+			return
 		case "message/send", "message/stream":
 		default:
 			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": a2awire.Error{Code: a2awire.CodeMethodNotFound, Message: req.Method}})
@@ -82,23 +91,28 @@ func (ag *agent) serve(t *testing.T) *httptest.Server {
 			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": a2awire.Task{ID: task, Kind: "task", Status: a2awire.Status{State: a2awire.StateWorking}}})
 			return
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		send := func(v any) {
-			data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": v})
-			require.NoError(t, err)
-			fmt.Fprintf(w, "data: %s\n\n", data)
-			w.(http.Flusher).Flush()
-		}
-		send(a2awire.Task{ID: task, ContextID: task, Kind: "task", Status: a2awire.Status{State: a2awire.StateWorking}})
-		for _, ev := range ag.script(task, p.Message) {
-			send(ev)
-		}
-		if ag.hang {
-			<-r.Context().Done()
-		}
+		ag.stream(w, r, req.ID, task, p.Message)
 	}))
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// stream answers the events of task: the task, then its script's, then, with hang, nothing
+// until the client goes.
+func (ag *agent) stream(w http.ResponseWriter, r *http.Request, id json.RawMessage, task string, msg a2awire.Message) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(v any) {
+		data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": v})
+		fmt.Fprintf(w, "data: %s\n\n", data)
+		w.(http.Flusher).Flush()
+	}
+	send(a2awire.Task{ID: task, ContextID: task, Kind: "task", Status: a2awire.Status{State: a2awire.StateWorking}})
+	for _, ev := range ag.script(task, msg) {
+		send(ev)
+	}
+	if ag.hang {
+		<-r.Context().Done()
+	}
 }
 
 // runtime returns a runtime over the agent.
@@ -244,4 +258,19 @@ func TestBadToken(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "401")
 	assert.Equal(t, runtime.Failed, o.Status)
+}
+
+// A Run of an assignment whose task was given already (a crash came after) follows that task.
+func TestFollowsItsTaskAgain(t *testing.T) {
+	ag := &agent{script: func(task string, _ a2awire.Message) []any {
+		return []any{artifact(task, "report.md", "# Report\n"), status(task, a2awire.StateCompleted, "Done.", nil)}
+	}}
+	a := runtimetest.NewAssignment(t, nil)
+	require.NoError(t, os.WriteFile(filepath.Join(a.Dir.Scratch(), "_a2a.json"), []byte(`{"task": "task-9", "context": "ctx-9"}`), 0o644))
+	o, err := ag.runtime(t).Run(t.Context(), a, nil)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Published, o.Status)
+	assert.Equal(t, []string{"report.md"}, o.Published)
+	assert.Equal(t, []string{"task-9"}, ag.resubscribed)
+	assert.Empty(t, ag.messages, "no new task")
 }
