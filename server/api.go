@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agiraph/agiraph/server/a2a"
 	"github.com/agiraph/agiraph/server/host"
 	"github.com/agiraph/agiraph/server/langgraphapi"
 )
@@ -22,6 +23,7 @@ type config struct {
 	maxText  int
 	addr     string
 	lg       *langgraphapi.Handler
+	a2aAgent string
 }
 
 // DefaultMaxText is the default limit on a goal, a message or an answer, in bytes.
@@ -79,6 +81,15 @@ func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 // "Authorization: Bearer <token>". The caller keeps h and closes it after the server.
 func WithLangGraph(h *langgraphapi.Handler) Option { return func(c *config) { c.lg = h } }
 
+// WithA2AAgent makes agent id the server's own A2A agent: its card is served at
+// /.well-known/agent-card.json too, where A2A clients look for a server's agent.
+func WithA2AAgent(id string) Option { return func(c *config) { c.a2aAgent = id } }
+
+// A2APath is where every agent is served over A2A: agent id's card at
+// /a2a/{id}/.well-known/agent-card.json (served without the token: it holds no data), its
+// JSON-RPC endpoint at /a2a/{id}/ (behind the token, declared in the card as a bearer token).
+const A2APath = "/a2a"
+
 // LangGraphPath is where [WithLangGraph] serves the LangGraph API.
 const LangGraphPath = "/langgraph"
 
@@ -88,6 +99,7 @@ type Server struct {
 	cfg     config
 	host    *host.Host
 	mux     *http.ServeMux
+	a2a     *a2a.Handler
 	handler http.Handler // the mux behind the guard
 	token   string       // "" without auth
 }
@@ -119,6 +131,11 @@ func New(opts ...Option) (*Server, error) {
 		}
 		s.token = tok
 	}
+	var a2aOpts []a2a.Option
+	if s.token != "" {
+		a2aOpts = append(a2aOpts, a2a.WithBearer())
+	}
+	s.a2a = a2a.New(h, A2APath, a2aOpts...)
 	s.handler = s.guard(http.HandlerFunc(s.serveMux))
 	s.routes()
 	return s, nil
@@ -133,4 +150,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // Close closes the server's host (host.Host.Close): the runs in progress are paused, to be
 // resumed by a server started again on the root, and the event streams end. The server answers
 // 503 afterwards.
-func (s *Server) Close() error { return s.host.Close() }
+func (s *Server) Close() error {
+	defer s.a2a.Close()
+	return s.host.Close()
+}

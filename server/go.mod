@@ -3,6 +3,7 @@ module github.com/agiraph/agiraph/server
 go 1.26.0
 
 require (
+	github.com/a2aproject/a2a-go v0.3.3
 	github.com/agiraph/agiraph v0.0.0-00010101000000-000000000000
 	github.com/agiraph/agiraph/checkpoint/postgres v0.0.0-00010101000000-000000000000
 	github.com/agiraph/agiraph/internal/lease v0.0.0-00010101000000-000000000000
@@ -56,6 +57,10 @@ require (
 	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
+	google.golang.org/genproto/googleapis/api v0.0.0-20250715232539-7130f93afb79 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20250715232539-7130f93afb79 // indirect
+	google.golang.org/grpc v1.73.0 // indirect
+	google.golang.org/protobuf v1.36.6 // indirect
 	modernc.org/libc v1.79.0 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

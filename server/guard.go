@@ -164,14 +164,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
-// public reports whether r asks for the web UI's page or files, which hold no data and are
-// served without the token: the page asks for it when the API refuses it.
+// public reports whether r asks for the web UI's page or files, or an A2A agent card, which
+// hold no data and are served without the token: the page asks for it when the API refuses it,
+// and a card declares it.
 func public(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
-	return r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/ui/")
+	p := r.URL.Path
+	return p == "/" || strings.HasPrefix(p, "/ui/") ||
+		strings.HasSuffix(p, agentCardPath) && (p == agentCardPath || strings.HasPrefix(p, A2APath+"/") && strings.Count(p, "/") == 4)
 }
+
+// agentCardPath is where A2A clients look for an agent's card, below its server's URL.
+const agentCardPath = "/.well-known/agent-card.json"
 
 // authorized reports whether r carries the token: as a bearer token, as X-Api-Key (what the
 // LangGraph SDKs send their apiKey as), or in the cookie.

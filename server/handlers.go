@@ -57,6 +57,15 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /agents/{id}/memory/search", s.forward(s.withAgent(s.handleMemorySearch)))
 	m.HandleFunc("GET /agents/{id}/events", s.withAgent(s.handleEvents))
 	m.HandleFunc("GET /agents/{id}/events/stream", s.forward(s.withAgent(s.handleStream)))
+	m.HandleFunc("GET "+A2APath+"/{id}/.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
+		s.a2a.ServeCard(w, r, r.PathValue("id"))
+	})
+	m.HandleFunc("POST "+A2APath+"/{id}/{$}", s.forward(func(w http.ResponseWriter, r *http.Request) {
+		s.a2a.ServeRPC(w, r, r.PathValue("id"))
+	}))
+	if id := s.cfg.a2aAgent; id != "" {
+		m.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) { s.a2a.ServeCard(w, r, id) })
+	}
 	if s.cfg.lg != nil {
 		m.Handle(LangGraphPath+"/", http.StripPrefix(LangGraphPath, s.cfg.lg))
 	}

@@ -32,6 +32,8 @@ var (
 	Everything = Package{"mcp-everything", "@modelcontextprotocol/server-everything", "2026.8.31"}
 	// LangGraphSDK is the official LangGraph API client, which server/langgraphapi's tests run.
 	LangGraphSDK = Package{"langgraph-sdk", "@langchain/langgraph-sdk", "2.0.0"}
+	// A2ASDK is the official JavaScript A2A SDK, whose client server/a2a's tests run.
+	A2ASDK = Package{"a2a-sdk", "@a2a-js/sdk", "1.3.0"}
 )
 
 // RepoRoot returns the repository's root directory, where .cache is: the first folder above the

@@ -1,0 +1,35 @@
+package a2aworker_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/internal/clitest"
+	"github.com/agiraph/agiraph/runtime/a2aworker"
+)
+
+// TestSDKAgent runs an assignment on a remote agent built on the official SDK (@a2a-js/sdk,
+// testdata/agent.mjs): its question comes back as the worker's, and the answer finishes the
+// task, whose artifact is published.
+func TestSDKAgent(t *testing.T) {
+	dist := filepath.Join(clitest.A2ASDK.Dir(t), "dist")
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "node runs the SDK's agent")
+	cmd := exec.Command(node, filepath.Join("testdata", "agent.mjs"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "A2A_SDK_DIST=" + dist}
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	require.True(t, sc.Scan(), "the agent prints its URL")
+	url := sc.Text()
+
+	yearAsked(t, a2aworker.New(url))
+}

@@ -1,0 +1,221 @@
+package a2a
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/agiraph/agiraph/internal/a2awire"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/server/host"
+)
+
+// Handler serves A2A over the agents of a host. It is safe for concurrent use.
+type Handler struct {
+	host    *host.Host
+	path    string
+	bearer  bool
+	log     *slog.Logger
+	client  *http.Client
+	records records
+
+	ctx    context.Context // ends with Close: push notifications stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	watching map[string]bool // agent/task whose push notifications are being sent
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithBearer declares in the agent cards that requests carry a bearer token, as the server in
+// front of the handler requires.
+func WithBearer() Option { return func(h *Handler) { h.bearer = true } }
+
+// WithLogger sets the logger of failed push notifications (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
+
+// WithClient sets the HTTP client that posts push notifications (default: one with a
+// 10-second timeout).
+func WithClient(c *http.Client) Option { return func(h *Handler) { h.client = c } }
+
+// New returns a handler over the agents of hst, mounted at path ("/a2a"): the agent card of
+// agent id is at path/id/.well-known/agent-card.json, and its JSON-RPC endpoint at path/id/.
+// Its A2A records (the push notification configs, the outcome of tasks) are kept in the
+// host's root, under a2a/; the push notifications of the tasks in progress when the host last
+// stopped are sent again from now on.
+func New(hst *host.Host, path string, opts ...Option) *Handler {
+	h := &Handler{host: hst, path: strings.TrimSuffix(path, "/"), log: slog.Default(),
+		client: &http.Client{Timeout: pushTimeout}, watching: map[string]bool{}}
+	h.records = records{dir: hst.Root()}
+	for _, o := range opts {
+		o(h)
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.resume()
+	return h
+}
+
+// Close stops sending push notifications and waits for those being sent.
+func (h *Handler) Close() {
+	h.cancel()
+	h.wg.Wait()
+}
+
+// endpoint returns the URL of agent id's JSON-RPC endpoint, as r reached the server.
+func (h *Handler) endpoint(r *http.Request, id string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + h.path + "/" + id + "/"
+}
+
+// ServeCard answers the agent card of agent id.
+func (h *Handler) ServeCard(w http.ResponseWriter, r *http.Request, id string) {
+	sum, err := h.host.Summary(id)
+	if err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf("no agent %q", id)})
+		return
+	}
+	card := AgentCard{
+		ProtocolVersion:    ProtocolVersion,
+		Name:               sum.ID,
+		Description:        description(sum),
+		URL:                h.endpoint(r, id),
+		PreferredTransport: "JSONRPC",
+		Version:            "1.0.0",
+		Capabilities:       Capabilities{Streaming: true, PushNotifications: true},
+		DefaultInputModes:  []string{"text/plain"},
+		DefaultOutputModes: []string{"text/plain", "application/octet-stream"},
+		Skills: []Skill{{
+			ID:   "squad",
+			Name: "Work toward a goal",
+			Description: "Send a goal: a coordinator plans the work on a board, workers do it, and the task " +
+				"ends with the squad's output and the files it published. The squad may ask a question " +
+				"(the task is then input-required): answer it with a message on the task.",
+			Tags: []string{"squad", "multi-agent"},
+		}},
+	}
+	if h.bearer {
+		card.SecuritySchemes = map[string]SecurityScheme{"bearer": {Type: "http", Scheme: "bearer",
+			Description: "The server's token, as \"Authorization: Bearer <token>\"."}}
+		card.Security = []map[string][]string{{"bearer": {}}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(card)
+}
+
+// description describes the agent of sum on its card.
+func description(sum host.Summary) string {
+	if sum.Goal == "" {
+		return "An Agiraph squad: a coordinator and workers that take on the goal it is sent."
+	}
+	return "An Agiraph squad whose goal is: " + sum.Goal
+}
+
+// maxRequest bounds a JSON-RPC request, in bytes.
+const maxRequest = 1 << 20
+
+// ServeRPC serves a JSON-RPC request to agent id.
+func (h *Handler) ServeRPC(w http.ResponseWriter, r *http.Request, id string) {
+	var req a2awire.Request
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequest)).Decode(&req); err != nil {
+		reply(w, http.StatusOK, a2awire.Response{Error: &a2awire.Error{Code: a2awire.CodeParse, Message: "the request is not JSON: " + err.Error()}})
+		return
+	}
+	if req.JSONRPC != "2.0" || req.Method == "" {
+		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: &a2awire.Error{Code: a2awire.CodeInvalidRequest, Message: `a JSON-RPC 2.0 request has "jsonrpc": "2.0" and a method`}})
+		return
+	}
+	a, err := h.host.Agent(r.Context(), id)
+	if err != nil {
+		status, e := http.StatusInternalServerError, &a2awire.Error{Code: a2awire.CodeInternal, Message: err.Error()}
+		if errors.Is(err, host.ErrNotFound) {
+			status, e.Code, e.Message = http.StatusNotFound, a2awire.CodeInvalidRequest, fmt.Sprintf("no agent %q", id)
+		}
+		reply(w, status, a2awire.Response{ID: req.ID, Error: e})
+		return
+	}
+	c := &call{h: h, a: a, id: req.ID}
+	var result any
+	switch req.Method {
+	case "message/stream":
+		c.stream(w, r, req.Params, false)
+		return
+	case "tasks/resubscribe":
+		c.stream(w, r, req.Params, true)
+		return
+	case "message/send":
+		result, err = c.send(r.Context(), req.Params)
+	case "tasks/get":
+		result, err = c.get(req.Params)
+	case "tasks/cancel":
+		result, err = c.cancel(r.Context(), req.Params)
+	case "tasks/pushNotificationConfig/set":
+		result, err = c.setPush(req.Params)
+	case "tasks/pushNotificationConfig/get":
+		result, err = c.getPush(req.Params)
+	case "tasks/pushNotificationConfig/list":
+		result, err = c.listPush(req.Params)
+	case "tasks/pushNotificationConfig/delete":
+		result, err = c.deletePush(req.Params)
+	default:
+		err = &a2awire.Error{Code: a2awire.CodeMethodNotFound, Message: fmt.Sprintf("no method %q: this agent takes message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe and tasks/pushNotificationConfig/set, get, list and delete", req.Method)}
+	}
+	if err != nil {
+		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: asRPC(err)})
+		return
+	}
+	if result == nil { // delete answers null
+		result = json.RawMessage("null")
+	}
+	reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Result: result})
+}
+
+// reply writes a JSON-RPC response.
+func reply(w http.ResponseWriter, status int, resp a2awire.Response) {
+	resp.JSONRPC = "2.0"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// asRPC returns err as a JSON-RPC error: an a2awire.Error as it is, a host's error with its code.
+func asRPC(err error) *a2awire.Error {
+	var e *a2awire.Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, host.ErrInvalid):
+		return &a2awire.Error{Code: a2awire.CodeInvalidParams, Message: err.Error()}
+	case errors.Is(err, host.ErrBusy), errors.Is(err, nodes.ErrNoQuestion), errors.Is(err, nodes.ErrNoRun):
+		return &a2awire.Error{Code: a2awire.CodeUnsupported, Message: err.Error()}
+	}
+	return &a2awire.Error{Code: a2awire.CodeInternal, Message: err.Error()}
+}
+
+// invalid is an invalid-params error.
+func invalid(format string, args ...any) error {
+	return &a2awire.Error{Code: a2awire.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// params decodes a method's params into v.
+func params(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return invalid("the method takes params")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return invalid("bad params: %v", err)
+	}
+	return nil
+}

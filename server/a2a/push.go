@@ -1,0 +1,306 @@
+package a2a
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agiraph/agiraph/internal/a2awire"
+	"github.com/agiraph/agiraph/nodes/workspace"
+)
+
+// record is what the handler keeps of a task, in <root>/a2a/<agent>/<task>.json: how it ended,
+// once it did, and where its push notifications go.
+type record struct {
+	State  string       `json:"state,omitempty"`
+	Output string       `json:"output,omitempty"`
+	Push   []PushConfig `json:"push,omitempty"`
+}
+
+// records are the tasks' records under a host's root.
+type records struct {
+	dir string
+	mu  sync.Mutex
+}
+
+func (r *records) file(agent, task string) string {
+	return filepath.Join(r.dir, "a2a", agent, task+".json")
+}
+
+// read returns the record of task (an empty one when there is none).
+func (r *records) read(agent, task string) record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var rec record
+	_ = workspace.ReadJSON(r.file(agent, task), &rec)
+	return rec
+}
+
+// update changes the record of task with fn, which reports whether it changed it.
+func (r *records) update(agent, task string, fn func(*record) bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var rec record
+	p := r.file(agent, task)
+	_ = workspace.ReadJSON(p, &rec)
+	if !fn(&rec) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return workspace.WriteJSON(p, rec)
+}
+
+// ended records how task ended.
+func (r *records) ended(agent, task, state, output string) {
+	_ = r.update(agent, task, func(rec *record) bool {
+		if rec.State == state && rec.Output == output {
+			return false
+		}
+		rec.State, rec.Output = state, output
+		return true
+	})
+}
+
+// The delivery of a push notification: each attempt bounded by pushTimeout, pushAttempts in
+// all, the n-th retry after n times pushBackoff.
+const (
+	pushTimeout  = 10 * time.Second
+	pushAttempts = 3
+	pushBackoff  = 500 * time.Millisecond
+)
+
+// setPush is tasks/pushNotificationConfig/set.
+func (c *call) setPush(raw json.RawMessage) (any, error) {
+	var p TaskPushConfig
+	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	if _, _, _, err := c.status(p.TaskID); err != nil {
+		return nil, err
+	}
+	return c.setPushOf(p.TaskID, p.Config)
+}
+
+// setPushOf sets a push notification config of task, and sends its notifications from then on.
+func (c *call) setPushOf(task string, cfg PushConfig) (TaskPushConfig, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return TaskPushConfig{}, invalid("push notification url %q: want an absolute http or https URL", cfg.URL)
+	}
+	if cfg.ID == "" {
+		cfg.ID = task
+	}
+	err = c.h.records.update(c.a.ID(), task, func(rec *record) bool {
+		rec.Push = slices.DeleteFunc(rec.Push, func(p PushConfig) bool { return p.ID == cfg.ID })
+		rec.Push = append(rec.Push, cfg)
+		return true
+	})
+	if err != nil {
+		return TaskPushConfig{}, err
+	}
+	c.notify(task)
+	return TaskPushConfig{TaskID: task, Config: cfg}, nil
+}
+
+// pushConfigs returns the push notification configs of the task of params raw.
+func (c *call) pushConfigs(raw json.RawMessage) (a2awire.TaskParams, []PushConfig, error) {
+	var p a2awire.TaskParams
+	if err := params(raw, &p); err != nil {
+		return p, nil, err
+	}
+	if _, _, _, err := c.status(p.ID); err != nil {
+		return p, nil, err
+	}
+	return p, c.h.records.read(c.a.ID(), p.ID).Push, nil
+}
+
+// getPush is tasks/pushNotificationConfig/get: the config named, or the task's first.
+func (c *call) getPush(raw json.RawMessage) (any, error) {
+	p, cfgs, err := c.pushConfigs(raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, cfg := range cfgs {
+		if p.PushID == "" || cfg.ID == p.PushID {
+			return TaskPushConfig{TaskID: p.ID, Config: cfg}, nil
+		}
+	}
+	return nil, invalid("task %q has no push notification config %q", p.ID, p.PushID)
+}
+
+// listPush is tasks/pushNotificationConfig/list.
+func (c *call) listPush(raw json.RawMessage) (any, error) {
+	p, cfgs, err := c.pushConfigs(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := []TaskPushConfig{}
+	for _, cfg := range cfgs {
+		out = append(out, TaskPushConfig{TaskID: p.ID, Config: cfg})
+	}
+	return out, nil
+}
+
+// deletePush is tasks/pushNotificationConfig/delete.
+func (c *call) deletePush(raw json.RawMessage) (any, error) {
+	p, _, err := c.pushConfigs(raw)
+	if err != nil {
+		return nil, err
+	}
+	if p.PushID == "" {
+		return nil, invalid("pushNotificationConfigId: give the id of the config to delete")
+	}
+	return nil, c.h.records.update(c.a.ID(), p.ID, func(rec *record) bool {
+		n := len(rec.Push)
+		rec.Push = slices.DeleteFunc(rec.Push, func(cfg PushConfig) bool { return cfg.ID == p.PushID })
+		return len(rec.Push) != n
+	})
+}
+
+// notify follows task, unless it is followed already, and posts it to its push notification
+// URLs each time its state changes, until it ends, the host closes or the handler does. A post
+// is made in the background, the latest state only when several came while one was on its
+// way: a slow or failing URL delays nothing else.
+func (c *call) notify(task string) {
+	h, key := c.h, c.a.ID()+"/"+task
+	h.mu.Lock()
+	if h.watching[key] {
+		h.mu.Unlock()
+		return
+	}
+	h.watching[key] = true
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.wg.Done()
+		defer func() {
+			h.mu.Lock()
+			delete(h.watching, key)
+			h.mu.Unlock()
+		}()
+		changed := make(chan struct{}, 1)
+		posted := make(chan struct{})
+		go func() {
+			defer close(posted)
+			for range changed {
+				c.post(task)
+			}
+		}()
+		defer func() { close(changed); <-posted }()
+		state, _, _, err := c.status(task)
+		for err == nil && !a2awire.Terminal(state) && state != StateUnknown {
+			var after int64
+			if after, err = c.lastSeq(); err != nil {
+				return
+			}
+			more := c.watch(h.ctx, task, after, state, func(u any) bool {
+				if su, ok := u.(StatusUpdate); ok && su.Status.State != state {
+					state = su.Status.State
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}
+				return true
+			})
+			if !more {
+				return
+			}
+		}
+	}()
+}
+
+// resume follows again, in the background, the tasks whose push notifications were being sent
+// when the host stopped: those whose end is not recorded.
+func (h *Handler) resume() {
+	dir := filepath.Join(h.records.dir, "a2a")
+	agents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ag := range agents {
+		files, _ := filepath.Glob(filepath.Join(dir, ag.Name(), "*.json"))
+		for _, f := range files {
+			task := strings.TrimSuffix(filepath.Base(f), ".json")
+			if rec := h.records.read(ag.Name(), task); len(rec.Push) == 0 || rec.State != "" {
+				continue
+			}
+			if a, err := h.host.Agent(h.ctx, ag.Name()); err == nil {
+				(&call{h: h, a: a}).notify(task)
+			}
+		}
+	}
+}
+
+// post posts task as it is now to each of its push notification URLs.
+func (c *call) post(task string) {
+	t, err := c.task(task, nil)
+	if err != nil {
+		return
+	}
+	body, err := json.Marshal(t)
+	if err != nil {
+		return
+	}
+	for _, cfg := range c.h.records.read(c.a.ID(), task).Push {
+		c.h.deliver(cfg, body, c.a.ID(), task)
+	}
+}
+
+// deliver posts body to cfg's URL, trying pushAttempts times; a failure is logged.
+func (h *Handler) deliver(cfg PushConfig, body []byte, agent, task string) {
+	for attempt := 1; ; attempt++ {
+		err := h.postOnce(cfg, body)
+		if err == nil {
+			return
+		}
+		if attempt == pushAttempts {
+			h.log.Warn("a2a: a push notification could not be delivered", "agent", agent, "task", task,
+				"url", cfg.URL, "attempts", attempt, "err", err)
+			return
+		}
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-time.After(time.Duration(attempt) * pushBackoff):
+		}
+	}
+}
+
+// postOnce posts body to cfg's URL once, with its token and credentials.
+func (h *Handler) postOnce(cfg PushConfig, body []byte) error {
+	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if cfg.Token != "" {
+		req.Header.Set("X-A2A-Notification-Token", cfg.Token)
+	}
+	if a := cfg.Authentication; a != nil && a.Credentials != "" {
+		for _, s := range a.Schemes {
+			if strings.EqualFold(s, "bearer") {
+				req.Header.Set("Authorization", "Bearer "+a.Credentials)
+			}
+		}
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s answered %s", cfg.URL, resp.Status)
+	}
+	return nil
+}
