@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/server/langgraphapi"
 )
 
@@ -40,7 +43,9 @@ func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
 // graphs registers the test graphs:
 //   - echo: START → greet → END, greet appends "hello <topic>" and emits a custom event;
 //   - approve: START → draft → review → END, review asks for approval with an interrupt;
-//   - slow: START → wait → END, wait appends "done" once the gate is released.
+//   - slow: START → wait → END, wait appends "done" once the gate is released;
+//   - writer: START → write → END, write asks a scripted model about the topic, streaming its
+//     answer "once upon a <topic>" (graph.OnText), and appends the answer.
 func register(t *testing.T, h *langgraphapi.Handler, st store.Store, g *gate) {
 	t.Helper()
 	echo := graph.New[chat]()
@@ -79,7 +84,21 @@ func register(t *testing.T, h *langgraphapi.Handler, st store.Store, g *gate) {
 	slow.AddEdge(graph.START, "wait")
 	slow.AddEdge("wait", graph.END)
 
-	for id, b := range map[string]*graph.StateGraph[chat]{"echo": echo, "approve": approve, "slow": slow} {
+	model := scripted.NewFunc("writer", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		return scripted.Turn{Text: "once upon a " + req.Messages[0].Parts[0].Text}, nil
+	})
+	writer := graph.New[chat]()
+	writer.AddNode("write", func(ctx context.Context, s chat) (chat, error) {
+		resp, err := model.Generate(ctx, providers.Request{Messages: []providers.Message{providers.UserText(s.Topic)}, OnText: graph.OnText(ctx, model.Name())})
+		if err != nil {
+			return chat{}, err
+		}
+		return chat{Messages: []string{resp.Message.Parts[0].Text}}, nil
+	})
+	writer.AddEdge(graph.START, "write")
+	writer.AddEdge("write", graph.END)
+
+	for id, b := range map[string]*graph.StateGraph[chat]{"echo": echo, "approve": approve, "slow": slow, "writer": writer} {
 		c, err := b.Compile(graph.WithCheckpointer(st.Saver()))
 		require.NoError(t, err)
 		require.NoError(t, langgraphapi.Register(h, id, c, st.Saver()))
@@ -236,7 +255,7 @@ func names(evs []event) []string {
 func TestAssistants(t *testing.T) {
 	a := newAPI(t)
 	all := a.list("POST", "/assistants/search", obj{})
-	require.Len(t, all, 3)
+	require.Len(t, all, 4)
 	found := a.list("POST", "/assistants/search", obj{"graph_id": "echo"})
 	require.Len(t, found, 1)
 	id := found[0]["assistant_id"].(string)
@@ -354,6 +373,41 @@ func TestStreamModes(t *testing.T) {
 	assert.Equal(t, "success", run["status"])
 	assert.Equal(t, "idle", a.must(200, "GET", "/threads/"+id, nil)["status"])
 	assert.Len(t, a.list("GET", "/threads/"+id+"/runs", nil), 1)
+}
+
+func TestMessagesModes(t *testing.T) {
+	a := newAPI(t)
+	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
+	evs := a.stream("POST", "/threads/"+id+"/runs/stream", obj{
+		"assistant_id": "writer", "input": obj{"topic": "time"}, "stream_mode": []string{"messages-tuple", "messages"},
+	}, nil)
+	var tuples, partials []string
+	var msgID string
+	for _, e := range evs {
+		switch e.Name {
+		case "messages":
+			pair := e.Data.([]any)
+			require.Len(t, pair, 2)
+			chunk, meta := pair[0].(obj), pair[1].(obj)
+			assert.Equal(t, "AIMessageChunk", chunk["type"])
+			assert.Equal(t, "write", meta["langgraph_node"])
+			assert.Equal(t, "scripted/writer", meta["ls_model_name"])
+			assert.Equal(t, id, meta["thread_id"])
+			assert.Equal(t, "writer", meta["graph_id"])
+			tuples = append(tuples, chunk["content"].(string))
+			msgID = chunk["id"].(string)
+		case "messages/metadata":
+			require.Contains(t, e.Data.(obj), msgID)
+		case "messages/partial":
+			partials = append(partials, e.Data.([]any)[0].(obj)["content"].(string))
+		}
+	}
+	assert.Equal(t, []string{"once ", "upon ", "a ", "time"}, tuples)
+	assert.Equal(t, []string{"once ", "once upon ", "once upon a ", "once upon a time"}, partials)
+	assert.Less(t, slices.Index(names(evs), "messages/metadata"), slices.Index(names(evs), "messages/partial"), "%v", names(evs))
+
+	evs = a.stream("POST", "/threads/"+id+"/runs/stream", obj{"assistant_id": "writer", "input": obj{"topic": "go"}}, nil)
+	assert.NotContains(t, names(evs), "messages", "tokens stream only when asked")
 }
 
 func TestStatelessRuns(t *testing.T) {

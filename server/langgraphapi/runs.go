@@ -350,7 +350,7 @@ func (h *Handler) work(threadID string, ln *lane) {
 // execute carries out one run and records how it ended.
 func (h *Handler) execute(a *activeRun) {
 	kw := a.rec.Kwargs
-	tr := newTranslator(a.e.id(), kw.StreamMode, kw.Subgraphs)
+	tr := newTranslator(a.e.id(), a.rec, kw.StreamMode, kw.Subgraphs)
 	var runErr error
 	if a.ctx.Err() == nil {
 		a.rec.Status = runRunning
