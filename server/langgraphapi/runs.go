@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
 )
 
@@ -362,7 +361,7 @@ func (h *Handler) execute(a *activeRun) {
 		opts, err := runOptions(a, tr)
 		runErr = err
 		if err == nil {
-			for ev, err := range a.fn(a.ctx, opts) {
+			for ev, err := range a.fn(a.ctx, a.rec.ThreadID, opts) {
 				if err != nil {
 					runErr = err
 					break
@@ -500,20 +499,8 @@ func (h *Handler) settleThread(ctx context.Context, a *activeRun) error {
 // rollback undoes a run: the thread returns to the checkpoint the run started from (a fork of it
 // becomes the latest) and the run's record is deleted.
 func (h *Handler) rollback(ctx context.Context, a *activeRun) error {
-	s := a.e.saver()
-	written, err := s.List(ctx, checkpoint.Config{ThreadID: a.rec.ThreadID}, checkpoint.ListOptions{RunID: a.rec.RunID})
-	if err != nil {
+	if err := a.e.rollback(ctx, a.rec.ThreadID, a.rec.RunID); err != nil {
 		return err
-	}
-	if len(written) > 0 {
-		if parent := written[len(written)-1].Checkpoint.ParentID; parent == "" {
-			err = s.DeleteThread(ctx, a.rec.ThreadID)
-		} else {
-			_, err = a.e.update(ctx, a.rec.ThreadID, nil, "", parent)
-		}
-		if err != nil {
-			return err
-		}
 	}
 	var c change
 	c.Delete(runKey(a.rec.ThreadID, a.rec.RunID))
@@ -526,7 +513,7 @@ func (h *Handler) rollback(ctx context.Context, a *activeRun) error {
 // dropThread deletes a thread's checkpoints (when it has a graph), its runs and its record.
 func (h *Handler) dropThread(ctx context.Context, threadID string, e entry) error {
 	if e != nil {
-		if err := e.saver().DeleteThread(ctx, threadID); err != nil {
+		if err := e.dropThread(ctx, threadID); err != nil {
 			return err
 		}
 	}
@@ -590,11 +577,10 @@ func (h *Handler) restart(ctx context.Context) error {
 			e := graphs[rec.AssistantID]
 			cont := false
 			if rec.Status == runRunning {
-				t, err := e.saver().Get(ctx, checkpoint.Config{ThreadID: rec.ThreadID})
-				if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+				var err error
+				if cont, err = e.resumable(ctx, rec.ThreadID, rec.RunID); err != nil {
 					return err
 				}
-				cont = err == nil && t.Checkpoint.RunID == rec.RunID
 			}
 			fn, err := e.prepare(&rec.Kwargs, cont)
 			if err != nil {
