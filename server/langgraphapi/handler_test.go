@@ -12,14 +12,19 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/server/host"
 	"github.com/agiraph/agiraph/server/langgraphapi"
 )
 
@@ -113,19 +118,30 @@ type api struct {
 	h    *langgraphapi.Handler
 	st   store.Store
 	gate *gate
+	host *host.Host // its agents are the threads of the "squad" assistant
 }
 
 func newAPI(t *testing.T) *api {
 	st := store.NewMemory()
-	a := &api{t: t, st: st, gate: newGate()}
+	hs, err := host.New(host.WithRoot(t.TempDir()), host.WithSquadOptions(demoTeam))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, hs.Close()) })
+	a := &api{t: t, st: st, gate: newGate(), host: hs}
 	a.open()
 	return a
+}
+
+// demoTeam gives every agent the offline demo team, whose researcher on the open questions asks
+// the human demo.HumanQuestion.
+func demoTeam(string) []nodes.Option {
+	return append(demo.Team(demo.WithHumanQuestion()), nodes.WithModelOptions(models.WithoutRetry()), nodes.WithTick(20*time.Millisecond))
 }
 
 // open starts a handler on the api's store.
 func (a *api) open() {
 	a.h = langgraphapi.New(a.st)
 	register(a.t, a.h, a.st, a.gate)
+	require.NoError(a.t, langgraphapi.RegisterHost(a.h, "squad", a.host))
 	a.srv = httptest.NewServer(withGate(a.h, a.gate))
 	a.url = a.srv.URL
 	a.t.Cleanup(a.close)
@@ -255,7 +271,7 @@ func names(evs []event) []string {
 func TestAssistants(t *testing.T) {
 	a := newAPI(t)
 	all := a.list("POST", "/assistants/search", obj{})
-	require.Len(t, all, 4)
+	require.Len(t, all, 5)
 	found := a.list("POST", "/assistants/search", obj{"graph_id": "echo"})
 	require.Len(t, found, 1)
 	id := found[0]["assistant_id"].(string)

@@ -2,7 +2,7 @@
 import { client, assert, rejectsWith } from "./lib.mjs";
 
 const all = await client.assistants.search();
-assert.deepEqual(all.map((a) => a.graph_id).sort(), ["approve", "echo", "slow", "writer"]);
+assert.deepEqual(all.map((a) => a.graph_id).sort(), ["approve", "echo", "slow", "squad", "writer"]);
 
 const [echo] = await client.assistants.search({ graphId: "echo" });
 assert.equal(echo.name, "echo");
