@@ -141,6 +141,11 @@ func (h *Handler) routes() {
 		"GET /threads/{thread}/runs/{run}/join":    h.joinRun,
 		"GET /threads/{thread}/runs/{run}/stream":  h.joinStream,
 		"GET /runs/{run}/stream":                   h.joinStream,
+		"PUT /store/items":                         h.putItem,
+		"GET /store/items":                         h.getItem,
+		"DELETE /store/items":                      h.deleteItem,
+		"POST /store/items/search":                 h.searchItems,
+		"POST /store/namespaces":                   h.listNamespaces,
 	} {
 		h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			if err := fn(w, r); err != nil {

@@ -613,3 +613,28 @@ func TestRegister(t *testing.T) {
 	assert.ErrorContains(t, langgraphapi.Register(h, "", c, st.Saver()), "empty graph ID")
 	assert.ErrorContains(t, langgraphapi.Register(h, "other", c, nil), "checkpointer")
 }
+
+func TestStoreItems(t *testing.T) {
+	a := newAPI(t)
+	a.must(204, "PUT", "/store/items", obj{"namespace": []string{"docs", "x/y"}, "key": "k.1", "value": obj{"n": 1}})
+	got := a.must(200, "GET", "/store/items?namespace=docs.x%2Fy&key=k.1", nil)
+	assert.Equal(t, obj{"n": float64(1)}, got["value"])
+	assert.Equal(t, []any{"docs", "x/y"}, got["namespace"])
+	assert.Equal(t, obj{"namespaces": []any{[]any{"docs", "x/y"}}}, a.must(200, "POST", "/store/namespaces", obj{}))
+	assert.Empty(t, a.must(200, "POST", "/store/items/search", obj{"namespace_prefix": []string{"doc"}})["items"], "a prefix is whole labels")
+	for _, bad := range []obj{
+		{"namespace": []string{"a.b"}, "key": "k", "value": obj{}},
+		{"namespace": []string{"a", ""}, "key": "k", "value": obj{}},
+		{"namespace": []string{}, "key": "k", "value": obj{}},
+		{"namespace": []string{"a"}, "key": "", "value": obj{}},
+		{"namespace": []string{"a"}, "key": "k", "value": []int{1}},
+		{"namespace": []string{"a"}, "key": "k", "value": obj{}, "ttl": 5},
+	} {
+		a.must(422, "PUT", "/store/items", bad)
+	}
+	a.must(422, "POST", "/store/items/search", obj{"namespace_prefix": []string{"a.b"}})
+	a.must(204, "DELETE", "/store/items", obj{"namespace": []string{"docs", "x/y"}, "key": "k.1"})
+	var none any
+	require.Equal(t, 200, a.call("GET", "/store/items?namespace=docs.x%2Fy&key=k.1", nil, &none))
+	assert.Nil(t, none)
+}
