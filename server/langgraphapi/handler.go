@@ -33,6 +33,8 @@ type Handler struct {
 	lanes  map[string]*lane   // by thread ID: the runs in flight, the running one first
 	logs   map[string]*runLog // by run ID
 	ended  []string           // runs whose logs are kept after they ended, oldest first
+
+	writeMu sync.Mutex // serializes the changes of assistants, each read then written
 }
 
 // keptLogs is how many ended runs keep their events for clients that join late.
@@ -81,11 +83,11 @@ func (h *Handler) add(e entry) error {
 	found, err := h.rec.get(ctx, assistantKey(id), &assistant{})
 	if err == nil && !found {
 		now := time.Now().UTC()
-		err = h.rec.put(ctx, assistantKey(id), assistant{
+		err = h.putAssistant(ctx, assistant{
 			AssistantID: id, GraphID: e.id(), Name: e.id(),
 			Config: map[string]any{}, Context: map[string]any{}, Metadata: map[string]any{"created_by": "system"},
 			Version: 1, CreatedAt: now, UpdatedAt: now,
-		})
+		}, true)
 	}
 	if err != nil {
 		return fmt.Errorf("langgraphapi: Register %q: %w", e.id(), err)
@@ -114,6 +116,12 @@ func (h *Handler) routes() {
 	for pattern, fn := range map[string]func(http.ResponseWriter, *http.Request) error{
 		"POST /assistants/search":                  h.searchAssistants,
 		"GET /assistants/{id}":                     h.getAssistant,
+		"POST /assistants":                         h.createAssistant,
+		"PATCH /assistants/{id}":                   h.patchAssistant,
+		"DELETE /assistants/{id}":                  h.deleteAssistant,
+		"POST /assistants/{id}/versions":           h.assistantVersions,
+		"POST /assistants/{id}/latest":             h.setLatestAssistant,
+		"POST /assistants/count":                   h.countAssistants,
 		"GET /assistants/{id}/graph":               h.getGraph,
 		"GET /assistants/{id}/schemas":             h.getSchemas,
 		"POST /threads":                            h.createThread,

@@ -638,3 +638,22 @@ func TestStoreItems(t *testing.T) {
 	require.Equal(t, 200, a.call("GET", "/store/items?namespace=docs.x%2Fy&key=k.1", nil, &none))
 	assert.Nil(t, none)
 }
+
+func TestAssistantEditsRefused(t *testing.T) {
+	a := newAPI(t)
+	a.must(422, "POST", "/assistants", obj{})
+	a.must(422, "POST", "/assistants", obj{"graph_id": "echo", "assistant_id": "not-a-uuid"})
+	a.must(404, "POST", "/assistants", obj{"graph_id": "nope"})
+	a.must(404, "PATCH", "/assistants/nope", obj{"name": "x"})
+	a.must(404, "PATCH", "/assistants/echo", obj{"graph_id": "nope"})
+	a.must(404, "POST", "/assistants/nope/versions", obj{})
+	a.must(404, "POST", "/assistants/nope/latest", obj{"version": 1})
+	a.must(404, "DELETE", "/assistants/nope", nil)
+
+	// A registered graph's assistant, deleted, is made again when the graph is registered again.
+	a.must(200, "DELETE", "/assistants/echo", nil)
+	a.must(404, "GET", "/assistants/echo", nil)
+	a.close()
+	a.open()
+	assert.Equal(t, float64(1), a.must(200, "GET", "/assistants/echo", nil)["version"])
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -236,6 +237,7 @@ func (h *Handler) startRun(ctx context.Context, threadID string, q *runCreate) (
 	if err != nil {
 		return nil, run{}, err
 	}
+	kw.Config = mergeConfig(a.Config, kw.Config)
 	for _, l := range []nodeList{kw.InterruptBefore, kw.InterruptAfter} {
 		if _, err := l.expand(e); err != nil {
 			return nil, run{}, err
@@ -371,6 +373,26 @@ func (h *Handler) execute(a *activeRun) {
 		}
 	}
 	h.finish(a, tr, runErr)
+}
+
+// mergeConfig is a run's config: the assistant's, with what the run gives over it (its
+// configurable merged into the assistant's).
+func mergeConfig(base, over map[string]any) map[string]any {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for k, v := range over {
+		bc, ok1 := out[k].(map[string]any)
+		oc, ok2 := v.(map[string]any)
+		if k == "configurable" && ok1 && ok2 {
+			merged := maps.Clone(bc)
+			maps.Copy(merged, oc)
+			v = merged
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // runOptions are the graph options of a run.
