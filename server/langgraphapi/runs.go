@@ -332,24 +332,28 @@ func (h *Handler) work(threadID string, ln *lane) {
 	defer h.wg.Done()
 	for {
 		h.mu.Lock()
-		if len(ln.runs) == 0 {
-			delete(h.lanes, threadID)
-			close(ln.done)
-			h.mu.Unlock()
-			return
-		}
 		a := ln.runs[0]
 		h.mu.Unlock()
-		h.execute(a)
+		result := h.execute(a)
 		a.cancel(nil)
 		h.mu.Lock()
 		ln.runs = ln.runs[1:]
+		last := len(ln.runs) == 0
+		if last {
+			delete(h.lanes, threadID)
+			close(ln.done)
+		}
 		h.mu.Unlock()
+		// Ended once it has left the lane: who waited for it finds the thread free.
+		a.log.end(result)
+		if last {
+			return
+		}
 	}
 }
 
-// execute carries out one run and records how it ended.
-func (h *Handler) execute(a *activeRun) {
+// execute carries out one run, records how it ended and returns what waiting for it answers.
+func (h *Handler) execute(a *activeRun) json.RawMessage {
 	kw := a.rec.Kwargs
 	tr := newTranslator(a.e.id(), a.rec, kw.StreamMode, kw.Subgraphs)
 	var runErr error
@@ -372,7 +376,7 @@ func (h *Handler) execute(a *activeRun) {
 			}
 		}
 	}
-	h.finish(a, tr, runErr)
+	return h.finish(a, tr, runErr)
 }
 
 // mergeConfig is a run's config: the assistant's, with what the run gives over it (its
@@ -425,8 +429,9 @@ func runOptions(a *activeRun, tr *translator) ([]graph.Option, error) {
 	return opts, nil
 }
 
-// finish records how a run ended: its status, its thread's status, what waiting for it answers.
-func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
+// finish records how a run ended: its status, its thread's status; it returns what waiting for
+// it answers.
+func (h *Handler) finish(a *activeRun, tr *translator, runErr error) json.RawMessage {
 	ctx := context.WithoutCancel(a.ctx)
 	cause := context.Cause(a.ctx)
 	result := tr.values
@@ -434,8 +439,7 @@ func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
 	switch {
 	case errors.Is(cause, errShutdown):
 		// Left running in the records: the next handler on the store continues it.
-		a.log.end(mustJSON(map[string]any{"__error__": errorJSON(cause)}))
-		return
+		return mustJSON(map[string]any{"__error__": errorJSON(cause)})
 	case cause != nil:
 		a.rec.Status = runInterrupted
 	case runErr == nil || errors.Is(runErr, graph.ErrNothingToResume) && a.rec.Kwargs.Command == nil:
@@ -472,7 +476,6 @@ func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
 			result = st.Values
 		}
 	}
-	a.log.end(mustJSON(result))
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ended = append(h.ended, a.rec.RunID)
@@ -480,6 +483,7 @@ func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
 		delete(h.logs, h.ended[0])
 		h.ended = h.ended[1:]
 	}
+	return mustJSON(result)
 }
 
 // saveRun stores a run's record with its status.
