@@ -17,6 +17,7 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/triggers"
 )
 
 // Handler serves the LangGraph API for the graphs registered with Register. Create it with New;
@@ -34,19 +35,33 @@ type Handler struct {
 	logs   map[string]*runLog // by run ID
 	ended  []string           // runs whose logs are kept after they ended, oldest first
 
-	writeMu sync.Mutex // serializes the changes of assistants, each read then written
+	writeMu sync.Mutex // serializes the changes of assistants and crons, each read then written
+	clock   triggers.Clock
+	alarm   *triggers.Alarm // by cron ID: when each cron runs next
 }
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithClock makes crons run by clock rather than the system's (tests move a
+// triggers.FakeClock).
+func WithClock(clock triggers.Clock) Option { return func(h *Handler) { h.clock = clock } }
 
 // keptLogs is how many ended runs keep their events for clients that join late.
 const keptLogs = 256
 
 // New returns a handler that keeps the API's records in st. st is not closed by Close.
-func New(st store.Store) *Handler {
+func New(st store.Store, opts ...Option) *Handler {
 	ctx, stop := context.WithCancelCause(context.Background())
 	h := &Handler{
 		rec: records{st}, mux: http.NewServeMux(), ctx: ctx, stop: stop,
 		graphs: map[string]entry{}, lanes: map[string]*lane{}, logs: map[string]*runLog{},
+		clock: triggers.RealClock(),
 	}
+	for _, o := range opts {
+		o(h)
+	}
+	h.alarm = triggers.NewAlarm(h.clock, h.fire)
 	h.routes()
 	return h
 }
@@ -104,6 +119,7 @@ func assistantID(graphID string) string {
 // Close stops the handler's runs and waits for them. A run stopped this way stays running in the
 // records: a handler opened later on the same store continues it when its graph is registered.
 func (h *Handler) Close() error {
+	h.alarm.Close()
 	h.stop(errShutdown)
 	h.wg.Wait()
 	return nil
@@ -122,6 +138,12 @@ func (h *Handler) routes() {
 		"POST /assistants/{id}/versions":           h.assistantVersions,
 		"POST /assistants/{id}/latest":             h.setLatestAssistant,
 		"POST /assistants/count":                   h.countAssistants,
+		"POST /runs/crons":                         h.createCron,
+		"POST /threads/{thread}/runs/crons":        h.createCron,
+		"PATCH /runs/crons/{cron}":                 h.updateCron,
+		"DELETE /runs/crons/{cron}":                h.deleteCron,
+		"POST /runs/crons/search":                  h.searchCrons,
+		"POST /runs/crons/count":                   h.countCrons,
 		"GET /assistants/{id}/graph":               h.getGraph,
 		"GET /assistants/{id}/schemas":             h.getSchemas,
 		"POST /threads":                            h.createThread,

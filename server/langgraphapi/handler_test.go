@@ -22,6 +22,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/triggers"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/server/host"
@@ -119,6 +120,8 @@ type api struct {
 	st   store.Store
 	gate *gate
 	host *host.Host // its agents are the threads of the "squad" assistant
+	// clock is the crons' clock, which the test moves (the scripts too, at /__test/advance).
+	clock *triggers.FakeClock
 }
 
 func newAPI(t *testing.T) *api {
@@ -126,7 +129,7 @@ func newAPI(t *testing.T) *api {
 	hs, err := host.New(host.WithRoot(t.TempDir()), host.WithSquadOptions(demoTeam))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, hs.Close()) })
-	a := &api{t: t, st: st, gate: newGate(), host: hs}
+	a := &api{t: t, st: st, gate: newGate(), host: hs, clock: triggers.NewFakeClock(time.Now().UTC().Truncate(time.Minute))}
 	a.open()
 	return a
 }
@@ -139,10 +142,16 @@ func demoTeam(string) []nodes.Option {
 
 // open starts a handler on the api's store.
 func (a *api) open() {
-	a.h = langgraphapi.New(a.st)
+	a.h = langgraphapi.New(a.st, langgraphapi.WithClock(a.clock))
 	register(a.t, a.h, a.st, a.gate)
 	require.NoError(a.t, langgraphapi.RegisterHost(a.h, "squad", a.host))
-	a.srv = httptest.NewServer(withGate(a.h, a.gate))
+	mux := http.NewServeMux()
+	mux.Handle("/", withGate(a.h, a.gate))
+	mux.HandleFunc("POST /__test/advance", func(w http.ResponseWriter, r *http.Request) {
+		a.clock.Advance(time.Minute)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	a.srv = httptest.NewServer(mux)
 	a.url = a.srv.URL
 	a.t.Cleanup(a.close)
 }
@@ -431,6 +440,10 @@ func TestStatelessRuns(t *testing.T) {
 	out := a.must(200, "POST", "/runs/wait", obj{"assistant_id": "echo", "input": obj{"topic": "once"}})
 	assert.Equal(t, obj{"messages": []any{"hello once"}, "topic": "once"}, out)
 	assert.Empty(t, a.list("POST", "/threads/search", obj{}), "the temporary thread is deleted")
+
+	// Fields given as null are as not given.
+	out = a.must(200, "POST", "/runs/wait", obj{"assistant_id": "echo", "input": obj{"topic": "n"}, "interrupt_before": nil, "interrupt_after": nil})
+	assert.Equal(t, obj{"messages": []any{"hello n"}, "topic": "n"}, out)
 
 	evs := a.stream("POST", "/runs/stream", obj{"assistant_id": "echo", "input": obj{"topic": "s"}, "on_completion": "keep"}, nil)
 	assert.Equal(t, []string{"metadata", "values", "values"}, names(evs))

@@ -49,6 +49,10 @@ func (g *gotoList) UnmarshalJSON(b []byte) error {
 type nodeList []string
 
 func (n *nodeList) UnmarshalJSON(b []byte) error {
+	if isNull(b) {
+		*n = nil
+		return nil
+	}
 	var all string
 	if json.Unmarshal(b, &all) == nil {
 		if all != "*" {
@@ -575,10 +579,14 @@ func (h *Handler) stopRuns(ctx context.Context, threadID string, cause error) er
 	}
 }
 
-// restart queues the runs a stopped handler left pending or running, thread by thread in the
-// order they were created, once the graphs of all of a thread's runs are registered: a running
-// one continues from its thread's latest checkpoint when it had written one.
+// restart sets the alarms of the crons of registered assistants, and queues the runs a stopped
+// handler left pending or running, thread by thread in the order they were created, once the
+// graphs of all of a thread's runs are registered: a running one continues from its thread's
+// latest checkpoint when it had written one.
 func (h *Handler) restart(ctx context.Context) error {
+	if err := h.armCrons(ctx); err != nil {
+		return err
+	}
 	runs, err := list[run](ctx, h.rec, runPrefix)
 	if err != nil {
 		return err
