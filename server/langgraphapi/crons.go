@@ -129,10 +129,15 @@ func (h *Handler) createCron(w http.ResponseWriter, r *http.Request) error {
 			c.OnRunCompleted = *q.OnRunCompleted
 		}
 	}
-	if err := h.checkCron(r.Context(), &c); err != nil {
+	return h.answerCron(w, r, &c)
+}
+
+// answerCron checks a cron made or changed by a request, stores it and answers it.
+func (h *Handler) answerCron(w http.ResponseWriter, r *http.Request, c *cronJob) error {
+	if err := h.checkCron(r.Context(), c); err != nil {
 		return err
 	}
-	if err := h.saveCron(r.Context(), &c); err != nil {
+	if err := h.saveCron(r.Context(), c); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, c)
@@ -178,14 +183,7 @@ func (h *Handler) updateCron(w http.ResponseWriter, r *http.Request) error {
 	if q.Metadata != nil {
 		c.Metadata = q.Metadata
 	}
-	if err := h.checkCron(r.Context(), &c); err != nil {
-		return err
-	}
-	if err := h.saveCron(r.Context(), &c); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, c)
-	return nil
+	return h.answerCron(w, r, &c)
 }
 
 func (h *Handler) deleteCron(w http.ResponseWriter, r *http.Request) error {
