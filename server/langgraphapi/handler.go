@@ -34,6 +34,7 @@ type Handler struct {
 	lanes  map[string]*lane   // by thread ID: the runs in flight, the running one first
 	logs   map[string]*runLog // by run ID
 	ended  []string           // runs whose logs are kept after they ended, oldest first
+	queued chan struct{}      // closed (and made anew) when a run is queued
 
 	writeMu sync.Mutex // serializes the changes of assistants and crons, each read then written
 	clock   triggers.Clock
@@ -56,7 +57,7 @@ func New(st store.Store, opts ...Option) *Handler {
 	h := &Handler{
 		rec: records{st}, mux: http.NewServeMux(), ctx: ctx, stop: stop,
 		graphs: map[string]entry{}, lanes: map[string]*lane{}, logs: map[string]*runLog{},
-		clock: triggers.RealClock(),
+		clock: triggers.RealClock(), queued: make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(h)
@@ -171,6 +172,7 @@ func (h *Handler) routes() {
 		"GET /threads/{thread}/runs/{run}/join":    h.joinRun,
 		"GET /threads/{thread}/runs/{run}/stream":  h.joinStream,
 		"GET /runs/{run}/stream":                   h.joinStream,
+		"GET /threads/{thread}/stream":             h.threadStream,
 		"PUT /store/items":                         h.putItem,
 		"GET /store/items":                         h.getItem,
 		"DELETE /store/items":                      h.deleteItem,

@@ -1,6 +1,7 @@
 package langgraphapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agiraph/agiraph/graph"
@@ -328,6 +330,8 @@ func (h *Handler) enqueue(rec run, e entry, fn runFunc) *activeRun {
 		go h.work(rec.ThreadID, ln)
 	}
 	ln.runs = append(ln.runs, a)
+	close(h.queued)
+	h.queued = make(chan struct{})
 	return a
 }
 
@@ -797,4 +801,104 @@ func (h *Handler) joinStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	l.stream(w, r, from, gone)
 	return nil
+}
+
+// sortRuns puts a thread's runs in the order they were made.
+func sortRuns(runs []run) {
+	slices.SortStableFunc(runs, func(a, b run) int { return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.RunID, b.RunID)) })
+}
+
+// queryModes reads the stream_mode of a query: repeated, or a JSON list as the SDK sends it.
+func queryModes(r *http.Request) ([]string, error) {
+	var modes []string
+	for _, v := range r.URL.Query()["stream_mode"] {
+		var list []string
+		if json.Unmarshal([]byte(v), &list) != nil {
+			list = []string{v}
+		}
+		for _, m := range list {
+			if !streamModes[m] {
+				return nil, invalid("stream_mode: no mode %q", m)
+			}
+		}
+		modes = append(modes, list...)
+	}
+	return modes, nil
+}
+
+// threadStream streams the runs of a thread, one after the other as they run, until the client
+// goes away: from the next event of the run in flight when it is asked (or after the event the
+// Last-Event-ID names, "<run>:<n>", when the run is still in flight), and whole the runs after.
+// stream_mode leaves out the events of other modes.
+func (h *Handler) threadStream(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.thread(r.Context(), r.PathValue("thread"))
+	if err != nil {
+		return err
+	}
+	modes, err := queryModes(r)
+	if err != nil {
+		return err
+	}
+	var keep func(string) bool
+	if len(modes) > 0 {
+		keep = func(name string) bool {
+			mode, _, _ := strings.Cut(name, "|")
+			mode, _, _ = strings.Cut(mode, "/")
+			return slices.Contains(modes, mode) || mode == "messages" && slices.Contains(modes, "messages-tuple") ||
+				mode == "metadata" || mode == "error"
+		}
+	}
+	// The thread's runs ended before the client came are left out; the one in flight streams
+	// from its next event, those after whole (or, after a Last-Event-ID, from there on).
+	ctx := r.Context()
+	runs, err := list[run](ctx, h.rec, runPrefix+t.ThreadID+"/")
+	if err != nil {
+		return err
+	}
+	sortRuns(runs)
+	seen := map[string]bool{} // the runs streamed or left out
+	from := map[string]int{}  // where to start a run's events, when not at its first
+	last, n, resumed := strings.Cut(r.Header.Get("Last-Event-ID"), ":")
+	for _, rec := range runs {
+		switch l := h.logOf(rec.RunID); {
+		case resumed && rec.RunID == last:
+			from[last], _ = strconv.Atoi(n)
+			resumed = false
+		case resumed, l == nil:
+			seen[rec.RunID] = true
+		case !resumed && rec.Status == runRunning:
+			from[rec.RunID] = l.len()
+		case rec.Status != runPending:
+			seen[rec.RunID] = true
+		}
+	}
+	startStream(w)
+	for {
+		h.mu.Lock()
+		queued := h.queued
+		h.mu.Unlock()
+		runs, err := list[run](ctx, h.rec, runPrefix+t.ThreadID+"/")
+		if err != nil {
+			return nil // the answer has begun: the stream ends
+		}
+		sortRuns(runs)
+		i := slices.IndexFunc(runs, func(rec run) bool { return !seen[rec.RunID] })
+		if i < 0 {
+			select {
+			case <-queued:
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		id := runs[i].RunID
+		seen[id] = true
+		l := h.logOf(id)
+		if l == nil {
+			continue
+		}
+		if !l.pump(w, r, from[id], func(n int) string { return id + ":" + strconv.Itoa(n) }, keep) {
+			return nil
+		}
+	}
 }
