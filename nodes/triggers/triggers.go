@@ -194,6 +194,11 @@ func fieldErr(field, format string, a ...any) error {
 
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// ParseCron parses a cron expression as scheduled triggers take it: five fields ("minute hour
+// day-of-month month day-of-week") or a descriptor like @hourly, in time zone tz (an IANA name;
+// "" is UTC unless the expression starts with TZ= or CRON_TZ=). Its errors are *FieldError.
+func ParseCron(expr, tz string) (cron.Schedule, error) { return schedule(expr, tz) }
+
 // schedule parses the cron expression of t in its time zone.
 func schedule(expr, tz string) (cron.Schedule, error) {
 	expr = strings.TrimSpace(expr)

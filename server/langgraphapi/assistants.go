@@ -1,12 +1,16 @@
 package langgraphapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/tools"
@@ -33,20 +37,24 @@ func (h *Handler) assistant(ctx context.Context, id string) (assistant, entry, e
 	return a, e, nil
 }
 
-func (h *Handler) searchAssistants(w http.ResponseWriter, r *http.Request) error {
-	var q struct {
-		GraphID  string         `json:"graph_id"`
-		Name     string         `json:"name"`
-		Metadata map[string]any `json:"metadata"`
-		Limit    int            `json:"limit"`
-		Offset   int            `json:"offset"`
-	}
+// assistantQuery selects assistants, as search and count take it.
+type assistantQuery struct {
+	GraphID  string         `json:"graph_id"`
+	Name     string         `json:"name"`
+	Metadata map[string]any `json:"metadata"`
+	Limit    int            `json:"limit"`
+	Offset   int            `json:"offset"`
+}
+
+// assistants reads the assistants of registered graphs that q selects, the newest first.
+func (h *Handler) assistants(r *http.Request) ([]assistant, assistantQuery, error) {
+	var q assistantQuery
 	if err := readJSON(r, &q); err != nil {
-		return err
+		return nil, q, err
 	}
 	all, err := list[assistant](r.Context(), h.rec, assistantPrefix)
 	if err != nil {
-		return err
+		return nil, q, err
 	}
 	h.mu.Lock()
 	all = slices.DeleteFunc(all, func(a assistant) bool {
@@ -57,7 +65,257 @@ func (h *Handler) searchAssistants(w http.ResponseWriter, r *http.Request) error
 	})
 	h.mu.Unlock()
 	slices.SortStableFunc(all, func(a, b assistant) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return all, q, nil
+}
+
+func (h *Handler) searchAssistants(w http.ResponseWriter, r *http.Request) error {
+	all, q, err := h.assistants(r)
+	if err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, page(all, q.Limit, q.Offset))
+	return nil
+}
+
+func (h *Handler) countAssistants(w http.ResponseWriter, r *http.Request) error {
+	all, _, err := h.assistants(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, len(all))
+	return nil
+}
+
+// putAssistant stores an assistant, and with version its version too.
+func (h *Handler) putAssistant(ctx context.Context, a assistant, version bool) error {
+	var c change
+	c.put(assistantKey(a.AssistantID), a)
+	if version {
+		c.put(versionKey(a.AssistantID, a.Version), a)
+	}
+	return h.rec.apply(ctx, &c)
+}
+
+// assistantFields are what creating and patching an assistant may set.
+type assistantFields struct {
+	GraphID     string         `json:"graph_id"`
+	Config      map[string]any `json:"config"`
+	Context     map[string]any `json:"context"`
+	Metadata    map[string]any `json:"metadata"`
+	Name        string         `json:"name"`
+	Description *string        `json:"description"`
+	AssistantID string         `json:"assistant_id"`
+	IfExists    string         `json:"if_exists"`
+}
+
+// checkGraph refuses a graph that is not registered.
+func (h *Handler) checkGraph(id string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.graphs[id] == nil {
+		return notFound("graph_id: no graph %q is registered", id)
+	}
+	return nil
+}
+
+func (h *Handler) createAssistant(w http.ResponseWriter, r *http.Request) error {
+	var q assistantFields
+	if err := readJSON(r, &q); err != nil {
+		return err
+	}
+	if q.GraphID == "" {
+		return invalid("graph_id: missing")
+	}
+	if err := h.checkGraph(q.GraphID); err != nil {
+		return err
+	}
+	if q.AssistantID == "" {
+		q.AssistantID = newID()
+	} else if _, err := uuid.Parse(q.AssistantID); err != nil {
+		return invalid("assistant_id: %q is not a UUID", q.AssistantID)
+	}
+	var old assistant
+	h.writeMu.Lock()
+	defer h.writeMu.Unlock()
+	found, err := h.rec.get(r.Context(), assistantKey(q.AssistantID), &old)
+	switch {
+	case err != nil:
+		return err
+	case found && q.IfExists == "do_nothing":
+		writeJSON(w, http.StatusOK, old)
+		return nil
+	case found:
+		return conflict("assistant %s exists (create with if_exists \"do_nothing\" to get it)", q.AssistantID)
+	}
+	now := time.Now().UTC()
+	a := assistant{AssistantID: q.AssistantID, GraphID: q.GraphID, Name: cmp.Or(q.Name, q.GraphID), Description: q.Description,
+		Config: orEmpty(q.Config), Context: orEmpty(q.Context), Metadata: orEmpty(q.Metadata), Version: 1, CreatedAt: now, UpdatedAt: now}
+	if err := h.putAssistant(r.Context(), a, true); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// patchAssistant makes a new version of an assistant, the latest: what the request gives
+// replaces the assistant's, and its metadata is merged into the assistant's.
+func (h *Handler) patchAssistant(w http.ResponseWriter, r *http.Request) error {
+	var q assistantFields
+	if err := readJSON(r, &q); err != nil {
+		return err
+	}
+	if q.GraphID != "" {
+		if err := h.checkGraph(q.GraphID); err != nil {
+			return err
+		}
+	}
+	h.writeMu.Lock()
+	defer h.writeMu.Unlock()
+	a, _, err := h.assistant(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	versions, err := h.versions(r.Context(), a)
+	if err != nil {
+		return err
+	}
+	a.GraphID = cmp.Or(q.GraphID, a.GraphID)
+	a.Name = cmp.Or(q.Name, a.Name)
+	if q.Description != nil {
+		a.Description = q.Description
+	}
+	if q.Config != nil {
+		a.Config = q.Config
+	}
+	if q.Context != nil {
+		a.Context = q.Context
+	}
+	for k, v := range q.Metadata {
+		a.Metadata[k] = v
+	}
+	a.Version = versions[0].Version + 1
+	a.UpdatedAt = time.Now().UTC()
+	if err := h.putAssistant(r.Context(), a, true); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// versions reads an assistant's versions, the newest first (an assistant stored before versions
+// were kept is its own only version).
+func (h *Handler) versions(ctx context.Context, a assistant) ([]assistant, error) {
+	all, err := list[assistant](ctx, h.rec, versionPrefix+a.AssistantID+"/")
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		all = []assistant{a}
+	}
+	slices.Reverse(all)
+	return all, nil
+}
+
+func (h *Handler) assistantVersions(w http.ResponseWriter, r *http.Request) error {
+	var q struct {
+		Metadata map[string]any `json:"metadata"`
+		Limit    int            `json:"limit"`
+		Offset   int            `json:"offset"`
+	}
+	if err := readJSON(r, &q); err != nil {
+		return err
+	}
+	a, _, err := h.assistant(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	all, err := h.versions(r.Context(), a)
+	if err != nil {
+		return err
+	}
+	all = slices.DeleteFunc(all, func(v assistant) bool { return q.Metadata != nil && !contains(v.Metadata, q.Metadata) })
+	writeJSON(w, http.StatusOK, page(all, q.Limit, q.Offset))
+	return nil
+}
+
+// setLatestAssistant makes one of an assistant's versions the assistant.
+func (h *Handler) setLatestAssistant(w http.ResponseWriter, r *http.Request) error {
+	var q struct {
+		Version int `json:"version"`
+	}
+	if err := readJSON(r, &q); err != nil {
+		return err
+	}
+	h.writeMu.Lock()
+	defer h.writeMu.Unlock()
+	a, _, err := h.assistant(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var v assistant
+	found, err := h.rec.get(r.Context(), versionKey(a.AssistantID, q.Version), &v)
+	switch {
+	case err != nil:
+		return err
+	case !found && q.Version != a.Version:
+		return notFound("assistant %s has no version %d", a.AssistantID, q.Version)
+	case found:
+		v.CreatedAt, v.UpdatedAt = a.CreatedAt, time.Now().UTC()
+		a = v
+	}
+	if err := h.putAssistant(r.Context(), a, false); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// deleteAssistant deletes an assistant and its versions, and with delete_threads=true the
+// threads it last ran. The assistant of a registered graph is made again when the graph is
+// registered again.
+func (h *Handler) deleteAssistant(w http.ResponseWriter, r *http.Request) error {
+	h.writeMu.Lock()
+	a, _, err := h.assistant(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.writeMu.Unlock()
+		return err
+	}
+	docs, err := h.rec.st.Docs(r.Context(), versionPrefix+a.AssistantID+"/")
+	if err != nil {
+		h.writeMu.Unlock()
+		return err
+	}
+	var c change
+	for _, d := range docs {
+		c.Delete(d.Key)
+	}
+	c.Delete(assistantKey(a.AssistantID))
+	err = h.rec.apply(r.Context(), &c)
+	h.writeMu.Unlock()
+	if err != nil {
+		return err
+	}
+	if r.URL.Query().Get("delete_threads") == "true" {
+		threads, err := list[thread](r.Context(), h.rec, threadPrefix)
+		if err != nil {
+			return err
+		}
+		for _, t := range threads {
+			if t.Metadata["assistant_id"] == a.AssistantID {
+				if err := h.removeThread(r.Context(), &t); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, []string{a.AssistantID})
 	return nil
 }
 

@@ -13,6 +13,10 @@
 // origin: mount it behind the server's guard. What differs from LangGraph's own server on purpose
 // is listed in docs/langgraph-api.md.
 //
-// It imports graph, checkpoint and nodes/store of the repository, and tools for the JSON schemas;
-// nothing of the server it is mounted into.
+// RegisterHost serves the agents of a server/host Host as the threads of one assistant: a thread
+// is an agent, its runs follow the agent's runs, and the squad's questions to the human are
+// interrupts that a command answers.
+//
+// It imports graph, checkpoint, nodes/store and server/host of the repository, and tools for the
+// JSON schemas; nothing of the server it is mounted into.
 package langgraphapi

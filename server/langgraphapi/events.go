@@ -8,8 +8,7 @@ import (
 	"github.com/agiraph/agiraph/graph"
 )
 
-// streamModes are the stream modes a run may ask for. messages and messages-tuple are accepted
-// and give nothing: graph runs do not stream model tokens.
+// streamModes are the stream modes a run may ask for.
 var streamModes = map[string]bool{
 	"values": true, "updates": true, "custom": true, "debug": true, "tasks": true,
 	"checkpoints": true, "events": true, "messages": true, "messages-tuple": true,
@@ -20,12 +19,15 @@ type translator struct {
 	graphID   string
 	modes     map[string]bool
 	subgraphs bool
-	values    any            // the latest state of the root graph
-	updates   map[string]any // task ID → the task's update, for task results
+	runMeta   map[string]any    // the run's IDs, in the metadata of its messages
+	values    any               // the latest state of the root graph
+	updates   map[string]any    // task ID → the task's update, for task results
+	texts     map[string]string // message ID → its text so far, for the messages mode
 }
 
-func newTranslator(graphID string, modes []string, subgraphs bool) *translator {
-	t := &translator{graphID: graphID, modes: map[string]bool{}, subgraphs: subgraphs, updates: map[string]any{}}
+func newTranslator(graphID string, r run, modes []string, subgraphs bool) *translator {
+	t := &translator{graphID: graphID, modes: map[string]bool{}, subgraphs: subgraphs, updates: map[string]any{}, texts: map[string]string{},
+		runMeta: map[string]any{"graph_id": graphID, "assistant_id": r.AssistantID, "run_id": r.RunID, "thread_id": r.ThreadID}}
 	for _, m := range modes {
 		t.modes[m] = true
 	}
@@ -43,6 +45,9 @@ func (t *translator) graphModes() graph.Mode {
 	}
 	if t.modes["checkpoints"] || t.modes["debug"] {
 		m |= graph.ModeCheckpoints
+	}
+	if t.modes["messages"] || t.modes["messages-tuple"] {
+		m |= graph.ModeMessages
 	}
 	return m
 }
@@ -78,11 +83,12 @@ func (t *translator) event(ev graph.Event, emit emitFunc) {
 		}
 		suffix = "|" + strings.ReplaceAll(ev.Namespace, "/", "|")
 	}
-	out := func(mode string, data any) {
+	send := func(mode, name string, data any) {
 		if t.modes[mode] {
-			emit(mode+suffix, data)
+			emit(name+suffix, data)
 		}
 	}
+	out := func(mode string, data any) { send(mode, mode, data) }
 	switch ev.Mode {
 	case graph.ModeValues:
 		if ev.Namespace == "" {
@@ -94,6 +100,9 @@ func (t *translator) event(ev graph.Event, emit emitFunc) {
 		out("updates", map[string]any{ev.Node: ev.Data})
 	case graph.ModeCustom:
 		out("custom", ev.Data)
+	case graph.ModeMessages:
+		mc, _ := ev.Data.(graph.MessageChunk)
+		t.message(ev, mc, send)
 	case graph.ModeTasks:
 		te, _ := ev.Data.(graph.TaskEvent)
 		t.task(ev, te, out)
@@ -133,6 +142,44 @@ func (t *translator) task(ev graph.Event, te graph.TaskEvent, out func(string, a
 	out("tasks", p)
 	out("debug", map[string]any{"type": "task_result", "timestamp": now(), "step": ev.Step, "payload": p})
 	out("events", chainEvent("on_chain_end", ev.Node, ev.TaskID, meta, map[string]any{"output": result}))
+}
+
+// message emits a piece of a model's answer: in messages-tuple mode as the chunk and its
+// metadata ("messages"), in messages mode as the metadata of a new message ("messages/metadata")
+// and the message so far ("messages/partial"), as LangGraph's server frames them.
+func (t *translator) message(ev graph.Event, mc graph.MessageChunk, send func(mode, name string, data any)) {
+	ns := ev.Node + ":" + ev.TaskID
+	if ev.Namespace != "" {
+		ns = strings.ReplaceAll(ev.Namespace, "/", "|") + "|" + ns
+	}
+	meta := map[string]any{
+		"tags": []string{}, "name": mc.Model, "ls_model_name": mc.Model,
+		"langgraph_step": ev.Step, "langgraph_node": ev.Node, "langgraph_task_id": ev.TaskID,
+		"langgraph_triggers": []string{}, "langgraph_path": []string{"__pregel_pull", ev.Node},
+		"langgraph_checkpoint_ns": ns, "checkpoint_ns": ns,
+	}
+	for k, v := range t.runMeta {
+		meta[k] = v
+	}
+	send("messages-tuple", "messages", []any{aiChunk(mc.ID, mc.Text), meta})
+	if !t.modes["messages"] {
+		return
+	}
+	text, seen := t.texts[mc.ID]
+	if !seen {
+		send("messages", "messages/metadata", map[string]any{mc.ID: map[string]any{"metadata": meta}})
+	}
+	t.texts[mc.ID] = text + mc.Text
+	send("messages", "messages/partial", []any{aiChunk(mc.ID, text+mc.Text)})
+}
+
+// aiChunk is a piece of a model's answer as LangChain serializes an AIMessageChunk.
+func aiChunk(id, text string) map[string]any {
+	return map[string]any{
+		"type": "AIMessageChunk", "id": id, "content": text,
+		"additional_kwargs": map[string]any{}, "response_metadata": map[string]any{},
+		"tool_calls": []any{}, "invalid_tool_calls": []any{}, "tool_call_chunks": []any{},
+	}
 }
 
 // interrupted emits what a run that paused for input ends with, and returns the state with its

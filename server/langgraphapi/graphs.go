@@ -18,7 +18,6 @@ import (
 // entry is a registered graph with its state type erased: runs take and give JSON.
 type entry interface {
 	id() string
-	saver() checkpoint.Saver
 	nodes() []string
 	edges() []graph.Edge
 	stateType() reflect.Type
@@ -28,10 +27,18 @@ type entry interface {
 	state(ctx context.Context, thread, checkpointID string) (threadState, error)
 	history(ctx context.Context, thread string, filter checkpoint.ListOptions) ([]threadState, error)
 	update(ctx context.Context, thread string, values json.RawMessage, asNode, checkpointID string) (checkpoint.Config, error)
+	// dropThread deletes what the thread holds; copyThread copies it to another thread.
+	dropThread(ctx context.Context, thread string) error
+	copyThread(ctx context.Context, from, to string) error
+	// resumable reports whether run left the thread where it can be continued (prepare with cont)
+	// rather than started again.
+	resumable(ctx context.Context, thread, runID string) (bool, error)
+	// rollback returns the thread to where it was before run.
+	rollback(ctx context.Context, thread, runID string) error
 }
 
-// runFunc streams a run of a graph with opts (thread, run ID, modes...).
-type runFunc func(ctx context.Context, opts []graph.Option) iter.Seq2[graph.Event, error]
+// runFunc streams a run of a graph on a thread with opts (the thread, run ID, modes...).
+type runFunc func(ctx context.Context, thread string, opts []graph.Option) iter.Seq2[graph.Event, error]
 
 // typed is a registered graph over state S.
 type typed[S any] struct {
@@ -41,7 +48,6 @@ type typed[S any] struct {
 }
 
 func (t *typed[S]) id() string              { return t.graphID }
-func (t *typed[S]) saver() checkpoint.Saver { return t.cp }
 func (t *typed[S]) nodes() []string         { return t.g.Nodes() }
 func (t *typed[S]) edges() []graph.Edge     { return t.g.Edges() }
 func (t *typed[S]) stateType() reflect.Type { return reflect.TypeFor[S]() }
@@ -72,7 +78,7 @@ func (t *typed[S]) prepare(kw *runKwargs, cont bool) (runFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context, opts []graph.Option) iter.Seq2[graph.Event, error] {
+		return func(ctx context.Context, _ string, opts []graph.Option) iter.Seq2[graph.Event, error] {
 			return t.g.Stream(ctx, in, t.opts(opts...)...)
 		}, nil
 	}
@@ -96,7 +102,7 @@ func (t *typed[S]) prepare(kw *runKwargs, cont bool) (runFunc, error) {
 			return nil, err
 		}
 	}
-	return func(ctx context.Context, opts []graph.Option) iter.Seq2[graph.Event, error] {
+	return func(ctx context.Context, _ string, opts []graph.Option) iter.Seq2[graph.Event, error] {
 		value := t.resumeValue(ctx, c.Resume, opts)
 		return t.g.StreamResume(ctx, graph.ResumeCommand[S]{Value: value, Update: update, Goto: c.Goto}, t.opts(opts...)...)
 	}, nil
@@ -104,7 +110,7 @@ func (t *typed[S]) prepare(kw *runKwargs, cont bool) (runFunc, error) {
 
 // resume continues the thread with value as the answer to its interrupts.
 func (t *typed[S]) resume(raw json.RawMessage) runFunc {
-	return func(ctx context.Context, opts []graph.Option) iter.Seq2[graph.Event, error] {
+	return func(ctx context.Context, _ string, opts []graph.Option) iter.Seq2[graph.Event, error] {
 		return t.g.StreamResume(ctx, t.resumeValue(ctx, raw, opts), t.opts(opts...)...)
 	}
 }
@@ -258,26 +264,54 @@ func stateOf[S any](s graph.Snapshot[S]) threadState {
 	return st
 }
 
+func (t *typed[S]) dropThread(ctx context.Context, thread string) error {
+	return t.cp.DeleteThread(ctx, thread)
+}
+
+// resumable: the run wrote the thread's latest checkpoint.
+func (t *typed[S]) resumable(ctx context.Context, thread, runID string) (bool, error) {
+	tu, err := t.cp.Get(ctx, checkpoint.Config{ThreadID: thread})
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && tu.Checkpoint.RunID == runID, err
+}
+
+// rollback returns the thread to the checkpoint the run started from: a fork of it becomes the
+// latest (the thread has none when the run wrote its first).
+func (t *typed[S]) rollback(ctx context.Context, thread, runID string) error {
+	written, err := t.cp.List(ctx, checkpoint.Config{ThreadID: thread}, checkpoint.ListOptions{RunID: runID})
+	if err != nil || len(written) == 0 {
+		return err
+	}
+	if parent := written[len(written)-1].Checkpoint.ParentID; parent != "" {
+		_, err = t.update(ctx, thread, nil, "", parent)
+		return err
+	}
+	return t.cp.DeleteThread(ctx, thread)
+}
+
 // copyThread copies the checkpoints of a thread's root namespace, and their writes, to another
 // thread. Effect writes are left out: what they did is done.
-func copyThread(ctx context.Context, s checkpoint.Saver, from, to string) error {
+func (t *typed[S]) copyThread(ctx context.Context, from, to string) error {
+	s := t.cp
 	tuples, err := s.List(ctx, checkpoint.Config{ThreadID: from}, checkpoint.ListOptions{})
 	if err != nil {
 		return err
 	}
 	for _, listed := range slices.Backward(tuples) {
-		t, err := s.Get(ctx, listed.Config)
+		tu, err := s.Get(ctx, listed.Config)
 		if err != nil {
 			return err
 		}
-		cfg, err := s.Put(ctx, checkpoint.Config{ThreadID: to}, t.Checkpoint)
+		cfg, err := s.Put(ctx, checkpoint.Config{ThreadID: to}, tu.Checkpoint)
 		if err != nil {
-			return fmt.Errorf("copy checkpoint %s: %w", t.Checkpoint.ID, err)
+			return fmt.Errorf("copy checkpoint %s: %w", tu.Checkpoint.ID, err)
 		}
-		writes := slices.DeleteFunc(slices.Clone(t.Writes), func(w checkpoint.Write) bool { return w.Kind == checkpoint.WriteEffect })
+		writes := slices.DeleteFunc(slices.Clone(tu.Writes), func(w checkpoint.Write) bool { return w.Kind == checkpoint.WriteEffect })
 		if len(writes) > 0 {
 			if err := s.PutWrites(ctx, cfg, writes); err != nil {
-				return fmt.Errorf("copy the writes of checkpoint %s: %w", t.Checkpoint.ID, err)
+				return fmt.Errorf("copy the writes of checkpoint %s: %w", tu.Checkpoint.ID, err)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/triggers"
 )
 
 // Handler serves the LangGraph API for the graphs registered with Register. Create it with New;
@@ -33,18 +34,35 @@ type Handler struct {
 	lanes  map[string]*lane   // by thread ID: the runs in flight, the running one first
 	logs   map[string]*runLog // by run ID
 	ended  []string           // runs whose logs are kept after they ended, oldest first
+	queued chan struct{}      // closed (and made anew) when a run is queued
+
+	writeMu sync.Mutex // serializes the changes of assistants and crons, each read then written
+	clock   triggers.Clock
+	alarm   *triggers.Alarm // by cron ID: when each cron runs next
 }
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithClock makes crons run by clock rather than the system's (tests move a
+// triggers.FakeClock).
+func WithClock(clock triggers.Clock) Option { return func(h *Handler) { h.clock = clock } }
 
 // keptLogs is how many ended runs keep their events for clients that join late.
 const keptLogs = 256
 
 // New returns a handler that keeps the API's records in st. st is not closed by Close.
-func New(st store.Store) *Handler {
+func New(st store.Store, opts ...Option) *Handler {
 	ctx, stop := context.WithCancelCause(context.Background())
 	h := &Handler{
 		rec: records{st}, mux: http.NewServeMux(), ctx: ctx, stop: stop,
 		graphs: map[string]entry{}, lanes: map[string]*lane{}, logs: map[string]*runLog{},
+		clock: triggers.RealClock(), queued: make(chan struct{}),
 	}
+	for _, o := range opts {
+		o(h)
+	}
+	h.alarm = triggers.NewAlarm(h.clock, h.fire)
 	h.routes()
 	return h
 }
@@ -81,11 +99,11 @@ func (h *Handler) add(e entry) error {
 	found, err := h.rec.get(ctx, assistantKey(id), &assistant{})
 	if err == nil && !found {
 		now := time.Now().UTC()
-		err = h.rec.put(ctx, assistantKey(id), assistant{
+		err = h.putAssistant(ctx, assistant{
 			AssistantID: id, GraphID: e.id(), Name: e.id(),
 			Config: map[string]any{}, Context: map[string]any{}, Metadata: map[string]any{"created_by": "system"},
 			Version: 1, CreatedAt: now, UpdatedAt: now,
-		})
+		}, true)
 	}
 	if err != nil {
 		return fmt.Errorf("langgraphapi: Register %q: %w", e.id(), err)
@@ -102,6 +120,7 @@ func assistantID(graphID string) string {
 // Close stops the handler's runs and waits for them. A run stopped this way stays running in the
 // records: a handler opened later on the same store continues it when its graph is registered.
 func (h *Handler) Close() error {
+	h.alarm.Close()
 	h.stop(errShutdown)
 	h.wg.Wait()
 	return nil
@@ -114,6 +133,18 @@ func (h *Handler) routes() {
 	for pattern, fn := range map[string]func(http.ResponseWriter, *http.Request) error{
 		"POST /assistants/search":                  h.searchAssistants,
 		"GET /assistants/{id}":                     h.getAssistant,
+		"POST /assistants":                         h.createAssistant,
+		"PATCH /assistants/{id}":                   h.patchAssistant,
+		"DELETE /assistants/{id}":                  h.deleteAssistant,
+		"POST /assistants/{id}/versions":           h.assistantVersions,
+		"POST /assistants/{id}/latest":             h.setLatestAssistant,
+		"POST /assistants/count":                   h.countAssistants,
+		"POST /runs/crons":                         h.createCron,
+		"POST /threads/{thread}/runs/crons":        h.createCron,
+		"PATCH /runs/crons/{cron}":                 h.updateCron,
+		"DELETE /runs/crons/{cron}":                h.deleteCron,
+		"POST /runs/crons/search":                  h.searchCrons,
+		"POST /runs/crons/count":                   h.countCrons,
 		"GET /assistants/{id}/graph":               h.getGraph,
 		"GET /assistants/{id}/schemas":             h.getSchemas,
 		"POST /threads":                            h.createThread,
@@ -141,6 +172,12 @@ func (h *Handler) routes() {
 		"GET /threads/{thread}/runs/{run}/join":    h.joinRun,
 		"GET /threads/{thread}/runs/{run}/stream":  h.joinStream,
 		"GET /runs/{run}/stream":                   h.joinStream,
+		"GET /threads/{thread}/stream":             h.threadStream,
+		"PUT /store/items":                         h.putItem,
+		"GET /store/items":                         h.getItem,
+		"DELETE /store/items":                      h.deleteItem,
+		"POST /store/items/search":                 h.searchItems,
+		"POST /store/namespaces":                   h.listNamespaces,
 	} {
 		h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			if err := fn(w, r); err != nil {

@@ -8,15 +8,24 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/triggers"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/server/host"
 	"github.com/agiraph/agiraph/server/langgraphapi"
 )
 
@@ -40,7 +49,9 @@ func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
 // graphs registers the test graphs:
 //   - echo: START → greet → END, greet appends "hello <topic>" and emits a custom event;
 //   - approve: START → draft → review → END, review asks for approval with an interrupt;
-//   - slow: START → wait → END, wait appends "done" once the gate is released.
+//   - slow: START → wait → END, wait appends "done" once the gate is released;
+//   - writer: START → write → END, write asks a scripted model about the topic, streaming its
+//     answer "once upon a <topic>" (graph.OnText), and appends the answer.
 func register(t *testing.T, h *langgraphapi.Handler, st store.Store, g *gate) {
 	t.Helper()
 	echo := graph.New[chat]()
@@ -79,7 +90,21 @@ func register(t *testing.T, h *langgraphapi.Handler, st store.Store, g *gate) {
 	slow.AddEdge(graph.START, "wait")
 	slow.AddEdge("wait", graph.END)
 
-	for id, b := range map[string]*graph.StateGraph[chat]{"echo": echo, "approve": approve, "slow": slow} {
+	model := scripted.NewFunc("writer", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		return scripted.Turn{Text: "once upon a " + req.Messages[0].Parts[0].Text}, nil
+	})
+	writer := graph.New[chat]()
+	writer.AddNode("write", func(ctx context.Context, s chat) (chat, error) {
+		resp, err := model.Generate(ctx, providers.Request{Messages: []providers.Message{providers.UserText(s.Topic)}, OnText: graph.OnText(ctx, model.Name())})
+		if err != nil {
+			return chat{}, err
+		}
+		return chat{Messages: []string{resp.Message.Parts[0].Text}}, nil
+	})
+	writer.AddEdge(graph.START, "write")
+	writer.AddEdge("write", graph.END)
+
+	for id, b := range map[string]*graph.StateGraph[chat]{"echo": echo, "approve": approve, "slow": slow, "writer": writer} {
 		c, err := b.Compile(graph.WithCheckpointer(st.Saver()))
 		require.NoError(t, err)
 		require.NoError(t, langgraphapi.Register(h, id, c, st.Saver()))
@@ -94,20 +119,39 @@ type api struct {
 	h    *langgraphapi.Handler
 	st   store.Store
 	gate *gate
+	host *host.Host // its agents are the threads of the "squad" assistant
+	// clock is the crons' clock, which the test moves (the scripts too, at /__test/advance).
+	clock *triggers.FakeClock
 }
 
 func newAPI(t *testing.T) *api {
 	st := store.NewMemory()
-	a := &api{t: t, st: st, gate: newGate()}
+	hs, err := host.New(host.WithRoot(t.TempDir()), host.WithSquadOptions(demoTeam))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, hs.Close()) })
+	a := &api{t: t, st: st, gate: newGate(), host: hs, clock: triggers.NewFakeClock(time.Now().UTC().Truncate(time.Minute))}
 	a.open()
 	return a
 }
 
+// demoTeam gives every agent the offline demo team, whose researcher on the open questions asks
+// the human demo.HumanQuestion.
+func demoTeam(string) []nodes.Option {
+	return append(demo.Team(demo.WithHumanQuestion()), nodes.WithModelOptions(models.WithoutRetry()), nodes.WithTick(20*time.Millisecond))
+}
+
 // open starts a handler on the api's store.
 func (a *api) open() {
-	a.h = langgraphapi.New(a.st)
+	a.h = langgraphapi.New(a.st, langgraphapi.WithClock(a.clock))
 	register(a.t, a.h, a.st, a.gate)
-	a.srv = httptest.NewServer(withGate(a.h, a.gate))
+	require.NoError(a.t, langgraphapi.RegisterHost(a.h, "squad", a.host))
+	mux := http.NewServeMux()
+	mux.Handle("/", withGate(a.h, a.gate))
+	mux.HandleFunc("POST /__test/advance", func(w http.ResponseWriter, r *http.Request) {
+		a.clock.Advance(time.Minute)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	a.srv = httptest.NewServer(mux)
 	a.url = a.srv.URL
 	a.t.Cleanup(a.close)
 }
@@ -236,7 +280,7 @@ func names(evs []event) []string {
 func TestAssistants(t *testing.T) {
 	a := newAPI(t)
 	all := a.list("POST", "/assistants/search", obj{})
-	require.Len(t, all, 3)
+	require.Len(t, all, 5)
 	found := a.list("POST", "/assistants/search", obj{"graph_id": "echo"})
 	require.Len(t, found, 1)
 	id := found[0]["assistant_id"].(string)
@@ -356,11 +400,50 @@ func TestStreamModes(t *testing.T) {
 	assert.Len(t, a.list("GET", "/threads/"+id+"/runs", nil), 1)
 }
 
+func TestMessagesModes(t *testing.T) {
+	a := newAPI(t)
+	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
+	evs := a.stream("POST", "/threads/"+id+"/runs/stream", obj{
+		"assistant_id": "writer", "input": obj{"topic": "time"}, "stream_mode": []string{"messages-tuple", "messages"},
+	}, nil)
+	var tuples, partials []string
+	var msgID string
+	for _, e := range evs {
+		switch e.Name {
+		case "messages":
+			pair := e.Data.([]any)
+			require.Len(t, pair, 2)
+			chunk, meta := pair[0].(obj), pair[1].(obj)
+			assert.Equal(t, "AIMessageChunk", chunk["type"])
+			assert.Equal(t, "write", meta["langgraph_node"])
+			assert.Equal(t, "scripted/writer", meta["ls_model_name"])
+			assert.Equal(t, id, meta["thread_id"])
+			assert.Equal(t, "writer", meta["graph_id"])
+			tuples = append(tuples, chunk["content"].(string))
+			msgID = chunk["id"].(string)
+		case "messages/metadata":
+			require.Contains(t, e.Data.(obj), msgID)
+		case "messages/partial":
+			partials = append(partials, e.Data.([]any)[0].(obj)["content"].(string))
+		}
+	}
+	assert.Equal(t, []string{"once ", "upon ", "a ", "time"}, tuples)
+	assert.Equal(t, []string{"once ", "once upon ", "once upon a ", "once upon a time"}, partials)
+	assert.Less(t, slices.Index(names(evs), "messages/metadata"), slices.Index(names(evs), "messages/partial"), "%v", names(evs))
+
+	evs = a.stream("POST", "/threads/"+id+"/runs/stream", obj{"assistant_id": "writer", "input": obj{"topic": "go"}}, nil)
+	assert.NotContains(t, names(evs), "messages", "tokens stream only when asked")
+}
+
 func TestStatelessRuns(t *testing.T) {
 	a := newAPI(t)
 	out := a.must(200, "POST", "/runs/wait", obj{"assistant_id": "echo", "input": obj{"topic": "once"}})
 	assert.Equal(t, obj{"messages": []any{"hello once"}, "topic": "once"}, out)
 	assert.Empty(t, a.list("POST", "/threads/search", obj{}), "the temporary thread is deleted")
+
+	// Fields given as null are as not given.
+	out = a.must(200, "POST", "/runs/wait", obj{"assistant_id": "echo", "input": obj{"topic": "n"}, "interrupt_before": nil, "interrupt_after": nil})
+	assert.Equal(t, obj{"messages": []any{"hello n"}, "topic": "n"}, out)
 
 	evs := a.stream("POST", "/runs/stream", obj{"assistant_id": "echo", "input": obj{"topic": "s"}, "on_completion": "keep"}, nil)
 	assert.Equal(t, []string{"metadata", "values", "values"}, names(evs))
@@ -542,4 +625,48 @@ func TestRegister(t *testing.T) {
 	assert.ErrorContains(t, langgraphapi.Register(h, "echo", c, st.Saver()), `"echo" is registered already`)
 	assert.ErrorContains(t, langgraphapi.Register(h, "", c, st.Saver()), "empty graph ID")
 	assert.ErrorContains(t, langgraphapi.Register(h, "other", c, nil), "checkpointer")
+}
+
+func TestStoreItems(t *testing.T) {
+	a := newAPI(t)
+	a.must(204, "PUT", "/store/items", obj{"namespace": []string{"docs", "x/y"}, "key": "k.1", "value": obj{"n": 1}})
+	got := a.must(200, "GET", "/store/items?namespace=docs.x%2Fy&key=k.1", nil)
+	assert.Equal(t, obj{"n": float64(1)}, got["value"])
+	assert.Equal(t, []any{"docs", "x/y"}, got["namespace"])
+	assert.Equal(t, obj{"namespaces": []any{[]any{"docs", "x/y"}}}, a.must(200, "POST", "/store/namespaces", obj{}))
+	assert.Empty(t, a.must(200, "POST", "/store/items/search", obj{"namespace_prefix": []string{"doc"}})["items"], "a prefix is whole labels")
+	for _, bad := range []obj{
+		{"namespace": []string{"a.b"}, "key": "k", "value": obj{}},
+		{"namespace": []string{"a", ""}, "key": "k", "value": obj{}},
+		{"namespace": []string{}, "key": "k", "value": obj{}},
+		{"namespace": []string{"a"}, "key": "", "value": obj{}},
+		{"namespace": []string{"a"}, "key": "k", "value": []int{1}},
+		{"namespace": []string{"a"}, "key": "k", "value": obj{}, "ttl": 5},
+	} {
+		a.must(422, "PUT", "/store/items", bad)
+	}
+	a.must(422, "POST", "/store/items/search", obj{"namespace_prefix": []string{"a.b"}})
+	a.must(204, "DELETE", "/store/items", obj{"namespace": []string{"docs", "x/y"}, "key": "k.1"})
+	var none any
+	require.Equal(t, 200, a.call("GET", "/store/items?namespace=docs.x%2Fy&key=k.1", nil, &none))
+	assert.Nil(t, none)
+}
+
+func TestAssistantEditsRefused(t *testing.T) {
+	a := newAPI(t)
+	a.must(422, "POST", "/assistants", obj{})
+	a.must(422, "POST", "/assistants", obj{"graph_id": "echo", "assistant_id": "not-a-uuid"})
+	a.must(404, "POST", "/assistants", obj{"graph_id": "nope"})
+	a.must(404, "PATCH", "/assistants/nope", obj{"name": "x"})
+	a.must(404, "PATCH", "/assistants/echo", obj{"graph_id": "nope"})
+	a.must(404, "POST", "/assistants/nope/versions", obj{})
+	a.must(404, "POST", "/assistants/nope/latest", obj{"version": 1})
+	a.must(404, "DELETE", "/assistants/nope", nil)
+
+	// A registered graph's assistant, deleted, is made again when the graph is registered again.
+	a.must(200, "DELETE", "/assistants/echo", nil)
+	a.must(404, "GET", "/assistants/echo", nil)
+	a.close()
+	a.open()
+	assert.Equal(t, float64(1), a.must(200, "GET", "/assistants/echo", nil)["version"])
 }

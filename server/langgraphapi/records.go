@@ -12,6 +12,7 @@ import (
 // The API's records are documents of the store under these key prefixes.
 const (
 	assistantPrefix = "langgraph/assistant/"
+	versionPrefix   = "langgraph/version/" // then <assistant>/<version>
 	threadPrefix    = "langgraph/thread/"
 	runPrefix       = "langgraph/run/" // then <thread>/<run>
 )
@@ -95,7 +96,12 @@ type runKwargs struct {
 	Temporary bool `json:"temporary"`
 }
 
-func assistantKey(id string) string   { return assistantPrefix + id }
+func assistantKey(id string) string { return assistantPrefix + id }
+
+// versionKey orders an assistant's versions by number.
+func versionKey(id string, version int) string {
+	return fmt.Sprintf("%s%s/%010d", versionPrefix, id, version)
+}
 func threadKey(id string) string      { return threadPrefix + id }
 func runKey(thread, id string) string { return runPrefix + thread + "/" + id }
 

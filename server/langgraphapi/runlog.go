@@ -69,33 +69,44 @@ func (l *runLog) len() int {
 // stream writes the log's events after the first from as server-sent events until the run ends
 // or the client goes away; gone is called in that case.
 func (l *runLog) stream(w http.ResponseWriter, r *http.Request, from int, gone func()) {
+	startStream(w)
+	if !l.pump(w, r, from, strconv.Itoa, nil) && gone != nil {
+		gone()
+	}
+}
+
+// startStream begins an answer of server-sent events.
+func startStream(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	flush(w)
+}
+
+// pump writes the log's events after the first from, the nth with the ID id(n), leaving out
+// those whose names keep refuses (keep nil keeps all), until the run ends (true) or the client
+// goes away (false).
+func (l *runLog) pump(w http.ResponseWriter, r *http.Request, from int, id func(int) string, keep func(string) bool) bool {
 	for {
 		evs, ended, wake := l.since(from)
 		for _, ev := range evs {
 			from++
-			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\nid: %d\n\n", ev.name, ev.data, from); err != nil {
-				if gone != nil { // the client went away
-					gone()
-				}
-				return
+			if keep != nil && !keep(ev.name) {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\nid: %s\n\n", ev.name, ev.data, id(from)); err != nil {
+				return false
 			}
 		}
 		flush(w)
 		if ended {
-			return
+			return true
 		}
 		select {
 		case <-wake:
 		case <-r.Context().Done():
-			if gone != nil {
-				gone()
-			}
-			return
+			return false
 		}
 	}
 }

@@ -1,16 +1,18 @@
 package langgraphapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
-	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
 )
 
@@ -49,6 +51,10 @@ func (g *gotoList) UnmarshalJSON(b []byte) error {
 type nodeList []string
 
 func (n *nodeList) UnmarshalJSON(b []byte) error {
+	if isNull(b) {
+		*n = nil
+		return nil
+	}
 	var all string
 	if json.Unmarshal(b, &all) == nil {
 		if all != "*" {
@@ -237,6 +243,7 @@ func (h *Handler) startRun(ctx context.Context, threadID string, q *runCreate) (
 	if err != nil {
 		return nil, run{}, err
 	}
+	kw.Config = mergeConfig(a.Config, kw.Config)
 	for _, l := range []nodeList{kw.InterruptBefore, kw.InterruptAfter} {
 		if _, err := l.expand(e); err != nil {
 			return nil, run{}, err
@@ -323,6 +330,8 @@ func (h *Handler) enqueue(rec run, e entry, fn runFunc) *activeRun {
 		go h.work(rec.ThreadID, ln)
 	}
 	ln.runs = append(ln.runs, a)
+	close(h.queued)
+	h.queued = make(chan struct{})
 	return a
 }
 
@@ -331,26 +340,30 @@ func (h *Handler) work(threadID string, ln *lane) {
 	defer h.wg.Done()
 	for {
 		h.mu.Lock()
-		if len(ln.runs) == 0 {
-			delete(h.lanes, threadID)
-			close(ln.done)
-			h.mu.Unlock()
-			return
-		}
 		a := ln.runs[0]
 		h.mu.Unlock()
-		h.execute(a)
+		result := h.execute(a)
 		a.cancel(nil)
 		h.mu.Lock()
 		ln.runs = ln.runs[1:]
+		last := len(ln.runs) == 0
+		if last {
+			delete(h.lanes, threadID)
+			close(ln.done)
+		}
 		h.mu.Unlock()
+		// Ended once it has left the lane: who waited for it finds the thread free.
+		a.log.end(result)
+		if last {
+			return
+		}
 	}
 }
 
-// execute carries out one run and records how it ended.
-func (h *Handler) execute(a *activeRun) {
+// execute carries out one run, records how it ended and returns what waiting for it answers.
+func (h *Handler) execute(a *activeRun) json.RawMessage {
 	kw := a.rec.Kwargs
-	tr := newTranslator(a.e.id(), kw.StreamMode, kw.Subgraphs)
+	tr := newTranslator(a.e.id(), a.rec, kw.StreamMode, kw.Subgraphs)
 	var runErr error
 	if a.ctx.Err() == nil {
 		a.rec.Status = runRunning
@@ -362,7 +375,7 @@ func (h *Handler) execute(a *activeRun) {
 		opts, err := runOptions(a, tr)
 		runErr = err
 		if err == nil {
-			for ev, err := range a.fn(a.ctx, opts) {
+			for ev, err := range a.fn(a.ctx, a.rec.ThreadID, opts) {
 				if err != nil {
 					runErr = err
 					break
@@ -371,7 +384,27 @@ func (h *Handler) execute(a *activeRun) {
 			}
 		}
 	}
-	h.finish(a, tr, runErr)
+	return h.finish(a, tr, runErr)
+}
+
+// mergeConfig is a run's config: the assistant's, with what the run gives over it (its
+// configurable merged into the assistant's).
+func mergeConfig(base, over map[string]any) map[string]any {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for k, v := range over {
+		bc, ok1 := out[k].(map[string]any)
+		oc, ok2 := v.(map[string]any)
+		if k == "configurable" && ok1 && ok2 {
+			merged := maps.Clone(bc)
+			maps.Copy(merged, oc)
+			v = merged
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // runOptions are the graph options of a run.
@@ -404,8 +437,9 @@ func runOptions(a *activeRun, tr *translator) ([]graph.Option, error) {
 	return opts, nil
 }
 
-// finish records how a run ended: its status, its thread's status, what waiting for it answers.
-func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
+// finish records how a run ended: its status, its thread's status; it returns what waiting for
+// it answers.
+func (h *Handler) finish(a *activeRun, tr *translator, runErr error) json.RawMessage {
 	ctx := context.WithoutCancel(a.ctx)
 	cause := context.Cause(a.ctx)
 	result := tr.values
@@ -413,8 +447,7 @@ func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
 	switch {
 	case errors.Is(cause, errShutdown):
 		// Left running in the records: the next handler on the store continues it.
-		a.log.end(mustJSON(map[string]any{"__error__": errorJSON(cause)}))
-		return
+		return mustJSON(map[string]any{"__error__": errorJSON(cause)})
 	case cause != nil:
 		a.rec.Status = runInterrupted
 	case runErr == nil || errors.Is(runErr, graph.ErrNothingToResume) && a.rec.Kwargs.Command == nil:
@@ -451,7 +484,6 @@ func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
 			result = st.Values
 		}
 	}
-	a.log.end(mustJSON(result))
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ended = append(h.ended, a.rec.RunID)
@@ -459,6 +491,7 @@ func (h *Handler) finish(a *activeRun, tr *translator, runErr error) {
 		delete(h.logs, h.ended[0])
 		h.ended = h.ended[1:]
 	}
+	return mustJSON(result)
 }
 
 // saveRun stores a run's record with its status.
@@ -500,20 +533,8 @@ func (h *Handler) settleThread(ctx context.Context, a *activeRun) error {
 // rollback undoes a run: the thread returns to the checkpoint the run started from (a fork of it
 // becomes the latest) and the run's record is deleted.
 func (h *Handler) rollback(ctx context.Context, a *activeRun) error {
-	s := a.e.saver()
-	written, err := s.List(ctx, checkpoint.Config{ThreadID: a.rec.ThreadID}, checkpoint.ListOptions{RunID: a.rec.RunID})
-	if err != nil {
+	if err := a.e.rollback(ctx, a.rec.ThreadID, a.rec.RunID); err != nil {
 		return err
-	}
-	if len(written) > 0 {
-		if parent := written[len(written)-1].Checkpoint.ParentID; parent == "" {
-			err = s.DeleteThread(ctx, a.rec.ThreadID)
-		} else {
-			_, err = a.e.update(ctx, a.rec.ThreadID, nil, "", parent)
-		}
-		if err != nil {
-			return err
-		}
 	}
 	var c change
 	c.Delete(runKey(a.rec.ThreadID, a.rec.RunID))
@@ -526,7 +547,7 @@ func (h *Handler) rollback(ctx context.Context, a *activeRun) error {
 // dropThread deletes a thread's checkpoints (when it has a graph), its runs and its record.
 func (h *Handler) dropThread(ctx context.Context, threadID string, e entry) error {
 	if e != nil {
-		if err := e.saver().DeleteThread(ctx, threadID); err != nil {
+		if err := e.dropThread(ctx, threadID); err != nil {
 			return err
 		}
 	}
@@ -562,10 +583,14 @@ func (h *Handler) stopRuns(ctx context.Context, threadID string, cause error) er
 	}
 }
 
-// restart queues the runs a stopped handler left pending or running, thread by thread in the
-// order they were created, once the graphs of all of a thread's runs are registered: a running
-// one continues from its thread's latest checkpoint when it had written one.
+// restart sets the alarms of the crons of registered assistants, and queues the runs a stopped
+// handler left pending or running, thread by thread in the order they were created, once the
+// graphs of all of a thread's runs are registered: a running one continues from its thread's
+// latest checkpoint when it had written one.
 func (h *Handler) restart(ctx context.Context) error {
+	if err := h.armCrons(ctx); err != nil {
+		return err
+	}
 	runs, err := list[run](ctx, h.rec, runPrefix)
 	if err != nil {
 		return err
@@ -590,11 +615,10 @@ func (h *Handler) restart(ctx context.Context) error {
 			e := graphs[rec.AssistantID]
 			cont := false
 			if rec.Status == runRunning {
-				t, err := e.saver().Get(ctx, checkpoint.Config{ThreadID: rec.ThreadID})
-				if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+				var err error
+				if cont, err = e.resumable(ctx, rec.ThreadID, rec.RunID); err != nil {
 					return err
 				}
-				cont = err == nil && t.Checkpoint.RunID == rec.RunID
 			}
 			fn, err := e.prepare(&rec.Kwargs, cont)
 			if err != nil {
@@ -777,4 +801,104 @@ func (h *Handler) joinStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	l.stream(w, r, from, gone)
 	return nil
+}
+
+// sortRuns puts a thread's runs in the order they were made.
+func sortRuns(runs []run) {
+	slices.SortStableFunc(runs, func(a, b run) int { return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.RunID, b.RunID)) })
+}
+
+// queryModes reads the stream_mode of a query: repeated, or a JSON list as the SDK sends it.
+func queryModes(r *http.Request) ([]string, error) {
+	var modes []string
+	for _, v := range r.URL.Query()["stream_mode"] {
+		var list []string
+		if json.Unmarshal([]byte(v), &list) != nil {
+			list = []string{v}
+		}
+		for _, m := range list {
+			if !streamModes[m] {
+				return nil, invalid("stream_mode: no mode %q", m)
+			}
+		}
+		modes = append(modes, list...)
+	}
+	return modes, nil
+}
+
+// threadStream streams the runs of a thread, one after the other as they run, until the client
+// goes away: from the next event of the run in flight when it is asked (or after the event the
+// Last-Event-ID names, "<run>:<n>", when the run is still in flight), and whole the runs after.
+// stream_mode leaves out the events of other modes.
+func (h *Handler) threadStream(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.thread(r.Context(), r.PathValue("thread"))
+	if err != nil {
+		return err
+	}
+	modes, err := queryModes(r)
+	if err != nil {
+		return err
+	}
+	var keep func(string) bool
+	if len(modes) > 0 {
+		keep = func(name string) bool {
+			mode, _, _ := strings.Cut(name, "|")
+			mode, _, _ = strings.Cut(mode, "/")
+			return slices.Contains(modes, mode) || mode == "messages" && slices.Contains(modes, "messages-tuple") ||
+				mode == "metadata" || mode == "error"
+		}
+	}
+	// The thread's runs ended before the client came are left out; the one in flight streams
+	// from its next event, those after whole (or, after a Last-Event-ID, from there on).
+	ctx := r.Context()
+	runs, err := list[run](ctx, h.rec, runPrefix+t.ThreadID+"/")
+	if err != nil {
+		return err
+	}
+	sortRuns(runs)
+	seen := map[string]bool{} // the runs streamed or left out
+	from := map[string]int{}  // where to start a run's events, when not at its first
+	last, n, resumed := strings.Cut(r.Header.Get("Last-Event-ID"), ":")
+	for _, rec := range runs {
+		switch l := h.logOf(rec.RunID); {
+		case resumed && rec.RunID == last:
+			from[last], _ = strconv.Atoi(n)
+			resumed = false
+		case resumed, l == nil:
+			seen[rec.RunID] = true
+		case !resumed && rec.Status == runRunning:
+			from[rec.RunID] = l.len()
+		case rec.Status != runPending:
+			seen[rec.RunID] = true
+		}
+	}
+	startStream(w)
+	for {
+		h.mu.Lock()
+		queued := h.queued
+		h.mu.Unlock()
+		runs, err := list[run](ctx, h.rec, runPrefix+t.ThreadID+"/")
+		if err != nil {
+			return nil // the answer has begun: the stream ends
+		}
+		sortRuns(runs)
+		i := slices.IndexFunc(runs, func(rec run) bool { return !seen[rec.RunID] })
+		if i < 0 {
+			select {
+			case <-queued:
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		id := runs[i].RunID
+		seen[id] = true
+		l := h.logOf(id)
+		if l == nil {
+			continue
+		}
+		if !l.pump(w, r, from[id], func(n int) string { return id + ":" + strconv.Itoa(n) }, keep) {
+			return nil
+		}
+	}
 }

@@ -236,7 +236,7 @@ func (h *Handler) copyThread(w http.ResponseWriter, r *http.Request) error {
 	now := time.Now().UTC()
 	cp := &thread{ThreadID: newID(), CreatedAt: now, UpdatedAt: now, Metadata: t.Metadata, Status: threadIdle, Config: t.Config}
 	if e := h.graphOf(t); e != nil {
-		if err := copyThread(r.Context(), e.saver(), t.ThreadID, cp.ThreadID); err != nil {
+		if err := e.copyThread(r.Context(), t.ThreadID, cp.ThreadID); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,70 @@
+package langgraphapi_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/server/host"
+)
+
+func TestSquadThread(t *testing.T) {
+	a := newAPI(t)
+	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
+	evs := a.stream("POST", "/threads/"+id+"/runs/stream", obj{
+		"assistant_id": "squad", "input": obj{"messages": []obj{{"type": "human", "content": "AI chips"}}},
+		"stream_mode": []string{"values", "custom", "messages-tuple"},
+	}, nil)
+	var sawEvent, sawText bool
+	var last obj
+	for _, e := range evs {
+		switch e.Name {
+		case "custom":
+			sawEvent = sawEvent || e.Data.(obj)["type"] == "agent.started"
+		case "messages":
+			sawText = true
+			assert.Equal(t, "AIMessageChunk", e.Data.([]any)[0].(obj)["type"])
+		case "values":
+			last = e.Data.(obj)
+		}
+	}
+	assert.True(t, sawEvent && sawText, "%v", names(evs))
+	require.Contains(t, last, "__interrupt__", "the squad's question ends the run")
+	pending := last["__interrupt__"].([]any)[0].(obj)
+	assert.Equal(t, demo.HumanQuestion, pending["value"].(obj)["question"])
+	assert.Equal(t, obj{"type": "human", "content": "AI chips"}, without(last["messages"].([]any)[0].(obj), "id"))
+
+	th := a.must(200, "GET", "/threads/"+id, nil)
+	assert.Equal(t, "interrupted", th["status"])
+	st := a.must(200, "GET", "/threads/"+id+"/state", nil)
+	assert.Equal(t, pending["id"], st["interrupts"].([]any)[0].(obj)["id"])
+
+	out := a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "squad", "command": obj{"resume": obj{pending["id"].(string): "yes"}}})
+	require.Contains(t, out, "board", "%v", out)
+	for _, n := range out["board"].(obj)["nodes"].([]any) {
+		assert.Equal(t, "completed", n.(obj)["status"], "the run goes on to its end: %v", n)
+	}
+	conv := out["messages"].([]any)
+	assert.Equal(t, obj{"type": "ai", "name": "Carol", "content": demo.HumanQuestion}, without(conv[1].(obj), "id"))
+	assert.Equal(t, obj{"type": "human", "content": "yes"}, without(conv[2].(obj), "id"))
+	assert.Equal(t, "idle", a.must(200, "GET", "/threads/"+id, nil)["status"])
+
+	a.must(422, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "squad", "command": obj{"update": obj{"x": 1}}})
+	a.must(422, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "squad", "input": obj{"goal": " "}})
+	a.must(204, "DELETE", "/threads/"+id, nil)
+	_, err := a.host.Summary(id)
+	assert.ErrorIs(t, err, host.ErrNotFound, "deleting the thread deletes the agent")
+}
+
+// without returns o without key.
+func without(o obj, key string) obj {
+	out := obj{}
+	for k, v := range o {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
+}
