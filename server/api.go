@@ -75,10 +75,12 @@ func WithMaxText(n int) Option { return func(c *config) { c.maxText = n } }
 // it, and the other replicas of a fleet forward there.
 func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 
-// WithLangGraph serves the LangGraph API of h (the graphs registered on it) under /langgraph/,
-// behind the same token, host and origin checks as the rest of the server: a LangGraph SDK client
-// takes apiUrl "http://<addr>/langgraph" and the token as its apiKey (sent as X-Api-Key) or as
-// "Authorization: Bearer <token>". The caller keeps h and closes it after the server.
+// WithLangGraph serves the LangGraph API of h under /langgraph/, behind the same token, host and
+// origin checks as the rest of the server: the graphs registered on h, and the server's agents as
+// the threads of the assistant "squad" (langgraphapi.RegisterHost, with the models of
+// [WithModels]). A LangGraph SDK client takes apiUrl "http://<addr>/langgraph" and the token as its
+// apiKey (sent as X-Api-Key) or as "Authorization: Bearer <token>". The caller keeps h and closes
+// it after the server.
 func WithLangGraph(h *langgraphapi.Handler) Option { return func(c *config) { c.lg = h } }
 
 // WithA2AAgent makes agent id the server's own A2A agent: its card is served at
@@ -90,8 +92,12 @@ func WithA2AAgent(id string) Option { return func(c *config) { c.a2aAgent = id }
 // JSON-RPC endpoint at /a2a/{id}/ (behind the token, declared in the card as a bearer token).
 const A2APath = "/a2a"
 
-// LangGraphPath is where [WithLangGraph] serves the LangGraph API.
-const LangGraphPath = "/langgraph"
+// LangGraphPath is where [WithLangGraph] serves the LangGraph API, and SquadAssistant the
+// assistant whose threads are the server's agents there.
+const (
+	LangGraphPath  = "/langgraph"
+	SquadAssistant = "squad"
+)
 
 // Server serves the API (its routes are in docs/server.md) over its agent host. It is an
 // http.Handler, safe for concurrent use.
@@ -136,6 +142,12 @@ func New(opts ...Option) (*Server, error) {
 		a2aOpts = append(a2aOpts, a2a.WithBearer())
 	}
 	s.a2a = a2a.New(h, A2APath, a2aOpts...)
+	if c.lg != nil {
+		if err := langgraphapi.RegisterHost(c.lg, SquadAssistant, h, langgraphapi.WithSquadModels(c.models...)); err != nil {
+			_ = h.Close() // the error before is the one to report
+			return nil, err
+		}
+	}
 	s.handler = s.guard(http.HandlerFunc(s.serveMux))
 	s.routes()
 	return s, nil

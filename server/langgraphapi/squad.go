@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -27,25 +28,41 @@ import (
 // it) — and ends when the squad's run ends, or asks the human a question: the question is the
 // run's interrupt, and a run with command {resume: answer} answers it.
 //
-// A run's config.configurable may name the model ("model") and the mode ("mode": "finite" or
-// "infinite") of an agent it creates. Deleting the thread deletes the agent.
-func RegisterHost(h *Handler, graphID string, hs *host.Host) error {
+// A run's config.configurable may name the mode ("mode": "finite" or "infinite") of an agent it
+// creates, and its model ("model") among those WithSquadModels allows. Deleting the thread
+// deletes the agent.
+func RegisterHost(h *Handler, graphID string, hs *host.Host, opts ...SquadOption) error {
 	switch {
 	case graphID == "":
 		return errors.New("langgraphapi: RegisterHost: empty graph ID")
 	case hs == nil:
 		return fmt.Errorf("langgraphapi: RegisterHost %q: no host", graphID)
 	}
-	if err := h.add(&squad{graphID: graphID, host: hs}); err != nil {
+	s := &squad{graphID: graphID, host: hs}
+	for _, o := range opts {
+		o(s)
+	}
+	if err := h.add(s); err != nil {
 		return err
 	}
 	return h.restart(context.Background())
+}
+
+// SquadOption configures the assistant RegisterHost makes.
+type SquadOption func(*squad)
+
+// WithSquadModels sets the models a run may name for an agent it creates (config.configurable
+// "model"). By default it may name none, and agents use the host's models — the same policy as
+// the server's WithModels, which the server passes here.
+func WithSquadModels(names ...string) SquadOption {
+	return func(s *squad) { s.models = append(s.models, names...) }
 }
 
 // squad is a host's agents as the threads of one assistant.
 type squad struct {
 	graphID string
 	host    *host.Host
+	models  []string // what a run may name as its agent's model
 }
 
 // squadInput is what a run of a squad takes: a goal, or a chat's messages, the last of which
@@ -102,6 +119,12 @@ func (s *squad) prepare(kw *runKwargs, cont bool) (runFunc, error) {
 	if c, ok := kw.Config["configurable"].(map[string]any); ok {
 		act.model, _ = c["model"].(string)
 		act.mode, _ = c["mode"].(string)
+	}
+	if act.model != "" && !slices.Contains(s.models, act.model) {
+		if len(s.models) == 0 {
+			return nil, invalid("config.configurable.model %q: a run may name no model here; agents use the server's", act.model)
+		}
+		return nil, invalid("config.configurable.model %q is not allowed (allowed: %s)", act.model, strings.Join(s.models, ", "))
 	}
 	switch {
 	case cont:

@@ -1,13 +1,19 @@
 package langgraphapi_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/server/host"
+	"github.com/agiraph/agiraph/server/langgraphapi"
 )
 
 func TestSquadThread(t *testing.T) {
@@ -67,4 +73,31 @@ func without(o obj, key string) obj {
 		}
 	}
 	return out
+}
+
+// A run names its agent's model only among those the host's assistant allows, as the server's
+// own API does: by default none.
+func TestSquadRunNamesOnlyAllowedModels(t *testing.T) {
+	a := newAPI(t)
+	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
+	body := obj{"assistant_id": "squad", "input": obj{"goal": "AI chips"},
+		"config": obj{"configurable": obj{"model": "anthropic/claude-opus-4"}}}
+	var out obj
+	require.Equal(t, 422, a.call("POST", "/threads/"+id+"/runs/wait", body, &out))
+	assert.Contains(t, out["detail"], `"anthropic/claude-opus-4"`)
+	assert.Contains(t, out["detail"], "may name no model")
+
+	h := langgraphapi.New(store.NewMemory())
+	t.Cleanup(func() { assert.NoError(t, h.Close()) })
+	require.NoError(t, langgraphapi.RegisterHost(h, "squad", a.host, langgraphapi.WithSquadModels("scripted/a")))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	resp, err := http.Post(srv.URL+"/runs/wait", "application/json", strings.NewReader(
+		`{"assistant_id":"squad","input":{"goal":"x"},"config":{"configurable":{"model":"scripted/b"}}}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	detail, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, 422, resp.StatusCode)
+	assert.Contains(t, string(detail), "allowed: scripted/a")
 }
