@@ -808,6 +808,36 @@ func TestLangGraph_InterruptAfterTheLastNodePauses(t *testing.T) {
 	assert.Equal(t, []string{"inner", "next"}, out.Log)
 }
 
+// LangGraph pauses at a breakpoint only when the state changed since the last pause: a null
+// resume from a pause after a node passes the breakpoint before the next step's nodes too, so
+// interrupt_after=["a"] and interrupt_before=["b"] on a → b pause once; an update made while
+// paused (update_state, or Command(update)) counts as the answer, as at any pause.
+func TestLangGraph_BreakpointsAfterAndBeforeTheSameStepPauseOnce(t *testing.T) {
+	ctx := rsCtx(t)
+	c := lgLine(t, graph.WithInterruptAfter("a"), graph.WithInterruptBefore("b"))
+	for _, how := range []string{"resume", "update", "command"} {
+		th := graph.WithThread(how)
+		_, err := c.Invoke(ctx, lgState{}, th)
+		ir := rsInterrupted(t, err)
+		require.Len(t, ir.Interrupts, 1)
+		assert.Equal(t, "after", ir.Interrupts[0].When)
+		var resume any
+		want := []string{"a", "b"}
+		switch how {
+		case "update":
+			_, err = c.UpdateState(ctx, lgState{Log: []string{"edit"}}, "", th)
+			require.NoError(t, err)
+			want = []string{"a", "edit", "b"}
+		case "command":
+			resume = graph.ResumeCommand[lgState]{Update: lgState{Log: []string{"edit"}}}
+			want = []string{"a", "edit", "b"}
+		}
+		out, err := c.Resume(ctx, resume, th)
+		require.NoError(t, err, how)
+		assert.Equal(t, want, out.Log, how)
+	}
+}
+
 // lgNested returns a graph that runs first, then inner as the subgraph "deeper" of the subgraph
 // "sub".
 func lgNested(t *testing.T, first string, fn graph.NodeFunc[lgState], inner *graph.StateGraph[lgState]) *graph.StateGraph[lgState] {

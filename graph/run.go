@@ -331,7 +331,7 @@ func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (_ S, err
 	if err := r.commit(ctx, checkpoint.SourceLoop, false); err != nil {
 		return r.state, err
 	}
-	if err := r.interruptAfter(ran); err != nil {
+	if err := r.interruptAfter(ctx, ran); err != nil {
 		return r.state, err
 	}
 	return r.state, nil
@@ -877,8 +877,10 @@ const beforeIdx = -1
 
 // interruptAfter pauses the run after a superstep in which a node of WithInterruptAfter ran, also
 // when nothing is left to run (the thread has then finished); not when the superstep handed a
-// command to the parent graph.
-func (r *run[S]) interruptAfter(ran []*task[S]) error {
+// command to the parent graph. The pause passes the breakpoints before the next step's tasks
+// (WithInterruptBefore) too: a resume or an update from it does not pause again before they run,
+// as in LangGraph, which pauses at a breakpoint only when the state changed since the last one.
+func (r *run[S]) interruptAfter(ctx context.Context, ran []*task[S]) error {
 	if len(r.cfg.interruptAfter) == 0 || r.toParent != nil {
 		return nil
 	}
@@ -891,10 +893,13 @@ func (r *run[S]) interruptAfter(ran []*task[S]) error {
 			irs = append(irs, InterruptInfo{ID: r.cp.CheckpointID + "#after:" + t.node.name, Node: t.node.name, NS: r.ns, When: "after"})
 		}
 	}
-	if len(irs) > 0 {
-		return &Interrupted{Interrupts: irs}
+	if len(irs) == 0 {
+		return nil
 	}
-	return nil
+	if err := r.passBefore(ctx, func(t *task[S]) bool { return r.cfg.interruptBefore[t.node.name] }); err != nil {
+		return err
+	}
+	return &Interrupted{Interrupts: irs}
 }
 
 func cloneJoins(j map[string][]string) map[string][]string {
