@@ -32,6 +32,10 @@ var (
 	Everything = Package{"mcp-everything", "@modelcontextprotocol/server-everything", "2026.8.31"}
 	// LangGraphSDK is the official LangGraph API client, which server/langgraphapi's tests run.
 	LangGraphSDK = Package{"langgraph-sdk", "@langchain/langgraph-sdk", "2.0.0"}
+	// LangGraph is LangGraph.js, which graph's differential test runs beside the engine, and
+	// LangGraphCore the release of its peer @langchain/core installed with it.
+	LangGraph     = Package{"langgraph", "@langchain/langgraph", "1.7.3"}
+	LangGraphCore = Package{"langgraph", "@langchain/core", "1.4.0"}
 )
 
 // RepoRoot returns the repository's root directory, where .cache is: the first folder above the
