@@ -80,15 +80,9 @@ func lgRoute(r lgRouter, log []string) graph.Next[lgState] {
 			h += int(c)
 		}
 	}
-	end := func(name string) string {
-		if name == "END" {
-			return graph.END
-		}
-		return name
-	}
-	next := graph.Goto[lgState](end(r.Targets[h%len(r.Targets)]))
+	next := graph.Goto[lgState](lgName(r.Targets[h%len(r.Targets)]))
 	if h%5 == 0 {
-		next.Goto = append(next.Goto, end(r.Targets[h/5%len(r.Targets)]))
+		next.Goto = append(next.Goto, lgName(r.Targets[h/5%len(r.Targets)]))
 	}
 	if r.Send != "" {
 		for i := range h % 3 {
@@ -211,17 +205,19 @@ func (s lgSpec) reached() map[string]bool {
 	return reached
 }
 
+// lgName is the engine's name of a spec's node: START and END stand for the graph's.
+func lgName(name string) string {
+	switch name {
+	case "START":
+		return graph.START
+	case "END":
+		return graph.END
+	}
+	return name
+}
+
 func lgBuild(t *testing.T, s lgSpec) *graph.Compiled[lgState] {
 	g := graph.New[lgState]()
-	end := func(name string) string {
-		switch name {
-		case "START":
-			return graph.START
-		case "END":
-			return graph.END
-		}
-		return name
-	}
 	for _, n := range s.Nodes {
 		var opts []graph.NodeOption
 		if n.Defer {
@@ -246,7 +242,7 @@ func lgBuild(t *testing.T, s lgSpec) *graph.Compiled[lgState] {
 		}, opts...)
 	}
 	for _, e := range s.Edges {
-		g.AddEdge(end(e[0]), end(e[1]))
+		g.AddEdge(lgName(e[0]), lgName(e[1]))
 	}
 	for _, j := range s.Joins {
 		g.AddJoin(j.From, j.To)
@@ -254,12 +250,12 @@ func lgBuild(t *testing.T, s lgSpec) *graph.Compiled[lgState] {
 	for _, r := range s.Routers {
 		targets := []string{}
 		for _, to := range r.Targets {
-			targets = append(targets, end(to))
+			targets = append(targets, lgName(to))
 		}
 		if r.Send != "" {
 			targets = append(targets, r.Send)
 		}
-		g.AddRouter(end(r.From), func(_ context.Context, st lgState) graph.Next[lgState] { return lgRoute(r, st.Log) }, targets...)
+		g.AddRouter(lgName(r.From), func(_ context.Context, st lgState) graph.Next[lgState] { return lgRoute(r, st.Log) }, targets...)
 	}
 	c, err := g.Compile(graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithInterruptBefore(s.InterruptBefore...), graph.WithInterruptAfter(s.InterruptAfter...))
 	require.NoError(t, err, "seed %d", s.Seed)
