@@ -48,6 +48,9 @@ type lgNode struct {
 	Defer     bool   `json:"defer,omitempty"`
 	Interrupt bool   `json:"interrupt,omitempty"`
 	Fail      bool   `json:"fail,omitempty"`
+	// Goto makes the node return a command that also goes to Goto[len(log) % len(Goto)], the
+	// log being its input's (empty for a Send's task): later nodes or END.
+	Goto []string `json:"goto,omitempty"`
 }
 
 type lgJoin struct {
@@ -95,7 +98,8 @@ func lgRoute(r lgRouter, log []string) graph.Next[lgState] {
 // lgGenerate makes the random graph of seed: two to seven nodes, the first reached from START by
 // an edge or a router; forward edges (so that only routers, which end at their bound, make
 // cycles) and joins; routers to any node, some with Sends; some nodes deferred, some asking for
-// input, rarely one failing; sometimes a breakpoint before or after a node.
+// input, some returning commands that go to later nodes, rarely one failing; sometimes a
+// breakpoint before or after a node.
 func lgGenerate(seed uint64) lgSpec {
 	rng := rand.New(rand.NewPCG(seed, 0x1a2b))
 	n := 2 + rng.IntN(6)
@@ -125,6 +129,14 @@ func lgGenerate(seed uint64) lgSpec {
 	if rng.IntN(25) == 0 {
 		s.Nodes[rng.IntN(n)].Fail = true
 	}
+	for i := range n - 1 {
+		if rng.IntN(6) == 0 {
+			s.Nodes[i].Goto = []string{name(i + 1 + rng.IntN(n-i-1))}
+			if rng.IntN(2) == 0 {
+				s.Nodes[i].Goto = append(s.Nodes[i].Goto, "END")
+			}
+		}
+	}
 	if rng.IntN(4) == 0 {
 		router("START")
 	} else {
@@ -145,10 +157,11 @@ func lgGenerate(seed uint64) lgSpec {
 	// LangGraph.js runs a node once when a join and an edge or a router lead to it in the same
 	// step, but leaves the join pending: a run ends, yet the thread's next lists the node, which a
 	// later invoke runs again; and a join left pending fires early later on. The generator makes
-	// joins only into nodes to which no edge or router leads (Sends may).
+	// joins only into nodes to which no edge, router or command leads (Sends may).
 	led := func(to string) bool {
 		return slices.ContainsFunc(s.Edges, func(e [2]string) bool { return e[1] == to }) ||
-			slices.ContainsFunc(s.Routers, func(r lgRouter) bool { return slices.Contains(r.Targets, to) })
+			slices.ContainsFunc(s.Routers, func(r lgRouter) bool { return slices.Contains(r.Targets, to) }) ||
+			slices.ContainsFunc(s.Nodes, func(n lgNode) bool { return slices.Contains(n.Goto, to) })
 	}
 	for try := 0; n >= 3 && try < 4 && (try > 0 || rng.IntN(2) == 0); try++ {
 		to := 2 + rng.IntN(n-2)
@@ -201,6 +214,11 @@ func (s lgSpec) reached() map[string]bool {
 				reach(r.From, to)
 			}
 		}
+		for _, n := range s.Nodes {
+			for _, to := range n.Goto {
+				reach(n.Name, to)
+			}
+		}
 	}
 	return reached
 }
@@ -223,7 +241,7 @@ func lgBuild(t *testing.T, s lgSpec) *graph.Compiled[lgState] {
 		if n.Defer {
 			opts = append(opts, graph.Defer())
 		}
-		g.AddNode(n.Name, func(ctx context.Context, st lgState) (lgState, error) {
+		run := func(ctx context.Context, st lgState) (graph.Command[lgState], error) {
 			entry := n.Name
 			if st.Topic != "" {
 				entry += "<" + st.Topic + ">"
@@ -231,15 +249,31 @@ func lgBuild(t *testing.T, s lgSpec) *graph.Compiled[lgState] {
 			if n.Interrupt {
 				v, err := graph.Interrupt[string](ctx, entry)
 				if err != nil {
-					return lgState{}, err
+					return graph.Command[lgState]{}, err
 				}
 				entry += "=" + v
 			}
 			if n.Fail {
-				return lgState{}, errors.New("fail " + entry)
+				return graph.Command[lgState]{}, errors.New("fail " + entry)
 			}
-			return lgState{Log: []string{entry}}, nil
-		}, opts...)
+			cmd := graph.Command[lgState]{Update: lgState{Log: []string{entry}}}
+			if len(n.Goto) > 0 {
+				cmd.Goto = []string{lgName(n.Goto[len(st.Log)%len(n.Goto)])}
+			}
+			return cmd, nil
+		}
+		if len(n.Goto) > 0 {
+			var to []string
+			for _, name := range n.Goto {
+				to = append(to, lgName(name))
+			}
+			g.AddCommandNode(n.Name, run, append(opts, graph.Destinations(to...))...)
+		} else {
+			g.AddNode(n.Name, func(ctx context.Context, st lgState) (lgState, error) {
+				cmd, err := run(ctx, st)
+				return cmd.Update, err
+			}, opts...)
+		}
 	}
 	for _, e := range s.Edges {
 		g.AddEdge(lgName(e[0]), lgName(e[1]))
@@ -448,9 +482,9 @@ func lgRunJS(t *testing.T, specs []lgSpec) iter.Seq2[int, lgResult] {
 // the tasks that finished beside a failing one, and which of them finished before it is a race
 // (the log of a failed run is compared as its last checkpoint holds it); and for a behaviour of
 // LangGraph.js that a graph ported from it cannot rely on, as it depends on how the run is
-// continued: a node led to by a join and, in the same step, by an edge or a router runs once but
-// leaves the join pending, so the run ends while the thread's next lists the node (the generator
-// makes joins only into nodes no edge or router leads to).
+// continued: a node led to by a join and, in the same step, by an edge, a router or a command
+// runs once but leaves the join pending, so the run ends while the thread's next lists the node
+// (the generator makes joins only into nodes no edge, router or command leads to).
 //
 // A failing graph's subtest prints its spec; run it alone with -run 'TestLangGraphJS/seed=N'.
 func TestLangGraphJS(t *testing.T) {

@@ -40,9 +40,10 @@ function build(spec) {
         let entry = s.topic ? `${n.name}<${s.topic}>` : n.name;
         if (n.interrupt) entry += "=" + interrupt(entry);
         if (n.fail) throw new Error("fail " + entry);
+        if (n.goto) return new Command({ update: { log: [entry] }, goto: ends(n.goto[(s.log ?? []).length % n.goto.length]) });
         return { log: [entry] };
       },
-      n.defer ? { defer: true } : {},
+      { defer: n.defer ?? false, ends: (n.goto ?? []).map(ends) },
     );
   }
   for (const [from, to] of spec.edges ?? []) g.addEdge(ends(from), ends(to));
