@@ -346,7 +346,8 @@ func (r lgResult) canonical(s lgSpec) lgResult {
 }
 
 // lgRunGo runs a spec as lgdiff.mjs does: Invoke, then Resume while paused (every interrupt
-// answered "ok", a breakpoint passed with nil), at most 60 runs.
+// answered "ok", a breakpoint passed with nil); once the thread has ended, Invoke again with the
+// log ["again"], and Resume while paused; at most 60 runs.
 func lgRunGo(t *testing.T, s lgSpec) lgResult {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -354,6 +355,7 @@ func lgRunGo(t *testing.T, s lgSpec) lgResult {
 	opts := []graph.Option{graph.WithThread("t"), graph.WithRecursionLimit(1000), graph.WithStreamMode(graph.ModeUpdates)}
 	var res lgResult
 	events := c.Stream(ctx, lgState{Log: []string{"in"}}, opts...)
+	again := false // the thread was invoked a second time
 	for range 60 {
 		var run lgRun
 		var order []int
@@ -408,7 +410,11 @@ func lgRunGo(t *testing.T, s lgSpec) lgResult {
 		}
 		res.Runs = append(res.Runs, run)
 		if run.Paused == nil {
-			break
+			if again || run.Error != "" {
+				break
+			}
+			again = true
+			events = c.Stream(ctx, lgState{Log: []string{"again"}}, opts...)
 		}
 	}
 	snap, err := c.State(ctx, opts...)

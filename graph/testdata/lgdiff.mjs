@@ -63,7 +63,8 @@ function errorKind(e) {
 }
 
 // run runs a spec as lgRunGo does: invoke, then invoke again while paused (a Command answering
-// every interrupt "ok" by ID, or null to pass a breakpoint), at most 60 times. A run pauses when it
+// every interrupt "ok" by ID, or null to pass a breakpoint); once the thread has ended, invoke
+// with the log ["again"], and so on while paused; at most 60 times. A run pauses when it
 // yields __interrupt__ (LangGraph.js may also end a run with a task left in the state's next,
 // which only a later invoke would run: see TestLangGraphJS).
 async function run(spec) {
@@ -71,6 +72,7 @@ async function run(spec) {
   const cfg = { configurable: { thread_id: "t" }, recursionLimit: 1000, streamMode: ["debug", "updates"] };
   const runs = [];
   let input = { log: ["in"] };
+  let again = false; // the thread was invoked a second time
   for (let i = 0; i < 60; i++) {
     const steps = new Map();
     let error = "";
@@ -88,7 +90,12 @@ async function run(spec) {
     }
     const one = { steps: [...steps.values()].map((s) => s.sort()), error };
     runs.push(one);
-    if (error || !paused) break;
+    if (error || (!paused && again)) break;
+    if (!paused) {
+      again = true;
+      input = { log: ["again"] };
+      continue;
+    }
     const state = await g.getState(cfg);
     const interrupts = state.tasks.flatMap((t) => t.interrupts);
     one.paused = { next: [...state.next].sort(), interrupts: interrupts.map((it) => it.value) };
