@@ -838,6 +838,37 @@ func TestLangGraph_BreakpointsAfterAndBeforeTheSameStepPauseOnce(t *testing.T) {
 	}
 }
 
+// LangGraph drops a paused thread's next tasks when it is given new input, but a deferred node
+// that waits is not a task yet: it stays, and runs once nothing else is left, though the new run
+// does not lead to it.
+func TestLangGraph_NewInputKeepsADeferredNodeThatWaits(t *testing.T) {
+	ctx := rsCtx(t)
+	g := graph.New[lgState]()
+	g.AddNode("a", func(ctx context.Context, s lgState) (lgState, error) {
+		v, err := graph.Interrupt[string](ctx, "a?")
+		return lgState{Log: []string{"a=" + v}}, err
+	})
+	g.AddNode("d", lgLog("d"), graph.Defer())
+	g.AddRouter(graph.START, func(_ context.Context, s lgState) graph.Next[lgState] {
+		if len(s.Log) == 1 {
+			return graph.Goto[lgState]("a", "d")
+		}
+		return graph.Goto[lgState]("a")
+	}, "a", "d")
+	c := rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()))
+	th := graph.WithThread("again")
+	_, err := c.Invoke(ctx, lgState{Log: []string{"in1"}}, th)
+	rsInterrupted(t, err)
+	_, err = c.Invoke(ctx, lgState{Log: []string{"in2"}}, th)
+	rsInterrupted(t, err)
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a", "d"}, snap.Next)
+	out, err := c.Resume(ctx, "ok", th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in1", "in2", "a=ok", "d"}, out.Log)
+}
+
 // lgNested returns a graph that runs first, then inner as the subgraph "deeper" of the subgraph
 // "sub".
 func lgNested(t *testing.T, first string, fn graph.NodeFunc[lgState], inner *graph.StateGraph[lgState]) *graph.StateGraph[lgState] {

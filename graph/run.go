@@ -33,7 +33,9 @@ type Compiled[S any] struct {
 // Invoke runs the graph from input until it ends, fails or pauses, and returns the final state.
 //
 // With a checkpointer and a thread that already has checkpoints, input is merged into the thread's
-// latest state and the graph runs again from START. A paused run returns its state so far and an
+// latest state and the graph runs again from START. The tasks the thread had left to run (it was
+// paused, or failed) are dropped, but for those of deferred nodes that wait (see Defer): they keep
+// waiting, as in LangGraph. A paused run returns its state so far and an
 // *Interrupted error; continue it with Resume.
 func (g *Compiled[S]) Invoke(ctx context.Context, input S, opts ...Option) (S, error) {
 	r, err := g.newRun(g.cfg.with(opts), nil)
@@ -174,7 +176,10 @@ func (g *Compiled[S]) reduce(cur, update S, node string, step int) (merged S, er
 
 // start begins a run from input.
 func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
-	var base S
+	var (
+		base    S
+		waiting []*task[S]
+	)
 	if r.saving && r.parent == nil {
 		t, err := r.load(ctx)
 		if err != nil {
@@ -182,6 +187,9 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 		}
 		if t != nil {
 			if base, err = r.continueFrom(ctx, t); err != nil {
+				return base, err
+			}
+			if waiting, err = r.waitingAt(t); err != nil {
 				return base, err
 			}
 			r.at(t)
@@ -193,7 +201,7 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 	if r.state, err = r.g.reduce(base, input, "", r.step); err != nil {
 		return base, err
 	}
-	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}}, nil, nil)
+	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}}, waiting, nil)
 	if err != nil {
 		return r.state, err
 	}
@@ -205,6 +213,22 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 		return r.state, err
 	}
 	return r.loop(ctx)
+}
+
+// waitingAt returns the tasks of deferred nodes that wait in checkpoint t's frontier (see split).
+// New input drops the rest of the frontier, as in LangGraph, where a deferred node that waits is
+// not a task yet: it keeps waiting, and runs once nothing else is left.
+func (r *run[S]) waitingAt(t *checkpoint.Tuple) ([]*task[S], error) {
+	next := make([]*task[S], len(t.Checkpoint.Next))
+	for i, ct := range t.Checkpoint.Next {
+		n, err := r.frontierNode(t, ct)
+		if err != nil {
+			return nil, err
+		}
+		next[i] = &task[S]{node: n, push: ct.Push}
+	}
+	_, waiting := split(next)
+	return waiting, nil
 }
 
 // load returns the checkpoint the run starts from: the one WithCheckpointID names, or the
