@@ -41,6 +41,9 @@ type lgSpec struct {
 	Routers         []lgRouter  `json:"routers,omitempty"`
 	InterruptBefore []string    `json:"interruptBefore,omitempty"`
 	InterruptAfter  []string    `json:"interruptAfter,omitempty"`
+	// Reinvoke makes the run's first pause be followed by a new input, the log ["again"],
+	// rather than by a resume: the paused tasks are dropped and the graph runs from START.
+	Reinvoke bool `json:"reinvoke,omitempty"`
 }
 
 type lgNode struct {
@@ -99,7 +102,7 @@ func lgRoute(r lgRouter, log []string) graph.Next[lgState] {
 // an edge or a router; forward edges (so that only routers, which end at their bound, make
 // cycles) and joins; routers to any node, some with Sends; some nodes deferred, some asking for
 // input, some returning commands that go to later nodes, rarely one failing; sometimes a
-// breakpoint before or after a node.
+// breakpoint before or after a node; sometimes a new input given at the first pause.
 func lgGenerate(seed uint64) lgSpec {
 	rng := rand.New(rand.NewPCG(seed, 0x1a2b))
 	n := 2 + rng.IntN(6)
@@ -188,6 +191,7 @@ func lgGenerate(seed uint64) lgSpec {
 	if rng.IntN(5) == 0 {
 		s.InterruptAfter = []string{pick()}
 	}
+	s.Reinvoke = rng.IntN(4) == 0
 	return s
 }
 
@@ -346,8 +350,8 @@ func (r lgResult) canonical(s lgSpec) lgResult {
 }
 
 // lgRunGo runs a spec as lgdiff.mjs does: Invoke, then Resume while paused (every interrupt
-// answered "ok", a breakpoint passed with nil); once the thread has ended, Invoke again with the
-// log ["again"], and Resume while paused; at most 60 runs.
+// answered "ok", a breakpoint passed with nil); once the thread has ended (or at its first pause,
+// with Reinvoke), Invoke again with the log ["again"], and Resume while paused; at most 60 runs.
 func lgRunGo(t *testing.T, s lgSpec) lgResult {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -390,7 +394,12 @@ func lgRunGo(t *testing.T, s lgSpec) lgResult {
 			if len(answers) > 0 {
 				value = answers
 			}
-			events = c.StreamResume(ctx, value, opts...)
+			if s.Reinvoke && !again {
+				again = true
+				events = c.Stream(ctx, lgState{Log: []string{"again"}}, opts...)
+			} else {
+				events = c.StreamResume(ctx, value, opts...)
+			}
 		case errors.Is(err, graph.ErrNothingToResume):
 			// A pause after the last node ended the thread: Resume says so, invoke(null) returns.
 		case errors.As(err, &ne):

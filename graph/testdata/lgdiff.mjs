@@ -63,8 +63,9 @@ function errorKind(e) {
 }
 
 // run runs a spec as lgRunGo does: invoke, then invoke again while paused (a Command answering
-// every interrupt "ok" by ID, or null to pass a breakpoint); once the thread has ended, invoke
-// with the log ["again"], and so on while paused; at most 60 times. A run pauses when it
+// every interrupt "ok" by ID, or null to pass a breakpoint); once the thread has ended (or at its
+// first pause, with reinvoke), invoke with the log ["again"], and so on while paused; at most 60
+// times. A run pauses when it
 // yields __interrupt__ (LangGraph.js may also end a run with a task left in the state's next,
 // which only a later invoke would run: see TestLangGraphJS).
 async function run(spec) {
@@ -99,7 +100,12 @@ async function run(spec) {
     const state = await g.getState(cfg);
     const interrupts = state.tasks.flatMap((t) => t.interrupts);
     one.paused = { next: [...state.next].sort(), interrupts: interrupts.map((it) => it.value) };
-    input = interrupts.length > 0 ? new Command({ resume: Object.fromEntries(interrupts.map((it) => [it.id, "ok"])) }) : null;
+    if (spec.reinvoke && !again) {
+      again = true;
+      input = { log: ["again"] };
+    } else {
+      input = interrupts.length > 0 ? new Command({ resume: Object.fromEntries(interrupts.map((it) => [it.id, "ok"])) }) : null;
+    }
   }
   // A run that failed gives the log of its last checkpoint, without the failed step's work.
   let state = await g.getState(cfg);
