@@ -74,6 +74,7 @@ async function run(spec) {
   const runs = [];
   let input = { log: ["in"] };
   let again = false; // the thread was invoked a second time
+  let edited = false; // a resume carried the update of spec.edit
   for (let i = 0; i < 60; i++) {
     const steps = new Map();
     let error = "";
@@ -104,7 +105,13 @@ async function run(spec) {
       again = true;
       input = { log: ["again"] };
     } else {
-      input = interrupts.length > 0 ? new Command({ resume: Object.fromEntries(interrupts.map((it) => [it.id, "ok"])) }) : null;
+      const resume = interrupts.length > 0 ? Object.fromEntries(interrupts.map((it) => [it.id, "ok"])) : undefined;
+      if (spec.edit && !edited && !resume) {
+        edited = true;
+        input = new Command({ resume, update: { log: ["edit"] } });
+      } else {
+        input = resume ? new Command({ resume }) : null;
+      }
     }
   }
   // A run that failed gives the log of its last checkpoint, without the failed step's work.
