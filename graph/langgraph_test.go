@@ -855,7 +855,8 @@ func TestLangGraph_NewInputKeepsADeferredNodeThatWaits(t *testing.T) {
 		}
 		return graph.Goto[lgState]("a")
 	}, "a", "d")
-	c := rsCompile(t, g, graph.WithCheckpointer(checkpoint.NewMemory()))
+	saver := checkpoint.NewMemory()
+	c := rsCompile(t, g, graph.WithCheckpointer(saver))
 	th := graph.WithThread("again")
 	_, err := c.Invoke(ctx, lgState{Log: []string{"in1"}}, th)
 	rsInterrupted(t, err)
@@ -867,6 +868,17 @@ func TestLangGraph_NewInputKeepsADeferredNodeThatWaits(t *testing.T) {
 	out, err := c.Resume(ctx, "ok", th)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"in1", "in2", "a=ok", "d"}, out.Log)
+
+	// Another graph given the paused thread drops the waiting nodes it does not have.
+	th = graph.WithThread("other graph")
+	_, err = c.Invoke(ctx, lgState{Log: []string{"in1"}}, th)
+	rsInterrupted(t, err)
+	other := graph.New[lgState]()
+	other.AddNode("b", lgLog("b"))
+	other.AddEdge(graph.START, "b")
+	out, err = rsCompile(t, other, graph.WithCheckpointer(saver)).Invoke(ctx, lgState{Log: []string{"in2"}}, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in1", "in2", "b"}, out.Log)
 }
 
 // lgNested returns a graph that runs first, then inner as the subgraph "deeper" of the subgraph

@@ -599,15 +599,6 @@ func (r *run[S]) fork(ctx context.Context, t *checkpoint.Tuple) (bool, error) {
 	return true, r.commit(ctx, checkpoint.SourceFork, true)
 }
 
-// frontierNode returns the node of task ct of checkpoint t's frontier.
-func (r *run[S]) frontierNode(t *checkpoint.Tuple, ct checkpoint.Task) (*node[S], error) {
-	n := r.g.nodes[ct.Node]
-	if n == nil {
-		return nil, r.corrupt(t, fmt.Errorf("its next task %s names node %q, which this graph does not have", ct.ID, ct.Node))
-	}
-	return n, nil
-}
-
 // loadFrontier rebuilds the tasks of a checkpoint with what they had written, and returns the
 // interrupts still waiting for an answer.
 func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error) {
@@ -617,9 +608,9 @@ func (r *run[S]) loadFrontier(t *checkpoint.Tuple) ([]pendingInterrupt[S], error
 	byID := map[string]*task[S]{}
 	r.next = make([]*task[S], len(t.Checkpoint.Next))
 	for i, ct := range t.Checkpoint.Next {
-		n, err := r.frontierNode(t, ct)
-		if err != nil {
-			return nil, err
+		n := r.g.nodes[ct.Node]
+		if n == nil {
+			return nil, r.corrupt(t, fmt.Errorf("its next task %s names node %q, which this graph does not have", ct.ID, ct.Node))
 		}
 		nt := &task[S]{id: ct.ID, node: n, push: ct.Push}
 		if ct.Push {

@@ -189,9 +189,7 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 			if base, err = r.continueFrom(ctx, t); err != nil {
 				return base, err
 			}
-			if waiting, err = r.waitingAt(t); err != nil {
-				return base, err
-			}
+			waiting = r.waitingAt(t)
 			r.at(t)
 			r.step++
 		}
@@ -217,18 +215,17 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 
 // waitingAt returns the tasks of deferred nodes that wait in checkpoint t's frontier (see split).
 // New input drops the rest of the frontier, as in LangGraph, where a deferred node that waits is
-// not a task yet: it keeps waiting, and runs once nothing else is left.
-func (r *run[S]) waitingAt(t *checkpoint.Tuple) ([]*task[S], error) {
-	next := make([]*task[S], len(t.Checkpoint.Next))
-	for i, ct := range t.Checkpoint.Next {
-		n, err := r.frontierNode(t, ct)
-		if err != nil {
-			return nil, err
+// not a task yet: it keeps waiting, and runs once nothing else is left. Tasks of nodes this graph
+// does not have (the thread was run by another graph) are dropped too.
+func (r *run[S]) waitingAt(t *checkpoint.Tuple) []*task[S] {
+	var next []*task[S]
+	for _, ct := range t.Checkpoint.Next {
+		if n := r.g.nodes[ct.Node]; n != nil {
+			next = append(next, &task[S]{node: n, push: ct.Push})
 		}
-		next[i] = &task[S]{node: n, push: ct.Push}
 	}
 	_, waiting := split(next)
-	return waiting, nil
+	return waiting
 }
 
 // load returns the checkpoint the run starts from: the one WithCheckpointID names, or the
