@@ -808,6 +808,79 @@ func TestLangGraph_InterruptAfterTheLastNodePauses(t *testing.T) {
 	assert.Equal(t, []string{"inner", "next"}, out.Log)
 }
 
+// LangGraph pauses at a breakpoint only when the state changed since the last pause: a null
+// resume from a pause after a node passes the breakpoint before the next step's nodes too, so
+// interrupt_after=["a"] and interrupt_before=["b"] on a → b pause once; an update made while
+// paused (update_state, or Command(update)) counts as the answer, as at any pause.
+func TestLangGraph_BreakpointsAfterAndBeforeTheSameStepPauseOnce(t *testing.T) {
+	ctx := rsCtx(t)
+	c := lgLine(t, graph.WithInterruptAfter("a"), graph.WithInterruptBefore("b"))
+	for _, how := range []string{"resume", "update", "command"} {
+		th := graph.WithThread(how)
+		_, err := c.Invoke(ctx, lgState{}, th)
+		ir := rsInterrupted(t, err)
+		require.Len(t, ir.Interrupts, 1)
+		assert.Equal(t, "after", ir.Interrupts[0].When)
+		var resume any
+		want := []string{"a", "b"}
+		switch how {
+		case "update":
+			_, err = c.UpdateState(ctx, lgState{Log: []string{"edit"}}, "", th)
+			require.NoError(t, err)
+			want = []string{"a", "edit", "b"}
+		case "command":
+			resume = graph.ResumeCommand[lgState]{Update: lgState{Log: []string{"edit"}}}
+			want = []string{"a", "edit", "b"}
+		}
+		out, err := c.Resume(ctx, resume, th)
+		require.NoError(t, err, how)
+		assert.Equal(t, want, out.Log, how)
+	}
+}
+
+// LangGraph drops a paused thread's next tasks when it is given new input, but a deferred node
+// that waits is not a task yet: it stays, and runs once nothing else is left, though the new run
+// does not lead to it.
+func TestLangGraph_NewInputKeepsADeferredNodeThatWaits(t *testing.T) {
+	ctx := rsCtx(t)
+	g := graph.New[lgState]()
+	g.AddNode("a", func(ctx context.Context, s lgState) (lgState, error) {
+		v, err := graph.Interrupt[string](ctx, "a?")
+		return lgState{Log: []string{"a=" + v}}, err
+	})
+	g.AddNode("d", lgLog("d"), graph.Defer())
+	g.AddRouter(graph.START, func(_ context.Context, s lgState) graph.Next[lgState] {
+		if len(s.Log) == 1 {
+			return graph.Goto[lgState]("a", "d")
+		}
+		return graph.Goto[lgState]("a")
+	}, "a", "d")
+	saver := checkpoint.NewMemory()
+	c := rsCompile(t, g, graph.WithCheckpointer(saver))
+	th := graph.WithThread("again")
+	_, err := c.Invoke(ctx, lgState{Log: []string{"in1"}}, th)
+	rsInterrupted(t, err)
+	_, err = c.Invoke(ctx, lgState{Log: []string{"in2"}}, th)
+	rsInterrupted(t, err)
+	snap, err := c.State(ctx, th)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a", "d"}, snap.Next)
+	out, err := c.Resume(ctx, "ok", th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in1", "in2", "a=ok", "d"}, out.Log)
+
+	// Another graph given the paused thread drops the waiting nodes it does not have.
+	th = graph.WithThread("other graph")
+	_, err = c.Invoke(ctx, lgState{Log: []string{"in1"}}, th)
+	rsInterrupted(t, err)
+	other := graph.New[lgState]()
+	other.AddNode("b", lgLog("b"))
+	other.AddEdge(graph.START, "b")
+	out, err = rsCompile(t, other, graph.WithCheckpointer(saver)).Invoke(ctx, lgState{Log: []string{"in2"}}, th)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"in1", "in2", "b"}, out.Log)
+}
+
 // lgNested returns a graph that runs first, then inner as the subgraph "deeper" of the subgraph
 // "sub".
 func lgNested(t *testing.T, first string, fn graph.NodeFunc[lgState], inner *graph.StateGraph[lgState]) *graph.StateGraph[lgState] {

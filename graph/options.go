@@ -158,7 +158,8 @@ func WithTimeout(d time.Duration) NodeOption { return func(c *nodeConfig) { c.ti
 // the same ways) waits, and a node that leads to it again meanwhile adds nothing; it runs once no
 // such task is left. Sends do not count: a Send to a deferred node runs at once, and Sends to
 // other nodes pending beside it do not hold it back. It suits a node that gathers the results of
-// branches of different lengths, which an edge from each branch would run once per branch.
+// branches of different lengths, which an edge from each branch would run once per branch. New
+// input given to a paused thread (Invoke) keeps it waiting.
 // LangGraph's add_node(..., defer=True), which behaves the same.
 func Defer() NodeOption { return func(c *nodeConfig) { c.deferred = true } }
 

@@ -33,7 +33,9 @@ type Compiled[S any] struct {
 // Invoke runs the graph from input until it ends, fails or pauses, and returns the final state.
 //
 // With a checkpointer and a thread that already has checkpoints, input is merged into the thread's
-// latest state and the graph runs again from START. A paused run returns its state so far and an
+// latest state and the graph runs again from START. The tasks the thread had left to run (it was
+// paused, or failed) are dropped, but for those of deferred nodes that wait (see Defer): they keep
+// waiting, as in LangGraph. A paused run returns its state so far and an
 // *Interrupted error; continue it with Resume.
 func (g *Compiled[S]) Invoke(ctx context.Context, input S, opts ...Option) (S, error) {
 	r, err := g.newRun(g.cfg.with(opts), nil)
@@ -174,7 +176,10 @@ func (g *Compiled[S]) reduce(cur, update S, node string, step int) (merged S, er
 
 // start begins a run from input.
 func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
-	var base S
+	var (
+		base    S
+		waiting []*task[S]
+	)
 	if r.saving && r.parent == nil {
 		t, err := r.load(ctx)
 		if err != nil {
@@ -184,6 +189,7 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 			if base, err = r.continueFrom(ctx, t); err != nil {
 				return base, err
 			}
+			waiting = r.waitingAt(t)
 			r.at(t)
 			r.step++
 		}
@@ -193,7 +199,7 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 	if r.state, err = r.g.reduce(base, input, "", r.step); err != nil {
 		return base, err
 	}
-	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}}, nil, nil)
+	next, err := r.plan(ctx, []*task[S]{{node: &node[S]{name: START}}}, []Command[S]{{}}, waiting, nil)
 	if err != nil {
 		return r.state, err
 	}
@@ -205,6 +211,21 @@ func (r *run[S]) start(ctx context.Context, input S) (_ S, err error) {
 		return r.state, err
 	}
 	return r.loop(ctx)
+}
+
+// waitingAt returns the tasks of deferred nodes that wait in checkpoint t's frontier (see split).
+// New input drops the rest of the frontier, as in LangGraph, where a deferred node that waits is
+// not a task yet: it keeps waiting, and runs once nothing else is left. Tasks of nodes this graph
+// does not have (the thread was run by another graph) are dropped too.
+func (r *run[S]) waitingAt(t *checkpoint.Tuple) []*task[S] {
+	var next []*task[S]
+	for _, ct := range t.Checkpoint.Next {
+		if n := r.g.nodes[ct.Node]; n != nil {
+			next = append(next, &task[S]{node: n, push: ct.Push})
+		}
+	}
+	_, waiting := split(next)
+	return waiting
 }
 
 // load returns the checkpoint the run starts from: the one WithCheckpointID names, or the
@@ -331,7 +352,7 @@ func (r *run[S]) runStep(ctx context.Context, ran, waiting []*task[S]) (_ S, err
 	if err := r.commit(ctx, checkpoint.SourceLoop, false); err != nil {
 		return r.state, err
 	}
-	if err := r.interruptAfter(ran); err != nil {
+	if err := r.interruptAfter(ctx, ran); err != nil {
 		return r.state, err
 	}
 	return r.state, nil
@@ -877,8 +898,10 @@ const beforeIdx = -1
 
 // interruptAfter pauses the run after a superstep in which a node of WithInterruptAfter ran, also
 // when nothing is left to run (the thread has then finished); not when the superstep handed a
-// command to the parent graph.
-func (r *run[S]) interruptAfter(ran []*task[S]) error {
+// command to the parent graph. The pause passes the breakpoints before the next step's tasks
+// (WithInterruptBefore) too: a resume or an update from it does not pause again before they run,
+// as in LangGraph, which pauses at a breakpoint only when the state changed since the last one.
+func (r *run[S]) interruptAfter(ctx context.Context, ran []*task[S]) error {
 	if len(r.cfg.interruptAfter) == 0 || r.toParent != nil {
 		return nil
 	}
@@ -891,10 +914,13 @@ func (r *run[S]) interruptAfter(ran []*task[S]) error {
 			irs = append(irs, InterruptInfo{ID: r.cp.CheckpointID + "#after:" + t.node.name, Node: t.node.name, NS: r.ns, When: "after"})
 		}
 	}
-	if len(irs) > 0 {
-		return &Interrupted{Interrupts: irs}
+	if len(irs) == 0 {
+		return nil
 	}
-	return nil
+	if err := r.passBefore(ctx, func(t *task[S]) bool { return r.cfg.interruptBefore[t.node.name] }); err != nil {
+		return err
+	}
+	return &Interrupted{Interrupts: irs}
 }
 
 func cloneJoins(j map[string][]string) map[string][]string {

@@ -254,7 +254,7 @@ func (g *Compiled[S]) UpdateState(ctx context.Context, update S, asNode string, 
 	r.meta = map[string]string{"as_node": asNode}
 	err = r.commitInput(ctx, checkpoint.SourceUpdate, asNode, update)
 	if err == nil && len(paused) > 0 {
-		err = r.keepAnswered(ctx, paused)
+		err = r.passBefore(ctx, func(t *task[S]) bool { return paused[t.node.name] })
 	}
 	if err = r.finish(ctx, err); err != nil {
 		return checkpoint.Config{}, err
@@ -262,7 +262,8 @@ func (g *Compiled[S]) UpdateState(ctx context.Context, update S, asNode string, 
 	return r.cp, nil
 }
 
-// pausedBefore returns the nodes checkpoint t is paused before (WithInterruptBefore).
+// pausedBefore returns the nodes whose breakpoints (WithInterruptBefore) checkpoint t asked for
+// or passed.
 func (r *run[S]) pausedBefore(t *checkpoint.Tuple) (map[string]bool, error) {
 	pending, err := r.loadFrontier(t)
 	if err != nil {
@@ -274,14 +275,19 @@ func (r *run[S]) pausedBefore(t *checkpoint.Tuple) (map[string]bool, error) {
 			paused[p.task.node.name] = true
 		}
 	}
+	for _, t := range r.next {
+		if t.skipBefore {
+			paused[t.node.name] = true
+		}
+	}
 	return paused, nil
 }
 
-// keepAnswered marks the new frontier's tasks of nodes the run was paused before as already past
-// their pause: updating the state of a paused run is how a human answers it.
-func (r *run[S]) keepAnswered(ctx context.Context, paused map[string]bool) error {
+// passBefore marks the frontier's tasks for which pass is true as already past their breakpoints
+// (WithInterruptBefore): updating the state of a paused run is how a human answers it.
+func (r *run[S]) passBefore(ctx context.Context, pass func(*task[S]) bool) error {
 	for _, t := range r.next {
-		if paused[t.node.name] {
+		if pass(t) {
 			if err := r.putWrite(ctx, t, checkpoint.WriteResume, beforeIdx, resumeRecord{}); err != nil {
 				return err
 			}

@@ -34,6 +34,10 @@ var (
 	LangGraphSDK = Package{"langgraph-sdk", "@langchain/langgraph-sdk", "2.0.0"}
 	// A2ASDK is the official JavaScript A2A SDK, whose client server/a2a's tests run.
 	A2ASDK = Package{"a2a-sdk", "@a2a-js/sdk", "1.3.0"}
+	// LangGraph is LangGraph.js, which graph's differential test runs beside the engine, and
+	// LangGraphCore the release of its peer @langchain/core installed with it.
+	LangGraph     = Package{"langgraph", "@langchain/langgraph", "1.7.3"}
+	LangGraphCore = Package{"langgraph", "@langchain/core", "1.4.0"}
 )
 
 // RepoRoot returns the repository's root directory, where .cache is: the first folder above the
