@@ -26,8 +26,8 @@ type greeting struct {
 
 // The LangGraph API is served under /langgraph behind the server's guard: without the token it
 // answers 401; the token is taken as a bearer token or as X-Api-Key, which the LangGraph SDKs
-// send their apiKey as; a cross-origin client of an allowed origin may send it and read where a
-// run streams.
+// send their apiKey as; the server's agents are an assistant there, under its model policy; a
+// cross-origin client of an allowed origin may send the key and read where a run streams.
 func TestLangGraphAPIBehindTheGuard(t *testing.T) {
 	st := store.NewMemory()
 	lg := langgraphapi.New(st)
@@ -80,8 +80,16 @@ func TestLangGraphAPIBehindTheGuard(t *testing.T) {
 		GraphID string `json:"graph_id"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &assistants))
-	require.Len(t, assistants, 1)
-	assert.Equal(t, "greeter", assistants[0].GraphID)
+	var graphs []string
+	for _, a := range assistants {
+		graphs = append(graphs, a.GraphID)
+	}
+	assert.ElementsMatch(t, []string{"greeter", server.SquadAssistant}, graphs, "the registered graph, and the server's agents")
+
+	// The server's model policy holds there too: by default a run names no model.
+	status, _, body = send("POST", "/langgraph/runs/wait", `{"assistant_id":"squad","input":{"goal":"x"},"config":{"configurable":{"model":"anthropic/claude-opus-4"}}}`,
+		map[string]string{"X-Api-Key": srv.Token()})
+	assert.Equal(t, http.StatusUnprocessableEntity, status, body)
 
 	status, _, body = send("POST", "/langgraph/runs/wait", `{"assistant_id":"greeter","input":{"name":"Ada"}}`,
 		map[string]string{"Authorization": "Bearer " + srv.Token()})
