@@ -94,7 +94,8 @@ type config struct {
 	noRetry   bool
 	textTools bool
 	models    []providers.Model
-	providers map[string]Provider // WithProvider's
+	providers map[string]Provider  // WithProvider's
+	embedders []providers.Embedder // WithEmbedders
 }
 
 // WithAPIKey sets the API key, in place of the provider's environment variable.

@@ -105,8 +105,8 @@ func (s *Store) SearchContext(ctx context.Context, query string, limit int) (str
 		r, err := rank(ctx, ix, docs, Query{Text: query, Keywords: kws}, limit)
 		if err == nil {
 			if len(r.Hits) == 0 {
-				return fmt.Sprintf("no memory matches %q: none of the %d sections of the %d memory files matches it by %s. Try other words, or memory_read index.md to see what is stored.",
-					query, nsec, len(files), r.Method), nil
+				return strings.TrimSpace(fmt.Sprintf("no memory matches %q: none of the %d sections of the %d memory files matches it by %s. Try other words, or memory_read index.md to see what is stored. %s",
+					query, nsec, len(files), r.Method, r.Note)), nil
 			}
 			return s.present(large+" by "+r.Method, r.Hits, limit, false, r.Note), nil
 		}

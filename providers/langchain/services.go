@@ -64,10 +64,12 @@ func Services() []Service {
 	}
 }
 
-// init serves each service's model names through package models ("openai/gpt-4o", …).
+// init serves each service's model and embedder names through package models ("openai/gpt-4o",
+// "openai/text-embedding-3-small", …).
 func init() {
 	for _, svc := range Services() {
 		models.Register(svc.Provider, Provider(svc.Provider))
+		models.RegisterEmbedder(svc.Provider, EmbedderProvider(svc.Provider))
 	}
 }
 
