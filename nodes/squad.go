@@ -30,6 +30,7 @@ import (
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/memory"
+	"github.com/agiraph/agiraph/nodes/memory/index"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
 	"github.com/agiraph/agiraph/nodes/triggers"
@@ -78,6 +79,7 @@ type config struct {
 	roleModels    map[string]string
 	resolve       func(name string) (providers.Model, error)
 	modelOpts     []models.Option
+	embedder      string // WithEmbedder
 	store         store.Store
 	maxConcurrent int
 	tick          time.Duration
@@ -116,11 +118,18 @@ func WithRoleModel(role, model string) Option {
 	return func(c *config) { c.roleModels[role] = model }
 }
 
-// WithModelOptions passes options to models.New when model names are resolved (for example
-// models.WithModels to serve scripted models by name).
+// WithModelOptions passes options to models.New when model names are resolved, and to
+// models.NewEmbedder for WithEmbedder's (for example models.WithModels to serve scripted models
+// by name).
 func WithModelOptions(opts ...models.Option) Option {
 	return func(c *config) { c.modelOpts = append(c.modelOpts, opts...) }
 }
+
+// WithEmbedder has memory search rank sections by meaning as well as by their words, with the
+// embedder of that name ("openai/text-embedding-3-small", "gemini/text-embedding-004",
+// "ollama/nomic-embed-text"; see models.NewEmbedder, which gets WithModelOptions' options). Without
+// it memory search ranks by full text (BM25), which needs no key; see package nodes/memory/index.
+func WithEmbedder(name string) Option { return func(c *config) { c.embedder = name } }
 
 // WithModelResolver replaces models.New for turning model names into models.
 func WithModelResolver(fn func(name string) (providers.Model, error)) Option {
@@ -272,6 +281,7 @@ type Squad struct {
 	log                 *eventlog.Log // the view of the store's events: events.jsonl, and the subscribers
 	conv                *conversation // the view of the store's conversation: conversation.jsonl
 	mem                 *memory.Store
+	memIndex            *index.Index
 	// sched fires the agent's triggers, into the run in progress or, when there is none, into
 	// the latest run (see fire).
 	sched     *triggers.Scheduler
@@ -379,7 +389,10 @@ func New(opts ...Option) (*Squad, error) {
 			return nil, err
 		}
 	}
-	mem, err := memory.Open(s.home, memory.WithClock(c.now), memory.WithObserver(s.memoryWritten))
+	if s.memIndex, err = openMemoryIndex(s.home, c); err != nil {
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	mem, err := memory.Open(s.home, memory.WithClock(c.now), memory.WithObserver(s.memoryWritten), memory.WithIndex(s.memIndex))
 	if err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
@@ -427,6 +440,9 @@ func (s *Squad) Close() error {
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
 	}
+	if s.memIndex != nil {
+		errs = append(errs, s.memIndex.Close())
+	}
 	if s.owned {
 		errs = append(errs, s.store.Close())
 	}
@@ -455,6 +471,19 @@ func (s *Squad) memoryWritten(w memory.Write) {
 	if err := s.commit(context.Background(), ch, nil); err != nil {
 		s.cfg.logger.Error("event not logged", "type", e.Type, "err", err)
 	}
+}
+
+// openMemoryIndex opens the index of the agent's memory, with the embedder of WithEmbedder.
+func openMemoryIndex(home workspace.Home, c config) (*index.Index, error) {
+	var opts []index.Option
+	if c.embedder != "" {
+		e, err := models.NewEmbedder(c.embedder, c.modelOpts...)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, index.WithEmbedder(e))
+	}
+	return index.Open(home, opts...)
 }
 
 // Memory returns the agent's long-term memory.
