@@ -215,7 +215,11 @@ func (s *Store) present(intro string, hits []Hit, limit int, all bool, note stri
 	if all {
 		fmt.Fprintf(&b, "%s: %d of %d matching sections, best first.", intro, len(blocks), len(hits))
 	} else {
-		fmt.Fprintf(&b, "%s: %d sections, best first.", intro, len(blocks))
+		noun := "sections"
+		if len(blocks) == 1 {
+			noun = "section"
+		}
+		fmt.Fprintf(&b, "%s: %d %s, best first.", intro, len(blocks), noun)
 	}
 	if note != "" {
 		b.WriteString(" " + note)

@@ -161,7 +161,7 @@ func TestEmbedderFailureFallsBackToFullText(t *testing.T) {
 	mem, _, _ := setup(t, meaningFiles, index.WithEmbedder(c.embedder()))
 	found, err := mem.Search("brakes", 3)
 	require.NoError(t, err)
-	assert.Contains(t, found, "by full-text ranking (BM25): 1 sections")
+	assert.Contains(t, found, "by full-text ranking (BM25): 1 section, best first.")
 	assert.Contains(t, found, "Ranked by full text only, since the embedder failed: test/concepts: server error (HTTP 500): boom.")
 	assert.Equal(t, []string{"knowledge/garage.md: Garage"}, sections(found))
 
