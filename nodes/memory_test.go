@@ -18,6 +18,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/providertest"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/tools"
 )
@@ -197,18 +198,11 @@ func TestCompactionOnALongAssignment(t *testing.T) {
 // A squad's memory search ranks by meaning with the embedder named by WithEmbedder, and keeps
 // its index beside the memory files, not among them; an embedder no provider serves is refused.
 func TestMemorySearchWithEmbedder(t *testing.T) {
+	meaning := providertest.Concepts([]string{"car", "automobile", "brakes"}, []string{"puppy", "dog", "leash"})
 	concepts := providers.EmbedFunc{Model: "test/concepts", Fn: func(_ context.Context, texts []string) ([][]float32, error) {
 		out := make([][]float32, len(texts))
 		for i, text := range texts {
-			out[i] = []float32{0.01, 0.01}
-			for _, w := range strings.Fields(strings.ToLower(text)) {
-				switch strings.Trim(w, ".,;#") {
-				case "car", "automobile", "brakes":
-					out[i][0]++
-				case "puppy", "dog", "leash":
-					out[i][1]++
-				}
-			}
+			out[i] = meaning(text)
 		}
 		return out, nil
 	}}

@@ -46,15 +46,7 @@ func EmbedderProvider(provider string) models.EmbedderProvider {
 // with ErrUnknownModel for an unknown provider or an empty model, and with ErrMissingKey when the
 // service needs a key and none is given.
 func NewEmbedder(provider, model string, opts ...ServiceOption) (*Embedder, error) {
-	svc, ok := service(provider)
-	if !ok || model == "" {
-		return nil, unknown(provider, model, ok)
-	}
-	var cfg serviceConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
-	key, err := svc.key(cfg, model)
+	svc, cfg, key, err := configure(provider, model, opts)
 	if err != nil {
 		return nil, err
 	}

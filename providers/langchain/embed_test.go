@@ -109,18 +109,7 @@ func TestEmbedderNames(t *testing.T) {
 // Memory search with an embedder of a provider: a section is found by meaning through the
 // provider's API, and when the API fails the search is ranked by full text and says so.
 func TestMemorySearchWithEmbedder(t *testing.T) {
-	meaning := func(text string) []float32 { // one dimension a concept
-		v := make([]float32, 2)
-		for _, w := range strings.Fields(strings.ToLower(text)) {
-			switch strings.Trim(w, ".,;#") {
-			case "car", "automobile", "brakes", "engine":
-				v[0]++
-			case "puppy", "dog", "leash":
-				v[1]++
-			}
-		}
-		return v
-	}
+	meaning := providertest.Concepts([]string{"car", "automobile", "brakes"}, []string{"puppy", "dog", "leash"})
 	var fail atomic.Bool
 	srv := providertest.NewOpenAIFunc(t, func(providertest.Request) providertest.Reply {
 		if fail.Load() {

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -22,12 +23,36 @@ const Dims = 64
 // close and the same text always has the same vector.
 func Vector(text string) []float32 {
 	v := make([]float32, Dims)
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+	for _, w := range lowerWords(text) {
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(w)) // a hash does not fail
 		v[h.Sum32()%Dims]++
 	}
 	return v
+}
+
+// Concepts returns a vector function, for Reply.Vectors or an embedder of a test, that knows what
+// some words mean: each group of words is a dimension, and a text's vector counts the words of
+// each group it holds, so that "automobile" is close to "the car's brakes" with groups such as
+// {"car", "automobile", "brakes"}. A text with none of the words has a zero vector, close to
+// nothing.
+func Concepts(groups ...[]string) func(text string) []float32 {
+	return func(text string) []float32 {
+		v := make([]float32, len(groups))
+		for _, w := range lowerWords(text) {
+			for g, words := range groups {
+				if slices.Contains(words, w) {
+					v[g]++
+				}
+			}
+		}
+		return v
+	}
+}
+
+// lowerWords returns the words of text, lower-cased.
+func lowerWords(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
 // NewOllama starts a fake Ollama: its embeddings API (POST /api/embed) and its OpenAI-compatible

@@ -15,6 +15,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/memory/index"
 	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/providertest"
 )
 
 // budget is small, so that the fixtures' memory is searched by section.
@@ -74,18 +75,20 @@ func TestFullTextRanksByStems(t *testing.T) {
 		"keyword matching, the comparison: %s", found)
 }
 
-// concepts is an embedder that knows what some words mean: each group of words is one dimension.
+// concepts is an embedder that knows what some words mean (see meaning), and records what it
+// embeds.
 type concepts struct {
 	mu    sync.Mutex
 	texts []string // every text embedded, in order
 	fail  error    // when set, Embed fails with it
 }
 
-var groups = [][]string{
-	{"car", "automobile", "vehicle", "engine", "brakes"},
-	{"dog", "puppy", "canine", "leash"},
-	{"money", "budget", "invoice", "salary", "expenses"},
-}
+// meaning knows what some words mean.
+var meaning = providertest.Concepts(
+	[]string{"car", "automobile", "vehicle", "engine", "brakes"},
+	[]string{"dog", "puppy", "canine", "leash"},
+	[]string{"money", "budget", "invoice", "salary", "expenses"},
+)
 
 func (c *concepts) embedder() providers.Embedder {
 	return providers.EmbedFunc{Model: "test/concepts", Fn: func(_ context.Context, texts []string) ([][]float32, error) {
@@ -97,17 +100,7 @@ func (c *concepts) embedder() providers.Embedder {
 		c.texts = append(c.texts, texts...)
 		out := make([][]float32, len(texts))
 		for i, t := range texts {
-			v := make([]float32, len(groups))
-			for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool { return r < 'a' || r > 'z' }) {
-				for g, words := range groups {
-					for _, gw := range words {
-						if w == gw {
-							v[g]++
-						}
-					}
-				}
-			}
-			out[i] = v
+			out[i] = meaning(t)
 		}
 		return out, nil
 	}}
