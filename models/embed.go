@@ -1,7 +1,6 @@
 package models
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -74,11 +73,7 @@ func NewEmbedder(name string, opts ...Option) (providers.Embedder, error) {
 	}
 	e, err := p(model, c.settings)
 	if err != nil {
-		var mk *providers.MissingKeyError
-		if errors.As(err, &mk) {
-			mk.Option = "models.WithAPIKey"
-		}
-		return nil, err
+		return nil, callersKey(err)
 	}
 	return e, nil
 }
