@@ -14,6 +14,7 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -327,23 +328,27 @@ type key struct {
 // Search returns at most limit sections for q, best first (see [memory.Index]): by BM25 over
 // q's keywords, merged by reciprocal rank fusion with the sections closest to q's text in
 // meaning when the index has an embedder. When the embedder fails the ranking is BM25's, and its
-// note says why.
+// note says why. The embedder is called without the index locked: writes go on meanwhile.
 func (ix *Index) Search(ctx context.Context, q memory.Query, limit int) (memory.Ranking, error) {
 	r := memory.Ranking{Method: "full-text ranking (BM25)"}
 	hits := map[key]memory.Hit{}
 	var lists [][]key
+	var missing []unembedded
 	err := ix.do(func(db *sql.DB) error {
 		clear(hits)
-		lists = lists[:0]
 		text, err := fullText(ctx, db, q.Keywords, hits)
 		if err != nil {
 			return err
 		}
-		lists = append(lists, text)
-		if ix.emb == nil {
-			return nil
+		lists = [][]key{text}
+		if ix.emb != nil {
+			missing, err = sectionsToEmbed(ctx, db, ix.emb.Name())
 		}
-		meaning, err := ix.byMeaning(ctx, db, q.Text, hits)
+		return err
+	})
+	if err == nil && ix.emb != nil {
+		var meaning []key
+		meaning, err = ix.byMeaning(ctx, q.Text, missing, hits)
 		var ee embedError
 		switch {
 		case err == nil:
@@ -351,11 +356,9 @@ func (ix *Index) Search(ctx context.Context, q memory.Query, limit int) (memory.
 			r.Method = fmt.Sprintf("full-text ranking (BM25) and meaning (%s), merged by reciprocal rank fusion", ix.emb.Name())
 		case errors.As(err, &ee) && ctx.Err() == nil:
 			r.Note = fmt.Sprintf("(Ranked by full text only, since the embedder failed: %v.)", ee.err)
-		default:
-			return err
+			err = nil
 		}
-		return nil
-	})
+	}
 	if err != nil {
 		return memory.Ranking{}, fmt.Errorf("memory index: search %s: %w", ix.path, err)
 	}
@@ -401,22 +404,76 @@ func fullText(ctx context.Context, db *sql.DB, keywords []string, hits map[key]m
 	return out, rows.Err()
 }
 
-// byMeaning embeds the sections that have no vector of the embedder yet, and the query, and
-// returns the sections closest to text, best first, at most candidates of them; it adds them to
-// hits.
-func (ix *Index) byMeaning(ctx context.Context, db *sql.DB, text string, hits map[key]memory.Hit) ([]key, error) {
-	model := ix.emb.Name()
-	if err := ix.embedMissing(ctx, db, model); err != nil {
+// unembedded is a section's text that has no vector of the embedder yet, and its hash.
+type unembedded struct{ hash, text string }
+
+// sectionsToEmbed returns the sections' texts that have no vector of model.
+func sectionsToEmbed(ctx context.Context, db *sql.DB, model string) ([]unembedded, error) {
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT s.hash, s.body FROM sections s
+		LEFT JOIN vectors v ON v.hash = s.hash AND v.model = ? WHERE v.hash IS NULL ORDER BY s.hash`, model)
+	if err != nil {
 		return nil, err
 	}
-	qv, err := ix.emb.Embed(ctx, []string{text})
-	if err == nil && len(qv) != 1 {
-		err = fmt.Errorf("%d vectors for 1 text", len(qv))
+	defer rows.Close()
+	var out []unembedded
+	for rows.Next() {
+		var u unembedded
+		if err := rows.Scan(&u.hash, &u.text); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
 	}
+	return out, rows.Err()
+}
+
+// byMeaning embeds the missing sections and the query text, keeps the sections' vectors, and
+// returns the sections closest to text, best first, at most candidates of them; it adds them
+// to hits. An error of the embedder is an embedError.
+func (ix *Index) byMeaning(ctx context.Context, text string, missing []unembedded, hits map[key]memory.Hit) ([]key, error) {
+	texts := make([]string, 0, len(missing)+1)
+	for _, u := range missing {
+		texts = append(texts, truncate(u.text, embedBytes))
+	}
+	vecs, err := ix.embed(ctx, append(texts, text))
 	if err != nil {
-		return nil, embedError{err}
+		return nil, err
 	}
-	query := normalize(qv[0])
+	query := normalize(vecs[len(vecs)-1])
+	model := ix.emb.Name()
+	var out []key
+	err = ix.do(func(db *sql.DB) error {
+		for i, u := range missing {
+			if _, err := db.ExecContext(ctx, "INSERT OR REPLACE INTO vectors (hash, model, vec) VALUES (?, ?, ?)",
+				u.hash, model, encode(normalize(vecs[i]))); err != nil {
+				return err
+			}
+		}
+		out, err = closest(ctx, db, model, query, hits)
+		return err
+	})
+	return out, err
+}
+
+// embed returns the vectors of texts, embedBatch texts a call. An error is an embedError.
+func (ix *Index) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	var out [][]float32
+	for start := 0; start < len(texts); start += embedBatch {
+		end := min(start+embedBatch, len(texts))
+		vecs, err := ix.emb.Embed(ctx, texts[start:end])
+		if err == nil && len(vecs) != end-start {
+			err = fmt.Errorf("%d vectors for %d texts", len(vecs), end-start)
+		}
+		if err != nil {
+			return nil, embedError{err}
+		}
+		out = append(out, vecs...)
+	}
+	return out, nil
+}
+
+// closest returns the sections whose vectors of model are closest to query (normalized), best
+// first, at most candidates of them; it adds them to hits.
+func closest(ctx context.Context, db *sql.DB, model string, query []float32, hits map[key]memory.Hit) ([]key, error) {
 	rows, err := db.QueryContext(ctx, `SELECT s.path, s.ord, s.header, s.body, v.vec FROM sections s
 		JOIN vectors v ON v.hash = s.hash AND v.model = ?`, model)
 	if err != nil {
@@ -443,62 +500,13 @@ func (ix *Index) byMeaning(ctx context.Context, db *sql.DB, text string, hits ma
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(all, func(a, b scored) int {
-		if a.sim != b.sim {
-			if a.sim > b.sim {
-				return -1
-			}
-			return 1
-		}
-		if c := strings.Compare(a.path, b.path); c != 0 {
-			return c
-		}
-		return a.ord - b.ord
-	})
+	slices.SortFunc(all, func(a, b scored) int { return better(a.key, b.key, a.sim, b.sim) })
 	var out []key
 	for _, s := range all[:min(len(all), candidates)] {
 		hits[s.key] = s.hit
 		out = append(out, s.key)
 	}
 	return out, nil
-}
-
-// embedMissing embeds the sections' texts that have no vector of model, and keeps their vectors.
-func (ix *Index) embedMissing(ctx context.Context, db *sql.DB, model string) error {
-	rows, err := db.QueryContext(ctx, `SELECT DISTINCT s.hash, s.body FROM sections s
-		LEFT JOIN vectors v ON v.hash = s.hash AND v.model = ? WHERE v.hash IS NULL ORDER BY s.hash`, model)
-	if err != nil {
-		return err
-	}
-	var hashes, texts []string
-	for rows.Next() {
-		var h, t string
-		if err := rows.Scan(&h, &t); err != nil {
-			rows.Close()
-			return err
-		}
-		hashes, texts = append(hashes, h), append(texts, truncate(t, embedBytes))
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return err
-	}
-	for start := 0; start < len(texts); start += embedBatch {
-		end := min(start+embedBatch, len(texts))
-		vecs, err := ix.emb.Embed(ctx, texts[start:end])
-		if err == nil && len(vecs) != end-start {
-			err = fmt.Errorf("%d vectors for %d texts", len(vecs), end-start)
-		}
-		if err != nil {
-			return embedError{err}
-		}
-		for i, v := range vecs {
-			if _, err := db.ExecContext(ctx, "INSERT OR REPLACE INTO vectors (hash, model, vec) VALUES (?, ?, ?)",
-				hashes[start+i], model, encode(normalize(v))); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // fuse merges rankings by reciprocal rank fusion: a section scores the sum of 1/(rrfK + rank)
@@ -514,19 +522,20 @@ func fuse(lists [][]key, limit int) []key {
 	for k := range score {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if score[a] != score[b] {
-			if score[a] > score[b] {
-				return -1
-			}
-			return 1
-		}
-		if c := strings.Compare(a.path, b.path); c != 0 {
-			return c
-		}
-		return a.ord - b.ord
-	})
+	slices.SortFunc(keys, func(a, b key) int { return better(a, b, score[a], score[b]) })
 	return keys[:min(len(keys), limit)]
+}
+
+// better orders sections a and b of scores sa and sb: the higher score first, ties by path and
+// order in the file.
+func better(a, b key, sa, sb float64) int {
+	if c := cmp.Compare(sb, sa); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.path, b.path); c != 0 {
+		return c
+	}
+	return a.ord - b.ord
 }
 
 // truncate cuts s to at most n bytes, on a rune boundary.

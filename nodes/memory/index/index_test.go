@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,4 +257,28 @@ func TestIndexFailureFallsBackToKeywords(t *testing.T) {
 	assert.Contains(t, found, "(keywords: espresso)")
 	assert.Contains(t, found, "(The search index failed, so sections were matched by keyword: memory index: update")
 	assert.Equal(t, []string{"knowledge/coffee.md: Coffee"}, sections(found))
+}
+
+// Writes and searches at the same time: each search answers, and once they are done a search
+// finds every note written.
+func TestConcurrentWritesAndSearches(t *testing.T) {
+	var c concepts
+	mem, _, _ := setup(t, meaningFiles, index.WithEmbedder(c.embedder()))
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			note := fmt.Sprintf("## Trip %d\n\nDrove the car to town number%d.\n", i, i)
+			assert.NoError(t, mem.Write("tester", fmt.Sprintf("experiences/trip%d.md", i), note, false))
+		})
+		wg.Go(func() {
+			_, err := mem.Search("automobile", 3)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	for i := range 4 {
+		found, err := mem.Search(fmt.Sprintf("number%d", i), 1)
+		require.NoError(t, err)
+		assert.Contains(t, found, fmt.Sprintf("## Trip %d", i))
+	}
 }
