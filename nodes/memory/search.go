@@ -105,8 +105,8 @@ func (s *Store) SearchContext(ctx context.Context, query string, limit int) (str
 		r, err := rank(ctx, ix, docs, Query{Text: query, Keywords: kws}, limit)
 		if err == nil {
 			if len(r.Hits) == 0 {
-				return strings.TrimSpace(fmt.Sprintf("no memory matches %q: none of the %d sections of the %d memory files matches it by %s. Try other words, or memory_read index.md to see what is stored. %s",
-					query, nsec, len(files), r.Method, r.Note)), nil
+				return withNote(fmt.Sprintf("no memory matches %q: none of the %d sections of the %d memory files matches it by %s. Try other words, or memory_read index.md to see what is stored.",
+					query, nsec, len(files), r.Method), r.Note), nil
 			}
 			return s.present(large+" by "+r.Method, r.Hits, limit, false, r.Note), nil
 		}
@@ -118,12 +118,8 @@ func (s *Store) SearchContext(ctx context.Context, query string, limit int) (str
 
 	hits := keywordHits(files, docs, kws)
 	if len(hits) == 0 {
-		msg := fmt.Sprintf("no memory matches %q: none of the %d sections of the %d memory files contains %s. Try other words, or memory_read index.md to see what is stored.",
-			query, nsec, len(files), quoteList(kws))
-		if note != "" {
-			msg += " " + note
-		}
-		return msg, nil
+		return withNote(fmt.Sprintf("no memory matches %q: none of the %d sections of the %d memory files contains %s. Try other words, or memory_read index.md to see what is stored.",
+			query, nsec, len(files), quoteList(kws)), note), nil
 	}
 	return s.present(large+fmt.Sprintf(" (keywords: %s)", strings.Join(kws, ", ")), hits, limit, true, note), nil
 }
@@ -211,19 +207,15 @@ func (s *Store) present(intro string, hits []Hit, limit int, all bool, note stri
 		blocks = append(blocks, block)
 		used += len(block)
 	}
+	count := fmt.Sprintf("%d of %d matching sections", len(blocks), len(hits))
+	switch {
+	case !all && len(blocks) == 1:
+		count = "1 section"
+	case !all:
+		count = fmt.Sprintf("%d sections", len(blocks))
+	}
 	var b strings.Builder
-	if all {
-		fmt.Fprintf(&b, "%s: %d of %d matching sections, best first.", intro, len(blocks), len(hits))
-	} else {
-		noun := "sections"
-		if len(blocks) == 1 {
-			noun = "section"
-		}
-		fmt.Fprintf(&b, "%s: %d %s, best first.", intro, len(blocks), noun)
-	}
-	if note != "" {
-		b.WriteString(" " + note)
-	}
+	b.WriteString(withNote(fmt.Sprintf("%s: %s, best first.", intro, count), note))
 	for _, bl := range blocks {
 		b.WriteString(separator)
 		b.WriteString(bl)
@@ -232,6 +224,14 @@ func (s *Store) present(intro string, hits []Hit, limit int, all bool, note stri
 		fmt.Fprintf(&b, "%s(%d more matching sections not shown: use more precise keywords, or memory_read a file.)", separator, rest)
 	}
 	return b.String()
+}
+
+// withNote returns msg followed by note, if any.
+func withNote(msg, note string) string {
+	if note == "" {
+		return msg
+	}
+	return msg + " " + note
 }
 
 // keywords splits query into distinct lower-cased words, leaving out stop-words and
