@@ -45,11 +45,17 @@ var ErrMalformedArgs = errors.New("arguments are not valid JSON")
 // value, a *[ValidationError] listing every problem found (up to ten) if it does not match, and
 // an error if schema itself cannot be used.
 func Validate(schema, args json.RawMessage) error {
+	return ValidateAt(schema, args, "args")
+}
+
+// ValidateAt is [Validate] for a value named root: the paths of its problems start with root
+// (for example "result.items[0]") rather than "args".
+func ValidateAt(schema, value json.RawMessage, root string) error {
 	s, err := compileSchema(schema)
 	if err != nil {
 		return err
 	}
-	return s.validate(args)
+	return s.validateAt(value, root)
 }
 
 // node is a compiled schema.
@@ -232,7 +238,10 @@ func compileNode(v any, at string) (*node, error) {
 }
 
 // validate checks raw args against the compiled schema.
-func (n *node) validate(args json.RawMessage) error {
+func (n *node) validate(args json.RawMessage) error { return n.validateAt(args, "args") }
+
+// validateAt checks a raw value against the compiled schema, naming it root in problems.
+func (n *node) validateAt(args json.RawMessage, root string) error {
 	var v any
 	var err error
 	if !json.Valid(args) {
@@ -249,7 +258,7 @@ func (n *node) validate(args json.RawMessage) error {
 		return fmt.Errorf("%w (%v): %s", ErrMalformedArgs, err, quotePrefix(args, 60))
 	}
 	c := &collector{}
-	n.check(v, "args", c)
+	n.check(v, root, c)
 	if len(c.problems) == 0 {
 		return nil
 	}
