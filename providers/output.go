@@ -43,21 +43,29 @@ const DefaultRepairs = 2
 // outputName is what an Output's name may be.
 var outputName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// Check reports what is wrong with o: a bad name, or a schema that is not a usable JSON Schema
-// with an object at its root.
+// Check reports what is wrong with o: a bad name, or a schema CheckSchema refuses.
 func (o *Output) Check() error {
 	if o.Name != "" && !outputName.MatchString(o.Name) {
 		return fmt.Errorf("providers: output name %q: use 1 to 64 characters from A-Z, a-z, 0-9, _ and -", o.Name)
 	}
+	if err := CheckSchema(o.Schema); err != nil {
+		return fmt.Errorf("providers: output %s: %w", o.ResultName(), err)
+	}
+	return nil
+}
+
+// CheckSchema reports what is wrong with schema as the schema of a structured answer: it must
+// be a JSON Schema the validator takes (see package tools), with "type":"object" at its root.
+func CheckSchema(schema json.RawMessage) error {
 	var root struct {
 		Type any `json:"type"`
 	}
-	if json.Unmarshal(o.Schema, &root) != nil || root.Type != "object" {
-		return fmt.Errorf("providers: output %s: the schema must be a JSON object with \"type\":\"object\" at its root", o.ResultName())
+	if json.Unmarshal(schema, &root) != nil || root.Type != "object" {
+		return errors.New(`the schema must be a JSON object with "type":"object" at its root`)
 	}
 	var v *tools.ValidationError
-	if err := tools.ValidateAt(o.Schema, json.RawMessage(`{}`), o.ResultName()); err != nil && !errors.As(err, &v) {
-		return fmt.Errorf("providers: output %s: %w", o.ResultName(), err) // the schema's own problem
+	if err := tools.ValidateAt(schema, json.RawMessage(`{}`), "result"); err != nil && !errors.As(err, &v) {
+		return err // the schema's own problem, not the empty object's
 	}
 	return nil
 }
