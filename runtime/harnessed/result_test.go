@@ -64,3 +64,24 @@ func TestPublishWithoutOutputSchemaTakesNoResult(t *testing.T) {
 		}
 	}
 }
+
+// A single-inference worker on a node with an output schema asks for structured output, has a
+// wrong answer repaired, and publishes the valid result as result.json.
+func TestSingleInferenceResult(t *testing.T) {
+	a := assignment(t, "a1", "Name three primes.")
+	a.OutputSchema = json.RawMessage(`{"type":"object","required":["primes"],"properties":{"primes":{"type":"array","items":{"type":"integer"}}}}`)
+	model := scripted.New("w",
+		scripted.Turn{Text: "2, 3, 5", Usage: providers.Usage{OutputTokens: 5}},
+		scripted.Turn{Text: `{"primes": [2, 3, 5]}`, Usage: providers.Usage{OutputTokens: 7}},
+	).KeepRequests()
+	o, err := harnessed.New(model, harnessed.WithSingleInference()).Run(context.Background(), a, nil)
+	require.NoError(t, err)
+	require.Equal(t, runtime.Published, o.Status)
+	assert.JSONEq(t, `{"primes": [2, 3, 5]}`, string(o.Result))
+	assert.Equal(t, 12, o.Usage.OutputTokens, "the usage of both answers")
+	assert.Equal(t, []string{runtime.ResultFile}, o.Published)
+	reqs := model.Requests()
+	require.Len(t, reqs, 2)
+	require.NotNil(t, reqs[0].Output)
+	assert.JSONEq(t, string(a.OutputSchema), string(reqs[0].Output.Schema))
+}
