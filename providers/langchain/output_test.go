@@ -1,9 +1,15 @@
 package langchain_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms/openai"
+
 	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/langchain"
 	"github.com/agiraph/agiraph/providers/providertest"
 )
 
@@ -19,4 +25,25 @@ func TestStructuredOutput(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A langchaingo model given to New, whose API is unknown, is told the schema in its system
+// prompt; nothing else in the request asks for structured output.
+func TestStructuredOutputThroughThePrompt(t *testing.T) {
+	s := providertest.NewOpenAI(t, providertest.Reply{Text: `{"ok": true}`})
+	llm, err := openai.New(openai.WithToken("sk-test"), openai.WithBaseURL(s.URL()), openai.WithModel("gpt-4o"))
+	require.NoError(t, err)
+	type answer struct {
+		OK bool `json:"ok"`
+	}
+	got, _, err := providers.Generate[answer](context.Background(), langchain.New("custom/gpt-4o", llm), providers.Request{
+		Messages: []providers.Message{providers.UserText("OK?")},
+	})
+	require.NoError(t, err)
+	assert.True(t, got.OK)
+	r := s.Requests()[0]
+	assert.Nil(t, r.Format())
+	assert.NotContains(t, r.JSON, "response_format")
+	assert.Equal(t, "system", r.Messages()[0]["role"])
+	assert.Contains(t, r.Messages()[0]["content"], `Answer with only a JSON object, the answer, matching this JSON Schema`)
 }
