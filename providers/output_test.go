@@ -44,7 +44,7 @@ func TestGenerateKeepsGivenOutput(t *testing.T) {
 	out := m.Requests()[1].Output
 	assert.Equal(t, "answer", out.Name)
 	assert.True(t, out.Strict)
-	assert.Contains(t, m.Requests()[1].Messages[2].Text(), "answer: arguments are not valid JSON")
+	assert.Contains(t, m.Requests()[1].Messages[2].Text(), "not a valid answer: answer is not valid JSON (invalid character")
 }
 
 func TestGenerateRefusal(t *testing.T) {

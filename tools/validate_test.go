@@ -177,4 +177,8 @@ func TestValidateAtNamesTheRoot(t *testing.T) {
 	if !errors.As(err, &v) || len(v.Problems) != 1 || v.Problems[0] != "result.name: expected string, got integer" {
 		t.Fatalf("ValidateAt = %v, want the one problem at result.name", err)
 	}
+	err = tools.ValidateAt(json.RawMessage(testSchema), json.RawMessage(`{"name":`), "result")
+	if !errors.Is(err, tools.ErrMalformedArgs) || !strings.HasPrefix(err.Error(), "result is not valid JSON (unexpected end of JSON input)") {
+		t.Fatalf("ValidateAt of a value that is not JSON = %v", err)
+	}
 }
