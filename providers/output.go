@@ -185,13 +185,14 @@ func GenerateJSON(ctx context.Context, m Model, req Request) (json.RawMessage, R
 		resp.Usage = usage
 		text := resp.Message.Text()
 		answer := unfence(text)
-		switch err = tools.ValidateAt(out.Schema, answer, out.ResultName()); {
-		case resp.StopReason == StopRefusal:
+		err = tools.ValidateAt(out.Schema, answer, out.ResultName())
+		if resp.StopReason == StopRefusal {
 			err = ErrRefused
-		case err == nil:
+		}
+		if err == nil {
 			return answer, resp, nil
 		}
-		if attempt > repairs || errors.Is(err, ErrRefused) {
+		if attempt > repairs || err == ErrRefused {
 			return nil, resp, &OutputError{Model: m.Name(), Name: out.ResultName(), Attempts: attempt, Answer: text, Err: err}
 		}
 		req.Messages = append(req.Messages, resp.Message, UserText(fmt.Sprintf(
@@ -222,8 +223,8 @@ func Generate[T any](ctx context.Context, m Model, req Request) (T, Response, er
 	if err != nil {
 		return v, resp, err
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, resp, &OutputError{Model: m.Name(), Name: out.ResultName(), Attempts: 1, Answer: string(raw), Err: err}
+	if err := json.Unmarshal(raw, &v); err != nil { // valid, yet not a T: a value out of a Go type's range
+		return v, resp, fmt.Errorf("providers: Generate[%s]: decoding %s's valid answer: %w", out.ResultName(), m.Name(), err)
 	}
 	return v, resp, nil
 }
