@@ -17,6 +17,7 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -98,6 +99,7 @@ type config struct {
 	triggerClock  triggers.Clock
 	upSince       time.Time
 	coordTools    []tools.Tool
+	outputSchema  json.RawMessage
 	logger        *slog.Logger
 	wake          func(runID string)
 }
@@ -232,6 +234,14 @@ func WithCoordinatorTools(ts ...tools.Tool) Option {
 	return func(c *config) { c.coordTools = append(c.coordTools, ts...) }
 }
 
+// WithOutputSchema gives a run's final output a JSON Schema (its root an object; see
+// providers.SchemaFor to derive one from a Go type): the coordinator's finish then takes a
+// result, refused with what is wrong until it matches, and Result.Value holds it (Result.Decode
+// decodes it). New fails on a schema that is not usable.
+func WithOutputSchema(schema json.RawMessage) Option {
+	return func(c *config) { c.outputSchema = schema }
+}
+
 // WithLogger sets where the squad reports what it cannot tell through a run's events (a log
 // file it could not write, a trigger it could not deliver). The default discards them.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
@@ -338,6 +348,11 @@ func New(opts ...Option) (*Squad, error) {
 	for _, name := range []string{c.coordModel, c.model} {
 		if _, err := c.resolve(name); err != nil {
 			return nil, fmt.Errorf("nodes: %w", err)
+		}
+	}
+	if c.outputSchema != nil {
+		if err := providers.CheckSchema(c.outputSchema); err != nil {
+			return nil, fmt.Errorf("nodes: WithOutputSchema: %w", err)
 		}
 	}
 	s := &Squad{cfg: c, home: workspace.Home(c.home)}
@@ -498,11 +513,26 @@ type Result struct {
 	// Output is the coordinator's final answer, also in the run's _output.md.
 	Output     string
 	OutputPath string
-	Board      Snapshot
-	Usage      providers.Usage
+	// Value is the result finish gave with the output, valid against WithOutputSchema's
+	// schema; nil without one.
+	Value json.RawMessage
+	Board Snapshot
+	Usage providers.Usage
 	// Finished is true when the coordinator called finish: the run is complete. A run that
 	// returns without it was paused (Pause, or its context ended) and can be resumed.
 	Finished bool
+}
+
+// Decode decodes the run's result (Value) into v, which should be a pointer to the type the
+// output schema was derived from. It fails when the run has no result.
+func (r Result) Decode(v any) error {
+	if r.Value == nil {
+		return fmt.Errorf("nodes: run %s has no result (finished: %t; is WithOutputSchema set?)", r.RunID, r.Finished)
+	}
+	if err := json.Unmarshal(r.Value, v); err != nil {
+		return fmt.Errorf("nodes: run %s: decoding its result: %w", r.RunID, err)
+	}
+	return nil
 }
 
 // ErrHomeInUse is wrapped by the error New returns when another squad, in this process or

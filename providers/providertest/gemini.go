@@ -214,6 +214,10 @@ func serveGemini(s *Server, w http.ResponseWriter, r *http.Request, req Request)
 		geminiFail(w, 400, geminiErrDetail{Status: "INVALID_ARGUMENT", Message: "* GenerateContentRequest.contents: contents is not specified\n"}, nil)
 		return
 	}
+	if p := geminiFormatProblem(req.JSON); p != "" {
+		geminiFail(w, 400, geminiErrDetail{Status: "INVALID_ARGUMENT", Message: p}, nil)
+		return
+	}
 	reply, ok := s.reply(req)
 	if !ok {
 		geminiFail(w, 500, geminiErrDetail{Status: "INTERNAL", Message: s.scriptEnded(req)}, nil)

@@ -166,6 +166,16 @@ func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request, req Request)
 			return &openAIErrDetail{Type: "invalid_request_error", Param: strp("messages"), Code: strp("missing_required_parameter"),
 				Message: "Missing required parameter: 'messages'."}
 		}
+		if rf, ok := req.JSON["response_format"]; ok {
+			// Chat Completions nests the schema's fields in json_schema; Responses does not.
+			format := map[string]any{"type": object(rf)["type"]}
+			for k, v := range object(object(rf)["json_schema"]) {
+				format[k] = v
+			}
+			if p := openAIFormatProblem(format, "response_format.json_schema"); p != "" {
+				return &openAIErrDetail{Type: "invalid_request_error", Param: strp("response_format"), Message: p}
+			}
+		}
 		return nil
 	}
 	reply, h, ok := openAIAccept(s, w, r, req, "/v1/chat/completions", missing, openAIErrorOf)
