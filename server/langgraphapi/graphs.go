@@ -215,6 +215,7 @@ func refOf(c checkpoint.Config) *checkpointRef {
 type taskJSON struct {
 	ID         string          `json:"id"`
 	Name       string          `json:"name"`
+	Path       []string        `json:"path"` // where the task comes from, as LangGraph says it
 	Error      *string         `json:"error"`
 	Interrupts []interruptJSON `json:"interrupts"`
 	Checkpoint *checkpointRef  `json:"checkpoint"`
@@ -259,7 +260,7 @@ func stateOf[S any](s graph.Snapshot[S]) threadState {
 		st.ParentCheckpoint = refOf(checkpoint.Config{ThreadID: s.Config.ThreadID, NS: s.Config.NS, CheckpointID: s.ParentID})
 	}
 	for _, task := range s.Tasks {
-		st.Tasks = append(st.Tasks, taskJSON{ID: task.ID, Name: task.Node, Interrupts: interruptsJSON(task.Interrupts)})
+		st.Tasks = append(st.Tasks, taskJSON{ID: task.ID, Name: task.Node, Path: []string{"__pregel_pull", task.Node}, Interrupts: interruptsJSON(task.Interrupts)})
 	}
 	return st
 }

@@ -294,11 +294,13 @@ func TestAssistants(t *testing.T) {
 
 	g := a.must(200, "GET", "/assistants/approve/graph", nil)
 	assert.Equal(t, []any{
-		obj{"source": "__start__", "target": "draft"},
-		obj{"source": "draft", "target": "review"},
-		obj{"source": "review", "target": "__end__"},
+		obj{"source": "__start__", "target": "draft", "conditional": false},
+		obj{"source": "draft", "target": "review", "conditional": false},
+		obj{"source": "review", "target": "__end__", "conditional": false},
 	}, g["edges"])
-	assert.Len(t, g["nodes"], 4)
+	require.Len(t, g["nodes"], 4)
+	assert.Equal(t, obj{"id": "draft", "type": "runnable", "metadata": obj{},
+		"data": obj{"id": []any{"agiraph", "graph", "node"}, "name": "draft"}}, g["nodes"].([]any)[1])
 
 	s := a.must(200, "GET", "/assistants/echo/schemas", nil)
 	assert.Equal(t, "echo", s["graph_id"])
@@ -400,6 +402,42 @@ func TestStreamModes(t *testing.T) {
 	assert.Len(t, a.list("GET", "/threads/"+id+"/runs", nil), 1)
 }
 
+// TestTaskEvents: the tasks mode shows each task's input, what triggered it and its result, as
+// LangGraph's server does; in events mode the run's chain is LangGraph's and a task paused by an
+// interrupt does not end.
+func TestTaskEvents(t *testing.T) {
+	a := newAPI(t)
+	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
+	evs := a.stream("POST", "/threads/"+id+"/runs/stream", obj{
+		"assistant_id": "approve", "input": obj{"topic": "go"}, "stream_mode": []string{"tasks", "events"},
+	}, nil)
+	var tasks, chains []obj
+	for _, e := range evs {
+		switch e.Name {
+		case "tasks":
+			d := e.Data.(obj)
+			delete(d, "id")
+			tasks = append(tasks, d)
+		case "events":
+			d := e.Data.(obj)
+			chains = append(chains, obj{"event": d["event"], "name": d["name"]})
+		}
+	}
+	assert.Equal(t, []obj{
+		{"name": "draft", "input": obj{"topic": "go"}, "triggers": []any{"branch:to:draft"}, "interrupts": []any{}},
+		{"name": "draft", "result": obj{"messages": []any{"draft about go"}}, "error": nil, "interrupts": []any{}},
+		{"name": "review", "input": obj{"topic": "go", "messages": []any{"draft about go"}}, "triggers": []any{"branch:to:review"}, "interrupts": []any{}},
+		{"name": "review", "result": nil, "error": nil, "interrupts": []any{obj{"id": tasks[3]["interrupts"].([]any)[0].(obj)["id"], "value": obj{"question": "publish?"}}}},
+	}, tasks)
+	assert.Equal(t, []obj{
+		{"event": "on_chain_start", "name": "LangGraph"},
+		{"event": "on_chain_start", "name": "draft"},
+		{"event": "on_chain_end", "name": "draft"},
+		{"event": "on_chain_start", "name": "review"},
+		{"event": "on_chain_end", "name": "LangGraph"},
+	}, chains)
+}
+
 func TestMessagesModes(t *testing.T) {
 	a := newAPI(t)
 	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
@@ -462,6 +500,9 @@ func TestInterruptAndCommand(t *testing.T) {
 	assert.Len(t, th["interrupts"], 1)
 	st := a.must(200, "GET", "/threads/"+id+"/state", nil)
 	assert.Equal(t, []any{"review"}, st["next"])
+	task := st["tasks"].([]any)[0].(obj)
+	assert.Equal(t, []any{"__pregel_pull", "review"}, task["path"])
+	assert.Equal(t, pending, task["interrupts"])
 
 	// Invalid commands are refused before anything runs.
 	a.must(422, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "approve", "command": obj{}})

@@ -350,7 +350,7 @@ func (s *squad) state(ctx context.Context, thread, checkpointID string) (threadS
 		pending := []interruptJSON{{ID: sum.Run + "/" + sum.WaitingFor, Value: map[string]any{"question": sum.Question, "from": sum.WaitingFor}}}
 		st.Next = []string{bus.Coordinator}
 		st.Interrupts = pending
-		st.Tasks = []taskJSON{{ID: sum.Run, Name: bus.Coordinator, Interrupts: pending}}
+		st.Tasks = []taskJSON{{ID: sum.Run, Name: bus.Coordinator, Path: []string{"__pregel_pull", bus.Coordinator}, Interrupts: pending}}
 	}
 	return st, nil
 }
