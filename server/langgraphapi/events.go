@@ -153,6 +153,9 @@ func (t *translator) task(ev graph.Event, te graph.TaskEvent, out func(string, a
 }
 
 func (t *translator) taskResult(ev graph.Event, te graph.TaskEvent, result any, out func(string, any)) {
+	if result == nil {
+		result = map[string]any{} // a task that failed or paused wrote nothing
+	}
 	var errText *string
 	if te.Err != nil {
 		s := te.Err.Error()
