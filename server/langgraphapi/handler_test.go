@@ -361,6 +361,35 @@ func TestThreads(t *testing.T) {
 	assert.Equal(t, []any{"hello go", "edited"}, a.must(200, "GET", "/threads/"+cpy["thread_id"].(string)+"/state", nil)["values"].(obj)["messages"])
 }
 
+// TestPatchState: PATCH /threads/{id}/state merges metadata into the latest state's, or that of
+// the state at a checkpoint, kept by the checkpointer and found by the history's filter.
+func TestPatchState(t *testing.T) {
+	a := newAPI(t)
+	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
+	a.must(404, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "x"}}) // no state yet
+	a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "echo", "input": obj{"topic": "go"}})
+	first := a.must(200, "GET", "/threads/"+id+"/state", nil)["checkpoint"].(obj)["checkpoint_id"].(string)
+	a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "echo", "input": obj{"topic": "again"}})
+
+	a.must(204, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "x", "by": "ann"}})
+	a.must(204, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "y"}})
+	meta := a.must(200, "GET", "/threads/"+id+"/state", nil)["metadata"].(obj)
+	assert.Equal(t, "y", meta["tag"])
+	assert.Equal(t, "ann", meta["by"])
+	assert.Equal(t, "loop", meta["source"])
+
+	a.must(204, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "first"}, "checkpoint": obj{"checkpoint_id": first}})
+	assert.Equal(t, "first", a.must(200, "GET", "/threads/"+id+"/state/"+first, nil)["metadata"].(obj)["tag"])
+	found := a.list("POST", "/threads/"+id+"/history", obj{"metadata": obj{"tag": "first"}})
+	require.Len(t, found, 1)
+	assert.Equal(t, first, found[0]["checkpoint"].(obj)["checkpoint_id"])
+
+	assert.Contains(t, a.must(422, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"n": 1}})["detail"], `"n"`)
+	a.must(422, "PATCH", "/threads/"+id+"/state", obj{})
+	a.must(404, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "x"}, "checkpoint_id": "nope"})
+	a.must(404, "PATCH", "/threads/00000000-0000-0000-0000-000000000000/state", obj{"metadata": obj{"tag": "x"}})
+}
+
 func TestStreamModes(t *testing.T) {
 	a := newAPI(t)
 	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)

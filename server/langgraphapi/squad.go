@@ -374,6 +374,10 @@ func (s *squad) dropThread(_ context.Context, thread string) error {
 	return nil
 }
 
+func (s *squad) patchMetadata(context.Context, string, string, map[string]string) error {
+	return invalid("a squad's thread has no checkpoints whose metadata could be patched")
+}
+
 func (s *squad) copyThread(context.Context, string, string) error {
 	return invalid("a squad's thread cannot be copied")
 }

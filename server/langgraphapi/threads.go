@@ -313,6 +313,48 @@ func (h *Handler) updateState(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// patchState merges metadata into that of the thread's latest state (or of the state at
+// checkpoint_id), as the SDK's threads.patchState asks. Checkpoints keep text metadata: a value
+// that is not a string is refused.
+func (h *Handler) patchState(w http.ResponseWriter, r *http.Request) error {
+	var q struct {
+		Metadata     map[string]any `json:"metadata"`
+		CheckpointID string         `json:"checkpoint_id"`
+		Checkpoint   *checkpointRef `json:"checkpoint"`
+	}
+	if err := readJSON(r, &q); err != nil {
+		return err
+	}
+	if len(q.Metadata) == 0 {
+		return invalid("metadata: give the keys to set")
+	}
+	meta := make(map[string]string, len(q.Metadata))
+	for k, v := range q.Metadata {
+		s, ok := v.(string)
+		if !ok {
+			b, _ := json.Marshal(v)
+			return invalid("metadata %q: a state's metadata holds strings, not %s", k, b)
+		}
+		meta[k] = s
+	}
+	if q.Checkpoint != nil && q.CheckpointID == "" {
+		q.CheckpointID = q.Checkpoint.CheckpointID
+	}
+	t, err := h.thread(r.Context(), r.PathValue("thread"))
+	if err != nil {
+		return err
+	}
+	e := h.graphOf(t)
+	if e == nil {
+		return notFound("thread %s has no state yet", t.ThreadID)
+	}
+	if err := e.patchMetadata(r.Context(), t.ThreadID, q.CheckpointID, meta); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 func (h *Handler) history(w http.ResponseWriter, r *http.Request) error {
 	var q struct {
 		Limit      int             `json:"limit"`
