@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -327,16 +326,12 @@ func (s *Saver) PatchMetadata(ctx context.Context, cfg checkpoint.Config, meta m
 		} else if err != nil {
 			return err
 		}
-		merged, err := codec.DecodeMeta(raw)
+		merged, err := codec.MergeMeta(raw, meta)
 		if err != nil {
 			return err
 		}
-		if merged == nil {
-			merged = make(map[string]string, len(meta))
-		}
-		maps.Copy(merged, meta)
 		_, err = tx.Exec(ctx, `UPDATE `+checkpointsTable+` SET meta = $4 WHERE thread_id = $1 AND ns = $2 AND id = $3`,
-			cfg.ThreadID, cfg.NS, id, codec.EncodeMeta(merged))
+			cfg.ThreadID, cfg.NS, id, merged)
 		return err
 	})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -833,15 +832,11 @@ func (s *Saver) PatchMetadata(ctx context.Context, cfg checkpoint.Config, meta m
 		} else if err != nil {
 			return err
 		}
-		merged, err := codec.DecodeMeta(raw)
+		merged, err := codec.MergeMeta(raw, meta)
 		if err != nil {
 			return err
 		}
-		if merged == nil {
-			merged = make(map[string]string, len(meta))
-		}
-		maps.Copy(merged, meta)
-		_, err = tx.ExecContext(ctx, `UPDATE checkpoints SET meta = ? WHERE pk = ?`, codec.EncodeMeta(merged), pk)
+		_, err = tx.ExecContext(ctx, `UPDATE checkpoints SET meta = ? WHERE pk = ?`, merged, pk)
 		return err
 	})
 	if err != nil {

@@ -136,13 +136,7 @@ func serveCompare(t *testing.T, gate string) string {
 		}
 		return chat{Messages: []string{resp.Message.Parts[0].Text}}, nil
 	})
-	b.AddNode("review", func(ctx context.Context, s chat) (chat, error) {
-		answer, err := graph.Interrupt[string](ctx, map[string]string{"question": "publish?"})
-		if err != nil {
-			return chat{}, err
-		}
-		return chat{Messages: []string{"review: " + answer}}, nil
-	})
+	b.AddNode("review", review)
 	b.AddEdge(graph.START, "write")
 	b.AddEdge("write", "review")
 	b.AddEdge("review", graph.END)

@@ -66,13 +66,7 @@ func register(t *testing.T, h *langgraphapi.Handler, st store.Store, g *gate) {
 	approve.AddNode("draft", func(ctx context.Context, s chat) (chat, error) {
 		return chat{Messages: []string{"draft about " + s.Topic}}, nil
 	})
-	approve.AddNode("review", func(ctx context.Context, s chat) (chat, error) {
-		answer, err := graph.Interrupt[string](ctx, map[string]string{"question": "publish?"})
-		if err != nil {
-			return chat{}, err
-		}
-		return chat{Messages: []string{"review: " + answer}}, nil
-	})
+	approve.AddNode("review", review)
 	approve.AddEdge(graph.START, "draft")
 	approve.AddEdge("draft", "review")
 	approve.AddEdge("review", graph.END)
@@ -109,6 +103,15 @@ func register(t *testing.T, h *langgraphapi.Handler, st store.Store, g *gate) {
 		require.NoError(t, err)
 		require.NoError(t, langgraphapi.Register(h, id, c, st.Saver()))
 	}
+}
+
+// review asks "publish?" with an interrupt and appends "review: <the answer>".
+func review(ctx context.Context, _ chat) (chat, error) {
+	answer, err := graph.Interrupt[string](ctx, map[string]string{"question": "publish?"})
+	if err != nil {
+		return chat{}, err
+	}
+	return chat{Messages: []string{"review: " + answer}}, nil
 }
 
 // api is a test's server with its store.
@@ -366,7 +369,7 @@ func TestThreads(t *testing.T) {
 func TestPatchState(t *testing.T) {
 	a := newAPI(t)
 	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
-	a.must(404, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "x"}}) // no state yet
+	a.must(422, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "x"}}) // no graph yet
 	a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "echo", "input": obj{"topic": "go"}})
 	first := a.must(200, "GET", "/threads/"+id+"/state", nil)["checkpoint"].(obj)["checkpoint_id"].(string)
 	a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "echo", "input": obj{"topic": "again"}})
@@ -388,6 +391,10 @@ func TestPatchState(t *testing.T) {
 	a.must(422, "PATCH", "/threads/"+id+"/state", obj{})
 	a.must(404, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "x"}, "checkpoint_id": "nope"})
 	a.must(404, "PATCH", "/threads/00000000-0000-0000-0000-000000000000/state", obj{"metadata": obj{"tag": "x"}})
+
+	// A thread of the graph that has no state yet.
+	fresh := a.must(200, "POST", "/threads", obj{"metadata": obj{"graph_id": "echo"}})["thread_id"].(string)
+	assert.Contains(t, a.must(404, "PATCH", "/threads/"+fresh+"/state", obj{"metadata": obj{"tag": "x"}})["detail"], "no state yet")
 }
 
 func TestStreamModes(t *testing.T) {

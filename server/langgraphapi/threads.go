@@ -278,26 +278,42 @@ func (h *Handler) getStateAt(w http.ResponseWriter, r *http.Request) error {
 	return h.stateAt(w, r, q.Checkpoint.CheckpointID)
 }
 
+// stateChange is what a change of a thread's state names: the checkpoint to change, by
+// checkpoint_id or checkpoint's.
+type stateChange struct {
+	CheckpointID string         `json:"checkpoint_id"`
+	Checkpoint   *checkpointRef `json:"checkpoint"`
+}
+
+// target returns the thread of r's path, its graph and the checkpoint c names ("" for the
+// latest).
+func (h *Handler) target(r *http.Request, c stateChange) (*thread, entry, string, error) {
+	if c.Checkpoint != nil && c.CheckpointID == "" {
+		c.CheckpointID = c.Checkpoint.CheckpointID
+	}
+	t, err := h.thread(r.Context(), r.PathValue("thread"))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	e := h.graphOf(t)
+	if e == nil {
+		return nil, nil, "", invalid("thread %s has no graph yet: create it with a graph_id in its metadata, or run it first", t.ThreadID)
+	}
+	return t, e, c.CheckpointID, nil
+}
+
 func (h *Handler) updateState(w http.ResponseWriter, r *http.Request) error {
 	var q struct {
-		Values       json.RawMessage `json:"values"`
-		AsNode       string          `json:"as_node"`
-		CheckpointID string          `json:"checkpoint_id"`
-		Checkpoint   *checkpointRef  `json:"checkpoint"`
+		Values json.RawMessage `json:"values"`
+		AsNode string          `json:"as_node"`
+		stateChange
 	}
 	if err := readJSON(r, &q); err != nil {
 		return err
 	}
-	if q.Checkpoint != nil && q.CheckpointID == "" {
-		q.CheckpointID = q.Checkpoint.CheckpointID
-	}
-	t, err := h.thread(r.Context(), r.PathValue("thread"))
+	t, e, cp, err := h.target(r, q.stateChange)
 	if err != nil {
 		return err
-	}
-	e := h.graphOf(t)
-	if e == nil {
-		return invalid("thread %s has no graph yet: create it with a graph_id in its metadata, or run it first", t.ThreadID)
 	}
 	h.mu.Lock()
 	busy := h.lanes[t.ThreadID] != nil
@@ -305,7 +321,7 @@ func (h *Handler) updateState(w http.ResponseWriter, r *http.Request) error {
 	if busy {
 		return conflict("thread %s is busy: a run is in flight", t.ThreadID)
 	}
-	cfg, err := e.update(r.Context(), t.ThreadID, q.Values, q.AsNode, q.CheckpointID)
+	cfg, err := e.update(r.Context(), t.ThreadID, q.Values, q.AsNode, cp)
 	if err != nil {
 		return err
 	}
@@ -318,9 +334,8 @@ func (h *Handler) updateState(w http.ResponseWriter, r *http.Request) error {
 // that is not a string is refused.
 func (h *Handler) patchState(w http.ResponseWriter, r *http.Request) error {
 	var q struct {
-		Metadata     map[string]any `json:"metadata"`
-		CheckpointID string         `json:"checkpoint_id"`
-		Checkpoint   *checkpointRef `json:"checkpoint"`
+		Metadata map[string]any `json:"metadata"`
+		stateChange
 	}
 	if err := readJSON(r, &q); err != nil {
 		return err
@@ -337,18 +352,11 @@ func (h *Handler) patchState(w http.ResponseWriter, r *http.Request) error {
 		}
 		meta[k] = s
 	}
-	if q.Checkpoint != nil && q.CheckpointID == "" {
-		q.CheckpointID = q.Checkpoint.CheckpointID
-	}
-	t, err := h.thread(r.Context(), r.PathValue("thread"))
+	t, e, cp, err := h.target(r, q.stateChange)
 	if err != nil {
 		return err
 	}
-	e := h.graphOf(t)
-	if e == nil {
-		return notFound("thread %s has no state yet", t.ThreadID)
-	}
-	if err := e.patchMetadata(r.Context(), t.ThreadID, q.CheckpointID, meta); err != nil {
+	if err := e.patchMetadata(r.Context(), t.ThreadID, cp, meta); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
