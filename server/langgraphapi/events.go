@@ -22,7 +22,7 @@ type translator struct {
 	runMeta   map[string]any         // the run's IDs, in the metadata of its messages
 	values    any                    // the latest state of the root graph
 	states    map[string]any         // namespace → the latest state of the graph, a task's input
-	finished  map[string]graph.Event // task ID → the task's end, sent with its update
+	finished  map[string]graph.Event // namespace NUL task ID → the task's end, sent with its update
 	texts     map[string]string      // message ID → its text so far, for the messages mode
 }
 
