@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/agiraph/agiraph/internal/a2awire"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
@@ -48,6 +49,8 @@ type fixture struct {
 	srv  *server.Server
 	ts   *httptest.Server
 	root string
+	// version, when set, is sent as the A2A-Version header of the requests.
+	version string
 }
 
 // start starts a server on root (a new one when "").
@@ -114,6 +117,9 @@ func (f *fixture) post(id, method string, params any) *http.Response {
 	require.NoError(f.t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer a2a-test-token-0123456789")
+	if f.version != "" {
+		req.Header.Set("A2A-Version", f.version)
+	}
 	resp, err := f.ts.Client().Do(req)
 	require.NoError(f.t, err)
 	return resp
@@ -205,6 +211,11 @@ func TestCard(t *testing.T) {
 		assert.True(t, card.Capabilities.Streaming)
 		assert.True(t, card.Capabilities.PushNotifications)
 		assert.Equal(t, "bearer", card.SecuritySchemes["bearer"].Scheme)
+		assert.Equal(t, "bearer", card.SecuritySchemes["bearer"].HTTPAuth.Scheme, "as 1.0 says it")
+		assert.Equal(t, []a2awire.Interface{
+			{URL: f.ts.URL + "/a2a/ada/", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
+			{URL: f.ts.URL + "/a2a/ada/", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
+		}, card.SupportedInterfaces, "both versions, at the same endpoint, 1.0 preferred")
 		assert.NotEmpty(t, card.Skills)
 	}
 	resp, err := http.Get(f.ts.URL + "/a2a/nobody/.well-known/agent-card.json")

@@ -1,7 +1,11 @@
 // Package a2a serves the agents of a host (package host) over the Agent2Agent protocol (A2A,
-// version 0.3, JSON-RPC binding): each agent has an agent card and takes the JSON-RPC methods
-// message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe and
-// tasks/pushNotificationConfig/set, get, list and delete.
+// JSON-RPC binding, versions 1.0 and 0.3 on the same endpoint): each agent has an agent card
+// that announces both, and takes the JSON-RPC methods of 1.0 (SendMessage,
+// SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, and Create, Get, List and
+// DeleteTaskPushNotificationConfig) and of 0.3 (message/send, message/stream, tasks/get,
+// tasks/cancel, tasks/resubscribe, tasks/pushNotificationConfig/set, get, list and delete),
+// each answered in its version's shapes. A request's A2A-Version header, when it has one,
+// names the version; without it, the method's name does.
 //
 // A task is a run of the agent: its id is the run's id (and so is its context's), and it
 // survives a restart of the host. A message without a task id starts a new run toward its

@@ -87,11 +87,12 @@ func (h *Handler) ServeCard(w http.ResponseWriter, r *http.Request, id string) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf("no agent %q", id)})
 		return
 	}
+	url := h.endpoint(r, id)
 	card := AgentCard{
 		ProtocolVersion:    ProtocolVersion,
 		Name:               sum.ID,
 		Description:        description(sum),
-		URL:                h.endpoint(r, id),
+		URL:                url,
 		PreferredTransport: "JSONRPC",
 		Version:            "1.0.0",
 		Capabilities:       Capabilities{Streaming: true, PushNotifications: true},
@@ -105,11 +106,17 @@ func (h *Handler) ServeCard(w http.ResponseWriter, r *http.Request, id string) {
 				"(the task is then input-required): answer it with a message on the task.",
 			Tags: []string{"squad", "multi-agent"},
 		}},
+		SupportedInterfaces: []a2awire.Interface{
+			{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: string(a2awire.V10)},
+			{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: string(a2awire.V03)},
+		},
 	}
 	if h.bearer {
-		card.SecuritySchemes = map[string]SecurityScheme{"bearer": {Type: "http", Scheme: "bearer",
-			Description: "The server's token, as \"Authorization: Bearer <token>\"."}}
+		const about = "The server's token, as \"Authorization: Bearer <token>\"."
+		card.SecuritySchemes = map[string]SecurityScheme{"bearer": {Type: "http", Scheme: "bearer", Description: about,
+			HTTPAuth: &a2awire.HTTPAuth{Scheme: "bearer", Description: about}}}
 		card.Security = []map[string][]string{{"bearer": {}}}
+		card.SecurityRequirements = []a2awire.SecurityRequirement{{Schemes: map[string]a2awire.StringList{"bearer": {List: []string{}}}}}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(card)
@@ -137,6 +144,11 @@ func (h *Handler) ServeRPC(w http.ResponseWriter, r *http.Request, id string) {
 		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: &a2awire.Error{Code: a2awire.CodeInvalidRequest, Message: `a JSON-RPC 2.0 request has "jsonrpc": "2.0" and a method`}})
 		return
 	}
+	method, v, err := methodOf(req.Method, r.Header.Get(a2awire.VersionHeader))
+	if err != nil {
+		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: asRPC(err)})
+		return
+	}
 	a, err := h.host.Agent(r.Context(), id)
 	if err != nil {
 		status, e := http.StatusInternalServerError, &a2awire.Error{Code: a2awire.CodeInternal, Message: err.Error()}
@@ -146,9 +158,9 @@ func (h *Handler) ServeRPC(w http.ResponseWriter, r *http.Request, id string) {
 		reply(w, status, a2awire.Response{ID: req.ID, Error: e})
 		return
 	}
-	c := &call{h: h, a: a, id: req.ID}
+	c := &call{h: h, a: a, id: req.ID, method: method, v: v}
 	var result any
-	switch req.Method {
+	switch method {
 	case "message/stream":
 		c.stream(w, r, req.Params, false)
 		return
@@ -169,17 +181,43 @@ func (h *Handler) ServeRPC(w http.ResponseWriter, r *http.Request, id string) {
 		result, err = c.listPush(req.Params)
 	case "tasks/pushNotificationConfig/delete":
 		result, err = c.deletePush(req.Params)
-	default:
-		err = &a2awire.Error{Code: a2awire.CodeMethodNotFound, Message: fmt.Sprintf("no method %q: this agent takes message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe and tasks/pushNotificationConfig/set, get, list and delete", req.Method)}
 	}
 	if err != nil {
 		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: asRPC(err)})
 		return
 	}
-	if result == nil { // delete answers null
+	result = v.Result(method, result)
+	if result == nil { // delete answers null in 0.3
 		result = json.RawMessage("null")
 	}
 	reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Result: result})
+}
+
+// methodOf returns the method called name (by its 0.3 name) and the version of A2A the call
+// speaks: the one its A2A-Version header names, or else the one whose method it names.
+func methodOf(name, header string) (string, a2awire.Version, error) {
+	method, v, ok := a2awire.MethodOf(name)
+	if header != "" {
+		hv, err := a2awire.ParseVersion(header)
+		if err != nil {
+			return "", "", err
+		}
+		if ok && v != hv {
+			ok = false
+		}
+		v = hv
+	}
+	if !ok {
+		if v == "" {
+			v = a2awire.V10
+		}
+		names := []string{}
+		for _, m := range a2awire.Methods {
+			names = append(names, v.Method(m))
+		}
+		return "", "", &a2awire.Error{Code: a2awire.CodeMethodNotFound, Message: fmt.Sprintf("no method %q in A2A %s: this agent takes %s", name, v, strings.Join(names, ", "))}
+	}
+	return method, v, nil
 }
 
 // reply writes a JSON-RPC response.
@@ -209,12 +247,12 @@ func invalid(format string, args ...any) error {
 	return &a2awire.Error{Code: a2awire.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
 }
 
-// params decodes a method's params into v.
-func params(raw json.RawMessage, v any) error {
+// params decodes the call's params, as its version sends them, into p.
+func (c *call) params(raw json.RawMessage, p any) error {
 	if len(raw) == 0 {
 		return invalid("the method takes params")
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := c.v.DecodeParams(c.method, raw, p); err != nil {
 		return invalid("bad params: %v", err)
 	}
 	return nil

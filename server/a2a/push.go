@@ -22,7 +22,14 @@ import (
 type record struct {
 	State  string       `json:"state,omitempty"`
 	Output string       `json:"output,omitempty"`
-	Push   []PushConfig `json:"push,omitempty"`
+	Push   []pushConfig `json:"push,omitempty"`
+}
+
+// pushConfig is a push notification config, with the version of A2A its notifications speak
+// (the version of the call that set it; "" is 0.3).
+type pushConfig struct {
+	PushConfig
+	Version a2awire.Version `json:"version,omitempty"`
 }
 
 // records are the tasks' records under a host's root.
@@ -82,7 +89,7 @@ const (
 // setPush is tasks/pushNotificationConfig/set.
 func (c *call) setPush(raw json.RawMessage) (any, error) {
 	var p TaskPushConfig
-	if err := params(raw, &p); err != nil {
+	if err := c.params(raw, &p); err != nil {
 		return nil, err
 	}
 	if _, _, _, err := c.status(p.TaskID); err != nil {
@@ -101,8 +108,8 @@ func (c *call) setPushOf(task string, cfg PushConfig) (TaskPushConfig, error) {
 		cfg.ID = task
 	}
 	err = c.h.records.update(c.a.ID(), task, func(rec *record) bool {
-		rec.Push = slices.DeleteFunc(rec.Push, func(p PushConfig) bool { return p.ID == cfg.ID })
-		rec.Push = append(rec.Push, cfg)
+		rec.Push = slices.DeleteFunc(rec.Push, func(p pushConfig) bool { return p.ID == cfg.ID })
+		rec.Push = append(rec.Push, pushConfig{PushConfig: cfg, Version: c.v})
 		return true
 	})
 	if err != nil {
@@ -113,9 +120,9 @@ func (c *call) setPushOf(task string, cfg PushConfig) (TaskPushConfig, error) {
 }
 
 // pushConfigs returns the push notification configs of the task of params raw.
-func (c *call) pushConfigs(raw json.RawMessage) (a2awire.TaskParams, []PushConfig, error) {
+func (c *call) pushConfigs(raw json.RawMessage) (a2awire.TaskParams, []pushConfig, error) {
 	var p a2awire.TaskParams
-	if err := params(raw, &p); err != nil {
+	if err := c.params(raw, &p); err != nil {
 		return p, nil, err
 	}
 	if _, _, _, err := c.status(p.ID); err != nil {
@@ -132,7 +139,7 @@ func (c *call) getPush(raw json.RawMessage) (any, error) {
 	}
 	for _, cfg := range cfgs {
 		if p.PushID == "" || cfg.ID == p.PushID {
-			return TaskPushConfig{TaskID: p.ID, Config: cfg}, nil
+			return TaskPushConfig{TaskID: p.ID, Config: cfg.PushConfig}, nil
 		}
 	}
 	return nil, invalid("task %q has no push notification config %q", p.ID, p.PushID)
@@ -146,7 +153,7 @@ func (c *call) listPush(raw json.RawMessage) (any, error) {
 	}
 	out := []TaskPushConfig{}
 	for _, cfg := range cfgs {
-		out = append(out, TaskPushConfig{TaskID: p.ID, Config: cfg})
+		out = append(out, TaskPushConfig{TaskID: p.ID, Config: cfg.PushConfig})
 	}
 	return out, nil
 }
@@ -162,7 +169,7 @@ func (c *call) deletePush(raw json.RawMessage) (any, error) {
 	}
 	return nil, c.h.records.update(c.a.ID(), p.ID, func(rec *record) bool {
 		n := len(rec.Push)
-		rec.Push = slices.DeleteFunc(rec.Push, func(cfg PushConfig) bool { return cfg.ID == p.PushID })
+		rec.Push = slices.DeleteFunc(rec.Push, func(cfg pushConfig) bool { return cfg.ID == p.PushID })
 		return len(rec.Push) != n
 	})
 }
@@ -242,18 +249,19 @@ func (h *Handler) resume() {
 	}
 }
 
-// post posts task as it is now to each of its push notification URLs.
+// post posts task as it is now to each of its push notification URLs, in the version of A2A
+// of each.
 func (c *call) post(task string) {
 	t, err := c.task(task, nil)
 	if err != nil {
 		return
 	}
-	body, err := json.Marshal(t)
-	if err != nil {
-		return
-	}
 	for _, cfg := range c.h.records.read(c.a.ID(), task).Push {
-		c.h.deliver(cfg, body, c.a.ID(), task)
+		body, err := json.Marshal(cfg.Version.Event(t))
+		if err != nil {
+			return
+		}
+		c.h.deliver(cfg.PushConfig, body, c.a.ID(), task)
 	}
 }
 

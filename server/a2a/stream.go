@@ -16,7 +16,7 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 	var err error
 	if resubscribe {
 		var p a2awire.TaskParams
-		if err = params(raw, &p); err == nil {
+		if err = c.params(raw, &p); err == nil {
 			d.run = p.ID
 			if d.state, _, _, err = c.status(p.ID); err == nil {
 				d.after, err = c.lastSeq()
@@ -24,7 +24,7 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 		}
 	} else {
 		var p a2awire.SendParams
-		if err = params(raw, &p); err == nil {
+		if err = c.params(raw, &p); err == nil {
 			d, err = c.deliver(r.Context(), p)
 		}
 	}
@@ -46,7 +46,7 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	send := func(v any) bool {
-		data, err := json.Marshal(a2awire.Response{JSONRPC: "2.0", ID: c.id, Result: v})
+		data, err := json.Marshal(a2awire.Response{JSONRPC: "2.0", ID: c.id, Result: c.v.Event(v)})
 		if err != nil {
 			return false
 		}

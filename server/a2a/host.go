@@ -20,9 +20,11 @@ import (
 
 // call is a JSON-RPC call to an agent.
 type call struct {
-	h  *Handler
-	a  *host.Agent
-	id json.RawMessage
+	h      *Handler
+	a      *host.Agent
+	id     json.RawMessage
+	method string          // by its 0.3 name
+	v      a2awire.Version // the version the call speaks
 }
 
 // notFound is the error of a task the agent has not.
@@ -279,7 +281,7 @@ func (c *call) deliver(ctx context.Context, p a2awire.SendParams) (delivered, er
 // the configuration says blocking false).
 func (c *call) send(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p a2awire.SendParams
-	if err := params(raw, &p); err != nil {
+	if err := c.params(raw, &p); err != nil {
 		return nil, err
 	}
 	d, err := c.deliver(ctx, p)
@@ -300,7 +302,7 @@ func (c *call) send(ctx context.Context, raw json.RawMessage) (any, error) {
 // get is tasks/get.
 func (c *call) get(raw json.RawMessage) (any, error) {
 	var p a2awire.TaskParams
-	if err := params(raw, &p); err != nil {
+	if err := c.params(raw, &p); err != nil {
 		return nil, err
 	}
 	return c.task(p.ID, p.HistoryLength)
@@ -309,7 +311,7 @@ func (c *call) get(raw json.RawMessage) (any, error) {
 // cancel is tasks/cancel: it pauses the task's run.
 func (c *call) cancel(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p a2awire.TaskParams
-	if err := params(raw, &p); err != nil {
+	if err := c.params(raw, &p); err != nil {
 		return nil, err
 	}
 	state, _, _, err := c.status(p.ID)
