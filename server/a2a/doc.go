@@ -14,6 +14,10 @@
 // status message. Cancelling a task pauses its run. The squad's events come as status updates,
 // its published files and its output as artifacts.
 //
+// NewGraph serves a compiled graph as an agent the same way: a task is a thread of the graph,
+// a message runs the graph on it, an interrupt is "input-required" until the next message
+// resumes it, and the final state's output is the task's artifact.
+//
 // The package speaks the protocol only; who may call it is the embedding server's concern
 // (package server mounts it behind its token).
 package a2a

@@ -15,14 +15,13 @@ import (
 	"github.com/agiraph/agiraph/server/host"
 )
 
-// Handler serves A2A over the agents of a host. It is safe for concurrent use.
+// Handler serves A2A over the agents of a host, or over a graph. It is safe for concurrent use.
 type Handler struct {
-	host    *host.Host
+	backend backend
 	path    string
 	bearer  bool
 	log     *slog.Logger
 	client  *http.Client
-	records records
 
 	ctx    context.Context // ends with Close: push notifications stop
 	cancel context.CancelFunc
@@ -52,9 +51,12 @@ func WithClient(c *http.Client) Option { return func(h *Handler) { h.client = c 
 // host's root, under a2a/; the push notifications of the tasks in progress when the host last
 // stopped are sent again from now on.
 func New(hst *host.Host, path string, opts ...Option) *Handler {
-	h := &Handler{host: hst, path: strings.TrimSuffix(path, "/"), log: slog.Default(),
+	return newHandler(&hostBackend{host: hst, records: &records{dir: hst.Root()}}, path, opts)
+}
+
+func newHandler(b backend, path string, opts []Option) *Handler {
+	h := &Handler{backend: b, path: strings.TrimSuffix(path, "/"), log: slog.Default(),
 		client: &http.Client{Timeout: pushTimeout}, watching: map[string]bool{}}
-	h.records = records{dir: hst.Root()}
 	for _, o := range opts {
 		o(h)
 	}
@@ -63,10 +65,30 @@ func New(hst *host.Host, path string, opts ...Option) *Handler {
 	return h
 }
 
-// Close stops sending push notifications and waits for those being sent.
+// Close stops sending push notifications and waits for those being sent (and, for a graph,
+// cancels its runs and waits for them).
 func (h *Handler) Close() {
 	h.cancel()
+	h.backend.close()
 	h.wg.Wait()
+}
+
+// ServeHTTP serves the agent cards and the JSON-RPC endpoints under the handler's path, for
+// an embedder that mounts the handler itself: GET path/{id}/.well-known/agent-card.json and
+// POST path/{id}/.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, h.path+"/")
+	id, tail, _ := strings.Cut(rest, "/")
+	switch {
+	case !ok || id == "":
+		http.NotFound(w, r)
+	case r.Method == http.MethodGet && tail == ".well-known/agent-card.json":
+		h.ServeCard(w, r, id)
+	case r.Method == http.MethodPost && tail == "":
+		h.ServeRPC(w, r, id)
+	default:
+		http.NotFound(w, r)
+	}
 }
 
 // endpoint returns the URL of agent id's JSON-RPC endpoint, as r reached the server.
@@ -80,7 +102,7 @@ func (h *Handler) endpoint(r *http.Request, id string) string {
 
 // ServeCard answers the agent card of agent id.
 func (h *Handler) ServeCard(w http.ResponseWriter, r *http.Request, id string) {
-	sum, err := h.host.Summary(id)
+	desc, skill, err := h.backend.describe(id)
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
@@ -90,22 +112,15 @@ func (h *Handler) ServeCard(w http.ResponseWriter, r *http.Request, id string) {
 	url := h.endpoint(r, id)
 	card := AgentCard{
 		ProtocolVersion:    ProtocolVersion,
-		Name:               sum.ID,
-		Description:        description(sum),
+		Name:               id,
+		Description:        desc,
 		URL:                url,
 		PreferredTransport: "JSONRPC",
 		Version:            "1.0.0",
 		Capabilities:       Capabilities{Streaming: true, PushNotifications: true},
 		DefaultInputModes:  []string{"text/plain"},
 		DefaultOutputModes: []string{"text/plain", "application/octet-stream"},
-		Skills: []Skill{{
-			ID:   "squad",
-			Name: "Work toward a goal",
-			Description: "Send a goal: a coordinator plans the work on a board, workers do it, and the task " +
-				"ends with the squad's output and the files it published. The squad may ask a question " +
-				"(the task is then input-required): answer it with a message on the task.",
-			Tags: []string{"squad", "multi-agent"},
-		}},
+		Skills:             []Skill{skill},
 		SupportedInterfaces: []a2awire.Interface{
 			{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: string(a2awire.V10)},
 			{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: string(a2awire.V03)},
@@ -120,14 +135,6 @@ func (h *Handler) ServeCard(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(card)
-}
-
-// description describes the agent of sum on its card.
-func description(sum host.Summary) string {
-	if sum.Goal == "" {
-		return "An Agiraph squad: a coordinator and workers that take on the goal it is sent."
-	}
-	return "An Agiraph squad whose goal is: " + sum.Goal
 }
 
 // maxRequest bounds a JSON-RPC request, in bytes.
@@ -149,10 +156,10 @@ func (h *Handler) ServeRPC(w http.ResponseWriter, r *http.Request, id string) {
 		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: asRPC(err)})
 		return
 	}
-	a, err := h.host.Agent(r.Context(), id)
+	a, err := h.backend.agent(r.Context(), id)
 	if err != nil {
 		status, e := http.StatusInternalServerError, &a2awire.Error{Code: a2awire.CodeInternal, Message: err.Error()}
-		if errors.Is(err, host.ErrNotFound) {
+		if errors.Is(err, errNoAgent) {
 			status, e.Code, e.Message = http.StatusNotFound, a2awire.CodeInvalidRequest, fmt.Sprintf("no agent %q", id)
 		}
 		reply(w, status, a2awire.Response{ID: req.ID, Error: e})

@@ -17,14 +17,6 @@ import (
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
-// record is what the handler keeps of a task, in <root>/a2a/<agent>/<task>.json: how it ended,
-// once it did, and where its push notifications go.
-type record struct {
-	State  string       `json:"state,omitempty"`
-	Output string       `json:"output,omitempty"`
-	Push   []pushConfig `json:"push,omitempty"`
-}
-
 // pushConfig is a push notification config, with the version of A2A its notifications speak
 // (the version of the call that set it; "" is 0.3).
 type pushConfig struct {
@@ -32,7 +24,7 @@ type pushConfig struct {
 	Version a2awire.Version `json:"version,omitempty"`
 }
 
-// records are the tasks' records under a host's root.
+// records are the records of a host's tasks, under its root: <root>/a2a/<agent>/<task>.json.
 type records struct {
 	dir string
 	mu  sync.Mutex
@@ -67,17 +59,6 @@ func (r *records) update(agent, task string, fn func(*record) bool) error {
 	return workspace.WriteJSON(p, rec)
 }
 
-// ended records how task ended.
-func (r *records) ended(agent, task, state, output string) {
-	_ = r.update(agent, task, func(rec *record) bool {
-		if rec.State == state && rec.Output == output {
-			return false
-		}
-		rec.State, rec.Output = state, output
-		return true
-	})
-}
-
 // The delivery of a push notification: each attempt bounded by pushTimeout, pushAttempts in
 // all, the n-th retry after n times pushBackoff.
 const (
@@ -92,7 +73,7 @@ func (c *call) setPush(raw json.RawMessage) (any, error) {
 	if err := c.params(raw, &p); err != nil {
 		return nil, err
 	}
-	if _, _, _, err := c.status(p.TaskID); err != nil {
+	if _, _, _, err := c.a.status(p.TaskID); err != nil {
 		return nil, err
 	}
 	return c.setPushOf(p.TaskID, p.Config)
@@ -107,7 +88,7 @@ func (c *call) setPushOf(task string, cfg PushConfig) (TaskPushConfig, error) {
 	if cfg.ID == "" {
 		cfg.ID = task
 	}
-	err = c.h.records.update(c.a.ID(), task, func(rec *record) bool {
+	err = c.a.update(task, func(rec *record) bool {
 		rec.Push = slices.DeleteFunc(rec.Push, func(p pushConfig) bool { return p.ID == cfg.ID })
 		rec.Push = append(rec.Push, pushConfig{PushConfig: cfg, Version: c.v})
 		return true
@@ -125,10 +106,10 @@ func (c *call) pushConfigs(raw json.RawMessage) (a2awire.TaskParams, []pushConfi
 	if err := c.params(raw, &p); err != nil {
 		return p, nil, err
 	}
-	if _, _, _, err := c.status(p.ID); err != nil {
+	if _, _, _, err := c.a.status(p.ID); err != nil {
 		return p, nil, err
 	}
-	return p, c.h.records.read(c.a.ID(), p.ID).Push, nil
+	return p, c.a.record(p.ID).Push, nil
 }
 
 // getPush is tasks/pushNotificationConfig/get: the config named, or the task's first.
@@ -167,7 +148,7 @@ func (c *call) deletePush(raw json.RawMessage) (any, error) {
 	if p.PushID == "" {
 		return nil, invalid("pushNotificationConfigId: give the id of the config to delete")
 	}
-	return nil, c.h.records.update(c.a.ID(), p.ID, func(rec *record) bool {
+	return nil, c.a.update(p.ID, func(rec *record) bool {
 		n := len(rec.Push)
 		rec.Push = slices.DeleteFunc(rec.Push, func(cfg pushConfig) bool { return cfg.ID == p.PushID })
 		return len(rec.Push) != n
@@ -204,13 +185,13 @@ func (c *call) notify(task string) {
 			}
 		}()
 		defer func() { close(changed); <-posted }()
-		state, _, _, err := c.status(task)
+		state, _, _, err := c.a.status(task)
 		for err == nil && !a2awire.Terminal(state) && state != StateUnknown {
 			var after int64
-			if after, err = c.lastSeq(); err != nil {
+			if after, err = c.a.cursor(task); err != nil {
 				return
 			}
-			more := c.watch(h.ctx, task, after, state, func(u any) bool {
+			more := c.a.watch(h.ctx, task, after, state, func(u any) bool {
 				if su, ok := u.(StatusUpdate); ok && su.Status.State != state {
 					state = su.Status.State
 					select {
@@ -228,23 +209,15 @@ func (c *call) notify(task string) {
 }
 
 // resume follows again, in the background, the tasks whose push notifications were being sent
-// when the host stopped: those whose end is not recorded.
+// when the backend last stopped.
 func (h *Handler) resume() {
-	dir := filepath.Join(h.records.dir, "a2a")
-	agents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, ag := range agents {
-		files, _ := filepath.Glob(filepath.Join(dir, ag.Name(), "*.json"))
-		for _, f := range files {
-			task := strings.TrimSuffix(filepath.Base(f), ".json")
-			if rec := h.records.read(ag.Name(), task); len(rec.Push) == 0 || rec.State != "" {
-				continue
-			}
-			if a, err := h.host.Agent(h.ctx, ag.Name()); err == nil {
-				(&call{h: h, a: a}).notify(task)
-			}
+	for id, tasks := range h.backend.pending() {
+		a, err := h.backend.agent(h.ctx, id)
+		if err != nil {
+			continue
+		}
+		for _, task := range tasks {
+			(&call{h: h, a: a}).notify(task)
 		}
 	}
 }
@@ -252,11 +225,11 @@ func (h *Handler) resume() {
 // post posts task as it is now to each of its push notification URLs, in the version of A2A
 // of each.
 func (c *call) post(task string) {
-	t, err := c.task(task, nil)
+	t, err := taskNow(c.a, task, nil)
 	if err != nil {
 		return
 	}
-	for _, cfg := range c.h.records.read(c.a.ID(), task).Push {
+	for _, cfg := range c.a.record(task).Push {
 		body, err := json.Marshal(cfg.Version.Event(t))
 		if err != nil {
 			return

@@ -18,8 +18,8 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 		var p a2awire.TaskParams
 		if err = c.params(raw, &p); err == nil {
 			d.run = p.ID
-			if d.state, _, _, err = c.status(p.ID); err == nil {
-				d.after, err = c.lastSeq()
+			if d.state, _, _, err = c.a.status(p.ID); err == nil {
+				d.after, err = c.a.cursor(p.ID)
 			}
 		}
 	} else {
@@ -30,7 +30,7 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 	}
 	var t Task
 	if err == nil {
-		t, err = c.task(d.run, nil)
+		t, err = taskNow(c.a, d.run, nil)
 	}
 	if err != nil {
 		reply(w, http.StatusOK, a2awire.Response{ID: c.id, Error: asRPC(err)})
@@ -58,5 +58,5 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 	if !send(t) || a2awire.Final(t.Status.State) {
 		return
 	}
-	c.watch(r.Context(), d.run, d.after, t.Status.State, send)
+	c.a.watch(r.Context(), d.run, d.after, t.Status.State, send)
 }

@@ -18,14 +18,21 @@ export function authorized(input, init = {}) {
   return fetch(input, { ...init, headers });
 }
 
-// connect discovers agent id by its card and returns a client of it, which speaks A2A 1.0.
+// connect discovers agent id of the server by its card and returns a client of it, which
+// speaks A2A 1.0.
 export async function connect(id) {
+  return connectTo(`${url}/a2a/${id}/`);
+}
+
+// connectTo discovers the agent at agentURL by its card and returns a client of it, which
+// speaks A2A 1.0.
+export async function connectTo(agentURL) {
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl: authorized })],
     }),
   );
-  const client = await factory.createFromUrl(`${url}/a2a/${id}/`);
+  const client = await factory.createFromUrl(agentURL);
   assert.equal(client.protocolVersion, "1.0");
   return client;
 }
