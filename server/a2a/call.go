@@ -21,7 +21,7 @@ type backend interface {
 	describe(id string) (string, Skill, error)
 	// pending returns the tasks, by agent, whose push notifications were being sent when the
 	// backend last stopped.
-	pending() map[string][]string
+	pending(ctx context.Context) map[string][]string
 	// close ends what the backend runs, and waits for it.
 	close()
 }
@@ -65,8 +65,8 @@ type record struct {
 }
 
 // ended records in a's record of task how it ended.
-func ended(a agent, task, state, output string) {
-	_ = a.update(task, func(rec *record) bool {
+func ended(a agent, task, state, output string) error {
+	return a.update(task, func(rec *record) bool {
 		if rec.State == state && rec.Output == output {
 			return false
 		}

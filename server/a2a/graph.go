@@ -111,7 +111,7 @@ func (b *graphAgent[S]) describe(id string) (string, Skill, error) {
 		"for more (the task is then input-required): answer with a message on the task.", Tags: []string{"graph"}}, nil
 }
 
-func (b *graphAgent[S]) pending() map[string][]string { return nil }
+func (b *graphAgent[S]) pending(context.Context) map[string][]string { return nil }
 
 func (b *graphAgent[S]) close() {
 	b.stop()
@@ -331,7 +331,7 @@ func (b *graphAgent[S]) end(id string, final S, err error) {
 		if state != StateCompleted {
 			rec = msg
 		}
-		ended(b, id, state, rec)
+		_ = ended(b, id, state, rec) // in memory: it does not fail
 	}
 	if state == StateCompleted {
 		b.publish(id, artifactUpdate(id, outputArtifact(output)))
@@ -354,7 +354,7 @@ func (b *graphAgent[S]) cancel(ctx context.Context, task string) error {
 	t := b.taskOf(task)
 	if !t.running {
 		b.mu.Unlock()
-		ended(b, task, StateCanceled, "The task was canceled.")
+		_ = ended(b, task, StateCanceled, "The task was canceled.") // in memory
 		b.publish(task, statusUpdate(task, StateCanceled, nil))
 		return nil
 	}

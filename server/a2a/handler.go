@@ -47,11 +47,11 @@ func WithClient(c *http.Client) Option { return func(h *Handler) { h.client = c 
 
 // New returns a handler over the agents of hst, mounted at path ("/a2a"): the agent card of
 // agent id is at path/id/.well-known/agent-card.json, and its JSON-RPC endpoint at path/id/.
-// Its A2A records (the push notification configs, the outcome of tasks) are kept in the
-// host's root, under a2a/; the push notifications of the tasks in progress when the host last
-// stopped are sent again from now on.
+// Its A2A records (the push notification configs, the outcome of tasks) are kept in each
+// agent's store (package nodes/store), which the replicas of a fleet share; the push
+// notifications of the tasks in progress when the host last stopped are sent again from now on.
 func New(hst *host.Host, path string, opts ...Option) *Handler {
-	return newHandler(&hostBackend{host: hst, records: &records{dir: hst.Root()}}, path, opts)
+	return newHandler(&hostBackend{host: hst, legacy: &records{dir: hst.Root()}, ended: map[string]bool{}}, path, opts)
 }
 
 func newHandler(b backend, path string, opts []Option) *Handler {

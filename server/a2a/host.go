@@ -2,27 +2,33 @@ package a2a
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"mime"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agiraph/agiraph/internal/a2awire"
 	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/server/host"
 )
 
-// hostBackend serves the agents of a host: a task is a run of an agent.
+// hostBackend serves the agents of a host: a task is a run of an agent. The records of an
+// agent's tasks are documents of its store ("a2a/<task>"), which a fleet's replicas share; those
+// a server kept before, as <root>/a2a/<agent>/<task>.json, are read until the store has them.
 type hostBackend struct {
-	host    *host.Host
-	records *records
+	host   *host.Host
+	legacy *records
+
+	mu    sync.Mutex      // orders the updates of records
+	ended map[string]bool // agent/task whose end is recorded
 }
 
 func (b *hostBackend) agent(ctx context.Context, id string) (agent, error) {
@@ -33,7 +39,7 @@ func (b *hostBackend) agent(ctx context.Context, id string) (agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hostAgent{Agent: a, records: b.records}, nil
+	return &hostAgent{Agent: a, b: b}, nil
 }
 
 func (b *hostBackend) describe(id string) (string, Skill, error) {
@@ -57,19 +63,35 @@ func (b *hostBackend) describe(id string) (string, Skill, error) {
 
 // pending returns the tasks whose push notifications were being sent: those whose end is not
 // recorded.
-func (b *hostBackend) pending() map[string][]string {
-	dir := filepath.Join(b.records.dir, "a2a")
-	agents, err := os.ReadDir(dir)
+func (b *hostBackend) pending(ctx context.Context) map[string][]string {
+	sums, err := b.host.List()
 	if err != nil {
 		return nil
 	}
 	out := map[string][]string{}
-	for _, ag := range agents {
-		files, _ := filepath.Glob(filepath.Join(dir, ag.Name(), "*.json"))
-		for _, f := range files {
-			task := strings.TrimSuffix(filepath.Base(f), ".json")
-			if rec := b.records.read(ag.Name(), task); len(rec.Push) > 0 && rec.State == "" {
-				out[ag.Name()] = append(out[ag.Name()], task)
+	for _, sum := range sums {
+		ag, err := b.agent(ctx, sum.ID)
+		if err != nil {
+			continue
+		}
+		a := ag.(*hostAgent)
+		tasks := map[string]record{}
+		for _, task := range b.legacy.tasks(sum.ID) {
+			tasks[task] = b.legacy.read(sum.ID, task)
+		}
+		_ = a.Store(func(st store.Store) error {
+			docs, err := st.Docs(ctx, recordPrefix)
+			for _, d := range docs {
+				var rec record
+				if json.Unmarshal(d.Value, &rec) == nil {
+					tasks[strings.TrimPrefix(d.Key, recordPrefix)] = rec
+				}
+			}
+			return err
+		})
+		for task, rec := range tasks {
+			if len(rec.Push) > 0 && rec.State == "" {
+				out[sum.ID] = append(out[sum.ID], task)
 			}
 		}
 	}
@@ -78,16 +100,61 @@ func (b *hostBackend) pending() map[string][]string {
 
 func (b *hostBackend) close() {}
 
+// isEnded reports whether the end of agent/task is recorded; markEnded says it is: a task's end
+// does not change, and the records are not read again to learn it.
+func (b *hostBackend) isEnded(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ended[key]
+}
+
+func (b *hostBackend) markEnded(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ended[key] = true
+}
+
 // hostAgent is an agent of a host.
 type hostAgent struct {
 	*host.Agent
-	records *records
+	b *hostBackend
 }
 
-func (a *hostAgent) record(task string) record { return a.records.read(a.ID(), task) }
+// recordPrefix prefixes the keys of the tasks' records in an agent's store.
+const recordPrefix = "a2a/"
+
+func (a *hostAgent) record(task string) record {
+	rec, _ := a.read(task)
+	return rec
+}
+
+// read returns the record of task: its document in the agent's store, or else the file a
+// server kept it in before.
+func (a *hostAgent) read(task string) (record, error) {
+	var rec record
+	err := a.Store(func(st store.Store) error {
+		doc, err := st.Doc(context.Background(), recordPrefix+task)
+		if err != nil || doc.Value == nil {
+			rec = a.b.legacy.read(a.ID(), task)
+			return err
+		}
+		return json.Unmarshal(doc.Value, &rec)
+	})
+	return rec, err
+}
 
 func (a *hostAgent) update(task string, fn func(*record) bool) error {
-	return a.records.update(a.ID(), task, fn)
+	a.b.mu.Lock()
+	defer a.b.mu.Unlock()
+	rec, err := a.read(task)
+	if err != nil || !fn(&rec) {
+		return err
+	}
+	var ch store.Change
+	if err := ch.Put(recordPrefix+task, rec); err != nil {
+		return err
+	}
+	return a.Store(func(st store.Store) error { return st.Apply(context.Background(), ch) })
 }
 
 // stateOf returns the state of the task that is the agent's last run, described by sum, and
@@ -118,15 +185,20 @@ func (a *hostAgent) status(run string) (state, msg, output string, err error) {
 	sum := a.Summary()
 	if run != "" && run == sum.Run {
 		state, msg = stateOf(sum)
-		if a2awire.Terminal(state) {
-			ended(a, run, state, sum.Output)
+		if key := a.ID() + "/" + run; a2awire.Terminal(state) && !a.b.isEnded(key) {
+			if ended(a, run, state, sum.Output) == nil {
+				a.b.markEnded(key)
+			}
 		}
 		return state, msg, sum.Output, nil
 	}
 	if workspace.ValidID(run) != nil {
 		return "", "", "", notFound(a, run)
 	}
-	rec := a.record(run)
+	rec, err := a.read(run)
+	if err != nil {
+		return "", "", "", err
+	}
 	if rec.State == "" {
 		root, err := a.OpenRun(run)
 		if err != nil {

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agiraph/agiraph/internal/a2awire"
@@ -24,11 +22,9 @@ type pushConfig struct {
 	Version a2awire.Version `json:"version,omitempty"`
 }
 
-// records are the records of a host's tasks, under its root: <root>/a2a/<agent>/<task>.json.
-type records struct {
-	dir string
-	mu  sync.Mutex
-}
+// records are the records of a host's tasks that a server kept before in files under its root,
+// <root>/a2a/<agent>/<task>.json: read, never written.
+type records struct{ dir string }
 
 func (r *records) file(agent, task string) string {
 	return filepath.Join(r.dir, "a2a", agent, task+".json")
@@ -36,27 +32,19 @@ func (r *records) file(agent, task string) string {
 
 // read returns the record of task (an empty one when there is none).
 func (r *records) read(agent, task string) record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var rec record
 	_ = workspace.ReadJSON(r.file(agent, task), &rec)
 	return rec
 }
 
-// update changes the record of task with fn, which reports whether it changed it.
-func (r *records) update(agent, task string, fn func(*record) bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var rec record
-	p := r.file(agent, task)
-	_ = workspace.ReadJSON(p, &rec)
-	if !fn(&rec) {
-		return nil
+// tasks returns the tasks of agent that have a record.
+func (r *records) tasks(agent string) []string {
+	files, _ := filepath.Glob(r.file(agent, "*"))
+	var out []string
+	for _, f := range files {
+		out = append(out, strings.TrimSuffix(filepath.Base(f), ".json"))
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return workspace.WriteJSON(p, rec)
+	return out
 }
 
 // The delivery of a push notification: each attempt bounded by pushTimeout, pushAttempts in
@@ -211,15 +199,19 @@ func (c *call) notify(task string) {
 // resume follows again, in the background, the tasks whose push notifications were being sent
 // when the backend last stopped.
 func (h *Handler) resume() {
-	for id, tasks := range h.backend.pending() {
-		a, err := h.backend.agent(h.ctx, id)
-		if err != nil {
-			continue
+	h.wg.Add(1)
+	go func() { // the agents are read as they are set up
+		defer h.wg.Done()
+		for id, tasks := range h.backend.pending(h.ctx) {
+			a, err := h.backend.agent(h.ctx, id)
+			if err != nil {
+				continue
+			}
+			for _, task := range tasks {
+				(&call{h: h, a: a}).notify(task)
+			}
 		}
-		for _, task := range tasks {
-			(&call{h: h, a: a}).notify(task)
-		}
-	}
+	}()
 }
 
 // post posts task as it is now to each of its push notification URLs, in the version of A2A
