@@ -414,10 +414,13 @@ func (w *webhook) pushed(text string) map[string]any {
 	return params
 }
 
+// privatePush lets the server post to the tests' webhooks, on 127.0.0.1.
+var privatePush = server.WithA2AOptions(a2a.WithPrivatePush())
+
 func TestPushNotification(t *testing.T) {
 	hook := newWebhook(t)
 	hook.fail.Store(2) // a URL that fails is tried again
-	f := start(t, "")
+	f := start(t, "", privatePush)
 	f.agent("ada")
 	var task a2a.Task
 	require.Nil(t, f.call("ada", "message/send", hook.pushed("Research the history of the kite."), &task))
@@ -438,16 +441,43 @@ func TestPushNotification(t *testing.T) {
 func TestPushAfterRestart(t *testing.T) {
 	hook := newWebhook(t)
 	root := t.TempDir()
-	f := start(t, root)
+	f := start(t, root, privatePush)
 	f.agent("asker")
 	var task a2a.Task
 	require.Nil(t, f.call("asker", "message/send", hook.pushed("Research the history of the kite."), &task))
 	assert.Equal(t, demo.HumanQuestion, text(hook.await(t, a2a.StateInputRequired).Status.Message))
 	f.close()
 
-	g := start(t, root)
+	g := start(t, root, privatePush)
 	var done a2a.Task
 	require.Nil(t, g.call("asker", "message/send", message("Yes.", task.ID), &done))
 	assert.Equal(t, a2a.StateCompleted, done.Status.State)
 	assert.Equal(t, task.ID, hook.await(t, a2a.StateCompleted).ID)
+}
+
+// By default a push URL on the server's own network is refused, the error naming it and why.
+func TestPushURLRefused(t *testing.T) {
+	f := start(t, "")
+	f.agent("ada")
+	run := f.await("ada", host.StatusComplete).Run
+	for url, why := range map[string]string{
+		"http://127.0.0.1:8080/hook":       "127.0.0.1 is a loopback address",
+		"http://localhost/hook":            "localhost is a loopback address",
+		"http://10.0.0.7/hook":             "10.0.0.7 is a private address",
+		"http://169.254.169.254/latest":    "169.254.169.254 is a link-local address",
+		"http://[::]:80/hook":              ":: is the unspecified address",
+		"http://[::ffff:192.168.1.2]/hook": "192.168.1.2 is a private address",
+	} {
+		e := f.call("ada", "tasks/pushNotificationConfig/set", map[string]any{"taskId": run, "pushNotificationConfig": map[string]string{"url": url}}, nil)
+		require.NotNil(t, e, url)
+		assert.Equal(t, -32602, e.Code)
+		assert.Contains(t, e.Message, url)
+		assert.Contains(t, e.Message, why)
+	}
+	params := message("Research the history of the kite.", "")
+	params["configuration"] = map[string]any{"pushNotificationConfig": map[string]string{"url": "http://127.0.0.1:9/hook"}}
+	e := f.call("ada", "message/send", params, nil)
+	require.NotNil(t, e, "in a message's configuration too")
+	assert.Contains(t, e.Message, "loopback")
+	require.Nil(t, f.call("ada", "tasks/pushNotificationConfig/set", map[string]any{"taskId": run, "pushNotificationConfig": map[string]string{"url": "https://hooks.example/a2a"}}, nil))
 }

@@ -18,6 +18,10 @@
 // a message runs the graph on it, an interrupt is "input-required" until the next message
 // resumes it, and the final state's output is the task's artifact.
 //
+// Push notifications go to no loopback, link-local, private or unspecified address unless
+// WithPrivatePush: the URL is checked as it is set, and the address it resolves to as each
+// notification is posted.
+//
 // The package speaks the protocol only; who may call it is the embedding server's concern
 // (package server mounts it behind its token).
 package a2a

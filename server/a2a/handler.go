@@ -17,11 +17,12 @@ import (
 
 // Handler serves A2A over the agents of a host, or over a graph. It is safe for concurrent use.
 type Handler struct {
-	backend backend
-	path    string
-	bearer  bool
-	log     *slog.Logger
-	client  *http.Client
+	backend     backend
+	path        string
+	bearer      bool
+	log         *slog.Logger
+	client      *http.Client
+	privatePush bool // push notifications may go to any address
 
 	ctx    context.Context // ends with Close: push notifications stop
 	cancel context.CancelFunc
@@ -42,7 +43,8 @@ func WithBearer() Option { return func(h *Handler) { h.bearer = true } }
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
 // WithClient sets the HTTP client that posts push notifications (default: one with a
-// 10-second timeout).
+// 10-second timeout that connects to no loopback, link-local, private or unspecified address,
+// unless WithPrivatePush). Its transport dials as it will: the URLs are checked as they are set.
 func WithClient(c *http.Client) Option { return func(h *Handler) { h.client = c } }
 
 // New returns a handler over the agents of hst, mounted at path ("/a2a"): the agent card of
@@ -55,10 +57,15 @@ func New(hst *host.Host, path string, opts ...Option) *Handler {
 }
 
 func newHandler(b backend, path string, opts []Option) *Handler {
-	h := &Handler{backend: b, path: strings.TrimSuffix(path, "/"), log: slog.Default(),
-		client: &http.Client{Timeout: pushTimeout}, watching: map[string]bool{}}
+	h := &Handler{backend: b, path: strings.TrimSuffix(path, "/"), log: slog.Default(), watching: map[string]bool{}}
 	for _, o := range opts {
 		o(h)
+	}
+	if h.client == nil {
+		h.client = &http.Client{Timeout: pushTimeout}
+		if !h.privatePush {
+			h.client = pushClient()
+		}
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.resume()

@@ -73,6 +73,9 @@ func (c *call) setPushOf(task string, cfg PushConfig) (TaskPushConfig, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return TaskPushConfig{}, invalid("push notification url %q: want an absolute http or https URL", cfg.URL)
 	}
+	if why := checkPushURL(u); why != "" && !c.h.privatePush {
+		return TaskPushConfig{}, invalid("push notification url %q: %s, where this server sends no notification", cfg.URL, why)
+	}
 	if cfg.ID == "" {
 		cfg.ID = task
 	}

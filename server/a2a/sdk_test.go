@@ -19,7 +19,7 @@ import (
 func TestSDK(t *testing.T) {
 	sdk := filepath.Join(clitest.A2ASDK.Dir(t), "dist", "client", "index.js")
 	clitest.RunScripts(t, func(t *testing.T) []string {
-		f := start(t, "")
+		f := start(t, "", privatePush)
 		f.agent("ada")
 		f.agent("asker")
 		_, err := f.srv.Host().Create("slow", "Research the history of the kite.", "", "")
