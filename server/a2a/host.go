@@ -351,13 +351,16 @@ func (a *hostAgent) cancel(ctx context.Context, _ string) error { return a.Pause
 // question shows in the agent's state, not always in an event.
 const pollEvery = 100 * time.Millisecond
 
-// watch follows the agent's events and looks at its state every pollEvery.
+// watch follows the agent's events and looks at its state every pollEvery. A question shows
+// only once its event came (or the task was asked it already): the agent's state may still show
+// the question a message just answered.
 func (a *hostAgent) watch(ctx context.Context, run string, after int64, state string, emit func(any) bool) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := a.Follow(ctx, after)
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
+	asked := state == StateInputRequired
 	for {
 		select {
 		case <-ctx.Done():
@@ -369,6 +372,7 @@ func (a *hostAgent) watch(ctx context.Context, run string, after int64, state st
 			if e.Seq == 0 || e.Run != run {
 				continue
 			}
+			asked = asked || e.Type == eventlog.HumanQuestion
 			if e.Type == eventlog.NodeCompleted {
 				for _, art := range a.published(run, e.Node) {
 					if !emit(artifactUpdate(run, art)) {
@@ -387,7 +391,7 @@ func (a *hostAgent) watch(ctx context.Context, run string, after int64, state st
 		case <-tick.C:
 		}
 		st, msg, output, err := a.status(run)
-		if err != nil || st == state {
+		if err != nil || st == state || st == StateInputRequired && !asked {
 			continue
 		}
 		state = st
