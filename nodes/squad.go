@@ -507,6 +507,10 @@ func (s *Squad) Memory() *memory.Store { return s.mem }
 // Home returns the agent's home folder.
 func (s *Squad) Home() workspace.Home { return s.home }
 
+// Store returns the agent's store (see WithStore): its documents beside the squad's are its
+// embedder's to keep, under keys of their own (the A2A server's: "a2a/…").
+func (s *Squad) Store() store.Store { return s.store }
+
 // Result is how a run ended.
 type Result struct {
 	RunID string

@@ -24,6 +24,7 @@ type config struct {
 	addr     string
 	lg       *langgraphapi.Handler
 	a2aAgent string
+	a2aOpts  []a2a.Option
 }
 
 // DefaultMaxText is the default limit on a goal, a message or an answer, in bytes.
@@ -83,6 +84,11 @@ func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 // it after the server.
 func WithLangGraph(h *langgraphapi.Handler) Option { return func(c *config) { c.lg = h } }
 
+// WithA2AOptions configures the server's A2A handler (a2a.New), as a2a.WithPrivatePush.
+func WithA2AOptions(opts ...a2a.Option) Option {
+	return func(c *config) { c.a2aOpts = append(c.a2aOpts, opts...) }
+}
+
 // WithA2AAgent makes agent id the server's own A2A agent: its card is served at
 // /.well-known/agent-card.json too, where A2A clients look for a server's agent.
 func WithA2AAgent(id string) Option { return func(c *config) { c.a2aAgent = id } }
@@ -137,7 +143,7 @@ func New(opts ...Option) (*Server, error) {
 		}
 		s.token = tok
 	}
-	var a2aOpts []a2a.Option
+	a2aOpts := append([]a2a.Option(nil), c.a2aOpts...)
 	if s.token != "" {
 		a2aOpts = append(a2aOpts, a2a.WithBearer())
 	}
