@@ -141,7 +141,7 @@ type Server struct {
 	graphs  map[string]*a2a.Handler // the A2A agents of WithGraph, by name
 	closers []func() error          // what New made for WithGraph, closed after the host
 	handler http.Handler            // the mux behind the guard
-	token   string       // "" without auth
+	token   string                  // "" without auth
 }
 
 // New returns a server over a new agent host (see host.New, and [WithHost] for its options).
