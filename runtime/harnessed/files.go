@@ -1,0 +1,70 @@
+package harnessed
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/agiraph/agiraph/providers"
+)
+
+// withFiles returns the conversation as the model is sent it: each message whose tool results
+// attached files (view_file) gets the files' bytes as file parts after its parts. The saved
+// conversation holds only the references (path and digest); the bytes are read when first
+// sent and kept for the worker's later turns in w.files, by digest, so that a file changed
+// during the run still shows the model what it saw. A file read again — after a restart —
+// that has vanished or no longer matches its digest is shown as a note saying so, for the
+// model to view it again.
+func (w *worker) withFiles(conv []providers.Message) []providers.Message {
+	var out []providers.Message
+	kept := map[string][]byte{}
+	for i, m := range conv {
+		var parts []providers.Part
+		for _, p := range m.Parts {
+			if p.Type != providers.ToolResultPart || p.ToolResult == nil || p.ToolResult.Attachment == nil {
+				continue
+			}
+			a := p.ToolResult.Attachment
+			data, err := w.fileBytes(a.Path, a.SHA256)
+			if err != nil {
+				parts = append(parts, providers.Text(fmt.Sprintf("[%s, attached by view_file, cannot be shown: %v. Call view_file again to see it as it is now.]", a.Name, err)))
+				continue
+			}
+			kept[a.SHA256] = data
+			parts = append(parts, providers.FileData(a.MediaType, a.Name, data))
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(conv)
+		}
+		out[i].Parts = slices.Concat(m.Parts, parts)
+	}
+	w.files = kept
+	if out == nil {
+		return conv
+	}
+	return out
+}
+
+// fileBytes returns the bytes of an attached file: those kept from an earlier turn, or the
+// file's, read again, when they still have the digest sum.
+func (w *worker) fileBytes(path, sum string) ([]byte, error) {
+	if data, ok := w.files[sum]; ok {
+		return data, nil
+	}
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, fmt.Errorf("the file is gone")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got := sha256.Sum256(data); hex.EncodeToString(got[:]) != sum {
+		return nil, fmt.Errorf("the file has changed since it was attached")
+	}
+	return data, nil
+}

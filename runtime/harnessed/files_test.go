@@ -1,0 +1,117 @@
+package harnessed_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/providertest"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/runtime/adapter"
+	"github.com/agiraph/agiraph/runtime/harnessed"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// files returns the file parts of a message.
+func filesOf(m providers.Message) []providers.File {
+	var out []providers.File
+	for _, p := range m.Parts {
+		if p.Type == providers.FilePart {
+			out = append(out, *p.File)
+		}
+	}
+	return out
+}
+
+// A worker's view_file puts the file's bytes into its next model request, after the tool's
+// result; the checkpoint holds a reference to the file, not its bytes.
+func TestViewFileShowsTheModelTheFile(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "w.db")
+	saver, err := sqlite.Open(dbPath)
+	require.NoError(t, err)
+	defer saver.Close()
+	a := assignment(t, "v1", "Describe the chart.")
+	chart := bytes.Repeat(providertest.PNG, 50) // long enough that its base64 cannot occur by chance
+	require.NoError(t, os.WriteFile(filepath.Join(a.Dir.Scratch(), "chart.png"), chart, 0o644))
+	m := scripted.New("w",
+		scripted.Turn{Calls: []tools.Call{call("c1", "view_file", map[string]string{"path": "chart.png"})}},
+		scripted.Turn{Calls: []tools.Call{call("c2", "publish", adapter.PublishArgs{Summary: "a grey square"})}},
+	).KeepRequests()
+	o, err := harnessed.New(m, harnessed.WithSaver(saver)).Run(context.Background(), a, nil)
+	require.NoError(t, err)
+	require.Equal(t, runtime.Published, o.Status)
+
+	reqs := m.Requests()
+	require.Len(t, reqs, 2)
+	assert.Empty(t, filesOf(reqs[0].Messages[len(reqs[0].Messages)-1]))
+	last := reqs[1].Messages[len(reqs[1].Messages)-1]
+	assert.Equal(t, []providers.File{{MediaType: "image/png", Name: "chart.png", Data: chart}}, filesOf(last))
+	assert.Equal(t, providers.ToolResultPart, last.Parts[0].Type, "the file comes after the tool's result")
+	assert.Contains(t, last.Parts[0].ToolResult.Content, "chart.png (image/png")
+
+	require.NoError(t, saver.Close())
+	db, err := os.ReadFile(dbPath)
+	require.NoError(t, err)
+	assert.False(t, bytes.Contains(db, []byte(base64.StdEncoding.EncodeToString(chart))), "the checkpoint holds the file's bytes")
+	assert.True(t, bytes.Contains(db, []byte(`"sha256"`)), "the checkpoint holds no reference to the file")
+}
+
+// A worker resumed in a new process reads an attached file again: the same bytes are shown as
+// they were; a file changed or gone since is shown as a note that says so.
+func TestViewFileAfterResume(t *testing.T) {
+	for name, c := range map[string]struct {
+		change func(path string) error
+		files  int
+		note   string
+	}{
+		"unchanged": {func(string) error { return nil }, 1, ""},
+		"changed":   {func(p string) error { return os.WriteFile(p, providertest.PDF, 0o644) }, 0, "chart.png, attached by view_file, cannot be shown: the file has changed since it was attached"},
+		"gone":      {os.Remove, 0, "chart.png, attached by view_file, cannot be shown: the file is gone"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			saver, err := sqlite.Open(filepath.Join(t.TempDir(), "w.db"))
+			require.NoError(t, err)
+			defer saver.Close()
+			a := assignment(t, "v2", "Describe the chart.")
+			path := filepath.Join(a.Dir.Scratch(), "chart.png")
+			require.NoError(t, os.WriteFile(path, providertest.PNG, 0o644))
+			ctx, cancel := context.WithCancel(context.Background())
+			a.Tools = append(a.Tools, tools.Func("block", "Wait.", func(ctx context.Context, _ struct{}) (string, error) {
+				cancel() // the process stops while this tool runs, after view_file's step was saved
+				<-ctx.Done()
+				return "", ctx.Err()
+			}))
+			first := scripted.New("w", scripted.Turn{Calls: []tools.Call{
+				call("c1", "view_file", map[string]string{"path": "chart.png"}), call("c2", "block", struct{}{}),
+			}})
+			_, err = harnessed.New(first, harnessed.WithSaver(saver)).Run(ctx, a, nil)
+			require.True(t, errors.Is(err, context.Canceled), "first run: %v", err)
+
+			require.NoError(t, c.change(path))
+			a.Tools[len(a.Tools)-1] = tools.Func("block", "Wait.", func(context.Context, struct{}) (string, error) { return "done", nil })
+			rest := scripted.New("w", scripted.Turn{Calls: []tools.Call{call("c3", "publish", adapter.PublishArgs{Summary: "seen"})}}).KeepRequests()
+			o, err := harnessed.New(rest, harnessed.WithSaver(saver)).Run(context.Background(), a, nil)
+			require.NoError(t, err)
+			require.Equal(t, runtime.Published, o.Status)
+			last := rest.Requests()[0].Messages[len(rest.Requests()[0].Messages)-1]
+			got := filesOf(last)
+			require.Len(t, got, c.files)
+			if c.files > 0 {
+				assert.Equal(t, providertest.PNG, got[0].Data)
+			}
+			if c.note != "" {
+				assert.Contains(t, last.Text(), c.note)
+			}
+		})
+	}
+}
