@@ -2,8 +2,12 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sync"
 )
 
@@ -20,6 +24,22 @@ type Attachment struct {
 	Size      int64  `json:"size"`
 	// SHA256 is the hex SHA-256 digest of the bytes attached.
 	SHA256 string `json:"sha256"`
+}
+
+// Read returns the file's bytes, read from Path, when they still have the digest SHA256; else
+// an error that says the file is gone or has changed since it was attached.
+func (a Attachment) Read() ([]byte, error) {
+	data, err := os.ReadFile(a.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%s is gone", a.Name)
+	case err != nil:
+		return nil, fmt.Errorf("%s cannot be read: %w", a.Name, err)
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != a.SHA256 {
+		return nil, fmt.Errorf("%s has changed since it was attached", a.Name)
+	}
+	return data, nil
 }
 
 // ErrNoAttachments is returned by Attach when the call runs where files are not shown to the

@@ -1,13 +1,11 @@
 package harnessed
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/tools"
 )
 
 // withFiles returns the conversation as the model is sent it: each message whose tool results
@@ -27,9 +25,9 @@ func (w *worker) withFiles(conv []providers.Message) []providers.Message {
 				continue
 			}
 			a := p.ToolResult.Attachment
-			data, err := w.fileBytes(a.Path, a.SHA256)
+			data, err := w.fileBytes(a)
 			if err != nil {
-				parts = append(parts, providers.Text(fmt.Sprintf("[%s, attached by view_file, cannot be shown: %v. Call view_file again to see it as it is now.]", a.Name, err)))
+				parts = append(parts, providers.Text(fmt.Sprintf("[A file attached earlier cannot be shown: %v. Call view_file again to see it as it is now.]", err)))
 				continue
 			}
 			kept[a.SHA256] = data
@@ -51,20 +49,10 @@ func (w *worker) withFiles(conv []providers.Message) []providers.Message {
 }
 
 // fileBytes returns the bytes of an attached file: those kept from an earlier turn, or the
-// file's, read again, when they still have the digest sum.
-func (w *worker) fileBytes(path, sum string) ([]byte, error) {
-	if data, ok := w.files[sum]; ok {
+// file's, read again (see tools.Attachment.Read).
+func (w *worker) fileBytes(a *tools.Attachment) ([]byte, error) {
+	if data, ok := w.files[a.SHA256]; ok {
 		return data, nil
 	}
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, fmt.Errorf("the file is gone")
-	}
-	if err != nil {
-		return nil, err
-	}
-	if got := sha256.Sum256(data); hex.EncodeToString(got[:]) != sum {
-		return nil, fmt.Errorf("the file has changed since it was attached")
-	}
-	return data, nil
+	return a.Read()
 }

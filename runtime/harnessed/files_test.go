@@ -75,8 +75,8 @@ func TestViewFileAfterResume(t *testing.T) {
 		note   string
 	}{
 		"unchanged": {func(string) error { return nil }, 1, ""},
-		"changed":   {func(p string) error { return os.WriteFile(p, providertest.PDF, 0o644) }, 0, "chart.png, attached by view_file, cannot be shown: the file has changed since it was attached"},
-		"gone":      {os.Remove, 0, "chart.png, attached by view_file, cannot be shown: the file is gone"},
+		"changed":   {func(p string) error { return os.WriteFile(p, providertest.PDF, 0o644) }, 0, "A file attached earlier cannot be shown: chart.png has changed since it was attached"},
+		"gone":      {os.Remove, 0, "A file attached earlier cannot be shown: chart.png is gone"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			saver, err := sqlite.Open(filepath.Join(t.TempDir(), "w.db"))
