@@ -54,6 +54,16 @@ func (f *File) label() string {
 	return fmt.Sprintf("a %d-byte %s file", len(f.Data), f.MediaType)
 }
 
+// FileError is the cause (Error.Err) of the error of a file part that a model cannot take, as
+// FileLimits.Check makes it: a caller can show the model something else in its place.
+type FileError struct {
+	Name      string // the file's name (else its URL, else its type and size)
+	MediaType string
+	Reason    string // what is wrong, naming the file
+}
+
+func (e *FileError) Error() string { return e.Reason }
+
 // FileLimits says which files a provider's API takes, and how large: an adapter checks each file
 // part with Check before it sends a request.
 type FileLimits struct {
@@ -66,15 +76,16 @@ type FileLimits struct {
 }
 
 // Check returns nil when the API takes f, and otherwise an *Error of kind ErrBadRequest for
-// provider and model that names the file and says what is wrong: a part without a file, a file
+// provider and model, caused by a *FileError, that names the file and says what is wrong: a part without a file, a file
 // with neither or both of Data and URL, a URL that is not http(s), a media type the model cannot
 // take, a URL where only bytes are taken, or a file over the size limit.
 func (l FileLimits) Check(provider, model string, f *File) error {
-	fail := func(format string, args ...any) error {
-		return &Error{Provider: provider, Model: model, Kind: ErrBadRequest, Message: fmt.Sprintf(format, args...)}
-	}
 	if f == nil {
-		return fail("a file part holds no file")
+		return &Error{Provider: provider, Model: model, Kind: ErrBadRequest, Message: "a file part holds no file"}
+	}
+	fail := func(format string, args ...any) error {
+		return &Error{Provider: provider, Model: model, Kind: ErrBadRequest,
+			Err: &FileError{Name: f.label(), MediaType: f.MediaType, Reason: fmt.Sprintf(format, args...)}}
 	}
 	if (len(f.Data) == 0) == (f.URL == "") {
 		return fail("file %s must have either its data or a URL, not both nor neither", f.label())
@@ -90,15 +101,15 @@ func (l FileLimits) Check(provider, model string, f *File) error {
 	default:
 		return fail("the model cannot take %s files (%s); it takes %s", orNone(f.MediaType), f.label(), l.takes())
 	}
-	max := l.MaxPDF
+	limit := l.MaxPDF
 	if image {
-		max = l.MaxImage
+		limit = l.MaxImage
 	}
 	switch {
 	case f.URL != "" && !(image && l.ImageURLs || pdf && l.PDFURLs):
 		return fail("the model cannot fetch %s files from a URL (%s); send the file's data", f.MediaType, f.label())
-	case max > 0 && len(f.Data) > max:
-		return fail("file %s is %d bytes, over the %d bytes the model takes for a %s file", f.label(), len(f.Data), max, f.MediaType)
+	case limit > 0 && len(f.Data) > limit:
+		return fail("file %s is %d bytes, over the %d bytes the model takes for a %s file", f.label(), len(f.Data), limit, f.MediaType)
 	}
 	return nil
 }

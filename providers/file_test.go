@@ -38,6 +38,11 @@ func TestFileLimitsCheck(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, providers.ErrBadRequest), "kind of %v", err)
+			if c.file != nil {
+				var fe *providers.FileError
+				require.ErrorAs(t, err, &fe)
+				assert.Equal(t, c.file.MediaType, fe.MediaType)
+			}
 			for _, w := range c.wants {
 				assert.Contains(t, err.Error(), w)
 			}

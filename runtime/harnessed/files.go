@@ -1,6 +1,8 @@
 package harnessed
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -14,7 +16,7 @@ import (
 // sent and kept for the worker's later turns in w.files, by digest, so that a file changed
 // during the run still shows the model what it saw. A file read again — after a restart —
 // that has vanished or no longer matches its digest is shown as a note saying so, for the
-// model to view it again.
+// model to view it again; so is a file the model refused (see generateShowing).
 func (w *worker) withFiles(conv []providers.Message) []providers.Message {
 	var out []providers.Message
 	kept := map[string][]byte{}
@@ -25,6 +27,10 @@ func (w *worker) withFiles(conv []providers.Message) []providers.Message {
 				continue
 			}
 			a := p.ToolResult.Attachment
+			if reason, ok := w.refused[a.SHA256]; ok {
+				parts = append(parts, providers.Text(fmt.Sprintf("[%s cannot be shown: %s.]", a.Name, reason)))
+				continue
+			}
 			data, err := w.fileBytes(a)
 			if err != nil {
 				parts = append(parts, providers.Text(fmt.Sprintf("[A file attached earlier cannot be shown: %v. Call view_file again to see it as it is now.]", err)))
@@ -55,4 +61,40 @@ func (w *worker) fileBytes(a *tools.Attachment) ([]byte, error) {
 		return data, nil
 	}
 	return a.Read()
+}
+
+// generateShowing asks the model for req, whose messages are conv with its files. When the
+// model refuses an attached file (a *providers.FileError naming it: a type it does not take, a
+// file over its size limit), the file is shown as a note saying why, in this call and later
+// ones, and the model is asked again.
+func (w *worker) generateShowing(ctx context.Context, req providers.Request, conv []providers.Message) (providers.Response, error) {
+	for {
+		resp, err := w.rt.model.Generate(ctx, req)
+		var fe *providers.FileError
+		if !errors.As(err, &fe) || !w.refuse(conv, fe) {
+			return resp, err
+		}
+		req.Messages = w.withFiles(conv)
+	}
+}
+
+// refuse records that the model refused the attached file fe names, and reports whether it
+// was one not refused before.
+func (w *worker) refuse(conv []providers.Message, fe *providers.FileError) bool {
+	for _, m := range conv {
+		for _, p := range m.Parts {
+			if p.Type != providers.ToolResultPart || p.ToolResult == nil || p.ToolResult.Attachment == nil {
+				continue
+			}
+			a := p.ToolResult.Attachment
+			if _, done := w.refused[a.SHA256]; a.Name == fe.Name && !done {
+				if w.refused == nil {
+					w.refused = map[string]string{}
+				}
+				w.refused[a.SHA256] = fe.Reason
+				return true
+			}
+		}
+	}
+	return false
 }

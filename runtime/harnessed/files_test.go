@@ -115,3 +115,44 @@ func TestViewFileAfterResume(t *testing.T) {
 		})
 	}
 }
+
+// A file the model cannot take is shown to it as a note saying why, and the call made again:
+// the worker goes on rather than failing on every turn.
+func TestViewFileTheModelRefuses(t *testing.T) {
+	a := assignment(t, "v3", "Read the paper.")
+	require.NoError(t, os.WriteFile(filepath.Join(a.Dir.Scratch(), "paper.pdf"), providertest.PDF, 0o644))
+	imagesOnly := providers.FileLimits{Images: true}
+	var seen []string
+	m := scripted.NewFunc("eyes", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if err := imagesOnly.CheckMessages("local", "eyes", req.Messages); err != nil {
+			return scripted.Turn{}, err
+		}
+		last := req.Messages[len(req.Messages)-1]
+		if len(req.Messages) == 1 {
+			return scripted.Turn{Calls: []tools.Call{call("c1", "view_file", map[string]string{"path": "paper.pdf"})}}, nil
+		}
+		seen = append(seen, last.Text())
+		return scripted.Turn{Calls: []tools.Call{call("c2", "publish", adapter.PublishArgs{Summary: "cannot read it"})}}, nil
+	})
+	o, err := harnessed.New(m).Run(context.Background(), a, nil)
+	require.NoError(t, err)
+	require.Equal(t, runtime.Published, o.Status)
+	require.Len(t, seen, 1)
+	assert.Contains(t, seen[0], "[paper.pdf cannot be shown: the model cannot take application/pdf files (paper.pdf); it takes image/png")
+}
+
+// When the model call fails, the failure notes name the files the request showed, without
+// their bytes.
+func TestFailureNotesNameFiles(t *testing.T) {
+	a := assignment(t, "v4", "Describe the chart.")
+	require.NoError(t, os.WriteFile(filepath.Join(a.Dir.Scratch(), "chart.png"), providertest.PNG, 0o644))
+	m := scripted.New("w",
+		scripted.Turn{Calls: []tools.Call{call("c1", "view_file", map[string]string{"path": "chart.png"})}},
+		scripted.Turn{Err: &providers.Error{Provider: "scripted", Model: "w", Kind: providers.ErrAuth}},
+	)
+	_, err := harnessed.New(m).Run(context.Background(), a, nil)
+	require.ErrorIs(t, err, providers.ErrAuth)
+	notes, err := os.ReadFile(a.Dir.Path("failure_notes.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(notes), "[file chart.png: image/png, 67 bytes]")
+}

@@ -228,7 +228,7 @@ func (w *worker) generate(ctx context.Context, conv []providers.Message) (provid
 		req.Output = &providers.Output{Schema: w.a.OutputSchema}
 		w.result, resp, err = providers.GenerateJSON(ctx, w.rt.model, req)
 	} else {
-		resp, err = w.rt.model.Generate(ctx, req)
+		resp, err = w.generateShowing(ctx, req, conv)
 	}
 	endModel(span, resp, err)
 	if err == nil || ctx.Err() != nil {
