@@ -116,13 +116,13 @@ var fileLimits = providers.FileLimits{
 }
 
 // file translates a file that fileLimits took into an image block or a PDF document block
-// (titled with the file's name).
+// (titled with the file's name), of its URL or its bytes base64-encoded.
 func file(f *providers.File) sdk.ContentBlockParamUnion {
 	data := base64.StdEncoding.EncodeToString(f.Data)
-	if f.IsImage() {
-		if f.URL != "" {
-			return sdk.NewImageBlock(sdk.URLImageSourceParam{URL: f.URL})
-		}
+	switch {
+	case f.IsImage() && f.URL != "":
+		return sdk.NewImageBlock(sdk.URLImageSourceParam{URL: f.URL})
+	case f.IsImage():
 		return sdk.NewImageBlockBase64(f.MediaType, data)
 	}
 	b := sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: data})
