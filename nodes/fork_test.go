@@ -57,6 +57,22 @@ func taskWorker() *scripted.Model {
 	})
 }
 
+// paintedBlue runs colourCoordinator's run to its end, answering "blue", and returns the squad,
+// the run and the squad's events from the first.
+func paintedBlue(t *testing.T) (*nodes.Squad, *nodes.Run, <-chan eventlog.Event) {
+	t.Helper()
+	s := scSquad(t, colourCoordinator(), []providers.Model{taskWorker()})
+	events, stop := s.Subscribe(0)
+	t.Cleanup(stop)
+	r := start(t, s, "paint a sketch")
+	waitFor(t, events, "human.question", func(e eventlog.Event) bool { return e.Type == eventlog.HumanQuestion })
+	require.NoError(t, r.Answer(bus.Coordinator, "blue"))
+	res, err := r.Wait()
+	require.NoError(t, err)
+	require.Equal(t, "colour: blue", res.Output)
+	return s, r, events
+}
+
 // questionTick returns the tick at whose end the coordinator's question was pending.
 func questionTick(t *testing.T, s *nodes.Squad, run string) int {
 	t.Helper()
@@ -75,15 +91,7 @@ func questionTick(t *testing.T, s *nodes.Squad, run string) int {
 // before (the draft), has nothing of what came after (the painting node, its file), and goes on
 // with another answer to another output; the run forked is unchanged.
 func TestForkWithAnotherAnswer(t *testing.T) {
-	s := scSquad(t, colourCoordinator(), []providers.Model{taskWorker()})
-	events, stop := s.Subscribe(0)
-	defer stop()
-	r := start(t, s, "paint a sketch")
-	waitFor(t, events, "human.question", func(e eventlog.Event) bool { return e.Type == eventlog.HumanQuestion })
-	require.NoError(t, r.Answer(bus.Coordinator, "blue"))
-	orig, err := r.Wait()
-	require.NoError(t, err)
-	require.Equal(t, "colour: blue", orig.Output)
+	s, r, events := paintedBlue(t)
 	home := s.Home()
 	painted := filepath.Join(string(home.Run(r.ID())), "nodes", "n2", "published", "work.md")
 	require.FileExists(t, painted)
@@ -138,16 +146,8 @@ func TestForkWithAnotherAnswer(t *testing.T) {
 // Fork refuses what it cannot do, naming it: a tick the run does not have, an answer where no
 // question was pending, a node or worker the tick did not have.
 func TestForkRefuses(t *testing.T) {
-	s := scSquad(t, colourCoordinator(), []providers.Model{taskWorker()})
-	events, stop := s.Subscribe(0)
-	defer stop()
-	r := start(t, s, "paint a sketch")
-	waitFor(t, events, "human.question", func(e eventlog.Event) bool { return e.Type == eventlog.HumanQuestion })
-	require.NoError(t, r.Answer(bus.Coordinator, "blue"))
-	_, err := r.Wait()
-	require.NoError(t, err)
-
-	_, err = s.Fork(scContext(t), r.ID(), 999)
+	s, r, _ := paintedBlue(t)
+	_, err := s.Fork(scContext(t), r.ID(), 999)
 	require.ErrorContains(t, err, "no tick 999")
 	_, err = s.Fork(scContext(t), r.ID(), 1, nodes.ForkWithAnswer("green"))
 	require.ErrorContains(t, err, "asked the human nothing")
