@@ -70,7 +70,9 @@ func ForkWithNodeTask(id, task string) ForkOption {
 // of its folder that nodes done by then published — and goes on from there, live, with what opts
 // change. Nothing the run did after the tick is in the fork, and the run itself is not changed.
 // The attempts in progress at the tick start again, as their nodes' next attempts. Fork returns
-// the new run's handle, as Resume does (ctx bounds it; ErrRunning while a run is in progress).
+// the new run's handle, as Resume does (ctx bounds it; ErrRunning while a run is in progress);
+// should the answer of ForkWithAnswer not be taken, the fork runs on, waiting for one, and Fork
+// returns its handle with the error.
 func (s *Squad) Fork(ctx context.Context, id string, n int, opts ...ForkOption) (*Run, error) {
 	var c forkConfig
 	for _, o := range opts {
@@ -168,6 +170,21 @@ func (s *Squad) fork(ctx context.Context, id string, n int, c forkConfig) error 
 	for i, d := range recs[:min(at.Values.Bus, len(recs))] {
 		ch.Docs = append(ch.Docs, store.Doc{Key: busKey(c.id, i+1), Value: d.Value})
 	}
+	// The checkpoints first, then the folder (beside the run's place), the store, and the folder
+	// in its place: a fork cut short leaves no run that would resume without its checkpoints.
+	if err := copyThread(ctx, s.saver, id+".coordinator", c.id+".coordinator", at.Config.CheckpointID); err != nil {
+		return fmt.Errorf("the coordinator's conversation: %w", err)
+	}
+	g, err := s.tickThread(c.id)
+	if err != nil {
+		return err
+	}
+	st := at.Values
+	st.Full, st.Launch, st.Launches, st.Done, st.Nudged = true, nil, nil, nil, false
+	// Saved as intake's update: its edge leads where decide_next's does, to route_frontier.
+	if _, err := g.UpdateState(ctx, st, intakeNode); err != nil {
+		return err
+	}
 	dir := s.home.Run(c.id)
 	tmp := filepath.Join(filepath.Dir(string(dir)), "."+c.id+".fork")
 	if err := os.RemoveAll(tmp); err != nil {
@@ -179,21 +196,7 @@ func (s *Squad) fork(ctx context.Context, id string, n int, c forkConfig) error 
 	if err := s.store.Apply(ctx, ch); err != nil {
 		return errors.Join(err, os.RemoveAll(tmp))
 	}
-	if err := os.Rename(tmp, string(dir)); err != nil {
-		return err
-	}
-	if err := copyThread(ctx, s.saver, id+".coordinator", c.id+".coordinator", at.Config.CheckpointID); err != nil {
-		return fmt.Errorf("the coordinator's conversation: %w", err)
-	}
-	g, err := s.tickThread(c.id)
-	if err != nil {
-		return err
-	}
-	st := at.Values
-	st.Full, st.Launch, st.Launches, st.Done, st.Nudged = true, nil, nil, nil, false
-	// Saved as intake's update: its edge leads where decide_next's does, to route_frontier.
-	_, err = g.UpdateState(ctx, st, intakeNode)
-	return err
+	return os.Rename(tmp, string(dir))
 }
 
 // forkBoard is a run's board as a tick left it: its state, nodes and workers, and the version
