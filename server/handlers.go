@@ -55,6 +55,9 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /agents/{id}/memory", s.forward(s.withAgent(s.handleMemoryList)))
 	m.HandleFunc("GET /agents/{id}/memory/{path...}", s.forward(s.withAgent(s.handleMemoryRead)))
 	m.HandleFunc("POST /agents/{id}/memory/search", s.forward(s.withAgent(s.handleMemorySearch)))
+	m.HandleFunc("GET /agents/{id}/runs/{run}/steps", s.forward(s.withAgent(s.handleSteps)))
+	m.HandleFunc("GET /agents/{id}/runs/{run}/steps/{n}", s.forward(s.withAgent(s.handleStep)))
+	m.HandleFunc("POST /agents/{id}/runs/{run}/fork", s.forward(s.withAgent(s.handleFork)))
 	m.HandleFunc("GET /agents/{id}/events", s.withAgent(s.handleEvents))
 	m.HandleFunc("GET /agents/{id}/events/stream", s.forward(s.withAgent(s.handleStream)))
 	m.HandleFunc("GET "+A2APath+"/{id}/.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
