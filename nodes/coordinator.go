@@ -34,7 +34,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 	}
 	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
 		harnessed.WithMaxIterations(1000), harnessed.WithConversationCache(r.coordConv)}
-	rt := harnessed.New(model, opts...)
+	rt := r.cfg.recorded(Harnessed, harnessed.New(model, opts...))
 	st := r.board.runState()
 	a := runtime.Assignment{
 		ID: r.id + ".coordinator", Run: r.id, Worker: bus.Coordinator,
