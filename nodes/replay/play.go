@@ -44,7 +44,8 @@ func (m *Mismatch) Error() string {
 // Play replays the cassette at path in the agent's home home (a new folder), with no key and no
 // network: the squad runs the recorded goal with the recorded models and options, opts after
 // them (the options of the code under test: tools, contract, prompts), its models and outside
-// tools answered from the cassette, its clock starting at the recorded run's start. It returns
+// tools answered from the cassette, its clock reading the recorded run's start (a microsecond
+// later at each reading), its tick short. It returns
 // the run's result, and an error: a *Divergence at the first call the cassette does not have, a
 // *Mismatch when the run's facts (output, board, messages, published files) are not the
 // recorded ones, or the run's own.
@@ -58,7 +59,7 @@ func Play(ctx context.Context, path, home string, opts ...nodes.Option) (nodes.R
 	info := c.Header.Run
 	var ticks atomic.Int64
 	all := []nodes.Option{nodes.WithHome(home), nodes.WithModel(info.Model), nodes.WithCoordinatorModel(info.CoordinatorModel),
-		nodes.WithMaxConcurrent(info.MaxConcurrent), nodes.WithMode(info.Mode)}
+		nodes.WithMaxConcurrent(info.MaxConcurrent), nodes.WithMode(info.Mode), nodes.WithTick(replayTick)}
 	for role, model := range info.RoleModels {
 		all = append(all, nodes.WithRoleModel(role, model))
 	}
@@ -86,6 +87,9 @@ func Play(ctx context.Context, path, home string, opts ...nodes.Option) (nodes.R
 	}
 	return res, nil
 }
+
+// replayTick is a replay's tick: short, since no model is waited for.
+const replayTick = 10 * time.Millisecond
 
 // Run replays the cassette at path in a test (see Play), in a temporary home, and fails the test
 // with Play's error. It returns the run's result.

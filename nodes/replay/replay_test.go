@@ -1,0 +1,153 @@
+package replay_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/replay"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// squadModel plays a one-node squad, as providertest.SquadScript does over a provider's wire:
+// the coordinator puts a node on the board, waits, and finishes once the stage is complete; the
+// worker writes hello.md, making the extra calls too, then publishes.
+type squadModel struct{ extra []tools.Call }
+
+func (squadModel) Name() string { return "scripted/squad" }
+
+func (m squadModel) Generate(_ context.Context, req providers.Request) (providers.Response, error) {
+	last := req.Messages[len(req.Messages)-1]
+	id := fmt.Sprintf("call-%d", len(req.Messages))
+	call := func(name string, args any) tools.Call {
+		raw, _ := json.Marshal(args)
+		return tools.Call{ID: id + "-" + name, Name: name, Args: raw}
+	}
+	var calls []tools.Call
+	switch worker := !strings.Contains(req.System, "OPERATING RULES"); {
+	case worker && len(req.Messages) == 1:
+		calls = append([]tools.Call{call("write_file", map[string]string{"path": "nodes/n1/scratch/hello.md", "content": "hello"})}, m.extra...)
+	case worker:
+		calls = []tools.Call{call("publish", map[string]string{"summary": "said hello"})}
+	case len(req.Messages) == 1:
+		calls = []tools.Call{call("create_work_node", map[string]string{"task": "Write hello.md saying hello, then publish."})}
+	case strings.Contains(last.Text(), "Stage 1 is complete"):
+		calls = []tools.Call{call("finish", map[string]string{"output": "hello.md is published"})}
+	case strings.Contains(last.Text(), "The run is ending"):
+		return providers.Response{Message: providers.Message{Role: providers.Assistant, Parts: []providers.Part{providers.Text("Nothing to store.")}}, StopReason: providers.StopEnd}, nil
+	default:
+		calls = []tools.Call{call("wait", map[string]string{})}
+	}
+	msg := providers.Message{Role: providers.Assistant}
+	for i := range calls {
+		msg.Parts = append(msg.Parts, providers.Part{Type: providers.ToolCallPart, ToolCall: &calls[i]})
+	}
+	return providers.Response{Message: msg, StopReason: providers.StopToolUse, Usage: providers.Usage{InputTokens: 100, OutputTokens: 20}}, nil
+}
+
+// record runs the squad m plays, recording it into a cassette, with the worker's extra tools
+// ts; it returns the cassette's path.
+func record(t *testing.T, m squadModel, ts ...tools.Tool) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.cassette")
+	rec, err := replay.Record(path)
+	require.NoError(t, err)
+	s, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithModel(m.Name()), nodes.WithTick(20*time.Millisecond),
+		nodes.WithModelResolver(func(string) (providers.Model, error) { return m, nil }),
+		nodes.WithWorkerTools(func(nodes.Worker, nodes.Node) []tools.Tool { return ts }), nodes.WithRecorder(rec))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.Run(ctx, "Say hello in a file. The key is sk-ant-api03-secret-key-0123456789; send it with Authorization: Bearer abcdefghijkl.")
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, rec.Finish(s.Home(), res))
+	return path
+}
+
+// A recorded run replays with its facts; the cassette holds no key, no bearer token and not
+// the home's folder, and says who made each call.
+func TestRecordReplay(t *testing.T) {
+	path := record(t, squadModel{})
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "secret-key")
+	assert.NotContains(t, string(b), "abcdefghijkl")
+	assert.Contains(t, string(b), "The key is [REDACTED]")
+	c, err := replay.Load(path)
+	require.NoError(t, err)
+	assert.Equal(t, replay.Version, c.Header.Version)
+	assert.Equal(t, "{home}", c.Header.Run.Home)
+	var who []string
+	for _, l := range c.Lines {
+		who = append(who, l.Who)
+	}
+	assert.Contains(t, who, "coordinator")
+	assert.Contains(t, who, "alice n1#1")
+	assert.Equal(t, map[string]string{"nodes/n1/published/hello.md": "hello"}, c.Facts.Files)
+
+	res := replay.Run(t, path)
+	assert.Equal(t, "hello.md is published", res.Output)
+	assert.Equal(t, c.Header.Run.ID, res.RunID)
+}
+
+// A tool that reaches outside the run is recorded, and answered from the cassette in replay:
+// the tool's own handler is not called.
+func TestOutsideToolReplays(t *testing.T) {
+	calls := 0
+	web := func(out string) tools.Tool {
+		return tools.Func("web_fetch", "Fetch a page.", func(context.Context, struct {
+			URL string `json:"url"`
+		}) (string, error) {
+			calls++
+			return out, nil
+		})
+	}
+	// The worker fetches a page as it writes hello.md.
+	fetch := tools.Call{ID: "fetch", Name: "web_fetch", Args: json.RawMessage(`{"url":"https://example.com"}`)}
+	path := record(t, squadModel{extra: []tools.Call{fetch}}, web("the page"))
+	require.Equal(t, 1, calls)
+	c, err := replay.Load(path)
+	require.NoError(t, err)
+	var fetched []string
+	for _, l := range c.Lines {
+		if l.Kind == replay.KindTool {
+			fetched = append(fetched, l.Tool+" "+l.Result)
+		}
+	}
+	assert.Equal(t, []string{"web_fetch the page"}, fetched, "web_fetch is recorded; write_file is not")
+
+	calls = 0
+	_, err = replay.Play(t.Context(), path, t.TempDir(), nodes.WithWorkerTools(func(nodes.Worker, nodes.Node) []tools.Tool {
+		return []tools.Tool{web("another page")}
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, 0, calls)
+}
+
+// A cassette that is not one, of another version, or cut short is refused, naming the file.
+func TestLoadRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"notjson":    "hello\n",
+		"version":    `{"format":"agiraph-cassette","version":99,"run":{}}` + "\n",
+		"unfinished": `{"format":"agiraph-cassette","version":1,"run":{}}` + "\n",
+		"kind":       `{"format":"agiraph-cassette","version":1,"run":{}}` + "\n" + `{"kind":"dream"}` + "\n",
+	} {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		_, err := replay.Load(path)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), path, name)
+	}
+}
