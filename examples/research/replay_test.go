@@ -6,7 +6,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +14,8 @@ import (
 
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/replay"
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/providers/providertest"
-	"github.com/agiraph/agiraph/tools"
 )
 
 var update = flag.Bool("update", false, "record testdata/hello.cassette again")
@@ -65,18 +64,18 @@ func TestRecordAndReplay(t *testing.T) {
 	}
 }
 
-// Code that changed what it asks a model — here a worker's extra tool, which changes the tools
-// its requests list — fails the replay at the first such call, named, with the difference.
+// A changed prompt — here the coordinator's, from the agent's SOUL.md — fails the replay at the
+// first call that asks otherwise than recorded, named, with the difference.
 func TestReplayDiverges(t *testing.T) {
-	extra := tools.Func("note", "Take a note.", func(context.Context, struct{}) (string, error) { return "", nil })
-	_, err := replay.Play(t.Context(), cassette, t.TempDir(), nodes.WithWorkerTools(func(nodes.Worker, nodes.Node) []tools.Tool {
-		return []tools.Tool{extra}
-	}))
+	home := t.TempDir()
+	require.NoError(t, os.WriteFile(workspace.Home(home).Soul(), []byte("You are a careful coordinator."), 0o644))
+	_, err := replay.Play(t.Context(), cassette, home)
 	var d *replay.Divergence
 	require.ErrorAs(t, err, &d)
 	assert.Equal(t, replay.KindModel, d.Kind)
-	assert.True(t, strings.HasSuffix(d.Who, " n1#1"), "a worker's call on n1's first attempt: %s", d.Who)
+	assert.Equal(t, "coordinator", d.Who)
 	assert.Equal(t, 1, d.Seq)
-	assert.Contains(t, d.Diff, `+       "name": "note"`)
-	assert.Contains(t, err.Error(), "model call 1 of "+d.Who)
+	assert.Contains(t, d.Diff, `-     "system": "You are the coordinator of a team`)
+	assert.Contains(t, d.Diff, `+     "system": "You are a careful coordinator.`)
+	assert.Contains(t, err.Error(), "diverged at model call 1 of coordinator")
 }
