@@ -197,7 +197,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	unsubscribe()
 	<-printed
 	if rec != nil && err == nil {
-		err = rec.Finish(squad.Home(), res)
+		err = rec.Finish(squad, res)
 		if err == nil {
 			fmt.Fprintf(stdout, "Recorded the run in %s\n", o.record)
 		}

@@ -3,14 +3,15 @@
 // key and no network.
 //
 // A Recorder, given to the squad with nodes.WithRecorder, writes every model request and answer,
-// the calls of the tools that reach outside the run (bash, the web tools, MCP servers) and the
-// clock's reading the run's id and prompts are made of; secrets are removed as lines are written.
-// Run (in a test) and Play replay a cassette: the squad runs again, its models and outside tools
-// answered from the cassette; the first call the cassette does not have ends the replay with a
-// *Divergence naming it, and a run that ends otherwise than recorded with a *Mismatch.
+// the calls of the tools that reach outside the run (bash, the web tools, MCP servers), the
+// human's answers and the clock's reading the run's id and prompts are made of; secrets are
+// removed as lines are written. Run (in a test) and Play replay a cassette: the squad runs
+// again, its models and outside tools answered from the cassette, the human's answers given
+// again; the first call the cassette does not have ends the replay with a *Divergence naming it,
+// and a run that ends otherwise than recorded with a *Mismatch.
 //
 // A cassette is JSON lines: a header (the format's version and the run: goal, models, options),
-// then one line per call, then the run's facts. docs/replay.md describes the format.
+// then one line per call or answer, then the run's facts. docs/replay.md describes the format.
 package replay
 
 import (
@@ -42,7 +43,10 @@ const format = "agiraph-cassette"
 const (
 	KindModel = "model" // a model request and its answer
 	KindTool  = "tool"  // a call of a tool that reaches outside the run, and its result
-	KindFacts = "facts" // how the run ended: the last line
+	// KindAnswer is the human's answer to a question (ask_human) of the participant: a worker, by
+	// its id, or the coordinator.
+	KindAnswer = "answer"
+	KindFacts  = "facts" // how the run ended: the last line
 )
 
 // Line is one line of a cassette after the header. Who names the participant that made the call
@@ -61,7 +65,9 @@ type Line struct {
 	Args   json.RawMessage `json:"args,omitempty"`
 	Result string          `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
-	Facts  *Facts          `json:"facts,omitempty"`
+	// An answer: the human's text.
+	Answer string `json:"answer,omitempty"`
+	Facts  *Facts `json:"facts,omitempty"`
 }
 
 // Request is a model request as a cassette keeps it: what a participant's request has in common
@@ -171,7 +177,7 @@ func Load(path string) (*Cassette, error) {
 				return nil, fmt.Errorf("replay: %s:%d: %s's request %d %w", path, n, l.Who, l.Seq, err)
 			}
 			prev[l.Who], l.Request = whole, &whole
-		case KindTool:
+		case KindTool, KindAnswer:
 		case KindFacts:
 			if l.Facts == nil {
 				return nil, fmt.Errorf("replay: %s:%d: a facts line without facts", path, n)

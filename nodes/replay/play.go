@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
@@ -70,7 +71,16 @@ func Play(ctx context.Context, path, home string, opts ...nodes.Option) (nodes.R
 	if err != nil {
 		return nodes.Result{}, err
 	}
-	res, err := s.Run(ctx, info.Goal, nodes.WithRunID(info.ID))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, unsubscribe := s.Subscribe(0)
+	h, err := s.Start(ctx, info.Goal, nodes.WithRunID(info.ID))
+	var res nodes.Result
+	if err == nil {
+		go p.answer(h, events, cancel)
+		res, err = h.Wait()
+	}
+	unsubscribe()
 	err = errors.Join(err, s.Close())
 	if d := p.divergence(); d != nil {
 		return res, d
@@ -108,25 +118,63 @@ type player struct {
 	count  counter
 	red    redactor
 
+	answers map[string][]Line // by participant, in order
+
 	mu      sync.Mutex
 	tools   map[string][]Line // by participant, those not yet played
 	diverge *Divergence       // the first
 }
 
 func newPlayer(c *Cassette) *player {
-	p := &player{models: map[string][]Line{}, tools: map[string][]Line{}}
+	p := &player{models: map[string][]Line{}, tools: map[string][]Line{}, answers: map[string][]Line{}}
 	for _, l := range c.Lines {
 		switch l.Kind {
 		case KindModel:
 			p.models[l.Who] = append(p.models[l.Who], l)
 		case KindTool:
 			p.tools[l.Who] = append(p.tools[l.Who], l)
+		case KindAnswer:
+			p.answers[l.Who] = append(p.answers[l.Who], l)
 		}
 	}
 	return p
 }
 
 func (p *player) Begin(nodes.RunInfo) {}
+
+// answer answers the questions run h asks, as its events tell them, with the recorded answers,
+// once the run is quiet (no event for quiet): a person answers after the squad has done what it
+// does while a question waits, so the run goes on as it did when it was recorded. A question the
+// cassette has no answer to is a divergence, and the run is cancelled (stop).
+func (p *player) answer(h *nodes.Run, events <-chan eventlog.Event, stop func()) {
+	const quiet = 5 * replayTick
+	var asked []eventlog.Event
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if e.Run == h.ID() && e.Type == eventlog.HumanQuestion {
+				asked = append(asked, e)
+			}
+			timer.Reset(quiet)
+		case <-timer.C:
+			for _, e := range asked {
+				seq := p.count.next(KindAnswer, e.Worker)
+				if recorded := p.answers[e.Worker]; seq <= len(recorded) && h.Answer(e.Worker, recorded[seq-1].Answer) == nil {
+					continue
+				}
+				_ = p.diverged(&Divergence{Kind: KindAnswer, Who: e.Worker, Seq: seq,
+					Diff: diff("", "the question, which the cassette has no answer to: "+e.Text)})
+				stop()
+			}
+			asked = nil
+		}
+	}
+}
 
 // Model leaves m, one of the player's own (see model), as it is.
 func (p *player) Model(m providers.Model) providers.Model { return m }

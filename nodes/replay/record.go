@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/agiraph/agiraph/nodes"
-	"github.com/agiraph/agiraph/nodes/workspace"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/tools"
@@ -69,10 +69,14 @@ func (r *Recorder) Runtime(_ string, rt runtime.Runtime) runtime.Runtime {
 	return participants{tool: r.tool}.wrap(rt)
 }
 
-// Finish writes the facts of the run res ended in the agent's home (a squad's Home) and closes
-// the cassette. It returns the first error recording met.
-func (r *Recorder) Finish(home workspace.Home, res nodes.Result) error {
-	facts, err := factsOf(home, res)
+// Finish writes the human's answers and the facts of the run res ended in squad s, and closes
+// the cassette; call it before s.Close. It returns the first error recording met.
+func (r *Recorder) Finish(s *nodes.Squad, res nodes.Result) error {
+	facts, err := factsOf(s.Home(), res)
+	var answers []Line
+	if err == nil {
+		answers, err = answersOf(s, res.RunID)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -81,9 +85,31 @@ func (r *Recorder) Finish(home workspace.Home, res nodes.Result) error {
 	case !r.begun:
 		r.fail(fmt.Errorf("replay: %s: no run started with the recorder (is nodes.WithRecorder set?)", r.path))
 	default:
+		for _, l := range answers {
+			r.write(l)
+		}
 		r.write(Line{Kind: KindFacts, Facts: &facts})
 	}
 	return r.close()
+}
+
+// answersOf returns the human's answers in run runID of squad s, in order, as lines.
+func answersOf(s *nodes.Squad, runID string) ([]Line, error) {
+	evs, err := s.Events(0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("replay: the run's answers: %w", err)
+	}
+	var count counter
+	var lines []Line
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if e.Run != runID || e.Type != eventlog.HumanResponse || e.Key != "" && seen[e.Key] {
+			continue
+		}
+		seen[e.Key] = true
+		lines = append(lines, Line{Kind: KindAnswer, Who: e.Worker, Seq: count.next(KindAnswer, e.Worker), Answer: e.Text})
+	}
+	return lines, nil
 }
 
 // Close closes the cassette without its facts, which Load then refuses: for a recording that

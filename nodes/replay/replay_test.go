@@ -14,17 +14,34 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/replay"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/tools"
 )
 
 // squadModel plays a one-node squad, as providertest.SquadScript does over a provider's wire:
-// the coordinator puts a node on the board, waits, and finishes once the stage is complete; the
-// worker writes hello.md, making the extra calls too, then publishes.
-type squadModel struct{ extra []tools.Call }
+// the coordinator asks the human its question first, if it has one, puts a node on the board,
+// waits, and finishes once the stage is complete; the worker writes hello.md, making the extra
+// calls too, then publishes.
+type squadModel struct {
+	ask   string
+	extra []tools.Call
+}
 
 func (squadModel) Name() string { return "scripted/squad" }
+
+// result returns the result of the first call of tool name in msgs, if there is one.
+func result(msgs []providers.Message, name string) (string, bool) {
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.ToolResult != nil && p.ToolResult.Name == name {
+				return p.ToolResult.Content, true
+			}
+		}
+	}
+	return "", false
+}
 
 func (m squadModel) Generate(_ context.Context, req providers.Request) (providers.Response, error) {
 	last := req.Messages[len(req.Messages)-1]
@@ -33,14 +50,18 @@ func (m squadModel) Generate(_ context.Context, req providers.Request) (provider
 		raw, _ := json.Marshal(args)
 		return tools.Call{ID: id + "-" + name, Name: name, Args: raw}
 	}
+	answer, answered := result(req.Messages, "ask_human")
+	_, created := result(req.Messages, "create_work_node")
 	var calls []tools.Call
 	switch worker := !strings.Contains(req.System, "OPERATING RULES"); {
 	case worker && len(req.Messages) == 1:
 		calls = append([]tools.Call{call("write_file", map[string]string{"path": "nodes/n1/scratch/hello.md", "content": "hello"})}, m.extra...)
 	case worker:
 		calls = []tools.Call{call("publish", map[string]string{"summary": "said hello"})}
-	case len(req.Messages) == 1:
-		calls = []tools.Call{call("create_work_node", map[string]string{"task": "Write hello.md saying hello, then publish."})}
+	case m.ask != "" && !answered:
+		calls = []tools.Call{call("ask_human", map[string]string{"question": m.ask})}
+	case !created:
+		calls = []tools.Call{call("create_work_node", map[string]string{"task": "Write hello.md saying hello, then publish." + answer})}
 	case strings.Contains(last.Text(), "Stage 1 is complete"):
 		calls = []tools.Call{call("finish", map[string]string{"output": "hello.md is published"})}
 	case strings.Contains(last.Text(), "The run is ending"):
@@ -68,10 +89,22 @@ func record(t *testing.T, m squadModel, ts ...tools.Tool) string {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := s.Run(ctx, "Say hello in a file. The key is sk-ant-api03-secret-key-0123456789; send it with Authorization: Bearer abcdefghijkl.")
+	h, err := s.Start(ctx, "Say hello in a file. The key is sk-ant-api03-secret-key-0123456789; send it with Authorization: Bearer abcdefghijkl.")
 	require.NoError(t, err)
+	if m.ask != "" {
+		events, stop := s.Subscribe(0)
+		for e := range events {
+			if e.Type == eventlog.HumanQuestion {
+				require.NoError(t, h.Answer(e.Worker, " In French."))
+				break
+			}
+		}
+		stop()
+	}
+	res, err := h.Wait()
+	require.NoError(t, err)
+	require.NoError(t, rec.Finish(s, res))
 	require.NoError(t, s.Close())
-	require.NoError(t, rec.Finish(s.Home(), res))
 	return path
 }
 
@@ -133,6 +166,24 @@ func TestOutsideToolReplays(t *testing.T) {
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, 0, calls)
+}
+
+// The human's answer is recorded, and given again in replay when the question comes.
+func TestAnswerReplays(t *testing.T) {
+	path := record(t, squadModel{ask: "In which language?"})
+	c, err := replay.Load(path)
+	require.NoError(t, err)
+	var answers []replay.Line
+	for _, l := range c.Lines {
+		if l.Kind == replay.KindAnswer {
+			answers = append(answers, l)
+		}
+	}
+	require.Len(t, answers, 1)
+	assert.Equal(t, replay.Line{Kind: replay.KindAnswer, Who: "coordinator", Seq: 1, Answer: " In French."}, answers[0])
+	n1, _ := replay.Run(t, path).Board.Node("n1")
+	assert.Contains(t, n1.Task, "In French.")
+
 }
 
 // A cassette that is not one, of another version, or cut short is refused, naming the file.
