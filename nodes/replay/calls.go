@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/tools"
 	"github.com/agiraph/agiraph/tools/mcp"
@@ -38,19 +39,20 @@ func outside(t tools.Tool) bool {
 	return t.Name == "bash" || strings.HasPrefix(t.Name, "web_") || strings.Contains(t.Name, mcp.Separator)
 }
 
-// participants wraps runtimes so that their calls know their participant, and their outside
-// tools go through tool.
+// participants wraps runtimes so that their calls know their participant, and their tools go
+// through tool: the outside ones of a model loop of the squad's (kind harnessed), every one of a
+// CLI agent's, whose calls a replay makes again (see player.stream).
 type participants struct {
 	tool func(who string, t tools.Tool) tools.Tool
 }
 
-func (p participants) wrap(rt runtime.Runtime) runtime.Runtime {
+func (p participants) wrap(kind string, rt runtime.Runtime) runtime.Runtime {
 	return runtimeFunc(func(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 		w := who(a)
 		ctx = context.WithValue(ctx, whoKey{}, w)
 		ts := make([]tools.Tool, len(a.Tools))
 		for i, t := range a.Tools {
-			if outside(t) {
+			if kind != nodes.Harnessed || outside(t) {
 				t = p.tool(w, t)
 			}
 			ts[i] = t
@@ -128,6 +130,14 @@ func (r redactor) clean(s string) string {
 		return s
 	}
 	return secrets.ReplaceAllString(s, redacted)
+}
+
+// restore writes {home} back as the home's folder: in what a replay does again.
+func (r redactor) restore(s string) string {
+	if len(r.home) == 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, homeMark, r.home[0])
 }
 
 // mayHoldSecret says whether s has what every match of secrets begins with: it spares the

@@ -25,6 +25,7 @@ import (
 
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime"
 )
 
 // Version is the cassette format's version, in its header.
@@ -43,6 +44,10 @@ const format = "agiraph-cassette"
 const (
 	KindModel = "model" // a model request and its answer
 	KindTool  = "tool"  // a call of a tool that reaches outside the run, and its result
+	// KindStream is an assignment of a worker that is not a model loop of the squad's (a CLI
+	// agent's: claude-code, autonomous): its task, the events it reported, its outcome and the
+	// files it published. Its tool calls, all of them, are KindTool lines.
+	KindStream = "stream"
 	// KindAnswer is the human's answer to a question (ask_human) of the participant: a worker, by
 	// its id, or the coordinator.
 	KindAnswer = "answer"
@@ -65,9 +70,24 @@ type Line struct {
 	Args   json.RawMessage `json:"args,omitempty"`
 	Result string          `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
+	// A stream: the task, the events, the outcome, the published files, by path in published/,
+	// and the messages sent.
+	Task    string            `json:"task,omitempty"`
+	Events  []runtime.Event   `json:"events,omitempty"`
+	Outcome *runtime.Outcome  `json:"outcome,omitempty"`
+	Files   map[string]string `json:"files,omitempty"`
+	Sent    []Sent            `json:"sent,omitempty"` // the messages it sent, in order
 	// An answer: the human's text.
 	Answer string `json:"answer,omitempty"`
 	Facts  *Facts `json:"facts,omitempty"`
+}
+
+// Sent is a message a CLI agent sent through its mailbox: the send's key, the recipient and the
+// text.
+type Sent struct {
+	Key  string `json:"key,omitempty"`
+	To   string `json:"to"`
+	Body string `json:"body"`
 }
 
 // Request is a model request as a cassette keeps it: what a participant's request has in common
@@ -177,7 +197,7 @@ func Load(path string) (*Cassette, error) {
 				return nil, fmt.Errorf("replay: %s:%d: %s's request %d %w", path, n, l.Who, l.Seq, err)
 			}
 			prev[l.Who], l.Request = whole, &whole
-		case KindTool, KindAnswer:
+		case KindTool, KindAnswer, KindStream:
 		case KindFacts:
 			if l.Facts == nil {
 				return nil, fmt.Errorf("replay: %s:%d: a facts line without facts", path, n)

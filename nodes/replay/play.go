@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,20 +122,34 @@ type player struct {
 	red    redactor
 
 	answers map[string][]Line // by participant, in order
+	streams map[string][]Line // by participant, in order
 
-	mu      sync.Mutex
-	tools   map[string][]Line // by participant, those not yet played
-	diverge *Divergence       // the first
+	mu    sync.Mutex
+	tools map[string][]Line // by participant, those not yet played
+	// agentCalls are the tool calls of CLI agents to make again, by participant and assignment
+	// (see stream).
+	agentCalls map[string][][]Line
+	diverge    *Divergence // the first
 }
 
 func newPlayer(c *Cassette) *player {
-	p := &player{models: map[string][]Line{}, tools: map[string][]Line{}, answers: map[string][]Line{}}
+	p := &player{models: map[string][]Line{}, tools: map[string][]Line{}, answers: map[string][]Line{},
+		streams: map[string][]Line{}, agentCalls: map[string][][]Line{}}
+	pending := map[string][]Line{} // a CLI agent's calls, before its assignment's line
 	for _, l := range c.Lines {
 		switch l.Kind {
 		case KindModel:
 			p.models[l.Who] = append(p.models[l.Who], l)
 		case KindTool:
+			if !outside(tools.Tool{Name: l.Tool}) { // only CLI agents' are recorded
+				pending[l.Who] = append(pending[l.Who], l)
+				continue
+			}
 			p.tools[l.Who] = append(p.tools[l.Who], l)
+		case KindStream:
+			p.streams[l.Who] = append(p.streams[l.Who], l)
+			p.agentCalls[l.Who] = append(p.agentCalls[l.Who], pending[l.Who])
+			pending[l.Who] = nil
 		case KindAnswer:
 			p.answers[l.Who] = append(p.answers[l.Who], l)
 		}
@@ -179,8 +196,68 @@ func (p *player) answer(h *nodes.Run, events <-chan eventlog.Event, stop func())
 // Model leaves m, one of the player's own (see model), as it is.
 func (p *player) Model(m providers.Model) providers.Model { return m }
 
-func (p *player) Runtime(_ string, rt runtime.Runtime) runtime.Runtime {
-	return participants{tool: p.tool}.wrap(rt)
+func (p *player) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
+	if kind != nodes.Harnessed {
+		rt = runtimeFunc(p.stream)
+	}
+	// Only the outside tools are answered from the cassette: a CLI agent's other calls are made
+	// again, with the squad's own tools.
+	return participants{tool: p.tool}.wrap(nodes.Harnessed, rt)
+}
+
+// stream plays a CLI agent's recorded assignment, without the agent: its tool calls made again
+// (with the squad's tools; the outside ones answered from the cassette), its messages sent
+// again, its events reported,
+// its published files written, its outcome returned. An assignment whose task is not the
+// recorded one is a divergence.
+func (p *player) stream(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+	w := whoOf(ctx)
+	seq := p.count.next(KindStream, w)
+	recorded := p.streams[w]
+	got := p.red.clean(a.Task)
+	if seq > len(recorded) || recorded[seq-1].Task != got {
+		want := ""
+		if seq <= len(recorded) {
+			want = recorded[seq-1].Task
+		}
+		return runtime.Outcome{Status: runtime.Failed}, p.diverged(&Divergence{Kind: KindStream, Who: w, Seq: seq, Diff: diff(want, got)})
+	}
+	l := recorded[seq-1]
+	for _, c := range p.agentCalls[w][seq-1] {
+		i := slices.IndexFunc(a.Tools, func(t tools.Tool) bool { return t.Name == c.Tool })
+		if i < 0 {
+			return runtime.Outcome{Status: runtime.Failed}, p.diverged(&Divergence{Kind: KindTool, Who: w, Seq: c.Seq,
+				Diff: diff(c.Tool, "(no such tool now)")})
+		}
+		_, _ = a.Tools[i].Handler(ctx, json.RawMessage(p.red.restore(string(c.Args))))
+	}
+	for _, m := range l.Sent {
+		if a.Mailbox == nil {
+			break
+		}
+		if err := a.Mailbox.Send(ctx, m.Key, m.To, p.red.restore(m.Body)); err != nil {
+			return runtime.Outcome{Status: runtime.Failed}, err
+		}
+	}
+	for _, e := range l.Events {
+		if sink != nil {
+			sink(e)
+		}
+	}
+	for path, content := range l.Files {
+		full := filepath.Join(a.Dir.Published(), filepath.FromSlash(path))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return runtime.Outcome{Status: runtime.Failed}, err
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			return runtime.Outcome{Status: runtime.Failed}, err
+		}
+	}
+	o := *l.Outcome
+	if string(o.Result) == "null" { // none, which JSON wrote as null
+		o.Result = nil
+	}
+	return o, errFromLine(l)
 }
 
 // model is the squad's resolver: a model of that name answered from the cassette.

@@ -63,10 +63,47 @@ func (r *Recorder) Begin(info nodes.RunInfo) {
 // Model wraps m so that its calls are recorded (nodes.Recorder).
 func (r *Recorder) Model(m providers.Model) providers.Model { return recordedModel{m, r} }
 
-// Runtime wraps rt so that its calls know their participant and its outside tools are recorded
-// (nodes.Recorder).
-func (r *Recorder) Runtime(_ string, rt runtime.Runtime) runtime.Runtime {
-	return participants{tool: r.tool}.wrap(rt)
+// Runtime wraps rt so that its calls know their participant and its outside tools are recorded;
+// a CLI agent's (a kind but harnessed) has its tool calls, events, outcome and published files
+// recorded (nodes.Recorder).
+func (r *Recorder) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
+	rt = participants{tool: r.tool}.wrap(kind, rt)
+	if kind == nodes.Harnessed {
+		return rt
+	}
+	return runtimeFunc(func(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+		w := who(a)
+		seq := r.count.next(KindStream, w)
+		var events []runtime.Event
+		mb := &sendsOf{Mailbox: a.Mailbox}
+		if a.Mailbox != nil {
+			a.Mailbox = mb
+		}
+		o, err := rt.Run(ctx, a, func(e runtime.Event) {
+			events = append(events, e)
+			if sink != nil {
+				sink(e)
+			}
+		})
+		l := Line{Kind: KindStream, Who: w, Seq: seq, Task: a.Task, Events: events, Outcome: &o, Files: map[string]string{}, Sent: mb.sent()}
+		if err != nil {
+			l.Error = err.Error()
+		}
+		for _, p := range o.Published {
+			b, rerr := os.ReadFile(filepath.Join(a.Dir.Published(), p))
+			if rerr != nil {
+				r.mu.Lock()
+				r.fail(fmt.Errorf("replay: %s's published file: %w", w, rerr))
+				r.mu.Unlock()
+				continue
+			}
+			l.Files[p] = string(b)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.write(l)
+		return o, err
+	})
 }
 
 // Finish writes the human's answers and the facts of the run res ended in squad s, and closes
@@ -193,6 +230,29 @@ func (r *Recorder) tool(who string, t tools.Tool) tools.Tool {
 }
 
 var _ nodes.Recorder = (*Recorder)(nil)
+
+// sendsOf is a mailbox that keeps what is sent through it.
+type sendsOf struct {
+	runtime.Mailbox
+	mu   sync.Mutex
+	list []Sent
+}
+
+func (m *sendsOf) Send(ctx context.Context, key, to, body string) error {
+	err := m.Mailbox.Send(ctx, key, to, body)
+	if err == nil {
+		m.mu.Lock()
+		m.list = append(m.list, Sent{Key: key, To: to, Body: body})
+		m.mu.Unlock()
+	}
+	return err
+}
+
+func (m *sendsOf) sent() []Sent {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.list
+}
 
 // errFromLine is the error a recorded call returned.
 func errFromLine(l Line) error {

@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/replay"
 	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/tools"
 )
 
@@ -27,6 +29,7 @@ import (
 type squadModel struct {
 	ask   string
 	extra []tools.Call
+	cli   bool // n1 goes to Sam, an autonomous worker
 }
 
 func (squadModel) Name() string { return "scripted/squad" }
@@ -52,6 +55,7 @@ func (m squadModel) Generate(_ context.Context, req providers.Request) (provider
 	}
 	answer, answered := result(req.Messages, "ask_human")
 	_, created := result(req.Messages, "create_work_node")
+	_, spawned := result(req.Messages, "spawn_worker")
 	var calls []tools.Call
 	switch worker := !strings.Contains(req.System, "OPERATING RULES"); {
 	case worker && len(req.Messages) == 1:
@@ -60,8 +64,14 @@ func (m squadModel) Generate(_ context.Context, req providers.Request) (provider
 		calls = []tools.Call{call("publish", map[string]string{"summary": "said hello"})}
 	case m.ask != "" && !answered:
 		calls = []tools.Call{call("ask_human", map[string]string{"question": m.ask})}
+	case m.cli && !spawned:
+		calls = []tools.Call{call("spawn_worker", map[string]any{"name": "Sam", "kind": "autonomous", "command": []string{"agent", "{{.TaskFile}}"}})}
 	case !created:
-		calls = []tools.Call{call("create_work_node", map[string]string{"task": "Write hello.md saying hello, then publish." + answer})}
+		node := map[string]string{"task": "Write hello.md saying hello, then publish." + answer}
+		if m.cli {
+			node["worker"] = "Sam"
+		}
+		calls = []tools.Call{call("create_work_node", node)}
 	case strings.Contains(last.Text(), "Stage 1 is complete"):
 		calls = []tools.Call{call("finish", map[string]string{"output": "hello.md is published"})}
 	case strings.Contains(last.Text(), "The run is ending"):
@@ -85,7 +95,8 @@ func record(t *testing.T, m squadModel, ts ...tools.Tool) string {
 	require.NoError(t, err)
 	s, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithModel(m.Name()), nodes.WithTick(20*time.Millisecond),
 		nodes.WithModelResolver(func(string) (providers.Model, error) { return m, nil }),
-		nodes.WithWorkerTools(func(nodes.Worker, nodes.Node) []tools.Tool { return ts }), nodes.WithRecorder(rec))
+		nodes.WithWorkerTools(func(nodes.Worker, nodes.Node) []tools.Tool { return ts }), nodes.WithRecorder(rec),
+		nodes.WithRuntime(nodes.Autonomous, func(nodes.Worker) (runtime.Runtime, error) { return agent{}, nil }))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -184,6 +195,59 @@ func TestAnswerReplays(t *testing.T) {
 	n1, _ := replay.Run(t, path).Board.Node("n1")
 	assert.Contains(t, n1.Task, "In French.")
 
+}
+
+// agent stands for a CLI agent: it tells the coordinator it starts, notes it in its notebook
+// with the squad's write_file tool, reports an event, and publishes hello.md.
+type agent struct{}
+
+func (agent) Run(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+	if err := a.Mailbox.Send(ctx, a.ID+"/start", "coordinator", "Sam starts."); err != nil {
+		return runtime.Outcome{Status: runtime.Failed}, err
+	}
+	for _, t := range a.Tools {
+		if t.Name == "write_file" {
+			if _, err := t.Handler(ctx, json.RawMessage(`{"path":"nodes/n1/scratch/notes.md","content":"started"}`)); err != nil {
+				return runtime.Outcome{Status: runtime.Failed}, err
+			}
+		}
+	}
+	sink(runtime.Event{Kind: runtime.ModelTurn, Assignment: a.ID, Node: a.Node, Worker: a.Worker, Text: "writing hello.md"})
+	if err := os.WriteFile(filepath.Join(a.Dir.Scratch(), "hello.md"), []byte("hello from Sam"), 0o644); err != nil {
+		return runtime.Outcome{Status: runtime.Failed}, err
+	}
+	published, err := a.Dir.Publish()
+	return runtime.Outcome{Status: runtime.Published, Summary: "said hello", Published: published}, err
+}
+
+// A CLI agent's assignment is recorded — its tool calls, events, outcome and published files —
+// and replayed without the agent: its calls made again, its files published.
+func TestCLIStreamReplays(t *testing.T) {
+	path := record(t, squadModel{cli: true})
+	c, err := replay.Load(path)
+	require.NoError(t, err)
+	var stream replay.Line
+	for _, l := range c.Lines {
+		if l.Kind == replay.KindStream {
+			stream = l
+		}
+	}
+	require.Equal(t, "sam n1#1", stream.Who)
+	assert.Equal(t, map[string]string{"hello.md": "hello from Sam", "notes.md": "started"}, stream.Files)
+	assert.Contains(t, c.Facts.Messages, "Sam → coordinator: Sam starts.", "%q", c.Facts.Messages)
+
+	res, err := replay.Play(t.Context(), path, t.TempDir(), nodes.WithRuntime(nodes.Autonomous, func(nodes.Worker) (runtime.Runtime, error) {
+		return failing{}, nil
+	}))
+	require.NoError(t, err, "the recorded stream plays in the agent's place")
+	assert.Equal(t, "hello.md is published", res.Output)
+}
+
+// failing is a CLI agent that fails whenever it is run.
+type failing struct{}
+
+func (failing) Run(context.Context, runtime.Assignment, runtime.Sink) (runtime.Outcome, error) {
+	return runtime.Outcome{Status: runtime.Failed}, errors.New("the agent ran")
 }
 
 // A cassette that is not one, of another version, or cut short is refused, naming the file.
