@@ -34,7 +34,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 	}
 	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
 		harnessed.WithMaxIterations(1000), harnessed.WithConversationCache(r.coordConv)}
-	rt := r.cfg.recorded(Harnessed, harnessed.New(model, opts...))
+	rt := harnessed.New(model, opts...)
 	st := r.board.runState()
 	a := runtime.Assignment{
 		ID: r.id + ".coordinator", Run: r.id, Worker: bus.Coordinator,
@@ -59,7 +59,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 	}
 	sink, done := r.sink(filepath.Join(r.dir.Coordinator(), "log.jsonl"), filepath.Join(r.dir.Coordinator(), "conversation.jsonl"), "", bus.Coordinator)
 	defer done()
-	o, err := rt.Run(ctx, a, sink)
+	o, err := r.cfg.recorded(Harnessed, rt).Run(ctx, a, sink)
 	if err != nil {
 		return o, fmt.Errorf("nodes: coordinator: %w", err)
 	}
