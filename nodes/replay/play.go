@@ -62,13 +62,13 @@ func Play(ctx context.Context, path, home string, opts ...nodes.Option) (nodes.R
 	p.red = p.red.at(home)
 	info := c.Header.Run
 	var ticks atomic.Int64
-	all := []nodes.Option{nodes.WithHome(home), nodes.WithModel(info.Model), nodes.WithCoordinatorModel(info.CoordinatorModel),
+	all := []nodes.Option{nodes.WithModel(info.Model), nodes.WithCoordinatorModel(info.CoordinatorModel),
 		nodes.WithMaxConcurrent(info.MaxConcurrent), nodes.WithMode(info.Mode), nodes.WithTick(replayTick)}
 	for role, model := range info.RoleModels {
 		all = append(all, nodes.WithRoleModel(role, model))
 	}
 	all = append(all, opts...)
-	all = append(all, nodes.WithRecorder(p), nodes.WithModelResolver(p.model),
+	all = append(all, nodes.WithHome(home), nodes.WithRecorder(p), nodes.WithModelResolver(p.model),
 		nodes.WithClock(func() time.Time { return info.Started.Add(time.Duration(ticks.Add(1)) * time.Microsecond) }))
 	s, err := nodes.New(all...)
 	if err != nil {
