@@ -250,6 +250,22 @@ func (failing) Run(context.Context, runtime.Assignment, runtime.Sink) (runtime.O
 	return runtime.Outcome{Status: runtime.Failed}, errors.New("the agent ran")
 }
 
+// A replay that makes the recorded calls but ends otherwise than recorded fails with the
+// difference: here the recorded facts say another file was published.
+func TestMismatch(t *testing.T) {
+	path := record(t, squadModel{})
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	edited := strings.Replace(string(b), `"nodes/n1/published/hello.md":"hello"`, `"nodes/n1/published/hello.md":"bonjour"`, 1)
+	require.NotEqual(t, string(b), edited)
+	require.NoError(t, os.WriteFile(path, []byte(edited), 0o644))
+	_, err = replay.Play(t.Context(), path, t.TempDir())
+	var m *replay.Mismatch
+	require.ErrorAs(t, err, &m)
+	assert.Contains(t, m.Diff, `-     "nodes/n1/published/hello.md": "bonjour"`)
+	assert.Contains(t, m.Diff, `+     "nodes/n1/published/hello.md": "hello"`)
+}
+
 // A cassette that is not one, of another version, or cut short is refused, naming the file.
 func TestLoadRefuses(t *testing.T) {
 	dir := t.TempDir()
