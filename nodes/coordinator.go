@@ -63,7 +63,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 	}
 	sink, done := r.sink(filepath.Join(r.dir.Coordinator(), "log.jsonl"), filepath.Join(r.dir.Coordinator(), "conversation.jsonl"), "", bus.Coordinator)
 	defer done()
-	o, err := rt.Run(ctx, a, sink)
+	o, err := r.cfg.recorded(Harnessed, rt).Run(ctx, a, sink)
 	if err != nil {
 		return o, fmt.Errorf("nodes: coordinator: %w", err)
 	}

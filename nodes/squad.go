@@ -102,6 +102,7 @@ type config struct {
 	outputSchema  json.RawMessage
 	logger        *slog.Logger
 	wake          func(runID string)
+	recorder      Recorder // WithRecorder
 }
 
 // WithHome sets the agent's home folder (default ".agiraph/agent").
@@ -338,6 +339,15 @@ func New(opts ...Option) (*Squad, error) {
 	if c.resolve == nil {
 		modelOpts := c.modelOpts
 		c.resolve = func(name string) (providers.Model, error) { return models.New(name, modelOpts...) }
+	}
+	if rec, resolve := c.recorder, c.resolve; rec != nil {
+		c.resolve = func(name string) (providers.Model, error) {
+			m, err := resolve(name)
+			if err != nil {
+				return nil, err
+			}
+			return rec.Model(m), nil
+		}
 	}
 	if c.contract.MaxIterations <= 0 {
 		c.contract.MaxIterations = 30
