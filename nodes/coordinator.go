@@ -33,7 +33,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
 	}
 	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
-		harnessed.WithMaxIterations(1000), harnessed.WithConversationCache(r.coordConv)}
+		harnessed.WithMaxIterations(1000), harnessed.WithConversationCache(r.coordConv), harnessed.WithHooks(r.cfg.hooks...)}
 	rt := harnessed.New(model, opts...)
 	st := r.board.runState()
 	a := runtime.Assignment{
