@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,8 +65,12 @@ type Approval struct {
 
 // Question is the approval as a question to the human, for those who read text.
 func (a Approval) Question() string {
+	var args bytes.Buffer
+	if json.Compact(&args, a.Args) != nil {
+		args.Write(a.Args)
+	}
 	return fmt.Sprintf("Approve the call of %s with arguments %s? Answer %q, %q or %q.",
-		a.Tool, a.Args, "approve", "edit <arguments as JSON>", "reject <reason>")
+		a.Tool, args.Bytes(), "approve", "edit <arguments as JSON>", "reject <reason>")
 }
 
 // Verdict is the human's answer to an approval.
@@ -75,6 +80,17 @@ type Verdict struct {
 	Args    json.RawMessage `json:"args,omitempty"`
 	// Reason is why the call is rejected, which the model reads.
 	Reason string `json:"reason,omitempty"`
+}
+
+// Answer is the verdict as the answer's text, which ParseVerdict reads back.
+func (v Verdict) Answer() string {
+	switch {
+	case v.Approve && v.Args != nil:
+		return Edit(v.Args)
+	case v.Approve:
+		return Approve()
+	}
+	return Reject(v.Reason)
 }
 
 // Approve is the answer that runs the call as it is.

@@ -207,7 +207,7 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 			return err
 		}
 	case runtime.Waiting:
-		r.emitAt(ctx, eventlog.HumanQuestion, node.ID, worker.ID, o.Question, nil, key+"/question")
+		r.emitAt(ctx, eventlog.HumanQuestion, node.ID, worker.ID, o.Question, o.Approval, key+"/question")
 		if err := r.toHuman(ctx, key+"/question", worker.Name, o.Question); err != nil {
 			return err
 		}

@@ -516,7 +516,7 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 		if err := r.toHuman(ctx, key, bus.Coordinator, o.Question); err != nil {
 			return err
 		}
-		r.emit(ctx, eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question, Key: key})
+		r.emitAt(ctx, eventlog.HumanQuestion, "", bus.Coordinator, o.Question, o.Approval, key)
 	case strings.TrimSpace(o.Summary) != "":
 		if err := r.toHuman(ctx, fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {
 			return err

@@ -70,7 +70,7 @@ const (
 	ToolCalled Type = "tool.called" // a tool was called
 	ToolResult Type = "tool.result" // a tool answered
 
-	HumanQuestion Type = "human.question" // a question was put to the human
+	HumanQuestion Type = "human.question" // a question was put to the human; Data: the tool call to approve (hooks.Approval), when it asks for an approval
 	HumanResponse Type = "human.response" // the human answered
 	HumanNudge    Type = "human.nudge"    // the human intervened unasked
 
