@@ -19,7 +19,8 @@ import (
 // or its result, refuse them, or hold a tool call for the human's approval — the assignment
 // then stops Waiting, its Outcome.Approval the pending call, until it is run again with the
 // human's answer (hooks.ParseVerdict) as Assignment.Answer. What the hooks refuse or change is
-// reported as Hooked events.
+// reported as Hooked events. ask_human, which the runtime answers itself, does not go through
+// them.
 func WithHooks(hs ...hooks.Hook) Option {
 	return func(c *config) { c.hooks = append(c.hooks, hs...) }
 }
