@@ -38,7 +38,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
 	}
 	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
-		harnessed.WithMaxIterations(1000), harnessed.WithConversationCache(r.coordConv)}
+		harnessed.WithMaxIterations(1000), harnessed.WithConversationCache(r.coordConv), harnessed.WithHooks(r.cfg.hooks...)}
 	rt := harnessed.New(model, opts...)
 	a := runtime.Assignment{
 		ID: r.id + ".coordinator", Run: r.id, Worker: bus.Coordinator,

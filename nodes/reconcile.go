@@ -143,7 +143,7 @@ func (r *run) record(t *tx, a *applied) error {
 	}
 	retry := a.node.Attempts < r.cfg.maxAttempts
 	n, err := t.node(a.node.ID, func(n *Node) error {
-		n.Applied, n.Question, n.Answer, n.Woken = a.id, "", "", false
+		n.Applied, n.Question, n.Answer, n.Approval, n.Woken = a.id, "", "", nil, false
 		switch o.Status {
 		case runtime.Published:
 			n.Status, n.Summary, n.Published, n.Result = NodeCompleted, o.Summary, o.Published, o.Result
@@ -153,7 +153,7 @@ func (r *run) record(t *tx, a *applied) error {
 				n.Status = NodeWaiting
 			}
 		case runtime.Waiting:
-			n.Status, n.Question, n.Asked = NodeWaiting, o.Question, a.rec.key()+"/question"
+			n.Status, n.Question, n.Approval, n.Asked = NodeWaiting, o.Question, o.Approval, a.rec.key()+"/question"
 		case runtime.Cancelled:
 			n.Status = NodePending // its assignment is kept, to be resumed
 		default:
@@ -207,7 +207,7 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 			return err
 		}
 	case runtime.Waiting:
-		r.emitAt(ctx, eventlog.HumanQuestion, node.ID, worker.ID, o.Question, nil, key+"/question")
+		r.emitAt(ctx, eventlog.HumanQuestion, node.ID, worker.ID, o.Question, o.Approval, key+"/question")
 		if err := r.toHuman(ctx, key+"/question", worker.Name, o.Question); err != nil {
 			return err
 		}

@@ -518,13 +518,13 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 	case r.board.runState().Finished:
 	case o.Status == runtime.Waiting:
 		key := fmt.Sprintf("coordinator%d/question", o.Turns)
-		if _, err := r.updateRun(ctx, func(s *runState) { s.Question, s.Answer, s.Asked = o.Question, "", key }); err != nil {
+		if _, err := r.updateRun(ctx, func(s *runState) { s.Question, s.Approval, s.Answer, s.Asked = o.Question, o.Approval, "", key }); err != nil {
 			return err
 		}
 		if err := r.toHuman(ctx, key, bus.Coordinator, o.Question); err != nil {
 			return err
 		}
-		r.emit(ctx, eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question, Key: key})
+		r.emitAt(ctx, eventlog.HumanQuestion, "", bus.Coordinator, o.Question, o.Approval, key)
 	case strings.TrimSpace(o.Summary) != "":
 		if err := r.toHuman(ctx, fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
@@ -34,6 +35,8 @@ type runState struct {
 	// until the coordinator has it.
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
+	// Approval is the tool call the question asks the human to approve, when it is one.
+	Approval *hooks.Approval `json:"approval,omitempty"`
 	// Asked is the key of the coordinator's last question, which keys the answer's record.
 	Asked string `json:"asked,omitempty"`
 	// CoordModel is the coordinator's model in this run, when it is not the squad's (a fork

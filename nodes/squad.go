@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -102,7 +103,8 @@ type config struct {
 	outputSchema  json.RawMessage
 	logger        *slog.Logger
 	wake          func(runID string)
-	recorder      Recorder // WithRecorder
+	recorder      Recorder     // WithRecorder
+	hooks         []hooks.Hook // WithHooks
 }
 
 // WithHome sets the agent's home folder (default ".agiraph/agent").
@@ -233,6 +235,17 @@ func WithCoordinatorMCP(servers ...mcp.Server) Option {
 // WithCoordinatorTools gives the coordinator tools beyond its own.
 func WithCoordinatorTools(ts ...tools.Tool) Option {
 	return func(c *config) { c.coordTools = append(c.coordTools, ts...) }
+}
+
+// WithHooks runs these hooks around every model call and tool call of the coordinator and the
+// harnessed workers (see package hooks and harnessed.WithHooks): guardrails that rewrite or
+// refuse, and approvals. A tool call held for approval ([hooks.Approvals]) is a question to the
+// human like ask_human's, kept across restarts: its node waits (the coordinator's run, for the
+// coordinator's calls) with Node.Approval the call, and Run.Answer (or Send) takes the human's
+// verdict — hooks.Approve(), hooks.Edit(arguments), hooks.Reject(reason) — refusing, naming the
+// tool, edited arguments its schema does not accept.
+func WithHooks(hs ...hooks.Hook) Option {
+	return func(c *config) { c.hooks = append(c.hooks, hs...) }
 }
 
 // WithOutputSchema gives a run's final output a JSON Schema (its root an object; see

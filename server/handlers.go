@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/bus"
@@ -363,6 +364,8 @@ func runError(w http.ResponseWriter, a *host.Agent, err error) {
 	case errors.Is(err, nodes.ErrNoRun):
 		status, _ := a.State()
 		writeError(w, http.StatusConflict, "agent %q has no run in progress: %s", a.ID(), nextStep(a.ID(), status))
+	case errors.Is(err, hooks.ErrBadVerdict):
+		writeError(w, http.StatusBadRequest, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "hooks: "))
 	case errors.Is(err, nodes.ErrNoQuestion):
 		writeError(w, http.StatusConflict, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
 	case errors.Is(err, host.ErrUnavailable):
@@ -434,11 +437,19 @@ func (s *Server) followUp(w http.ResponseWriter, a *host.Agent, message string) 
 
 func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var req struct {
-		Worker   string `json:"worker"`
-		Response string `json:"response"`
+		Worker   string         `json:"worker"`
+		Response string         `json:"response"`
+		Verdict  *hooks.Verdict `json:"verdict"`
 	}
 	if !s.decode(w, r, &req, false) {
 		return
+	}
+	if req.Verdict != nil {
+		if req.Response != "" {
+			writeError(w, http.StatusBadRequest, "give either a response or a verdict, not both")
+			return
+		}
+		req.Response = req.Verdict.Answer()
 	}
 	if !s.text(w, "response", req.Response) {
 		return
