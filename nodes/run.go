@@ -480,6 +480,11 @@ func (r *run) decideNext(ctx context.Context, st tick) (n tick, err error) {
 	}
 	if news {
 		n.Sleeping = false
+		if r.board.runState().Until != "" { // the coordinator hears of every node again, until it waits
+			if _, err := r.updateRun(ctx, func(s *runState) { s.Until = "" }); err != nil {
+				return n, err
+			}
+		}
 	}
 	if takeUp && !r.board.runState().Finished {
 		if err := r.turn(ctx, &n, false); err != nil {

@@ -34,6 +34,9 @@ type runState struct {
 	Answer   string `json:"answer,omitempty"`
 	// Asked is the key of the coordinator's last question, which keys the answer's record.
 	Asked string `json:"asked,omitempty"`
+	// Until is what the coordinator's wait asked to be woken by ("" any news; untilStage not
+	// the nodes that complete), until its next turn.
+	Until string `json:"until,omitempty"`
 	// Home is the id of the home the run last opened in (see homeID): the folder of the run
 	// another home kept is behind the store.
 	Home string `json:"home,omitempty"`
