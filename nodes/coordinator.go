@@ -56,7 +56,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 			return runtime.Outcome{}, err
 		}
 	}
-	sink, done := r.sink(filepath.Join(r.dir.Coordinator(), "log.jsonl"), filepath.Join(r.dir.Coordinator(), "conversation.jsonl"), "", bus.Coordinator)
+	sink, done := r.sink(filepath.Join(r.dir.Coordinator(), "conversation.jsonl"), "", bus.Coordinator)
 	defer done()
 	o, err := rt.Run(ctx, a, sink)
 	if err != nil {

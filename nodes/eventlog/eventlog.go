@@ -85,6 +85,7 @@ const (
 // The squad's own event types, custom by their "x." prefix (so not among Types): what a
 // worker's model and process did, and what the run did besides its nodes.
 const (
+	RuntimeStarted Type = "x.runtime_started" // a worker's runtime took up its assignment; Text: how (its model, or its process with its pid and sandbox)
 	ModelTurn      Type = "x.model_turn"      // a model answered; Text: the answer (clipped to 500 bytes); Data: the turn's usage
 	Retrying       Type = "x.retrying"        // a failed model call is tried again; Text: why, and when
 	Output         Type = "x.output"          // a CLI agent wrote output; Text: it (clipped to 500 bytes)
