@@ -9,9 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 )
@@ -160,4 +162,22 @@ func TestWaitRefusesUnknownUntil(t *testing.T) {
 	_, err = s.Run(ctx, "Nothing.")
 	require.NoError(t, err)
 	assert.Contains(t, refusal, `args.until: "forever" is not one of "any", "stage"`)
+}
+
+// The tick's checkpoints store its state whole only now and then: each step's update holds the
+// whole state already.
+func TestTickSnapshotsAreFew(t *testing.T) {
+	st := store.NewMemory()
+	s := newSquad(t, nodes.WithStore(st))
+	res := run(t, s, "AI chips")
+	cps, err := st.Saver().List(context.Background(), checkpoint.Config{ThreadID: "squad/" + res.RunID}, checkpoint.ListOptions{})
+	require.NoError(t, err)
+	snapshots := 0
+	for _, cp := range cps {
+		if cp.Checkpoint.State != nil {
+			snapshots++
+		}
+	}
+	require.Greater(t, len(cps), 20)
+	assert.LessOrEqual(t, snapshots, 1+len(cps)/64, "snapshots among %d checkpoints", len(cps))
 }
