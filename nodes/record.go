@@ -167,6 +167,11 @@ func (s *Squad) publish(events, lines bool) {
 	s.pub.Lock()
 	defer s.pub.Unlock()
 	ctx := context.Background()
+	if events && (s.sched == nil || !s.sched.Observes()) {
+		// No trigger watches the events: unless someone subscribes, they need not be read back.
+		last, err := s.store.LastEvent(ctx)
+		events = err != nil || !s.log.Advance(last.Seq)
+	}
 	if events {
 		evs, err := s.store.Events(ctx, s.log.Last(), 0)
 		if err != nil {

@@ -496,6 +496,19 @@ func (l *Log) read(after, upto int64, limit int) ([]Event, error) {
 	return out, nil
 }
 
+// Advance moves a view's Last to last, unless it is not greater, without reading the events
+// up to it: when no one subscribes, there is no one to hand them to. It reports whether it did:
+// false on a log with a file or with subscribers, which are to be given the events with Put.
+func (l *Log) Advance(last int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.source == nil || len(l.subs) > 0 || l.closed {
+		return false
+	}
+	l.last = max(l.last, last)
+	return true
+}
+
 // readSource reads a view's events from its record, as read does.
 func (l *Log) readSource(after, upto int64, limit int) ([]Event, error) {
 	evs, err := l.source(after, limit)

@@ -52,3 +52,27 @@ func TestViewReadsItsRecord(t *testing.T) {
 	require.ErrorContains(t, err, "Put them")
 	assert.Equal(t, int64(3), l.Last())
 }
+
+// A view with no subscriber moves its Last on without reading the events; with one, it does not,
+// so that the subscriber is given them.
+func TestViewAdvancesOnlyUnwatched(t *testing.T) {
+	record := []eventlog.Event{{Seq: 1, Type: eventlog.AgentCreated, Text: "one"}, {Seq: 2, Type: eventlog.AgentStarted, Text: "two"}}
+	reads := 0
+	l := eventlog.NewView(func(after int64, limit int) ([]eventlog.Event, error) {
+		reads++
+		if after >= int64(len(record)) {
+			return nil, nil
+		}
+		return record[after:], nil
+	}, 0)
+	defer l.Close()
+	require.True(t, l.Advance(2))
+	assert.Equal(t, int64(2), l.Last())
+	assert.Zero(t, reads)
+
+	sub, stop := l.Subscribe(0)
+	defer stop()
+	assert.False(t, l.Advance(3), "watched")
+	assert.Equal(t, "one", (<-sub).Text)
+	assert.Equal(t, "two", (<-sub).Text)
+}
