@@ -188,6 +188,18 @@ type StepSaver interface {
 	PutStep(ctx context.Context, parent Config, writes []Write, cfg Config, cp Checkpoint) (Config, error)
 }
 
+// A MetadataPatcher can change the metadata of a checkpoint it stores, the one thing of a
+// checkpoint that is not fixed once it is put (clients tag a thread's states, as LangGraph's
+// API lets them). A saver that can do it implements it beside Saver.
+type MetadataPatcher interface {
+	Saver
+	// PatchMetadata merges meta into the Meta of the checkpoint cfg addresses, the thread's
+	// latest in cfg.NS when cfg.CheckpointID is empty: each of meta's keys takes its value, the
+	// other keys keep theirs. Nothing else of the checkpoint, nor its writes, changes. When there
+	// is no such checkpoint it returns an error for which errors.Is(err, ErrNotFound) holds.
+	PatchMetadata(ctx context.Context, cfg Config, meta map[string]string) error
+}
+
 // PutStep saves writes of the checkpoint parent addresses and cp under cfg with s: in one call
 // when s is a StepSaver, else with PutWrites (when there are writes), then Put.
 func PutStep(ctx context.Context, s Saver, parent Config, writes []Write, cfg Config, cp Checkpoint) (Config, error) {

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 )
@@ -195,6 +196,24 @@ func (m *Memory) List(ctx context.Context, cfg Config, opts ListOptions) ([]Tupl
 		}
 	}
 	return out, nil
+}
+
+// PatchMetadata merges meta into the addressed checkpoint's Meta.
+func (m *Memory) PatchMetadata(ctx context.Context, cfg Config, meta map[string]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entry(cfg)
+	if e == nil {
+		return fmt.Errorf("checkpoint: patch the metadata of thread %q namespace %q checkpoint %q: %w", cfg.ThreadID, cfg.NS, cfg.CheckpointID, ErrNotFound)
+	}
+	merged := make(map[string]string, len(e.cp.Meta)+len(meta))
+	maps.Copy(merged, e.cp.Meta)
+	maps.Copy(merged, meta)
+	e.cp.Meta = merged
+	return nil
 }
 
 // DeleteThread forgets a thread.

@@ -94,7 +94,8 @@ type config struct {
 	noRetry   bool
 	textTools bool
 	models    []providers.Model
-	providers map[string]Provider // WithProvider's
+	providers map[string]Provider  // WithProvider's
+	embedders []providers.Embedder // WithEmbedders
 }
 
 // WithAPIKey sets the API key, in place of the provider's environment variable.
@@ -158,11 +159,7 @@ func New(name string, opts ...Option) (providers.Model, error) {
 	}
 	m, err := c.resolve(name)
 	if err != nil {
-		var mk *providers.MissingKeyError
-		if errors.As(err, &mk) {
-			mk.Option = "models.WithAPIKey" // the option New's caller passes, not the adapter's
-		}
-		return nil, err
+		return nil, callersKey(err)
 	}
 	if c.textTools {
 		m = providers.WithTextTools(m)
@@ -171,6 +168,16 @@ func New(name string, opts ...Option) (providers.Model, error) {
 		m = providers.WithRetry(m, c.retry)
 	}
 	return m, nil
+}
+
+// callersKey returns err, whose missing key, if that is its cause, names the option New's or
+// NewEmbedder's caller passes rather than the adapter's.
+func callersKey(err error) error {
+	var mk *providers.MissingKeyError
+	if errors.As(err, &mk) {
+		mk.Option = "models.WithAPIKey"
+	}
+	return err
 }
 
 func (c *config) resolve(name string) (providers.Model, error) {

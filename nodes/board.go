@@ -16,6 +16,7 @@ import (
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/workspace"
+	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 )
 
@@ -60,6 +61,10 @@ type Node struct {
 	Woken     bool     `json:"woken,omitempty"`
 	Summary   string   `json:"summary,omitempty"`
 	Published []string `json:"published,omitempty"`
+	// OutputSchema, when set, is the JSON Schema of the node's result: its worker publishes a
+	// result valid against it, which Result then holds (and published/result.json too).
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Result       json.RawMessage `json:"result,omitempty"`
 	// Question is what its worker asked the human, while waiting; Answer the human's answer,
 	// until the worker has it. Asked names the outcome that asked, which keys the answer's
 	// record.
@@ -465,6 +470,7 @@ func cloneNode(n *Node) Node {
 	c.Deps = slices.Clone(n.Deps)
 	c.Children = slices.Clone(n.Children)
 	c.Published = slices.Clone(n.Published)
+	c.OutputSchema, c.Result = slices.Clone(n.OutputSchema), slices.Clone(n.Result)
 	c.WaitingFor = slices.Clone(n.WaitingFor)
 	if n.Refs != nil {
 		c.Refs = make(map[string]string, len(n.Refs))
@@ -485,6 +491,8 @@ type nodeSpec struct {
 	Stage  int
 	By     string // who created it
 	Key    string // an idempotency key: a second create with the same key returns the first node
+	// OutputSchema is the JSON Schema of the node's result (none when nil).
+	OutputSchema json.RawMessage
 }
 
 // adopt adds n to its parent's children in t, if it is not there yet.
@@ -541,6 +549,11 @@ func (t *tx) create(nn nodeSpec) (_ Node, created bool, err error) {
 			return Node{}, false, fmt.Errorf("ref %q: %w", name, err)
 		}
 	}
+	if nn.OutputSchema != nil {
+		if err := providers.CheckSchema(nn.OutputSchema); err != nil {
+			return Node{}, false, fmt.Errorf("output_schema: %w", err)
+		}
+	}
 	worker := ""
 	if nn.Worker != "" {
 		w := b.findWorker(nn.Worker)
@@ -553,7 +566,7 @@ func (t *tx) create(nn nodeSpec) (_ Node, created bool, err error) {
 	node := &Node{
 		ID: fmt.Sprintf("n%d", b.seq+1), Task: nn.Task, Deps: slices.Clone(nn.Deps), Refs: nn.Refs,
 		Parent: nn.Parent, Stage: nn.Stage, Status: NodePending, Worker: worker,
-		CreatedBy: nn.By, Key: nn.Key, Created: now, Updated: now,
+		CreatedBy: nn.By, Key: nn.Key, Created: now, Updated: now, OutputSchema: nn.OutputSchema,
 	}
 	dir := b.run.Node(node.ID)
 	if err := dir.Create(); err != nil {

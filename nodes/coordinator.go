@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -114,10 +115,11 @@ This goal has no end: each time you are woken — by a trigger you scheduled, or
 // The coordinator's tool arguments.
 type (
 	createArgs struct {
-		Task   string            `json:"task" jsonschema_description:"What to do and what to produce; the worker sees only this and the inputs"`
-		Deps   []string          `json:"deps,omitempty" jsonschema_description:"Ids of nodes that must be done first"`
-		Refs   map[string]string `json:"refs,omitempty" jsonschema_description:"Inputs: a name for each and the path of another node's published output (nodes/<id>/published/<file>)"`
-		Worker string            `json:"worker,omitempty" jsonschema_description:"The worker to give it to (name); by default any free worker"`
+		Task         string            `json:"task" jsonschema_description:"What to do and what to produce; the worker sees only this and the inputs"`
+		Deps         []string          `json:"deps,omitempty" jsonschema_description:"Ids of nodes that must be done first"`
+		Refs         map[string]string `json:"refs,omitempty" jsonschema_description:"Inputs: a name for each and the path of another node's published output (nodes/<id>/published/<file>)"`
+		Worker       string            `json:"worker,omitempty" jsonschema_description:"The worker to give it to (name); by default any free worker"`
+		OutputSchema json.RawMessage   `json:"output_schema,omitempty" jsonschema_description:"A JSON Schema (root type object) of the node's result: its worker then publishes a result object valid against it, saved with the node and published as result.json"`
 	}
 	spawnArgs struct {
 		Name     string   `json:"name" jsonschema_description:"A first name, unique in the team"`
@@ -146,6 +148,11 @@ type (
 	finishArgs struct {
 		Output string `json:"output" jsonschema_description:"The final answer: the complete deliverable for the human"`
 	}
+	// finishResultArgs are finish's arguments when the squad has an output schema.
+	finishResultArgs struct {
+		Output string          `json:"output" jsonschema_description:"The final answer: the complete deliverable for the human"`
+		Result json.RawMessage `json:"result" jsonschema_description:"The run's result: a JSON object of the run's output schema"`
+	}
 	waitArgs struct {
 		Reason string `json:"reason,omitempty"`
 		Until  string `json:"until,omitempty" jsonschema:"enum=any,enum=stage" jsonschema_description:"What wakes you: any (default) a node ending, a message, the human; stage only the stage complete, a node failing, a message or the human (you are not told of each node that completes)"`
@@ -169,8 +176,7 @@ func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 			tools.WithGuidance("Reconvene when a stage is complete: assess what it produced, then create the next stage's nodes. You may set the next stage's contract: when it counts as complete (all, majority or any node done), and the turns and time each node may take.")),
 		tools.Func("wait", "End your turn until something happens.", r.toolWait,
 			tools.WithGuidance("Call wait after handing out work; do not poll the board. You are woken by results, messages and the human. With until \"stage\" you are woken only when the stage is complete (the note lists every node), a node fails, or someone writes to you: each model turn costs, so use it when the nodes' results matter only together.")),
-		tools.Func("finish", "End the run with the final answer.", r.toolFinish,
-			tools.WithGuidance("finish only when the goal is met: the output is the complete deliverable (usually the final report's content), not a pointer to it.")),
+		r.finishTool(),
 	}
 	ts = append(ts, adapter.MessageTools(a, adapter.NewEmitter(a, nil))...)
 	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: bus.Coordinator, CanWrite: true})...)
@@ -198,7 +204,7 @@ func (r *run) callKey(ctx context.Context) string {
 
 func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
 	n, _, err := r.board.create(ctx, nodeSpec{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker,
-		Stage: r.board.runState().Stage, By: bus.Coordinator, Key: r.callKey(ctx)})
+		Stage: r.board.runState().Stage, By: bus.Coordinator, Key: r.callKey(ctx), OutputSchema: args.OutputSchema})
 	if err != nil {
 		return "", err
 	}
@@ -285,6 +291,9 @@ func (r *run) toolBoard(ctx context.Context, _ struct{}) (string, error) {
 		for _, f := range n.Published {
 			fmt.Fprintf(&b, "  published: nodes/%s/published/%s\n", n.ID, f)
 		}
+		if n.Result != nil {
+			fmt.Fprintf(&b, "  result: %s\n", firstLine(string(n.Result)))
+		}
 		if n.Question != "" {
 			fmt.Fprintf(&b, "  asked the human: %s\n", n.Question)
 		}
@@ -360,17 +369,40 @@ func (r *run) toolWait(ctx context.Context, args waitArgs) (string, error) {
 	return "Waiting.", endTurn(ctx, "")
 }
 
-func (r *run) toolFinish(ctx context.Context, args finishArgs) (string, error) {
-	if strings.TrimSpace(args.Output) == "" {
+// finishTool is the coordinator's finish. With an output schema it takes a result as well,
+// required and shown with the schema, and refuses one that does not match it.
+func (r *run) finishTool() tools.Tool {
+	const guidance = "finish only when the goal is met: the output is the complete deliverable (usually the final report's content), not a pointer to it."
+	schema := r.cfg.outputSchema
+	if schema == nil {
+		return tools.Func("finish", "End the run with the final answer.", func(ctx context.Context, args finishArgs) (string, error) {
+			return r.finish(ctx, args.Output, nil)
+		}, tools.WithGuidance(guidance))
+	}
+	t := tools.Func("finish", "End the run with the final answer and its result.", func(ctx context.Context, args finishResultArgs) (string, error) {
+		return r.finish(ctx, args.Output, args.Result)
+	}, tools.WithGuidance(guidance+" This run has an output schema: give finish the result as a JSON object of it (see finish's result parameter)."))
+	t.Schema = adapter.ResultSchema(t.Schema, schema)
+	return t
+}
+
+// finish ends the run with output and, when the squad has an output schema, its result.
+func (r *run) finish(ctx context.Context, output string, result json.RawMessage) (string, error) {
+	if strings.TrimSpace(output) == "" {
 		return "", errors.New("the output is empty")
+	}
+	if schema := r.cfg.outputSchema; schema != nil {
+		if err := adapter.CheckResult(schema, result, "finish"); err != nil {
+			return "", err
+		}
 	}
 	if r.board.runState().Finished {
 		return "The run is already finished.", endTurn(ctx, "")
 	}
-	if err := workspace.WriteFile(filepath.Join(string(r.dir), outputFile), []byte(args.Output+"\n")); err != nil {
+	if err := workspace.WriteFile(filepath.Join(string(r.dir), outputFile), []byte(output+"\n")); err != nil {
 		return "", err
 	}
-	if _, err := r.updateRun(ctx, func(s *runState) { s.Finished, s.Output = true, args.Output }); err != nil {
+	if _, err := r.updateRun(ctx, func(s *runState) { s.Finished, s.Output, s.Result = true, output, result }); err != nil {
 		return "", err
 	}
 	return "The run is finished; the output is in " + outputFile + ".", endTurn(ctx, "")

@@ -10,9 +10,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/providertest"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/tools"
 )
@@ -187,4 +193,37 @@ func TestCompactionOnALongAssignment(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(string(s.Home()), "memory", "experiences", "long-research.md")); err != nil {
 		t.Errorf("no durable note from the memory flush: %v", err)
 	}
+}
+
+// A squad's memory search ranks by meaning with the embedder named by WithEmbedder, and keeps
+// its index beside the memory files, not among them; an embedder no provider serves is refused.
+func TestMemorySearchWithEmbedder(t *testing.T) {
+	meaning := providertest.Concepts([]string{"car", "automobile", "brakes"}, []string{"puppy", "dog", "leash"})
+	concepts := providers.EmbedFunc{Model: "test/concepts", Fn: func(_ context.Context, texts []string) ([][]float32, error) {
+		out := make([][]float32, len(texts))
+		for i, text := range texts {
+			out[i] = meaning(text)
+		}
+		return out, nil
+	}}
+	s := newSquad(t, nodes.WithEmbedder("test/concepts"), nodes.WithModelOptions(models.WithEmbedders(concepts)))
+	mem := s.Memory()
+	var filler strings.Builder
+	for i := range 300 { // past the budget of memory that is returned whole
+		fmt.Fprintf(&filler, "## Filler %d\n\nWords about nothing in particular, kept to fill memory.\n\n", i)
+	}
+	require.NoError(t, mem.Write("test", "knowledge/filler.md", filler.String(), false))
+	require.NoError(t, mem.Write("test", "knowledge/garage.md", "## Garage\n\nThe car needs new brakes before winter.\n", false))
+
+	found, err := mem.Search("automobile", 1)
+	require.NoError(t, err)
+	assert.Contains(t, found, "meaning (test/concepts)")
+	assert.Contains(t, found, "## Garage")
+	files, err := mem.List()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"index.md", "knowledge/filler.md", "knowledge/garage.md"}, files)
+	assert.FileExists(t, filepath.Join(string(mem.Home()), "memory", ".index.db"))
+
+	_, err = nodes.New(append(demo.Team(), nodes.WithHome(t.TempDir()), nodes.WithEmbedder("nosuch/embedder"))...)
+	require.ErrorIs(t, err, providers.ErrUnknownModel)
 }

@@ -146,7 +146,7 @@ func (r *run) record(t *tx, a *applied) error {
 		n.Applied, n.Question, n.Answer, n.Woken = a.id, "", "", false
 		switch o.Status {
 		case runtime.Published:
-			n.Status, n.Summary, n.Published = NodeCompleted, o.Summary, o.Published
+			n.Status, n.Summary, n.Published, n.Result = NodeCompleted, o.Summary, o.Published, o.Result
 		case runtime.Checkpointed:
 			n.Status, n.Summary, n.WaitingFor = NodeCheckpointed, o.Summary, a.children
 			if len(a.children) > 0 {

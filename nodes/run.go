@@ -307,7 +307,7 @@ func (r *run) execute() (res Result, err error) {
 		r.emit(ctx, eventlog.Event{Type: eventlog.AgentFailed, Text: err.Error()})
 	}
 	st := r.board.runState()
-	res = Result{RunID: r.id, Output: st.Output, Board: r.board.Snapshot(), Finished: r.complete()}
+	res = Result{RunID: r.id, Output: st.Output, Value: st.Result, Board: r.board.Snapshot(), Finished: r.complete()}
 	if snap, serr := r.g.State(context.WithoutCancel(ctx)); serr == nil {
 		res.Usage = snap.Values.Usage
 	}

@@ -27,7 +27,9 @@ type runState struct {
 	// Finished is set by finish; in an infinite run it is cleared when the cycle is closed.
 	Finished bool   `json:"finished,omitempty"`
 	Output   string `json:"output,omitempty"` // the latest output: of the run, or of the last cycle
-	Cycle    int    `json:"cycle,omitempty"`  // the cycles an infinite run has closed
+	// Result is the latest output's result, valid against the squad's output schema.
+	Result json.RawMessage `json:"result,omitempty"`
+	Cycle  int             `json:"cycle,omitempty"` // the cycles an infinite run has closed
 	// Question is the coordinator's question to the human, and Answer the human's answer
 	// until the coordinator has it.
 	Question string `json:"question,omitempty"`

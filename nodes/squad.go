@@ -17,6 +17,7 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,7 @@ import (
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/memory"
+	"github.com/agiraph/agiraph/nodes/memory/index"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
 	"github.com/agiraph/agiraph/nodes/triggers"
@@ -78,6 +80,7 @@ type config struct {
 	roleModels    map[string]string
 	resolve       func(name string) (providers.Model, error)
 	modelOpts     []models.Option
+	embedder      string // WithEmbedder
 	store         store.Store
 	maxConcurrent int
 	tick          time.Duration
@@ -96,6 +99,7 @@ type config struct {
 	triggerClock  triggers.Clock
 	upSince       time.Time
 	coordTools    []tools.Tool
+	outputSchema  json.RawMessage
 	logger        *slog.Logger
 	wake          func(runID string)
 	eventsFile    bool // WithEventsFile
@@ -117,11 +121,18 @@ func WithRoleModel(role, model string) Option {
 	return func(c *config) { c.roleModels[role] = model }
 }
 
-// WithModelOptions passes options to models.New when model names are resolved (for example
-// models.WithModels to serve scripted models by name).
+// WithModelOptions passes options to models.New when model names are resolved, and to
+// models.NewEmbedder for WithEmbedder's (for example models.WithModels to serve scripted models
+// by name).
 func WithModelOptions(opts ...models.Option) Option {
 	return func(c *config) { c.modelOpts = append(c.modelOpts, opts...) }
 }
+
+// WithEmbedder has memory search rank sections by meaning as well as by their words, with the
+// embedder of that name ("openai/text-embedding-3-small", "gemini/text-embedding-004",
+// "ollama/nomic-embed-text"; see models.NewEmbedder, which gets WithModelOptions' options). Without
+// it memory search ranks by full text (BM25), which needs no key; see package nodes/memory/index.
+func WithEmbedder(name string) Option { return func(c *config) { c.embedder = name } }
 
 // WithModelResolver replaces models.New for turning model names into models.
 func WithModelResolver(fn func(name string) (providers.Model, error)) Option {
@@ -224,6 +235,14 @@ func WithCoordinatorTools(ts ...tools.Tool) Option {
 	return func(c *config) { c.coordTools = append(c.coordTools, ts...) }
 }
 
+// WithOutputSchema gives a run's final output a JSON Schema (its root an object; see
+// providers.SchemaFor to derive one from a Go type): the coordinator's finish then takes a
+// result, refused with what is wrong until it matches, and Result.Value holds it (Result.Decode
+// decodes it). New fails on a schema that is not usable.
+func WithOutputSchema(schema json.RawMessage) Option {
+	return func(c *config) { c.outputSchema = schema }
+}
+
 // WithLogger sets where the squad reports what it cannot tell through a run's events (a log
 // file it could not write, a trigger it could not deliver). The default discards them.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
@@ -280,6 +299,7 @@ type Squad struct {
 	log                 *eventlog.Log // the view of the store's events, for the subscribers (and events.jsonl: WithEventsFile)
 	conv                *conversation // the view of the store's conversation: conversation.jsonl
 	mem                 *memory.Store
+	memIndex            *index.Index
 	// sched fires the agent's triggers, into the run in progress or, when there is none, into
 	// the latest run (see fire).
 	sched     *triggers.Scheduler
@@ -338,6 +358,11 @@ func New(opts ...Option) (*Squad, error) {
 			return nil, fmt.Errorf("nodes: %w", err)
 		}
 	}
+	if c.outputSchema != nil {
+		if err := providers.CheckSchema(c.outputSchema); err != nil {
+			return nil, fmt.Errorf("nodes: WithOutputSchema: %w", err)
+		}
+	}
 	s := &Squad{cfg: c, home: workspace.Home(c.home)}
 	if err := s.home.Create(); err != nil {
 		return nil, err
@@ -387,7 +412,10 @@ func New(opts ...Option) (*Squad, error) {
 			return nil, err
 		}
 	}
-	mem, err := memory.Open(s.home, memory.WithClock(c.now), memory.WithObserver(s.memoryWritten))
+	if s.memIndex, err = openMemoryIndex(s.home, c); err != nil {
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	mem, err := memory.Open(s.home, memory.WithClock(c.now), memory.WithObserver(s.memoryWritten), memory.WithIndex(s.memIndex))
 	if err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
@@ -435,6 +463,9 @@ func (s *Squad) Close() error {
 	if s.log != nil {
 		errs = append(errs, s.log.Close())
 	}
+	if s.memIndex != nil {
+		errs = append(errs, s.memIndex.Close())
+	}
 	if s.owned {
 		errs = append(errs, s.store.Close())
 	}
@@ -465,6 +496,19 @@ func (s *Squad) memoryWritten(w memory.Write) {
 	}
 }
 
+// openMemoryIndex opens the index of the agent's memory, with the embedder of WithEmbedder.
+func openMemoryIndex(home workspace.Home, c config) (*index.Index, error) {
+	var opts []index.Option
+	if c.embedder != "" {
+		e, err := models.NewEmbedder(c.embedder, c.modelOpts...)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, index.WithEmbedder(e))
+	}
+	return index.Open(home, opts...)
+}
+
 // Memory returns the agent's long-term memory.
 func (s *Squad) Memory() *memory.Store { return s.mem }
 
@@ -477,11 +521,26 @@ type Result struct {
 	// Output is the coordinator's final answer, also in the run's _output.md.
 	Output     string
 	OutputPath string
-	Board      Snapshot
-	Usage      providers.Usage
+	// Value is the result finish gave with the output, valid against WithOutputSchema's
+	// schema; nil without one.
+	Value json.RawMessage
+	Board Snapshot
+	Usage providers.Usage
 	// Finished is true when the coordinator called finish: the run is complete. A run that
 	// returns without it was paused (Pause, or its context ended) and can be resumed.
 	Finished bool
+}
+
+// Decode decodes the run's result (Value) into v, which should be a pointer to the type the
+// output schema was derived from. It fails when the run has no result.
+func (r Result) Decode(v any) error {
+	if r.Value == nil {
+		return fmt.Errorf("nodes: run %s has no result (finished: %t; is WithOutputSchema set?)", r.RunID, r.Finished)
+	}
+	if err := json.Unmarshal(r.Value, v); err != nil {
+		return fmt.Errorf("nodes: run %s: decoding its result: %w", r.RunID, err)
+	}
+	return nil
 }
 
 // ErrHomeInUse is wrapped by the error New returns when another squad, in this process or

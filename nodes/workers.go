@@ -48,7 +48,7 @@ func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
 	}
 	a := runtime.Assignment{
 		Run: r.id, Node: n.ID, Worker: w.ID, Task: task.String(), System: r.workerSystem(n, w), Dir: dir,
-		Mailbox: r.bus.Mailbox(w.Name), Answer: n.Answer, Sandbox: r.sandbox(n, w),
+		Mailbox: r.bus.Mailbox(w.Name), Answer: n.Answer, Sandbox: r.sandbox(n, w), OutputSchema: n.OutputSchema,
 	}
 	if w.Kind == Harnessed || r.cfg.runtimes[w.Kind] != nil {
 		a.Tools = r.workerTools(n, w, a.Sandbox)

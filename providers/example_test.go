@@ -36,3 +36,25 @@ func ExampleWithTextTools() {
 	// web_search {"query": "AI chips"}
 	// tool_use
 }
+
+// Generate asks a model for an answer of a Go type: the schema is derived from the type, the
+// answer is validated against it (with repair turns when it does not match) and decoded.
+func ExampleGenerate() {
+	type Forecast struct {
+		City  string  `json:"city"`
+		HighC float64 `json:"high_c" jsonschema:"description=The day's high in degrees Celsius"`
+	}
+	m := scripted.New("weather",
+		scripted.Turn{Text: `{"city": "Paris", "high_c": "warm"}`}, // not a number: repaired
+		scripted.Turn{Text: `{"city": "Paris", "high_c": 24.5}`},
+	)
+	f, _, err := providers.Generate[Forecast](context.Background(), m, providers.Request{
+		Messages: []providers.Message{providers.UserText("Tomorrow's forecast for Paris?")},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%+v\n", f)
+	// Output:
+	// {City:Paris HighC:24.5}
+}

@@ -38,6 +38,8 @@ const (
 // conversation. Non-text parts of m's answer (for example opaque blocks) are kept, before the
 // parsed parts.
 //
+// A request's Output is stated in the system prompt too (see PromptOutput).
+//
 // Streaming: OnText receives m's text up to the first <tool_call> tag; from the tag onward
 // nothing more is streamed (a tag split across deltas is held back until it is known not to be a
 // tag), so watchers never see call markup. Prose after a call is in the Response only.
@@ -48,6 +50,7 @@ type textTools struct{ inner Model }
 func (t *textTools) Name() string { return t.inner.Name() }
 
 func (t *textTools) Generate(ctx context.Context, req Request) (Response, error) {
+	req = PromptOutput(req)
 	if len(req.Tools) == 0 {
 		// No tools offered: nothing to parse back, but earlier calls and results of the
 		// conversation must still reach m as text it can read.

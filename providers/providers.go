@@ -151,6 +151,8 @@ type Request struct {
 	// Temperature, when set, overrides the model's default.
 	Temperature *float64
 	Stop        []string
+	// Output, when set, asks for an answer that is a JSON value of its schema (see Output).
+	Output *Output
 	// OnText, when set, receives the answer's text as it is generated, in order.
 	OnText func(delta string)
 }

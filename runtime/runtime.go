@@ -18,6 +18,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -69,6 +70,9 @@ type Assignment struct {
 	// Answer is the human's answer to the question an earlier Run of this ID stopped on
 	// (Outcome.Question).
 	Answer string
+	// OutputSchema, when set, is the JSON Schema (its root an object) of the node's result: the
+	// worker's publish then takes a result, refused until it matches (see Outcome.Result).
+	OutputSchema json.RawMessage
 	// Wake runs an assignment that ended (checkpointed) again, for the messages waiting in its
 	// mailbox, in runtimes that can. Without it, a Run of an assignment that ended returns how
 	// it ended and leaves the mail: its caller lost that outcome (a crash) and asks again.
@@ -96,6 +100,9 @@ type Outcome struct {
 	Usage   providers.Usage
 	// Published lists the files moved to published/, relative to it, sorted.
 	Published []string
+	// Result is the result the worker published, valid against Assignment.OutputSchema; nil
+	// when the assignment has none. It is also published, as ResultFile.
+	Result json.RawMessage
 	// Suggestions are follow-up work the worker proposes to the coordinator.
 	Suggestions []string
 	// SubNodes are sub-tasks the worker asked for; it checkpoints to wait for them.
@@ -110,6 +117,10 @@ type Outcome struct {
 	// its last turn ended. Whoever runs it next should hand them over again.
 	Unread []Message
 }
+
+// ResultFile is the file in published/ that holds a node's result (Outcome.Result), for the
+// nodes that read it through refs.
+const ResultFile = "result.json"
 
 // SubNode is a sub-task a worker asks for.
 type SubNode struct {

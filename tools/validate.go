@@ -45,11 +45,17 @@ var ErrMalformedArgs = errors.New("arguments are not valid JSON")
 // value, a *[ValidationError] listing every problem found (up to ten) if it does not match, and
 // an error if schema itself cannot be used.
 func Validate(schema, args json.RawMessage) error {
+	return ValidateAt(schema, args, "args")
+}
+
+// ValidateAt is [Validate] for a value named root: the paths of its problems start with root
+// (for example "result.items[0]") rather than "args".
+func ValidateAt(schema, value json.RawMessage, root string) error {
 	s, err := compileSchema(schema)
 	if err != nil {
 		return err
 	}
-	return s.validate(args)
+	return s.validateAt(value, root)
 }
 
 // node is a compiled schema.
@@ -232,28 +238,43 @@ func compileNode(v any, at string) (*node, error) {
 }
 
 // validate checks raw args against the compiled schema.
-func (n *node) validate(args json.RawMessage) error {
+func (n *node) validate(args json.RawMessage) error { return n.validateAt(args, "args") }
+
+// validateAt checks a raw value against the compiled schema, naming it root in problems.
+func (n *node) validateAt(args json.RawMessage, root string) error {
 	var v any
-	var err error
-	if !json.Valid(args) {
-		// Decode once more for the position and reason of the error.
-		err = json.Unmarshal(args, &v)
-		if err == nil {
-			err = errors.New("unexpected data after the JSON value")
-		}
-		return fmt.Errorf("%w (%v): %s", ErrMalformedArgs, err, quotePrefix(args, 60))
+	err := errors.New("unexpected data after the JSON value")
+	if json.Valid(args) {
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		err = dec.Decode(&v)
+	} else if uerr := json.Unmarshal(args, &v); uerr != nil { // for the position and reason
+		err = uerr
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	if err = dec.Decode(&v); err != nil {
-		return fmt.Errorf("%w (%v): %s", ErrMalformedArgs, err, quotePrefix(args, 60))
+	if err != nil {
+		return &malformedError{fmt.Sprintf("%s (%v): %s", malformedText(root), err, quotePrefix(args, 60))}
 	}
 	c := &collector{}
-	n.check(v, "args", c)
+	n.check(v, root, c)
 	if len(c.problems) == 0 {
 		return nil
 	}
 	return &ValidationError{Problems: c.problems, Omitted: c.omitted}
+}
+
+// malformedError is the error of a value that is not JSON; it wraps ErrMalformedArgs.
+type malformedError struct{ msg string }
+
+func (e *malformedError) Error() string { return e.msg }
+func (e *malformedError) Unwrap() error { return ErrMalformedArgs }
+
+// malformedText says that the value named root is not JSON: ErrMalformedArgs's words for
+// arguments.
+func malformedText(root string) string {
+	if root == "args" {
+		return ErrMalformedArgs.Error()
+	}
+	return root + " is not valid JSON"
 }
 
 // quotePrefix quotes at most max bytes of b, cut on a UTF-8 boundary.

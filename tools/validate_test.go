@@ -170,3 +170,15 @@ func ExampleValidate() {
 	// <nil>
 	// args.path: missing required property; args.file: unknown property (allowed: path)
 }
+
+func TestValidateAtNamesTheRoot(t *testing.T) {
+	err := tools.ValidateAt(json.RawMessage(testSchema), json.RawMessage(`{"name": 3}`), "result")
+	var v *tools.ValidationError
+	if !errors.As(err, &v) || len(v.Problems) != 1 || v.Problems[0] != "result.name: expected string, got integer" {
+		t.Fatalf("ValidateAt = %v, want the one problem at result.name", err)
+	}
+	err = tools.ValidateAt(json.RawMessage(testSchema), json.RawMessage(`{"name":`), "result")
+	if !errors.Is(err, tools.ErrMalformedArgs) || !strings.HasPrefix(err.Error(), "result is not valid JSON (unexpected end of JSON input)") {
+		t.Fatalf("ValidateAt of a value that is not JSON = %v", err)
+	}
+}

@@ -64,6 +64,7 @@ var properties = []property{
 	{"Concurrent", testConcurrent},
 	{"LargeValues", testLargeValues},
 	{"PutStep", testPutStep},
+	{"PatchMetadata", testPatchMetadata},
 	{"EffectsRefused", testEffectsRefused},
 }
 
@@ -1053,4 +1054,54 @@ func testPutStep(t *testing.T, s checkpoint.Saver) {
 	if _, err := ss.PutStep(stopped, at(cfg, "c3"), ws[:1], cfg, fullCP("c5", "c3", 4)); !errors.Is(err, context.Canceled) {
 		t.Errorf("PutStep with a cancelled context: err = %v, want context.Canceled", err)
 	}
+}
+
+// testPatchMetadata: a MetadataPatcher merges into one checkpoint's Meta (the latest when the
+// config names none) and changes nothing else; what it patched is listed and filtered by.
+func testPatchMetadata(t *testing.T, s checkpoint.Saver) {
+	mp, ok := s.(checkpoint.MetadataPatcher)
+	if !ok {
+		t.Skip("the saver is not a checkpoint.MetadataPatcher")
+	}
+	ctx := context.Background()
+	cfg := checkpoint.Config{ThreadID: "t", NS: "ns"}
+	put(t, s, cfg, fullCP("c1", "", 0), minimalCP("c2"))
+	w := write("task-0", checkpoint.WriteUpdate, 0, "out")
+	putWrites(t, s, at(cfg, "c1"), w)
+
+	if err := mp.PatchMetadata(ctx, at(cfg, "c1"), map[string]string{"who": "ann", "new": "ünï\n"}); err != nil {
+		t.Fatalf("PatchMetadata c1: %v", err)
+	}
+	want := fullCP("c1", "", 0)
+	want.Meta["who"], want.Meta["new"] = "ann", "ünï\n"
+	got := get(t, s, at(cfg, "c1"))
+	checkCP(t, "the patched checkpoint", got.Checkpoint, want)
+	checkWrites(t, "the patched checkpoint's writes", got.Writes, []checkpoint.Write{w})
+
+	// The latest, which had no metadata.
+	if err := mp.PatchMetadata(ctx, cfg, map[string]string{"tag": "t"}); err != nil {
+		t.Fatalf("PatchMetadata of the latest: %v", err)
+	}
+	c2 := minimalCP("c2")
+	c2.Meta = map[string]string{"tag": "t"}
+	checkCP(t, "the patched latest", get(t, s, cfg).Checkpoint, c2)
+	checkCP(t, "the other checkpoint", get(t, s, at(cfg, "c1")).Checkpoint, want)
+	if got := ids(list(t, s, cfg, checkpoint.ListOptions{Meta: map[string]string{"tag": "t"}})); !slices.Equal(got, []string{"c2"}) {
+		t.Errorf("List by the patched metadata = %v, want [c2]", got)
+	}
+	if got := ids(list(t, s, cfg, checkpoint.ListOptions{Meta: map[string]string{"who": "ann"}})); !slices.Equal(got, []string{"c1"}) {
+		t.Errorf("List by the patched metadata = %v, want [c1]", got)
+	}
+
+	for _, missing := range []checkpoint.Config{at(cfg, "c9"), {ThreadID: "t", NS: "other"}, {ThreadID: "nobody"}} {
+		if err := mp.PatchMetadata(ctx, missing, map[string]string{"x": "y"}); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Errorf("PatchMetadata %+v: err = %v, want ErrNotFound", missing, err)
+		}
+	}
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := mp.PatchMetadata(stopped, cfg, map[string]string{"x": "y"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("PatchMetadata with a cancelled context: err = %v, want context.Canceled", err)
+	}
+	checkCP(t, "the latest after failed patches", get(t, s, cfg).Checkpoint, c2)
 }

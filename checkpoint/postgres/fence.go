@@ -24,10 +24,11 @@ type Fence struct {
 	Args  []any
 }
 
-// Fenced returns a Saver whose writes (Put, PutWrites, PutStep, DeleteThread, Write) are made only while
-// f holds, and fail with an error wrapping ErrFenced when it does not. Each write checks f in the
-// statement that writes, and locks the rows it matched (FOR SHARE), so that a change of them — a
-// takeover — waits for the write to commit, and the writes after it are refused. Reads are s's.
+// Fenced returns a Saver whose writes (Put, PutWrites, PutStep, PatchMetadata, DeleteThread,
+// Write) are made only while f holds, and fail with an error wrapping ErrFenced when it does not.
+// Each write checks f in the statement that writes (PatchMetadata in its transaction), and locks
+// the rows it matched (FOR SHARE), so that a change of them — a takeover — waits for the write to
+// commit, and the writes after it are refused. Reads are s's.
 // The returned Saver shares s's pool: closing it does not close the pool.
 func (s *Saver) Fenced(f Fence) *Saver {
 	cond := "EXISTS (SELECT 1 FROM " + f.Table + " WHERE " + f.Where + " FOR SHARE)"

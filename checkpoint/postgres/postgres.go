@@ -289,19 +289,53 @@ func (s *Saver) write(ctx context.Context, query, withEffects string, args []any
 // returns nil. It is for the changes of what an owner keeps beside the checkpoints in the
 // database, made outside any graph task. fn must not call the Saver.
 func (s *Saver) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	err := s.check(ctx)
-	if err == nil {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if s.fence != nil {
-				if err := s.fenced(tx.QueryRow(ctx, s.writes.fence, s.fence.Args...)); err != nil {
-					return err
-				}
-			}
-			return fn(ctx, tx)
-		})
-	}
-	if err != nil {
+	if err := s.inTx(ctx, fn); err != nil {
 		return fmt.Errorf("checkpoint/postgres: write in %s: %w", s.db, err)
+	}
+	return nil
+}
+
+// inTx runs fn in a transaction after checking the fence, as Write says.
+func (s *Saver) inTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if s.fence != nil {
+			if err := s.fenced(tx.QueryRow(ctx, s.writes.fence, s.fence.Args...)); err != nil {
+				return err
+			}
+		}
+		return fn(ctx, tx)
+	})
+}
+
+// PatchMetadata merges meta into the Meta of the checkpoint cfg addresses (the latest of its
+// namespace when cfg.CheckpointID is empty), in one transaction that locks its row (and checks
+// the fence of a fenced Saver); an error wrapping checkpoint.ErrNotFound when there is none.
+func (s *Saver) PatchMetadata(ctx context.Context, cfg checkpoint.Config, meta map[string]string) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		var (
+			id  string
+			raw []byte
+		)
+		err := tx.QueryRow(ctx, `SELECT id, meta FROM `+checkpointsTable+` WHERE thread_id = $1 AND ns = $2 AND ($3 = '' OR id = $3)
+			ORDER BY id DESC LIMIT 1 FOR UPDATE`, cfg.ThreadID, cfg.NS, cfg.CheckpointID).Scan(&id, &raw)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return checkpoint.ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		merged, err := codec.MergeMeta(raw, meta)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE `+checkpointsTable+` SET meta = $4 WHERE thread_id = $1 AND ns = $2 AND id = $3`,
+			cfg.ThreadID, cfg.NS, id, merged)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint/postgres: patch the metadata of thread %q namespace %q checkpoint %q: %w", cfg.ThreadID, cfg.NS, cfg.CheckpointID, err)
 	}
 	return nil
 }

@@ -811,6 +811,40 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	return nil
 }
 
+// PatchMetadata merges meta into the Meta of the checkpoint cfg addresses (the latest of its
+// namespace when cfg.CheckpointID is empty), in one write transaction; an error wrapping
+// checkpoint.ErrNotFound when there is none.
+func (s *Saver) PatchMetadata(ctx context.Context, cfg checkpoint.Config, meta map[string]string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	query, args := `SELECT pk, meta FROM checkpoints WHERE thread_id = ? AND ns = ? ORDER BY id DESC LIMIT 1`, []any{cfg.ThreadID, cfg.NS}
+	if cfg.CheckpointID != "" {
+		query, args = `SELECT pk, meta FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`, append(args, cfg.CheckpointID)
+	}
+	err := s.c.do(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		var (
+			pk  int64
+			raw []byte
+		)
+		if err := tx.QueryRowContext(ctx, query, args...).Scan(&pk, &raw); errors.Is(err, sql.ErrNoRows) {
+			return checkpoint.ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		merged, err := codec.MergeMeta(raw, meta)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE checkpoints SET meta = ? WHERE pk = ?`, merged, pk)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint/sqlite: patch the metadata of thread %q namespace %q checkpoint %q: %w", cfg.ThreadID, cfg.NS, cfg.CheckpointID, err)
+	}
+	return nil
+}
+
 // writes reads the writes of the checkpoints of tuples, whose rows are pks, in one query, and
 // sets them in the order they were put.
 func (s *Saver) writes(ctx context.Context, tx *sql.Tx, cfg checkpoint.Config, tuples []*checkpoint.Tuple, pks []int64) error {

@@ -63,6 +63,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	addr, root, model, token string
+	embedder                 string // memory search by meaning, as provider/model
 	offline, resume          bool
 	hosts, origins, models   list
 	maxRuns, maxText         int
@@ -95,6 +96,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.root, "root", ".agiraph/server", "the folder agents live in (<root>/agents/<id>/)")
 	fs.StringVar(&o.model, "model", "", "the agents' model, as provider/model (default: chosen from the API keys set, else the offline team)")
 	fs.BoolVar(&o.offline, "offline", false, "play the offline team even when a model is available")
+	fs.StringVar(&o.embedder, "embedder", "", "the embedder the agents' memory search ranks by meaning with, as provider/model (openai/text-embedding-3-small, ollama/nomic-embed-text; default: none, full-text ranking)")
 	fs.DurationVar(&o.pace, "pace", 0, fmt.Sprintf("how long the offline team takes for each answer, so that a person can follow it (default: %v when standard output is a terminal, else 0)", demo.Pace))
 	fs.BoolVar(&o.resume, "resume", true, "resume, on start, the runs that were in progress when the server stopped")
 	fs.StringVar(&o.token, "token", "", "the token requests must carry (default: $AGIRAPH_TOKEN, else the one kept in <root>/token)")
@@ -144,6 +146,12 @@ func newServer(o options, getenv func(string) string, log *slog.Logger, extra ..
 	if model != "" {
 		team = model
 		agentOpts = []nodes.Option{nodes.WithModel(model)}
+	}
+	if o.embedder != "" {
+		if _, err := models.NewEmbedder(o.embedder); err != nil {
+			return nil, "", fmt.Errorf("-embedder: %w", err)
+		}
+		agentOpts = append(agentOpts, nodes.WithEmbedder(o.embedder))
 	}
 	agentOpts = append(agentOpts, o.sandboxOption())
 	squadOpts := func(string) []nodes.Option { return agentOpts }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/sandbox"
 )
 
@@ -159,4 +160,20 @@ func TestSandboxFlags(t *testing.T) {
 	o, err = parse([]string{"-sandbox=false"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.Policy{Off: true}, o.policy(harnessed, scope))
+}
+
+// -embedder names the embedder of the agents' memory search; one no provider serves is refused
+// at start, naming the flag.
+func TestEmbedderFlag(t *testing.T) {
+	o, err := parse([]string{"-root", t.TempDir(), "-embedder", "nosuch/embedder"}, io.Discard)
+	require.NoError(t, err)
+	_, _, err = newServer(o, testEnv, slog.New(slog.DiscardHandler))
+	require.ErrorIs(t, err, providers.ErrUnknownModel)
+	assert.True(t, strings.HasPrefix(err.Error(), "-embedder: "), err.Error())
+
+	o, err = parse([]string{"-root", t.TempDir(), "-embedder", "ollama/nomic-embed-text"}, io.Discard)
+	require.NoError(t, err)
+	srv, _, err := newServer(o, testEnv, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, srv.Close())
 }

@@ -38,6 +38,11 @@ var (
 	// LangGraphCore the release of its peer @langchain/core installed with it.
 	LangGraph     = Package{"langgraph", "@langchain/langgraph", "1.7.3"}
 	LangGraphCore = Package{"langgraph", "@langchain/core", "1.4.0"}
+	// LangGraphCLI is LangGraph's CLI, whose langgraphjs dev runs LangGraph's own server
+	// (@langchain/langgraph-api, installed with it beside LangGraph.js and its peer) for
+	// server/langgraphapi's comparison test.
+	LangGraphCLI = Package{"langgraph-api", "@langchain/langgraph-cli", "1.5.1"}
+	LangGraphAPI = Package{"langgraph-api", "@langchain/langgraph-api", "1.5.1"}
 )
 
 // RepoRoot returns the repository's root directory, where .cache is: the first folder above the

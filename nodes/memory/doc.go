@@ -24,8 +24,10 @@
 // [Store.Search] follows the simple scheme of the design: when all memory (MEMORY.md and
 // memory/**/*.md) fits in the budget it returns all of it, each file headed by its path, and
 // the model searches by reading; otherwise it splits the files into sections at "## " and
-// "### " headers, scores each section by the query's keywords and returns the best whole
-// sections. [Store.Prompt] is what a coordinator's system prompt carries at session start:
+// "### " headers, ranks them and returns the best whole sections. A store opened [WithIndex]
+// ranks them with an [Index] (package nodes/memory/index: full text, and meaning with an
+// embedder); without one it scores each section by the query's keywords, and this package
+// links no database. [Store.Prompt] is what a coordinator's system prompt carries at session start:
 // MEMORY.md, index.md and the last two days of logs. [Store.Tools] gives the agent
 // memory_write, memory_read and memory_search.
 package memory

@@ -1,10 +1,12 @@
 package memory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -28,24 +30,31 @@ var stopWords = map[string]bool{
 	"all": true, "some": true, "there": true, "than": true, "then": true, "if": true,
 }
 
-// Search searches memory (MEMORY.md and memory/**/*.md) for query.
+// Search is [Store.SearchContext] with a context that never ends.
+func (s *Store) Search(query string, limit int) (string, error) {
+	return s.SearchContext(context.Background(), query, limit)
+}
+
+// SearchContext searches memory (MEMORY.md and memory/**/*.md) for query.
 //
 // When all memory is no larger than the budget (see [WithBudget]) it returns all of it, each
 // file headed by its path, whatever the query, and the reader searches by reading.
 // Otherwise it splits every file into sections at "## " and "### " headers (the text before
-// the first header is a section too) and scores each section by the query's keywords:
-// lower-cased words, without stop-words, each matching at the start of a word ("async"
-// matches "asyncio"; a plural keyword matches its singular), in the section or its file's
-// path. index.md, which names every file, is not searched this way. Sections matching more
-// distinct keywords rank first, then those with more occurrences, then those of more
-// recently modified files. The best whole sections are returned, each headed by its path
-// and starting with its header line: at most limit of them (default [DefaultLimit] when
-// limit <= 0) and, past the first, no more than the budget in bytes.
+// the first header is a section too) and ranks them; index.md, which names every file, is not
+// searched this way. A store opened [WithIndex] ranks them with its [Index] (full-text ranking,
+// and meaning when the index has an embedder). Otherwise, or when the index fails, it scores
+// each section by the query's keywords: lower-cased words, without stop-words, each matching at
+// the start of a word ("async" matches "asyncio"; a plural keyword matches its singular), in
+// the section or its file's path. Sections matching more distinct keywords rank first, then
+// those with more occurrences, then those of more recently modified files. The best whole
+// sections are returned, each headed by its path and starting with its header line: at most
+// limit of them (default [DefaultLimit] when limit <= 0) and, past the first, no more than the
+// budget in bytes.
 //
 // When nothing matches the result is a text beginning "no memory matches", not an error. A
 // query without any word is an error, and so is a memory/ or a MEMORY.md that is a symbolic
 // link (nothing is searched through it).
-func (s *Store) Search(query string, limit int) (string, error) {
+func (s *Store) SearchContext(ctx context.Context, query string, limit int) (string, error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
@@ -59,11 +68,9 @@ func (s *Store) Search(query string, limit int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("memory: search: %w", err)
 	}
-	contents := make([]string, len(files))
 	total := 0
-	for i, f := range files {
-		contents[i] = f.content
-		total += len(contents[i])
+	for _, f := range files {
+		total += len(f.content)
 	}
 
 	if total == 0 {
@@ -72,35 +79,78 @@ func (s *Store) Search(query string, limit int) (string, error) {
 	if total <= s.cfg.budget {
 		var b strings.Builder
 		fmt.Fprintf(&b, "All memory (%d files, %d bytes: small enough to read whole; look in it for %q):", len(files), total, query)
-		for i, f := range files {
+		for _, f := range files {
 			b.WriteString(separator)
 			b.WriteString("**" + f.rel + "**\n")
-			if strings.TrimSpace(contents[i]) == "" {
+			if strings.TrimSpace(f.content) == "" {
 				b.WriteString("(empty)")
 			} else {
-				b.WriteString(strings.TrimRight(contents[i], "\n"))
+				b.WriteString(strings.TrimRight(f.content, "\n"))
 			}
 		}
 		return b.String(), nil
 	}
 
-	type hit struct {
-		file, idx   int
-		sec         section
+	var docs []File
+	nsec := 0
+	for _, f := range files {
+		if f.rel != IndexFile { // it names every file: it would match every query
+			docs = append(docs, sectionsOf(f.rel, f.content))
+			nsec += len(docs[len(docs)-1].Sections)
+		}
+	}
+	large := fmt.Sprintf("Memory is large (%d bytes in %d files), so these are the sections best matching %q", total, len(files), query)
+	note := ""
+	if ix := s.cfg.index; ix != nil {
+		r, err := rank(ctx, ix, docs, Query{Text: query, Keywords: kws}, limit)
+		if err == nil {
+			if len(r.Hits) == 0 {
+				return withNote(fmt.Sprintf("no memory matches %q: none of the %d sections of the %d memory files matches it by %s. Try other words, or memory_read index.md to see what is stored.",
+					query, nsec, len(files), r.Method), r.Note), nil
+			}
+			return s.present(large+" by "+r.Method, r.Hits, limit, false, r.Note), nil
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("memory: search: %w", ctx.Err())
+		}
+		note = fmt.Sprintf("(The search index failed, so sections were matched by keyword: %v.)", err)
+	}
+
+	hits := keywordHits(files, docs, kws)
+	if len(hits) == 0 {
+		return withNote(fmt.Sprintf("no memory matches %q: none of the %d sections of the %d memory files contains %s. Try other words, or memory_read index.md to see what is stored.",
+			query, nsec, len(files), quoteList(kws)), note), nil
+	}
+	return s.present(large+fmt.Sprintf(" (keywords: %s)", strings.Join(kws, ", ")), hits, limit, true, note), nil
+}
+
+// rank brings ix up to date with docs and asks it for q's sections.
+func rank(ctx context.Context, ix Index, docs []File, q Query, limit int) (Ranking, error) {
+	if err := ix.Sync(ctx, docs); err != nil {
+		return Ranking{}, err
+	}
+	return ix.Search(ctx, q, limit)
+}
+
+// keywordHits returns the sections of docs matching kws, best first (see [Store.SearchContext]);
+// files are the memory files docs were made of, for their modification times.
+func keywordHits(files []memFile, docs []File, kws []string) []Hit {
+	mod := make(map[string]time.Time, len(files))
+	for _, f := range files {
+		mod[f.rel] = f.mod
+	}
+	type scored struct {
+		Hit
+		idx         int
 		distinct    int
 		occurrences int
 	}
-	var hits []hit
-	nsec := 0
-	for fi, f := range files {
-		if f.rel == IndexFile { // it names every file: it would match every query
-			continue
-		}
-		path := strings.ToLower(f.rel)
-		for si, sec := range splitSections(contents[fi]) {
-			nsec++
-			text := strings.ToLower(sec.text)
-			h := hit{file: fi, idx: si, sec: sec}
+	var found []scored
+	for _, d := range docs {
+		path := strings.ToLower(d.Path)
+		for si, sec := range d.Sections {
+			text := strings.ToLower(sec.Text)
+			h := scored{Hit: Hit{Path: d.Path, Section: sec}, idx: si}
 			for _, kw := range kws {
 				n := countWordPrefix(text, kw)
 				if n == 0 && countWordPrefix(path, kw) == 0 {
@@ -110,50 +160,62 @@ func (s *Store) Search(query string, limit int) (string, error) {
 				h.occurrences += n
 			}
 			if h.distinct > 0 {
-				hits = append(hits, h)
+				found = append(found, h)
 			}
 		}
 	}
-	if len(hits) == 0 {
-		return fmt.Sprintf("no memory matches %q: none of the %d sections of the %d memory files contains %s. Try other words, or memory_read index.md to see what is stored.",
-			query, nsec, len(files), quoteList(kws)), nil
-	}
-	slices.SortStableFunc(hits, func(a, b hit) int {
+	slices.SortStableFunc(found, func(a, b scored) int {
 		switch {
 		case a.distinct != b.distinct:
 			return b.distinct - a.distinct
 		case a.occurrences != b.occurrences:
 			return b.occurrences - a.occurrences
 		}
-		if c := files[b.file].mod.Compare(files[a.file].mod); c != 0 {
+		if c := mod[b.Path].Compare(mod[a.Path]); c != 0 {
 			return c
 		}
-		if c := strings.Compare(files[a.file].rel, files[b.file].rel); c != 0 {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
 			return c
 		}
 		return a.idx - b.idx
 	})
+	hits := make([]Hit, len(found))
+	for i, h := range found {
+		hits[i] = h.Hit
+	}
+	return hits
+}
 
+// present writes the best whole hits, each headed by its path: at most limit of them and, past
+// the first, no more than the budget in bytes; intro says what they are, counted among the
+// hits when all are matching sections, and note, if any, follows it.
+func (s *Store) present(intro string, hits []Hit, limit int, all bool, note string) string {
 	var blocks []string
 	used := 0
 	for _, h := range hits {
 		if len(blocks) == limit {
 			break
 		}
-		head := "**" + files[h.file].rel + "**"
-		if h.sec.header == "" {
+		head := "**" + h.Path + "**"
+		if h.Header == "" {
 			head += " (beginning of the file)"
 		}
-		block := head + "\n" + h.sec.text
+		block := head + "\n" + h.Text
 		if len(blocks) > 0 && used+len(block) > s.cfg.budget {
 			break
 		}
 		blocks = append(blocks, block)
 		used += len(block)
 	}
+	count := fmt.Sprintf("%d of %d matching sections", len(blocks), len(hits))
+	switch {
+	case !all && len(blocks) == 1:
+		count = "1 section"
+	case !all:
+		count = fmt.Sprintf("%d sections", len(blocks))
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Memory is large (%d bytes in %d files), so these are the sections best matching %q (keywords: %s): %d of %d matching sections, best first.",
-		total, len(files), query, strings.Join(kws, ", "), len(blocks), len(hits))
+	b.WriteString(withNote(fmt.Sprintf("%s: %s, best first.", intro, count), note))
 	for _, bl := range blocks {
 		b.WriteString(separator)
 		b.WriteString(bl)
@@ -161,7 +223,15 @@ func (s *Store) Search(query string, limit int) (string, error) {
 	if rest := len(hits) - len(blocks); rest > 0 {
 		fmt.Fprintf(&b, "%s(%d more matching sections not shown: use more precise keywords, or memory_read a file.)", separator, rest)
 	}
-	return b.String(), nil
+	return b.String()
+}
+
+// withNote returns msg followed by note, if any.
+func withNote(msg, note string) string {
+	if note == "" {
+		return msg
+	}
+	return msg + " " + note
 }
 
 // keywords splits query into distinct lower-cased words, leaving out stop-words and
@@ -210,23 +280,17 @@ func countWordPrefix(text, kw string) int {
 	}
 }
 
-// section is one chunk of a markdown file.
-type section struct {
-	header string // the header line's text without the #s; "" for the text before the first header
-	text   string // the header line and the body, without trailing blank lines
-}
-
 // splitSections splits markdown into sections at "## " and "### " header lines (outside
 // fenced code blocks). The text before the first header is a section too. Sections with
 // nothing but white space are left out.
-func splitSections(text string) []section {
-	var out []section
-	cur := section{}
+func splitSections(text string) []Section {
+	var out []Section
+	cur := Section{}
 	var lines []string
 	flush := func() {
 		body := strings.TrimRight(strings.Join(lines, "\n"), " \t\r\n")
 		if strings.TrimSpace(body) != "" {
-			cur.text = strings.TrimLeft(body, "\r\n")
+			cur.Text = strings.TrimLeft(body, "\r\n")
 			out = append(out, cur)
 		}
 	}
@@ -238,7 +302,7 @@ func splitSections(text string) []section {
 		}
 		if !fenced && (strings.HasPrefix(line, "## ") || strings.HasPrefix(line, "### ")) {
 			flush()
-			cur = section{header: strings.TrimSpace(strings.TrimLeft(line, "#"))}
+			cur = Section{Header: strings.TrimSpace(strings.TrimLeft(line, "#"))}
 			lines = []string{line}
 			continue
 		}

@@ -53,6 +53,7 @@ type config struct {
 	budget   int
 	now      func() time.Time
 	observer func(Write)
+	index    Index // WithIndex
 }
 
 // Option configures a [Store].
@@ -301,12 +302,13 @@ func (s *Store) Read(path string) (string, error) {
 	return string(data), nil
 }
 
+// notify tells the index and the observer of writes made, without the store's lock held.
 func (s *Store) notify(writes []Write) {
-	if s.cfg.observer == nil {
-		return
-	}
 	for _, w := range writes {
-		s.cfg.observer(w)
+		s.reindex(w.Path)
+		if s.cfg.observer != nil {
+			s.cfg.observer(w)
+		}
 	}
 }
 

@@ -90,9 +90,9 @@ func (s *Store) Tools(o ToolOptions) []tools.Tool {
 		},
 		tools.Safe(), tools.WithGuidance(readGuidance))
 	search := tools.Func("memory_search",
-		"Search your long-term memory by keywords; returns whole matching sections.",
+		"Search your long-term memory by words (and by meaning, when memory has an embedder); returns whole matching sections.",
 		func(ctx context.Context, a SearchArgs) (string, error) {
-			return s.Search(a.Query, a.Limit)
+			return s.SearchContext(ctx, a.Query, a.Limit)
 		},
 		tools.Safe(), tools.WithGuidance(searchGuidance))
 	return []tools.Tool{write, read, search}

@@ -36,6 +36,16 @@ func (m *Model) params(req providers.Request) (sdk.MessageNewParams, error) {
 	if len(p.Tools) > 0 {
 		p.ToolChoice = toolChoice(req.Choice)
 	}
+	if o := req.Output; o != nil {
+		var schema map[string]any
+		if err := json.Unmarshal(o.Schema, &schema); err != nil || schema == nil {
+			return sdk.MessageNewParams{}, &providers.Error{
+				Provider: providerName, Model: m.model, Kind: providers.ErrBadRequest,
+				Message: fmt.Sprintf("the schema of output %s is not a JSON object", o.ResultName()),
+			}
+		}
+		p.OutputConfig = sdk.OutputConfigParam{Format: sdk.JSONOutputFormatParam{Schema: schema}}
+	}
 	if !m.cfg.noCaching {
 		setCacheBreakpoints(&p)
 	}

@@ -58,15 +58,23 @@ func (m *Model) Name() string { return m.name }
 // Generate sends req to the model and returns its answer. Errors are *providers.Error values,
 // or the context's error when ctx ends.
 func (m *Model) Generate(ctx context.Context, req providers.Request) (providers.Response, error) {
-	msgs := messages(req)
-	opts, err := m.callOptions(req)
-	if err != nil {
-		return providers.Response{}, m.fail(providers.ErrBadRequest, err.Error(), nil)
-	}
 	var rec *recorder
 	if m.recorded {
 		rec = &recorder{dropTemperature: req.Temperature == nil}
 		ctx = withRecorder(ctx, rec)
+		if o := req.Output; o != nil {
+			var err error
+			if rec.responseFormat, err = responseFormat(o); err != nil {
+				return providers.Response{}, m.fail(providers.ErrBadRequest, err.Error(), nil)
+			}
+		}
+	} else {
+		req = providers.PromptOutput(req) // langchaingo has no structured output of its own
+	}
+	msgs := messages(req)
+	opts, err := m.callOptions(req)
+	if err != nil {
+		return providers.Response{}, m.fail(providers.ErrBadRequest, err.Error(), nil)
 	}
 	var text *textStream
 	if req.OnText != nil {

@@ -64,10 +64,12 @@ func Services() []Service {
 	}
 }
 
-// init serves each service's model names through package models ("openai/gpt-4o", …).
+// init serves each service's model and embedder names through package models ("openai/gpt-4o",
+// "openai/text-embedding-3-small", …).
 func init() {
 	for _, svc := range Services() {
 		models.Register(svc.Provider, Provider(svc.Provider))
+		models.RegisterEmbedder(svc.Provider, EmbedderProvider(svc.Provider))
 	}
 }
 
@@ -113,15 +115,7 @@ func WithHTTPClient(c *http.Client) ServiceOption {
 // client. Its name is "provider/model". It fails with ErrUnknownModel for an unknown provider or
 // an empty model, and with ErrMissingKey when the service needs a key and none is given.
 func NewService(provider, model string, opts ...ServiceOption) (*Model, error) {
-	svc, ok := service(provider)
-	if !ok || model == "" {
-		return nil, unknown(provider, model, ok)
-	}
-	var cfg serviceConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
-	key, err := svc.key(cfg, model)
+	svc, cfg, key, err := configure(provider, model, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +137,22 @@ func NewService(provider, model string, opts ...ServiceOption) (*Model, error) {
 	m.recorded = true
 	m.legacyMaxTokens = svc.legacyMaxTokens
 	return m, nil
+}
+
+// configure returns the service of provider, the options' settings and the key, for a model of
+// it: an error of kind ErrUnknownModel for an unknown provider or an empty model, of kind
+// ErrMissingKey when the service needs a key and none is given.
+func configure(provider, model string, opts []ServiceOption) (Service, serviceConfig, string, error) {
+	svc, ok := service(provider)
+	if !ok || model == "" {
+		return Service{}, serviceConfig{}, "", unknown(provider, model, ok)
+	}
+	var cfg serviceConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	key, err := svc.key(cfg, model)
+	return svc, cfg, key, err
 }
 
 // service returns the service of a provider.

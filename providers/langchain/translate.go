@@ -121,6 +121,18 @@ func schema(raw json.RawMessage) (map[string]any, error) {
 	return m, nil
 }
 
+// responseFormat returns the response_format of an Output: a json_schema format, which OpenAI,
+// OpenRouter, Ollama and Gemini's OpenAI-compatible endpoint take.
+func responseFormat(o *providers.Output) (json.RawMessage, error) {
+	s, err := schema(o.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %w", o.ResultName(), err)
+	}
+	return json.Marshal(map[string]any{"type": "json_schema", "json_schema": map[string]any{
+		"name": o.ResultName(), "strict": o.Strict, "schema": s,
+	}})
+}
+
 // toolChoice translates a tool choice to the value of OpenAI's tool_choice.
 func toolChoice(c providers.ToolChoice) any {
 	switch c.Mode {

@@ -25,6 +25,9 @@ const maxRecorded = 1 << 20
 type recorder struct {
 	// dropTemperature removes the temperature langchaingo always sends (0 when unset).
 	dropTemperature bool
+	// responseFormat, when set, is sent as the body's response_format: langchaingo sets one
+	// per client, not per call, and drops most keywords of a schema.
+	responseFormat json.RawMessage
 
 	mu         sync.Mutex
 	status     int
@@ -215,9 +218,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rec == nil {
 		return t.base.RoundTrip(req)
 	}
-	if rec.dropTemperature {
+	if rec.dropTemperature || rec.responseFormat != nil {
 		var err error
-		if req, err = withoutTemperature(req); err != nil {
+		if req, err = rec.rewrite(req); err != nil {
 			return nil, err
 		}
 	}
@@ -245,8 +248,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// withoutTemperature returns a copy of req whose JSON body has no "temperature".
-func withoutTemperature(req *http.Request) (*http.Request, error) {
+// rewrite returns a copy of req whose JSON body has no "temperature" (when dropTemperature) and
+// the recorder's response_format (when set).
+func (r *recorder) rewrite(req *http.Request) (*http.Request, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return req, nil
 	}
@@ -257,11 +261,14 @@ func withoutTemperature(req *http.Request) (*http.Request, error) {
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(body, &fields) == nil && fields != nil {
-		if _, ok := fields["temperature"]; ok {
+		if r.dropTemperature {
 			delete(fields, "temperature")
-			if b, err := json.Marshal(fields); err == nil {
-				body = b
-			}
+		}
+		if r.responseFormat != nil {
+			fields["response_format"] = r.responseFormat
+		}
+		if b, err := json.Marshal(fields); err == nil {
+			body = b
 		}
 	}
 	out := req.Clone(req.Context())

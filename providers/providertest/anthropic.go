@@ -169,6 +169,10 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, req Reque
 			return
 		}
 	}
+	if p := anthropicFormatProblem(req.JSON); p != "" {
+		anthropicFail(w, req, 400, "invalid_request_error", p, nil)
+		return
+	}
 	reply, ok := s.reply(req)
 	if !ok {
 		anthropicFail(w, req, 500, "api_error", s.scriptEnded(req), nil)

@@ -12,10 +12,11 @@ import (
 	"github.com/agiraph/agiraph/providers"
 )
 
-// NewGemini starts a fake Gemini API (POST /v1beta/models/{model}:generateContent and
-// :streamGenerateContent, the API Gemini CLI and the Google Gen AI SDKs speak) that answers with
-// replies, one per request, in order. Give a client URL() as its base URL (the server root, as
-// GOOGLE_GEMINI_BASE_URL expects); the key goes in x-goog-api-key (or ?key=).
+// NewGemini starts a fake Gemini API (POST /v1beta/models/{model}:generateContent,
+// :streamGenerateContent and :batchEmbedContents, the API Gemini CLI and the Google Gen AI SDKs
+// speak) that answers with replies, one per request, in order. Give a client URL() as its base
+// URL (the server root, as GOOGLE_GEMINI_BASE_URL expects); the key goes in x-goog-api-key (or
+// ?key=).
 //
 // The recorded Request's Model is the model named in the path and Stream is true for
 // streamGenerateContent. A reply's text becomes text parts (a word a chunk when streamed) and
@@ -44,7 +45,7 @@ func (r Request) Contents() []map[string]any {
 }
 
 // geminiPath matches the methods the server serves.
-var geminiPath = regexp.MustCompile(`^/(v1beta|v1)/models/([^/:]+):(generateContent|streamGenerateContent)$`)
+var geminiPath = regexp.MustCompile(`^/(v1beta|v1)/models/([^/:]+):(generateContent|streamGenerateContent|batchEmbedContents)$`)
 
 type geminiErrorBody struct {
 	Error geminiErrDetail `json:"error"`
@@ -182,7 +183,7 @@ func geminiDetailOf(status int) geminiErrDetail {
 func serveGemini(s *Server, w http.ResponseWriter, r *http.Request, req Request) {
 	m := geminiPath.FindStringSubmatch(r.URL.Path)
 	if m == nil {
-		s.t.Errorf("providertest: gemini server got %s %s; it serves POST /v1beta/models/{model}:generateContent and :streamGenerateContent (is the base URL %s, without /v1beta?)", r.Method, r.URL.Path, s.URL())
+		s.t.Errorf("providertest: gemini server got %s %s; it serves POST /v1beta/models/{model}:generateContent, :streamGenerateContent and :batchEmbedContents (is the base URL %s, without /v1beta?)", r.Method, r.URL.Path, s.URL())
 		geminiFail(w, 404, geminiErrDetail{Status: "NOT_FOUND", Message: "The requested URL " + r.URL.Path + " was not found on this server."}, nil)
 		return
 	}
@@ -205,8 +206,16 @@ func serveGemini(s *Server, w http.ResponseWriter, r *http.Request, req Request)
 		geminiFail(w, 400, geminiErrDetail{Status: "INVALID_ARGUMENT", Message: "Invalid JSON payload received. Unexpected token."}, nil)
 		return
 	}
+	if m[3] == "batchEmbedContents" {
+		serveGeminiEmbeddings(s, w, req)
+		return
+	}
 	if _, ok := req.JSON["contents"]; !ok {
 		geminiFail(w, 400, geminiErrDetail{Status: "INVALID_ARGUMENT", Message: "* GenerateContentRequest.contents: contents is not specified\n"}, nil)
+		return
+	}
+	if p := geminiFormatProblem(req.JSON); p != "" {
+		geminiFail(w, 400, geminiErrDetail{Status: "INVALID_ARGUMENT", Message: p}, nil)
 		return
 	}
 	reply, ok := s.reply(req)

@@ -10,8 +10,8 @@ import (
 	"github.com/agiraph/agiraph/providers"
 )
 
-// NewOpenAI starts a fake OpenAI Chat Completions API that answers with replies, one per request,
-// in order. Give a client URL() as its base URL (it ends in /v1).
+// NewOpenAI starts a fake OpenAI Chat Completions API (and embeddings API, POST /v1/embeddings)
+// that answers with replies, one per request, in order. Give a client URL() as its base URL (it ends in /v1).
 func NewOpenAI(t T, replies ...Reply) *Server {
 	t.Helper()
 	return newServer(t, "openai", "/v1", replies, nil, serveOpenAI)
@@ -154,6 +154,10 @@ func openAIDetailOf(status int) openAIErrDetail {
 }
 
 func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request, req Request) {
+	if r.URL.Path == "/v1/embeddings" {
+		serveOpenAIEmbeddings(s, w, r, req)
+		return
+	}
 	missing := func(req Request) *openAIErrDetail {
 		if _, ok := req.JSON["model"]; !ok {
 			return &openAIErrDetail{Type: "invalid_request_error", Message: "you must provide a model parameter"}
@@ -161,6 +165,16 @@ func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request, req Request)
 		if _, ok := req.JSON["messages"]; !ok {
 			return &openAIErrDetail{Type: "invalid_request_error", Param: strp("messages"), Code: strp("missing_required_parameter"),
 				Message: "Missing required parameter: 'messages'."}
+		}
+		if rf, ok := req.JSON["response_format"]; ok {
+			// Chat Completions nests the schema's fields in json_schema; Responses does not.
+			format := map[string]any{"type": object(rf)["type"]}
+			for k, v := range object(object(rf)["json_schema"]) {
+				format[k] = v
+			}
+			if p := openAIFormatProblem(format, "response_format.json_schema"); p != "" {
+				return &openAIErrDetail{Type: "invalid_request_error", Param: strp("response_format"), Message: p}
+			}
 		}
 		return nil
 	}

@@ -2,8 +2,9 @@
 // formats, so provider adapters built on the official SDKs (the Anthropic Go SDK, langchaingo's
 // OpenAI client) and CLI agents can be tested end to end without a network or a key.
 //
-// [NewAnthropic] (Messages API), [NewOpenAI] (Chat Completions), [NewResponses] (the Responses
-// API) and [NewGemini] each start a [Server] that plays a script of [Reply] values, one per
+// [NewAnthropic] (Messages API), [NewOpenAI] (Chat Completions and embeddings), [NewResponses]
+// (the Responses API), [NewGemini] (generateContent and batchEmbedContents) and [NewOllama] (its
+// embeddings API and Chat Completions) each start a [Server] that plays a script of [Reply] values, one per
 // request, in order (or answers with a function of the request), and records every request it
 // gets. A request past the end of the script, or to a path the API does not serve, fails the
 // test.
@@ -109,6 +110,9 @@ type Reply struct {
 	MidStream bool
 	// Header holds extra response headers.
 	Header http.Header
+	// Vectors gives the vector of each text of an embeddings request (OpenAI's /v1/embeddings,
+	// Gemini's batchEmbedContents, Ollama's /api/embed); nil gives [Vector]'s.
+	Vectors func(text string) []float32
 }
 
 // isError reports whether r is an error reply.

@@ -150,6 +150,11 @@ func serveResponses(s *Server, w http.ResponseWriter, r *http.Request, req Reque
 			return &openAIErrDetail{Type: "invalid_request_error", Param: strp("model"), Code: strp("missing_required_parameter"),
 				Message: "Missing required parameter: 'model'."}
 		}
+		if f, ok := object(req.JSON["text"])["format"]; ok {
+			if p := openAIFormatProblem(object(f), "text.format"); p != "" {
+				return &openAIErrDetail{Type: "invalid_request_error", Param: strp("text.format"), Message: p}
+			}
+		}
 		return nil
 	}
 	reply, h, ok := openAIAccept(s, w, r, req, "/v1/responses", missing, responsesErrorOf)
@@ -195,12 +200,16 @@ func responsesBuild(s *Server, req Request, r Reply) (responsesObject, bool) {
 			Status: "completed", Arguments: string(a), CallID: id, Name: call.Name})
 	}
 	input := r.Usage.InputTokens + r.Usage.CacheReadTokens
+	format := any(map[string]any{"type": "text"})
+	if f, ok := object(req.JSON["text"])["format"]; ok {
+		format = f
+	}
 	o := responsesObject{
 		ID: "resp_test_" + n, Object: "response", CreatedAt: time.Now().Unix(), Status: "completed",
 		Model: model, Output: output, ServiceTier: "default", Truncation: "disabled",
 		ParallelToolCalls: true, Store: true, Temperature: 1, TopP: 1, ToolChoice: "auto", Tools: []any{},
 		Reasoning: map[string]any{"effort": nil, "summary": nil},
-		Text:      map[string]any{"format": map[string]any{"type": "text"}, "verbosity": "medium"},
+		Text:      map[string]any{"format": format, "verbosity": "medium"},
 		Metadata:  map[string]any{},
 		Usage: &responsesUsage{
 			InputTokens: input, InputTokensDetails: map[string]int{"cached_tokens": r.Usage.CacheReadTokens},

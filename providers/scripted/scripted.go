@@ -222,6 +222,17 @@ func (r *Recorder) Script() []Turn {
 	return append([]Turn(nil), r.turns...)
 }
 
+// JSON is a turn whose text is v marshalled to JSON: the answer to a request for structured
+// output (providers.Request.Output, which a Func sees). It panics when v cannot be marshalled:
+// a script's mistake.
+func JSON(v any) Turn {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("scripted: JSON: %v", err))
+	}
+	return Turn{Text: string(raw)}
+}
+
 // Call is a tool call for a scripted turn, with args marshalled to JSON. It panics when args
 // cannot be marshalled: a script's mistake.
 func Call(name string, args any) tools.Call {

@@ -158,3 +158,31 @@ func TestReportAsk(t *testing.T) {
 		t.Fatal("a report that ended took a question")
 	}
 }
+
+// publish refuses a result that does not match the node's output schema in its handler too, so
+// a runtime that calls tools without a registry cannot publish one; nothing is published then.
+func TestPublishHandlerChecksTheResult(t *testing.T) {
+	d := runtime.NodeDir(t.TempDir())
+	require.NoError(t, d.Create())
+	require.NoError(t, os.WriteFile(filepath.Join(d.Scratch(), "notes.md"), []byte("n"), 0o644))
+	a := runtime.Assignment{ID: "a1", Node: "n1", Dir: d,
+		OutputSchema: json.RawMessage(`{"type":"object","required":["ok"],"properties":{"ok":{"type":"boolean"}}}`)}
+	report := adapter.NewReport(runtime.Outcome{})
+	var publish tools.Tool
+	for _, tl := range adapter.WorkTools(a, report, adapter.NewEmitter(a, nil)) {
+		if tl.Name == "publish" {
+			publish = tl
+		}
+	}
+	_, err := publish.Handler(context.Background(), json.RawMessage(`{"summary":"s","result":{"ok":"yes"}}`))
+	require.EqualError(t, err, "the result does not match the output schema: result.ok: expected boolean, got string. Fix it and call publish again")
+	files, err := d.PublishedFiles()
+	require.NoError(t, err)
+	require.Empty(t, files)
+	require.False(t, report.Done())
+
+	out, err := publish.Handler(context.Background(), json.RawMessage(`{"summary":"s","result":{ "ok": true }}`))
+	require.NoError(t, err)
+	require.Equal(t, "Published: notes.md, result.json", out)
+	require.Equal(t, `{"ok":true}`, string(report.Outcome().Result))
+}

@@ -1,9 +1,13 @@
 package adapter
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -19,21 +23,22 @@ type Report struct {
 }
 
 // NewReport returns a report that starts from what an earlier part of the same assignment
-// reported (its Status, Summary, Published, Suggestions and SubNodes), for a worker that resumes.
+// reported (its Status, Summary, Published, Result, Suggestions and SubNodes), for a worker that
+// resumes.
 func NewReport(prev runtime.Outcome) *Report {
 	r := &Report{}
 	r.Restore(prev)
 	return r
 }
 
-// Restore makes the report what prev reported (its Status, Summary, Published, Suggestions and
-// SubNodes): a runtime that saves the report with each step restores it from the step's input,
+// Restore makes the report what prev reported (its Status, Summary, Published, Result,
+// Suggestions and SubNodes): a runtime that saves the report with each step restores it from the step's input,
 // which may hold what a step saved before a crash and was not re-run.
 func (r *Report) Restore(prev runtime.Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.o = runtime.Outcome{
-		Status: prev.Status, Summary: prev.Summary,
+		Status: prev.Status, Summary: prev.Summary, Result: prev.Result,
 		Published:   append([]string(nil), prev.Published...),
 		Suggestions: append([]string(nil), prev.Suggestions...),
 		SubNodes:    append([]runtime.SubNode(nil), prev.SubNodes...),
@@ -60,15 +65,15 @@ func (r *Report) Done() bool {
 
 // End records that the worker ended its assignment with status s (Published or Checkpointed)
 // and a summary; it fails if the worker already ended. Runtimes stop the assignment once it has.
-func (r *Report) End(s runtime.Status, summary string) error { return r.end(s, summary, nil) }
+func (r *Report) End(s runtime.Status, summary string) error { return r.end(s, summary, nil, nil) }
 
-func (r *Report) end(s runtime.Status, summary string, published []string) error {
+func (r *Report) end(s runtime.Status, summary string, published []string, result json.RawMessage) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.o.Status == runtime.Published || r.o.Status == runtime.Checkpointed {
 		return fmt.Errorf("this assignment already ended (%s)", r.o.Status)
 	}
-	r.o.Status, r.o.Summary, r.o.Published = s, summary, published
+	r.o.Status, r.o.Summary, r.o.Published, r.o.Result = s, summary, published, result
 	return nil
 }
 
@@ -105,6 +110,11 @@ type (
 	PublishArgs struct {
 		Summary string `json:"summary" jsonschema_description:"What you produced and where it is, in a few sentences"`
 	}
+	// PublishResultArgs are publish's arguments on a node with an output schema.
+	PublishResultArgs struct {
+		Summary string          `json:"summary" jsonschema_description:"What you produced and where it is, in a few sentences"`
+		Result  json.RawMessage `json:"result" jsonschema_description:"The node's result: a JSON object of the node's output schema"`
+	}
 	// CheckpointArgs are checkpoint's arguments.
 	CheckpointArgs struct {
 		Summary string `json:"summary" jsonschema_description:"What this stage achieved and what remains"`
@@ -133,27 +143,10 @@ type (
 // MessageTools.
 func WorkTools(a runtime.Assignment, r *Report, rep *Emitter) []tools.Tool {
 	ts := []tools.Tool{
-		tools.Func("publish", "Finish this assignment: move your outputs from scratch/ to published/, where other nodes can read them.",
-			func(ctx context.Context, args PublishArgs) (string, error) {
-				if r.Done() {
-					return "", errors.New("this assignment already ended")
-				}
-				files, err := a.Dir.Publish()
-				if err != nil {
-					return "", err
-				}
-				if err := r.end(runtime.Published, args.Summary, files); err != nil {
-					return "", err
-				}
-				if len(files) == 0 {
-					return "Published (scratch/ held no files).", nil
-				}
-				return "Published: " + strings.Join(files, ", "), nil
-			},
-			tools.WithGuidance("Call publish once, when your outputs are complete and written to files in your scratch directory; the assignment ends with it. Published files cannot be changed afterwards.")),
+		publishTool(a, r),
 		tools.Func("checkpoint", "End this stage of the work with a summary; the node stays open and may be assigned again.",
 			func(ctx context.Context, args CheckpointArgs) (string, error) {
-				if err := r.end(runtime.Checkpointed, args.Summary, nil); err != nil {
+				if err := r.end(runtime.Checkpointed, args.Summary, nil, nil); err != nil {
 					return "", err
 				}
 				return "Checkpointed.", nil
@@ -181,6 +174,98 @@ func WorkTools(a runtime.Assignment, r *Report, rep *Emitter) []tools.Tool {
 			tools.WithGuidance("When your task is too big for one worker, split it: call create_work_node once per self-contained sub-task (say what to produce), then checkpoint. You get the node back with the sub-tasks' results listed, to integrate them and publish.")),
 	}
 	return append(ts, MessageTools(a, rep)...)
+}
+
+// publishTool returns the publish tool of a: it publishes the worker's outputs and ends the
+// assignment. When a has an output schema, it takes a result, refused with what is wrong until
+// it matches, then saved in the outcome and published as runtime.ResultFile.
+func publishTool(a runtime.Assignment, r *Report) tools.Tool {
+	const desc = "Finish this assignment: move your outputs from scratch/ to published/, where other nodes can read them."
+	publish := func(summary string, result json.RawMessage) (string, error) {
+		if r.Done() {
+			return "", errors.New("this assignment already ended")
+		}
+		if a.OutputSchema != nil {
+			if err := CheckResult(a.OutputSchema, result, "publish"); err != nil {
+				return "", err
+			}
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, result); err != nil {
+				return "", err
+			}
+			result = compact.Bytes()
+			if err := stageResult(a.Dir, result); err != nil {
+				return "", err
+			}
+		}
+		files, err := a.Dir.Publish()
+		if err != nil {
+			return "", err
+		}
+		if err := r.end(runtime.Published, summary, files, result); err != nil {
+			return "", err
+		}
+		if len(files) == 0 {
+			return "Published (scratch/ held no files).", nil
+		}
+		return "Published: " + strings.Join(files, ", "), nil
+	}
+	guidance := "Call publish once, when your outputs are complete and written to files in your scratch directory; the assignment ends with it. Published files cannot be changed afterwards."
+	if a.OutputSchema == nil {
+		return tools.Func("publish", desc, func(ctx context.Context, args PublishArgs) (string, error) {
+			return publish(args.Summary, nil)
+		}, tools.WithGuidance(guidance))
+	}
+	t := tools.Func("publish", desc, func(ctx context.Context, args PublishResultArgs) (string, error) {
+		return publish(args.Summary, args.Result)
+	}, tools.WithGuidance(guidance+" This node has an output schema: give publish your result as a JSON object of it (see publish's result parameter); it is published as "+runtime.ResultFile+"."))
+	t.Schema = ResultSchema(t.Schema, a.OutputSchema)
+	return t
+}
+
+// ResultSchema returns the schema of a tool that takes a result (publish; a coordinator's
+// finish) with its "result" property given by schema, so that the model sees the result's
+// schema where it writes it. A schema that is not JSON leaves the tool's as it is, for
+// CheckResult to refuse what the model sends.
+func ResultSchema(tool, schema json.RawMessage) json.RawMessage {
+	var s map[string]any
+	if json.Unmarshal(tool, &s) != nil {
+		return tool
+	}
+	if props, ok := s["properties"].(map[string]any); ok {
+		props["result"] = json.RawMessage(schema)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return tool
+	}
+	return b
+}
+
+// CheckResult validates result against schema. Its error is for the model to fix the result
+// by: what is wrong, path by path, and that it should call tool again.
+func CheckResult(schema, result json.RawMessage, tool string) error {
+	if err := tools.ValidateAt(schema, result, "result"); err != nil {
+		return fmt.Errorf("the result does not match the output schema: %w. Fix it and call %s again", err, tool)
+	}
+	return nil
+}
+
+// stageResult writes result to scratch/ for Publish to publish as runtime.ResultFile, unless a
+// publish that came before a crash published it already.
+func stageResult(d runtime.NodeDir, result json.RawMessage) error {
+	if _, err := os.Lstat(filepath.Join(d.Published(), runtime.ResultFile)); err == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, result, "", "  "); err != nil {
+		return err
+	}
+	b.WriteByte('\n')
+	if err := os.MkdirAll(d.Scratch(), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(d.Scratch(), runtime.ResultFile), b.Bytes(), 0o644)
 }
 
 // MessageTools returns send_message and check_messages over a.Mailbox (none when it is nil);

@@ -14,6 +14,7 @@ package harnessed
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -225,7 +226,10 @@ type worker struct {
 	unsaved []runtime.Message
 	prompt  string // the system prompt
 	specs   []providers.ToolSpec
-	mcp     *mcp.Set // the MCP servers' tools, closed when the run ends
+	// result is the valid result of a single-inference answer to an assignment with an output
+	// schema, set by the model turn that publishes it.
+	result json.RawMessage
+	mcp    *mcp.Set // the MCP servers' tools, closed when the run ends
 }
 
 // runs reports whether this Run works on the assignment, rather than only reporting how it

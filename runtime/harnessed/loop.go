@@ -222,7 +222,14 @@ func (w *worker) generate(ctx context.Context, conv []providers.Message) (provid
 		w.rep.Emit(runtime.Event{Kind: runtime.Retrying, Text: fmt.Sprintf("attempt %d failed, trying again in %v: %v", attempt, wait.Round(time.Millisecond), err)})
 		traceRetry(span, attempt, err)
 	})
-	resp, err := w.rt.model.Generate(ctx, req)
+	var resp providers.Response
+	var err error
+	if w.rt.cfg.single && w.a.OutputSchema != nil {
+		req.Output = &providers.Output{Schema: w.a.OutputSchema}
+		w.result, resp, err = providers.GenerateJSON(ctx, w.rt.model, req)
+	} else {
+		resp, err = w.rt.model.Generate(ctx, req)
+	}
 	endModel(span, resp, err)
 	if err == nil || ctx.Err() != nil {
 		return resp, err
@@ -291,14 +298,19 @@ func (w *worker) ask(ctx context.Context, c tools.Call) (tools.Result, error) {
 	return tools.Result{CallID: c.ID, Name: c.Name, Content: "The human answered: " + answer}, nil
 }
 
-// publishAnswer publishes a single-inference answer as result.md.
+// publishAnswer publishes a single-inference answer as result.md; or, for an assignment with an
+// output schema, its result (asked for as structured output and valid) as runtime.ResultFile.
 func (w *worker) publishAnswer(text string) (runtime.Outcome, error) {
-	if err := os.WriteFile(filepath.Join(w.a.Dir.Scratch(), "result.md"), []byte(text), 0o644); err != nil {
+	name, content := "result.md", []byte(text)
+	if w.result != nil {
+		name, content = runtime.ResultFile, w.result
+	}
+	if err := os.WriteFile(filepath.Join(w.a.Dir.Scratch(), name), content, 0o644); err != nil {
 		return runtime.Outcome{}, fmt.Errorf("harnessed: %w", err)
 	}
 	files, err := w.a.Dir.Publish()
 	if err != nil {
 		return runtime.Outcome{}, err
 	}
-	return runtime.Outcome{Status: runtime.Published, Summary: text, Published: files}, nil
+	return runtime.Outcome{Status: runtime.Published, Summary: text, Published: files, Result: w.result}, nil
 }

@@ -117,7 +117,7 @@ func reported(before, after runtime.Outcome) runtime.Outcome {
 		SubNodes:    added(before.SubNodes, after.SubNodes),
 	}
 	if after.Status != before.Status {
-		d.Status, d.Summary, d.Published = after.Status, after.Summary, after.Published
+		d.Status, d.Summary, d.Published, d.Result = after.Status, after.Summary, after.Published, after.Result
 	}
 	return d
 }
@@ -133,7 +133,7 @@ func added[T any](before, after []T) []T {
 // addReport merges d, what a step reported, into the report r.
 func addReport(r, d runtime.Outcome) runtime.Outcome {
 	if d.Status != "" {
-		r.Status, r.Summary, r.Published = d.Status, d.Summary, d.Published
+		r.Status, r.Summary, r.Published, r.Result = d.Status, d.Summary, d.Published, d.Result
 	}
 	r.Suggestions = append(r.Suggestions, d.Suggestions...)
 	r.SubNodes = append(r.SubNodes, d.SubNodes...)

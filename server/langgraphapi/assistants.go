@@ -330,15 +330,16 @@ func (h *Handler) getAssistant(w http.ResponseWriter, r *http.Request) error {
 
 // drawnNode and drawnEdge are the graph's drawing as LangChain's Graph.toJSON gives it.
 type drawnNode struct {
-	ID   string `json:"id"`
-	Type string `json:"type"`
-	Data any    `json:"data"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Data     any    `json:"data"`
+	Metadata any    `json:"metadata,omitempty"` // a runnable's: empty
 }
 
 type drawnEdge struct {
 	Source      string `json:"source"`
 	Target      string `json:"target"`
-	Conditional bool   `json:"conditional,omitempty"`
+	Conditional bool   `json:"conditional"`
 }
 
 func (h *Handler) getGraph(w http.ResponseWriter, r *http.Request) error {
@@ -348,7 +349,7 @@ func (h *Handler) getGraph(w http.ResponseWriter, r *http.Request) error {
 	}
 	nodes := []drawnNode{{ID: graph.START, Type: "schema", Data: graph.START}}
 	for _, n := range e.nodes() {
-		nodes = append(nodes, drawnNode{ID: n, Type: "runnable", Data: map[string]any{"id": []string{"agiraph", "graph", "node"}, "name": n}})
+		nodes = append(nodes, drawnNode{ID: n, Type: "runnable", Data: map[string]any{"id": []string{"agiraph", "graph", "node"}, "name": n}, Metadata: map[string]any{}})
 	}
 	nodes = append(nodes, drawnNode{ID: graph.END, Type: "schema", Data: graph.END})
 	var edges []drawnEdge

@@ -19,14 +19,15 @@ type translator struct {
 	graphID   string
 	modes     map[string]bool
 	subgraphs bool
-	runMeta   map[string]any    // the run's IDs, in the metadata of its messages
-	values    any               // the latest state of the root graph
-	updates   map[string]any    // task ID → the task's update, for task results
-	texts     map[string]string // message ID → its text so far, for the messages mode
+	runMeta   map[string]any         // the run's IDs, in the metadata of its messages
+	values    any                    // the latest state of the root graph
+	states    map[string]any         // namespace → the latest state of the graph, a task's input
+	finished  map[string]graph.Event // namespace NUL task ID → the task's end, sent with its update
+	texts     map[string]string      // message ID → its text so far, for the messages mode
 }
 
 func newTranslator(graphID string, r run, modes []string, subgraphs bool) *translator {
-	t := &translator{graphID: graphID, modes: map[string]bool{}, subgraphs: subgraphs, updates: map[string]any{}, texts: map[string]string{},
+	t := &translator{graphID: graphID, modes: map[string]bool{}, subgraphs: subgraphs, states: map[string]any{}, finished: map[string]graph.Event{}, texts: map[string]string{},
 		runMeta: map[string]any{"graph_id": graphID, "assistant_id": r.AssistantID, "run_id": r.RunID, "thread_id": r.ThreadID}}
 	for _, m := range modes {
 		t.modes[m] = true
@@ -54,16 +55,20 @@ func (t *translator) graphModes() graph.Mode {
 
 type emitFunc func(name string, data any)
 
+// rootChain is the name of the run's own chain in events mode, LangGraph's name of a compiled
+// graph.
+const rootChain = "LangGraph"
+
 // begin and end frame the run in events mode, as the graph's own chain.
 func (t *translator) begin(emit emitFunc, runID string, input json.RawMessage) {
 	if t.modes["events"] {
-		emit("events", chainEvent("on_chain_start", t.graphID, runID, nil, map[string]any{"input": input}))
+		emit("events", chainEvent("on_chain_start", rootChain, runID, nil, map[string]any{"input": input}))
 	}
 }
 
 func (t *translator) end(emit emitFunc, runID string) {
 	if t.modes["events"] {
-		emit("events", chainEvent("on_chain_end", t.graphID, runID, nil, map[string]any{"output": t.values}))
+		emit("events", chainEvent("on_chain_end", rootChain, runID, nil, map[string]any{"output": t.values}))
 	}
 }
 
@@ -94,10 +99,14 @@ func (t *translator) event(ev graph.Event, emit emitFunc) {
 		if ev.Namespace == "" {
 			t.values = ev.Data
 		}
+		t.states[ev.Namespace] = ev.Data
 		out("values", ev.Data)
 	case graph.ModeUpdates:
-		t.updates[ev.TaskID] = ev.Data
 		out("updates", map[string]any{ev.Node: ev.Data})
+		if end, ok := t.finished[ev.Namespace+"\x00"+ev.TaskID]; ok {
+			delete(t.finished, ev.Namespace+"\x00"+ev.TaskID)
+			t.taskResult(end, end.Data.(graph.TaskEvent), ev.Data, out)
+		}
 	case graph.ModeCustom:
 		out("custom", ev.Data)
 	case graph.ModeMessages:
@@ -122,26 +131,55 @@ func (t *translator) event(ev graph.Event, emit emitFunc) {
 	}
 }
 
+// task emits a task's start, and its end: at once for a task that failed or paused, with its
+// update (which the graph sends after the end) for one that finished.
 func (t *translator) task(ev graph.Event, te graph.TaskEvent, out func(string, any)) {
-	meta := map[string]any{"langgraph_step": ev.Step, "langgraph_node": ev.Node, "langgraph_task_id": ev.TaskID}
-	if !te.Finished {
-		p := map[string]any{"id": ev.TaskID, "name": ev.Node, "input": te.Input, "triggers": []string{}}
-		out("tasks", p)
-		out("debug", map[string]any{"type": "task", "timestamp": now(), "step": ev.Step, "payload": p})
-		out("events", chainEvent("on_chain_start", ev.Node, ev.TaskID, meta, map[string]any{"input": te.Input}))
+	if te.Finished {
+		if te.Err == nil && len(te.Interrupts) == 0 {
+			t.finished[ev.Namespace+"\x00"+ev.TaskID] = ev
+			return
+		}
+		t.taskResult(ev, te, nil, out)
 		return
+	}
+	input := t.states[ev.Namespace]
+	if te.Push {
+		input = te.Input
+	}
+	p := map[string]any{"id": ev.TaskID, "name": ev.Node, "input": input, "triggers": taskTriggers(ev.Node, te.Push), "interrupts": []any{}}
+	out("tasks", p)
+	out("debug", map[string]any{"type": "task", "timestamp": now(), "step": ev.Step, "payload": p})
+	out("events", chainEvent("on_chain_start", ev.Node, ev.TaskID, taskMeta(ev, te.Push), map[string]any{"input": input}))
+}
+
+func (t *translator) taskResult(ev graph.Event, te graph.TaskEvent, result any, out func(string, any)) {
+	if result == nil {
+		result = map[string]any{} // a task that failed or paused wrote nothing
 	}
 	var errText *string
 	if te.Err != nil {
 		s := te.Err.Error()
 		errText = &s
 	}
-	result := t.updates[ev.TaskID]
-	delete(t.updates, ev.TaskID)
 	p := map[string]any{"id": ev.TaskID, "name": ev.Node, "error": errText, "result": result, "interrupts": interruptsJSON(te.Interrupts)}
 	out("tasks", p)
 	out("debug", map[string]any{"type": "task_result", "timestamp": now(), "step": ev.Step, "payload": p})
-	out("events", chainEvent("on_chain_end", ev.Node, ev.TaskID, meta, map[string]any{"output": result}))
+	if len(te.Interrupts) == 0 { // a paused task's chain does not end, as in LangGraph
+		out("events", chainEvent("on_chain_end", ev.Node, ev.TaskID, taskMeta(ev, te.Push), map[string]any{"output": result}))
+	}
+}
+
+// taskMeta is the metadata of a task's chain in events mode.
+func taskMeta(ev graph.Event, push bool) map[string]any {
+	return map[string]any{"langgraph_step": ev.Step, "langgraph_node": ev.Node, "langgraph_task_id": ev.TaskID, "langgraph_triggers": taskTriggers(ev.Node, push)}
+}
+
+// taskTriggers is what made a task run, as LangGraph names it: the node's branch, or a Send.
+func taskTriggers(node string, push bool) []string {
+	if push {
+		return []string{"__pregel_push"}
+	}
+	return []string{"branch:to:" + node}
 }
 
 // message emits a piece of a model's answer: in messages-tuple mode as the chunk and its
@@ -155,7 +193,7 @@ func (t *translator) message(ev graph.Event, mc graph.MessageChunk, send func(mo
 	meta := map[string]any{
 		"tags": []string{}, "name": mc.Model, "ls_model_name": mc.Model,
 		"langgraph_step": ev.Step, "langgraph_node": ev.Node, "langgraph_task_id": ev.TaskID,
-		"langgraph_triggers": []string{}, "langgraph_path": []string{"__pregel_pull", ev.Node},
+		"langgraph_triggers": taskTriggers(ev.Node, false), "langgraph_path": []string{"__pregel_pull", ev.Node},
 		"langgraph_checkpoint_ns": ns, "checkpoint_ns": ns,
 	}
 	for k, v := range t.runMeta {

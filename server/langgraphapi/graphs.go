@@ -27,6 +27,9 @@ type entry interface {
 	state(ctx context.Context, thread, checkpointID string) (threadState, error)
 	history(ctx context.Context, thread string, filter checkpoint.ListOptions) ([]threadState, error)
 	update(ctx context.Context, thread string, values json.RawMessage, asNode, checkpointID string) (checkpoint.Config, error)
+	// patchMetadata merges meta into the metadata of the thread's checkpoint checkpointID (its
+	// latest when empty).
+	patchMetadata(ctx context.Context, thread, checkpointID string, meta map[string]string) error
 	// dropThread deletes what the thread holds; copyThread copies it to another thread.
 	dropThread(ctx context.Context, thread string) error
 	copyThread(ctx context.Context, from, to string) error
@@ -179,6 +182,21 @@ func (t *typed[S]) update(ctx context.Context, thread string, values json.RawMes
 	return t.g.UpdateState(ctx, update, asNode, t.opts(graph.WithThread(thread), graph.WithCheckpointID(checkpointID))...)
 }
 
+func (t *typed[S]) patchMetadata(ctx context.Context, thread, checkpointID string, meta map[string]string) error {
+	mp, ok := t.cp.(checkpoint.MetadataPatcher)
+	if !ok {
+		return invalid("graph %q: its checkpointer (%T) cannot change a checkpoint's metadata", t.graphID, t.cp)
+	}
+	err := mp.PatchMetadata(ctx, checkpoint.Config{ThreadID: thread, CheckpointID: checkpointID}, meta)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		if checkpointID == "" {
+			return notFound("thread %s has no state yet", thread)
+		}
+		return notFound("thread %s has no checkpoint %q", thread, checkpointID)
+	}
+	return err
+}
+
 func isNull(raw json.RawMessage) bool {
 	return len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null"
 }
@@ -215,6 +233,7 @@ func refOf(c checkpoint.Config) *checkpointRef {
 type taskJSON struct {
 	ID         string          `json:"id"`
 	Name       string          `json:"name"`
+	Path       []string        `json:"path"` // where the task comes from, as LangGraph says it
 	Error      *string         `json:"error"`
 	Interrupts []interruptJSON `json:"interrupts"`
 	Checkpoint *checkpointRef  `json:"checkpoint"`
@@ -259,7 +278,7 @@ func stateOf[S any](s graph.Snapshot[S]) threadState {
 		st.ParentCheckpoint = refOf(checkpoint.Config{ThreadID: s.Config.ThreadID, NS: s.Config.NS, CheckpointID: s.ParentID})
 	}
 	for _, task := range s.Tasks {
-		st.Tasks = append(st.Tasks, taskJSON{ID: task.ID, Name: task.Node, Interrupts: interruptsJSON(task.Interrupts)})
+		st.Tasks = append(st.Tasks, taskJSON{ID: task.ID, Name: task.Node, Path: []string{"__pregel_pull", task.Node}, Interrupts: interruptsJSON(task.Interrupts)})
 	}
 	return st
 }

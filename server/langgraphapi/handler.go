@@ -157,6 +157,7 @@ func (h *Handler) routes() {
 		"GET /threads/{thread}/state/{cp}":         h.getState,
 		"POST /threads/{thread}/state/checkpoint":  h.getStateAt,
 		"POST /threads/{thread}/state":             h.updateState,
+		"PATCH /threads/{thread}/state":            h.patchState,
 		"POST /threads/{thread}/history":           h.history,
 		"GET /threads/{thread}/history":            h.history,
 		"POST /threads/{thread}/runs":              h.createRun(modeBackground),

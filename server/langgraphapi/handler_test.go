@@ -66,13 +66,7 @@ func register(t *testing.T, h *langgraphapi.Handler, st store.Store, g *gate) {
 	approve.AddNode("draft", func(ctx context.Context, s chat) (chat, error) {
 		return chat{Messages: []string{"draft about " + s.Topic}}, nil
 	})
-	approve.AddNode("review", func(ctx context.Context, s chat) (chat, error) {
-		answer, err := graph.Interrupt[string](ctx, map[string]string{"question": "publish?"})
-		if err != nil {
-			return chat{}, err
-		}
-		return chat{Messages: []string{"review: " + answer}}, nil
-	})
+	approve.AddNode("review", review)
 	approve.AddEdge(graph.START, "draft")
 	approve.AddEdge("draft", "review")
 	approve.AddEdge("review", graph.END)
@@ -109,6 +103,15 @@ func register(t *testing.T, h *langgraphapi.Handler, st store.Store, g *gate) {
 		require.NoError(t, err)
 		require.NoError(t, langgraphapi.Register(h, id, c, st.Saver()))
 	}
+}
+
+// review asks "publish?" with an interrupt and appends "review: <the answer>".
+func review(ctx context.Context, _ chat) (chat, error) {
+	answer, err := graph.Interrupt[string](ctx, map[string]string{"question": "publish?"})
+	if err != nil {
+		return chat{}, err
+	}
+	return chat{Messages: []string{"review: " + answer}}, nil
 }
 
 // api is a test's server with its store.
@@ -294,11 +297,13 @@ func TestAssistants(t *testing.T) {
 
 	g := a.must(200, "GET", "/assistants/approve/graph", nil)
 	assert.Equal(t, []any{
-		obj{"source": "__start__", "target": "draft"},
-		obj{"source": "draft", "target": "review"},
-		obj{"source": "review", "target": "__end__"},
+		obj{"source": "__start__", "target": "draft", "conditional": false},
+		obj{"source": "draft", "target": "review", "conditional": false},
+		obj{"source": "review", "target": "__end__", "conditional": false},
 	}, g["edges"])
-	assert.Len(t, g["nodes"], 4)
+	require.Len(t, g["nodes"], 4)
+	assert.Equal(t, obj{"id": "draft", "type": "runnable", "metadata": obj{},
+		"data": obj{"id": []any{"agiraph", "graph", "node"}, "name": "draft"}}, g["nodes"].([]any)[1])
 
 	s := a.must(200, "GET", "/assistants/echo/schemas", nil)
 	assert.Equal(t, "echo", s["graph_id"])
@@ -359,6 +364,39 @@ func TestThreads(t *testing.T) {
 	assert.Equal(t, []any{"hello go", "edited"}, a.must(200, "GET", "/threads/"+cpy["thread_id"].(string)+"/state", nil)["values"].(obj)["messages"])
 }
 
+// TestPatchState: PATCH /threads/{id}/state merges metadata into the latest state's, or that of
+// the state at a checkpoint, kept by the checkpointer and found by the history's filter.
+func TestPatchState(t *testing.T) {
+	a := newAPI(t)
+	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
+	a.must(422, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "x"}}) // no graph yet
+	a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "echo", "input": obj{"topic": "go"}})
+	first := a.must(200, "GET", "/threads/"+id+"/state", nil)["checkpoint"].(obj)["checkpoint_id"].(string)
+	a.must(200, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "echo", "input": obj{"topic": "again"}})
+
+	a.must(204, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "x", "by": "ann"}})
+	a.must(204, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "y"}})
+	meta := a.must(200, "GET", "/threads/"+id+"/state", nil)["metadata"].(obj)
+	assert.Equal(t, "y", meta["tag"])
+	assert.Equal(t, "ann", meta["by"])
+	assert.Equal(t, "loop", meta["source"])
+
+	a.must(204, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "first"}, "checkpoint": obj{"checkpoint_id": first}})
+	assert.Equal(t, "first", a.must(200, "GET", "/threads/"+id+"/state/"+first, nil)["metadata"].(obj)["tag"])
+	found := a.list("POST", "/threads/"+id+"/history", obj{"metadata": obj{"tag": "first"}})
+	require.Len(t, found, 1)
+	assert.Equal(t, first, found[0]["checkpoint"].(obj)["checkpoint_id"])
+
+	assert.Contains(t, a.must(422, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"n": 1}})["detail"], `"n"`)
+	a.must(422, "PATCH", "/threads/"+id+"/state", obj{})
+	a.must(404, "PATCH", "/threads/"+id+"/state", obj{"metadata": obj{"tag": "x"}, "checkpoint_id": "nope"})
+	a.must(404, "PATCH", "/threads/00000000-0000-0000-0000-000000000000/state", obj{"metadata": obj{"tag": "x"}})
+
+	// A thread of the graph that has no state yet.
+	fresh := a.must(200, "POST", "/threads", obj{"metadata": obj{"graph_id": "echo"}})["thread_id"].(string)
+	assert.Contains(t, a.must(404, "PATCH", "/threads/"+fresh+"/state", obj{"metadata": obj{"tag": "x"}})["detail"], "no state yet")
+}
+
 func TestStreamModes(t *testing.T) {
 	a := newAPI(t)
 	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
@@ -398,6 +436,42 @@ func TestStreamModes(t *testing.T) {
 	assert.Equal(t, "success", run["status"])
 	assert.Equal(t, "idle", a.must(200, "GET", "/threads/"+id, nil)["status"])
 	assert.Len(t, a.list("GET", "/threads/"+id+"/runs", nil), 1)
+}
+
+// TestTaskEvents: the tasks mode shows each task's input, what triggered it and its result, as
+// LangGraph's server does; in events mode the run's chain is LangGraph's and a task paused by an
+// interrupt does not end.
+func TestTaskEvents(t *testing.T) {
+	a := newAPI(t)
+	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
+	evs := a.stream("POST", "/threads/"+id+"/runs/stream", obj{
+		"assistant_id": "approve", "input": obj{"topic": "go"}, "stream_mode": []string{"tasks", "events"},
+	}, nil)
+	var tasks, chains []obj
+	for _, e := range evs {
+		switch e.Name {
+		case "tasks":
+			d := e.Data.(obj)
+			delete(d, "id")
+			tasks = append(tasks, d)
+		case "events":
+			d := e.Data.(obj)
+			chains = append(chains, obj{"event": d["event"], "name": d["name"]})
+		}
+	}
+	assert.Equal(t, []obj{
+		{"name": "draft", "input": obj{"topic": "go"}, "triggers": []any{"branch:to:draft"}, "interrupts": []any{}},
+		{"name": "draft", "result": obj{"messages": []any{"draft about go"}}, "error": nil, "interrupts": []any{}},
+		{"name": "review", "input": obj{"topic": "go", "messages": []any{"draft about go"}}, "triggers": []any{"branch:to:review"}, "interrupts": []any{}},
+		{"name": "review", "result": obj{}, "error": nil, "interrupts": []any{obj{"id": tasks[3]["interrupts"].([]any)[0].(obj)["id"], "value": obj{"question": "publish?"}}}},
+	}, tasks)
+	assert.Equal(t, []obj{
+		{"event": "on_chain_start", "name": "LangGraph"},
+		{"event": "on_chain_start", "name": "draft"},
+		{"event": "on_chain_end", "name": "draft"},
+		{"event": "on_chain_start", "name": "review"},
+		{"event": "on_chain_end", "name": "LangGraph"},
+	}, chains)
 }
 
 func TestMessagesModes(t *testing.T) {
@@ -462,6 +536,9 @@ func TestInterruptAndCommand(t *testing.T) {
 	assert.Len(t, th["interrupts"], 1)
 	st := a.must(200, "GET", "/threads/"+id+"/state", nil)
 	assert.Equal(t, []any{"review"}, st["next"])
+	task := st["tasks"].([]any)[0].(obj)
+	assert.Equal(t, []any{"__pregel_pull", "review"}, task["path"])
+	assert.Equal(t, pending, task["interrupts"])
 
 	// Invalid commands are refused before anything runs.
 	a.must(422, "POST", "/threads/"+id+"/runs/wait", obj{"assistant_id": "approve", "command": obj{}})

@@ -350,7 +350,7 @@ func (s *squad) state(ctx context.Context, thread, checkpointID string) (threadS
 		pending := []interruptJSON{{ID: sum.Run + "/" + sum.WaitingFor, Value: map[string]any{"question": sum.Question, "from": sum.WaitingFor}}}
 		st.Next = []string{bus.Coordinator}
 		st.Interrupts = pending
-		st.Tasks = []taskJSON{{ID: sum.Run, Name: bus.Coordinator, Interrupts: pending}}
+		st.Tasks = []taskJSON{{ID: sum.Run, Name: bus.Coordinator, Path: []string{"__pregel_pull", bus.Coordinator}, Interrupts: pending}}
 	}
 	return st, nil
 }
@@ -372,6 +372,10 @@ func (s *squad) dropThread(_ context.Context, thread string) error {
 		return err
 	}
 	return nil
+}
+
+func (s *squad) patchMetadata(context.Context, string, string, map[string]string) error {
+	return invalid("a squad's thread has no checkpoints whose metadata could be patched")
 }
 
 func (s *squad) copyThread(context.Context, string, string) error {

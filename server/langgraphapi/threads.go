@@ -278,26 +278,42 @@ func (h *Handler) getStateAt(w http.ResponseWriter, r *http.Request) error {
 	return h.stateAt(w, r, q.Checkpoint.CheckpointID)
 }
 
+// stateChange is what a change of a thread's state names: the checkpoint to change, by
+// checkpoint_id or checkpoint's.
+type stateChange struct {
+	CheckpointID string         `json:"checkpoint_id"`
+	Checkpoint   *checkpointRef `json:"checkpoint"`
+}
+
+// target returns the thread of r's path, its graph and the checkpoint c names ("" for the
+// latest).
+func (h *Handler) target(r *http.Request, c stateChange) (*thread, entry, string, error) {
+	if c.Checkpoint != nil && c.CheckpointID == "" {
+		c.CheckpointID = c.Checkpoint.CheckpointID
+	}
+	t, err := h.thread(r.Context(), r.PathValue("thread"))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	e := h.graphOf(t)
+	if e == nil {
+		return nil, nil, "", invalid("thread %s has no graph yet: create it with a graph_id in its metadata, or run it first", t.ThreadID)
+	}
+	return t, e, c.CheckpointID, nil
+}
+
 func (h *Handler) updateState(w http.ResponseWriter, r *http.Request) error {
 	var q struct {
-		Values       json.RawMessage `json:"values"`
-		AsNode       string          `json:"as_node"`
-		CheckpointID string          `json:"checkpoint_id"`
-		Checkpoint   *checkpointRef  `json:"checkpoint"`
+		Values json.RawMessage `json:"values"`
+		AsNode string          `json:"as_node"`
+		stateChange
 	}
 	if err := readJSON(r, &q); err != nil {
 		return err
 	}
-	if q.Checkpoint != nil && q.CheckpointID == "" {
-		q.CheckpointID = q.Checkpoint.CheckpointID
-	}
-	t, err := h.thread(r.Context(), r.PathValue("thread"))
+	t, e, cp, err := h.target(r, q.stateChange)
 	if err != nil {
 		return err
-	}
-	e := h.graphOf(t)
-	if e == nil {
-		return invalid("thread %s has no graph yet: create it with a graph_id in its metadata, or run it first", t.ThreadID)
 	}
 	h.mu.Lock()
 	busy := h.lanes[t.ThreadID] != nil
@@ -305,11 +321,45 @@ func (h *Handler) updateState(w http.ResponseWriter, r *http.Request) error {
 	if busy {
 		return conflict("thread %s is busy: a run is in flight", t.ThreadID)
 	}
-	cfg, err := e.update(r.Context(), t.ThreadID, q.Values, q.AsNode, q.CheckpointID)
+	cfg, err := e.update(r.Context(), t.ThreadID, q.Values, q.AsNode, cp)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"checkpoint": refOf(cfg)})
+	return nil
+}
+
+// patchState merges metadata into that of the thread's latest state (or of the state at
+// checkpoint_id), as the SDK's threads.patchState asks. Checkpoints keep text metadata: a value
+// that is not a string is refused.
+func (h *Handler) patchState(w http.ResponseWriter, r *http.Request) error {
+	var q struct {
+		Metadata map[string]any `json:"metadata"`
+		stateChange
+	}
+	if err := readJSON(r, &q); err != nil {
+		return err
+	}
+	if len(q.Metadata) == 0 {
+		return invalid("metadata: give the keys to set")
+	}
+	meta := make(map[string]string, len(q.Metadata))
+	for k, v := range q.Metadata {
+		s, ok := v.(string)
+		if !ok {
+			b, _ := json.Marshal(v)
+			return invalid("metadata %q: a state's metadata holds strings, not %s", k, b)
+		}
+		meta[k] = s
+	}
+	t, e, cp, err := h.target(r, q.stateChange)
+	if err != nil {
+		return err
+	}
+	if err := e.patchMetadata(r.Context(), t.ThreadID, cp, meta); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

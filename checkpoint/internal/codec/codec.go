@@ -230,6 +230,20 @@ func DecodeJoins(b []byte) (map[string][]string, error) {
 	return joins, d.done()
 }
 
+// MergeMeta decodes what EncodeMeta made, sets each key of meta to its value and encodes the
+// result, for a saver that patches a stored checkpoint's metadata.
+func MergeMeta(b []byte, meta map[string]string) ([]byte, error) {
+	merged, err := DecodeMeta(b)
+	if err != nil {
+		return nil, err
+	}
+	if merged == nil {
+		merged = make(map[string]string, len(meta))
+	}
+	maps.Copy(merged, meta)
+	return EncodeMeta(merged), nil
+}
+
 // DecodeMeta decodes what EncodeMeta made (nil decodes to nil).
 func DecodeMeta(b []byte) (map[string]string, error) {
 	if b == nil {

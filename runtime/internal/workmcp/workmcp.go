@@ -91,13 +91,13 @@ func (s *Server) Ended() bool {
 
 // Complete returns o with what the agent reported through the tools: its suggestions and
 // sub-nodes; and, when the agent ended the assignment through them (ok true), that ending —
-// status, files, question, and the summary it gave, if any. A nil Server reports nothing.
+// status, files, result, question, and the summary it gave, if any. A nil Server reports nothing.
 func (s *Server) Complete(o runtime.Outcome) (_ runtime.Outcome, ok bool) {
 	r := s.Reported()
 	o.Suggestions, o.SubNodes = r.Suggestions, r.SubNodes
 	switch r.Status {
 	case runtime.Published, runtime.Checkpointed, runtime.Waiting:
-		o.Status, o.Published, o.Question = r.Status, r.Published, r.Question
+		o.Status, o.Published, o.Result, o.Question = r.Status, r.Published, r.Result, r.Question
 		if r.Summary != "" {
 			o.Summary = r.Summary
 		}

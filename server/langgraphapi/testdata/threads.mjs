@@ -1,5 +1,5 @@
 // Threads: create (if_exists), get, update metadata, search, state, update with as_node, state
-// at a checkpoint, history, copy, delete.
+// at a checkpoint, state metadata patched, history, copy, delete.
 import { client, assert, rejectsWith } from "./lib.mjs";
 
 const thread = await client.threads.create({ metadata: { owner: "ana" }, graphId: "echo" });
@@ -27,6 +27,11 @@ assert.deepEqual(
   (await client.threads.getState(thread.thread_id, { checkpoint_id: first, checkpoint_ns: "" })).values.messages,
   ["hello go"],
 );
+
+// The latest state's metadata, patched.
+await client.threads.patchState(thread.thread_id, { reviewed: "yes" });
+assert.equal((await client.threads.getState(thread.thread_id)).metadata.reviewed, "yes");
+await rejectsWith(client.threads.patchState(thread.thread_id, { count: 1 }), 422);
 
 const history = await client.threads.getHistory(thread.thread_id, { limit: 2 });
 assert.equal(history.length, 2);
