@@ -232,20 +232,22 @@ func (r *run) tells(node Node, worker Worker, rec outcomeRecord) []bus.Message {
 	tell := func(what, from, to, text string) {
 		msgs = append(msgs, bus.Message{Key: key + "/" + what, From: from, To: to, Body: text})
 	}
-	switch o.Status {
-	case runtime.Published:
+	stage := r.board.runState().Until == untilStage // the stage's note will tell of the node
+	switch {
+	case stage && (o.Status == runtime.Published || o.Status == runtime.Checkpointed):
+	case o.Status == runtime.Published:
 		var files []string
 		for _, f := range o.Published {
 			files = append(files, "nodes/"+node.ID+"/published/"+f)
 		}
 		tell("done", squadName, bus.Coordinator, fmt.Sprintf("Node %s (%s) completed: %s\nPublished: %s", node.ID, worker.Name, o.Summary, strings.Join(files, ", ")))
-	case runtime.Checkpointed:
+	case o.Status == runtime.Checkpointed:
 		text := fmt.Sprintf("Node %s (%s) checkpointed: %s", node.ID, worker.Name, o.Summary)
 		if len(node.WaitingFor) > 0 {
 			text += fmt.Sprintf("\nIt waits for its sub-nodes %s.", strings.Join(node.WaitingFor, ", "))
 		}
 		tell("done", squadName, bus.Coordinator, text)
-	case runtime.Waiting, runtime.Cancelled:
+	case o.Status == runtime.Waiting, o.Status == runtime.Cancelled:
 	default:
 		text := fmt.Sprintf("Node %s (%s) %s: %s", node.ID, worker.Name, o.Status, rec.Error)
 		if notes := r.dir.Node(node.ID).Path("failure_notes.md"); fileExists(notes) {

@@ -42,6 +42,9 @@ type runState struct {
 	// CoordModel is the coordinator's model in this run, when it is not the squad's (a fork
 	// given another: see ForkWithCoordinatorModel).
 	CoordModel string `json:"coordinator_model,omitempty"`
+	// Until is what the coordinator's wait asked to be woken by ("" any news; untilStage not
+	// the nodes that complete), until its next turn.
+	Until string `json:"until,omitempty"`
 	// Home is the id of the home the run last opened in (see homeID): the folder of the run
 	// another home kept is behind the store.
 	Home string `json:"home,omitempty"`

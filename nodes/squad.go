@@ -105,6 +105,7 @@ type config struct {
 	wake          func(runID string)
 	recorder      Recorder     // WithRecorder
 	hooks         []hooks.Hook // WithHooks
+	eventsFile    bool         // WithEventsFile
 }
 
 // WithHome sets the agent's home folder (default ".agiraph/agent").
@@ -260,6 +261,13 @@ func WithOutputSchema(schema json.RawMessage) Option {
 // file it could not write, a trigger it could not deliver). The default discards them.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
+// WithEventsFile has the squad write the agent's events to events.jsonl in its home as well,
+// as they commit, for programs that follow the file (tail -f, a log shipper): one JSON line an
+// event, numbered as in the store. A file that lags behind the store — left by a squad opened
+// without this option — is brought up to it as the squad opens. By default the events are in the
+// store only: Squad.Events, Subscribe and Files.Events read them there.
+func WithEventsFile() Option { return func(c *config) { c.eventsFile = true } }
+
 // WithWake sets what to do when one of the agent's triggers comes due while no run is in
 // progress: the firing has been delivered to the agent's latest run, runID, and fn should
 // resume it (Resume). fn is called from the squad's scheduler and must not block; without
@@ -302,7 +310,7 @@ type Squad struct {
 	boardsDue           map[*board]bool // boards with views to write (see viewsDue)
 	wake                chan struct{}
 	stopWriter          func()
-	log                 *eventlog.Log // the view of the store's events: events.jsonl, and the subscribers
+	log                 *eventlog.Log // the view of the store's events, for the subscribers (and events.jsonl: WithEventsFile)
 	conv                *conversation // the view of the store's conversation: conversation.jsonl
 	mem                 *memory.Store
 	memIndex            *index.Index

@@ -765,7 +765,9 @@ func (a *Agent) scan() {
 		return
 	}
 	a.restSeen = nil
-	a.scanned, _ = a.files.EventsFrom(a.scanned, func(e eventlog.Event) bool {
+	evs, _ := a.Events(a.scanned, 0)
+	for _, e := range evs {
+		a.scanned = e.Seq
 		a.saw(e)
 		switch {
 		case e.Type == eventlog.HumanQuestion && e.Worker == bus.Coordinator:
@@ -777,8 +779,7 @@ func (a *Agent) scan() {
 			e.Type == eventlog.AgentStarted, e.Type == eventlog.AgentCompleted:
 			a.asking, a.approval = "", nil
 		}
-		return true
-	})
+	}
 }
 
 // saw takes e, the agent's latest event, for the last event's time and what a stalled run
