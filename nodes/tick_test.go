@@ -178,6 +178,6 @@ func TestTickSnapshotsAreFew(t *testing.T) {
 			snapshots++
 		}
 	}
-	require.Greater(t, len(cps), 20)
+	require.Greater(t, len(cps), 10, "a run of a few ticks")
 	assert.LessOrEqual(t, snapshots, 1+len(cps)/64, "snapshots among %d checkpoints", len(cps))
 }
