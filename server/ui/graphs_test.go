@@ -52,9 +52,10 @@ func notesGraph(t *testing.T) server.Option {
 		In: func(text string) note { return note{Topic: text} }, Out: func(n note) string { return n.Output }})
 }
 
-// A person opens the Graphs view, finds a thread of a graph that asked for input and finished,
-// sees its steps and what the step that answered changed, forks the thread there with another
-// answer written into the state, and sees the new branch's result; the old branch stays.
+// A person opens the Graphs view, finds a thread of a graph waiting for input and sees the
+// question; once answered and finished, sees its steps and what the step that answered changed,
+// forks the thread there with another answer written into the state, and sees the new branch's
+// result; the old branch stays.
 func TestBrowserGraphSteps(t *testing.T) {
 	s := &site{t: t, root: t.TempDir(), team: team, opts: []server.Option{notesGraph(t)}}
 	s.start()
@@ -67,13 +68,17 @@ func TestBrowserGraphSteps(t *testing.T) {
 	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+th.ThreadID+"/runs/wait",
 		map[string]any{"assistant_id": "notes", "input": map[string]any{"topic": "kites"}}, &out))
 	require.Contains(t, out, "__interrupt__")
-	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+th.ThreadID+"/runs/wait",
-		map[string]any{"assistant_id": "notes", "command": map[string]any{"resume": "yes"}}, &out))
-	require.Equal(t, "Published: A short note on kites.", out["output"])
 
 	ctx := browser(t)
 	step(t, ctx, "open the graphs", chromedp.Navigate(s.srv.LoginURL(s.url(""))), chromedp.WaitVisible("#graphs", chromedp.ByQuery),
 		follow("#graphs"), follow(`a[data-graph="notes"]`), follow(fmt.Sprintf(`a[data-thread=%q]`, th.ThreadID)),
+		waitText(".step-panel .question", "Publish this? A short note on kites."),
+		waitText(".graph-tasks", "ask · waits for input"))
+
+	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+th.ThreadID+"/runs/wait",
+		map[string]any{"assistant_id": "notes", "command": map[string]any{"resume": "yes"}}, &out))
+	require.Equal(t, "Published: A short note on kites.", out["output"])
+	step(t, ctx, "see the thread finished", chromedp.Reload(),
 		chromedp.WaitVisible(`.graph-steps a[data-checkpoint]`, chromedp.ByQuery),
 		waitText(".step-panel .graph-values", "Published: A short note on kites."),
 		waitText(".step-panel .diff", "task publish"))
