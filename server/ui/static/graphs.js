@@ -162,7 +162,6 @@ async function threadSteps(body, route, toast) {
     cur.interrupts.length ? cur.interrupts.map((i) => h('p', { class: 'question' }, 'Interrupt: ', typeof i.value === 'string' ? i.value : JSON.stringify(i.value))) : null,
     h('h4', {}, 'What the step changed'),
     diffList(changes(cur, parent), parent ? 'Nothing in the state.' : 'The first step.'),
-    cur.metadata.writes ? [h('h4', {}, 'What each task wrote'), json(cur.metadata.writes)] : null,
     h('h4', {}, 'State'), json(cur.values),
     h('h4', {}, 'Next'),
     tasks.length
