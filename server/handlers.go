@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	m.Handle("GET /{$}", ui.Handler())
 	m.Handle("GET /ui/", ui.Handler())
 	m.HandleFunc("GET /models", s.handleModels)
+	m.HandleFunc("GET /info", s.handleInfo)
 	m.Handle(mcpPath, s.mcpHandler())
 	m.HandleFunc("POST /agents", s.handleCreate)
 	m.HandleFunc("GET /agents", s.handleList)
@@ -850,6 +851,17 @@ func (s *Server) text(w http.ResponseWriter, field, value string) bool {
 		return true
 	}
 	return false
+}
+
+// handleInfo says what the server serves beside its agents: the path of the LangGraph API
+// ({"langgraph": "/langgraph"}; absent when it is not served), for a client such as the web UI
+// to show what is there without asking a route that is not.
+func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request) {
+	info := map[string]string{}
+	if s.cfg.lg != nil {
+		info["langgraph"] = LangGraphPath
+	}
+	writeJSON(w, http.StatusOK, info)
 }
 
 // handleModels lists the models a request may name for a new agent; the first entry, "", is
