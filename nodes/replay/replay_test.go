@@ -309,10 +309,18 @@ func TestRunsRecordsRunsOfAnOpenSquad(t *testing.T) {
 	assert.Equal(t, map[string]string{"nodes/n1/published/hello.md": "hello"}, third.Facts.Files)
 	assert.Equal(t, "hello.md is published", replay.Run(t, filepath.Join(dir, "first.cassette")).Output)
 
-	// A run asked for that fails leaves no cassette.
-	failed := filepath.Join(dir, "failed.cassette")
-	rs.Record("fourth", failed)
-	res, err := s.Run(t.Context(), "Say hello in a file, 4.", nodes.WithRunID("fourth"))
-	require.NoError(t, rs.Finish(s, "fourth", res, errors.Join(err, errors.New("the run failed"))))
-	assert.NoFileExists(t, failed)
+	// A run asked for that fails, or does not finish, leaves no cassette.
+	for _, id := range []string{"failed", "paused"} {
+		path := filepath.Join(dir, id+".cassette")
+		rs.Record(id, path)
+		res, err := s.Run(t.Context(), "Say hello in a file, again.", nodes.WithRunID(id))
+		require.NoError(t, err)
+		if id == "failed" {
+			err = errors.New("the run failed")
+		} else {
+			res.Finished = false
+		}
+		require.NoError(t, rs.Finish(s, id, res, err))
+		assert.NoFileExists(t, path)
+	}
 }

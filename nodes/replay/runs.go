@@ -93,8 +93,9 @@ func (rs *Runs) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
 }
 
 // Finish ends the recording of run id of squad s, if it was asked for: with the run's result
-// res when the run ended without error (see Recorder.Finish); a run that failed (runErr) leaves
-// no cassette. It returns an error when the recording failed, or could not start.
+// res when the run finished (see Recorder.Finish); a run that failed (runErr), or was paused or
+// interrupted, leaves no cassette, since a cassette replays a whole run. It returns an error
+// when the recording failed, or could not start.
 func (rs *Runs) Finish(s *nodes.Squad, id string, res nodes.Result, runErr error) error {
 	rs.mu.Lock()
 	rec := rs.cur
@@ -114,7 +115,7 @@ func (rs *Runs) Finish(s *nodes.Squad, id string, res nodes.Result, runErr error
 		return fmt.Errorf("replay: run %s did not begin, and is not recorded in %s", id, path)
 	case !asked:
 		return nil
-	case runErr != nil:
+	case runErr != nil || !res.Finished:
 		return errors.Join(rec.Close(), os.Remove(rec.path))
 	}
 	return rec.Finish(s, res)
