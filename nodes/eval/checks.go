@@ -137,8 +137,8 @@ type Verdict struct {
 
 // Judge is a check by the model named model ("provider/model", made with models.New and opts):
 // given the run's goal, its output and the rubric, it answers a score from 0 to 1 and a
-// reason. The check passes when the score is min or more; a judge that cannot answer fails it,
-// with the error as its reason.
+// reason (a Verdict, whose schema bounds the score). The check passes when the score is min or
+// more; a judge that cannot answer fails it, with the error as its reason.
 func Judge(model, rubric string, min float64, opts ...models.Option) Check {
 	return Check{Name: "judge " + model, Score: func(ctx context.Context, r *Outcome) (float64, bool, string) {
 		m, err := models.New(model, opts...)
@@ -152,9 +152,6 @@ func Judge(model, rubric string, min float64, opts ...models.Option) Check {
 		})
 		if err != nil {
 			return 0, false, err.Error()
-		}
-		if v.Score < 0 || v.Score > 1 {
-			return 0, false, fmt.Sprintf("the judge's score %g is not between 0 and 1", v.Score)
 		}
 		return v.Score, v.Score >= min, v.Reason
 	}}

@@ -86,7 +86,8 @@ func (r *Outcome) Questions() []string {
 // none is given), one run at a time, each in a new home, and returns the report. A run that
 // fails — a replay's divergence, say — is its case's result, not Evaluate's error; Evaluate
 // fails on a set it cannot run (a case without a goal or a cassette, a cassette it cannot load,
-// two cases or configurations of one name) or when ctx ends.
+// two cases or configurations of one name) or when ctx ends. A live run has no human to answer
+// it: a question it asks waits until ctx ends; a replay gives the recorded answers.
 func Evaluate(ctx context.Context, set Set, configs ...Config) (*Report, error) {
 	if len(configs) == 0 {
 		configs = []Config{{Name: "default"}}
