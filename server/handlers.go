@@ -60,6 +60,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /agents/{id}/runs/{run}/steps", s.forward(s.withAgent(s.handleSteps)))
 	m.HandleFunc("GET /agents/{id}/runs/{run}/steps/{n}", s.forward(s.withAgent(s.handleStep)))
 	m.HandleFunc("POST /agents/{id}/runs/{run}/fork", s.forward(s.withAgent(s.handleFork)))
+	m.HandleFunc("GET /agents/{id}/runs/{run}/cassette", s.forward(s.withAgent(s.handleCassette)))
 	m.HandleFunc("GET /agents/{id}/events", s.withAgent(s.handleEvents))
 	m.HandleFunc("GET /agents/{id}/events/stream", s.forward(s.withAgent(s.handleStream)))
 	m.HandleFunc("GET "+A2APath+"/{id}/.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
@@ -293,7 +294,8 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var req struct {
-		Goal string `json:"goal"`
+		Goal   string `json:"goal"`
+		Record bool   `json:"record"` // record the run into a cassette (GET …/runs/{run}/cassette)
 	}
 	if !s.decode(w, r, &req, false) {
 		return
@@ -301,12 +303,30 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request, a *host.Agent
 	if !s.text(w, "goal", req.Goal) {
 		return
 	}
-	started, err := a.Run(req.Goal)
+	run := a.Run
+	if req.Record {
+		run = a.RunRecorded
+	}
+	started, err := run(req.Goal)
 	if err != nil {
 		hostError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, started)
+}
+
+// handleCassette answers the cassette of a recorded run, once it has ended (see package
+// nodes/replay).
+func (s *Server) handleCassette(w http.ResponseWriter, r *http.Request, a *host.Agent) {
+	f, err := a.Cassette(r.PathValue("run"))
+	if err != nil {
+		hostError(w, err)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", r.PathValue("run")+".cassette"))
+	_, _ = io.Copy(w, f)
 }
 
 func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *host.Agent) {

@@ -65,6 +65,7 @@ type options struct {
 	addr, root, model, token string
 	embedder                 string // memory search by meaning, as provider/model
 	offline, resume          bool
+	record                   bool // -record: every run into a cassette
 	hosts, origins, models   list
 	maxRuns, maxText         int
 	pace                     time.Duration // the offline team's
@@ -98,6 +99,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.offline, "offline", false, "play the offline team even when a model is available")
 	fs.StringVar(&o.embedder, "embedder", "", "the embedder the agents' memory search ranks by meaning with, as provider/model (openai/text-embedding-3-small, ollama/nomic-embed-text; default: none, full-text ranking)")
 	fs.DurationVar(&o.pace, "pace", 0, fmt.Sprintf("how long the offline team takes for each answer, so that a person can follow it (default: %v when standard output is a terminal, else 0)", demo.Pace))
+	fs.BoolVar(&o.record, "record", false, "record every new run into a cassette, <root>/agents/<id>/recordings/<run>.cassette, served at GET /agents/<id>/runs/<run>/cassette (see docs/replay.md)")
 	fs.BoolVar(&o.resume, "resume", true, "resume, on start, the runs that were in progress when the server stopped")
 	fs.StringVar(&o.token, "token", "", "the token requests must carry (default: $AGIRAPH_TOKEN, else the one kept in <root>/token)")
 	fs.Var(&o.hosts, "allow-host", "a host name (or name:port) the server is reached under besides localhost; repeatable")
@@ -166,6 +168,9 @@ func newServer(o options, getenv func(string) string, log *slog.Logger, extra ..
 	hostOpts := []host.Option{host.WithRoot(o.root), host.WithSquadOptions(squadOpts), host.WithLogger(log), host.WithMaxRuns(o.maxRuns)}
 	if !o.resume {
 		hostOpts = append(hostOpts, host.WithoutResume())
+	}
+	if o.record {
+		hostOpts = append(hostOpts, host.WithRecordRuns())
 	}
 	opts := []server.Option{server.WithHost(hostOpts...), server.WithToken(token), server.WithAllowedHosts(o.hosts...),
 		server.WithAllowedOrigins(o.origins...), server.WithModels(allowed...), server.WithMaxText(o.maxText)}

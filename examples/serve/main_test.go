@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/replay"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/sandbox"
 )
@@ -78,19 +82,56 @@ func TestServeOffline(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, call(t, ts, "POST", "/agents", `{"goal": "AI chips", "model": "anthropic/claude-sonnet-4-5"}`, &refused))
 	assert.Contains(t, refused.Error, "anthropic/claude-sonnet-4-5")
 	require.Equal(t, http.StatusCreated, call(t, ts, "POST", "/agents", `{"id": "demo", "goal": "AI chips"}`, nil))
+	assert.Contains(t, completed(t, ts, "demo").Output, "# Report")
+}
+
+// agentState is what the tests read of an agent.
+type agentState struct{ Status, Run, Output, Error string }
+
+// completed waits for the agent id to complete its run, and returns its state.
+func completed(t *testing.T, ts *httptest.Server, id string) agentState {
+	t.Helper()
 	end := time.Now().Add(60 * time.Second)
 	for {
-		var s struct{ Status, Output, Error string }
-		require.Equal(t, http.StatusOK, call(t, ts, "GET", "/agents/demo", "", &s))
+		var s agentState
+		require.Equal(t, http.StatusOK, call(t, ts, "GET", "/agents/"+id, "", &s))
 		if s.Status == "completed" {
-			assert.Contains(t, s.Output, "# Report")
-			return
+			return s
 		}
 		if s.Status == "failed" || time.Now().After(end) {
 			t.Fatalf("agent %s: %s", s.Status, s.Error)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// With -record every run is recorded into a cassette, served once the run has ended.
+func TestServeRecord(t *testing.T) {
+	o, err := parse([]string{"-root", t.TempDir(), "-record"}, nil)
+	require.NoError(t, err)
+	srv, _, err := newServer(o, testEnv, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	defer srv.Close()
+	require.Equal(t, http.StatusCreated, call(t, ts, "POST", "/agents", `{"id": "demo", "goal": "AI chips"}`, nil))
+	run := completed(t, ts, "demo").Run
+	req, err := http.NewRequest("GET", ts.URL+"/agents/demo/runs/"+run+"/cassette", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	path := filepath.Join(t.TempDir(), "run.cassette")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	_, err = io.Copy(f, resp.Body)
+	require.NoError(t, errors.Join(err, f.Close()))
+	cas, err := replay.Load(path)
+	require.NoError(t, err)
+	assert.Equal(t, "AI chips", cas.Header.Run.Goal)
+	assert.Contains(t, cas.Facts.Output, "# Report")
 }
 
 // With -pace the offline team takes its time: a server stopped while an agent's coordinator

@@ -282,3 +282,45 @@ func TestLoadRefuses(t *testing.T) {
 		assert.Contains(t, err.Error(), path, name)
 	}
 }
+
+// Runs records the runs it is asked to of a squad that stays open across runs — the first and
+// the third here, not the second — each into its own cassette. The first replays; a later run
+// depends on the memory the runs before it wrote, which its cassette does not hold.
+func TestRunsRecordsRunsOfAnOpenSquad(t *testing.T) {
+	var rs replay.Runs
+	m := squadModel{}
+	s, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithModel(m.Name()), nodes.WithTick(20*time.Millisecond),
+		nodes.WithModelResolver(func(string) (providers.Model, error) { return m, nil }), nodes.WithRecorder(&rs))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, s.Close()) }()
+	dir := t.TempDir()
+	for i, id := range []string{"first", "second", "third"} {
+		if id != "second" {
+			rs.Record(id, filepath.Join(dir, id+".cassette"))
+		}
+		res, err := s.Run(t.Context(), fmt.Sprintf("Say hello in a file, %d.", i+1), nodes.WithRunID(id))
+		require.NoError(t, err)
+		require.NoError(t, rs.Finish(s, id, res, err))
+	}
+	assert.NoFileExists(t, filepath.Join(dir, "second.cassette"))
+	third, err := replay.Load(filepath.Join(dir, "third.cassette"))
+	require.NoError(t, err)
+	assert.Equal(t, "Say hello in a file, 3.", third.Header.Run.Goal)
+	assert.Equal(t, map[string]string{"nodes/n1/published/hello.md": "hello"}, third.Facts.Files)
+	assert.Equal(t, "hello.md is published", replay.Run(t, filepath.Join(dir, "first.cassette")).Output)
+
+	// A run asked for that fails, or does not finish, leaves no cassette.
+	for _, id := range []string{"failed", "paused"} {
+		path := filepath.Join(dir, id+".cassette")
+		rs.Record(id, path)
+		res, err := s.Run(t.Context(), "Say hello in a file, again.", nodes.WithRunID(id))
+		require.NoError(t, err)
+		if id == "failed" {
+			err = errors.New("the run failed")
+		} else {
+			res.Finished = false
+		}
+		require.NoError(t, rs.Finish(s, id, res, err))
+		assert.NoFileExists(t, path)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/replay"
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
@@ -34,11 +35,44 @@ func (a *Agent) Summary() Summary { return a.summary() }
 // Run starts a new run of the agent toward goal, in the background, and returns the agent's
 // summary as it started ("working", or "queued" beyond [WithMaxRuns]). [ErrBusy] when a run is
 // in progress; [ErrElsewhere] when another replica of the fleet holds the agent.
-func (a *Agent) Run(goal string) (Summary, error) {
+func (a *Agent) Run(goal string) (Summary, error) { return a.run(goal, false) }
+
+// RunRecorded is Run, recording the run into a cassette (see package nodes/replay) that
+// [Agent.Cassette] reads once the run has ended without error. A run that is not the agent's
+// first depends on the memory the runs before it wrote, which the cassette does not hold: in a
+// new home its replay diverges.
+func (a *Agent) RunRecorded(goal string) (Summary, error) { return a.run(goal, true) }
+
+func (a *Agent) run(goal string, record bool) (Summary, error) {
 	if err := checkNew("", goal, ""); err != nil {
 		return Summary{}, mark(ErrInvalid, err)
 	}
-	return a.begin(goal, "", false)
+	if !record || a.host.cfg.record { // under WithRecordRuns, the host records it anyway
+		return a.begin(goal, "", false)
+	}
+	id, err := a.newRunID()
+	if err != nil {
+		return Summary{}, fmt.Errorf("agent %q: %w", a.id, err)
+	}
+	a.recs.Record(id, a.cassette(id))
+	return a.begin(goal, id, false)
+}
+
+// cassette is the path of the cassette of run id: <agent's home>/recordings/<id>.cassette.
+func (a *Agent) cassette(id string) string {
+	return filepath.Join(string(a.home), "recordings", id+".cassette")
+}
+
+// Cassette opens the cassette of the agent's run id, recorded by [Agent.RunRecorded] (or every
+// run, under [WithRecordRuns]); [ErrNotFound] when the run was not recorded, has not ended, or
+// failed.
+func (a *Agent) Cassette(id string) (*os.File, error) {
+	if workspace.ValidID(id) == nil {
+		if _, err := replay.Load(a.cassette(id)); err == nil {
+			return os.Open(a.cassette(id))
+		}
+	}
+	return nil, mark(ErrNotFound, fmt.Errorf("agent %q has no recording of a run %q", a.id, id))
 }
 
 // Resume continues the agent's run id (paused, interrupted or failed) in the background, and

@@ -48,6 +48,7 @@ type config struct {
 	now       func() time.Time
 	logger    *slog.Logger
 	noResume  bool
+	record    bool
 	maxRuns   int
 	baseURL   string
 	// A fleet's (fleet.go).
@@ -57,6 +58,10 @@ type config struct {
 	heartbeat time.Duration
 	watch     time.Duration
 }
+
+// WithRecordRuns records every new run of every agent into a cassette, as
+// [Agent.RunRecorded] does.
+func WithRecordRuns() Option { return func(c *config) { c.record = true } }
 
 // DefaultMaxRuns is the default number of runs in progress at once.
 const DefaultMaxRuns = 16
@@ -348,7 +353,7 @@ func (h *Host) squadOptions(a *Agent, m meta) []nodes.Option {
 		}
 		opts = append(opts, nodes.WithStore(st))
 	}
-	return append(opts, nodes.WithHome(h.agentDir(id)), nodes.WithUpSince(a.upSince),
+	return append(opts, nodes.WithHome(h.agentDir(id)), nodes.WithUpSince(a.upSince), nodes.WithRecorder(&a.recs),
 		nodes.WithWake(func(runID string) { h.wake(id, runID) }))
 }
 
@@ -505,6 +510,9 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool, begin launch
 			began = true // not known to be unbegun: resumed, and the squad says what is wrong
 		}
 	}
+	if h.cfg.record && !resume && begin == nil {
+		a.recs.Record(id, a.cassette(id))
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.damaged != "" {
@@ -578,6 +586,11 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool, begin launch
 			}
 		default:
 			res, err = sq.Run(ctx, goal, nodes.WithRunID(id))
+		}
+		if sq != nil {
+			if rerr := a.recs.Finish(sq, id, res, err); rerr != nil {
+				a.log.Error("the run's recording failed", "run", id, "err", rerr)
+			}
 		}
 		a.mu.Lock()
 		a.running = false

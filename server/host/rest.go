@@ -16,6 +16,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/memory"
+	"github.com/agiraph/agiraph/nodes/replay"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/triggers"
 	"github.com/agiraph/agiraph/nodes/workspace"
@@ -43,6 +44,8 @@ type Agent struct {
 	now     func() time.Time
 	log     *slog.Logger
 	created time.Time // when the agent was made (meta.Created, which does not change)
+	// recs records the runs asked for into the agent's recordings folder (RunRecorded).
+	recs replay.Runs
 
 	// mu guards what follows; it is held for no write to the disk (nor a squad's or a run's work),
 	// so that reading an agent never waits for one. saveMu orders the writes of agent.json.
