@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"mime"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,22 +65,23 @@ func (b *hostBackend) describe(id string) (string, Skill, error) {
 // pending returns the tasks whose push notifications were being sent: those whose end is not
 // recorded.
 func (b *hostBackend) pending(ctx context.Context) map[string][]string {
-	sums, err := b.host.List()
-	if err != nil {
-		return nil
-	}
+	// An agent at rest is not opened (agents at rest cost the host nothing): its tasks' ends
+	// were told as they came. An agent with records of before the store, or a run the host
+	// goes on with, may have a task not told yet.
+	ids := b.host.Busy()
+	ids = append(ids, b.legacy.agents()...)
+	slices.Sort(ids)
 	out := map[string][]string{}
-	for _, sum := range sums {
-		ag, err := b.agent(ctx, sum.ID)
+	for _, id := range slices.Compact(ids) {
+		tasks := map[string]record{}
+		for _, task := range b.legacy.tasks(id) {
+			tasks[task] = b.legacy.read(id, task)
+		}
+		ag, err := b.agent(ctx, id)
 		if err != nil {
 			continue
 		}
-		a := ag.(*hostAgent)
-		tasks := map[string]record{}
-		for _, task := range b.legacy.tasks(sum.ID) {
-			tasks[task] = b.legacy.read(sum.ID, task)
-		}
-		_ = a.Store(func(st store.Store) error {
+		_ = ag.(*hostAgent).Store(func(st store.Store) error {
 			docs, err := st.Docs(ctx, recordPrefix)
 			for _, d := range docs {
 				var rec record
@@ -91,7 +93,7 @@ func (b *hostBackend) pending(ctx context.Context) map[string][]string {
 		})
 		for task, rec := range tasks {
 			if len(rec.Push) > 0 && rec.State == "" {
-				out[sum.ID] = append(out[sum.ID], task)
+				out[id] = append(out[id], task)
 			}
 		}
 	}

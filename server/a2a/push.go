@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,6 +44,18 @@ func (r *records) tasks(agent string) []string {
 	var out []string
 	for _, f := range files {
 		out = append(out, strings.TrimSuffix(filepath.Base(f), ".json"))
+	}
+	return out
+}
+
+// agents returns the agents that have records.
+func (r *records) agents() []string {
+	entries, _ := os.ReadDir(filepath.Join(r.dir, "a2a"))
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
 	}
 	return out
 }

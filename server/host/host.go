@@ -1237,6 +1237,27 @@ func (h *Host) List() ([]Summary, error) {
 	return sums, nil
 }
 
+// Busy returns the ids of the agents whose last recorded status is a run not ended — working,
+// waiting for the human, queued or interrupted —, read from what the host holds in memory, not
+// from the agents' files: the agents at rest are not opened.
+func (h *Host) Busy() []string {
+	h.mu.Lock()
+	all := make([]*Agent, 0, len(h.agents))
+	for _, a := range h.agents {
+		all = append(all, a)
+	}
+	h.mu.Unlock()
+	var ids []string
+	for _, a := range all {
+		switch status, _ := a.State(); status {
+		case StatusWorking, StatusWaiting, StatusQueued, StatusInterrupted:
+			ids = append(ids, a.id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // Delete forgets agent id, pausing its run (its squad then closes) and ending its event
 // streams; its agent.json says so, for the hosts opened later. Its files stay.
 func (h *Host) Delete(id string) error {
