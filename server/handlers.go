@@ -323,7 +323,7 @@ func (s *Server) handleCassette(w http.ResponseWriter, r *http.Request, a *host.
 		hostError(w, err)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", r.PathValue("run")+".cassette"))
 	_, _ = io.Copy(w, f)

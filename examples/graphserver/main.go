@@ -81,7 +81,7 @@ func main() {
 }
 
 // run serves the notes graph until ctx ends.
-func run(ctx context.Context, args []string, stdout io.Writer) error {
+func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	fs := flag.NewFlagSet("graphserver", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:2024", "the address to serve on (port 0: a free one)")
 	root := fs.String("root", ".agiraph/graphserver", "the folder of the threads and the token")
@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer saver.Close()
+	defer func() { err = errors.Join(err, saver.Close()) }()
 	compiled, err := NewGraph().Compile(graph.WithCheckpointer(saver))
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // closed by the server's Shutdown unless it never served
 	srv, err := server.New(
 		server.WithHost(host.WithRoot(*root)),
 		server.WithAddr(ln.Addr().String()),
@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer func() { err = errors.Join(err, srv.Close()) }()
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "LangGraph API: %s%s (assistant \"notes\")\n", base, server.LangGraphPath)
 	fmt.Fprintf(stdout, "A2A agent:     %s/.well-known/agent-card.json\n", base)

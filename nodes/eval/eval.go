@@ -100,7 +100,7 @@ func Evaluate(ctx context.Context, set Set, configs ...Config) (*Report, error) 
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // the runs' homes; what is left of them is temporary
 	rep := &Report{Set: set.Name}
 	for _, cfg := range configs {
 		rep.Configs = append(rep.Configs, cfg.Name)

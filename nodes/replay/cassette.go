@@ -167,7 +167,7 @@ func Load(path string) (*Cassette, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	c := &Cassette{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 64<<20)
