@@ -19,7 +19,7 @@ const (
 	MessageSent     Kind = "message_sent"     // the worker sent a message (Message)
 	MessageReceived Kind = "message_received" // a message reached the worker (Message)
 	AskedHuman      Kind = "asked_human"      // the worker asked the human (Text: the question)
-	Retrying        Kind = "retrying"         // a failed call is being tried again (Text: why)
+	Retrying        Kind = "retrying"         // a failed call is being tried again, or with the next model of a fallback chain (Text: why)
 	Compacted       Kind = "compacted"        // the conversation was compacted (Text: where the old one went)
 	Output          Kind = "output"           // a line a CLI agent printed outside its protocol (Text)
 	Ended           Kind = "ended"            // the assignment ended (Status; Text: the summary or the error; Usage: the total)
