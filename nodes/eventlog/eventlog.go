@@ -91,6 +91,7 @@ const (
 	Error          Type = "x.error"           // something failed beside a node's work (an answer not handed over, an outcome not saved); Text: what
 	TriggerFired   Type = "x.trigger_fired"   // a trigger fired; Text: its id, what fired it, its action
 	CycleCompleted Type = "x.cycle_completed" // a cycle of an infinite agent ended; Text: its number and output
+	Budget         Type = "x.budget"          // a run's spending reached the soft limit of its budget; Text: how far; Data: the spending (usage)
 )
 
 // TextDelta is a piece of a model's answer as it is generated: Text is the piece, Node and

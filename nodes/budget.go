@@ -1,0 +1,152 @@
+package nodes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/providers"
+)
+
+// Budget bounds what a run spends on models: in US dollars, at the prices package providers
+// knows (a model whose price it does not know spends no dollars), and in tokens, which always
+// count (input, output, and prompt-cache reads and writes). A zero limit is no limit.
+//
+// When the run's spending reaches the Soft fraction of a limit, the coordinator is told, once
+// for each value of the limit, so that it can re-plan with what is left. When it reaches a
+// limit, the run pauses before its next model call — its workers stop, keeping their
+// progress, as Pause stops them — and Wait returns a *BudgetError naming the limit and what was
+// spent. SetBudget raises the limit; Resume takes the run up again.
+//
+// What a run spent is part of its checkpointed state, committed with the step that spent it, so
+// it survives a restart. A worker's spending counts when its assignment ends, and the
+// coordinator's when its turn ends: a run goes past a limit by what those in progress spend.
+type Budget struct {
+	USD    float64 `json:"usd,omitempty"`
+	Tokens int     `json:"tokens,omitempty"`
+	// Soft is the fraction of a limit at which the coordinator is told (0: 0.8).
+	Soft float64 `json:"soft,omitempty"`
+}
+
+// check returns why b cannot be a budget, or nil.
+func (b Budget) check() error {
+	if b.USD < 0 || b.Tokens < 0 || b.Soft < 0 || b.Soft >= 1 {
+		return fmt.Errorf("nodes: budget %+v: limits must not be negative, and Soft must be a fraction below 1", b)
+	}
+	return nil
+}
+
+func (b Budget) soft() float64 {
+	if b.Soft == 0 {
+		return 0.8
+	}
+	return b.Soft
+}
+
+// reached describes the limits of b that spent has reached, when they are scaled by frac
+// ("1200 tokens of 1000", "$0.52 of $0.50"); "" when none.
+func (b Budget) reached(spent providers.Usage, frac float64) string {
+	var over []string
+	if n := tokens(spent); b.Tokens > 0 && float64(n) >= frac*float64(b.Tokens) {
+		over = append(over, fmt.Sprintf("%d tokens of %d", n, b.Tokens))
+	}
+	if b.USD > 0 && spent.CostUSD >= frac*b.USD {
+		over = append(over, fmt.Sprintf("$%.4f of $%.4f", spent.CostUSD, b.USD))
+	}
+	return strings.Join(over, ", ")
+}
+
+// tokens counts every token of u.
+func tokens(u providers.Usage) int {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
+// ErrOverBudget is matched (errors.Is) by the *BudgetError a run paused by its budget ends with.
+var ErrOverBudget = errors.New("nodes: over budget")
+
+// BudgetError is how a run that reached a limit of its budget ends: paused, resumable once the
+// limit is raised (see Budget).
+type BudgetError struct {
+	Run    string
+	Budget Budget
+	Spent  providers.Usage
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("nodes: run %s paused over its budget: spent %s; raise the budget (SetBudget) and resume it",
+		e.Run, e.Budget.reached(e.Spent, 1))
+}
+
+// Is matches ErrOverBudget.
+func (e *BudgetError) Is(target error) bool { return target == ErrOverBudget }
+
+// WithBudget sets the budget of every run that SetBudget has not given one of its own.
+func WithBudget(b Budget) Option { return func(c *config) { c.budget = b } }
+
+// budgetKey is the store's key of the budget SetBudget gave run id.
+func budgetKey(id string) string { return "budget/" + id }
+
+// SetBudget sets the budget of run id, in place of WithBudget's, whether or not the run is in
+// progress: raised past what the run spent, it lets a run its budget paused be resumed. The
+// budget is kept in the squad's store, across restarts.
+func (s *Squad) SetBudget(ctx context.Context, id string, b Budget) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	rs, _, err := readRunState(ctx, s.store, s.home.Run(id))
+	if err != nil {
+		return err
+	}
+	if rs.Goal == "" {
+		return fmt.Errorf("nodes: set the budget of run %q: there is no such run", id)
+	}
+	var ch store.Change
+	if err := ch.Put(budgetKey(id), b); err != nil {
+		return err
+	}
+	return s.store.Apply(ctx, ch)
+}
+
+// BudgetOf returns the budget of run id: SetBudget's, or else WithBudget's.
+func (s *Squad) BudgetOf(ctx context.Context, id string) (Budget, error) {
+	d, err := s.store.Doc(ctx, budgetKey(id))
+	if err != nil || d.Value == nil {
+		return s.cfg.budget, err
+	}
+	var b Budget
+	if err := json.Unmarshal(d.Value, &b); err != nil {
+		return Budget{}, fmt.Errorf("nodes: run %s: its budget in the store is damaged: %w", id, err)
+	}
+	return b, nil
+}
+
+// checkBudget holds the run to its budget, given what it spent: past a soft limit it tells the
+// coordinator (once per limit); at a limit it pauses the run, ending its context with a
+// *BudgetError, which it returns.
+func (r *run) checkBudget(ctx context.Context, spent providers.Usage) error {
+	b, err := r.s.BudgetOf(ctx, r.id)
+	if err != nil || (b.USD == 0 && b.Tokens == 0) {
+		return err
+	}
+	if hard := b.reached(spent, 1); hard != "" {
+		be := &BudgetError{Run: r.id, Budget: b, Spent: spent}
+		r.cancel(be)
+		return be
+	}
+	soft := b.reached(spent, b.soft())
+	if soft == "" {
+		return nil
+	}
+	key := fmt.Sprintf("budget/soft/%g/%d", b.USD, b.Tokens)
+	text := fmt.Sprintf("Budget: the run has spent %s of its limit. At the limit it pauses until a person raises it: plan with what is left — fewer or cheaper workers, smaller steps, or finish with what you have.", soft)
+	if _, err := r.bus.SendOnce(ctx, key, squadName, bus.Coordinator, text); err != nil {
+		return err
+	}
+	r.emitAt(ctx, eventlog.Budget, "", "", "soft limit reached: "+soft, spent, key)
+	return nil
+}

@@ -1,0 +1,118 @@
+package nodes_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/bus"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+)
+
+// budgetCoordinator asks the human one question a turn, each call spending 100 tokens, until
+// done is set; then it finishes. told is set when it reads the squad's note on its budget.
+func budgetCoordinator(calls *atomic.Int32, told, done *atomic.Bool) *scripted.Model {
+	return scripted.NewFunc("budgeted", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		calls.Add(1)
+		if strings.Contains(scSince(req), "Budget: the run has spent") {
+			told.Store(true)
+		}
+		turn := scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Go on?"}))
+		if done.Load() {
+			turn = scTurn(req, scripted.Call("finish", map[string]string{"output": "done"}))
+		}
+		turn.Usage = providers.Usage{InputTokens: 90, OutputTokens: 10}
+		return turn, nil
+	})
+}
+
+// answerUntilDone answers every question of r's coordinator until the run ends, and returns how
+// it ended.
+func answerUntilDone(t *testing.T, r *nodes.Run, events <-chan eventlog.Event) (nodes.Result, error) {
+	t.Helper()
+	for {
+		select {
+		case <-r.Done():
+			return r.Wait()
+		case e := <-events:
+			if e.Type == eventlog.HumanQuestion && e.Run == r.ID() {
+				if err := r.Answer(bus.Coordinator, "yes"); err != nil {
+					require.ErrorIs(t, err, nodes.ErrNoRun)
+				}
+			}
+		}
+	}
+}
+
+// A run's budget: past its soft limit the coordinator is told, at its hard limit the run pauses
+// with an error naming the limit and what was spent, having made no model call past it; the
+// spending survives a restart (the run pauses again at once); raised, the run resumes and
+// finishes, its usage counting every call.
+func TestBudgetSoftThenHardThenRaised(t *testing.T) {
+	var calls atomic.Int32
+	var told, done atomic.Bool
+	coord := budgetCoordinator(&calls, &told, &done)
+	home := t.TempDir()
+	budget := nodes.Budget{Tokens: 350, Soft: 0.5}
+	s := scSquad(t, coord, []providers.Model{scripted.New("unused")}, nodes.WithHome(home), nodes.WithBudget(budget))
+	events, stop := s.Subscribe(0)
+	r := start(t, s, "spend")
+	res, err := answerUntilDone(t, r, events)
+	stop()
+	require.ErrorIs(t, err, nodes.ErrOverBudget)
+	var be *nodes.BudgetError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, budget, be.Budget)
+	assert.Equal(t, 400, be.Spent.InputTokens+be.Spent.OutputTokens, "four turns of 100 tokens: 200 and 300 were under the limit")
+	assert.Contains(t, err.Error(), "spent 400 tokens of 350")
+	assert.Equal(t, int32(4), calls.Load(), "no model call past the limit")
+	assert.Equal(t, be.Spent, res.Usage)
+	assert.False(t, res.Finished)
+	assert.True(t, told.Load(), "the coordinator was told of the soft limit")
+	var budgetEvents, pausedText []string
+	for _, e := range scEvents(t, s) {
+		switch e.Type {
+		case eventlog.Budget:
+			budgetEvents = append(budgetEvents, e.Text)
+		case eventlog.AgentPaused:
+			pausedText = append(pausedText, e.Text)
+		}
+	}
+	assert.Equal(t, []string{"soft limit reached: 200 tokens of 350"}, budgetEvents)
+	require.Len(t, pausedText, 1)
+	assert.Contains(t, pausedText[0], "paused over its budget: spent 400 tokens of 350")
+	require.NoError(t, s.Close())
+
+	// A restart keeps what was spent: resumed under the same budget, the run pauses again at once.
+	s = scSquad(t, coord, []providers.Model{scripted.New("unused")}, nodes.WithHome(home), nodes.WithBudget(budget))
+	_, err = resume(scContext(t), s, r.ID())
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, 400, be.Spent.InputTokens+be.Spent.OutputTokens)
+	assert.Equal(t, int32(4), calls.Load())
+
+	require.ErrorContains(t, s.SetBudget(context.Background(), r.ID(), nodes.Budget{Tokens: -1}), "must not be negative")
+	require.ErrorContains(t, s.SetBudget(context.Background(), "nope", nodes.Budget{Tokens: 1}), `run "nope"`)
+	raised := nodes.Budget{Tokens: 10_000}
+	require.NoError(t, s.SetBudget(context.Background(), r.ID(), raised))
+	got, err := s.BudgetOf(context.Background(), r.ID())
+	require.NoError(t, err)
+	assert.Equal(t, raised, got)
+	done.Store(true)
+	r, err = s.Resume(scContext(t), r.ID())
+	require.NoError(t, err)
+	if err := r.Answer(bus.Coordinator, "yes"); err != nil { // the pause came before or after an answer
+		require.ErrorIs(t, err, nodes.ErrNoQuestion)
+	}
+	res, err = r.Wait()
+	require.NoError(t, err)
+	assert.True(t, res.Finished)
+	assert.Equal(t, "done", res.Output)
+	assert.Equal(t, 100*int(calls.Load()), res.Usage.InputTokens+res.Usage.OutputTokens, "every call counted, those before the restart too")
+}
