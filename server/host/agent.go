@@ -50,6 +50,27 @@ func (a *Agent) Resume(id string) (Summary, error) {
 	return a.begin("", id, true)
 }
 
+// SetBudget sets the budget of the agent's run id, its last run when id is empty, and returns
+// that run's id (see nodes.Squad.SetBudget). A run that its budget paused (StatusOverBudget)
+// is resumed with Resume once the limit is raised.
+func (a *Agent) SetBudget(ctx context.Context, id string, b nodes.Budget) (string, error) {
+	if id == "" {
+		_, id = a.State()
+	}
+	if workspace.ValidID(id) != nil || !a.resumable(id) {
+		return "", mark(ErrNotFound, fmt.Errorf("agent %q has no run %q", a.id, id))
+	}
+	sq, err := a.acquire()
+	if err != nil {
+		return "", err
+	}
+	defer a.release()
+	if err := sq.SetBudget(ctx, id, b); err != nil {
+		return "", mark(ErrInvalid, err)
+	}
+	return id, nil
+}
+
 // begin is start, answering the summary of the run as it started.
 func (a *Agent) begin(goal, run string, resume bool) (Summary, error) {
 	started, err := a.host.start(a, goal, run, resume)

@@ -35,6 +35,7 @@ const (
 	StatusPaused      = "paused"            // the human paused the last run (Agent.Pause): it can be resumed
 	StatusComplete    = "completed"         // the last run finished
 	StatusFailed      = "failed"            // the last run ended with an error
+	StatusOverBudget  = "over_budget"       // the last run reached a limit of its budget (Summary.Error says which): raise it (Agent.SetBudget), then resume it
 	StatusDamaged     = "damaged"           // the agent's files could not be opened (Summary.Error says which and why)
 )
 
@@ -575,6 +576,9 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool) (meta, error
 		case err == nil && res.Finished:
 			a.meta.Status, a.meta.Output = StatusComplete, res.Output
 			a.log.Info("run completed", "run", id)
+		case errors.Is(err, nodes.ErrOverBudget):
+			a.meta.Status, a.meta.Error = StatusOverBudget, failure(a.id, err)
+			a.log.Info("run paused over its budget", "run", id, "err", err)
 		case (err == nil || errors.Is(err, nodes.ErrInterrupted) || errors.Is(err, context.Canceled)) && a.pausing:
 			a.meta.Status = StatusPaused
 			a.log.Info("run paused", "run", id)
@@ -861,7 +865,9 @@ type Summary struct {
 	// Status is "idle", "working", "waiting_for_human", "paused" (Agent.Pause paused the last
 	// run: Agent.Resume continues it), "interrupted" (the last run was paused before it
 	// finished, by the host's Close or a crash: Agent.Resume continues it, and a host started
-	// again on the root does so by itself), "completed", "failed", "queued" or "damaged".
+	// again on the root does so by itself), "over_budget" (the last run reached a limit of its
+	// budget: Agent.SetBudget raises it, Agent.Resume continues the run), "completed", "failed",
+	// "queued" or "damaged".
 	Status string `json:"status"`
 	// Run is the id of the run in progress, or of the last run.
 	Run   string `json:"run,omitempty"`
