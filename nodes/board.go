@@ -72,11 +72,18 @@ type Node struct {
 	Answer   string `json:"answer,omitempty"`
 	Asked    string `json:"asked,omitempty"`
 	// WaitingFor lists the sub-nodes the node waits for, when it checkpointed to wait for them.
-	WaitingFor []string  `json:"waiting_for,omitempty"`
-	CreatedBy  string    `json:"created_by"`
-	Key        string    `json:"key,omitempty"` // the tool call that created it, so a repeated call does not create it twice
-	Created    time.Time `json:"created"`
-	Updated    time.Time `json:"updated"`
+	WaitingFor []string `json:"waiting_for,omitempty"`
+	// Budget bounds what the node's assignments spend (see Budget): past its limit the node
+	// does not start again until the budget is raised. Spent is what they spent, counted as each
+	// assignment's outcome is applied; Counted is what the assignment last applied had spent
+	// then, since a woken assignment reports what it spent in all its runs.
+	Budget    Budget          `json:"budget,omitzero"`
+	Spent     providers.Usage `json:"spent,omitzero"`
+	Counted   Spend           `json:"counted,omitzero"`
+	CreatedBy string          `json:"created_by"`
+	Key       string          `json:"key,omitempty"` // the tool call that created it, so a repeated call does not create it twice
+	Created   time.Time       `json:"created"`
+	Updated   time.Time       `json:"updated"`
 	// Damaged says why the node's file could not be read, and how to repair it. A damaged node
 	// is failed and left as it is: nothing runs it or writes it until it is repaired.
 	Damaged string `json:"damaged,omitempty"`
@@ -493,6 +500,7 @@ type nodeSpec struct {
 	Key    string // an idempotency key: a second create with the same key returns the first node
 	// OutputSchema is the JSON Schema of the node's result (none when nil).
 	OutputSchema json.RawMessage
+	Budget       Budget // none when zero
 }
 
 // adopt adds n to its parent's children in t, if it is not there yet.
@@ -554,6 +562,9 @@ func (t *tx) create(nn nodeSpec) (_ Node, created bool, err error) {
 			return Node{}, false, fmt.Errorf("output_schema: %w", err)
 		}
 	}
+	if err := nn.Budget.check(); err != nil {
+		return Node{}, false, err
+	}
 	worker := ""
 	if nn.Worker != "" {
 		w := b.findWorker(nn.Worker)
@@ -566,7 +577,7 @@ func (t *tx) create(nn nodeSpec) (_ Node, created bool, err error) {
 	node := &Node{
 		ID: fmt.Sprintf("n%d", b.seq+1), Task: nn.Task, Deps: slices.Clone(nn.Deps), Refs: nn.Refs,
 		Parent: nn.Parent, Stage: nn.Stage, Status: NodePending, Worker: worker,
-		CreatedBy: nn.By, Key: nn.Key, Created: now, Updated: now, OutputSchema: nn.OutputSchema,
+		CreatedBy: nn.By, Key: nn.Key, Created: now, Updated: now, OutputSchema: nn.OutputSchema, Budget: nn.Budget,
 	}
 	dir := b.run.Node(node.ID)
 	if err := dir.Create(); err != nil {

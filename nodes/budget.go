@@ -26,11 +26,15 @@ import (
 // What a run spent is part of its checkpointed state, committed with the step that spent it, so
 // it survives a restart. A worker's spending counts when its assignment ends, and the
 // coordinator's when its turn ends: a run goes past a limit by what those in progress spend.
+//
+// A work node can have a budget of its own (create_work_node's budget, set_budget): what its
+// assignments spent is counted as each ends; the coordinator is told when a soft or a hard
+// limit is reached, and a node past its limit does not start again until its budget is raised.
 type Budget struct {
-	USD    float64 `json:"usd,omitempty"`
-	Tokens int     `json:"tokens,omitempty"`
+	USD    float64 `json:"usd,omitempty" jsonschema_description:"Limit in US dollars (0: none)"`
+	Tokens int     `json:"tokens,omitempty" jsonschema_description:"Limit in tokens, input and output (0: none)"`
 	// Soft is the fraction of a limit at which the coordinator is told (0: 0.8).
-	Soft float64 `json:"soft,omitempty"`
+	Soft float64 `json:"soft,omitempty" jsonschema_description:"Fraction of a limit at which you are told (default 0.8)"`
 }
 
 // check returns why b cannot be a budget, or nil.
@@ -59,6 +63,42 @@ func (b Budget) reached(spent providers.Usage, frac float64) string {
 		over = append(over, fmt.Sprintf("$%.4f of $%.4f", spent.CostUSD, b.USD))
 	}
 	return strings.Join(over, ", ")
+}
+
+// Spend is what an assignment had spent when its outcome was last applied.
+type Spend struct {
+	Assignment string          `json:"assignment"`
+	Usage      providers.Usage `json:"usage"`
+}
+
+// newSpend returns what assignment id spent beyond what n counted of it, given u, the total its
+// outcome reports.
+func (n *Node) newSpend(id string, u providers.Usage) providers.Usage {
+	if n.Counted.Assignment == id {
+		return usageSince(u, n.Counted.Usage)
+	}
+	return u
+}
+
+// overBudget describes the limits of its budget n has reached; "" when none.
+func (n *Node) overBudget() string { return n.Budget.reached(n.Spent, 1) }
+
+// toolSetBudget sets the budget of a work node.
+func (r *run) toolSetBudget(ctx context.Context, args setBudgetArgs) (string, error) {
+	if err := args.Budget.check(); err != nil {
+		return "", err
+	}
+	n, err := r.board.update(ctx, args.Node, func(n *Node) error {
+		n.Budget = args.Budget
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if over := n.overBudget(); over != "" {
+		return fmt.Sprintf("Node %s's budget is set; it is still reached (%s).", n.ID, over), nil
+	}
+	return fmt.Sprintf("Node %s's budget is set; it has spent %d tokens ($%.4f).", n.ID, tokens(n.Spent), n.Spent.CostUSD), nil
 }
 
 // tokens counts every token of u.

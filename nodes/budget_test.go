@@ -116,3 +116,46 @@ func TestBudgetSoftThenHardThenRaised(t *testing.T) {
 	assert.Equal(t, "done", res.Output)
 	assert.Equal(t, 100*int(calls.Load()), res.Usage.InputTokens+res.Usage.OutputTokens, "every call counted, those before the restart too")
 }
+
+// A work node's budget: once its work reaches it the coordinator is told, and the node does
+// not start again — its worker's mail does not wake it — until set_budget raises it.
+func TestNodeBudget(t *testing.T) {
+	var workerCalls atomic.Int32
+	worker := scripted.NewFunc("thrifty", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		turn := scTurn(req, scripted.Call("publish", map[string]string{"summary": "done at last"}))
+		if workerCalls.Add(1) == 1 {
+			turn = scTurn(req, scripted.Call("checkpoint", map[string]string{"summary": "half done"}))
+		}
+		turn.Usage = providers.Usage{InputTokens: 150, OutputTokens: 50}
+		return turn, nil
+	})
+	var sawBudget, raised atomic.Bool
+	coord := scripted.NewFunc("planner", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		since, called := scSince(req), scCalled(req)
+		switch {
+		case len(req.Messages) == 1:
+			return scTurn(req, scripted.Call("spawn_worker", map[string]any{"name": "Ann"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Write a.md.", "worker": "Ann", "budget": map[string]any{"tokens": 150}})), nil
+		case strings.Contains(since, "completed"):
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "done"})), nil
+		case strings.Contains(since, "Node n1 reached its budget: it spent 200 tokens of 150"):
+			sawBudget.Store(true)
+			return scTurn(req, scripted.Call("send_message", map[string]string{"to": "Ann", "content": "Go on."})), nil
+		case strings.Contains(since, "Nothing is running") && called["send_message"] > 0 && called["set_budget"] == 0:
+			raised.Store(true)
+			return scTurn(req, scripted.Call("set_budget", map[string]any{"node": "n1", "budget": map[string]any{"tokens": 1000}})), nil
+		}
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
+	})
+	s := scSquad(t, coord, []providers.Model{worker})
+	res := scRun(t, s, "write")
+	assert.Equal(t, "done", res.Output)
+	assert.True(t, sawBudget.Load(), "the coordinator was told")
+	assert.True(t, raised.Load(), "the node waited, its mail unread, until its budget was raised")
+	assert.Equal(t, int32(2), workerCalls.Load())
+	n1 := res.Board.Nodes[0]
+	assert.Equal(t, nodes.NodeCompleted, n1.Status)
+	assert.Equal(t, nodes.Budget{Tokens: 1000}, n1.Budget)
+	assert.Equal(t, 400, n1.Spent.InputTokens+n1.Spent.OutputTokens, "both runs of the assignment counted, once each")
+	assert.Equal(t, 400, res.Usage.InputTokens+res.Usage.OutputTokens, "the run's usage: the node's")
+}

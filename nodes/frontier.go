@@ -149,15 +149,16 @@ func (r *run) revivable(w Worker) (Node, bool) {
 		return Node{}, false
 	}
 	n, ok := r.board.nodeOf(w.Last)
-	if ok && n.Assignment == w.Last && n.Status == NodeCheckpointed && !r.pool.running(w.Last) {
+	if ok && n.Assignment == w.Last && n.Status == NodeCheckpointed && !r.pool.running(w.Last) && n.overBudget() == "" {
 		return n, true
 	}
 	return Node{}, false
 }
 
-// ready reports whether n can start: pending, not waiting for sub-nodes, dependencies done.
+// ready reports whether n can start: pending, not waiting for sub-nodes, within its budget,
+// dependencies done.
 func ready(rd reader, n *Node) bool {
-	if n.Status != NodePending || len(n.WaitingFor) > 0 {
+	if n.Status != NodePending || len(n.WaitingFor) > 0 || n.overBudget() != "" {
 		return false
 	}
 	for _, d := range n.Deps {

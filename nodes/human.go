@@ -197,6 +197,8 @@ func (r *run) waitsOn() string {
 				parts = append(parts, fmt.Sprintf("the human, to answer %s on node %s: %s", n.Worker, n.ID, firstLine(n.Question)))
 			case n.Status == NodeWaiting:
 				parts = append(parts, fmt.Sprintf("node %s, waiting for its sub-nodes %s", n.ID, strings.Join(n.WaitingFor, ", ")))
+			case n.Status == NodePending && n.overBudget() != "":
+				parts = append(parts, fmt.Sprintf("node %s, over its budget (%s)", n.ID, n.overBudget()))
 			case n.Status == NodePending && !ready(rd, n):
 				parts = append(parts, fmt.Sprintf("node %s, pending after %s", n.ID, strings.Join(n.Deps, ", ")))
 			}

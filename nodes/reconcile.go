@@ -59,7 +59,9 @@ func (r *run) apply(ctx context.Context, ids []string, stage int) (providers.Usa
 		if a.children, err = r.subNodes(ctx, a, stage); err != nil {
 			return usage, err
 		}
-		usage = usage.Add(rec.Outcome.Usage)
+		if !already {
+			usage = usage.Add(node.newSpend(id, rec.Outcome.Usage))
+		}
 		todo = append(todo, a)
 	}
 	if len(todo) == 0 {
@@ -144,6 +146,8 @@ func (r *run) record(t *tx, a *applied) error {
 	retry := a.node.Attempts < r.cfg.maxAttempts
 	n, err := t.node(a.node.ID, func(n *Node) error {
 		n.Applied, n.Question, n.Answer, n.Woken = a.id, "", "", false
+		n.Spent = n.Spent.Add(n.newSpend(a.id, o.Usage))
+		n.Counted = Spend{Assignment: a.id, Usage: o.Usage}
 		switch o.Status {
 		case runtime.Published:
 			n.Status, n.Summary, n.Published, n.Result = NodeCompleted, o.Summary, o.Published, o.Result
@@ -255,6 +259,13 @@ func (r *run) tells(node Node, worker Worker, rec outcomeRecord) []bus.Message {
 			text += "\nIt will be tried again."
 		}
 		tell("failed", squadName, bus.Coordinator, text)
+	}
+	if b := node.Budget; b != (Budget{}) {
+		if over := node.overBudget(); over != "" {
+			tell("budget", squadName, bus.Coordinator, fmt.Sprintf("Node %s reached its budget: it spent %s, and does not start again until you raise its budget with set_budget.", node.ID, over))
+		} else if soft := b.reached(node.Spent, b.soft()); soft != "" {
+			tell("budget", squadName, bus.Coordinator, fmt.Sprintf("Node %s has spent %s of its budget; at the limit it stops.", node.ID, soft))
+		}
 	}
 	for i, m := range o.Unread { // back in the worker's mailbox, to wake it or wait for its next node
 		tell(fmt.Sprintf("unread%d", i), m.From, worker.Name, m.Body)
