@@ -134,6 +134,10 @@ type Worker struct {
 	// Damaged says why the worker's file could not be read, and how to repair it; a damaged
 	// worker is stopped and left as it is.
 	Damaged string `json:"damaged,omitempty"`
+	// Budget bounds what the worker spends across its nodes (see Budget): past its limit it is
+	// given no work until the budget is raised. Spent is what it spent.
+	Budget Budget          `json:"budget,omitzero"`
+	Spent  providers.Usage `json:"spent,omitzero"`
 }
 
 // board is the run's work board: its nodes and workers, held in memory and kept in the squad's
@@ -913,6 +917,7 @@ type workerSpec struct {
 	Single, Memory          bool
 	Identity                string
 	MCP                     []string
+	Budget                  Budget
 }
 
 // spawn adds a worker, with ctx's step (see change), and makes its folder; a worker of the
@@ -937,6 +942,9 @@ func (b *board) spawn(ctx context.Context, nw workerSpec) (w Worker, created boo
 	if err := workspace.ValidID(id); err != nil {
 		return Worker{}, false, fmt.Errorf("worker name %q: %w", name, err)
 	}
+	if err := nw.Budget.check(); err != nil {
+		return Worker{}, false, err
+	}
 	err = b.change(ctx, func(t *tx) error {
 		w, created, err = t.spawn(id, name, nw)
 		return err
@@ -958,7 +966,7 @@ func (t *tx) spawn(id, name string, nw workerSpec) (_ Worker, created bool, err 
 		return Worker{}, false, fmt.Errorf("%q is reserved", name)
 	}
 	wk := &Worker{ID: id, Name: name, Role: nw.Role, Kind: nw.Kind, Model: nw.Model, Command: nw.Command,
-		Single: nw.Single, Memory: nw.Memory, MCP: nw.MCP, Status: WorkerIdle, Created: b.now()}
+		Single: nw.Single, Memory: nw.Memory, MCP: nw.MCP, Status: WorkerIdle, Created: b.now(), Budget: nw.Budget}
 	dir := b.run.Worker(id)
 	if err := dir.Create(); err != nil {
 		return Worker{}, false, err

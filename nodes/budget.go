@@ -27,9 +27,10 @@ import (
 // it survives a restart. A worker's spending counts when its assignment ends, and the
 // coordinator's when its turn ends: a run goes past a limit by what those in progress spend.
 //
-// A work node can have a budget of its own (create_work_node's budget, set_budget): what its
-// assignments spent is counted as each ends; the coordinator is told when a soft or a hard
-// limit is reached, and a node past its limit does not start again until its budget is raised.
+// Work nodes and workers can have budgets of their own (create_work_node's and spawn_worker's
+// budget, set_budget): what a node's assignments spent is counted, on the node and on its
+// worker, as each ends; the coordinator is told when a soft or a hard limit is reached, and a
+// node or a worker past its limit gets no work until its budget is raised.
 type Budget struct {
 	USD    float64 `json:"usd,omitempty" jsonschema_description:"Limit in US dollars (0: none)"`
 	Tokens int     `json:"tokens,omitempty" jsonschema_description:"Limit in tokens, input and output (0: none)"`
@@ -83,22 +84,54 @@ func (n *Node) newSpend(id string, u providers.Usage) providers.Usage {
 // overBudget describes the limits of its budget n has reached; "" when none.
 func (n *Node) overBudget() string { return n.Budget.reached(n.Spent, 1) }
 
-// toolSetBudget sets the budget of a work node.
+// overBudget describes the limits of its budget w has reached; "" when none.
+func (w *Worker) overBudget() string { return w.Budget.reached(w.Spent, 1) }
+
+// budgetNote is what the coordinator is told of who (a node or a worker), with budget b, that
+// has spent spent: that it reached a limit, or passed a soft one; "" when neither.
+func budgetNote(who string, b Budget, spent providers.Usage) string {
+	if b == (Budget{}) {
+		return ""
+	}
+	if over := b.reached(spent, 1); over != "" {
+		return fmt.Sprintf("%s reached its budget: it spent %s, and gets no more work until you raise its budget with set_budget.", who, over)
+	}
+	if soft := b.reached(spent, b.soft()); soft != "" {
+		return fmt.Sprintf("%s has spent %s of its budget; at the limit it stops.", who, soft)
+	}
+	return ""
+}
+
+// toolSetBudget sets the budget of a work node or of a worker.
 func (r *run) toolSetBudget(ctx context.Context, args setBudgetArgs) (string, error) {
 	if err := args.Budget.check(); err != nil {
 		return "", err
 	}
-	n, err := r.board.update(ctx, args.Node, func(n *Node) error {
-		n.Budget = args.Budget
-		return nil
-	})
-	if err != nil {
-		return "", err
+	var who, over string
+	var spent providers.Usage
+	switch {
+	case (args.Node == "") == (args.Worker == ""):
+		return "", errors.New("name a node or a worker, not both")
+	case args.Node != "":
+		n, err := r.board.update(ctx, args.Node, func(n *Node) error {
+			n.Budget = args.Budget
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		who, over, spent = "Node "+n.ID, n.overBudget(), n.Spent
+	default:
+		w, err := r.board.updateWorker(ctx, args.Worker, func(w *Worker) { w.Budget = args.Budget })
+		if err != nil {
+			return "", err
+		}
+		who, over, spent = "Worker "+w.Name, w.overBudget(), w.Spent
 	}
-	if over := n.overBudget(); over != "" {
-		return fmt.Sprintf("Node %s's budget is set; it is still reached (%s).", n.ID, over), nil
+	if over != "" {
+		return fmt.Sprintf("%s's budget is set; it is still reached (%s).", who, over), nil
 	}
-	return fmt.Sprintf("Node %s's budget is set; it has spent %d tokens ($%.4f).", n.ID, tokens(n.Spent), n.Spent.CostUSD), nil
+	return fmt.Sprintf("%s's budget is set; it has spent %d tokens ($%.4f).", who, tokens(spent), spent.CostUSD), nil
 }
 
 // tokens counts every token of u.

@@ -159,3 +159,42 @@ func TestNodeBudget(t *testing.T) {
 	assert.Equal(t, 400, n1.Spent.InputTokens+n1.Spent.OutputTokens, "both runs of the assignment counted, once each")
 	assert.Equal(t, 400, res.Usage.InputTokens+res.Usage.OutputTokens, "the run's usage: the node's")
 }
+
+// A worker's budget counts what it spends across its nodes: once it is reached the coordinator
+// is told, and the worker's next node waits — the board idle — until set_budget raises it.
+func TestWorkerBudget(t *testing.T) {
+	worker := scripted.NewFunc("thrifty", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		turn := scTurn(req, scripted.Call("publish", map[string]string{"summary": "done with " + scNode(req)}))
+		turn.Usage = providers.Usage{InputTokens: 200}
+		return turn, nil
+	})
+	var raised atomic.Bool
+	coord := scripted.NewFunc("planner", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		since, called := scSince(req), scCalled(req)
+		switch {
+		case len(req.Messages) == 1:
+			return scTurn(req, scripted.Call("spawn_worker", map[string]any{"name": "Ann", "budget": map[string]any{"tokens": 150}}),
+				scripted.Call("create_work_node", map[string]any{"task": "Write a.md.", "worker": "Ann"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Write b.md.", "worker": "Ann", "deps": []string{"n1"}})), nil
+		case strings.Contains(since, "done with n2"):
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "done"})), nil
+		case strings.Contains(since, "Nothing is running") && called["set_budget"] == 0:
+			raised.Store(true)
+			return scTurn(req, scripted.Call("set_budget", map[string]any{"worker": "Ann", "budget": map[string]any{"tokens": 1000}})), nil
+		}
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
+	})
+	s := scSquad(t, coord, []providers.Model{worker})
+	res := scRun(t, s, "write")
+	assert.Equal(t, "done", res.Output)
+	assert.True(t, raised.Load(), "n2 waited until Ann's budget was raised")
+	require.Len(t, res.Board.Workers, 1)
+	ann := res.Board.Workers[0]
+	assert.Equal(t, nodes.Budget{Tokens: 1000}, ann.Budget)
+	assert.Equal(t, 400, ann.Spent.InputTokens)
+	var told bool
+	for _, e := range scEvents(t, s) {
+		told = told || (e.Type == eventlog.MessageSent && strings.Contains(e.Text, "Worker Ann reached its budget: it spent 200 tokens of 150"))
+	}
+	assert.True(t, told, "the coordinator was told")
+}

@@ -144,10 +144,17 @@ func (r *run) record(t *tx, a *applied) error {
 		return release(t, a.worker, a.id, o.Status)
 	}
 	retry := a.node.Attempts < r.cfg.maxAttempts
+	spent := a.node.newSpend(a.id, o.Usage)
+	if a.worker.ID != "" && a.worker.Damaged == "" && spent != (providers.Usage{}) {
+		w, err := t.worker(a.worker.ID, func(w *Worker) { w.Spent = w.Spent.Add(spent) })
+		if err != nil {
+			return err
+		}
+		a.worker = w
+	}
 	n, err := t.node(a.node.ID, func(n *Node) error {
 		n.Applied, n.Question, n.Answer, n.Woken = a.id, "", "", false
-		n.Spent = n.Spent.Add(n.newSpend(a.id, o.Usage))
-		n.Counted = Spend{Assignment: a.id, Usage: o.Usage}
+		n.Spent, n.Counted = n.Spent.Add(spent), Spend{Assignment: a.id, Usage: o.Usage}
 		switch o.Status {
 		case runtime.Published:
 			n.Status, n.Summary, n.Published, n.Result = NodeCompleted, o.Summary, o.Published, o.Result
@@ -260,12 +267,11 @@ func (r *run) tells(node Node, worker Worker, rec outcomeRecord) []bus.Message {
 		}
 		tell("failed", squadName, bus.Coordinator, text)
 	}
-	if b := node.Budget; b != (Budget{}) {
-		if over := node.overBudget(); over != "" {
-			tell("budget", squadName, bus.Coordinator, fmt.Sprintf("Node %s reached its budget: it spent %s, and does not start again until you raise its budget with set_budget.", node.ID, over))
-		} else if soft := b.reached(node.Spent, b.soft()); soft != "" {
-			tell("budget", squadName, bus.Coordinator, fmt.Sprintf("Node %s has spent %s of its budget; at the limit it stops.", node.ID, soft))
-		}
+	if text := budgetNote("Node "+node.ID, node.Budget, node.Spent); text != "" {
+		tell("budget", squadName, bus.Coordinator, text)
+	}
+	if text := budgetNote("Worker "+worker.Name, worker.Budget, worker.Spent); text != "" {
+		tell("worker-budget", squadName, bus.Coordinator, text)
 	}
 	for i, m := range o.Unread { // back in the worker's mailbox, to wake it or wait for its next node
 		tell(fmt.Sprintf("unread%d", i), m.From, worker.Name, m.Body)
