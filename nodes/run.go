@@ -42,6 +42,10 @@ type tick struct {
 	Done       []string        `json:"done,omitempty"`
 	// Launch is the one launch of a dispatch task (a Send's argument).
 	Launch *launch `json:"launch,omitempty"`
+	// Board and Bus say how far the run's board (its version: see board.at) and its bus (the
+	// records it kept) were when decide_next ended the tick: what a fork from the tick keeps.
+	Board int64 `json:"board,omitempty"`
+	Bus   int   `json:"bus,omitempty"`
 }
 
 // launch is an assignment route_frontier decided to start.
@@ -77,6 +81,7 @@ type run struct {
 	dir     workspace.Run
 	board   *board
 	bus     *bus.Bus
+	journal *busJournal // the bus's journal, when it is the store's
 	log     *eventlog.Log
 	pool    *pool
 	sched   *triggers.Scheduler
@@ -481,7 +486,10 @@ func (r *run) decideNext(ctx context.Context, st tick) (n tick, err error) {
 	if err := r.checkBudget(ctx, st.Usage); err != nil {
 		return n, err
 	}
-	defer func() { n.Done = append(n.Done, r.pool.drain()...) }() // for route_frontier to apply
+	defer func() {
+		n.Done = append(n.Done, r.pool.drain()...) // for route_frontier to apply
+		n.Board, n.Bus = r.board.at(), r.journal.kept()
+	}()
 	takeUp := r.takeUp
 	r.takeUp = false
 	news := st.Tick == 0 || r.coordinatorHasNews() || r.board.runState().Finished

@@ -36,6 +36,9 @@ type runState struct {
 	Answer   string `json:"answer,omitempty"`
 	// Asked is the key of the coordinator's last question, which keys the answer's record.
 	Asked string `json:"asked,omitempty"`
+	// CoordModel is the coordinator's model in this run, when it is not the squad's (a fork
+	// given another: see ForkWithCoordinatorModel).
+	CoordModel string `json:"coordinator_model,omitempty"`
 	// Home is the id of the home the run last opened in (see homeID): the folder of the run
 	// another home kept is behind the store.
 	Home string `json:"home,omitempty"`
@@ -102,6 +105,9 @@ func (r *run) updateRun(ctx context.Context, fn func(st *runState)) (runState, e
 	b.version++
 	var ch store.Change
 	if err := ch.PutVersion(runKey(r.id), b.version, st); err != nil {
+		return old, err
+	}
+	if err := b.record(&ch); err != nil {
 		return old, err
 	}
 	b.setState(st)

@@ -103,6 +103,7 @@ type config struct {
 	outputSchema  json.RawMessage
 	logger        *slog.Logger
 	wake          func(runID string)
+	recorder      Recorder // WithRecorder
 }
 
 // WithHome sets the agent's home folder (default ".agiraph/agent").
@@ -340,6 +341,15 @@ func New(opts ...Option) (*Squad, error) {
 		modelOpts := c.modelOpts
 		c.resolve = func(name string) (providers.Model, error) { return models.New(name, modelOpts...) }
 	}
+	if rec, resolve := c.recorder, c.resolve; rec != nil {
+		c.resolve = func(name string) (providers.Model, error) {
+			m, err := resolve(name)
+			if err != nil {
+				return nil, err
+			}
+			return rec.Model(m), nil
+		}
+	}
 	if c.contract.MaxIterations <= 0 {
 		c.contract.MaxIterations = 30
 	}
@@ -507,6 +517,10 @@ func (s *Squad) Memory() *memory.Store { return s.mem }
 
 // Home returns the agent's home folder.
 func (s *Squad) Home() workspace.Home { return s.home }
+
+// Store returns the agent's store (see WithStore): its documents beside the squad's are its
+// embedder's to keep, under keys of their own (the A2A server's: "a2a/…").
+func (s *Squad) Store() store.Store { return s.store }
 
 // Result is how a run ended.
 type Result struct {

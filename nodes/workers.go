@@ -204,5 +204,5 @@ func (r *run) runtimeFor(w Worker) (runtime.Runtime, error) {
 	default:
 		return nil, fmt.Errorf("nodes: worker %s: no runtime for kind %q", w.Name, w.Kind)
 	}
-	return runtime.Watch(rt, r.cfg.stall), nil
+	return runtime.Watch(r.cfg.recorded(w.Kind, rt), r.cfg.stall), nil
 }

@@ -56,16 +56,24 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /agents/{id}/memory", s.forward(s.withAgent(s.handleMemoryList)))
 	m.HandleFunc("GET /agents/{id}/memory/{path...}", s.forward(s.withAgent(s.handleMemoryRead)))
 	m.HandleFunc("POST /agents/{id}/memory/search", s.forward(s.withAgent(s.handleMemorySearch)))
+	m.HandleFunc("GET /agents/{id}/runs/{run}/steps", s.forward(s.withAgent(s.handleSteps)))
+	m.HandleFunc("GET /agents/{id}/runs/{run}/steps/{n}", s.forward(s.withAgent(s.handleStep)))
+	m.HandleFunc("POST /agents/{id}/runs/{run}/fork", s.forward(s.withAgent(s.handleFork)))
 	m.HandleFunc("GET /agents/{id}/events", s.withAgent(s.handleEvents))
 	m.HandleFunc("GET /agents/{id}/events/stream", s.forward(s.withAgent(s.handleStream)))
 	m.HandleFunc("GET "+A2APath+"/{id}/.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		s.a2a.ServeCard(w, r, r.PathValue("id"))
+		s.a2aOf(r.PathValue("id")).ServeCard(w, r, r.PathValue("id"))
 	})
-	m.HandleFunc("POST "+A2APath+"/{id}/{$}", s.forward(func(w http.ResponseWriter, r *http.Request) {
-		s.a2a.ServeRPC(w, r, r.PathValue("id"))
-	}))
+	rpc := s.forward(func(w http.ResponseWriter, r *http.Request) { s.a2a.ServeRPC(w, r, r.PathValue("id")) })
+	m.HandleFunc("POST "+A2APath+"/{id}/{$}", func(w http.ResponseWriter, r *http.Request) {
+		if g, ok := s.graphs[r.PathValue("id")]; ok { // a graph runs in every replica
+			g.ServeRPC(w, r, r.PathValue("id"))
+			return
+		}
+		rpc(w, r)
+	})
 	if id := s.cfg.a2aAgent; id != "" {
-		m.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) { s.a2a.ServeCard(w, r, id) })
+		m.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) { s.a2aOf(id).ServeCard(w, r, id) })
 	}
 	if s.cfg.lg != nil {
 		m.Handle(LangGraphPath+"/", http.StripPrefix(LangGraphPath, s.cfg.lg))

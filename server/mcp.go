@@ -62,6 +62,20 @@ type (
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 		Node  string `json:"node" jsonschema:"the node's id, such as n1"`
 	}
+	mcpSteps struct {
+		Agent string `json:"agent" jsonschema:"the agent's id"`
+		Run   string `json:"run" jsonschema:"the run's id"`
+		Tick  int    `json:"tick,omitempty" jsonschema:"one tick: its state, board and diff to the tick before (default: the list of ticks)"`
+	}
+	mcpFork struct {
+		Agent            string `json:"agent" jsonschema:"the agent's id"`
+		Run              string `json:"run" jsonschema:"the run to fork"`
+		Tick             int    `json:"tick" jsonschema:"the tick to fork from (see get_steps)"`
+		Answer           string `json:"answer,omitempty" jsonschema:"another answer to the coordinator's question pending at the tick"`
+		CoordinatorModel string `json:"coordinator_model,omitempty" jsonschema:"another model for the coordinator"`
+		WorkerModel      string `json:"worker_model,omitempty" jsonschema:"another model for the workers (or the one worker names)"`
+		Worker           string `json:"worker,omitempty" jsonschema:"the worker worker_model is for (default: every worker)"`
+	}
 	mcpFile struct {
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 		Path  string `json:"path" jsonschema:"a path in the run's folder, such as nodes/n1/published/report.md; empty for the folder itself"`
@@ -134,6 +148,22 @@ func (s *Server) mcpHandler() http.Handler {
 	mcpTool(s, srv, "get_events", "What happened in an agent, as logged events.",
 		func(in mcpPage) (string, string, any) {
 			return http.MethodGet, agent(in.Agent) + "/events" + page(in), nil
+		})
+	mcpTool(s, srv, "get_steps", "A run's steps, one a tick: the state as each tick ended; with tick, that tick's state, board and diff to the tick before.",
+		func(in mcpSteps) (string, string, any) {
+			p := agent(in.Agent) + "/runs/" + url.PathEscape(in.Run) + "/steps"
+			if in.Tick != 0 {
+				p += "/" + fmt.Sprint(in.Tick)
+			}
+			return http.MethodGet, p, nil
+		})
+	mcpTool(s, srv, "fork_run", "Start a new run from a tick of a run, keeping what it had then, with another answer or model.",
+		func(in mcpFork) (string, string, any) {
+			body := map[string]any{"tick": in.Tick}
+			for k, v := range omitEmpty(map[string]string{"answer": in.Answer, "coordinator_model": in.CoordinatorModel, "worker_model": in.WorkerModel, "worker": in.Worker}) {
+				body[k] = v
+			}
+			return http.MethodPost, agent(in.Agent) + "/runs/" + url.PathEscape(in.Run) + "/fork", body
 		})
 	// The guard checks the Host (against more names than loopback ones) and the Origin before
 	// this handler; the SDK's own loopback check would refuse the names the operator allowed.

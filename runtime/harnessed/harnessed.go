@@ -202,7 +202,7 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *adapte
 		}
 		ts = append(ts, w.mcp.Tools()...)
 	}
-	w.reg, err = tools.NewRegistry(rt.traceTools(ts), tools.WithMaxOutput(rt.cfg.maxOutput))
+	w.reg, err = tools.NewRegistry(rt.traceTools(ts), tools.WithMaxOutput(rt.cfg.maxOutput), tools.WithAttachments())
 	if err != nil {
 		return w, fmt.Errorf("harnessed: assignment %s: %w", a.ID, err)
 	}
@@ -230,6 +230,10 @@ type worker struct {
 	// schema, set by the model turn that publishes it.
 	result json.RawMessage
 	mcp    *mcp.Set // the MCP servers' tools, closed when the run ends
+	// files are the bytes of the files attached to the conversation, by digest (see withFiles);
+	// refused, why the model refused some of them (see generateShowing).
+	files   map[string][]byte
+	refused map[string]string
 }
 
 // runs reports whether this Run works on the assignment, rather than only reporting how it

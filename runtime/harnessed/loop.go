@@ -206,7 +206,7 @@ func (w *worker) receive(step string) []runtime.Message {
 // of a graph whose node runs the worker (graph.OnText). When the call fails, the worker's notes on
 // the failure go to failure_notes.md.
 func (w *worker) generate(ctx context.Context, conv []providers.Message) (providers.Response, error) {
-	req := providers.Request{System: w.prompt, Messages: conv, MaxTokens: w.rt.cfg.maxTokens, Tools: w.specs}
+	req := providers.Request{System: w.prompt, Messages: w.withFiles(conv), MaxTokens: w.rt.cfg.maxTokens, Tools: w.specs}
 	if !w.rt.cfg.noStream {
 		toGraph := graph.OnText(ctx, w.rt.model.Name())
 		req.OnText = func(delta string) {
@@ -233,7 +233,7 @@ func (w *worker) generate(ctx context.Context, conv []providers.Message) (provid
 		req.Output = &providers.Output{Schema: w.a.OutputSchema}
 		w.result, resp, err = providers.GenerateJSON(ctx, w.rt.model, req)
 	} else {
-		resp, err = w.rt.model.Generate(ctx, req)
+		resp, err = w.generateShowing(ctx, req, conv)
 	}
 	endModel(span, resp, err)
 	if err == nil || ctx.Err() != nil {

@@ -468,10 +468,18 @@ var errGone = mark(ErrNotFound, errors.New("the agent was deleted"))
 // woke the run), else one it opens once it has its place among the runs in progress. It returns
 // the agent's meta as the run started ("working" or "queued"): the run may have ended since.
 func (h *Host) start(a *Agent, goal, runID string, resume bool) (meta, error) {
+	return h.startWith(a, goal, runID, resume, nil)
+}
+
+// launch begins a run of a squad other than by Run or Resume (Squad.Fork).
+type launch func(ctx context.Context, sq *nodes.Squad) (*nodes.Run, error)
+
+// startWith is start; a run it begins with begin, when it is set.
+func (h *Host) startWith(a *Agent, goal, runID string, resume bool, begin launch) (meta, error) {
 	if err := a.hold(); err != nil { // in a fleet, only the replica holding the agent runs it
 		return meta{}, err
 	}
-	started, err := h.startHeld(a, goal, runID, resume)
+	started, err := h.startHeld(a, goal, runID, resume, begin)
 	if err != nil {
 		a.unhold()
 		return meta{}, err
@@ -481,7 +489,7 @@ func (h *Host) start(a *Agent, goal, runID string, resume bool) (meta, error) {
 }
 
 // startHeld is start, once the agent's lease is held; the run lets it go when it ends.
-func (h *Host) startHeld(a *Agent, goal, runID string, resume bool) (meta, error) {
+func (h *Host) startHeld(a *Agent, goal, runID string, resume bool, begin launch) (meta, error) {
 	// What the agent's runs are is asked before a.mu, which readers of the agent take: in a fleet
 	// it is a query of the database. Two starts that race get one id; the second finds the first
 	// running.
@@ -554,6 +562,11 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool) (meta, error
 		}
 		switch {
 		case err != nil:
+		case begin != nil:
+			var run *nodes.Run
+			if run, err = begin(ctx, sq); err == nil {
+				res, err = run.Wait()
+			}
 		case resume:
 			var run *nodes.Run
 			run, err = sq.Resume(ctx, id)

@@ -15,6 +15,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/memory"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/triggers"
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
@@ -410,6 +411,17 @@ func (a *Agent) Memory(fn func(*memory.Store) error) error {
 		return err
 	}
 	return fn(mem)
+}
+
+// Store calls fn with the agent's store (package nodes/store): its open squad's, or the one its
+// files are kept in (in a fleet, the fleet's store of the agent, which every replica reads). An
+// embedder keeps documents of its own there, under keys of their own (the A2A server's: "a2a/…").
+func (a *Agent) Store(fn func(store.Store) error) error {
+	if sq := a.borrow(); sq != nil {
+		defer a.release()
+		return fn(sq.Store())
+	}
+	return a.files.Store(fn)
 }
 
 // subscribe returns the agent's events after seq as they are logged, while its squad is open;

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/agiraph/agiraph/checkpoint"
 )
@@ -13,8 +14,12 @@ type prefixed struct {
 	prefix string
 }
 
+// in is cfg in the shared saver. A config without a thread stays without one, for the saver to
+// refuse as it refuses it.
 func (p prefixed) in(cfg checkpoint.Config) checkpoint.Config {
-	cfg.ThreadID = p.prefix + cfg.ThreadID
+	if cfg.ThreadID != "" {
+		cfg.ThreadID = p.prefix + cfg.ThreadID
+	}
 	return cfg
 }
 
@@ -68,4 +73,13 @@ func (p prefixed) PutStep(ctx context.Context, parent checkpoint.Config, writes 
 // DeleteThread removes the agent's thread.
 func (p prefixed) DeleteThread(ctx context.Context, threadID string) error {
 	return p.StepSaver.DeleteThread(ctx, p.prefix+threadID)
+}
+
+// PatchMetadata merges meta into a checkpoint of the agent's thread.
+func (p prefixed) PatchMetadata(ctx context.Context, cfg checkpoint.Config, meta map[string]string) error {
+	mp, ok := p.StepSaver.(checkpoint.MetadataPatcher)
+	if !ok {
+		return fmt.Errorf("pgstore: the saver %T cannot patch a checkpoint's metadata", p.StepSaver)
+	}
+	return mp.PatchMetadata(ctx, p.in(cfg), meta)
 }
