@@ -7,6 +7,9 @@
 //
 // scripted/echo, an offline model that repeats the last user message, is always served.
 //
+// A name may be a fallback chain, names joined by commas ("anthropic/claude-sonnet-4-5,
+// openai/gpt-4o"), tried in order (see New and providers.Fallback).
+//
 // Every model New returns retries failed calls that may succeed later (rate limits, overloads,
 // server and connection errors) as providers.WithRetry does, and sends the others (bad request,
 // authentication, model not found, context window) once; its error, a *providers.RetryError, says
