@@ -566,7 +566,7 @@ func (t *tx) create(nn nodeSpec) (_ Node, created bool, err error) {
 			return Node{}, false, fmt.Errorf("output_schema: %w", err)
 		}
 	}
-	if err := nn.Budget.check(); err != nil {
+	if err := nn.Budget.Check(); err != nil {
 		return Node{}, false, err
 	}
 	worker := ""
@@ -968,7 +968,7 @@ func (b *board) spawn(ctx context.Context, nw workerSpec) (w Worker, created boo
 	if err := workspace.ValidID(id); err != nil {
 		return Worker{}, false, fmt.Errorf("worker name %q: %w", name, err)
 	}
-	if err := nw.Budget.check(); err != nil {
+	if err := nw.Budget.Check(); err != nil {
 		return Worker{}, false, err
 	}
 	err = b.change(ctx, func(t *tx) error {

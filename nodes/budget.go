@@ -38,8 +38,8 @@ type Budget struct {
 	Soft float64 `json:"soft,omitempty" jsonschema_description:"Fraction of a limit at which you are told (default 0.8)"`
 }
 
-// check returns why b cannot be a budget, or nil.
-func (b Budget) check() error {
+// Check returns why b cannot be a budget (a negative limit, a Soft fraction not below 1), or nil.
+func (b Budget) Check() error {
 	if b.USD < 0 || b.Tokens < 0 || b.Soft < 0 || b.Soft >= 1 {
 		return fmt.Errorf("nodes: budget %+v: limits must not be negative, and Soft must be a fraction below 1", b)
 	}
@@ -104,7 +104,7 @@ func budgetNote(who string, b Budget, spent providers.Usage) string {
 
 // toolSetBudget sets the budget of a work node or of a worker.
 func (r *run) toolSetBudget(ctx context.Context, args setBudgetArgs) (string, error) {
-	if err := args.Budget.check(); err != nil {
+	if err := args.Budget.Check(); err != nil {
 		return "", err
 	}
 	var who, over string
@@ -168,7 +168,7 @@ func budgetKey(id string) string { return "budget/" + id }
 // progress: raised past what the run spent, it lets a run its budget paused be resumed. The
 // budget is kept in the squad's store, across restarts.
 func (s *Squad) SetBudget(ctx context.Context, id string, b Budget) error {
-	if err := b.check(); err != nil {
+	if err := b.Check(); err != nil {
 		return err
 	}
 	rs, _, err := readRunState(ctx, s.store, s.home.Run(id))

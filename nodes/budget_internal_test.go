@@ -19,7 +19,7 @@ func TestBudgetReached(t *testing.T) {
 	assert.Equal(t, "$0.4200 of $0.5000", Budget{USD: 0.50}.reached(spent, Budget{}.soft()), "the soft limit is 80% by default")
 	assert.Equal(t, "1000 tokens of 900, $0.4200 of $0.4000", Budget{USD: 0.40, Tokens: 900}.reached(spent, 1))
 	assert.Equal(t, "", Budget{}.reached(spent, 1))
-	assert.Error(t, Budget{Soft: 1}.check())
-	assert.Error(t, Budget{USD: -1}.check())
-	assert.NoError(t, Budget{USD: 1, Tokens: 10, Soft: 0.5}.check())
+	assert.Error(t, Budget{Soft: 1}.Check())
+	assert.Error(t, Budget{USD: -1}.Check())
+	assert.NoError(t, Budget{USD: 1, Tokens: 10, Soft: 0.5}.Check())
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/agiraph/agiraph/server/host"
 )
 
-// An agent's run that reaches its budget is over_budget, with an error naming the limit and
+// An agent created with a budget: its run that reaches the budget is over_budget, with an error naming the limit and
 // what was spent; POST /budget raises it, and POST /resume then finishes the run.
 func TestBudgetRoute(t *testing.T) {
 	team := func(string) []nodes.Option {
@@ -40,11 +40,13 @@ func TestBudgetRoute(t *testing.T) {
 		return []nodes.Option{
 			nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel("scripted/unused"),
 			nodes.WithModelOptions(models.WithModels(coord, scripted.New("unused")), models.WithoutRetry()),
-			nodes.WithTick(20 * time.Millisecond), nodes.WithBudget(nodes.Budget{Tokens: 150}),
+			nodes.WithTick(20 * time.Millisecond),
 		}
 	}
 	c := start(t, t.TempDir(), team)
-	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "b", "goal": "spend"}, nil))
+	assert.Contains(t, c.errorOf("POST", "/agents", map[string]any{"goal": "spend", "budget": map[string]any{"soft": 2}}, http.StatusBadRequest),
+		`bad field "budget": budget {USD:0 Tokens:0 Soft:2}: limits must not be negative`)
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]any{"id": "b", "goal": "spend", "budget": map[string]any{"tokens": 150}}, nil))
 	respond := func() {
 		t.Helper()
 		c.await("b", host.StatusWaiting)

@@ -224,12 +224,17 @@ func queryInt(w http.ResponseWriter, r *http.Request, name string, def int64) (i
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		ID    string `json:"id"`
-		Goal  string `json:"goal"`
-		Model string `json:"model"`
-		Mode  string `json:"mode"`
+		ID     string       `json:"id"`
+		Goal   string       `json:"goal"`
+		Model  string       `json:"model"`
+		Mode   string       `json:"mode"`
+		Budget nodes.Budget `json:"budget"`
 	}
 	if !s.decode(w, r, &req, false) {
+		return
+	}
+	if err := req.Budget.Check(); err != nil {
+		writeError(w, http.StatusBadRequest, "bad field \"budget\": %s", strings.TrimPrefix(err.Error(), "nodes: "))
 		return
 	}
 	if req.ID != "" {
@@ -255,7 +260,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad field \"mode\": %s; want \"finite\" or \"infinite\"", shown(req.Mode))
 		return
 	}
-	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode))
+	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode), host.WithAgentBudget(req.Budget))
 	if err != nil {
 		hostError(w, err)
 		return
