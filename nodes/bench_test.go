@@ -21,8 +21,9 @@ import (
 )
 
 // BenchmarkSquad runs a squad with instant scripted models on SQLite and the default tick: the
-// coordinator spawns W workers and creates N nodes in its first turn, each worker writes a
-// note and publishes, and the coordinator finishes once the stage is complete. What it costs
+// coordinator spawns W workers and creates N nodes in its first turn, waits for the stage (wait
+// with until "stage": it takes no turn as each node completes), each worker writes a note and
+// publishes, and the coordinator finishes once the stage is complete. What it costs
 // is the squad's own overhead: it reports ms per node, the bytes the agent's home holds after
 // the run and those of its checkpoints (state.db, with its log), and allocations. The homes of
 // its runs are removed when it ends, not between runs: on ext4 a file created soon after
@@ -87,8 +88,8 @@ func squadRun(b *testing.B, homes string, n, w int) (disk, db int64) {
 	return disk, db
 }
 
-// benchCoordinator spawns w workers and creates n nodes in its first turn, then waits, and
-// finishes once the stage is complete (or at the first refused call, saying so).
+// benchCoordinator spawns w workers and creates n nodes in its first turn, then waits for the
+// stage, and finishes once the stage is complete (or at the first refused call, saying so).
 func benchCoordinator(n, w int) *scripted.Model {
 	return scripted.NewFunc("bench-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		text, results := scripted.Last(req)
@@ -110,7 +111,7 @@ func benchCoordinator(n, w int) *scripted.Model {
 				return scTurn(req, scripted.Call("finish", map[string]string{"output": "FAILED: " + r.Content})), nil
 			}
 		}
-		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
+		return scTurn(req, scripted.Call("wait", map[string]string{"until": "stage"})), nil
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/workspace"
@@ -71,6 +72,9 @@ type Node struct {
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
 	Asked    string `json:"asked,omitempty"`
+	// Approval is the tool call the question asks the human to approve, when it is one (see
+	// WithHooks).
+	Approval *hooks.Approval `json:"approval,omitempty"`
 	// WaitingFor lists the sub-nodes the node waits for, when it checkpointed to wait for them.
 	WaitingFor []string `json:"waiting_for,omitempty"`
 	// Budget bounds what the node's assignments spend (see Budget): past its limit the node

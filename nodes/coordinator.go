@@ -38,7 +38,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
 	}
 	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
-		harnessed.WithMaxIterations(1000), harnessed.WithConversationCache(r.coordConv)}
+		harnessed.WithMaxIterations(1000), harnessed.WithConversationCache(r.coordConv), harnessed.WithHooks(r.cfg.hooks...)}
 	rt := harnessed.New(model, opts...)
 	a := runtime.Assignment{
 		ID: r.id + ".coordinator", Run: r.id, Worker: bus.Coordinator,
@@ -61,7 +61,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 			return runtime.Outcome{}, err
 		}
 	}
-	sink, done := r.sink(filepath.Join(r.dir.Coordinator(), "log.jsonl"), filepath.Join(r.dir.Coordinator(), "conversation.jsonl"), "", bus.Coordinator)
+	sink, done := r.sink(filepath.Join(r.dir.Coordinator(), "conversation.jsonl"), "", bus.Coordinator)
 	defer done()
 	o, err := r.cfg.recorded(Harnessed, rt).Run(ctx, a, sink)
 	if err != nil {
@@ -107,7 +107,7 @@ func (r *run) coordinatorSystem() string {
 const operatingRules = `OPERATING RULES
 - You run a team. Break the goal into work nodes with create_work_node; nodes without dependencies run in parallel. A node can depend on others and read their published outputs through refs (paths "nodes/<id>/published/<file>").
 - Workers are spawned for nodes that have none. Use spawn_worker to choose a name, a role, a model, or a CLI agent (kind claude-code or autonomous), and the node's worker parameter (or assign_worker) to hand it a node.
-- After handing out work, call wait. You are woken when something happens: a node completes or fails, a worker messages you, the human writes.
+- After handing out work, call wait. You are woken when something happens: a node completes or fails, a worker messages you, the human writes. wait with until "stage" wakes you only when the stage is complete, a node fails, or someone writes: use it when you need the stage's results only together.
 - When a stage's nodes are done, read their outputs (read_file), then reconvene to start the next stage, or finish.
 - Write the plan in _plan.md. File paths are relative to the run folder, %s.
 - A reply without tool calls goes to the human and ends your turn; keep it short.
@@ -166,6 +166,7 @@ type (
 	}
 	waitArgs struct {
 		Reason string `json:"reason,omitempty"`
+		Until  string `json:"until,omitempty" jsonschema:"enum=any,enum=stage" jsonschema_description:"What wakes you: any (default) a node ending, a message, the human; stage only the stage complete, a node failing, a message or the human (you are not told of each node that completes)"`
 	}
 )
 
@@ -186,9 +187,8 @@ func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 			tools.WithGuidance("check_board shows every node (status, worker, summary, published files) and every worker; look at it before planning a stage.")),
 		tools.Func("reconvene", "End the current stage and start the next.", r.toolReconvene,
 			tools.WithGuidance("Reconvene when a stage is complete: assess what it produced, then create the next stage's nodes. You may set the next stage's contract: when it counts as complete (all, majority or any node done), and the turns and time each node may take.")),
-		tools.Func("wait", "End your turn until something happens.", func(ctx context.Context, _ waitArgs) (string, error) {
-			return "Waiting.", endTurn(ctx, "")
-		}, tools.WithGuidance("Call wait after handing out work; do not poll the board. You are woken by results, messages and the human.")),
+		tools.Func("wait", "End your turn until something happens.", r.toolWait,
+			tools.WithGuidance("Call wait after handing out work; do not poll the board. You are woken by results, messages and the human. With until \"stage\" you are woken only when the stage is complete (the note lists every node), a node fails, or someone writes to you: each model turn costs, so use it when the nodes' results matter only together.")),
 		r.finishTool(),
 	}
 	ts = append(ts, adapter.MessageTools(a, adapter.NewEmitter(a, nil))...)
@@ -361,6 +361,25 @@ func (r *run) toolReconvene(ctx context.Context, args reconveneArgs) (string, er
 	r.emit(ctx, eventlog.Event{Type: eventlog.StageCompleted, Text: fmt.Sprintf("stage %d", old), Key: fmt.Sprintf("stage%d/completed", old)})
 	r.emit(ctx, eventlog.Event{Type: eventlog.StageStarted, Text: fmt.Sprintf("stage %d", stage), Key: fmt.Sprintf("stage%d/started", stage)})
 	return fmt.Sprintf("Stage %d started; nodes you create now belong to it. Before you plan it, store what this stage taught you with memory_write.", stage), nil
+}
+
+// The values of wait's until: what wakes the coordinator.
+const (
+	untilAny   = "any"   // a node ending, besides what untilStage names (the default)
+	untilStage = "stage" // the stage complete, a node failing, a message, the human
+)
+
+func (r *run) toolWait(ctx context.Context, args waitArgs) (string, error) {
+	until := args.Until // any or stage: the tool's schema refuses others
+	if until == untilAny {
+		until = ""
+	}
+	if r.board.runState().Until != until {
+		if _, err := r.updateRun(ctx, func(s *runState) { s.Until = until }); err != nil {
+			return "", err
+		}
+	}
+	return "Waiting.", endTurn(ctx, "")
 }
 
 // finishTool is the coordinator's finish. With an output schema it takes a result as well,

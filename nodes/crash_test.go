@@ -278,7 +278,7 @@ type crashFacts struct {
 	output      string
 	lists       map[string][]string
 	messages    map[string]int // "from → to: body" → times sent
-	seqProblems []string       // events.jsonl: lines that are not numbered 1..N in order
+	seqProblems []string       // the events: those not numbered 1..N in order
 	lastEvents  string
 }
 
@@ -319,7 +319,7 @@ func collectFacts(t *testing.T, home string) crashFacts {
 		add(factConversation, fmt.Sprintf("%s → %s: %s", e.From, e.To, e.Content))
 	}
 
-	evs, problems := readEvents(t, h.Events())
+	evs, problems := readEvents(t, home)
 	f.seqProblems = problems
 	for _, e := range evs {
 		if e.Type == eventlog.NodeCompleted {
@@ -388,20 +388,17 @@ func jsonLines(t *testing.T, path string) []string {
 	return out
 }
 
-// readEvents reads events.jsonl as it is on disk, and lists what breaks the numbering 1..N: a
-// line that does not parse, a gap, a number twice.
-func readEvents(t *testing.T, path string) ([]eventlog.Event, []string) {
+// readEvents reads the events of the agent at home, as its store holds them, and lists what
+// breaks the numbering 1..N: a gap, a number twice.
+func readEvents(t *testing.T, home string) ([]eventlog.Event, []string) {
 	t.Helper()
+	all, err := nodes.ReadFiles(nodes.WithHome(home)).Events(0, 0)
+	require.NoError(t, err, "the events of %s", home)
 	var evs []eventlog.Event
 	var problems []string
-	for i, line := range jsonLines(t, path) {
-		var e eventlog.Event
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			problems = append(problems, fmt.Sprintf("line %d does not parse: %v: %s", i+1, err, clip(line)))
-			continue
-		}
+	for i, e := range all {
 		if want := int64(len(evs) + 1); e.Seq != want {
-			problems = append(problems, fmt.Sprintf("line %d: seq %d, want %d (%s %s)", i+1, e.Seq, want, e.Type, clip(e.Text)))
+			problems = append(problems, fmt.Sprintf("event %d: seq %d, want %d (%s %s)", i+1, e.Seq, want, e.Type, clip(e.Text)))
 		}
 		evs = append(evs, e)
 	}
@@ -418,7 +415,7 @@ func describeEvents(evs []eventlog.Event, n int) string {
 }
 
 func lastEventsOf(t *testing.T, home string) string {
-	evs, _ := readEvents(t, workspace.Home(home).Events())
+	evs, _ := readEvents(t, home)
 	return describeEvents(evs, 8)
 }
 
@@ -476,7 +473,7 @@ func compareReferences(t *testing.T, a, b crashFacts) crashReference {
 // check compares a run that was killed and resumed with the reference.
 func (ref crashReference) check(t *testing.T, f crashFacts, where string) {
 	t.Helper()
-	assert.Empty(t, f.seqProblems, "events.jsonl is not numbered 1..N%s", where)
+	assert.Empty(t, f.seqProblems, "the events are not numbered 1..N%s", where)
 	if ref.sameOutput {
 		assert.Equal(t, ref.output, f.output, "_output.md differs%s", where)
 	}
@@ -556,7 +553,7 @@ func TestCrashCampaign(t *testing.T) {
 	}
 	facts := []crashFacts{collectFacts(t, homes[0]), collectFacts(t, homes[1])}
 	for i, f := range facts {
-		require.Empty(t, f.seqProblems, "reference %d's events.jsonl", i+1)
+		require.Empty(t, f.seqProblems, "reference %d's events", i+1)
 	}
 	ref := compareReferences(t, facts[0], facts[1])
 	calib := ends[0].stats

@@ -21,7 +21,7 @@ import (
 
 // openHome opens a squad playing the demo team on home, failing the test if New does not
 // return within a few seconds.
-func openHome(t *testing.T, home string) (*nodes.Squad, error) {
+func openHome(t *testing.T, home string, opts ...nodes.Option) (*nodes.Squad, error) {
 	t.Helper()
 	type opened struct {
 		s   *nodes.Squad
@@ -29,7 +29,7 @@ func openHome(t *testing.T, home string) (*nodes.Squad, error) {
 	}
 	done := make(chan opened, 1)
 	go func() {
-		s, err := nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithModelOptions(models.WithoutRetry()))...)
+		s, err := nodes.New(append(append(demo.Team(), nodes.WithHome(home), nodes.WithModelOptions(models.WithoutRetry())), opts...)...)
 		done <- opened{s, err}
 	}()
 	select {
@@ -126,11 +126,11 @@ func TestDamagedStateDBIsNamed(t *testing.T) {
 	assert.ErrorIs(t, err, sqlite.ErrNotDatabase)
 }
 
-// A line of events.jsonl that is not an event, before the last, makes New fail naming the file
-// and the line.
+// A line of events.jsonl (WithEventsFile) that is not an event, before the last, makes New fail
+// naming the file and the line.
 func TestDamagedEventLogIsNamed(t *testing.T) {
 	home := t.TempDir()
-	s, err := openHome(t, home)
+	s, err := openHome(t, home, nodes.WithEventsFile())
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	path := workspace.Home(home).Events()
@@ -140,7 +140,7 @@ func TestDamagedEventLogIsNamed(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, os.WriteFile(path, []byte(first+"\ngarbage\n"+rest), 0o644))
 
-	_, err = openHome(t, home)
+	_, err = openHome(t, home, nodes.WithEventsFile())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), path)
 	assert.Contains(t, err.Error(), "line 2")

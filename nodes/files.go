@@ -48,7 +48,8 @@ func (f *Files) TriggerClock() triggers.Clock { return f.cfg.triggerClock }
 // repair it — what would keep New from opening the squad — reading what a listing of many
 // agents can afford: conversation.jsonl, the triggers (in the store, or the triggers.json of a
 // home from before), the header of state.db (of the squad's own store) and the last line of
-// events.jsonl. CheckAll reads every line of events.jsonl too,
+// events.jsonl (WithEventsFile, or a home from before the store). CheckAll reads every line of
+// events.jsonl too,
 // as New does. A missing file is no damage, nor is a torn last line of a log (what a crash
 // leaves).
 func (f *Files) Check() error {
@@ -206,35 +207,39 @@ func (f *Files) Conversation(after, limit int) ([]Entry, int, error) {
 }
 
 // Events reads the logged events after seq, up to limit (0: all), as Squad.Events does: from
-// the store its options give, which another machine's squad may have written (events.jsonl
-// being this home's view of it), else from events.jsonl.
-func (f *Files) Events(after int64, limit int) ([]eventlog.Event, error) {
-	if f.cfg.store != nil {
+// the agent's store (the one its options give, or its state.db), which another machine's squad
+// may have written, else — a home from before the store, whose squad has not opened since —
+// from events.jsonl.
+func (f *Files) Events(after int64, limit int) (evs []eventlog.Event, err error) {
+	err = f.withStore(func(st store.Store) error {
 		ctx := context.Background()
-		evs, err := f.cfg.store.Events(ctx, after, limit)
-		if err != nil || len(evs) > 0 {
-			return evs, err
+		last, err := st.LastEvent(ctx)
+		if err != nil {
+			return err
 		}
-		if after > 0 { // none after: the store has the log, or it has none
-			if evs, err = f.cfg.store.Events(ctx, 0, 1); err != nil || len(evs) > 0 {
-				return nil, err
-			}
+		if last.Seq > 0 {
+			evs, err = st.Events(ctx, after, limit)
+			return err
 		}
-		// none at all: a log from before the store, which the squad copies into it as it opens
-	}
-	return eventlog.ReadFile(f.home.Events(), after, limit)
+		// none: a log from before the store, which the squad copies into it as it opens
+		evs, err = eventlog.ReadFile(f.home.Events(), after, limit)
+		return err
+	})
+	return evs, err
 }
 
-// EventsFrom reads the events logged from byte offset off of events.jsonl on, and returns the
-// offset to read the next ones from (see eventlog.Scan): to follow the agent's events whether
-// its squad is open or not.
-func (f *Files) EventsFrom(off int64, fn func(eventlog.Event) bool) (int64, error) {
-	return eventlog.Scan(f.home.Events(), off, fn)
-}
-
-// LastEvent returns the agent's last logged event; false when it has none.
-func (f *Files) LastEvent() (eventlog.Event, bool, error) {
-	return eventlog.Last(f.home.Events())
+// LastEvent returns the agent's last logged event, read as Events reads them; false when it has
+// none.
+func (f *Files) LastEvent() (e eventlog.Event, ok bool, err error) {
+	err = f.withStore(func(st store.Store) error {
+		if e, err = st.LastEvent(context.Background()); err != nil || e.Seq > 0 {
+			ok = err == nil
+			return err
+		}
+		e, ok, err = eventlog.Last(f.home.Events())
+		return err
+	})
+	return e, ok, err
 }
 
 // Store calls fn with the agent's store, to read and write, while its squad is closed: the one

@@ -19,10 +19,10 @@ import (
 
 // Files reads, without a squad, what a squad shows of the agent: the board, the conversation,
 // the events, the next trigger; Check finds damage New would meet, and CheckAll damage in the
-// middle of the event log too.
+// middle of the event log written with WithEventsFile too.
 func TestFiles(t *testing.T) {
 	home := t.TempDir()
-	s := newSquad(t, nodes.WithHome(home))
+	s := newSquad(t, nodes.WithHome(home), nodes.WithEventsFile())
 	res := run(t, s, "AI chips")
 	board, err := s.ReadBoard(res.RunID)
 	require.NoError(t, err)

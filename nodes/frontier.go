@@ -409,7 +409,7 @@ func (r *run) start(ctx context.Context, l launch) error {
 			defer set.Close()
 			a.Tools = append(slices.Clip(a.Tools), set.Tools()...)
 		}
-		sink, done := r.sink(workspace.Log(r.dir.Node(n.ID)), r.dir.Worker(w.ID).Conversation(), n.ID, w.ID)
+		sink, done := r.sink(r.dir.Worker(w.ID).Conversation(), n.ID, w.ID)
 		defer done()
 		o, err := rt.Run(ctx, a, sink)
 		return r.saveOutcome(ctx, n.ID, l.Assignment, o, err)
@@ -417,16 +417,17 @@ func (r *run) start(ctx context.Context, l launch) error {
 	return nil
 }
 
-// sink records an assignment's events in a log (its node's log.jsonl), the worker's side of
-// them in its conversation file (a worker's conversation.jsonl, readable by people; the
-// conversation itself is checkpointed), and the agent's event log. A piece of the model's text
-// goes to the event log's subscribers only, as a live TextDelta event: the model turn that
-// follows records the text. The files stay open until done is called.
-func (r *run) sink(logPath, convPath, node, worker string) (sink runtime.Sink, done func()) {
+// sink records an assignment's events in the agent's event log — a node's log is its events
+// there, as the web UI shows them — and the worker's side of them in its conversation file (a
+// worker's conversation.jsonl, readable by people; the conversation itself is checkpointed). A
+// piece of the model's text goes to the event log's subscribers only, as a live TextDelta
+// event: the model turn that follows records the text. The file stays open until done is
+// called.
+func (r *run) sink(convPath, node, worker string) (sink runtime.Sink, done func()) {
 	var files workspace.Appender
 	done = func() {
 		if err := files.Close(); err != nil {
-			r.cfg.logger.Error("log not written", "run", r.id, "node", node, "worker", worker, "err", err)
+			r.cfg.logger.Error("conversation not written", "run", r.id, "node", node, "worker", worker, "err", err)
 		}
 	}
 	return func(e runtime.Event) {
@@ -434,15 +435,13 @@ func (r *run) sink(logPath, convPath, node, worker string) (sink runtime.Sink, d
 			r.s.note(eventlog.Event{Type: eventlog.TextDelta, Time: e.Time, Run: r.id, Node: node, Worker: worker, Text: e.Text})
 			return
 		}
-		if err := files.AppendJSONL(logPath, e); err != nil {
-			r.cfg.logger.Error("node log not written", "run", r.id, "node", node, "err", err)
-		}
 		if line, ok := conversationLine(e); ok {
 			if err := files.AppendJSONL(convPath, line); err != nil {
 				r.cfg.logger.Error("conversation not written", "run", r.id, "worker", worker, "err", err)
 			}
 		}
-		if ev, ok := translate(e); ok {
+		// The coordinator's runtime starts at each of its turns, which say the same.
+		if ev, ok := translate(e); ok && (node != "" || e.Kind != runtime.Started) {
 			ev.Node, ev.Worker = node, worker
 			ev.Run = r.id
 			r.s.note(ev)
@@ -481,9 +480,11 @@ func conversationLine(e runtime.Event) (convLine, bool) {
 }
 
 // translate turns an assignment's event into the agent's, when it has one there (messages,
-// questions, starts and ends are reported by the bus and the board instead).
+// questions and ends are reported by the bus and the board instead).
 func translate(e runtime.Event) (eventlog.Event, bool) {
 	switch e.Kind {
+	case runtime.Started:
+		return eventlog.New(eventlog.RuntimeStarted, e.Text, nil), true
 	case runtime.ToolCalled:
 		return eventlog.New(eventlog.ToolCalled, e.Tool.Name+" "+clip(string(e.Tool.Args), 200), e.Tool), true
 	case runtime.ToolResult:
@@ -494,6 +495,8 @@ func translate(e runtime.Event) (eventlog.Event, bool) {
 		return eventlog.New(eventlog.ModelTurn, clip(e.Text, 500), e.Usage), true
 	case runtime.Retrying:
 		return eventlog.New(eventlog.Retrying, e.Text, nil), true
+	case runtime.Hooked:
+		return eventlog.New(eventlog.Hooked, clip(e.Text, 500), nil), true
 	case runtime.Output:
 		return eventlog.New(eventlog.Output, clip(e.Text, 500), nil), true
 	}

@@ -153,7 +153,7 @@ func (r *run) record(t *tx, a *applied) error {
 		a.worker = w
 	}
 	n, err := t.node(a.node.ID, func(n *Node) error {
-		n.Applied, n.Question, n.Answer, n.Woken = a.id, "", "", false
+		n.Applied, n.Question, n.Answer, n.Approval, n.Woken = a.id, "", "", nil, false
 		n.Spent, n.Counted = n.Spent.Add(spent), Spend{Assignment: a.id, Usage: o.Usage}
 		switch o.Status {
 		case runtime.Published:
@@ -164,7 +164,7 @@ func (r *run) record(t *tx, a *applied) error {
 				n.Status = NodeWaiting
 			}
 		case runtime.Waiting:
-			n.Status, n.Question, n.Asked = NodeWaiting, o.Question, a.rec.key()+"/question"
+			n.Status, n.Question, n.Approval, n.Asked = NodeWaiting, o.Question, o.Approval, a.rec.key()+"/question"
 		case runtime.Cancelled:
 			n.Status = NodePending // its assignment is kept, to be resumed
 		default:
@@ -218,7 +218,7 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 			return err
 		}
 	case runtime.Waiting:
-		r.emitAt(ctx, eventlog.HumanQuestion, node.ID, worker.ID, o.Question, nil, key+"/question")
+		r.emitAt(ctx, eventlog.HumanQuestion, node.ID, worker.ID, o.Question, o.Approval, key+"/question")
 		if err := r.toHuman(ctx, key+"/question", worker.Name, o.Question); err != nil {
 			return err
 		}
@@ -243,20 +243,22 @@ func (r *run) tells(node Node, worker Worker, rec outcomeRecord) []bus.Message {
 	tell := func(what, from, to, text string) {
 		msgs = append(msgs, bus.Message{Key: key + "/" + what, From: from, To: to, Body: text})
 	}
-	switch o.Status {
-	case runtime.Published:
+	stage := r.board.runState().Until == untilStage // the stage's note will tell of the node
+	switch {
+	case stage && (o.Status == runtime.Published || o.Status == runtime.Checkpointed):
+	case o.Status == runtime.Published:
 		var files []string
 		for _, f := range o.Published {
 			files = append(files, "nodes/"+node.ID+"/published/"+f)
 		}
 		tell("done", squadName, bus.Coordinator, fmt.Sprintf("Node %s (%s) completed: %s\nPublished: %s", node.ID, worker.Name, o.Summary, strings.Join(files, ", ")))
-	case runtime.Checkpointed:
+	case o.Status == runtime.Checkpointed:
 		text := fmt.Sprintf("Node %s (%s) checkpointed: %s", node.ID, worker.Name, o.Summary)
 		if len(node.WaitingFor) > 0 {
 			text += fmt.Sprintf("\nIt waits for its sub-nodes %s.", strings.Join(node.WaitingFor, ", "))
 		}
 		tell("done", squadName, bus.Coordinator, text)
-	case runtime.Waiting, runtime.Cancelled:
+	case o.Status == runtime.Waiting, o.Status == runtime.Cancelled:
 	default:
 		text := fmt.Sprintf("Node %s (%s) %s: %s", node.ID, worker.Name, o.Status, rec.Error)
 		if notes := r.dir.Node(node.ID).Path("failure_notes.md"); fileExists(notes) {

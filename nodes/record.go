@@ -13,7 +13,8 @@ import (
 // commit commits ch with the graph task ctx runs in — so that a step's events, conversation
 // lines and state commit with the step, or not at all — or, outside a task, alone. The events
 // noted before (see note) commit first. Once ch has committed, after (when not nil) is called,
-// and the views (events.jsonl, conversation.jsonl) and the subscribers get what it added soon.
+// and the views (conversation.jsonl, events.jsonl with WithEventsFile) and the subscribers get
+// what it added soon.
 func (s *Squad) commit(ctx context.Context, ch store.Change, after func()) error {
 	if len(ch.Events) > 0 {
 		s.flushNotes()
@@ -158,7 +159,7 @@ func (s *Squad) settle() {
 	s.publish(s.newEvents.Swap(false), s.newLines.Swap(false))
 }
 
-// publish brings the views up to the store: the events (to events.jsonl, the subscribers and
+// publish brings the views up to the store: the events (to the subscribers, events.jsonl and
 // the triggers) and the conversation lines committed since the views' last. Commits may finish
 // in any order; the views follow the store's order. What cannot be read or written now is tried
 // again at the next settle.
@@ -166,6 +167,11 @@ func (s *Squad) publish(events, lines bool) {
 	s.pub.Lock()
 	defer s.pub.Unlock()
 	ctx := context.Background()
+	if events && (s.sched == nil || !s.sched.Observes()) {
+		// No trigger watches the events: unless someone subscribes, they need not be read back.
+		last, err := s.store.LastEvent(ctx)
+		events = err != nil || !s.log.Advance(last.Seq)
+	}
 	if events {
 		evs, err := s.store.Events(ctx, s.log.Last(), 0)
 		if err != nil {
@@ -200,34 +206,44 @@ func (s *Squad) publish(events, lines bool) {
 	}
 }
 
-// openViews opens events.jsonl and conversation.jsonl, the views of the store's events and
-// conversation, and brings them up to it. A home whose store has none of them yet but whose
-// files do (made before the store held them) has them copied into the store first; a view
-// ahead of its store (the store replaced, say) is written again from the store.
+// openViews opens the views of the store's events — for the subscribers, and events.jsonl
+// with WithEventsFile — and conversation.jsonl, the view of its conversation, and brings them
+// up to it. A home whose store has none of them yet but whose files do (made before the store
+// held them) has them copied into the store first; a file ahead of its store (the store
+// replaced, say) is written again from the store.
 func (s *Squad) openViews(ctx context.Context) error {
-	log, err := eventlog.Open(s.home.Events(), eventlog.WithClock(s.cfg.now))
+	last, err := s.store.LastEvent(ctx)
 	if err != nil {
-		return fmt.Errorf("nodes: %w", err)
+		return err
 	}
-	s.log = log
+	if last.Seq == 0 {
+		old, err := eventlog.ReadFile(s.home.Events(), 0, 0)
+		if err != nil {
+			return fmt.Errorf("nodes: %w", err)
+		}
+		if len(old) > 0 {
+			if err := s.store.Apply(ctx, store.Change{Events: old}); err != nil {
+				return fmt.Errorf("nodes: copy %s into the store: %w", s.home.Events(), err)
+			}
+			if last, err = s.store.LastEvent(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if s.cfg.eventsFile {
+		if s.log, err = eventlog.Open(s.home.Events(), eventlog.WithClock(s.cfg.now)); err != nil {
+			return fmt.Errorf("nodes: %w", err)
+		}
+	} else {
+		s.log = eventlog.NewView(func(after int64, limit int) ([]eventlog.Event, error) {
+			return s.store.Events(context.Background(), after, limit)
+		}, last.Seq, eventlog.WithClock(s.cfg.now))
+	}
 	conv, err := openConversation(s.home.Conversation())
 	if err != nil {
 		return err
 	}
 	s.conv = conv
-	evs, err := s.store.Events(ctx, 0, 1)
-	if err != nil {
-		return err
-	}
-	if len(evs) == 0 && log.Last() > 0 {
-		old, err := log.Read(0, 0)
-		if err != nil {
-			return err
-		}
-		if err := s.store.Apply(ctx, store.Change{Events: old}); err != nil {
-			return fmt.Errorf("nodes: copy %s into the store: %w", log.Path(), err)
-		}
-	}
 	lines, err := s.store.Lines(ctx, 0, 1)
 	if err != nil {
 		return err
@@ -248,11 +264,11 @@ func (s *Squad) openViews(ctx context.Context) error {
 	return nil
 }
 
-// rewriteAhead starts a view again when it has entries past its store's last (the store was
-// restored from a backup, or replaced): the file is kept beside, renamed with the time, and the
-// view is written again from the store.
+// rewriteAhead starts a file view again when it has entries past its store's last (the store
+// was restored from a backup, or replaced): the file is kept beside, renamed with the time, and
+// the view is written again from the store.
 func (s *Squad) rewriteAhead(ctx context.Context) error {
-	if n := s.log.Last(); n > 0 {
+	if n := s.log.Last(); n > 0 && s.cfg.eventsFile {
 		evs, err := s.store.Events(ctx, n-1, 1)
 		if err != nil {
 			return err

@@ -73,6 +73,12 @@ const (
 	decideNode    = "decide_next"
 )
 
+// tickSnapshotEvery is how many of the tick's checkpoints there are to one that stores its state
+// whole. The state stays small (a tick's launches and ends) and each step's update replaces it
+// whole, so a step's write holds it already: placed by size, as by default, a snapshot of a
+// state this small would be due at each step, storing it twice.
+const tickSnapshotEvery = 64
+
 // run is one run in progress.
 type run struct {
 	s       *Squad
@@ -207,7 +213,8 @@ func (s *Squad) open(id, goal string) (*run, error) {
 		}
 	}
 	g := r.tickGraph()
-	compiled, err := g.Compile(graph.WithCheckpointer(s.saver), graph.WithThread("squad/"+id), graph.WithRecursionLimit(1<<30))
+	compiled, err := g.Compile(graph.WithCheckpointer(s.saver), graph.WithThread("squad/"+id), graph.WithRecursionLimit(1<<30),
+		graph.WithSnapshotEvery(tickSnapshotEvery))
 	if err != nil {
 		_ = b.Close() // the error before is the one to report
 		return nil, err
@@ -498,6 +505,11 @@ func (r *run) decideNext(ctx context.Context, st tick) (n tick, err error) {
 	}
 	if news {
 		n.Sleeping = false
+		if r.board.runState().Until != "" { // the coordinator hears of every node again, until it waits
+			if _, err := r.updateRun(ctx, func(s *runState) { s.Until = "" }); err != nil {
+				return n, err
+			}
+		}
 	}
 	if takeUp && !r.board.runState().Finished {
 		if err := r.turn(ctx, &n, false); err != nil {
@@ -528,13 +540,13 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 	case r.board.runState().Finished:
 	case o.Status == runtime.Waiting:
 		key := fmt.Sprintf("coordinator%d/question", o.Turns)
-		if _, err := r.updateRun(ctx, func(s *runState) { s.Question, s.Answer, s.Asked = o.Question, "", key }); err != nil {
+		if _, err := r.updateRun(ctx, func(s *runState) { s.Question, s.Approval, s.Answer, s.Asked = o.Question, o.Approval, "", key }); err != nil {
 			return err
 		}
 		if err := r.toHuman(ctx, key, bus.Coordinator, o.Question); err != nil {
 			return err
 		}
-		r.emit(ctx, eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question, Key: key})
+		r.emitAt(ctx, eventlog.HumanQuestion, "", bus.Coordinator, o.Question, o.Approval, key)
 	case strings.TrimSpace(o.Summary) != "":
 		if err := r.toHuman(ctx, fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {
 			return err

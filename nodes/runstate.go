@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
@@ -34,11 +35,16 @@ type runState struct {
 	// until the coordinator has it.
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
+	// Approval is the tool call the question asks the human to approve, when it is one.
+	Approval *hooks.Approval `json:"approval,omitempty"`
 	// Asked is the key of the coordinator's last question, which keys the answer's record.
 	Asked string `json:"asked,omitempty"`
 	// CoordModel is the coordinator's model in this run, when it is not the squad's (a fork
 	// given another: see ForkWithCoordinatorModel).
 	CoordModel string `json:"coordinator_model,omitempty"`
+	// Until is what the coordinator's wait asked to be woken by ("" any news; untilStage not
+	// the nodes that complete), until its next turn.
+	Until string `json:"until,omitempty"`
 	// Home is the id of the home the run last opened in (see homeID): the folder of the run
 	// another home kept is behind the store.
 	Home string `json:"home,omitempty"`

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -429,14 +431,21 @@ func TestSingleNodeSmoke(t *testing.T) {
 			t.Errorf("conversation line of run %v", l["run"])
 		}
 	}
-	// The finish trace: the coordinator's conversation holds the whole run, from the goal to
-	// finish with the output.
-	log := scRead(t, filepath.Join(dir, "coordinator", "log.jsonl"))
-	for _, want := range []string{`"name":"create_work_node"`, `"name":"read_file"`, `"name":"finish"`} {
-		if !strings.Contains(log, want) {
-			t.Errorf("coordinator/log.jsonl lacks %s", want)
+	// The finish trace: the coordinator's tool calls are among the agent's events, from the
+	// plan to finish with the output.
+	var coordCalls []string
+	for _, e := range evs {
+		var te runtime.ToolEvent
+		if e.Type == eventlog.ToolCalled && e.Worker == "coordinator" && e.Decode(&te) == nil {
+			coordCalls = append(coordCalls, te.Name)
 		}
 	}
+	for _, want := range []string{"create_work_node", "read_file", "finish"} {
+		if !slices.Contains(coordCalls, want) {
+			t.Errorf("the coordinator's tool calls %v lack %s", coordCalls, want)
+		}
+	}
+	assert.NoFileExists(t, filepath.Join(dir, "coordinator", "log.jsonl"), "its events are the log")
 	reqs := coord.Requests()
 	if first := reqs[0].Messages[0].Text(); first != "GOAL: "+goal {
 		t.Errorf("the coordinator's first message is %q", first)
@@ -623,16 +632,22 @@ func TestAutonomousWorker(t *testing.T) {
 	if !strings.Contains(task, "converts CSV to JSON") {
 		t.Errorf("_task.md lacks the task:\n%s", task)
 	}
-	// The process ran: the runtime reported its start (with its pid) and its output; without
-	// bubblewrap the start also says that containment is weaker.
-	log := scRead(t, filepath.Join(node, "log.jsonl"))
-	if !regexp.MustCompile(`"kind":"started","assignment":"[^"]+","node":"n1","worker":"cody","text":"sh [^"]*csv2json_agent.sh [^"]* \(pid \d+\) in [^"]*/nodes/n1/scratch; sandbox: writes only [^"]*/nodes/n1/scratch, [^"]*/workers/cody, /tmp \(its own\)(; containment is weaker here: [^"]*)?"`).MatchString(log) {
-		t.Errorf("log.jsonl does not report the process's start:\n%s", log)
-	}
-	if !strings.Contains(log, "csv2json.sh passes its test") {
-		t.Errorf("log.jsonl lacks the agent's output:\n%s", log)
-	}
+	// The process ran: the runtime reported its start (with its pid) and its output, in the
+	// node's events; without bubblewrap the start also says that containment is weaker.
 	evs := scEvents(t, s)
+	var log strings.Builder
+	for _, e := range evs {
+		if e.Node == "n1" {
+			fmt.Fprintf(&log, "%s %s\n", e.Type, e.Text)
+		}
+	}
+	if !regexp.MustCompile(`x.runtime_started sh [^\n]*csv2json_agent.sh [^\n]* \(pid \d+\) in [^\n]*/nodes/n1/scratch; sandbox: writes only [^\n]*/nodes/n1/scratch, [^\n]*/workers/cody, /tmp \(its own\)(; containment is weaker here: [^\n]*)?\n`).MatchString(log.String()) {
+		t.Errorf("n1's events do not report the process's start:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "csv2json.sh passes its test") {
+		t.Errorf("n1's events lack the agent's output:\n%s", log.String())
+	}
+	assert.NoFileExists(t, filepath.Join(node, "log.jsonl"), "its events are the log")
 	scInOrder(t, evs, eventlog.WorkerSpawned, eventlog.NodeAssigned, eventlog.NodeStarted, eventlog.NodeCompleted, eventlog.AgentCompleted)
 	for _, e := range evs {
 		if e.Type == eventlog.NodeStarted && !strings.Contains(e.Text, "Cody (autonomous)") {

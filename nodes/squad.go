@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -103,7 +104,9 @@ type config struct {
 	outputSchema  json.RawMessage
 	logger        *slog.Logger
 	wake          func(runID string)
-	recorder      Recorder // WithRecorder
+	recorder      Recorder     // WithRecorder
+	hooks         []hooks.Hook // WithHooks
+	eventsFile    bool         // WithEventsFile
 }
 
 // WithHome sets the agent's home folder (default ".agiraph/agent").
@@ -236,6 +239,17 @@ func WithCoordinatorTools(ts ...tools.Tool) Option {
 	return func(c *config) { c.coordTools = append(c.coordTools, ts...) }
 }
 
+// WithHooks runs these hooks around every model call and tool call of the coordinator and the
+// harnessed workers (see package hooks and harnessed.WithHooks): guardrails that rewrite or
+// refuse, and approvals. A tool call held for approval ([hooks.Approvals]) is a question to the
+// human like ask_human's, kept across restarts: its node waits (the coordinator's run, for the
+// coordinator's calls) with Node.Approval the call, and Run.Answer (or Send) takes the human's
+// verdict — hooks.Approve(), hooks.Edit(arguments), hooks.Reject(reason) — refusing, naming the
+// tool, edited arguments its schema does not accept.
+func WithHooks(hs ...hooks.Hook) Option {
+	return func(c *config) { c.hooks = append(c.hooks, hs...) }
+}
+
 // WithOutputSchema gives a run's final output a JSON Schema (its root an object; see
 // providers.SchemaFor to derive one from a Go type): the coordinator's finish then takes a
 // result, refused with what is wrong until it matches, and Result.Value holds it (Result.Decode
@@ -247,6 +261,13 @@ func WithOutputSchema(schema json.RawMessage) Option {
 // WithLogger sets where the squad reports what it cannot tell through a run's events (a log
 // file it could not write, a trigger it could not deliver). The default discards them.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithEventsFile has the squad write the agent's events to events.jsonl in its home as well,
+// as they commit, for programs that follow the file (tail -f, a log shipper): one JSON line an
+// event, numbered as in the store. A file that lags behind the store — left by a squad opened
+// without this option — is brought up to it as the squad opens. By default the events are in the
+// store only: Squad.Events, Subscribe and Files.Events read them there.
+func WithEventsFile() Option { return func(c *config) { c.eventsFile = true } }
 
 // WithWake sets what to do when one of the agent's triggers comes due while no run is in
 // progress: the firing has been delivered to the agent's latest run, runID, and fn should
@@ -290,7 +311,7 @@ type Squad struct {
 	boardsDue           map[*board]bool // boards with views to write (see viewsDue)
 	wake                chan struct{}
 	stopWriter          func()
-	log                 *eventlog.Log // the view of the store's events: events.jsonl, and the subscribers
+	log                 *eventlog.Log // the view of the store's events, for the subscribers (and events.jsonl: WithEventsFile)
 	conv                *conversation // the view of the store's conversation: conversation.jsonl
 	mem                 *memory.Store
 	memIndex            *index.Index

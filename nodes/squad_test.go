@@ -133,7 +133,7 @@ func TestDeepResearch(t *testing.T) {
 	}
 	// The folder layout.
 	run := filepath.Join(string(s.Home()), "runs", res.RunID)
-	for _, p := range []string{"_plan.md", "nodes/n1/_spec.md", "nodes/n4/_refs.json", "nodes/n1/_status.md", "nodes/n1/log.jsonl",
+	for _, p := range []string{"_plan.md", "nodes/n1/_spec.md", "nodes/n4/_refs.json", "nodes/n1/_status.md",
 		"nodes/n1/published/findings.md", "nodes/n4/published/report.md",
 		"workers/alice/identity.md", "workers/alice/memory.md", "workers/alice/notebook.md", "workers/alice/history.jsonl", "workers/alice/conversation.jsonl"} {
 		if _, err := os.Stat(filepath.Join(run, p)); err != nil {

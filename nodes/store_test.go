@@ -27,7 +27,7 @@ func TestStoreKeepsTheTimesOfEvents(t *testing.T) {
 	home := t.TempDir()
 	open := func() *nodes.Squad {
 		s, err := nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithStore(st), nodes.WithModelOptions(models.WithoutRetry()),
-			nodes.WithTick(20*time.Millisecond))...)
+			nodes.WithTick(20*time.Millisecond), nodes.WithEventsFile())...)
 		require.NoError(t, err)
 		return s
 	}
@@ -56,12 +56,46 @@ func TestStoreKeepsTheTimesOfEvents(t *testing.T) {
 	}
 }
 
+// The agent's events are in the store only, unless WithEventsFile asks for events.jsonl: a
+// subscriber catching up reads them there, as Events and Files do; a squad opened with the
+// option then writes the file with every event the store has.
+func TestEventsAreInTheStore(t *testing.T) {
+	home := t.TempDir()
+	s := newSquad(t, nodes.WithHome(home))
+	run(t, s, "AI chips")
+	evs, err := s.Events(0, 0)
+	require.NoError(t, err)
+	require.Greater(t, len(evs), 10)
+	assert.NoFileExists(t, filepath.Join(home, "events.jsonl"))
+	ch, stop := s.Subscribe(2)
+	var caught []eventlog.Event
+	for e := range ch {
+		caught = append(caught, e)
+		if len(caught) == len(evs)-2 {
+			break
+		}
+	}
+	stop()
+	assert.Equal(t, evs[2:], caught, "a subscriber's catching up")
+	require.NoError(t, s.Close())
+	read, err := nodes.ReadFiles(nodes.WithHome(home)).Events(0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, evs, read)
+
+	s, err = nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithEventsFile())...)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	written, err := eventlog.ReadFile(filepath.Join(home, "events.jsonl"), 0, 0)
+	require.NoError(t, err)
+	assert.Equal(t, evs, written, "the file brought up to the store")
+}
+
 // A view that has more than its store — the store was restored from a backup, or another one
 // given — is kept beside, not deleted, and written again from the store.
 func TestViewAheadOfTheStoreIsKeptBeside(t *testing.T) {
 	home := t.TempDir()
 	s, err := nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithModelOptions(models.WithoutRetry()),
-		nodes.WithTick(20*time.Millisecond))...)
+		nodes.WithTick(20*time.Millisecond), nodes.WithEventsFile())...)
 	require.NoError(t, err)
 	run(t, s, "AI chips")
 	require.NoError(t, s.Close())
@@ -70,7 +104,7 @@ func TestViewAheadOfTheStoreIsKeptBeside(t *testing.T) {
 
 	older := store.NewMemory() // a store from before the run: it has the agent's first event only
 	require.NoError(t, older.Apply(context.Background(), store.Change{Events: []eventlog.Event{{Type: eventlog.AgentCreated, Text: "restored"}}}))
-	s, err = nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithStore(older))...)
+	s, err = nodes.New(append(demo.Team(), nodes.WithHome(home), nodes.WithStore(older), nodes.WithEventsFile())...)
 	require.NoError(t, err)
 	defer s.Close()
 	kept, err := filepath.Glob(filepath.Join(home, "events.jsonl.ahead-*"))

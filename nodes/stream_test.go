@@ -149,6 +149,6 @@ func TestSubscribersSeeTextDeltas(t *testing.T) {
 		assert.NotContains(t, string(b), "text.delta", path)
 		return nil
 	}))
-	assert.FileExists(t, filepath.Join(home, "events.jsonl"))
+	assert.NoFileExists(t, filepath.Join(home, "events.jsonl"), "the events are in the store")
 	assert.Greater(t, files, 10)
 }

@@ -9,9 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 )
@@ -86,4 +88,96 @@ func TestWorkerFinishedDuringTurnStartsInNextTick(t *testing.T) {
 	require.True(t, seen, "n2 completed")
 	require.NotEmpty(t, after)
 	assert.Equal(t, "start n3", after[0], "what followed n2's completion: %v", after)
+}
+
+// A coordinator that waits for the stage (wait with until "stage") takes no turn as each node
+// completes, nor is it told of each: it is woken once, by the note that the stage is complete,
+// which lists the nodes. One worker does three nodes one after another, so a coordinator woken
+// by each would have three wake-ups.
+func TestWaitUntilStageWakesOnceForTheStage(t *testing.T) {
+	var wakeups []string
+	coord := scripted.NewFunc("stage-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		text, results := scripted.Last(req)
+		switch {
+		case len(req.Messages) == 1:
+			return scTurn(req,
+				scripted.Call("spawn_worker", map[string]any{"name": "Ann"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Note one.", "worker": "Ann"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Note two.", "worker": "Ann"}),
+				scripted.Call("create_work_node", map[string]any{"task": "Note three.", "worker": "Ann"})), nil
+		case len(results) > 0:
+			for _, r := range results {
+				if r.IsError {
+					return scTurn(req, scripted.Call("finish", map[string]string{"output": "FAILED: " + r.Content})), nil
+				}
+			}
+			return scTurn(req, scripted.Call("wait", map[string]string{"until": "stage"})), nil
+		case strings.Contains(text, "The run is ending"):
+			return scripted.Turn{Text: "noted"}, nil
+		}
+		wakeups = append(wakeups, text)
+		if strings.Contains(text, "Stage 1 is complete") {
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "done"})), nil
+		}
+		return scTurn(req, scripted.Call("wait", map[string]string{"until": "stage"})), nil
+	})
+	worker := noteWorker("stage-worker", nil)
+	s, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20*time.Millisecond))
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+	defer cancel()
+	res, err := s.Run(ctx, "Write the notes.")
+	require.NoError(t, err)
+	require.Equal(t, "done", res.Output)
+	require.Len(t, wakeups, 1, "the coordinator's wake-ups: %q", wakeups)
+	assert.Contains(t, wakeups[0], "Stage 1 is complete")
+	assert.NotContains(t, wakeups[0], "(Ann) completed", "told of each node")
+	for _, id := range []string{"n1", "n2", "n3"} {
+		assert.Contains(t, wakeups[0], "- "+id+" completed")
+	}
+}
+
+// wait refuses an until it does not know, naming it and what it knows.
+func TestWaitRefusesUnknownUntil(t *testing.T) {
+	var refusal string
+	coord := scripted.NewFunc("until-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		_, results := scripted.Last(req)
+		switch {
+		case len(req.Messages) == 1:
+			return scTurn(req, scripted.Call("wait", map[string]string{"until": "forever"})), nil
+		case len(results) > 0 && results[0].Name == "wait":
+			refusal = results[0].Content
+		}
+		return scTurn(req, scripted.Call("finish", map[string]string{"output": "done"})), nil
+	})
+	worker := noteWorker("until-worker", nil)
+	s, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()))
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+	defer cancel()
+	_, err = s.Run(ctx, "Nothing.")
+	require.NoError(t, err)
+	assert.Contains(t, refusal, `args.until: "forever" is not one of "any", "stage"`)
+}
+
+// The tick's checkpoints store its state whole only now and then: each step's update holds the
+// whole state already.
+func TestTickSnapshotsAreFew(t *testing.T) {
+	st := store.NewMemory()
+	s := newSquad(t, nodes.WithStore(st))
+	res := run(t, s, "AI chips")
+	cps, err := st.Saver().List(context.Background(), checkpoint.Config{ThreadID: "squad/" + res.RunID}, checkpoint.ListOptions{})
+	require.NoError(t, err)
+	snapshots := 0
+	for _, cp := range cps {
+		if cp.Checkpoint.State != nil {
+			snapshots++
+		}
+	}
+	require.Greater(t, len(cps), 10, "a run of a few ticks")
+	assert.LessOrEqual(t, snapshots, 1+len(cps)/64, "snapshots among %d checkpoints", len(cps))
 }

@@ -181,7 +181,7 @@ func (r *run) runtimeFor(w Worker) (runtime.Runtime, error) {
 			return nil, fmt.Errorf("nodes: worker %s: %w", w.Name, err)
 		}
 		opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithMaxIterations(r.board.runState().Contract.MaxIterations),
-			harnessed.WithConversationCache(r.workerConvs)}
+			harnessed.WithConversationCache(r.workerConvs), harnessed.WithHooks(r.cfg.hooks...)}
 		if w.Single {
 			opts = append(opts, harnessed.WithSingleInference())
 		}

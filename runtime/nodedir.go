@@ -17,7 +17,6 @@ import (
 //	_status.md    the node's status and summary
 //	scratch/      the worker's work in progress (and, for CLI agents, the protocol files)
 //	published/    the node's outputs, immutable once published
-//	log.jsonl     the node's events
 type NodeDir string
 
 // Path returns the path of name inside the folder.

@@ -50,6 +50,10 @@ func TestWithGraph(t *testing.T) {
 	require.Len(t, task.Result.Artifacts, 1)
 	assert.Equal(t, "echo: hi", task.Result.Artifacts[0].Parts[0].Text)
 
+	var info map[string]string
+	require.Equal(t, http.StatusOK, c.do("GET", "/info", nil, &info))
+	assert.Equal(t, map[string]string{"langgraph": "/langgraph"}, info)
+
 	var out map[string]any
 	require.Equal(t, http.StatusOK, c.do("POST", "/langgraph/runs/wait", map[string]any{"assistant_id": "echo", "input": map[string]any{"Text": "yo"}}, &out))
 	assert.Equal(t, "echo: yo", out["Text"])
@@ -77,4 +81,12 @@ func TestWithGraphNamedTwice(t *testing.T) {
 		server.WithGraph(echoGraph(t, "echo")), server.WithGraph(echoGraph(t, "echo")))
 	require.ErrorContains(t, err, `graph "echo"`)
 	require.ErrorContains(t, err, "registered already")
+}
+
+// A server that serves no LangGraph API says so in its info: there is no path to it.
+func TestInfoWithoutLangGraph(t *testing.T) {
+	c := start(t, t.TempDir(), nil)
+	var info map[string]string
+	require.Equal(t, http.StatusOK, c.do("GET", "/info", nil, &info))
+	assert.Empty(t, info)
 }

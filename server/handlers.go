@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/bus"
@@ -32,6 +33,7 @@ func (s *Server) routes() {
 	m.Handle("GET /{$}", ui.Handler())
 	m.Handle("GET /ui/", ui.Handler())
 	m.HandleFunc("GET /models", s.handleModels)
+	m.HandleFunc("GET /info", s.handleInfo)
 	m.Handle(mcpPath, s.mcpHandler())
 	m.HandleFunc("POST /agents", s.handleCreate)
 	m.HandleFunc("GET /agents", s.handleList)
@@ -388,6 +390,8 @@ func runError(w http.ResponseWriter, a *host.Agent, err error) {
 	case errors.Is(err, nodes.ErrNoRun):
 		status, _ := a.State()
 		writeError(w, http.StatusConflict, "agent %q has no run in progress: %s", a.ID(), nextStep(a.ID(), status))
+	case errors.Is(err, hooks.ErrBadVerdict):
+		writeError(w, http.StatusBadRequest, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "hooks: "))
 	case errors.Is(err, nodes.ErrNoQuestion):
 		writeError(w, http.StatusConflict, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
 	case errors.Is(err, host.ErrUnavailable):
@@ -459,11 +463,19 @@ func (s *Server) followUp(w http.ResponseWriter, a *host.Agent, message string) 
 
 func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var req struct {
-		Worker   string `json:"worker"`
-		Response string `json:"response"`
+		Worker   string         `json:"worker"`
+		Response string         `json:"response"`
+		Verdict  *hooks.Verdict `json:"verdict"`
 	}
 	if !s.decode(w, r, &req, false) {
 		return
+	}
+	if req.Verdict != nil {
+		if req.Response != "" {
+			writeError(w, http.StatusBadRequest, "give either a response or a verdict, not both")
+			return
+		}
+		req.Response = req.Verdict.Answer()
 	}
 	if !s.text(w, "response", req.Response) {
 		return
@@ -864,6 +876,17 @@ func (s *Server) text(w http.ResponseWriter, field, value string) bool {
 		return true
 	}
 	return false
+}
+
+// handleInfo says what the server serves beside its agents: the path of the LangGraph API
+// ({"langgraph": "/langgraph"}; absent when it is not served), for a client such as the web UI
+// to show what is there without asking a route that is not.
+func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request) {
+	info := map[string]string{}
+	if s.cfg.lg != nil {
+		info["langgraph"] = LangGraphPath
+	}
+	writeJSON(w, http.StatusOK, info)
 }
 
 // handleModels lists the models a request may name for a new agent; the first entry, "", is

@@ -346,17 +346,25 @@ func TestEventStreamOfAnAgentAtRest(t *testing.T) {
 	stream.ends(t)
 }
 
-// Damage in the middle of events.jsonl, which a listing does not read, is found when the
-// agent's squad opens: the run does not start, and the agent is damaged, naming the file.
+// Damage in the middle of the events.jsonl of a home from before the store, which a listing
+// does not read, is found when the agent's squad opens to copy it into the store: the run does
+// not start, and the agent is damaged, naming the file.
 func TestDamagedEventsFoundWhenTheSquadOpens(t *testing.T) {
 	root := t.TempDir()
 	agentsOnDisk(t, root, 1)
-	path := filepath.Join(root, "agents", "idle0", "events.jsonl")
-	data, err := os.ReadFile(path)
+	home := filepath.Join(root, "agents", "idle0")
+	evs, err := nodes.ReadFiles(nodes.WithHome(home)).Events(0, 0)
 	require.NoError(t, err)
-	lines := strings.SplitAfter(string(data), "\n")
+	var lines []string
+	for _, e := range evs {
+		line, err := json.Marshal(e)
+		require.NoError(t, err)
+		lines = append(lines, string(line)+"\n")
+	}
 	lines[3] = "garbage\n"
+	path := filepath.Join(home, "events.jsonl")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "")), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(home, "state.db"))) // from before the store: the events are in the file
 	c := start(t, root, demoTeam)
 	assert.Equal(t, host.StatusComplete, c.summary("idle0").Status)
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/idle0/runs", map[string]string{"goal": "robots"}, nil))

@@ -43,9 +43,15 @@ type (
 		To      string `json:"to,omitempty" jsonschema:"a worker's id (default: the coordinator)"`
 	}
 	mcpAnswer struct {
-		Agent    string `json:"agent" jsonschema:"the agent's id"`
-		Response string `json:"response" jsonschema:"the answer"`
-		Worker   string `json:"worker,omitempty" jsonschema:"who asked: a worker's id, or coordinator (default: the one waiting)"`
+		Agent    string      `json:"agent" jsonschema:"the agent's id"`
+		Response string      `json:"response,omitempty" jsonschema:"the answer (or give a verdict, for a tool call waiting for approval)"`
+		Worker   string      `json:"worker,omitempty" jsonschema:"who asked: a worker's id, or coordinator (default: the one waiting)"`
+		Verdict  *mcpVerdict `json:"verdict,omitempty" jsonschema:"for a tool call waiting for approval (get_agent shows it), instead of a response"`
+	}
+	mcpVerdict struct {
+		Approve bool           `json:"approve" jsonschema:"true runs the call; false rejects it"`
+		Args    map[string]any `json:"args,omitempty" jsonschema:"arguments to run the call with instead of the model's (they must match the tool's schema)"`
+		Reason  string         `json:"reason,omitempty" jsonschema:"why the call is rejected: the agent reads it"`
 	}
 	mcpResume struct {
 		Agent string `json:"agent" jsonschema:"the agent's id"`
@@ -107,9 +113,16 @@ func (s *Server) mcpHandler() http.Handler {
 		func(in mcpSend) (string, string, any) {
 			return http.MethodPost, agent(in.Agent) + "/send", omitEmpty(map[string]string{"message": in.Message, "to": in.To})
 		})
-	mcpTool(s, srv, "answer_question", "Answer the question an agent's coordinator or worker asked.",
+	mcpTool(s, srv, "answer_question", "Answer the question an agent's coordinator or worker asked, or approve, edit or reject the tool call it waits to have approved.",
 		func(in mcpAnswer) (string, string, any) {
-			return http.MethodPost, agent(in.Agent) + "/respond", omitEmpty(map[string]string{"response": in.Response, "worker": in.Worker})
+			body := map[string]any{}
+			for k, v := range omitEmpty(map[string]string{"response": in.Response, "worker": in.Worker}) {
+				body[k] = v
+			}
+			if in.Verdict != nil {
+				body["verdict"] = in.Verdict
+			}
+			return http.MethodPost, agent(in.Agent) + "/respond", body
 		})
 	mcpTool(s, srv, "stop_agent", "Stop an agent's workers; the run stays in progress.",
 		func(in mcpAgent) (string, string, any) { return http.MethodPost, agent(in.Agent) + "/stop", nil })

@@ -246,7 +246,8 @@ func TestDeletedAgentStaysForgotten(t *testing.T) {
 	m := agentFile(t, root, "gone")
 	assert.Equal(t, true, m["deleted"])
 	assert.Equal(t, host.StatusInterrupted, m["status"])
-	events, err := os.ReadFile(filepath.Join(root, "agents", "gone", "events.jsonl"))
+	files := nodes.ReadFiles(nodes.WithHome(filepath.Join(root, "agents", "gone")))
+	events, err := files.Events(0, 0)
 	require.NoError(t, err)
 
 	c2 := start(t, root, demoTeam)
@@ -255,7 +256,7 @@ func TestDeletedAgentStaysForgotten(t *testing.T) {
 	c2.do("GET", "/agents", nil, &list)
 	assert.Empty(t, list.Agents)
 	time.Sleep(200 * time.Millisecond) // time enough for a run to begin, were one begun
-	after, err := os.ReadFile(filepath.Join(root, "agents", "gone", "events.jsonl"))
+	after, err := files.Events(0, 0)
 	require.NoError(t, err)
 	assert.Equal(t, len(events), len(after), "no event after the delete")
 }

@@ -318,18 +318,3 @@ func TestLogCopiedInBackground(t *testing.T) {
 	put(i) // the log restarts; what it holds now is this commit's
 	assert.Less(t, s.log.behind(), 16)
 }
-
-func TestEscapePath(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"/tmp/a b/c.db":       "/tmp/a b/c.db",
-		"/x?y#z%w":            "/x%3Fy%23z%25w",
-		"/tab\there":          "/tab%09here",
-		"/ü/ok":               "/ü/ok",
-		"C:/Users/me/data.db": "/C:/Users/me/data.db",
-	} {
-		if got := escapePath(in, !strings.HasPrefix(in, "/")); got != want {
-			t.Errorf("escapePath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

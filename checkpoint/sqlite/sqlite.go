@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	sqlitedrv "modernc.org/sqlite"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/internal/codec"
+	"github.com/agiraph/agiraph/internal/sqliteuri"
 )
 
 // Synchronous is how hard SQLite works to make a commit survive a power failure (PRAGMA
@@ -237,7 +237,6 @@ func retryBusy(timeout time.Duration, f func() error) error {
 // page_size (in the list) thus comes before journal_mode, as it must, since WAL fixes the page
 // size of a new database.
 func dsn(abs string, o options, write bool) string {
-	slash := filepath.ToSlash(abs)
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.FormatInt(o.busyTimeout.Milliseconds(), 10))
 	q.Set("_synchronous", o.sync.pragma())
@@ -255,7 +254,7 @@ func dsn(abs string, o options, write bool) string {
 		// query_only does not prevent.
 		q.Set("_query_only", "1")
 	}
-	return "file:" + escapePath(slash, !strings.HasPrefix(slash, "/")) + "?" + q.Encode()
+	return sqliteuri.Of(abs, q)
 }
 
 // journalSizeLimit is the size the write-ahead log is truncated to when it restarts: a little more
@@ -263,24 +262,6 @@ func dsn(abs string, o options, write bool) string {
 // grow past its usual size (a large state, say).
 func journalSizeLimit(autocheckpoint int) int {
 	return 32 + autocheckpoint*5/4*(pageSize+24)
-}
-
-// escapePath escapes what a SQLite URI reserves ('?', '#', '%') and control characters; SQLite
-// decodes %XX. A path that does not start with a slash (Windows) gets one.
-func escapePath(p string, leadingSlash bool) string {
-	var b strings.Builder
-	if leadingSlash {
-		b.WriteByte('/')
-	}
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if c == '?' || c == '#' || c == '%' || c < 0x20 || c == 0x7f {
-			fmt.Fprintf(&b, "%%%02X", c)
-		} else {
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }
 
 // openError explains an error of opening or pinging the database.

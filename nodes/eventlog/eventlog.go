@@ -1,6 +1,6 @@
 // Package eventlog is the event log of an agent: everything a squad run does is an Event — typed,
-// numbered, appended as one JSON line to a file (events.jsonl), readable by page and subscribable
-// in process.
+// numbered, appended as one JSON line to a file (events.jsonl) or kept by another record (a
+// squad's store, which a view shows), readable by page and subscribable in process.
 //
 // A Log numbers events 1, 2, 3... in the order they are appended; the numbering continues when
 // the file is opened again. The order of the lines in the file, the order of the sequence
@@ -13,6 +13,10 @@
 // Event types are the squad's fixed set (see Types). Custom types are accepted when they are
 // prefixed "x." (for example "x.build.finished"); any other unknown type is rejected, so that
 // typos do not make their way into the log.
+//
+// A view (NewView) is a Log without a file, over events another record keeps and numbers (a
+// database): Put hands them to the subscribers, and Read and Subscribe read the past ones back
+// from that record.
 //
 // A Log assumes it is the only writer of its file: open a file once per process, and not from
 // several processes at a time. [ReadFile], [Scan] and [Last] read a log file without opening it
@@ -70,7 +74,7 @@ const (
 	ToolCalled Type = "tool.called" // a tool was called
 	ToolResult Type = "tool.result" // a tool answered
 
-	HumanQuestion Type = "human.question" // a question was put to the human
+	HumanQuestion Type = "human.question" // a question was put to the human; Data: the tool call to approve (hooks.Approval), when it asks for an approval
 	HumanResponse Type = "human.response" // the human answered
 	HumanNudge    Type = "human.nudge"    // the human intervened unasked
 
@@ -85,12 +89,14 @@ const (
 // The squad's own event types, custom by their "x." prefix (so not among Types): what a
 // worker's model and process did, and what the run did besides its nodes.
 const (
+	RuntimeStarted Type = "x.runtime_started" // a worker's runtime took up its assignment; Text: how (its model, or its process with its pid and sandbox)
 	ModelTurn      Type = "x.model_turn"      // a model answered; Text: the answer (clipped to 500 bytes); Data: the turn's usage
 	Retrying       Type = "x.retrying"        // a failed model call is tried again; Text: why, and when
 	Output         Type = "x.output"          // a CLI agent wrote output; Text: it (clipped to 500 bytes)
 	Error          Type = "x.error"           // something failed beside a node's work (an answer not handed over, an outcome not saved); Text: what
 	TriggerFired   Type = "x.trigger_fired"   // a trigger fired; Text: its id, what fired it, its action
 	CycleCompleted Type = "x.cycle_completed" // a cycle of an infinite agent ended; Text: its number and output
+	Hooked         Type = "x.hooked"          // a hook, or the human approving a tool call, refused or changed a model or tool call; Text: what
 	Budget         Type = "x.budget"          // a run's spending reached the soft limit of its budget; Text: how far; Data: the spending (usage)
 )
 
@@ -207,16 +213,17 @@ type entry struct {
 	off int64 // offset of its line
 }
 
-// Log is an append-only event log backed by a JSONL file. Its methods are safe for concurrent
-// use.
+// Log is an append-only event log backed by a JSONL file, or a view of another record's events
+// (NewView). Its methods are safe for concurrent use.
 type Log struct {
-	path string
-	now  func() time.Time
+	path   string
+	source Source // a view's record; nil for a file's log
+	now    func() time.Time
 
 	mu     sync.Mutex
-	f      *os.File
-	size   int64   // bytes of complete lines in the file
-	index  []entry // one per event, in Seq order; only ever appended to
+	f      *os.File // nil for a view
+	size   int64    // bytes of complete lines in the file
+	index  []entry  // one per event, in Seq order; only ever appended to
 	last   int64
 	subs   map[*subscriber]struct{}
 	closed bool
@@ -245,6 +252,23 @@ func Open(path string, opts ...Option) (*Log, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// Source reads up to limit events (0: all) with Seq greater than after, in order, from the
+// record a view shows.
+type Source func(after int64, limit int) ([]Event, error)
+
+// NewView returns a Log without a file: a view of the events source reads, the last of which
+// is numbered last. Put hands an event the record added to the subscribers; Read, and Subscribe
+// for the events before it, read them from source. Append refuses: the record numbers them.
+func NewView(source Source, last int64, opts ...Option) *Log {
+	c := config{now: time.Now}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return &Log{source: source, now: c.now, last: last, subs: make(map[*subscriber]struct{})}
 }
 
 // load reads the file, builds the index and drops a torn last line.
@@ -297,6 +321,9 @@ func (l *Log) Append(e Event) (Event, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.source != nil {
+		return Event{}, errors.New("eventlog: a view's events are numbered by its record: Put them")
+	}
 	e.Seq = l.last + 1
 	return l.write(e)
 }
@@ -351,11 +378,25 @@ func (l *Log) write(e Event) (Event, error) {
 		e.Time = l.now()
 	}
 	e.Time = e.Time.Round(0) // no monotonic reading: the event equals what is read back
+	if l.f != nil {
+		if err := l.writeLine(e); err != nil {
+			return Event{}, err
+		}
+	}
+	l.last = e.Seq
+	for s := range l.subs {
+		s.push(e)
+	}
+	return e, nil
+}
+
+// writeLine appends e to the file as a line; l.mu is held.
+func (l *Log) writeLine(e Event) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(e); err != nil { // one line, newline-terminated
-		return Event{}, fmt.Errorf("eventlog: %s event: %w", e.Type, err)
+		return fmt.Errorf("eventlog: %s event: %w", e.Type, err)
 	}
 	if n, err := l.f.Write(buf.Bytes()); err != nil {
 		err = fmt.Errorf("eventlog: %s: writing event %d: %w", l.path, e.Seq, err)
@@ -364,15 +405,11 @@ func (l *Log) write(e Event) (Event, error) {
 				l.broken = fmt.Errorf("eventlog: %s: a failed write left a partial line: %w", l.path, terr)
 			}
 		}
-		return Event{}, err
+		return err
 	}
 	l.index = append(l.index, entry{seq: e.Seq, off: l.size})
 	l.size += int64(buf.Len())
-	l.last = e.Seq
-	for s := range l.subs {
-		s.push(e)
-	}
-	return e, nil
+	return nil
 }
 
 // liveBacklog is how many events a subscriber may have waiting before live events are no longer
@@ -415,6 +452,9 @@ func (l *Log) read(after, upto int64, limit int) ([]Event, error) {
 	}
 	idx, size, f := l.index, l.size, l.f
 	l.mu.Unlock()
+	if l.source != nil {
+		return l.readSource(after, upto, limit)
+	}
 
 	start := sort.Search(len(idx), func(i int) bool { return idx[i].seq > after })
 	end := len(idx)
@@ -458,6 +498,35 @@ func (l *Log) read(after, upto int64, limit int) ([]Event, error) {
 	return out, nil
 }
 
+// Advance moves a view's Last to last, unless it is not greater, without reading the events
+// up to it: when no one subscribes, there is no one to hand them to. It reports whether it did:
+// false on a log with a file or with subscribers, which are to be given the events with Put.
+func (l *Log) Advance(last int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.source == nil || len(l.subs) > 0 || l.closed {
+		return false
+	}
+	l.last = max(l.last, last)
+	return true
+}
+
+// readSource reads a view's events from its record, as read does.
+func (l *Log) readSource(after, upto int64, limit int) ([]Event, error) {
+	evs, err := l.source(after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("eventlog: %w", err)
+	}
+	if upto >= 0 {
+		for i, e := range evs {
+			if e.Seq > upto {
+				return evs[:i], nil
+			}
+		}
+	}
+	return evs, nil
+}
+
 // Last returns the Seq of the last event appended (0 for an empty log).
 func (l *Log) Last() int64 {
 	l.mu.Lock()
@@ -465,7 +534,7 @@ func (l *Log) Last() int64 {
 	return l.last
 }
 
-// Path returns the path of the log's file.
+// Path returns the path of the log's file ("" for a view).
 func (l *Log) Path() string { return l.path }
 
 // Close ends all subscriptions and closes the file: each subscriber still gets the events
@@ -483,6 +552,9 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	for s := range subs {
 		close(s.ended)
+	}
+	if l.f == nil {
+		return nil
 	}
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("eventlog: %w", err)

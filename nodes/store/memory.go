@@ -143,6 +143,21 @@ func (m *Memory) Events(ctx context.Context, after int64, limit int) ([]eventlog
 	}), nil
 }
 
+// LastEvent returns the last event; its Seq is 0 when there is none.
+func (m *Memory) LastEvent(ctx context.Context) (eventlog.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return eventlog.Event{}, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if len(m.events) == 0 {
+		return eventlog.Event{}, nil
+	}
+	e := m.events[len(m.events)-1]
+	e.Data = slices.Clone(e.Data)
+	return e, nil
+}
+
 // Lines returns the conversation lines after seq after.
 func (m *Memory) Lines(ctx context.Context, after int64, limit int) ([]Line, error) {
 	if err := ctx.Err(); err != nil {

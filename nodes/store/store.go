@@ -44,6 +44,8 @@ type Store interface {
 	Docs(ctx context.Context, prefixes ...string) ([]Doc, error)
 	// Events returns up to limit events (0: all) whose Seq is greater than after, in Seq order.
 	Events(ctx context.Context, after int64, limit int) ([]eventlog.Event, error)
+	// LastEvent returns the event with the greatest Seq; its Seq is 0 when there is none.
+	LastEvent(ctx context.Context) (eventlog.Event, error)
 	// Lines returns up to limit conversation lines (0: all) whose Seq is greater than after, in
 	// Seq order.
 	Lines(ctx context.Context, after int64, limit int) ([]Line, error)

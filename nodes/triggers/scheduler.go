@@ -394,6 +394,19 @@ func (s *Scheduler) List() []Trigger {
 	return out
 }
 
+// Observes reports whether Observe has anything to do: whether an active on_event or on_idle
+// trigger is there to see the events.
+func (s *Scheduler) Observes() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.triggers {
+		if t.Status == Active && (t.Type == OnEvent || t.Type == OnIdle) {
+			return true
+		}
+	}
+	return false
+}
+
 // Observe feeds an event to the scheduler: every active on_event trigger whose pattern and
 // filter match it fires (at the time it is observed, by the clock), and the event counts as
 // activity for on_idle triggers.

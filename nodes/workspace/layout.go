@@ -32,7 +32,6 @@ const (
 	specFile     = "_spec.md"
 	refsFile     = "_refs.json"
 	statusFile   = "_status.md"
-	logFile      = "log.jsonl"
 	scratchDir   = "scratch"
 	publishedDir = "published"
 	identityFile = "identity.md"
@@ -167,9 +166,6 @@ func Refs(d runtime.NodeDir) string { return d.Path(refsFile) }
 
 // Status returns the path of a node's _status.md: its status and summary.
 func Status(d runtime.NodeDir) string { return d.Path(statusFile) }
-
-// Log returns the path of a node's log.jsonl: its execution trace.
-func Log(d runtime.NodeDir) string { return d.Path(logFile) }
 
 func mkdirs(what string, dirs ...string) error {
 	for _, d := range dirs {

@@ -38,7 +38,6 @@ func TestPaths(t *testing.T) {
 		{workspace.Spec(n), j(string(n), "_spec.md")},
 		{workspace.Refs(n), j(string(n), "_refs.json")},
 		{workspace.Status(n), j(string(n), "_status.md")},
-		{workspace.Log(n), j(string(n), "log.jsonl")},
 		{n.Scratch(), j(string(n), "scratch")},
 		{n.Published(), j(string(n), "published")},
 		{string(w), j("agents", "a1", "runs", "r1", "workers", "w1")},

@@ -251,7 +251,7 @@ func setupRun(t *testing.T) workspace.Run {
 		d := r.Node(n)
 		must(t, d.Create())
 		must(t, os.WriteFile(workspace.Spec(d), []byte("spec of "+n+"\n"), 0o644))
-		must(t, os.WriteFile(workspace.Log(d), []byte("{}\n"), 0o644))
+		must(t, os.WriteFile(d.Path("log.jsonl"), []byte("{}\n"), 0o644)) // a node's log, as runs before kept it
 		must(t, os.WriteFile(filepath.Join(d.Scratch(), "draft.md"), []byte("draft of "+n+"\n"), 0o644))
 		must(t, os.WriteFile(filepath.Join(d.Published(), "findings.md"), []byte("findings of "+n+"\n"), 0o444))
 	}

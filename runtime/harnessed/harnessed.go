@@ -22,6 +22,7 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/adapter"
@@ -56,6 +57,7 @@ type config struct {
 	// tracerProvider and traceArgs are WithTracerProvider's and WithTracedArguments'.
 	tracerProvider trace.TracerProvider
 	traceArgs      bool
+	hooks          hooks.Chain
 }
 
 // Option configures a Runtime.
@@ -295,6 +297,9 @@ func (w *worker) outcome(ctx context.Context, s state, runErr error) (runtime.Ou
 	switch {
 	case errors.As(runErr, &in):
 		o.Status, o.Question = runtime.Waiting, fmt.Sprint(in.Interrupts[0].Value)
+		if o.Approval = approvalOf(in.Interrupts[0].Value); o.Approval != nil {
+			o.Question = o.Approval.Question()
+		}
 		return w.rep.End(o, nil)
 	case runErr != nil:
 		o.Status = runtime.StatusOf(ctx, runErr)

@@ -152,7 +152,7 @@ func (a *Agent) Answer(ctx context.Context, to, response string) (string, error)
 				return err
 			}
 			a.scan()
-			if to, _ = a.waiting(b); to == "" {
+			if to, _, _ = a.waiting(b); to == "" {
 				to = bus.Coordinator
 			}
 		}

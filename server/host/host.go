@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/bus"
@@ -773,17 +774,21 @@ func (a *Agent) scan() {
 		return
 	}
 	a.restSeen = nil
-	a.scanned, _ = a.files.EventsFrom(a.scanned, func(e eventlog.Event) bool {
+	evs, _ := a.Events(a.scanned, 0)
+	for _, e := range evs {
+		a.scanned = e.Seq
 		a.saw(e)
 		switch {
 		case e.Type == eventlog.HumanQuestion && e.Worker == bus.Coordinator:
-			a.asking = e.Text
+			a.asking, a.approval = e.Text, nil
+			if e.Decode(&a.approval) != nil {
+				a.approval = nil
+			}
 		case e.Type == eventlog.HumanResponse && e.Worker == bus.Coordinator,
 			e.Type == eventlog.AgentStarted, e.Type == eventlog.AgentCompleted:
-			a.asking = ""
+			a.asking, a.approval = "", nil
 		}
-		return true
-	})
+	}
 }
 
 // saw takes e, the agent's latest event, for the last event's time and what a stalled run
@@ -856,25 +861,25 @@ func (a *Agent) summaryBoard(running bool) nodes.Snapshot {
 	return b
 }
 
-// waiting returns who waits for the human's answer on the board, and the question: a worker,
-// or the coordinator; "" when no one does.
-func (a *Agent) waiting(b nodes.Snapshot) (who, question string) {
+// waiting returns who waits for the human's answer on the board, and the question, with the
+// tool call it asks to approve if it does: a worker, or the coordinator; "" when no one does.
+func (a *Agent) waiting(b nodes.Snapshot) (who, question string, approval *hooks.Approval) {
 	for _, n := range b.Nodes {
 		if n.Status == nodes.NodeWaiting && n.Question != "" && n.Worker != "" {
-			return n.Worker, n.Question
+			return n.Worker, n.Question, n.Approval
 		}
 	}
 	for _, w := range b.Workers {
 		if w.Status == nodes.WorkerWaiting {
-			return w.ID, ""
+			return w.ID, "", nil
 		}
 	}
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()
 	if a.asking != "" {
-		return bus.Coordinator, a.asking
+		return bus.Coordinator, a.asking, a.approval
 	}
-	return "", ""
+	return "", "", nil
 }
 
 // Summary describes an agent (and is what GET /agents/{id} of package server answers).
@@ -899,6 +904,9 @@ type Summary struct {
 	// and Question what was asked, while the status is waiting_for_human.
 	WaitingFor string `json:"waiting_for,omitempty"`
 	Question   string `json:"question,omitempty"`
+	// Approval, when the question asks the human to approve a tool call, is the call: the
+	// tool, its arguments and who calls (see nodes.WithHooks).
+	Approval *hooks.Approval `json:"approval,omitempty"`
 	// Stalled says what the run waits on when nothing moved in it for a while (the text of
 	// its latest agent.waiting event, until another event comes).
 	Stalled string `json:"stalled,omitempty"`
@@ -958,8 +966,8 @@ func (a *Agent) describe(m meta, live bool) Summary {
 	}
 	if live && m.Status != StatusQueued {
 		sum.Status = StatusWorking
-		if who, q := a.waiting(b); who != "" {
-			sum.Status, sum.WaitingFor, sum.Question = StatusWaiting, who, q
+		if who, q, ap := a.waiting(b); who != "" {
+			sum.Status, sum.WaitingFor, sum.Question, sum.Approval = StatusWaiting, who, q, ap
 		}
 	}
 	a.scanMu.Lock()

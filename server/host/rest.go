@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/memory"
@@ -72,11 +73,12 @@ type Agent struct {
 	starts  int             // the runs started, so that a board read before one is not kept (a.mu)
 
 	scanMu   sync.Mutex
-	scanned  int64         // the offset in events.jsonl up to which scan read
-	restSeen chan struct{} // the moved of the squad's last closing, once scan read the last event since
-	asking   string        // the coordinator's question waiting for the human, if any
-	stalled  string        // what the run waits on, while the last event is an agent.waiting
-	lastTime time.Time     // the time of the last event
+	scanned  int64           // the seq of the last event scan read
+	restSeen chan struct{}   // the moved of the squad's last closing, once scan read the last event since
+	asking   string          // the coordinator's question waiting for the human, if any
+	approval *hooks.Approval // the tool call asking asks to approve, if it does
+	stalled  string          // what the run waits on, while the last event is an agent.waiting
+	lastTime time.Time       // the time of the last event
 
 	// In a fleet, the agent's lease (fleet.go), held while its squad is open or a run is in
 	// progress here: leaseRefs holders, under generation leaseGen, renewed until keepStop.
@@ -388,7 +390,7 @@ func (h *Host) closeError(err error) {
 }
 
 // Events returns the agent's logged events after seq, up to limit (0: all): from its open
-// squad's log, or from the file.
+// squad, or from its files (see nodes.Files.Events).
 func (a *Agent) Events(after int64, limit int) ([]eventlog.Event, error) {
 	if sq := a.borrow(); sq != nil {
 		defer a.release()

@@ -253,6 +253,7 @@ type site struct {
 	t    *testing.T
 	root string
 	team func(string) []nodes.Option // the agents' squad options (default: team)
+	opts []server.Option             // the server's other options
 	addr string
 	srv  *server.Server
 	hs   *httptest.Server
@@ -267,7 +268,7 @@ func newSite(t *testing.T) *site {
 
 func (s *site) start() {
 	s.t.Helper()
-	srv, err := server.New(server.WithHost(host.WithRoot(s.root), host.WithSquadOptions(s.team)))
+	srv, err := server.New(append([]server.Option{server.WithHost(host.WithRoot(s.root), host.WithSquadOptions(s.team))}, s.opts...)...)
 	require.NoError(s.t, err)
 	hs := httptest.NewUnstartedServer(srv)
 	if s.addr != "" {

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,7 @@ import (
 	sqlitedrv "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/agiraph/agiraph/internal/sqliteuri"
 	"github.com/agiraph/agiraph/nodes/memory"
 	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/providers"
@@ -133,7 +135,7 @@ func (ix *Index) open() error {
 
 // openFile opens the file and checks or creates its schema. ix.mu is held.
 func (ix *Index) openFile() error {
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(ix.path)+"?_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", sqliteuri.Of(ix.path, url.Values{"_pragma": {"busy_timeout(5000)"}}))
 	if err != nil {
 		return err
 	}

@@ -282,3 +282,12 @@ func TestConcurrentWritesAndSearches(t *testing.T) {
 		assert.Contains(t, found, fmt.Sprintf("## Trip %d", i))
 	}
 }
+
+// A home whose path holds what a SQLite URI reserves keeps its index in its own memory folder.
+func TestHomeWithURICharacters(t *testing.T) {
+	home := workspace.Home(filepath.Join(t.TempDir(), "run#2", "what?", "100%"))
+	ix, err := index.Open(home)
+	require.NoError(t, err)
+	require.NoError(t, ix.Close())
+	assert.FileExists(t, filepath.Join(home.MemoryDir(), index.FileName))
+}

@@ -244,6 +244,24 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) ([]eventlog.
 	return page(ctx, s, "squad_events", "event", after, limit, store.DecodeEvent)
 }
 
+// LastEvent returns the agent's last event; its Seq is 0 when there is none.
+func (s *Store) LastEvent(ctx context.Context) (eventlog.Event, error) {
+	var seq int64
+	var b []byte
+	err := s.pg.Pool().QueryRow(ctx, `SELECT seq, event FROM squad_events WHERE agent = $1 ORDER BY seq DESC LIMIT 1`, s.agent).Scan(&seq, &b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return eventlog.Event{}, nil
+	}
+	if err != nil {
+		return eventlog.Event{}, fmt.Errorf("nodes/store/pgstore: read the last event: %w", err)
+	}
+	e, err := store.DecodeEvent(seq, b)
+	if err != nil {
+		return eventlog.Event{}, fmt.Errorf("nodes/store/pgstore: read events: row %d: %w", seq, err)
+	}
+	return e, nil
+}
+
 // Lines returns the conversation lines after seq after.
 func (s *Store) Lines(ctx context.Context, after int64, limit int) ([]store.Line, error) {
 	return page(ctx, s, "squad_lines", "line", after, limit, store.DecodeLine)

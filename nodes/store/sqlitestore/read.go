@@ -125,6 +125,24 @@ func (r reads) Events(ctx context.Context, after int64, limit int) ([]eventlog.E
 	return page(ctx, r.db, "squad_events", "event", after, limit, store.DecodeEvent)
 }
 
+// LastEvent returns the last event; its Seq is 0 when there is none.
+func (r reads) LastEvent(ctx context.Context) (eventlog.Event, error) {
+	var seq int64
+	var b []byte
+	err := r.db.QueryRowContext(ctx, `SELECT seq, event FROM squad_events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return eventlog.Event{}, nil
+	}
+	if err != nil {
+		return eventlog.Event{}, fmt.Errorf("nodes/store/sqlitestore: read the last event: %w", err)
+	}
+	e, err := store.DecodeEvent(seq, b)
+	if err != nil {
+		return eventlog.Event{}, fmt.Errorf("nodes/store/sqlitestore: read events: row %d: %w", seq, err)
+	}
+	return e, nil
+}
+
 // Lines returns the conversation lines after seq after.
 func (r reads) Lines(ctx context.Context, after int64, limit int) ([]store.Line, error) {
 	return page(ctx, r.db, "squad_lines", "line", after, limit, store.DecodeLine)

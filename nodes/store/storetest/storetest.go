@@ -205,6 +205,9 @@ func testVersions(t *testing.T, s store.Store) {
 }
 
 func testEvents(t *testing.T, s store.Store) {
+	none, err := s.LastEvent(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, none.Seq, "no event yet")
 	when := time.Date(2026, 11, 27, 10, 0, 0, 123000000, time.UTC)
 	apply(t, s, store.Change{Events: []eventlog.Event{
 		{Type: eventlog.AgentStarted, Time: when, Run: "r1", Text: "goal"},
@@ -232,6 +235,10 @@ func testEvents(t *testing.T, s store.Store) {
 	evs, err = s.Events(ctx, 3, 0)
 	require.NoError(t, err)
 	assert.Empty(t, evs)
+	last, err := s.LastEvent(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), last.Seq)
+	assert.Equal(t, "seq is the store's", last.Text)
 }
 
 func testLines(t *testing.T, s store.Store) {

@@ -2,6 +2,7 @@
 // worker's activity, the work board, the run's files or the agent's memory — kept live by the
 // agent's event stream. Routes live in the address's hash: #/a/<agent>[/w/<worker> | /board[/<node>]
 // | /files[/<path>] | /memory[/<path>]], and #/new.
+// The graphs the server serves over the LangGraph API are at #/g (see graphs.js).
 
 import { api, Stream, Unauthorized } from './api.js';
 import { h, clear, debounce, time, usageText, addUsage } from './dom.js';
@@ -9,6 +10,7 @@ import { renderMarkdown, renderText } from './md.js';
 import { renderBoard } from './board.js';
 import { Timeline } from './timeline.js';
 import { stepsView } from './steps.js';
+import { graphsView, servesGraphs } from './graphs.js';
 
 const main = document.getElementById('main');
 const sidebar = document.getElementById('agents');
@@ -578,6 +580,7 @@ function newAgentView() {
 function parseRoute() {
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   if (parts[0] === 'new') return { kind: 'new' };
+  if (parts[0] === 'g') return { kind: 'graphs', assistant: parts[1], thread: parts[2] === 't' ? parts[3] : undefined, checkpoint: parts[4] };
   if (parts[0] !== 'a' || !parts[1]) return { kind: 'home' };
   const r = { agent: parts[1], kind: 'chat' };
   switch (parts[2]) {
@@ -600,7 +603,13 @@ async function route() {
     drawSidebar();
     return;
   }
+  if (r.kind === 'graphs') {
+    page.view = graphsView(clear(main), r, { toast });
+    drawSidebar();
+    return;
+  }
   if (!page.agents.length) await refreshAgents();
+  if (page.route !== r) return; // the address changed meanwhile: its own route draws the page
   if (r.kind === 'home') {
     const first = page.agents[0];
     if (first) {
@@ -656,6 +665,7 @@ async function start() {
       return;
     }
   }
+  servesGraphs().then((yes) => { document.getElementById('graphs').hidden = !yes; });
   await refreshAgents();
   await route();
   setInterval(async () => {

@@ -13,6 +13,15 @@ function value(v) {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
+// diffList shows what a step changed: changes are {kind, id, added, fields: {name: [was, is]}},
+// one a thing changed (a squad's board node, a graph's task); none says empty.
+export function diffList(changes, none) {
+  if (!changes.length) return h('p', { class: 'meta' }, none);
+  return h('ul', { class: 'diff' }, changes.map((c) => h('li', { 'data-id': c.id },
+    h('strong', {}, `${c.kind} ${c.id}`), c.added ? ' (new)' : '',
+    h('ul', {}, Object.entries(c.fields).map(([k, [was, is]]) => h('li', {}, `${k}: `, h('del', {}, value(was)), ' → ', h('ins', {}, value(is))))))));
+}
+
 // stepsView fills root with the steps of the agent a's run, showing tick (the last when 0).
 // toast reports an error; forked is called with the agent's summary once a fork has started.
 export function stepsView(root, a, run, tick, { toast, forked }) {
@@ -53,11 +62,7 @@ export function stepsView(root, a, run, tick, { toast, forked }) {
       s.question ? h('p', { class: 'question' }, 'Question pending: ', s.question) : null,
       s.output ? [h('h4', {}, 'Output'), h('pre', { class: 'step-output' }, s.output)] : null,
       h('h4', {}, 'What the tick changed'),
-      d.diff.length
-        ? h('ul', { class: 'diff' }, d.diff.map((c) => h('li', { 'data-id': c.id },
-          h('strong', {}, `${c.kind} ${c.id}`), c.added ? ' (new)' : '',
-          h('ul', {}, Object.entries(c.fields).map(([k, [was, is]]) => h('li', {}, `${k}: `, h('del', {}, value(was)), ' → ', h('ins', {}, value(is))))))))
-        : h('p', { class: 'meta' }, 'Nothing on the board.'),
+      diffList(d.diff, 'Nothing on the board.'),
       h('h4', {}, 'Board'),
       h('table', { class: 'step-board' },
         h('tr', {}, h('th', {}, 'Node'), h('th', {}, 'Status'), h('th', {}, 'Worker'), h('th', {}, 'Task')),
