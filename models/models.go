@@ -7,6 +7,9 @@
 //
 // scripted/echo, an offline model that repeats the last user message, is always served.
 //
+// A name may be a fallback chain, names joined by commas ("anthropic/claude-sonnet-4-5,
+// openai/gpt-4o"), tried in order (see New and providers.Fallback).
+//
 // Every model New returns retries failed calls that may succeed later (rate limits, overloads,
 // server and connection errors) as providers.WithRetry does, and sends the others (bad request,
 // authentication, model not found, context window) once; its error, a *providers.RetryError, says
@@ -93,6 +96,7 @@ type config struct {
 	retry     providers.Retry
 	noRetry   bool
 	textTools bool
+	fallback  providers.FallbackOn
 	models    []providers.Model
 	providers map[string]Provider  // WithProvider's
 	embedders []providers.Embedder // WithEmbedders
@@ -118,6 +122,9 @@ func WithoutRetry() Option { return func(c *config) { c.noRetry = true } }
 // WithTextTools gives tool calling through the prompt to a model that has none natively (see
 // providers.WithTextTools); for example a small local model served by Ollama.
 func WithTextTools() Option { return func(c *config) { c.textTools = true } }
+
+// WithFallbackOn adds failures that move a fallback chain (see New) on to its next model.
+func WithFallbackOn(on providers.FallbackOn) Option { return func(c *config) { c.fallback = on } }
 
 // WithModels serves the given models under their own names (Model.Name), ahead of the registered
 // providers: New(m.Name()) returns m (with retrying, unless WithoutRetry).
@@ -152,11 +159,37 @@ func Providers() []string {
 // New returns the model name names. A name no provider serves is an error of kind
 // providers.ErrUnknownModel; a provider whose key is missing, one of kind providers.ErrMissingKey
 // naming the environment variable to set and WithAPIKey.
+//
+// A name may be a fallback chain, names joined by commas ("anthropic/claude-sonnet-4-5,
+// openai/gpt-4o"): the model tries each in order, moving on when one fails for a reason the next
+// may not share (see providers.Fallback and WithFallbackOn). Each model of the chain retries on
+// its own first, and the options apply to each (a key or base URL given here goes to every
+// model of the chain; give per-provider ones with WithProvider or the environment).
 func New(name string, opts ...Option) (providers.Model, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
+	if !strings.Contains(name, ",") {
+		return c.open(name)
+	}
+	var chain []providers.Model
+	for _, link := range strings.Split(name, ",") {
+		link = strings.TrimSpace(link)
+		if link == "" {
+			return nil, &providers.Error{Kind: providers.ErrUnknownModel, Message: fmt.Sprintf("fallback chain %q has an empty model name", name)}
+		}
+		m, err := c.open(link)
+		if err != nil {
+			return nil, fmt.Errorf("models: fallback chain %q: %w", name, err)
+		}
+		chain = append(chain, m)
+	}
+	return providers.Fallback(c.fallback, chain...), nil
+}
+
+// open returns the one model name names, with the layers c asks for.
+func (c *config) open(name string) (providers.Model, error) {
 	m, err := c.resolve(name)
 	if err != nil {
 		return nil, callersKey(err)

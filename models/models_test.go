@@ -161,3 +161,25 @@ func TestOptions(t *testing.T) {
 		models.Options(models.Settings{APIKey: "k", BaseURL: "http://h", HTTPClient: &http.Client{}}, key, url, client))
 	assert.Equal(t, []string{"url=http://h"}, models.Options(models.Settings{BaseURL: "http://h"}, key, url, client))
 }
+
+// A name with commas is a fallback chain of the models it names; a link that is empty or that
+// no provider serves is an error naming the chain.
+func TestFallbackChainByName(t *testing.T) {
+	down := scripted.New("down", scripted.Turn{Err: &providers.Error{Provider: "scripted", Model: "down", Kind: providers.ErrOverloaded}})
+	up := scripted.New("up", scripted.Turn{Text: "up answers"})
+	m, err := models.New("scripted/down, scripted/up", models.WithModels(down, up), models.WithoutRetry())
+	require.NoError(t, err)
+	assert.Equal(t, "scripted/down,scripted/up", m.Name())
+	resp, err := m.Generate(context.Background(), providers.Request{})
+	require.NoError(t, err)
+	assert.Equal(t, "up answers", resp.Message.Text())
+	assert.Equal(t, "scripted/up", resp.Model)
+
+	_, err = models.New("scripted/up,,scripted/echo", models.WithModels(up))
+	require.ErrorIs(t, err, providers.ErrUnknownModel)
+	assert.Contains(t, err.Error(), `fallback chain "scripted/up,,scripted/echo" has an empty model name`)
+	_, err = models.New("scripted/up,nowhere/x", models.WithModels(up))
+	require.ErrorIs(t, err, providers.ErrUnknownModel)
+	assert.Contains(t, err.Error(), `fallback chain "scripted/up,nowhere/x"`)
+	assert.Contains(t, err.Error(), `no provider "nowhere"`)
+}

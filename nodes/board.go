@@ -76,11 +76,18 @@ type Node struct {
 	// WithHooks).
 	Approval *hooks.Approval `json:"approval,omitempty"`
 	// WaitingFor lists the sub-nodes the node waits for, when it checkpointed to wait for them.
-	WaitingFor []string  `json:"waiting_for,omitempty"`
-	CreatedBy  string    `json:"created_by"`
-	Key        string    `json:"key,omitempty"` // the tool call that created it, so a repeated call does not create it twice
-	Created    time.Time `json:"created"`
-	Updated    time.Time `json:"updated"`
+	WaitingFor []string `json:"waiting_for,omitempty"`
+	// Budget bounds what the node's assignments spend (see Budget): past its limit the node
+	// does not start again until the budget is raised. Spent is what they spent, counted as each
+	// assignment's outcome is applied; Counted is what the assignment last applied had spent
+	// then, since a woken assignment reports what it spent in all its runs.
+	Budget    Budget          `json:"budget,omitzero"`
+	Spent     providers.Usage `json:"spent,omitzero"`
+	Counted   Spend           `json:"counted,omitzero"`
+	CreatedBy string          `json:"created_by"`
+	Key       string          `json:"key,omitempty"` // the tool call that created it, so a repeated call does not create it twice
+	Created   time.Time       `json:"created"`
+	Updated   time.Time       `json:"updated"`
 	// Damaged says why the node's file could not be read, and how to repair it. A damaged node
 	// is failed and left as it is: nothing runs it or writes it until it is repaired.
 	Damaged string `json:"damaged,omitempty"`
@@ -131,6 +138,10 @@ type Worker struct {
 	// Damaged says why the worker's file could not be read, and how to repair it; a damaged
 	// worker is stopped and left as it is.
 	Damaged string `json:"damaged,omitempty"`
+	// Budget bounds what the worker spends across its nodes (see Budget): past its limit it is
+	// given no work until the budget is raised. Spent is what it spent.
+	Budget Budget          `json:"budget,omitzero"`
+	Spent  providers.Usage `json:"spent,omitzero"`
 }
 
 // board is the run's work board: its nodes and workers, held in memory and kept in the squad's
@@ -497,6 +508,7 @@ type nodeSpec struct {
 	Key    string // an idempotency key: a second create with the same key returns the first node
 	// OutputSchema is the JSON Schema of the node's result (none when nil).
 	OutputSchema json.RawMessage
+	Budget       Budget // none when zero
 }
 
 // adopt adds n to its parent's children in t, if it is not there yet.
@@ -558,6 +570,9 @@ func (t *tx) create(nn nodeSpec) (_ Node, created bool, err error) {
 			return Node{}, false, fmt.Errorf("output_schema: %w", err)
 		}
 	}
+	if err := nn.Budget.Check(); err != nil {
+		return Node{}, false, err
+	}
 	worker := ""
 	if nn.Worker != "" {
 		w := b.findWorker(nn.Worker)
@@ -570,7 +585,7 @@ func (t *tx) create(nn nodeSpec) (_ Node, created bool, err error) {
 	node := &Node{
 		ID: fmt.Sprintf("n%d", b.seq+1), Task: nn.Task, Deps: slices.Clone(nn.Deps), Refs: nn.Refs,
 		Parent: nn.Parent, Stage: nn.Stage, Status: NodePending, Worker: worker,
-		CreatedBy: nn.By, Key: nn.Key, Created: now, Updated: now, OutputSchema: nn.OutputSchema,
+		CreatedBy: nn.By, Key: nn.Key, Created: now, Updated: now, OutputSchema: nn.OutputSchema, Budget: nn.Budget,
 	}
 	dir := b.run.Node(node.ID)
 	if err := dir.Create(); err != nil {
@@ -932,6 +947,7 @@ type workerSpec struct {
 	Single, Memory          bool
 	Identity                string
 	MCP                     []string
+	Budget                  Budget
 }
 
 // spawn adds a worker, with ctx's step (see change), and makes its folder; a worker of the
@@ -956,6 +972,9 @@ func (b *board) spawn(ctx context.Context, nw workerSpec) (w Worker, created boo
 	if err := workspace.ValidID(id); err != nil {
 		return Worker{}, false, fmt.Errorf("worker name %q: %w", name, err)
 	}
+	if err := nw.Budget.Check(); err != nil {
+		return Worker{}, false, err
+	}
 	err = b.change(ctx, func(t *tx) error {
 		w, created, err = t.spawn(id, name, nw)
 		return err
@@ -977,7 +996,7 @@ func (t *tx) spawn(id, name string, nw workerSpec) (_ Worker, created bool, err 
 		return Worker{}, false, fmt.Errorf("%q is reserved", name)
 	}
 	wk := &Worker{ID: id, Name: name, Role: nw.Role, Kind: nw.Kind, Model: nw.Model, Command: nw.Command,
-		Single: nw.Single, Memory: nw.Memory, MCP: nw.MCP, Status: WorkerIdle, Created: b.now()}
+		Single: nw.Single, Memory: nw.Memory, MCP: nw.MCP, Status: WorkerIdle, Created: b.now(), Budget: nw.Budget}
 	dir := b.run.Worker(id)
 	if err := dir.Create(); err != nil {
 		return Worker{}, false, err

@@ -124,6 +124,12 @@ type (
 		Refs         map[string]string `json:"refs,omitempty" jsonschema_description:"Inputs: a name for each and the path of another node's published output (nodes/<id>/published/<file>)"`
 		Worker       string            `json:"worker,omitempty" jsonschema_description:"The worker to give it to (name); by default any free worker"`
 		OutputSchema json.RawMessage   `json:"output_schema,omitempty" jsonschema_description:"A JSON Schema (root type object) of the node's result: its worker then publishes a result object valid against it, saved with the node and published as result.json"`
+		Budget       Budget            `json:"budget,omitzero" jsonschema_description:"What the node's work may spend: past it the node stops until set_budget raises it"`
+	}
+	setBudgetArgs struct {
+		Node   string `json:"node,omitempty" jsonschema_description:"The node whose budget to set"`
+		Worker string `json:"worker,omitempty" jsonschema_description:"Or the worker whose budget to set (name)"`
+		Budget Budget `json:"budget"`
 	}
 	spawnArgs struct {
 		Name     string   `json:"name" jsonschema_description:"A first name, unique in the team"`
@@ -135,6 +141,7 @@ type (
 		Memory   bool     `json:"agent_memory,omitempty" jsonschema_description:"Let the worker write to your long-term memory (it can always search and read it)"`
 		Identity string   `json:"identity,omitempty" jsonschema_description:"Who the worker is and what it is good at"`
 		MCP      []string `json:"mcp_servers,omitempty" jsonschema_description:"MCP servers whose tools a harnessed worker gets, by name, among those the run offers"`
+		Budget   Budget   `json:"budget,omitzero" jsonschema_description:"What the worker may spend across its nodes: past it the worker gets no work until set_budget raises it"`
 	}
 	assignArgs struct {
 		Node   string `json:"node"`
@@ -174,6 +181,8 @@ func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 		tools.Func("assign_worker", "Give a pending node to a worker.", r.toolAssign,
 			tools.WithGuidance("assign_worker hands a pending node to a particular worker, for example one who already knows the subject; create_work_node's worker parameter does the same when you create it.")),
 		tools.Func("retire_worker", "Take an idle worker off the team.", r.toolRetire),
+		tools.Func("set_budget", "Set a work node's or a worker's budget in dollars and tokens.", r.toolSetBudget,
+			tools.WithGuidance("A node or a worker past its budget gets no more work: raise its budget with set_budget when the work is worth it, or plan without it.")),
 		tools.Func("check_board", "See every node and worker and their status.", r.toolBoard, tools.Safe(),
 			tools.WithGuidance("check_board shows every node (status, worker, summary, published files) and every worker; look at it before planning a stage.")),
 		tools.Func("reconvene", "End the current stage and start the next.", r.toolReconvene,
@@ -208,7 +217,7 @@ func (r *run) callKey(ctx context.Context) string {
 
 func (r *run) toolCreate(ctx context.Context, args createArgs) (string, error) {
 	n, _, err := r.board.create(ctx, nodeSpec{Task: args.Task, Deps: args.Deps, Refs: args.Refs, Worker: args.Worker,
-		Stage: r.board.runState().Stage, By: bus.Coordinator, Key: r.callKey(ctx), OutputSchema: args.OutputSchema})
+		Stage: r.board.runState().Stage, By: bus.Coordinator, Key: r.callKey(ctx), OutputSchema: args.OutputSchema, Budget: args.Budget})
 	if err != nil {
 		return "", err
 	}

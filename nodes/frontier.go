@@ -75,7 +75,7 @@ func (r *run) plan(ctx context.Context, st tick) ([]launch, error) {
 			}
 			if n.Worker != "" {
 				w := rd.worker(n.Worker)
-				if w == nil || w.Status != WorkerIdle || taken[w.ID] {
+				if w == nil || w.Status != WorkerIdle || taken[w.ID] || w.overBudget() != "" {
 					continue
 				}
 				taken[w.ID] = true
@@ -145,19 +145,20 @@ func (r *run) resumption(n Node) int {
 // revivable returns the node a worker's mail wakes it back into: an idle worker with mail,
 // whose last assignment checkpointed its node.
 func (r *run) revivable(w Worker) (Node, bool) {
-	if w.Status != WorkerIdle || w.Last == "" || r.bus.Pending(w.Name) == 0 {
+	if w.Status != WorkerIdle || w.Last == "" || r.bus.Pending(w.Name) == 0 || w.overBudget() != "" {
 		return Node{}, false
 	}
 	n, ok := r.board.nodeOf(w.Last)
-	if ok && n.Assignment == w.Last && n.Status == NodeCheckpointed && !r.pool.running(w.Last) {
+	if ok && n.Assignment == w.Last && n.Status == NodeCheckpointed && !r.pool.running(w.Last) && n.overBudget() == "" {
 		return n, true
 	}
 	return Node{}, false
 }
 
-// ready reports whether n can start: pending, not waiting for sub-nodes, dependencies done.
+// ready reports whether n can start: pending, not waiting for sub-nodes, within its budget,
+// dependencies done.
 func ready(rd reader, n *Node) bool {
-	if n.Status != NodePending || len(n.WaitingFor) > 0 {
+	if n.Status != NodePending || len(n.WaitingFor) > 0 || n.overBudget() != "" {
 		return false
 	}
 	for _, d := range n.Deps {
@@ -176,7 +177,7 @@ func ready(rd reader, n *Node) bool {
 func (r *run) pickWorker(ctx context.Context, roster *[]Worker, taken, reserved map[string]bool) (_ Worker, ok bool, _ error) {
 	workers := *roster
 	for _, w := range workers {
-		if w.Kind == Harnessed && w.Status == WorkerIdle && !taken[w.ID] && !reserved[w.ID] {
+		if w.Kind == Harnessed && w.Status == WorkerIdle && !taken[w.ID] && !reserved[w.ID] && w.overBudget() == "" {
 			return w, true, nil
 		}
 	}

@@ -213,6 +213,10 @@ func (r *run) waitsOn() string {
 				parts = append(parts, fmt.Sprintf("the human, to answer %s on node %s: %s", n.Worker, n.ID, firstLine(n.Question)))
 			case n.Status == NodeWaiting:
 				parts = append(parts, fmt.Sprintf("node %s, waiting for its sub-nodes %s", n.ID, strings.Join(n.WaitingFor, ", ")))
+			case n.Status == NodePending && n.overBudget() != "":
+				parts = append(parts, fmt.Sprintf("node %s, over its budget (%s)", n.ID, n.overBudget()))
+			case n.Status == NodePending && workerOverBudget(rd, n):
+				parts = append(parts, fmt.Sprintf("node %s, for %s, who is over budget", n.ID, n.Worker))
 			case n.Status == NodePending && !ready(rd, n):
 				parts = append(parts, fmt.Sprintf("node %s, pending after %s", n.ID, strings.Join(n.Deps, ", ")))
 			}
@@ -227,6 +231,12 @@ func (r *run) waitsOn() string {
 	return "nothing moved for " + r.cfg.stall.String() + "; waiting on " + strings.Join(parts, "; ")
 }
 
+// workerOverBudget reports whether the worker n is given to has reached its budget.
+func workerOverBudget(rd reader, n *Node) bool {
+	w := rd.worker(n.Worker)
+	return n.Worker != "" && w != nil && w.overBudget() != ""
+}
+
 // idle reports whether nothing runs and nothing can start.
 func (r *run) idle() bool {
 	if r.pool.size() > 0 {
@@ -235,7 +245,7 @@ func (r *run) idle() bool {
 	idle := true
 	r.board.read(func(rd reader) {
 		for _, n := range rd.nodes() {
-			if ready(rd, n) || n.Status == NodeWaiting || n.Status == NodeRunning || n.Status == NodeAssigned {
+			if ready(rd, n) && !workerOverBudget(rd, n) || n.Status == NodeWaiting || n.Status == NodeRunning || n.Status == NodeAssigned {
 				idle = false
 				return
 			}

@@ -59,7 +59,9 @@ func (r *run) apply(ctx context.Context, ids []string, stage int) (providers.Usa
 		if a.children, err = r.subNodes(ctx, a, stage); err != nil {
 			return usage, err
 		}
-		usage = usage.Add(rec.Outcome.Usage)
+		if !already {
+			usage = usage.Add(node.newSpend(id, rec.Outcome.Usage))
+		}
 		todo = append(todo, a)
 	}
 	if len(todo) == 0 {
@@ -142,8 +144,17 @@ func (r *run) record(t *tx, a *applied) error {
 		return release(t, a.worker, a.id, o.Status)
 	}
 	retry := a.node.Attempts < r.cfg.maxAttempts
+	spent := a.node.newSpend(a.id, o.Usage)
+	if a.worker.ID != "" && a.worker.Damaged == "" && spent != (providers.Usage{}) {
+		w, err := t.worker(a.worker.ID, func(w *Worker) { w.Spent = w.Spent.Add(spent) })
+		if err != nil {
+			return err
+		}
+		a.worker = w
+	}
 	n, err := t.node(a.node.ID, func(n *Node) error {
 		n.Applied, n.Question, n.Answer, n.Approval, n.Woken = a.id, "", "", nil, false
+		n.Spent, n.Counted = n.Spent.Add(spent), Spend{Assignment: a.id, Usage: o.Usage}
 		switch o.Status {
 		case runtime.Published:
 			n.Status, n.Summary, n.Published, n.Result = NodeCompleted, o.Summary, o.Published, o.Result
@@ -257,6 +268,12 @@ func (r *run) tells(node Node, worker Worker, rec outcomeRecord) []bus.Message {
 			text += "\nIt will be tried again."
 		}
 		tell("failed", squadName, bus.Coordinator, text)
+	}
+	if text := budgetNote("Node "+node.ID, node.Budget, node.Spent); text != "" {
+		tell("budget", squadName, bus.Coordinator, text)
+	}
+	if text := budgetNote("Worker "+worker.Name, worker.Budget, worker.Spent); text != "" {
+		tell("worker-budget", squadName, bus.Coordinator, text)
 	}
 	for i, m := range o.Unread { // back in the worker's mailbox, to wake it or wait for its next node
 		tell(fmt.Sprintf("unread%d", i), m.From, worker.Name, m.Body)

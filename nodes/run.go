@@ -300,8 +300,12 @@ func (r *run) execute() (res Result, err error) {
 		r.takeUp = slices.ContainsFunc(snap.Tasks, func(t graph.TaskState) bool { return t.Node == decideNode && !t.Done })
 		_, err = r.g.Resume(ctx, nil)
 	}
+	var over *BudgetError
 	switch cause := context.Cause(ctx); {
 	case err == nil:
+	case errors.As(cause, &over):
+		err = over
+		r.emit(ctx, eventlog.Event{Type: eventlog.AgentPaused, Text: over.Error()})
 	case errors.Is(cause, errEnded):
 		err = nil
 		r.emit(ctx, eventlog.Event{Type: eventlog.AgentPaused, Text: "ended; resume the run to go on"})
@@ -387,6 +391,9 @@ func (r *run) routeFrontier(ctx context.Context, st tick) (tick, error) {
 	n.Launches = nil
 	if r.isStopped() {
 		return n, nil
+	}
+	if err := r.checkBudget(ctx, st.Usage); err != nil {
+		return n, err
 	}
 	if len(st.Done) > 0 {
 		u, err := r.apply(ctx, st.Done, r.board.runState().Stage)
@@ -483,6 +490,9 @@ func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 func (r *run) decideNext(ctx context.Context, st tick) (n tick, err error) {
 	n = next(st)
 	n.Tick++
+	if err := r.checkBudget(ctx, st.Usage); err != nil {
+		return n, err
+	}
 	defer func() {
 		n.Done = append(n.Done, r.pool.drain()...) // for route_frontier to apply
 		n.Board, n.Bus = r.board.at(), r.journal.kept()

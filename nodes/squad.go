@@ -87,6 +87,7 @@ type config struct {
 	tick          time.Duration
 	stall         time.Duration
 	contract      Contract
+	budget        Budget
 	maxAttempts   int
 	tools         func(w Worker, n Node) []tools.Tool
 	sandbox       func(w Worker, n Node, scope sandbox.Policy) sandbox.Policy

@@ -20,7 +20,7 @@ const (
 	MessageReceived Kind = "message_received" // a message reached the worker (Message)
 	AskedHuman      Kind = "asked_human"      // the worker asked the human (Text: the question; Tool: the call to approve, for an approval)
 	Hooked          Kind = "hooked"           // a hook, or the human approving a call, refused or changed something (Text: what)
-	Retrying        Kind = "retrying"         // a failed call is being tried again (Text: why)
+	Retrying        Kind = "retrying"         // a failed call is being tried again, or with the next model of a fallback chain (Text: why)
 	Compacted       Kind = "compacted"        // the conversation was compacted (Text: where the old one went)
 	Output          Kind = "output"           // a line a CLI agent printed outside its protocol (Text)
 	Ended           Kind = "ended"            // the assignment ended (Status; Text: the summary or the error; Usage: the total)

@@ -43,6 +43,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /agents/{id}/stop", s.forward(s.withAgent(s.handleStop)))
 	m.HandleFunc("POST /agents/{id}/pause", s.forward(s.withAgent(s.handlePause)))
 	m.HandleFunc("POST /agents/{id}/resume", s.forward(s.withAgent(s.handleResume)))
+	m.HandleFunc("POST /agents/{id}/budget", s.forward(s.withAgent(s.handleBudget)))
 	m.HandleFunc("POST /agents/{id}/send", s.forward(s.withAgent(s.handleSend)))
 	m.HandleFunc("POST /agents/{id}/nudge", s.forward(s.withAgent(s.handleSend)))
 	m.HandleFunc("POST /agents/{id}/respond", s.forward(s.withAgent(s.handleRespond)))
@@ -226,12 +227,17 @@ func queryInt(w http.ResponseWriter, r *http.Request, name string, def int64) (i
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		ID    string `json:"id"`
-		Goal  string `json:"goal"`
-		Model string `json:"model"`
-		Mode  string `json:"mode"`
+		ID     string       `json:"id"`
+		Goal   string       `json:"goal"`
+		Model  string       `json:"model"`
+		Mode   string       `json:"mode"`
+		Budget nodes.Budget `json:"budget"`
 	}
 	if !s.decode(w, r, &req, false) {
+		return
+	}
+	if err := req.Budget.Check(); err != nil {
+		writeError(w, http.StatusBadRequest, "bad field \"budget\": %s", strings.TrimPrefix(err.Error(), "nodes: "))
 		return
 	}
 	if req.ID != "" {
@@ -257,7 +263,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad field \"mode\": %s; want \"finite\" or \"infinite\"", shown(req.Mode))
 		return
 	}
-	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode))
+	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode), host.WithAgentBudget(req.Budget))
 	if err != nil {
 		hostError(w, err)
 		return
@@ -359,6 +365,23 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *host.Ag
 	writeJSON(w, http.StatusAccepted, started)
 }
 
+// handleBudget sets the budget of a run of the agent, its last by default.
+func (s *Server) handleBudget(w http.ResponseWriter, r *http.Request, a *host.Agent) {
+	var req struct {
+		Run string `json:"run"`
+		nodes.Budget
+	}
+	if !s.decode(w, r, &req, false) {
+		return
+	}
+	run, err := a.SetBudget(r.Context(), req.Run, req.Budget)
+	if err != nil {
+		hostError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": run, "budget": req.Budget})
+}
+
 // nextStep says what can be done with agent id, whose run is not in progress (or queued, or
 // starting or ending), by its status.
 func nextStep(id, status string) string {
@@ -366,6 +389,8 @@ func nextStep(id, status string) string {
 	switch status {
 	case host.StatusPaused, host.StatusInterrupted:
 		return fmt.Sprintf("its last run is %s; %s continues it", status, verb("resume"))
+	case host.StatusOverBudget:
+		return fmt.Sprintf("its last run reached a limit of its budget; %s raises it, then %s continues the run", verb("budget"), verb("resume"))
 	case host.StatusFailed:
 		return fmt.Sprintf("its last run failed; %s continues it, %s starts another", verb("resume"), verb("runs"))
 	case host.StatusComplete:

@@ -57,6 +57,13 @@ type (
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 		Run   string `json:"run,omitempty" jsonschema:"the run to resume (default: the last)"`
 	}
+	mcpBudget struct {
+		Agent  string  `json:"agent" jsonschema:"the agent's id"`
+		Run    string  `json:"run,omitempty" jsonschema:"the run (default: the last)"`
+		USD    float64 `json:"usd,omitempty" jsonschema:"the limit in US dollars (0: none)"`
+		Tokens int     `json:"tokens,omitempty" jsonschema:"the limit in tokens (0: none)"`
+		Soft   float64 `json:"soft,omitempty" jsonschema:"the fraction of a limit at which the coordinator is told (default 0.8)"`
+	}
 	mcpNode struct {
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 		Node  string `json:"node" jsonschema:"the node's id, such as n1"`
@@ -124,6 +131,10 @@ func (s *Server) mcpHandler() http.Handler {
 	mcpTool(s, srv, "resume_agent", "Resume an agent's run that was paused, interrupted or failed.",
 		func(in mcpResume) (string, string, any) {
 			return http.MethodPost, agent(in.Agent) + "/resume", omitEmpty(map[string]string{"run": in.Run})
+		})
+	mcpTool(s, srv, "set_budget", "Set the budget of an agent's run in dollars and tokens; a run paused over its budget (over_budget) goes on with resume_agent once it is raised.",
+		func(in mcpBudget) (string, string, any) {
+			return http.MethodPost, agent(in.Agent) + "/budget", map[string]any{"run": in.Run, "usd": in.USD, "tokens": in.Tokens, "soft": in.Soft}
 		})
 	mcpTool(s, srv, "get_board", "An agent's work board: its nodes (task, status, worker, what they published) and workers.",
 		func(in mcpAgent) (string, string, any) { return http.MethodGet, agent(in.Agent) + "/board", nil })

@@ -80,7 +80,7 @@ func TestSquadOverMCP(t *testing.T) {
 		assert.NotNil(t, tool.InputSchema, tool.Name)
 	}
 	assert.Subset(t, names, []string{"list_agents", "create_agent", "get_agent", "start_run", "send_message", "answer_question",
-		"stop_agent", "resume_agent", "get_board", "get_node", "read_file", "get_conversation", "get_events", "get_steps", "fork_run"})
+		"stop_agent", "resume_agent", "set_budget", "get_board", "get_node", "read_file", "get_conversation", "get_events", "get_steps", "fork_run"})
 
 	text, isErr := mcpCall(t, cs, "create_agent", map[string]any{"id": "tea", "goal": "the history of tea"})
 	require.False(t, isErr, text)
@@ -117,6 +117,15 @@ func TestSquadOverMCP(t *testing.T) {
 	text, isErr = mcpCall(t, cs, "list_agents", map[string]any{})
 	require.False(t, isErr, text)
 	assert.Contains(t, text, `"tea"`)
+	text, isErr = mcpCall(t, cs, "set_budget", map[string]any{"agent": "tea", "tokens": 1000})
+	require.False(t, isErr, text)
+	var set struct {
+		Run    string
+		Budget nodes.Budget
+	}
+	require.NoError(t, json.Unmarshal([]byte(text), &set))
+	assert.Equal(t, nodes.Budget{Tokens: 1000}, set.Budget)
+	assert.Equal(t, sum.Run, set.Run)
 
 	// The API's refusals come back as tool errors, with its message.
 	text, isErr = mcpCall(t, cs, "get_agent", map[string]any{"agent": "nobody"})

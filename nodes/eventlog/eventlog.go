@@ -97,6 +97,7 @@ const (
 	TriggerFired   Type = "x.trigger_fired"   // a trigger fired; Text: its id, what fired it, its action
 	CycleCompleted Type = "x.cycle_completed" // a cycle of an infinite agent ended; Text: its number and output
 	Hooked         Type = "x.hooked"          // a hook, or the human approving a tool call, refused or changed a model or tool call; Text: what
+	Budget         Type = "x.budget"          // a run's spending reached the soft limit of its budget; Text: how far; Data: the spending (usage)
 )
 
 // TextDelta is a piece of a model's answer as it is generated: Text is the piece, Node and

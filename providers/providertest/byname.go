@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ func ByName(t *testing.T, provider string, start func(T, ...Reply) *Server, keyE
 		assert.Equal(t, "k", key, "the key on the wire")
 	})
 	t.Run("Retries", func(t *testing.T) { retriesByName(t, provider, start) })
+	t.Run("FallsBack", func(t *testing.T) { fallsBackByName(t, provider, start) })
 	if len(keyEnv) > 0 {
 		t.Run("MissingKey", func(t *testing.T) {
 			for _, env := range keyEnv {
@@ -90,6 +92,65 @@ func retriesByName(t *testing.T, provider string, start func(T, ...Reply) *Serve
 			require.ErrorIs(t, err, tc.kind)
 			assert.True(t, strings.HasPrefix(err.Error(), provider+"/some-model: "), "error %q names the model", err)
 			assert.True(t, strings.HasSuffix(err.Error(), tc.says), "error %q ends with %q", err, tc.says)
+		})
+	}
+}
+
+// fallsBackByName: a chain "p/first,p/second" of models.New moves on to its second model when
+// the first fails for good with an error that warrants it, after the first's own retries, and
+// not otherwise.
+func fallsBackByName(t *testing.T, provider string, start func(T, ...Reply) *Server) {
+	policy := models.WithRetry(providers.Retry{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	first, second := provider+"/first", provider+"/second"
+	ok := Reply{Text: "ok"}
+	for _, tc := range []struct {
+		name    string
+		opts    []models.Option
+		replies []Reply
+		models  []string // the models the requests named, in order
+		kind    error    // nil: the call succeeds, answered by second
+	}{
+		{"500", nil, []Reply{{Err: providers.ErrServer}, {Err: providers.ErrServer}, ok}, []string{"first", "first", "second"}, nil},
+		{"429", nil, []Reply{{Err: providers.ErrRateLimit}, {Err: providers.ErrRateLimit}, ok}, []string{"first", "first", "second"}, nil},
+		{"overloaded", nil, []Reply{{Err: providers.ErrOverloaded}, {Err: providers.ErrOverloaded}, ok}, []string{"first", "first", "second"}, nil},
+		{"400 stays", nil, []Reply{{Err: providers.ErrBadRequest}}, []string{"first"}, providers.ErrBadRequest},
+		{"401 stays", nil, []Reply{{Err: providers.ErrAuth}}, []string{"first"}, providers.ErrAuth},
+		{"401 configured", []models.Option{models.WithFallbackOn(providers.FallbackOn{Auth: true})}, []Reply{{Err: providers.ErrAuth}, ok}, []string{"first", "second"}, nil},
+		{"404 configured", []models.Option{models.WithFallbackOn(providers.FallbackOn{NotFound: true})}, []Reply{{Status: 404}, ok}, []string{"first", "second"}, nil},
+		{"500 then 400", nil, []Reply{{Err: providers.ErrServer}, {Err: providers.ErrServer}, {Err: providers.ErrBadRequest}}, []string{"first", "first", "second"}, providers.ErrBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := start(t, tc.replies...)
+			opts := append([]models.Option{models.WithAPIKey("k"), models.WithBaseURL(srv.URL()), policy}, tc.opts...)
+			m, err := models.New(first+","+second, opts...)
+			require.NoError(t, err)
+			assert.Equal(t, first+","+second, m.Name())
+			var fellBack []string
+			ctx := providers.OnFallback(context.Background(), func(from string, err error, to string) {
+				fellBack = append(fellBack, from+" -> "+to)
+			})
+			resp, err := m.Generate(ctx, providers.Request{Messages: []providers.Message{providers.UserText("hi")}})
+			var got []string
+			for _, r := range srv.Requests() {
+				got = append(got, r.Model)
+			}
+			assert.Equal(t, tc.models, got, "the models asked, in order")
+			if tc.kind == nil {
+				require.NoError(t, err)
+				assert.Equal(t, "ok", resp.Message.Text())
+				assert.Equal(t, second, resp.Model, "the model that answered")
+				assert.Equal(t, []string{first + " -> " + second}, fellBack)
+				return
+			}
+			require.ErrorIs(t, err, tc.kind)
+			var fe *providers.FallbackError
+			if len(fellBack) == 0 {
+				assert.False(t, errors.As(err, &fe), "no fall-back, no FallbackError: %v", err)
+				return
+			}
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, []string{first, second}, fe.Models)
+			assert.Contains(t, err.Error(), first+": server error")
 		})
 	}
 }

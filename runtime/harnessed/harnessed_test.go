@@ -420,6 +420,26 @@ func TestModelFailure(t *testing.T) {
 	assert.NoFileExists(t, b.Dir.Path("failure_notes.md"))
 }
 
+// A fallback chain's move to its next model is reported as a Retrying event naming both models.
+func TestModelFallbackReported(t *testing.T) {
+	a := assignment(t, "a6c", "Work.")
+	down := scripted.New("down", scripted.Turn{Err: &providers.Error{Provider: "scripted", Model: "down", Kind: providers.ErrOverloaded, Status: 529}})
+	up := scripted.New("up", scripted.Turn{Calls: []tools.Call{call("c1", "checkpoint", adapter.CheckpointArgs{Summary: "ok"})}})
+	var rec recorder
+	o, err := harnessed.New(providers.Fallback(providers.FallbackOn{}, down, up)).Run(context.Background(), a, rec.sink)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Checkpointed, o.Status)
+	var texts []string
+	for _, e := range rec.events {
+		if e.Kind == runtime.Retrying {
+			texts = append(texts, e.Text)
+		}
+	}
+	require.Len(t, texts, 1)
+	assert.Contains(t, texts[0], "scripted/down failed, falling back to scripted/up: ")
+	assert.Contains(t, texts[0], "overloaded")
+}
+
 func count[T comparable](s []T, v T) int {
 	n := 0
 	for _, x := range s {

@@ -230,7 +230,8 @@ func (w *worker) receive(step string) []runtime.Message {
 }
 
 // generate asks the model for the next turn, once: retrying is the model's own (see
-// providers.WithRetry), whose retries are reported as Retrying events. The answer's text is
+// providers.WithRetry), whose retries, and a fallback chain's moves to its next model, are
+// reported as Retrying events. The answer's text is
 // reported as it comes, in TextDelta events (unless WithoutStreaming), and to the messages stream
 // of a graph whose node runs the worker (graph.OnText). When the call fails, the worker's notes on
 // the failure go to failure_notes.md.
@@ -254,6 +255,10 @@ func (w *worker) generate(ctx context.Context, conv []providers.Message) (provid
 	ctx = providers.OnRetry(ctx, func(attempt int, err error, wait time.Duration) {
 		w.rep.Emit(runtime.Event{Kind: runtime.Retrying, Text: fmt.Sprintf("attempt %d failed, trying again in %v: %v", attempt, wait.Round(time.Millisecond), err)})
 		traceRetry(span, attempt, err)
+	})
+	ctx = providers.OnFallback(ctx, func(from string, err error, to string) {
+		w.rep.Emit(runtime.Event{Kind: runtime.Retrying, Text: fmt.Sprintf("%s failed, falling back to %s: %v", from, to, err)})
+		traceFallback(span, from, err, to)
 	})
 	var resp providers.Response
 	var err error

@@ -51,6 +51,7 @@ const (
 	attrToolCalls   = attribute.Key("agiraph.model.tool_calls")
 	attrOutputBytes = attribute.Key("agiraph.tool.output_bytes")
 	attrAttempt     = attribute.Key("agiraph.model.attempt")
+	attrFallbackTo  = attribute.Key("agiraph.model.fallback_to")
 )
 
 // tracerOf returns the tracer of tp, or the global one when tp is nil.
@@ -86,6 +87,14 @@ func (w *worker) traceModel(ctx context.Context, req providers.Request) (context
 func traceRetry(span trace.Span, attempt int, err error) {
 	if span != nil {
 		span.RecordError(err, trace.WithAttributes(attrAttempt.Int(attempt)))
+	}
+}
+
+// traceFallback records that the model from failed with err in the call of span, which a
+// fallback chain passes on to the model to.
+func traceFallback(span trace.Span, from string, err error, to string) {
+	if span != nil {
+		span.RecordError(fmt.Errorf("%s: %w", from, err), trace.WithAttributes(attrFallbackTo.String(to)))
 	}
 }
 

@@ -85,6 +85,27 @@ func (a *Agent) Resume(id string) (Summary, error) {
 	return a.begin("", id, true)
 }
 
+// SetBudget sets the budget of the agent's run id, its last run when id is empty, and returns
+// that run's id (see nodes.Squad.SetBudget). A run that its budget paused (StatusOverBudget)
+// is resumed with Resume once the limit is raised.
+func (a *Agent) SetBudget(ctx context.Context, id string, b nodes.Budget) (string, error) {
+	if id == "" {
+		_, id = a.State()
+	}
+	if workspace.ValidID(id) != nil || !a.resumable(id) {
+		return "", mark(ErrNotFound, fmt.Errorf("agent %q has no run %q", a.id, id))
+	}
+	sq, err := a.acquire()
+	if err != nil {
+		return "", err
+	}
+	defer a.release()
+	if err := sq.SetBudget(ctx, id, b); err != nil {
+		return "", mark(ErrInvalid, err)
+	}
+	return id, nil
+}
+
 // Fork starts, in the background, a new run from tick n of the agent's run from (see
 // nodes.Squad.Fork), with what opts change, and returns the agent's summary as it started: its
 // Run is the fork's id. answer, when not "", answers the coordinator's question pending at the

@@ -36,6 +36,7 @@ const (
 	StatusPaused      = "paused"            // the human paused the last run (Agent.Pause): it can be resumed
 	StatusComplete    = "completed"         // the last run finished
 	StatusFailed      = "failed"            // the last run ended with an error
+	StatusOverBudget  = "over_budget"       // the last run reached a limit of its budget (Summary.Error says which): raise it (Agent.SetBudget), then resume it
 	StatusDamaged     = "damaged"           // the agent's files could not be opened (Summary.Error says which and why)
 )
 
@@ -294,16 +295,18 @@ func (h *Host) Close() error {
 // meta is what the host keeps of an agent: in its home, in agent.json, or in a fleet, in the
 // registry (see readMeta).
 type meta struct {
-	ID      string    `json:"id"`
-	Goal    string    `json:"goal,omitempty"`
-	Model   string    `json:"model,omitempty"`
-	Mode    string    `json:"mode,omitempty"`
-	Run     string    `json:"run,omitempty"`
-	Status  string    `json:"status"`
-	Error   string    `json:"error,omitempty"`
-	Output  string    `json:"output,omitempty"`
-	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
+	ID    string `json:"id"`
+	Goal  string `json:"goal,omitempty"`
+	Model string `json:"model,omitempty"`
+	Mode  string `json:"mode,omitempty"`
+	// Budget is every run's budget (nodes.WithBudget), unless the run was given its own.
+	Budget  nodes.Budget `json:"budget,omitzero"`
+	Run     string       `json:"run,omitempty"`
+	Status  string       `json:"status"`
+	Error   string       `json:"error,omitempty"`
+	Output  string       `json:"output,omitempty"`
+	Created time.Time    `json:"created"`
+	Updated time.Time    `json:"updated"`
 	// Nodes and Workers count the board of run Counted as it ended: the summary of an agent at
 	// rest reads no board.
 	Counted string `json:"counted,omitempty"`
@@ -344,6 +347,9 @@ func (h *Host) squadOptions(a *Agent, m meta) []nodes.Option {
 	}
 	if m.Mode == string(nodes.Infinite) {
 		opts = append(opts, nodes.WithMode(nodes.Infinite))
+	}
+	if m.Budget != (nodes.Budget{}) {
+		opts = append(opts, nodes.WithBudget(m.Budget))
 	}
 	if h.fleet != nil {
 		// An agent's id names its folder: never empty, never with a "/", which Agent refuses.
@@ -602,6 +608,9 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool, begin launch
 		case err == nil && res.Finished:
 			a.meta.Status, a.meta.Output = StatusComplete, res.Output
 			a.log.Info("run completed", "run", id)
+		case errors.Is(err, nodes.ErrOverBudget):
+			a.meta.Status, a.meta.Error = StatusOverBudget, failure(a.id, err)
+			a.log.Info("run paused over its budget", "run", id, "err", err)
 		case (err == nil || errors.Is(err, nodes.ErrInterrupted) || errors.Is(err, context.Canceled)) && a.pausing:
 			a.meta.Status = StatusPaused
 			a.log.Info("run paused", "run", id)
@@ -892,7 +901,9 @@ type Summary struct {
 	// Status is "idle", "working", "waiting_for_human", "paused" (Agent.Pause paused the last
 	// run: Agent.Resume continues it), "interrupted" (the last run was paused before it
 	// finished, by the host's Close or a crash: Agent.Resume continues it, and a host started
-	// again on the root does so by itself), "completed", "failed", "queued" or "damaged".
+	// again on the root does so by itself), "over_budget" (the last run reached a limit of its
+	// budget: Agent.SetBudget raises it, Agent.Resume continues the run), "completed", "failed",
+	// "queued" or "damaged".
 	Status string `json:"status"`
 	// Run is the id of the run in progress, or of the last run.
 	Run   string `json:"run,omitempty"`
@@ -988,16 +999,30 @@ func newAgentID() string {
 	return "agent-" + hex.EncodeToString(b)
 }
 
+// A CreateOption configures an agent Create makes.
+type CreateOption func(*meta)
+
+// WithAgentBudget gives every run of the agent budget b (see nodes.Budget), unless
+// Agent.SetBudget gives a run its own.
+func WithAgentBudget(b nodes.Budget) CreateOption { return func(m *meta) { m.Budget = b } }
+
 // Create creates agent id (a new id when empty), and starts its first run toward goal; model,
 // if not empty, is its squad's model (nodes.WithModel), and mode is nodes.Finite (the default)
 // or nodes.Infinite. It returns the agent's summary as the run started. The agent is listed at once,
 // "working"; its squad is set up in the background, so that neither this call nor the host
 // waits for it: [Host.Agent] waits until it is ready, and its summary is served meanwhile.
-func (h *Host) Create(id, goal, model string, mode nodes.Mode) (Summary, error) {
+func (h *Host) Create(id, goal, model string, mode nodes.Mode, opts ...CreateOption) (Summary, error) {
+	var c meta
+	for _, o := range opts {
+		o(&c)
+	}
 	if err := checkNew(id, goal, mode); err != nil {
 		return Summary{}, mark(ErrInvalid, err)
 	}
-	a, err := h.add(id, goal, model, string(mode))
+	if err := c.Budget.Check(); err != nil {
+		return Summary{}, mark(ErrInvalid, err)
+	}
+	a, err := h.add(id, goal, model, string(mode), c.Budget)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -1076,7 +1101,7 @@ func checkNew(id, goal string, mode nodes.Mode) error {
 
 // add adds agent id (a new id when empty) to the host, not yet set up, and counts its setUp
 // in h.wg.
-func (h *Host) add(id, goal, model, mode string) (*Agent, error) {
+func (h *Host) add(id, goal, model, mode string, budget nodes.Budget) (*Agent, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -1094,7 +1119,7 @@ func (h *Host) add(id, goal, model, mode string) (*Agent, error) {
 		return nil, mark(ErrExists, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir))
 	}
 	now := h.cfg.now().UTC()
-	a := h.newAgent(id, meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusWorking, Created: now, Updated: now})
+	a := h.newAgent(id, meta{ID: id, Goal: goal, Model: model, Mode: mode, Budget: budget, Status: StatusWorking, Created: now, Updated: now})
 	a.ready = make(chan struct{})
 	a.checked.Do(func() {}) // its files are the squad's own, from the start
 	run, err := a.newRunID()

@@ -188,6 +188,7 @@ function statusClass(status) {
     case 'retired':
     case 'interrupted':
     case 'paused':
+    case 'over_budget':
       return 'retired';
     default:
       return 'idle';

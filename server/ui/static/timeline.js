@@ -186,6 +186,7 @@ const systemText = {
   'node.failed': 'Node failed',
   'memory.written': 'Memory written',
   'memory.compacted': 'Compacted',
+  'x.budget': 'Budget',
 };
 
 // repeats reports whether message says what a model's turn said: the same text, or, for a turn
