@@ -332,7 +332,26 @@ func (b *board) index(n *Node) {
 type Snapshot struct {
 	Nodes   []Node   `json:"nodes"`
 	Workers []Worker `json:"workers"`
+	// Stage is the run's current stage (0 before the run began), and Stages every stage so
+	// far, the current one last.
+	Stage  int     `json:"stage"`
+	Stages []Stage `json:"stages"`
 }
+
+// Stage is a stage of a run: the work between two of the coordinator's reconvenes.
+type Stage struct {
+	Number int `json:"number"`
+	// Status is StageRunning for the current stage of a run not finished, else StageCompleted.
+	Status string `json:"status"`
+	// Nodes are the ids of the stage's nodes, in creation order.
+	Nodes []string `json:"nodes"`
+}
+
+// The stages' statuses.
+const (
+	StageRunning   = "running"
+	StageCompleted = "completed"
+)
 
 // Node returns the node with id, if there is one.
 func (s Snapshot) Node(id string) (Node, bool) {
@@ -364,7 +383,25 @@ func (b *board) Snapshot() Snapshot {
 		s.Nodes[i] = cloneNode(n)
 	}
 	s.Workers = b.sortedWorkers()
+	s.Stage, s.Stages = b.state.Stage, stages(b.state, s.Nodes)
 	return s
+}
+
+// stages lists the stages of a run in state st whose nodes are ns.
+func stages(st runState, ns []Node) []Stage {
+	out := make([]Stage, st.Stage)
+	for i := range out {
+		out[i] = Stage{Number: i + 1, Status: StageCompleted, Nodes: []string{}}
+	}
+	if st.Stage > 0 && !st.Finished {
+		out[st.Stage-1].Status = StageRunning
+	}
+	for _, n := range ns {
+		if n.Stage >= 1 && n.Stage <= st.Stage {
+			out[n.Stage-1].Nodes = append(out[n.Stage-1].Nodes, n.ID)
+		}
+	}
+	return out
 }
 
 // sortedWorkers returns copies of the workers in the order they were spawned; b.mu is held.

@@ -480,6 +480,9 @@ func boardOf(w http.ResponseWriter, a *host.Agent) (nodes.Snapshot, string, bool
 	if b.Workers == nil {
 		b.Workers = []nodes.Worker{}
 	}
+	if b.Stages == nil {
+		b.Stages = []nodes.Stage{}
+	}
 	return b, run, true
 }
 
@@ -498,7 +501,7 @@ func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request, a *host.Age
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"run": run, "nodes": b.Nodes, "workers": b.Workers})
+	writeJSON(w, http.StatusOK, map[string]any{"run": run, "stage": b.Stage, "stages": b.Stages, "nodes": b.Nodes, "workers": b.Workers})
 }
 
 func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request, a *host.Agent) {

@@ -303,6 +303,7 @@ type meta struct {
 	Counted string `json:"counted,omitempty"`
 	Nodes   int    `json:"nodes,omitempty"`
 	Workers int    `json:"workers,omitempty"`
+	Stage   int    `json:"stage,omitempty"`
 	// Deleted marks an agent DELETE forgot: its files stay, and the host does not open it
 	// again (nor resume its run). A fleet's registry says it too (and is what the replicas read).
 	Deleted bool `json:"deleted,omitempty"`
@@ -515,7 +516,7 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool) (meta, error
 	a.running, a.done, a.cancel, a.ended, a.pausing = true, done, cancel, nil, false
 	a.starts++
 	a.meta.Run, a.meta.Status, a.meta.Error, a.meta.Output = id, StatusWorking, "", ""
-	a.meta.Counted, a.meta.Nodes, a.meta.Workers = "", 0, 0
+	a.meta.Counted, a.meta.Nodes, a.meta.Workers, a.meta.Stage = "", 0, 0, 0
 	if goal != "" {
 		a.meta.Goal = goal
 	}
@@ -586,7 +587,7 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool) (meta, error
 			a.log.Error("run failed", "run", id, "err", err)
 		}
 		if err == nil {
-			a.meta.Counted, a.meta.Nodes, a.meta.Workers = id, len(res.Board.Nodes), len(res.Board.Workers)
+			a.meta.Counted, a.meta.Nodes, a.meta.Workers, a.meta.Stage = id, len(res.Board.Nodes), len(res.Board.Workers), res.Board.Stage
 		}
 		save := !errors.Is(err, ErrDamaged) && !lost
 		if save {
@@ -871,6 +872,9 @@ type Summary struct {
 	Mode    string `json:"mode"`
 	Nodes   int    `json:"nodes"`
 	Workers int    `json:"workers"`
+	// Stage is the current stage of the run in progress, or the last stage of the last run (0
+	// before a run began); the board (GET /agents/{id}/board) lists every stage and its nodes.
+	Stage int `json:"stage"`
 	// WaitingFor names who waits for the human's answer (a worker's id, or "coordinator"),
 	// and Question what was asked, while the status is waiting_for_human.
 	WaitingFor string `json:"waiting_for,omitempty"`
@@ -927,10 +931,10 @@ func (a *Agent) describe(m meta, live bool) Summary {
 	}
 	var b nodes.Snapshot
 	if !live && m.Run != "" && m.Counted == m.Run {
-		sum.Nodes, sum.Workers = m.Nodes, m.Workers
+		sum.Nodes, sum.Workers, sum.Stage = m.Nodes, m.Workers, m.Stage
 	} else {
 		b = a.summaryBoard(live)
-		sum.Nodes, sum.Workers = len(b.Nodes), len(b.Workers)
+		sum.Nodes, sum.Workers, sum.Stage = len(b.Nodes), len(b.Workers), b.Stage
 	}
 	if live && m.Status != StatusQueued {
 		sum.Status = StatusWorking

@@ -164,6 +164,12 @@ function drawHeadStatus() {
   if (!a || !status) return;
   status.textContent = (a.status || '').replaceAll('_', ' ');
   status.parentElement.querySelector('.dot').replaceWith(dot(a.status));
+  status.parentElement.querySelector('[data-stage]').textContent = stageText(a);
+}
+
+// stageText names the current stage of the agent's run, once it began.
+function stageText(a) {
+  return a.stage ? `stage ${a.stage}` : '';
 }
 
 function statusClass(status) {
@@ -312,6 +318,7 @@ function agentHeader(a, title) {
   }, label);
   return h('header', { class: 'view-head' },
     h('div', { class: 'title' }, dot(a.status), h('h2', {}, title), h('span', { class: 'status', 'data-status': '' }, (a.status || '').replaceAll('_', ' ')),
+      h('span', { class: 'meta', 'data-stage': '' }, stageText(a)),
       h('span', { id: 'live', class: 'live' }, document.body.dataset.stream || '')),
     h('div', { class: 'controls' },
       act('Stop', 'stop'), act('Pause', 'pause'), act('Resume', 'resume'),
