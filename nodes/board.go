@@ -117,7 +117,9 @@ type Worker struct {
 	// Memory lets the worker write to the agent's long-term memory.
 	Memory bool `json:"agent_memory,omitempty"`
 	// MCP names the MCP servers (among WithMCPServers) whose tools a harnessed worker gets.
-	MCP    []string     `json:"mcp_servers,omitempty"`
+	MCP []string `json:"mcp_servers,omitempty"`
+	// Tools names the built-in tools it may use (see ToolNames); empty: the squad's.
+	Tools  []string     `json:"tools,omitempty"`
 	Status WorkerStatus `json:"status"`
 	// Node is the node it works on, while busy or waiting.
 	Node string `json:"node,omitempty"`
@@ -939,6 +941,7 @@ type workerSpec struct {
 	Single, Memory          bool
 	Identity                string
 	MCP                     []string
+	Tools                   []string
 }
 
 // spawn adds a worker, with ctx's step (see change), and makes its folder; a worker of the
@@ -984,7 +987,7 @@ func (t *tx) spawn(id, name string, nw workerSpec) (_ Worker, created bool, err 
 		return Worker{}, false, fmt.Errorf("%q is reserved", name)
 	}
 	wk := &Worker{ID: id, Name: name, Role: nw.Role, Kind: nw.Kind, Model: nw.Model, Command: nw.Command,
-		Single: nw.Single, Memory: nw.Memory, MCP: nw.MCP, Status: WorkerIdle, Created: b.now()}
+		Single: nw.Single, Memory: nw.Memory, MCP: nw.MCP, Tools: nw.Tools, Status: WorkerIdle, Created: b.now()}
 	dir := b.run.Worker(id)
 	if err := dir.Create(); err != nil {
 		return Worker{}, false, err

@@ -88,6 +88,7 @@ type config struct {
 	contract      Contract
 	maxAttempts   int
 	tools         func(w Worker, n Node) []tools.Tool
+	toolNames     []string
 	sandbox       func(w Worker, n Node, scope sandbox.Policy) sandbox.Policy
 	claude        []claudecode.Option
 	auto          []autonomous.Option
@@ -349,6 +350,9 @@ func New(opts ...Option) (*Squad, error) {
 		if _, err := c.resolve(name); err != nil {
 			return nil, fmt.Errorf("nodes: %w", err)
 		}
+	}
+	if err := CheckTools(c.toolNames); err != nil {
+		return nil, fmt.Errorf("nodes: WithTools: %w", err)
 	}
 	if c.outputSchema != nil {
 		if err := providers.CheckSchema(c.outputSchema); err != nil {

@@ -55,6 +55,7 @@ func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
 	} else { // a CLI agent, which brings its own file, shell and web tools
 		a.Tools = r.teamTools(n, w, workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)[0])
 	}
+	a.Tools = r.chosenTools(w, a.Tools)
 	return a, nil
 }
 

@@ -215,10 +215,11 @@ func queryInt(w http.ResponseWriter, r *http.Request, name string, def int64) (i
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		ID    string `json:"id"`
-		Goal  string `json:"goal"`
-		Model string `json:"model"`
-		Mode  string `json:"mode"`
+		ID    string   `json:"id"`
+		Goal  string   `json:"goal"`
+		Model string   `json:"model"`
+		Mode  string   `json:"mode"`
+		Tools []string `json:"tools"`
 	}
 	if !s.decode(w, r, &req, false) {
 		return
@@ -246,7 +247,11 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad field \"mode\": %s; want \"finite\" or \"infinite\"", shown(req.Mode))
 		return
 	}
-	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode))
+	if err := nodes.CheckTools(req.Tools); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, "bad field \"tools\": %s", strings.TrimPrefix(err.Error(), "nodes: "))
+		return
+	}
+	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode), req.Tools...)
 	if err != nil {
 		hostError(w, err)
 		return

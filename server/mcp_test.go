@@ -82,7 +82,11 @@ func TestSquadOverMCP(t *testing.T) {
 	assert.Subset(t, names, []string{"list_agents", "create_agent", "get_agent", "start_run", "send_message", "answer_question",
 		"stop_agent", "resume_agent", "get_board", "get_node", "read_file", "get_conversation", "get_events"})
 
-	text, isErr := mcpCall(t, cs, "create_agent", map[string]any{"id": "tea", "goal": "the history of tea"})
+	text, isErr := mcpCall(t, cs, "create_agent", map[string]any{"id": "picky", "goal": "x", "tools": []string{"teleport"}})
+	assert.True(t, isErr)
+	assert.Contains(t, text, `no tool \"teleport\"`)
+
+	text, isErr = mcpCall(t, cs, "create_agent", map[string]any{"id": "tea", "goal": "the history of tea"})
 	require.False(t, isErr, text)
 	var sum host.Summary
 	require.NoError(t, json.Unmarshal([]byte(text), &sum))

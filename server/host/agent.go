@@ -34,7 +34,7 @@ func (a *Agent) Summary() Summary { return a.summary() }
 // summary as it started ("working", or "queued" beyond [WithMaxRuns]). [ErrBusy] when a run is
 // in progress; [ErrElsewhere] when another replica of the fleet holds the agent.
 func (a *Agent) Run(goal string) (Summary, error) {
-	if err := checkNew("", goal, ""); err != nil {
+	if err := checkNew("", goal, "", nil); err != nil {
 		return Summary{}, mark(ErrInvalid, err)
 	}
 	return a.begin(goal, "", false)

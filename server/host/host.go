@@ -292,6 +292,7 @@ type meta struct {
 	Goal    string    `json:"goal,omitempty"`
 	Model   string    `json:"model,omitempty"`
 	Mode    string    `json:"mode,omitempty"`
+	Tools   []string  `json:"tools,omitempty"`
 	Run     string    `json:"run,omitempty"`
 	Status  string    `json:"status"`
 	Error   string    `json:"error,omitempty"`
@@ -339,6 +340,9 @@ func (h *Host) squadOptions(a *Agent, m meta) []nodes.Option {
 	}
 	if m.Mode == string(nodes.Infinite) {
 		opts = append(opts, nodes.WithMode(nodes.Infinite))
+	}
+	if len(m.Tools) > 0 {
+		opts = append(opts, nodes.WithTools(m.Tools...))
 	}
 	if h.fleet != nil {
 		// An agent's id names its folder: never empty, never with a "/", which Agent refuses.
@@ -869,9 +873,11 @@ type Summary struct {
 	Goal  string `json:"goal,omitempty"`
 	Model string `json:"model,omitempty"`
 	// Mode is "finite" or "infinite".
-	Mode    string `json:"mode"`
-	Nodes   int    `json:"nodes"`
-	Workers int    `json:"workers"`
+	Mode string `json:"mode"`
+	// Tools are the built-in tools the agent's workers may use; empty: all of them.
+	Tools   []string `json:"tools,omitempty"`
+	Nodes   int      `json:"nodes"`
+	Workers int      `json:"workers"`
 	// Stage is the current stage of the run in progress, or the last stage of the last run (0
 	// before a run began); the board (GET /agents/{id}/board) lists every stage and its nodes.
 	Stage int `json:"stage"`
@@ -896,7 +902,7 @@ func (a *Agent) summary() Summary {
 	default: // being set up
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return Summary{ID: a.id, Status: a.meta.Status, Run: a.meta.Run, Goal: a.meta.Goal, Model: a.meta.Model, Error: a.meta.Error,
+		return Summary{ID: a.id, Status: a.meta.Status, Run: a.meta.Run, Goal: a.meta.Goal, Model: a.meta.Model, Tools: a.meta.Tools, Error: a.meta.Error,
 			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
 	}
 	held := a.held() // always, without a fleet
@@ -907,7 +913,7 @@ func (a *Agent) summary() Summary {
 	if msg := a.damage(); msg != "" {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return Summary{ID: a.id, Status: a.meta.Status, Error: msg, Goal: a.meta.Goal, Run: a.meta.Run, Model: a.meta.Model,
+		return Summary{ID: a.id, Status: a.meta.Status, Error: msg, Goal: a.meta.Goal, Run: a.meta.Run, Model: a.meta.Model, Tools: a.meta.Tools,
 			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
 	}
 	a.scan()
@@ -921,7 +927,7 @@ func (a *Agent) summary() Summary {
 
 // describe is the summary of the agent whose meta is m, with its run in progress (live) or not.
 func (a *Agent) describe(m meta, live bool) Summary {
-	sum := Summary{ID: a.id, Status: m.Status, Run: m.Run, Goal: m.Goal, Model: m.Model, Mode: m.Mode,
+	sum := Summary{ID: a.id, Status: m.Status, Run: m.Run, Goal: m.Goal, Model: m.Model, Mode: m.Mode, Tools: m.Tools,
 		Error: m.Error, Output: m.Output, Created: m.Created, Updated: m.Updated}
 	if sum.Mode == "" {
 		sum.Mode = string(nodes.Finite)
@@ -960,14 +966,15 @@ func newAgentID() string {
 
 // Create creates agent id (a new id when empty), and starts its first run toward goal; model,
 // if not empty, is its squad's model (nodes.WithModel), and mode is nodes.Finite (the default)
-// or nodes.Infinite. It returns the agent's summary as the run started. The agent is listed at once,
+// or nodes.Infinite; tools, if given, are the built-in tools its workers may use
+// (nodes.WithTools). It returns the agent's summary as the run started. The agent is listed at once,
 // "working"; its squad is set up in the background, so that neither this call nor the host
 // waits for it: [Host.Agent] waits until it is ready, and its summary is served meanwhile.
-func (h *Host) Create(id, goal, model string, mode nodes.Mode) (Summary, error) {
-	if err := checkNew(id, goal, mode); err != nil {
+func (h *Host) Create(id, goal, model string, mode nodes.Mode, tools ...string) (Summary, error) {
+	if err := checkNew(id, goal, mode, tools); err != nil {
 		return Summary{}, mark(ErrInvalid, err)
 	}
-	a, err := h.add(id, goal, model, string(mode))
+	a, err := h.add(meta{ID: id, Goal: goal, Model: model, Mode: string(mode), Tools: tools})
 	if err != nil {
 		return Summary{}, err
 	}
@@ -1028,7 +1035,7 @@ func (h *Host) Create(id, goal, model string, mode nodes.Mode) (Summary, error) 
 }
 
 // checkNew checks what Create is given.
-func checkNew(id, goal string, mode nodes.Mode) error {
+func checkNew(id, goal string, mode nodes.Mode, tools []string) error {
 	if id != "" {
 		if err := workspace.ValidID(id); err != nil {
 			return fmt.Errorf("bad agent id: %s", strings.TrimPrefix(err.Error(), "workspace: "))
@@ -1039,14 +1046,16 @@ func checkNew(id, goal string, mode nodes.Mode) error {
 	}
 	switch mode {
 	case "", nodes.Finite, nodes.Infinite:
-		return nil
+	default:
+		return fmt.Errorf("bad mode %q: want %q or %q", mode, nodes.Finite, nodes.Infinite)
 	}
-	return fmt.Errorf("bad mode %q: want %q or %q", mode, nodes.Finite, nodes.Infinite)
+	return nodes.CheckTools(tools)
 }
 
-// add adds agent id (a new id when empty) to the host, not yet set up, and counts its setUp
-// in h.wg.
-func (h *Host) add(id, goal, model, mode string) (*Agent, error) {
+// add adds the agent m describes (a new id when m.ID is empty) to the host, not yet set up, and
+// counts its setUp in h.wg.
+func (h *Host) add(m meta) (*Agent, error) {
+	id := m.ID
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -1064,7 +1073,8 @@ func (h *Host) add(id, goal, model, mode string) (*Agent, error) {
 		return nil, mark(ErrExists, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir))
 	}
 	now := h.cfg.now().UTC()
-	a := h.newAgent(id, meta{ID: id, Goal: goal, Model: model, Mode: mode, Status: StatusWorking, Created: now, Updated: now})
+	m.ID, m.Status, m.Created, m.Updated = id, StatusWorking, now, now
+	a := h.newAgent(id, m)
 	a.ready = make(chan struct{})
 	a.checked.Do(func() {}) // its files are the squad's own, from the start
 	run, err := a.newRunID()
