@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/providers"
@@ -32,10 +33,14 @@ const (
 	NodeCheckpointed NodeStatus = "checkpointed" // a stage of it is done; it may be picked up again
 	NodeCompleted    NodeStatus = "completed"    // published
 	NodeFailed       NodeStatus = "failed"
+	NodeSkipped      NodeStatus = "skipped" // the human skipped it (Run.Skip): the nodes after it go on without it
 )
 
-// done reports whether a node with status s satisfies the nodes that depend on it.
+// done reports whether a node with status s did its work: the nodes that depend on it read it.
 func (s NodeStatus) done() bool { return s == NodeCompleted || s == NodeCheckpointed }
+
+// ended reports whether a node with status s is over, done or not.
+func (s NodeStatus) ended() bool { return s.done() || s == NodeFailed || s == NodeSkipped }
 
 // Node is a work node: a piece of work with its own folder of truth.
 type Node struct {
@@ -655,6 +660,17 @@ type tx struct {
 	workers []*Worker
 	forgot  []string // the keys of other documents of the run the change deletes
 	files   []string // the paths of files of the run the change keeps in the store
+	events  []eventlog.Event
+}
+
+// emit logs e with the change: it commits with it, or not at all. Its key is the run's, as
+// run.emit's.
+func (t *tx) emit(e eventlog.Event) {
+	e.Run = t.b.run.ID()
+	if e.Key != "" {
+		e.Key = e.Run + "/" + e.Key
+	}
+	t.events = append(t.events, e)
 }
 
 // forget deletes the store's document key with the change: a record of the run's that the
@@ -680,10 +696,10 @@ func (b *board) change(ctx context.Context, fn func(t *tx) error) error {
 	if err := fn(t); err != nil {
 		return err
 	}
-	if len(t.nodes) == 0 && len(t.workers) == 0 && len(t.forgot) == 0 && len(t.files) == 0 {
+	if len(t.nodes) == 0 && len(t.workers) == 0 && len(t.forgot) == 0 && len(t.files) == 0 && len(t.events) == 0 {
 		return nil
 	}
-	var ch store.Change
+	ch := store.Change{Events: t.events}
 	if b.keep != nil {
 		if err := b.keep(&ch, t.files...); err != nil {
 			return err

@@ -346,7 +346,7 @@ func (r *run) wakeParents(ctx context.Context) error {
 			}
 			all := true
 			for _, c := range n.WaitingFor {
-				if cn := rd.node(c); cn == nil || !(cn.Status.done() || cn.Status == NodeFailed) {
+				if cn := rd.node(c); cn == nil || !cn.Status.ended() {
 					all = false
 				}
 			}
@@ -379,7 +379,7 @@ func (r *run) stageComplete(stage int, policy string) (string, bool) {
 			switch {
 			case n.Stage != stage:
 			case n.Parent != "":
-				if !n.Status.done() && n.Status != NodeFailed {
+				if !n.Status.ended() {
 					open++
 				}
 			default:
@@ -387,7 +387,7 @@ func (r *run) stageComplete(stage int, policy string) (string, bool) {
 				if n.Status.done() {
 					done++
 				}
-				if n.Status.done() || n.Status == NodeFailed {
+				if n.Status.ended() {
 					ended++
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -85,6 +86,8 @@ type run struct {
 	cancel  context.CancelCauseFunc // ends the run's context: Pause, or the run returning
 	started time.Time               // when this process took the run up
 	wake    chan struct{}           // something the human did
+	// operated says the human changed the board (Retry, Skip): the frontier is routed again.
+	operated atomic.Bool
 	// takeUp is set when the run resumes at decide_next, which a crash or a pause cut short:
 	// perhaps in a coordinator turn (see decideNext).
 	takeUp bool
@@ -406,7 +409,7 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 	seq, quiet, told := r.log.Last(), time.Now(), false
 	for {
 		n.Done = append(n.Done, r.pool.drain()...)
-		if st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToStart() {
+		if st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToStart() || r.operated.Swap(false) {
 			n.Nudged = false
 			return n, nil
 		}

@@ -56,6 +56,11 @@ type (
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 		Node  string `json:"node" jsonschema:"the node's id, such as n1"`
 	}
+	mcpSkip struct {
+		Agent string `json:"agent" jsonschema:"the agent's id"`
+		Node  string `json:"node" jsonschema:"the node's id, such as n1"`
+		Note  string `json:"note,omitempty" jsonschema:"why it is skipped, for the workers of the nodes after it"`
+	}
 	mcpFile struct {
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 		Path  string `json:"path" jsonschema:"a path in the run's folder, such as nodes/n1/published/report.md; empty for the folder itself"`
@@ -111,6 +116,14 @@ func (s *Server) mcpHandler() http.Handler {
 	mcpTool(s, srv, "get_node", "One node of an agent's board, with its spec and published files.",
 		func(in mcpNode) (string, string, any) {
 			return http.MethodGet, agent(in.Agent) + "/board/" + url.PathEscape(in.Node), nil
+		})
+	mcpTool(s, srv, "retry_node", "Put a failed node of an agent's run back on the board for a new attempt.",
+		func(in mcpNode) (string, string, any) {
+			return http.MethodPost, agent(in.Agent) + "/board/" + url.PathEscape(in.Node) + "/retry", nil
+		})
+	mcpTool(s, srv, "skip_node", "Skip a pending or failed node of an agent's run: the nodes after it go on without it.",
+		func(in mcpSkip) (string, string, any) {
+			return http.MethodPost, agent(in.Agent) + "/board/" + url.PathEscape(in.Node) + "/skip", omitEmpty(map[string]string{"note": in.Note})
 		})
 	mcpTool(s, srv, "read_file", "Read a file of an agent's run folder, or list a folder.",
 		func(in mcpFile) (string, string, any) {

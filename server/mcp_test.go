@@ -80,7 +80,7 @@ func TestSquadOverMCP(t *testing.T) {
 		assert.NotNil(t, tool.InputSchema, tool.Name)
 	}
 	assert.Subset(t, names, []string{"list_agents", "create_agent", "get_agent", "start_run", "send_message", "answer_question",
-		"stop_agent", "resume_agent", "get_board", "get_node", "read_file", "get_conversation", "get_events"})
+		"stop_agent", "resume_agent", "get_board", "get_node", "retry_node", "skip_node", "read_file", "get_conversation", "get_events"})
 
 	text, isErr := mcpCall(t, cs, "create_agent", map[string]any{"id": "picky", "goal": "x", "tools": []string{"teleport"}})
 	assert.True(t, isErr)
@@ -132,6 +132,9 @@ func TestSquadOverMCP(t *testing.T) {
 	assert.True(t, isErr, text)
 	text, isErr = mcpCall(t, cs, "send_message", map[string]any{"agent": "tea", "to": "*", "message": "and more"})
 	assert.True(t, isErr, "a message to the workers of a finished run: %s", text)
+	text, isErr = mcpCall(t, cs, "skip_node", map[string]any{"agent": "tea", "node": "n1", "note": "late"})
+	assert.True(t, isErr, "a node of a finished run was skipped: %s", text)
+	assert.Contains(t, text, "no run in progress")
 
 	// A question, answered over MCP.
 	text, isErr = mcpCall(t, cs, "create_agent", map[string]any{"id": "asker", "goal": "Study a market."})

@@ -91,6 +91,8 @@ const (
 	Error          Type = "x.error"           // something failed beside a node's work (an answer not handed over, an outcome not saved); Text: what
 	TriggerFired   Type = "x.trigger_fired"   // a trigger fired; Text: its id, what fired it, its action
 	CycleCompleted Type = "x.cycle_completed" // a cycle of an infinite agent ended; Text: its number and output
+	NodeRetried    Type = "x.node_retried"    // the human put a failed node back on the board for a new attempt
+	NodeSkipped    Type = "x.node_skipped"    // the human skipped a node; Text: the human's note
 )
 
 // TextDelta is a piece of a model's answer as it is generated: Text is the piece, Node and

@@ -88,6 +88,26 @@ func (a *Agent) Answer(ctx context.Context, to, response string) (string, error)
 	return to, err
 }
 
+// Retry puts a failed node of the run in progress back on the board for a new attempt
+// (nodes.Run.Retry), and returns it as it is then; nodes.ErrNoRun when no run is in progress.
+func (a *Agent) Retry(ctx context.Context, node string) (n nodes.Node, err error) {
+	err = a.withRun(ctx, func(run *nodes.Run) error {
+		n, err = run.Retry(node)
+		return err
+	})
+	return n, err
+}
+
+// Skip skips a pending or failed node of the run in progress, with the human's note
+// (nodes.Run.Skip), and returns it as it is then; nodes.ErrNoRun when no run is in progress.
+func (a *Agent) Skip(ctx context.Context, node, note string) (n nodes.Node, err error) {
+	err = a.withRun(ctx, func(run *nodes.Run) error {
+		n, err = run.Skip(node, note)
+		return err
+	})
+	return n, err
+}
+
 // Stop stops the workers of the run in progress, which stays in progress; nodes.ErrNoRun when
 // none is.
 func (a *Agent) Stop(ctx context.Context) error { return a.withRun(ctx, (*nodes.Run).Stop) }

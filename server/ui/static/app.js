@@ -446,6 +446,26 @@ function timelineView(a, worker) {
   };
 }
 
+// nodeControls are the operator's buttons on a node: Retry a failed one, Skip a pending or
+// failed one (with a note for the nodes after it); done runs after either succeeded.
+function nodeControls(a, id, node, done) {
+  const operate = async (verb, body) => {
+    try {
+      await api(`/agents/${enc(a.id)}/board/${enc(id)}/${verb}`, { method: 'POST', body });
+      done();
+    } catch (err) {
+      toast(`${verb} ${id}: ${err.message}`);
+    }
+  };
+  const canSkip = node.status === 'pending' || node.status === 'failed';
+  if (!canSkip) return null;
+  const note = h('input', { type: 'text', 'aria-label': `Why skip ${id}`, placeholder: 'Why skip it (told to the nodes after it)' });
+  return h('div', { class: 'node-controls' },
+    node.status === 'failed' ? h('button', { type: 'button', 'data-op': 'retry', onclick: () => operate('retry', {}) }, 'Retry') : null,
+    h('form', { class: 'skip', onsubmit: (e) => { e.preventDefault(); operate('skip', { note: note.value.trim() }); } },
+      note, h('button', { type: 'submit', 'data-op': 'skip' }, 'Skip')));
+}
+
 function publishedPath(n, file) {
   return `nodes/${enc(n.node?.id || '')}/published/${file.split('/').map(enc).join('/')}`;
 }
@@ -473,6 +493,7 @@ function boardView(a, nodeID) {
       const log = ag.events.filter((ev) => ev.node === id).slice(-200);
       panel.append(h('div', { class: 'node-detail' },
         h('h3', {}, `${id} · ${node.status}`),
+        nodeControls(a, id, node, () => open(id)),
         h('p', { class: 'meta' }, node.worker ? `Worker ${ag.names().get(node.worker) || node.worker}` : 'Not assigned', ' · stage ', String(node.stage ?? ''), ' · ', usageText(ag.usage.nodes.get(id))),
         node.summary ? h('p', {}, node.summary) : null,
         h('h4', {}, 'Spec'), h('div', { class: 'md' }, renderMarkdown(n.spec || node.task || '')),
