@@ -76,6 +76,8 @@ type Node struct {
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
 	Asked    string `json:"asked,omitempty"`
+	// AnswerBy is when the question ends without an answer (WithAnswerTimeout).
+	AnswerBy time.Time `json:"answer_by,omitzero"`
 	// WaitingFor lists the sub-nodes the node waits for, when it checkpointed to wait for them.
 	WaitingFor []string  `json:"waiting_for,omitempty"`
 	CreatedBy  string    `json:"created_by"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -47,7 +48,7 @@ func (r *run) answer(worker, text string) error {
 		asked := false
 		st, err := r.updateRun(ctx, func(s *runState) {
 			if asked = s.Question != ""; asked {
-				s.Answer, s.Question = text, ""
+				s.Answer, s.Question, s.AnswerBy = text, "", time.Time{}
 			}
 		})
 		if err != nil {

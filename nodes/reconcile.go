@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -143,7 +144,7 @@ func (r *run) record(t *tx, a *applied) error {
 	}
 	retry := a.node.Attempts < r.cfg.maxAttempts
 	n, err := t.node(a.node.ID, func(n *Node) error {
-		n.Applied, n.Question, n.Answer, n.Woken = a.id, "", "", false
+		n.Applied, n.Question, n.Answer, n.Woken, n.AnswerBy = a.id, "", "", false, time.Time{}
 		switch o.Status {
 		case runtime.Published:
 			n.Status, n.Summary, n.Published, n.Result = NodeCompleted, o.Summary, o.Published, o.Result
@@ -153,7 +154,7 @@ func (r *run) record(t *tx, a *applied) error {
 				n.Status = NodeWaiting
 			}
 		case runtime.Waiting:
-			n.Status, n.Question, n.Asked = NodeWaiting, o.Question, a.rec.key()+"/question"
+			n.Status, n.Question, n.Asked, n.AnswerBy = NodeWaiting, o.Question, a.rec.key()+"/question", r.answerBy()
 		case runtime.Cancelled:
 			n.Status = NodePending // its assignment is kept, to be resumed
 		default:
@@ -211,6 +212,7 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 		if err := r.toHuman(ctx, key+"/question", worker.Name, o.Question); err != nil {
 			return err
 		}
+		r.asked(key+"/question", node.ID, worker.ID, o.Question, node.AnswerBy)
 	case runtime.Cancelled:
 	default:
 		retry := node.Status == NodePending

@@ -408,6 +408,7 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	seq, quiet, told := r.log.Last(), time.Now(), false
 	for {
+		r.expireQuestions()
 		n.Done = append(n.Done, r.pool.drain()...)
 		if st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToStart() || r.operated.Swap(false) {
 			n.Nudged = false
@@ -513,12 +514,14 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 	case r.board.runState().Finished:
 	case o.Status == runtime.Waiting:
 		key := fmt.Sprintf("coordinator%d/question", o.Turns)
-		if _, err := r.updateRun(ctx, func(s *runState) { s.Question, s.Answer, s.Asked = o.Question, "", key }); err != nil {
+		st, err := r.updateRun(ctx, func(s *runState) { s.Question, s.Answer, s.Asked, s.AnswerBy = o.Question, "", key, r.answerBy() })
+		if err != nil {
 			return err
 		}
 		if err := r.toHuman(ctx, key, bus.Coordinator, o.Question); err != nil {
 			return err
 		}
+		r.asked(key, "", bus.Coordinator, o.Question, st.AnswerBy)
 		r.emit(ctx, eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question, Key: key})
 	case strings.TrimSpace(o.Summary) != "":
 		if err := r.toHuman(ctx, fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {

@@ -36,6 +36,8 @@ type runState struct {
 	Answer   string `json:"answer,omitempty"`
 	// Asked is the key of the coordinator's last question, which keys the answer's record.
 	Asked string `json:"asked,omitempty"`
+	// AnswerBy is when the question ends without an answer (WithAnswerTimeout).
+	AnswerBy time.Time `json:"answer_by,omitzero"`
 	// Home is the id of the home the run last opened in (see homeID): the folder of the run
 	// another home kept is behind the store.
 	Home string `json:"home,omitempty"`

@@ -1,0 +1,131 @@
+package nodes_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/models"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+)
+
+// clock is a clock the test moves.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// A worker's question is posted to the squad's webhook, with its deadline; when the deadline
+// passes with no answer, the question ends with "no answer within" the timeout — in a squad opened
+// again on the home after the first was closed, too — and the work goes on with it.
+func TestQuestionTimeoutAndWebhook(t *testing.T) {
+	scNoSearchEnv(t)
+	posted := make(chan nodes.Question, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var q nodes.Question
+		b, _ := io.ReadAll(r.Body)
+		if assert.NoError(t, json.Unmarshal(b, &q)) {
+			posted <- q
+		}
+	}))
+	defer hook.Close()
+
+	worker := scripted.NewFunc("asking-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if said, ok := scripted.Results(req)["ask_human"]; ok {
+			return scTurn(req, scripted.Call("publish", map[string]string{"summary": said})), nil
+		}
+		return scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Which colour?"})), nil
+	})
+	coord := scripted.NewFunc("asking-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		text, _ := scripted.Last(req)
+		switch {
+		case len(req.Messages) == 1:
+			return scTurn(req, scripted.Call("create_work_node", map[string]any{"task": "Pick a colour."})), nil
+		case strings.Contains(text, "Stage 1 is complete"):
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": "finished"})), nil
+		}
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
+	})
+	clk := &clock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
+	home := t.TempDir()
+	open := func() *nodes.Squad {
+		s, err := nodes.New(nodes.WithHome(home), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+			nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20*time.Millisecond),
+			nodes.WithClock(clk.Now), nodes.WithAnswerTimeout(time.Hour),
+			nodes.WithWebhook(nodes.Webhook{URL: hook.URL, Agent: "painter", AllowPrivate: true}))
+		require.NoError(t, err)
+		return s
+	}
+	s := open()
+	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+	defer cancel()
+	h, err := s.Start(ctx, "A colour.")
+	require.NoError(t, err)
+
+	var q nodes.Question
+	select {
+	case q = <-posted:
+	case <-ctx.Done():
+		t.Fatal("no question was posted")
+	}
+	assert.Equal(t, "human.question", q.Type)
+	assert.Equal(t, "painter", q.Agent)
+	assert.Equal(t, h.ID(), q.Run)
+	assert.Equal(t, "n1", q.Node)
+	assert.Equal(t, "Which colour?", q.Question)
+	assert.NotEmpty(t, q.Key)
+	require.NotNil(t, q.AnswerBy)
+	assert.Equal(t, clk.Now().Add(time.Hour), *q.AnswerBy)
+
+	// Closed and opened again: the deadline is kept with the question.
+	require.NoError(t, s.Close())
+	s = open()
+	defer s.Close()
+	h, err = s.Resume(ctx, h.ID())
+	require.NoError(t, err)
+	clk.add(time.Hour)
+	res, err := h.Wait()
+	require.NoError(t, err)
+	require.True(t, res.Finished)
+	n, _ := res.Board.Node("n1")
+	assert.Equal(t, "The human answered: no answer within 1h0m0s", n.Summary)
+	var answered int
+	for _, e := range scEvents(t, s) {
+		if e.Type == eventlog.HumanResponse && e.Text == "no answer within 1h0m0s" {
+			answered++
+		}
+	}
+	assert.Equal(t, 1, answered)
+}
+
+// New refuses a webhook URL that is not an absolute http or https one.
+func TestWebhookURLIsChecked(t *testing.T) {
+	_, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithModelResolver(func(string) (providers.Model, error) { return scripted.New("m"), nil }),
+		nodes.WithWebhook(nodes.Webhook{URL: "hooks.example/x"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"hooks.example/x"`)
+}
