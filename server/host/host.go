@@ -49,6 +49,7 @@ type config struct {
 	noResume  bool
 	maxRuns   int
 	baseURL   string
+	webhook   nodes.Webhook
 	// A fleet's (fleet.go).
 	pgURL     string
 	pgPool    *pgxpool.Pool
@@ -84,6 +85,11 @@ func WithMaxRuns(n int) Option { return func(c *config) { c.maxRuns = n } }
 // send there the requests on the runs this one holds (see [Host.Holder]). server.New sets it
 // from server.WithAddr.
 func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
+
+// WithWebhook posts the questions the agents' workers and coordinators ask the human to w.URL
+// too (nodes.WithWebhook), each naming its agent (nodes.Question.Agent); the answer comes back
+// through the API (POST /agents/{id}/respond).
+func WithWebhook(w nodes.Webhook) Option { return func(c *config) { c.webhook = w } }
 
 // WithoutResume keeps New from resuming the runs that were in progress when the host last
 // stopped (see [New]): they stay "interrupted" until [Agent.Resume]. In a fleet
@@ -343,6 +349,10 @@ func (h *Host) squadOptions(a *Agent, m meta) []nodes.Option {
 	}
 	if len(m.Tools) > 0 {
 		opts = append(opts, nodes.WithTools(m.Tools...))
+	}
+	if w := h.cfg.webhook; w.URL != "" {
+		w.Agent = id
+		opts = append(opts, nodes.WithWebhook(w))
 	}
 	if h.fleet != nil {
 		// An agent's id names its folder: never empty, never with a "/", which Agent refuses.
