@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,16 +59,7 @@ func TestQuestionTimeoutAndWebhook(t *testing.T) {
 		}
 		return scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Which colour?"})), nil
 	})
-	coord := scripted.NewFunc("asking-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, _ := scripted.Last(req)
-		switch {
-		case len(req.Messages) == 1:
-			return scTurn(req, scripted.Call("create_work_node", map[string]any{"task": "Pick a colour."})), nil
-		case strings.Contains(text, "Stage 1 is complete"):
-			return scTurn(req, scripted.Call("finish", map[string]string{"output": "finished"})), nil
-		}
-		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
-	})
+	coord := stageCoordinator("asking-coordinator", map[string]any{"task": "Pick a colour."})
 	clk := &clock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
 	home := t.TempDir()
 	open := func() *nodes.Squad {

@@ -15,6 +15,7 @@ import (
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/tools"
 )
 
 // operatorSquad is a squad whose coordinator plans n1 and n2 after it, and finishes with the
@@ -31,20 +32,27 @@ func operatorSquad(t *testing.T, fixed *atomic.Bool, mu *sync.Mutex, tasks map[s
 		mu.Unlock()
 		return scTurn(req, scripted.Call("publish", map[string]string{"summary": node + " done"})), nil
 	})
-	coord := scripted.NewFunc("operator-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+	coord := stageCoordinator("operator-coordinator", map[string]any{"task": "First."}, map[string]any{"task": "Second, after the first.", "deps": []string{"n1"}})
+	return scSquad(t, coord, []providers.Model{worker}, nodes.WithMaxAttempts(1))
+}
+
+// stageCoordinator is a coordinator that creates nodes (the create_work_node arguments) at its
+// first turn, finishes once the stage is complete, and waits otherwise (for the human, say).
+func stageCoordinator(name string, nodeArgs ...map[string]any) *scripted.Model {
+	return scripted.NewFunc(name, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		text, _ := scripted.Last(req)
 		switch {
 		case len(req.Messages) == 1:
-			return scTurn(req,
-				scripted.Call("create_work_node", map[string]any{"task": "First."}),
-				scripted.Call("create_work_node", map[string]any{"task": "Second, after the first.", "deps": []string{"n1"}}),
-			), nil
+			var calls []tools.Call
+			for _, a := range nodeArgs {
+				calls = append(calls, scripted.Call("create_work_node", a))
+			}
+			return scTurn(req, calls...), nil
 		case strings.Contains(text, "Stage 1 is complete"):
 			return scTurn(req, scripted.Call("finish", map[string]string{"output": "finished"})), nil
 		}
-		return scTurn(req, scripted.Call("wait", map[string]string{})), nil // for the human, when n1 failed
+		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 	})
-	return scSquad(t, coord, []providers.Model{worker}, nodes.WithMaxAttempts(1))
 }
 
 // awaitFailed starts a run of s and waits until n1 failed for good.

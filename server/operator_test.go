@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
@@ -20,34 +19,16 @@ import (
 	"github.com/agiraph/agiraph/server/host"
 )
 
-// twoStepTeam is a team whose coordinator plans n1 and n2 after it and finishes once the stage
-// is complete; its worker's model fails on n1 until fixed is set.
+// twoStepTeam is a team of n1 and n2 after it, whose worker's model fails on n1 until fixed is
+// set.
 func twoStepTeam(fixed *atomic.Bool) func(string) []nodes.Option {
-	return func(string) []nodes.Option {
-		coord := scripted.NewFunc("two-step", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-			text, _ := scripted.Last(req)
-			switch {
-			case len(req.Messages) == 1:
-				return turn(req,
-					scripted.Call("create_work_node", map[string]any{"task": "First."}),
-					scripted.Call("create_work_node", map[string]any{"task": "Second.", "deps": []string{"n1"}})), nil
-			case strings.Contains(text, "Stage 1 is complete"):
-				return turn(req, scripted.Call("finish", map[string]string{"output": "finished"})), nil
-			}
-			return turn(req, scripted.Call("wait", map[string]string{})), nil
-		})
-		worker := scripted.NewFunc("two-step-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-			if strings.Contains(req.Messages[0].Text(), "First.") && !fixed.Load() {
-				return scripted.Turn{}, errors.New("the model is down")
-			}
-			return turn(req, scripted.Call("publish", map[string]string{"summary": "done"})), nil
-		})
-		return []nodes.Option{
-			nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
-			nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()),
-			nodes.WithTick(20 * time.Millisecond), nodes.WithMaxAttempts(1),
+	plan := []map[string]any{{"task": "First."}, {"task": "Second.", "deps": []string{"n1"}}}
+	return stageTeam(plan, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if strings.Contains(req.Messages[0].Text(), "First.") && !fixed.Load() {
+			return scripted.Turn{}, errors.New("the model is down")
 		}
-	}
+		return turn(req, scripted.Call("publish", map[string]string{"summary": "done"})), nil
+	}, nodes.WithMaxAttempts(1))
 }
 
 // awaitNode polls the agent's board until node id has status want.

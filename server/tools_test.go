@@ -16,37 +16,48 @@ import (
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/server/host"
+	"github.com/agiraph/agiraph/tools"
 )
 
-// oneNodeTeam is a team whose coordinator puts one node on the board and finishes once it is
-// done, and whose worker publishes at once; offered records the tools the worker was offered.
-func oneNodeTeam(offered *[]string, mu *sync.Mutex) func(string) []nodes.Option {
+// stageTeam is a team whose coordinator creates nodes (the create_work_node arguments) at its
+// first turn and finishes once the stage is complete, and whose workers think with work.
+func stageTeam(nodeArgs []map[string]any, work scripted.Func, opts ...nodes.Option) func(string) []nodes.Option {
 	return func(string) []nodes.Option {
-		coord := scripted.NewFunc("one-node", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		coord := scripted.NewFunc("stage-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 			text, _ := scripted.Last(req)
 			switch {
 			case len(req.Messages) == 1:
-				return turn(req, scripted.Call("create_work_node", map[string]any{"task": "Write."})), nil
+				var calls []tools.Call
+				for _, a := range nodeArgs {
+					calls = append(calls, scripted.Call("create_work_node", a))
+				}
+				return turn(req, calls...), nil
 			case strings.Contains(text, "Stage 1 is complete"):
-				return turn(req, scripted.Call("finish", map[string]string{"output": "done"})), nil
+				return turn(req, scripted.Call("finish", map[string]string{"output": "finished"})), nil
 			}
 			return turn(req, scripted.Call("wait", map[string]string{})), nil
 		})
-		worker := scripted.NewFunc("one-node-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-			mu.Lock()
-			*offered = (*offered)[:0]
-			for _, s := range req.Tools {
-				*offered = append(*offered, s.Name)
-			}
-			mu.Unlock()
-			return turn(req, scripted.Call("publish", map[string]string{"summary": "done"})), nil
-		})
-		return []nodes.Option{
+		worker := scripted.NewFunc("stage-worker", work)
+		return append([]nodes.Option{
 			nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
 			nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()),
 			nodes.WithTick(20 * time.Millisecond),
-		}
+		}, opts...)
 	}
+}
+
+// oneNodeTeam is a team of one node, whose worker publishes at once; offered records the tools
+// the worker was offered.
+func oneNodeTeam(offered *[]string, mu *sync.Mutex) func(string) []nodes.Option {
+	return stageTeam([]map[string]any{{"task": "Write."}}, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		mu.Lock()
+		*offered = (*offered)[:0]
+		for _, s := range req.Tools {
+			*offered = append(*offered, s.Name)
+		}
+		mu.Unlock()
+		return turn(req, scripted.Call("publish", map[string]string{"summary": "done"})), nil
+	})
 }
 
 // POST /agents takes the tools the agent's workers may use, by name: its workers are offered

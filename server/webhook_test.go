@@ -6,14 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
@@ -22,29 +20,12 @@ import (
 )
 
 // askingTeam is a team whose worker asks the human which colour, and publishes the answer.
-func askingTeam(string) []nodes.Option {
-	coord := scripted.NewFunc("hook-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		text, _ := scripted.Last(req)
-		switch {
-		case len(req.Messages) == 1:
-			return turn(req, scripted.Call("create_work_node", map[string]any{"task": "Pick a colour."})), nil
-		case strings.Contains(text, "Stage 1 is complete"):
-			return turn(req, scripted.Call("finish", map[string]string{"output": "finished"})), nil
-		}
-		return turn(req, scripted.Call("wait", map[string]string{})), nil
-	})
-	worker := scripted.NewFunc("hook-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		if said, ok := scripted.Results(req)["ask_human"]; ok {
-			return turn(req, scripted.Call("publish", map[string]string{"summary": said})), nil
-		}
-		return turn(req, scripted.Call("ask_human", map[string]string{"question": "Which colour?"})), nil
-	})
-	return []nodes.Option{
-		nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
-		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()),
-		nodes.WithTick(20 * time.Millisecond),
+var askingTeam = stageTeam([]map[string]any{{"task": "Pick a colour."}}, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+	if said, ok := scripted.Results(req)["ask_human"]; ok {
+		return turn(req, scripted.Call("publish", map[string]string{"summary": said})), nil
 	}
-}
+	return turn(req, scripted.Call("ask_human", map[string]string{"question": "Which colour?"})), nil
+})
 
 // A worker's question reaches the server's webhook, naming the agent, who asked and what; the
 // answer comes back through the API, and the work goes on with it.
