@@ -119,3 +119,31 @@ func TestWebhookURLIsChecked(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"hooks.example/x"`)
 }
+
+// The coordinator's question ends the same way when its time is up.
+func TestCoordinatorQuestionTimeout(t *testing.T) {
+	coord := scripted.NewFunc("asking-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if said, ok := scripted.Results(req)["ask_human"]; ok {
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": said})), nil
+		}
+		return scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Which market?"})), nil
+	})
+	clk := &clock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
+	s := scSquad(t, coord, []providers.Model{coord}, nodes.WithClock(clk.Now), nodes.WithAnswerTimeout(time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+	defer cancel()
+	h, err := s.Start(ctx, "A market.")
+	require.NoError(t, err)
+	require.NoError(t, scAwait(ctx, s, func(evs []eventlog.Event) bool {
+		for _, e := range evs {
+			if e.Type == eventlog.HumanQuestion {
+				return true
+			}
+		}
+		return false
+	}))
+	clk.add(time.Minute)
+	res, err := h.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, "The human answered: no answer within 1m0s", res.Output)
+}
