@@ -110,9 +110,9 @@ func (r *run) asked(key, node, worker, question string, by time.Time) {
 }
 
 // expireQuestions answers the questions whose time is up (WithAnswerTimeout) with "no answer
-// within" the timeout.
+// within" the timeout; not while the human has the workers stopped, which an answer would undo.
 func (r *run) expireQuestions() {
-	if r.cfg.answerTimeout <= 0 {
+	if r.cfg.answerTimeout <= 0 || r.isStopped() {
 		return
 	}
 	now := r.cfg.now()
