@@ -63,8 +63,11 @@ type webhooks struct {
 	wg     sync.WaitGroup
 }
 
+// Check checks that w's URL is an absolute http or https one.
+func (w Webhook) Check() error { return webhook.CheckURL(w.URL) }
+
 func newWebhooks(w Webhook) (*webhooks, error) {
-	if err := webhook.CheckURL(w.URL); err != nil {
+	if err := w.Check(); err != nil {
 		return nil, fmt.Errorf("nodes: WithWebhook: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())

@@ -134,6 +134,11 @@ func New(opts ...Option) (*Host, error) {
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
+	if c.webhook.URL != "" {
+		if err := c.webhook.Check(); err != nil {
+			return nil, fmt.Errorf("host: WithWebhook: %w", err)
+		}
+	}
 	h := &Host{cfg: c, slots: make(chan struct{}, max(c.maxRuns, 1)), closing: make(chan struct{}), agents: map[string]*Agent{}}
 	h.ctx, h.stop = context.WithCancel(context.Background())
 	fl, err := openFleet(h.ctx, c)
