@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/webhook"
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -16,7 +17,7 @@ import (
 
 // WithAnswerTimeout bounds how long a question to the human waits: a worker's, or the
 // coordinator's, that has no answer d after it was asked is answered "no answer within d" by the
-// squad, and the work goes on. The deadline is kept with the question, so a run resumed after a
+// squad, and the work goes on. A tool call held for approval (WithHooks) waits for its verdict. The deadline is kept with the question, so a run resumed after a
 // restart keeps it. By default a question waits for as long as it takes.
 func WithAnswerTimeout(d time.Duration) Option { return func(c *config) { c.answerTimeout = d } }
 
@@ -43,9 +44,13 @@ type Question struct {
 	Node     string `json:"node,omitempty"`
 	Worker   string `json:"worker"` // who asked: a worker's id, or "coordinator"
 	Question string `json:"question"`
+	// Approval is the tool call the question asks the human to approve, when it is one (see
+	// WithHooks): the answer is then a verdict.
+	Approval *hooks.Approval `json:"approval,omitempty"`
 	// Key names the question uniquely in the run: a post made again after a crash has the same.
 	Key string `json:"key"`
-	// AnswerBy is when the question ends without an answer (WithAnswerTimeout), if it does.
+	// AnswerBy is when the question ends without an answer (WithAnswerTimeout), if it does; a
+	// tool call waiting for approval has no deadline.
 	AnswerBy *time.Time `json:"answer_by,omitempty"`
 }
 
@@ -89,12 +94,13 @@ func (r *run) answerBy() time.Time {
 }
 
 // asked posts the question that key names to the squad's webhook, if it has one.
-func (r *run) asked(key, node, worker, question string, by time.Time) {
+func (r *run) asked(key, node, worker, question string, approval *hooks.Approval, by time.Time) {
 	h := r.s.hooks
 	if h == nil {
 		return
 	}
-	q := Question{Type: string(eventlog.HumanQuestion), Agent: h.cfg.Agent, Run: r.id, Node: node, Worker: worker, Question: question, Key: r.id + "/" + key}
+	q := Question{Type: string(eventlog.HumanQuestion), Agent: h.cfg.Agent, Run: r.id, Node: node, Worker: worker, Question: question,
+		Approval: approval, Key: r.id + "/" + key}
 	if !by.IsZero() {
 		q.AnswerBy = &by
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
@@ -78,6 +79,9 @@ type Node struct {
 	Asked    string `json:"asked,omitempty"`
 	// AnswerBy is when the question ends without an answer (WithAnswerTimeout).
 	AnswerBy time.Time `json:"answer_by,omitzero"`
+	// Approval is the tool call the question asks the human to approve, when it is one (see
+	// WithHooks).
+	Approval *hooks.Approval `json:"approval,omitempty"`
 	// WaitingFor lists the sub-nodes the node waits for, when it checkpointed to wait for them.
 	WaitingFor []string  `json:"waiting_for,omitempty"`
 	CreatedBy  string    `json:"created_by"`
@@ -723,12 +727,38 @@ func (b *board) change(ctx context.Context, fn func(t *tx) error) error {
 	for _, k := range t.forgot {
 		ch.Delete(k)
 	}
+	if err := b.record(&ch); err != nil {
+		return err
+	}
 	undo := b.apply(t)
 	if err := b.save(ctx, ch, func() { b.viewsChanged(created) }); err != nil {
 		undo()
 		return err
 	}
 	return nil
+}
+
+// histKey is the store's key of the record of version v of run's board: the documents of the
+// board and of the run's state that v put. The records are how a fork reads the board as it was
+// at a tick (see Squad.Fork); the key's number is padded, so that they sort in version order.
+func histKey(run string, v int64) string { return fmt.Sprintf("hist/%s/%020d", run, v) }
+
+// record adds to ch, a change of version b.version, its record (see histKey); b.wmu is held.
+func (b *board) record(ch *store.Change) error {
+	var docs []store.Doc
+	for _, d := range ch.Docs {
+		if d.Version == b.version {
+			docs = append(docs, d)
+		}
+	}
+	return ch.Put(histKey(b.run.ID(), b.version), docs)
+}
+
+// at returns the board's version: that of its latest change, or of the run's state's.
+func (b *board) at() int64 {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	return b.version
 }
 
 // apply makes t's change in memory and returns what takes it back; b.wmu is held.

@@ -28,14 +28,18 @@ import (
 // either way. Mail the coordinator took in a turn a crash cut short before the turn's first
 // step was saved is given back by its mailbox, under the turn's key, when it is woken next.
 func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error) {
-	model, err := r.cfg.resolve(r.cfg.coordModel)
+	st := r.board.runState()
+	name := r.cfg.coordModel
+	if st.CoordModel != "" {
+		name = st.CoordModel
+	}
+	model, err := r.cfg.resolve(name)
 	if err != nil {
 		return runtime.Outcome{}, fmt.Errorf("nodes: coordinator: %w", err)
 	}
 	opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithTextEndsTurn(), harnessed.WithoutWorkTools(),
-		harnessed.WithMaxIterations(1000), harnessed.WithConversationCache(r.coordConv)}
+		harnessed.WithMaxIterations(1000), harnessed.WithConversationCache(r.coordConv), harnessed.WithHooks(r.cfg.hooks...)}
 	rt := harnessed.New(model, opts...)
-	st := r.board.runState()
 	a := runtime.Assignment{
 		ID: r.id + ".coordinator", Run: r.id, Worker: bus.Coordinator,
 		Task: "GOAL: " + st.Goal, System: r.coordinatorSystem(), Dir: runtime.NodeDir(r.dir.Coordinator()),
@@ -59,7 +63,7 @@ func (r *run) coordinate(ctx context.Context, wake bool) (runtime.Outcome, error
 	}
 	sink, done := r.sink(filepath.Join(r.dir.Coordinator(), "log.jsonl"), filepath.Join(r.dir.Coordinator(), "conversation.jsonl"), "", bus.Coordinator)
 	defer done()
-	o, err := rt.Run(ctx, a, sink)
+	o, err := r.cfg.recorded(Harnessed, rt).Run(ctx, a, sink)
 	if err != nil {
 		return o, fmt.Errorf("nodes: coordinator: %w", err)
 	}

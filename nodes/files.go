@@ -237,6 +237,25 @@ func (f *Files) LastEvent() (eventlog.Event, bool, error) {
 	return eventlog.Last(f.home.Events())
 }
 
+// Store calls fn with the agent's store, to read and write, while its squad is closed: the one
+// its options give, or the one in its home's state.db, opened for the call (a squad that opens
+// on the home meanwhile opens it too; SQLite orders their writes). An embedder keeps documents
+// of its own there, under keys of their own (see Squad.Store).
+func (f *Files) Store(fn func(st store.Store) error) error {
+	if f.cfg.store != nil {
+		return fn(f.cfg.store)
+	}
+	st, err := sqlitestore.Open(filepath.Join(string(f.home), "state.db"))
+	if err != nil {
+		return fmt.Errorf("nodes: %w", err)
+	}
+	err = fn(st)
+	if cerr := st.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("nodes: %w", cerr)
+	}
+	return err
+}
+
 // Memory returns the agent's long-term memory (see memory.Open).
 func (f *Files) Memory() (*memory.Store, error) {
 	return memory.Open(f.home, memory.WithClock(f.cfg.now))

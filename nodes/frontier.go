@@ -493,6 +493,8 @@ func translate(e runtime.Event) (eventlog.Event, bool) {
 		return eventlog.New(eventlog.ModelTurn, clip(e.Text, 500), e.Usage), true
 	case runtime.Retrying:
 		return eventlog.New(eventlog.Retrying, e.Text, nil), true
+	case runtime.Hooked:
+		return eventlog.New(eventlog.Hooked, clip(e.Text, 500), nil), true
 	case runtime.Output:
 		return eventlog.New(eventlog.Output, clip(e.Text, 500), nil), true
 	}

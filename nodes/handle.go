@@ -39,12 +39,17 @@ func (s *Squad) Start(ctx context.Context, goal string, opts ...RunOption) (*Run
 	for _, o := range opts {
 		o(&c)
 	}
+	now := s.cfg.now()
 	if c.id == "" {
-		base := s.cfg.now().UTC().Format("20060102-150405")
+		base := now.UTC().Format("20060102-150405")
 		c.id = base
 		for i := 2; fileExists(string(s.home.Run(c.id))); i++ {
 			c.id = fmt.Sprintf("%s-%d", base, i)
 		}
+	}
+	if rec := s.cfg.recorder; rec != nil {
+		rec.Begin(RunInfo{ID: c.id, Home: string(s.home), Goal: goal, Started: now, Model: s.cfg.model, CoordinatorModel: s.cfg.coordModel,
+			RoleModels: s.cfg.roleModels, MaxConcurrent: s.cfg.maxConcurrent, Mode: s.cfg.mode})
 	}
 	return s.begin(ctx, c.id, goal)
 }

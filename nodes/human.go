@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 )
@@ -45,10 +46,13 @@ func (r *run) humanSays(to, body string) error {
 func (r *run) answer(worker, text string) error {
 	ctx := context.Background() // from outside the run's steps: what it changes commits at once
 	if strings.EqualFold(worker, bus.Coordinator) {
+		if err := verdict(r.board.runState().Approval, text); err != nil {
+			return err
+		}
 		asked := false
 		st, err := r.updateRun(ctx, func(s *runState) {
 			if asked = s.Question != ""; asked {
-				s.Answer, s.Question, s.AnswerBy = text, "", time.Time{}
+				s.Answer, s.Question, s.Approval, s.AnswerBy = text, "", nil, time.Time{}
 			}
 		})
 		if err != nil {
@@ -75,10 +79,13 @@ func (r *run) answer(worker, text string) error {
 		if n.Status != NodeWaiting || n.Question == "" {
 			return nobody
 		}
+		if err := verdict(n.Approval, text); err != nil {
+			return err
+		}
 		n.Answer = text
 		return nil
 	})
-	if errors.Is(err, ErrNoQuestion) {
+	if errors.Is(err, ErrNoQuestion) || errors.Is(err, hooks.ErrBadVerdict) {
 		return err
 	}
 	if err != nil {
@@ -89,6 +96,15 @@ func (r *run) answer(worker, text string) error {
 	}
 	r.resume()
 	return nil
+}
+
+// verdict checks that text answers the approval a question asks for, if it asks for one.
+func verdict(a *hooks.Approval, text string) error {
+	if a == nil {
+		return nil
+	}
+	_, err := hooks.ParseVerdict(*a, text)
+	return err
 }
 
 // heard makes the human's answer to the question asked (the key of what asked it: an outcome,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/bus"
@@ -18,6 +19,7 @@ func (s *Squad) openBus(r *run) (*bus.Bus, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.journal, _ = j.(*busJournal)
 	b, err := bus.Open(r.dir.Messages(), bus.WithClock(s.cfg.now), bus.WithObserver(r.observeMessage), bus.WithJournal(j))
 	if err != nil {
 		return nil, fmt.Errorf("nodes: run %s: %w", r.id, err)
@@ -58,7 +60,7 @@ func runJournal(st store.Store, dir, run string) (bus.Journal, error) {
 type busJournal struct {
 	st  store.Store
 	run string
-	n   int // the records kept
+	n   atomic.Int64 // the records kept
 }
 
 // busKey is the store's key of record n of run's bus; the number is padded, so that the keys
@@ -75,21 +77,30 @@ func (j *busJournal) Records() ([][]byte, error) {
 	for i, d := range docs {
 		recs[i] = d.Value
 	}
-	j.n = len(docs)
+	j.n.Store(int64(len(docs)))
 	return recs, nil
 }
 
 // Append keeps records after the others, in one commit.
 func (j *busJournal) Append(records [][]byte) error {
 	var ch store.Change
+	n := int(j.n.Load())
 	for i, r := range records {
-		ch.Docs = append(ch.Docs, store.Doc{Key: busKey(j.run, j.n+i+1), Value: r})
+		ch.Docs = append(ch.Docs, store.Doc{Key: busKey(j.run, n+i+1), Value: r})
 	}
 	if err := j.st.Apply(context.Background(), ch); err != nil {
 		return fmt.Errorf("nodes: run %s: its messages: %w", j.run, err)
 	}
-	j.n += len(records)
+	j.n.Add(int64(len(records)))
 	return nil
+}
+
+// kept returns how many records the journal kept; 0 for a journal that is not the store's.
+func (j *busJournal) kept() int {
+	if j == nil {
+		return 0
+	}
+	return int(j.n.Load())
 }
 
 // Close does nothing: the squad closes the store.

@@ -144,7 +144,7 @@ func (r *run) record(t *tx, a *applied) error {
 	}
 	retry := a.node.Attempts < r.cfg.maxAttempts
 	n, err := t.node(a.node.ID, func(n *Node) error {
-		n.Applied, n.Question, n.Answer, n.Woken, n.AnswerBy = a.id, "", "", false, time.Time{}
+		n.Applied, n.Question, n.Answer, n.Approval, n.Woken, n.AnswerBy = a.id, "", "", nil, false, time.Time{}
 		switch o.Status {
 		case runtime.Published:
 			n.Status, n.Summary, n.Published, n.Result = NodeCompleted, o.Summary, o.Published, o.Result
@@ -154,7 +154,10 @@ func (r *run) record(t *tx, a *applied) error {
 				n.Status = NodeWaiting
 			}
 		case runtime.Waiting:
-			n.Status, n.Question, n.Asked, n.AnswerBy = NodeWaiting, o.Question, a.rec.key()+"/question", r.answerBy()
+			n.Status, n.Question, n.Approval, n.Asked = NodeWaiting, o.Question, o.Approval, a.rec.key()+"/question"
+			if o.Approval == nil { // a tool call waits for its verdict
+				n.AnswerBy = r.answerBy()
+			}
 		case runtime.Cancelled:
 			n.Status = NodePending // its assignment is kept, to be resumed
 		default:
@@ -208,11 +211,11 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 			return err
 		}
 	case runtime.Waiting:
-		r.emitAt(ctx, eventlog.HumanQuestion, node.ID, worker.ID, o.Question, nil, key+"/question")
+		r.emitAt(ctx, eventlog.HumanQuestion, node.ID, worker.ID, o.Question, o.Approval, key+"/question")
 		if err := r.toHuman(ctx, key+"/question", worker.Name, o.Question); err != nil {
 			return err
 		}
-		r.asked(key+"/question", node.ID, worker.ID, o.Question, node.AnswerBy)
+		r.asked(key+"/question", node.ID, worker.ID, o.Question, o.Approval, node.AnswerBy)
 	case runtime.Cancelled:
 	default:
 		retry := node.Status == NodePending

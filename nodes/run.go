@@ -43,6 +43,10 @@ type tick struct {
 	Done       []string        `json:"done,omitempty"`
 	// Launch is the one launch of a dispatch task (a Send's argument).
 	Launch *launch `json:"launch,omitempty"`
+	// Board and Bus say how far the run's board (its version: see board.at) and its bus (the
+	// records it kept) were when decide_next ended the tick: what a fork from the tick keeps.
+	Board int64 `json:"board,omitempty"`
+	Bus   int   `json:"bus,omitempty"`
 }
 
 // launch is an assignment route_frontier decided to start.
@@ -78,6 +82,7 @@ type run struct {
 	dir     workspace.Run
 	board   *board
 	bus     *bus.Bus
+	journal *busJournal // the bus's journal, when it is the store's
 	log     *eventlog.Log
 	pool    *pool
 	sched   *triggers.Scheduler
@@ -475,7 +480,10 @@ func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 func (r *run) decideNext(ctx context.Context, st tick) (n tick, err error) {
 	n = next(st)
 	n.Tick++
-	defer func() { n.Done = append(n.Done, r.pool.drain()...) }() // for route_frontier to apply
+	defer func() {
+		n.Done = append(n.Done, r.pool.drain()...) // for route_frontier to apply
+		n.Board, n.Bus = r.board.at(), r.journal.kept()
+	}()
 	takeUp := r.takeUp
 	r.takeUp = false
 	news := st.Tick == 0 || r.coordinatorHasNews() || r.board.runState().Finished
@@ -514,15 +522,20 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 	case r.board.runState().Finished:
 	case o.Status == runtime.Waiting:
 		key := fmt.Sprintf("coordinator%d/question", o.Turns)
-		st, err := r.updateRun(ctx, func(s *runState) { s.Question, s.Answer, s.Asked, s.AnswerBy = o.Question, "", key, r.answerBy() })
+		st, err := r.updateRun(ctx, func(s *runState) {
+			s.Question, s.Approval, s.Answer, s.Asked, s.AnswerBy = o.Question, o.Approval, "", key, time.Time{}
+			if o.Approval == nil { // a tool call waits for its verdict
+				s.AnswerBy = r.answerBy()
+			}
+		})
 		if err != nil {
 			return err
 		}
 		if err := r.toHuman(ctx, key, bus.Coordinator, o.Question); err != nil {
 			return err
 		}
-		r.asked(key, "", bus.Coordinator, o.Question, st.AnswerBy)
-		r.emit(ctx, eventlog.Event{Type: eventlog.HumanQuestion, Worker: bus.Coordinator, Text: o.Question, Key: key})
+		r.asked(key, "", bus.Coordinator, o.Question, o.Approval, st.AnswerBy)
+		r.emitAt(ctx, eventlog.HumanQuestion, "", bus.Coordinator, o.Question, o.Approval, key)
 	case strings.TrimSpace(o.Summary) != "":
 		if err := r.toHuman(ctx, fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {
 			return err

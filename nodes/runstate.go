@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
@@ -34,10 +35,15 @@ type runState struct {
 	// until the coordinator has it.
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
+	// Approval is the tool call the question asks the human to approve, when it is one.
+	Approval *hooks.Approval `json:"approval,omitempty"`
 	// Asked is the key of the coordinator's last question, which keys the answer's record.
 	Asked string `json:"asked,omitempty"`
 	// AnswerBy is when the question ends without an answer (WithAnswerTimeout).
 	AnswerBy time.Time `json:"answer_by,omitzero"`
+	// CoordModel is the coordinator's model in this run, when it is not the squad's (a fork
+	// given another: see ForkWithCoordinatorModel).
+	CoordModel string `json:"coordinator_model,omitempty"`
 	// Home is the id of the home the run last opened in (see homeID): the folder of the run
 	// another home kept is behind the store.
 	Home string `json:"home,omitempty"`
@@ -104,6 +110,9 @@ func (r *run) updateRun(ctx context.Context, fn func(st *runState)) (runState, e
 	b.version++
 	var ch store.Change
 	if err := ch.PutVersion(runKey(r.id), b.version, st); err != nil {
+		return old, err
+	}
+	if err := b.record(&ch); err != nil {
 		return old, err
 	}
 	b.setState(st)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -105,6 +106,8 @@ type config struct {
 	outputSchema  json.RawMessage
 	logger        *slog.Logger
 	wake          func(runID string)
+	recorder      Recorder     // WithRecorder
+	hooks         []hooks.Hook // WithHooks
 }
 
 // WithHome sets the agent's home folder (default ".agiraph/agent").
@@ -237,6 +240,17 @@ func WithCoordinatorTools(ts ...tools.Tool) Option {
 	return func(c *config) { c.coordTools = append(c.coordTools, ts...) }
 }
 
+// WithHooks runs these hooks around every model call and tool call of the coordinator and the
+// harnessed workers (see package hooks and harnessed.WithHooks): guardrails that rewrite or
+// refuse, and approvals. A tool call held for approval ([hooks.Approvals]) is a question to the
+// human like ask_human's, kept across restarts: its node waits (the coordinator's run, for the
+// coordinator's calls) with Node.Approval the call, and Run.Answer (or Send) takes the human's
+// verdict — hooks.Approve(), hooks.Edit(arguments), hooks.Reject(reason) — refusing, naming the
+// tool, edited arguments its schema does not accept.
+func WithHooks(hs ...hooks.Hook) Option {
+	return func(c *config) { c.hooks = append(c.hooks, hs...) }
+}
+
 // WithOutputSchema gives a run's final output a JSON Schema (its root an object; see
 // providers.SchemaFor to derive one from a Go type): the coordinator's finish then takes a
 // result, refused with what is wrong until it matches, and Result.Value holds it (Result.Decode
@@ -342,6 +356,15 @@ func New(opts ...Option) (*Squad, error) {
 	if c.resolve == nil {
 		modelOpts := c.modelOpts
 		c.resolve = func(name string) (providers.Model, error) { return models.New(name, modelOpts...) }
+	}
+	if rec, resolve := c.recorder, c.resolve; rec != nil {
+		c.resolve = func(name string) (providers.Model, error) {
+			m, err := resolve(name)
+			if err != nil {
+				return nil, err
+			}
+			return rec.Model(m), nil
+		}
 	}
 	if c.contract.MaxIterations <= 0 {
 		c.contract.MaxIterations = 30
@@ -523,6 +546,10 @@ func (s *Squad) Memory() *memory.Store { return s.mem }
 
 // Home returns the agent's home folder.
 func (s *Squad) Home() workspace.Home { return s.home }
+
+// Store returns the agent's store (see WithStore): its documents beside the squad's are its
+// embedder's to keep, under keys of their own (the A2A server's: "a2a/…").
+func (s *Squad) Store() store.Store { return s.store }
 
 // Result is how a run ended.
 type Result struct {

@@ -183,7 +183,7 @@ func (r *run) runtimeFor(w Worker) (runtime.Runtime, error) {
 			return nil, fmt.Errorf("nodes: worker %s: %w", w.Name, err)
 		}
 		opts := []harnessed.Option{harnessed.WithSaver(r.s.saver), harnessed.WithMaxIterations(r.board.runState().Contract.MaxIterations),
-			harnessed.WithConversationCache(r.workerConvs)}
+			harnessed.WithConversationCache(r.workerConvs), harnessed.WithHooks(r.cfg.hooks...)}
 		if w.Single {
 			opts = append(opts, harnessed.WithSingleInference())
 		}
@@ -206,5 +206,5 @@ func (r *run) runtimeFor(w Worker) (runtime.Runtime, error) {
 	default:
 		return nil, fmt.Errorf("nodes: worker %s: no runtime for kind %q", w.Name, w.Kind)
 	}
-	return runtime.Watch(rt, r.cfg.stall), nil
+	return runtime.Watch(r.cfg.recorded(w.Kind, rt), r.cfg.stall), nil
 }

@@ -154,12 +154,14 @@ func toolPrompt(system string, specs []ToolSpec, choice ToolChoice) string {
 	return b.String()
 }
 
-// textConversation rewrites messages as text only: tool calls and results become their tags,
-// opaque parts are dropped, and the pieces of a message are joined into one text part.
+// textConversation rewrites messages as text: tool calls and results become their tags, opaque
+// parts are dropped, and the pieces of a message are joined into one text part, followed by the
+// message's files.
 func textConversation(msgs []Message) []Message {
 	out := make([]Message, 0, len(msgs))
 	for _, msg := range msgs {
 		var b strings.Builder
+		var files []Part
 		lastBlock := false
 		block := func(s string) {
 			if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
@@ -187,12 +189,18 @@ func textConversation(msgs []Message) []Message {
 				if p.ToolResult != nil {
 					block(renderResult(*p.ToolResult))
 				}
+			case FilePart:
+				files = append(files, p)
 			}
 		}
-		if b.Len() == 0 {
+		var parts []Part
+		if b.Len() > 0 {
+			parts = append(parts, Text(b.String()))
+		}
+		if parts = append(parts, files...); len(parts) == 0 {
 			continue
 		}
-		out = append(out, Message{Role: msg.Role, Parts: []Part{Text(b.String())}})
+		out = append(out, Message{Role: msg.Role, Parts: parts})
 	}
 	return out
 }

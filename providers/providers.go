@@ -1,7 +1,7 @@
 // Package providers is the one interface agents use to call language models, over canonical
 // types that every provider adapter translates to and from its own wire format: a system prompt,
-// messages made of parts (text, tool calls, tool results, and opaque provider blocks that must be
-// sent back unchanged), tool definitions and options in; the assistant's message, the stop reason
+// messages made of parts (text, images and PDFs, tool calls, tool results, and opaque provider
+// blocks that must be sent back unchanged), tool definitions and options in; the assistant's message, the stop reason
 // and the usage out.
 //
 // Adapters live in sub-packages (providers/scripted for a deterministic model; the HTTP providers
@@ -53,6 +53,8 @@ const (
 	TextPart       PartType = "text"
 	ToolCallPart   PartType = "tool_call"
 	ToolResultPart PartType = "tool_result"
+	// FilePart is an image or a PDF the model is shown (see File).
+	FilePart PartType = "file"
 	// OpaquePart is a provider's own block (for example a server tool's use and result, or a
 	// thinking block with its signature) that must be sent back to the same provider unchanged.
 	OpaquePart PartType = "opaque"
@@ -64,6 +66,7 @@ type Part struct {
 	Text       string        `json:"text,omitempty"`
 	ToolCall   *tools.Call   `json:"tool_call,omitempty"`
 	ToolResult *tools.Result `json:"tool_result,omitempty"`
+	File       *File         `json:"file,omitempty"`
 	// Provider names the provider an opaque block came from; Raw is the block as it sent it.
 	Provider string          `json:"provider,omitempty"`
 	Raw      json.RawMessage `json:"raw,omitempty"`

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/sandbox"
 	"github.com/agiraph/agiraph/tools"
@@ -109,6 +110,9 @@ type Outcome struct {
 	SubNodes []SubNode
 	// Question is what the worker asked the human, when Status is Waiting.
 	Question string
+	// Approval, when the worker waits for the human's approval of a tool call, is that call;
+	// Question then asks for it in words.
+	Approval *hooks.Approval
 	// Session, when the runtime has sessions, continues this one (Assignment.Session).
 	Session string
 	// Turns counts the model turns the assignment took, where the runtime knows.

@@ -1,10 +1,15 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
 	"github.com/agiraph/agiraph/server/a2a"
 	"github.com/agiraph/agiraph/server/host"
 	"github.com/agiraph/agiraph/server/langgraphapi"
@@ -24,7 +29,12 @@ type config struct {
 	addr     string
 	lg       *langgraphapi.Handler
 	a2aAgent string
+	a2aOpts  []a2a.Option
+	graphs   []graphServer
 }
+
+// A graphServer registers a graph with the LangGraph API and returns its A2A handler.
+type graphServer func(lg *langgraphapi.Handler, a2aOpts []a2a.Option) (name string, h *a2a.Handler, err error)
 
 // DefaultMaxText is the default limit on a goal, a message or an answer, in bytes.
 const DefaultMaxText = 64 << 10
@@ -83,6 +93,28 @@ func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 // it after the server.
 func WithLangGraph(h *langgraphapi.Handler) Option { return func(c *config) { c.lg = h } }
 
+// WithA2AOptions configures the server's A2A handler (a2a.New), as a2a.WithPrivatePush.
+func WithA2AOptions(opts ...a2a.Option) Option {
+	return func(c *config) { c.a2aOpts = append(c.a2aOpts, opts...) }
+}
+
+// WithGraph serves a compiled graph over the LangGraph API, as the assistant g.Name under
+// /langgraph (see [WithLangGraph]; without it the server makes a handler whose records are kept
+// in langgraph.db in its root), and over A2A, as the agent g.Name at /a2a/{name}/ (see
+// a2a.NewGraph), behind the server's guard. A graph's name hides an agent of the same id over
+// A2A. With [WithA2AAgent](g.Name) the graph is the server's own A2A agent.
+func WithGraph[S any](g a2a.Graph[S]) Option {
+	return func(c *config) {
+		c.graphs = append(c.graphs, func(lg *langgraphapi.Handler, opts []a2a.Option) (string, *a2a.Handler, error) {
+			if err := langgraphapi.Register(lg, g.Name, g.Graph, g.Saver); err != nil {
+				return g.Name, nil, err
+			}
+			h, err := a2a.NewGraph(A2APath, g, opts...)
+			return g.Name, h, err
+		})
+	}
+}
+
 // WithA2AAgent makes agent id the server's own A2A agent: its card is served at
 // /.well-known/agent-card.json too, where A2A clients look for a server's agent.
 func WithA2AAgent(id string) Option { return func(c *config) { c.a2aAgent = id } }
@@ -106,8 +138,10 @@ type Server struct {
 	host    *host.Host
 	mux     *http.ServeMux
 	a2a     *a2a.Handler
-	handler http.Handler // the mux behind the guard
-	token   string       // "" without auth
+	graphs  map[string]*a2a.Handler // the A2A agents of WithGraph, by name
+	closers []func() error          // what New made for WithGraph, closed after the host
+	handler http.Handler            // the mux behind the guard
+	token   string                  // "" without auth
 }
 
 // New returns a server over a new agent host (see host.New, and [WithHost] for its options).
@@ -137,14 +171,18 @@ func New(opts ...Option) (*Server, error) {
 		}
 		s.token = tok
 	}
-	var a2aOpts []a2a.Option
+	a2aOpts := append([]a2a.Option(nil), c.a2aOpts...)
 	if s.token != "" {
 		a2aOpts = append(a2aOpts, a2a.WithBearer())
 	}
 	s.a2a = a2a.New(h, A2APath, a2aOpts...)
-	if c.lg != nil {
-		if err := langgraphapi.RegisterHost(c.lg, SquadAssistant, h, langgraphapi.WithSquadModels(c.models...)); err != nil {
-			_ = h.Close() // the error before is the one to report
+	if err := s.serveGraphs(a2aOpts); err != nil {
+		_ = s.Close() // the error before is the one to report
+		return nil, err
+	}
+	if s.cfg.lg != nil {
+		if err := langgraphapi.RegisterHost(s.cfg.lg, SquadAssistant, h, langgraphapi.WithSquadModels(c.models...)); err != nil {
+			_ = s.Close() // the error before is the one to report
 			return nil, err
 		}
 	}
@@ -163,6 +201,46 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // resumed by a server started again on the root, and the event streams end. The server answers
 // 503 afterwards.
 func (s *Server) Close() error {
-	defer s.a2a.Close()
-	return s.host.Close()
+	err := s.host.Close()
+	s.a2a.Close()
+	for _, g := range s.graphs {
+		g.Close()
+	}
+	for _, c := range slices.Backward(s.closers) {
+		err = errors.Join(err, c())
+	}
+	return err
+}
+
+// serveGraphs registers the graphs of WithGraph, with a LangGraph handler of the server's own
+// when none was given.
+func (s *Server) serveGraphs(a2aOpts []a2a.Option) error {
+	if len(s.cfg.graphs) == 0 {
+		return nil
+	}
+	if s.cfg.lg == nil {
+		st, err := sqlitestore.Open(filepath.Join(s.host.Root(), "langgraph.db"))
+		if err != nil {
+			return fmt.Errorf("server: the LangGraph API's records: %w", err)
+		}
+		s.cfg.lg = langgraphapi.New(st)
+		s.closers = append(s.closers, st.Close, s.cfg.lg.Close)
+	}
+	s.graphs = map[string]*a2a.Handler{}
+	for _, serve := range s.cfg.graphs {
+		name, h, err := serve(s.cfg.lg, a2aOpts)
+		if err != nil {
+			return fmt.Errorf("server: graph %q: %w", name, err)
+		}
+		s.graphs[name] = h
+	}
+	return nil
+}
+
+// a2aOf returns the A2A handler that serves agent id: its graph's, or the host's.
+func (s *Server) a2aOf(id string) *a2a.Handler {
+	if h, ok := s.graphs[id]; ok {
+		return h
+	}
+	return s.a2a
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/bus"
@@ -57,16 +58,24 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /agents/{id}/memory", s.forward(s.withAgent(s.handleMemoryList)))
 	m.HandleFunc("GET /agents/{id}/memory/{path...}", s.forward(s.withAgent(s.handleMemoryRead)))
 	m.HandleFunc("POST /agents/{id}/memory/search", s.forward(s.withAgent(s.handleMemorySearch)))
+	m.HandleFunc("GET /agents/{id}/runs/{run}/steps", s.forward(s.withAgent(s.handleSteps)))
+	m.HandleFunc("GET /agents/{id}/runs/{run}/steps/{n}", s.forward(s.withAgent(s.handleStep)))
+	m.HandleFunc("POST /agents/{id}/runs/{run}/fork", s.forward(s.withAgent(s.handleFork)))
 	m.HandleFunc("GET /agents/{id}/events", s.withAgent(s.handleEvents))
 	m.HandleFunc("GET /agents/{id}/events/stream", s.forward(s.withAgent(s.handleStream)))
 	m.HandleFunc("GET "+A2APath+"/{id}/.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		s.a2a.ServeCard(w, r, r.PathValue("id"))
+		s.a2aOf(r.PathValue("id")).ServeCard(w, r, r.PathValue("id"))
 	})
-	m.HandleFunc("POST "+A2APath+"/{id}/{$}", s.forward(func(w http.ResponseWriter, r *http.Request) {
-		s.a2a.ServeRPC(w, r, r.PathValue("id"))
-	}))
+	rpc := s.forward(func(w http.ResponseWriter, r *http.Request) { s.a2a.ServeRPC(w, r, r.PathValue("id")) })
+	m.HandleFunc("POST "+A2APath+"/{id}/{$}", func(w http.ResponseWriter, r *http.Request) {
+		if g, ok := s.graphs[r.PathValue("id")]; ok { // a graph runs in every replica
+			g.ServeRPC(w, r, r.PathValue("id"))
+			return
+		}
+		rpc(w, r)
+	})
 	if id := s.cfg.a2aAgent; id != "" {
-		m.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) { s.a2a.ServeCard(w, r, id) })
+		m.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) { s.a2aOf(id).ServeCard(w, r, id) })
 	}
 	if s.cfg.lg != nil {
 		m.Handle(LangGraphPath+"/", http.StripPrefix(LangGraphPath, s.cfg.lg))
@@ -364,6 +373,8 @@ func runError(w http.ResponseWriter, a *host.Agent, err error) {
 		writeError(w, http.StatusConflict, "agent %q has no run in progress: %s", a.ID(), nextStep(a.ID(), status))
 	case errors.Is(err, nodes.ErrNoNode):
 		writeError(w, http.StatusNotFound, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
+	case errors.Is(err, hooks.ErrBadVerdict):
+		writeError(w, http.StatusBadRequest, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "hooks: "))
 	case errors.Is(err, nodes.ErrNoQuestion), errors.Is(err, nodes.ErrNodeState):
 		writeError(w, http.StatusConflict, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
 	case errors.Is(err, host.ErrUnavailable):
@@ -435,11 +446,19 @@ func (s *Server) followUp(w http.ResponseWriter, a *host.Agent, message string) 
 
 func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var req struct {
-		Worker   string `json:"worker"`
-		Response string `json:"response"`
+		Worker   string         `json:"worker"`
+		Response string         `json:"response"`
+		Verdict  *hooks.Verdict `json:"verdict"`
 	}
 	if !s.decode(w, r, &req, false) {
 		return
+	}
+	if req.Verdict != nil {
+		if req.Response != "" {
+			writeError(w, http.StatusBadRequest, "give either a response or a verdict, not both")
+			return
+		}
+		req.Response = req.Verdict.Answer()
 	}
 	if !s.text(w, "response", req.Response) {
 		return

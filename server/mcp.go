@@ -44,9 +44,15 @@ type (
 		To      string `json:"to,omitempty" jsonschema:"a worker's id (default: the coordinator)"`
 	}
 	mcpAnswer struct {
-		Agent    string `json:"agent" jsonschema:"the agent's id"`
-		Response string `json:"response" jsonschema:"the answer"`
-		Worker   string `json:"worker,omitempty" jsonschema:"who asked: a worker's id, or coordinator (default: the one waiting)"`
+		Agent    string      `json:"agent" jsonschema:"the agent's id"`
+		Response string      `json:"response,omitempty" jsonschema:"the answer (or give a verdict, for a tool call waiting for approval)"`
+		Worker   string      `json:"worker,omitempty" jsonschema:"who asked: a worker's id, or coordinator (default: the one waiting)"`
+		Verdict  *mcpVerdict `json:"verdict,omitempty" jsonschema:"for a tool call waiting for approval (get_agent shows it), instead of a response"`
+	}
+	mcpVerdict struct {
+		Approve bool           `json:"approve" jsonschema:"true runs the call; false rejects it"`
+		Args    map[string]any `json:"args,omitempty" jsonschema:"arguments to run the call with instead of the model's (they must match the tool's schema)"`
+		Reason  string         `json:"reason,omitempty" jsonschema:"why the call is rejected: the agent reads it"`
 	}
 	mcpResume struct {
 		Agent string `json:"agent" jsonschema:"the agent's id"`
@@ -60,6 +66,20 @@ type (
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 		Node  string `json:"node" jsonschema:"the node's id, such as n1"`
 		Note  string `json:"note,omitempty" jsonschema:"why it is skipped, for the workers of the nodes after it"`
+	}
+	mcpSteps struct {
+		Agent string `json:"agent" jsonschema:"the agent's id"`
+		Run   string `json:"run" jsonschema:"the run's id"`
+		Tick  int    `json:"tick,omitempty" jsonschema:"one tick: its state, board and diff to the tick before (default: the list of ticks)"`
+	}
+	mcpFork struct {
+		Agent            string `json:"agent" jsonschema:"the agent's id"`
+		Run              string `json:"run" jsonschema:"the run to fork"`
+		Tick             int    `json:"tick" jsonschema:"the tick to fork from (see get_steps)"`
+		Answer           string `json:"answer,omitempty" jsonschema:"another answer to the coordinator's question pending at the tick"`
+		CoordinatorModel string `json:"coordinator_model,omitempty" jsonschema:"another model for the coordinator"`
+		WorkerModel      string `json:"worker_model,omitempty" jsonschema:"another model for the workers (or the one worker names)"`
+		Worker           string `json:"worker,omitempty" jsonschema:"the worker worker_model is for (default: every worker)"`
 	}
 	mcpFile struct {
 		Agent string `json:"agent" jsonschema:"the agent's id"`
@@ -99,9 +119,16 @@ func (s *Server) mcpHandler() http.Handler {
 		func(in mcpSend) (string, string, any) {
 			return http.MethodPost, agent(in.Agent) + "/send", omitEmpty(map[string]string{"message": in.Message, "to": in.To})
 		})
-	mcpTool(s, srv, "answer_question", "Answer the question an agent's coordinator or worker asked.",
+	mcpTool(s, srv, "answer_question", "Answer the question an agent's coordinator or worker asked, or approve, edit or reject the tool call it waits to have approved.",
 		func(in mcpAnswer) (string, string, any) {
-			return http.MethodPost, agent(in.Agent) + "/respond", omitEmpty(map[string]string{"response": in.Response, "worker": in.Worker})
+			body := map[string]any{}
+			for k, v := range omitEmpty(map[string]string{"response": in.Response, "worker": in.Worker}) {
+				body[k] = v
+			}
+			if in.Verdict != nil {
+				body["verdict"] = in.Verdict
+			}
+			return http.MethodPost, agent(in.Agent) + "/respond", body
 		})
 	mcpTool(s, srv, "stop_agent", "Stop an agent's workers; the run stays in progress.",
 		func(in mcpAgent) (string, string, any) { return http.MethodPost, agent(in.Agent) + "/stop", nil })
@@ -144,6 +171,22 @@ func (s *Server) mcpHandler() http.Handler {
 	mcpTool(s, srv, "get_events", "What happened in an agent, as logged events.",
 		func(in mcpPage) (string, string, any) {
 			return http.MethodGet, agent(in.Agent) + "/events" + page(in), nil
+		})
+	mcpTool(s, srv, "get_steps", "A run's steps, one a tick: the state as each tick ended; with tick, that tick's state, board and diff to the tick before.",
+		func(in mcpSteps) (string, string, any) {
+			p := agent(in.Agent) + "/runs/" + url.PathEscape(in.Run) + "/steps"
+			if in.Tick != 0 {
+				p += "/" + fmt.Sprint(in.Tick)
+			}
+			return http.MethodGet, p, nil
+		})
+	mcpTool(s, srv, "fork_run", "Start a new run from a tick of a run, keeping what it had then, with another answer or model.",
+		func(in mcpFork) (string, string, any) {
+			body := map[string]any{"tick": in.Tick}
+			for k, v := range omitEmpty(map[string]string{"answer": in.Answer, "coordinator_model": in.CoordinatorModel, "worker_model": in.WorkerModel, "worker": in.Worker}) {
+				body[k] = v
+			}
+			return http.MethodPost, agent(in.Agent) + "/runs/" + url.PathEscape(in.Run) + "/fork", body
 		})
 	// The guard checks the Host (against more names than loopback ones) and the Origin before
 	// this handler; the SDK's own loopback check would refuse the names the operator allowed.

@@ -80,7 +80,7 @@ func TestSquadOverMCP(t *testing.T) {
 		assert.NotNil(t, tool.InputSchema, tool.Name)
 	}
 	assert.Subset(t, names, []string{"list_agents", "create_agent", "get_agent", "start_run", "send_message", "answer_question",
-		"stop_agent", "resume_agent", "get_board", "get_node", "retry_node", "skip_node", "read_file", "get_conversation", "get_events"})
+		"stop_agent", "resume_agent", "get_board", "get_node", "retry_node", "skip_node", "read_file", "get_conversation", "get_events", "get_steps", "fork_run"})
 
 	text, isErr := mcpCall(t, cs, "create_agent", map[string]any{"id": "picky", "goal": "x", "tools": []string{"teleport"}})
 	assert.True(t, isErr)
@@ -143,7 +143,23 @@ func TestSquadOverMCP(t *testing.T) {
 	assert.Equal(t, "Which market?", waiting.Question)
 	text, isErr = mcpCall(t, cs, "answer_question", map[string]any{"agent": "asker", "response": "the European one"})
 	require.False(t, isErr, text)
-	assert.Contains(t, c.await("asker", host.StatusComplete).Output, "the European one")
+	asked := c.await("asker", host.StatusComplete)
+	assert.Contains(t, asked.Output, "the European one")
+
+	// Its steps, and a fork from the tick where the question was pending, with another answer.
+	text, isErr = mcpCall(t, cs, "get_steps", map[string]any{"agent": "asker", "run": asked.Run})
+	require.False(t, isErr, text)
+	var steps struct{ Steps []struct{ Tick int } }
+	require.NoError(t, json.Unmarshal([]byte(text), &steps))
+	require.NotEmpty(t, steps.Steps)
+	text, isErr = mcpCall(t, cs, "get_steps", map[string]any{"agent": "asker", "run": asked.Run, "tick": 1})
+	require.False(t, isErr, text)
+	assert.Contains(t, text, "Which market?")
+	text, isErr = mcpCall(t, cs, "fork_run", map[string]any{"agent": "asker", "run": asked.Run, "tick": 1, "answer": "the Asian one"})
+	require.False(t, isErr, text)
+	forked := c.await("asker", host.StatusComplete)
+	assert.NotEqual(t, asked.Run, forked.Run)
+	assert.Contains(t, forked.Output, "the Asian one")
 
 	// A new run, started and followed over MCP.
 	text, isErr = mcpCall(t, cs, "start_run", map[string]any{"agent": "tea", "goal": "the future of tea"})

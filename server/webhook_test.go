@@ -19,8 +19,8 @@ import (
 	"github.com/agiraph/agiraph/server/host"
 )
 
-// askingTeam is a team whose worker asks the human which colour, and publishes the answer.
-var askingTeam = stageTeam([]map[string]any{{"task": "Pick a colour."}}, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+// colourTeam is a team whose worker asks the human which colour, and publishes the answer.
+var colourTeam = stageTeam([]map[string]any{{"task": "Pick a colour."}}, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 	if said, ok := scripted.Results(req)["ask_human"]; ok {
 		return turn(req, scripted.Call("publish", map[string]string{"summary": said})), nil
 	}
@@ -40,7 +40,7 @@ func TestQuestionsToTheWebhook(t *testing.T) {
 		assert.Equal(t, "Bearer hook-secret", r.Header.Get("Authorization"))
 	}))
 	defer hook.Close()
-	c := start(t, t.TempDir(), askingTeam, server.WithHost(host.WithWebhook(nodes.Webhook{
+	c := start(t, t.TempDir(), colourTeam, server.WithHost(host.WithWebhook(nodes.Webhook{
 		URL: hook.URL, AllowPrivate: true, Header: http.Header{"Authorization": {"Bearer hook-secret"}}})))
 
 	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "painter", "goal": "A colour."}, nil))

@@ -42,6 +42,8 @@ type Result struct {
 	IsError bool
 	// Truncated says Content was cut to the registry's output cap.
 	Truncated bool
+	// Attachment is the file the call showed the model besides Content, if any (see Attach).
+	Attachment *Attachment `json:",omitempty"`
 }
 
 // RegistryOption configures a [Registry].
@@ -54,9 +56,16 @@ func WithMaxOutput(n int) RegistryOption {
 	return func(r *Registry) { r.maxOutput = n }
 }
 
+// WithAttachments makes Run keep the file a handler attaches (see Attach) in its result's
+// Attachment, for a runtime that shows it to the model; without it, Attach fails.
+func WithAttachments() RegistryOption {
+	return func(r *Registry) { r.attachments = true }
+}
+
 // Registry holds an agent's tools and runs calls to them. It is safe for concurrent use.
 type Registry struct {
-	maxOutput int
+	maxOutput   int
+	attachments bool
 
 	mu    sync.RWMutex
 	tools map[string]entry
@@ -248,11 +257,21 @@ func (r *Registry) runOne(ctx context.Context, c Call) Result {
 		}
 		return r.finish(c, fmt.Sprintf("invalid arguments for tool %q: %v; send the arguments as one JSON object matching the tool's schema", c.Name, err), true)
 	}
-	out, err := callHandler(context.WithValue(ctx, callKey{}, c), e.tool, args)
+	ctx = context.WithValue(ctx, callKey{}, c)
+	var attached *attachment
+	if r.attachments {
+		attached = &attachment{}
+		ctx = context.WithValue(ctx, attachKey{}, attached)
+	}
+	out, err := callHandler(ctx, e.tool, args)
 	if err != nil {
 		return r.finish(c, err.Error(), true)
 	}
-	return r.finish(c, out, false)
+	res := r.finish(c, out, false)
+	if attached != nil {
+		res.Attachment = attached.get()
+	}
+	return res
 }
 
 type callKey struct{}

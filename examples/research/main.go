@@ -32,6 +32,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/replay"
 	"github.com/agiraph/agiraph/providers/anthropic"
 	_ "github.com/agiraph/agiraph/providers/langchain" // openai/, openrouter/, ollama/ and gemini/ models
 	"github.com/agiraph/agiraph/tools/web"
@@ -49,6 +50,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	home, model, coordModel, runID string
+	record                         string // -record: the cassette to write
 	workers                        int
 	offline, quiet                 bool
 	timeout                        time.Duration
@@ -64,6 +66,7 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	fs.StringVar(&o.model, "model", "", "the model of the coordinator and the workers, as provider/model (default: chosen from the API keys set, else the offline team)")
 	fs.StringVar(&o.coordModel, "coordinator-model", "", "a different model for the coordinator")
 	fs.StringVar(&o.runID, "run", "", "resume the run with this id instead of starting one")
+	fs.StringVar(&o.record, "record", "", "record the run into this cassette file, to replay it offline in tests (see docs/replay.md)")
 	fs.IntVar(&o.workers, "workers", 4, "how many assignments run at once")
 	fs.BoolVar(&o.offline, "offline", false, "play the offline team even when a model is available")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the result")
@@ -85,6 +88,9 @@ func parse(args []string, stderr io.Writer) (options, string, error) {
 	if goal == "" && o.runID == "" {
 		fs.Usage()
 		return o, "", errors.New("give a goal, or -run <id> to resume")
+	}
+	if o.record != "" && o.runID != "" {
+		return o, "", errors.New("-record records a new run from its start; it cannot record a resumed one (-run)")
 	}
 	return o, goal, nil
 }
@@ -123,8 +129,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 			team += ", coordinator " + o.coordModel
 		}
 	}
+	var rec *replay.Recorder
+	if o.record != "" {
+		if rec, err = replay.Record(o.record); err != nil {
+			return err
+		}
+		opts = append(opts, nodes.WithRecorder(rec))
+	}
 	squad, err := nodes.New(opts...)
 	if err != nil {
+		if rec != nil {
+			err = errors.Join(err, rec.Close())
+		}
 		return err
 	}
 	defer func() { err = errors.Join(err, squad.Close()) }()
@@ -180,6 +196,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	}
 	unsubscribe()
 	<-printed
+	if rec != nil && err == nil {
+		err = rec.Finish(squad, res)
+		if err == nil {
+			fmt.Fprintf(stdout, "Recorded the run in %s\n", o.record)
+		}
+	}
+	if rec != nil && err != nil {
+		err = errors.Join(err, rec.Close())
+	}
 	if err != nil {
 		if ctx.Err() != nil && res.RunID != "" {
 			fmt.Fprintf(stdout, "\nStopped. Resume with: go run ./examples/research -home %s -run %s\n", o.home, res.RunID)

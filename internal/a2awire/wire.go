@@ -1,12 +1,17 @@
-// Package a2awire holds the wire types of the Agent2Agent protocol (A2A, version 0.3, the
-// JSON-RPC binding) that the project's server (server/a2a) and its worker adapter
-// (runtime/a2aworker) share: the agent card, tasks, messages, artifacts, stream events, push
-// notification configs, and the JSON-RPC envelope with A2A's error codes.
+// Package a2awire holds the wire types of the Agent2Agent protocol (A2A, the JSON-RPC binding)
+// that the project's server (server/a2a) and its worker adapter (runtime/a2aworker) share: the
+// agent card, tasks, messages, artifacts, stream events, push notification configs, and the
+// JSON-RPC envelope with A2A's error codes. The types are shaped as version 0.3 sends them; a
+// Version converts them to and from 1.0's shapes and method names.
 package a2awire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
-// ProtocolVersion is the version of A2A the package speaks.
+// ProtocolVersion is the version of A2A of a card's url (the 0.3 field); its
+// supportedInterfaces name each version an agent speaks.
 const ProtocolVersion = "0.3.0"
 
 // The states of a task.
@@ -55,6 +60,41 @@ type AgentCard struct {
 	DefaultInputModes  []string                  `json:"defaultInputModes"`
 	DefaultOutputModes []string                  `json:"defaultOutputModes"`
 	Skills             []Skill                   `json:"skills"`
+	// SupportedInterfaces and SecurityRequirements are the card's fields in 1.0: the
+	// interfaces in the order of preference, each with its version.
+	SupportedInterfaces  []Interface           `json:"supportedInterfaces,omitempty"`
+	SecurityRequirements []SecurityRequirement `json:"securityRequirements,omitempty"`
+}
+
+// Interface is where an agent speaks a version of A2A over a binding ("JSONRPC").
+type Interface struct {
+	URL             string `json:"url"`
+	ProtocolBinding string `json:"protocolBinding"`
+	ProtocolVersion string `json:"protocolVersion"`
+}
+
+// Endpoint returns the URL of card's JSON-RPC interface in the newest version it announces
+// that the package speaks, and that version: its 0.3 url when it announces no other.
+func (card AgentCard) Endpoint() (string, Version) {
+	for _, v := range []Version{V10, V03} {
+		for _, i := range card.SupportedInterfaces {
+			if got, err := ParseVersion(i.ProtocolVersion); err == nil && got == v && strings.EqualFold(i.ProtocolBinding, "JSONRPC") {
+				return i.URL, v
+			}
+		}
+	}
+	return card.URL, V03
+}
+
+// SecurityRequirement is a 1.0 card's security requirement: the schemes it needs, each with
+// its scopes.
+type SecurityRequirement struct {
+	Schemes map[string]StringList `json:"schemes"`
+}
+
+// StringList is a list of strings, as 1.0 sends one in a map.
+type StringList struct {
+	List []string `json:"list"`
 }
 
 // Capabilities says what of the protocol an agent supports.
@@ -64,10 +104,18 @@ type Capabilities struct {
 	StateTransitionHistory bool `json:"stateTransitionHistory"`
 }
 
-// SecurityScheme is a way a client authenticates (OpenAPI's security scheme).
+// SecurityScheme is a way a client authenticates (OpenAPI's security scheme, as 0.3 sends
+// it), with HTTPAuth the same scheme as 1.0 sends it.
 type SecurityScheme struct {
-	Type        string `json:"type"`
-	Scheme      string `json:"scheme,omitempty"`
+	Type        string    `json:"type"`
+	Scheme      string    `json:"scheme,omitempty"`
+	Description string    `json:"description,omitempty"`
+	HTTPAuth    *HTTPAuth `json:"httpAuthSecurityScheme,omitempty"`
+}
+
+// HTTPAuth is an HTTP authentication scheme ("bearer"), as 1.0 sends it.
+type HTTPAuth struct {
+	Scheme      string `json:"scheme"`
 	Description string `json:"description,omitempty"`
 }
 

@@ -22,6 +22,7 @@ var below = map[string][]string{
 	"tools":             {"graph", "providers", "models", "runtime", "nodes", "server", "runner"},
 	"internal/proc":     {"tools", "runtime", "nodes", "server"},
 	"providers":         {"runtime", "nodes", "server", "runner"},
+	"hooks":             {"graph", "models", "runtime", "nodes", "server", "runner"},
 	"models":            {"runtime", "nodes", "server", "runner"},
 	"runtime":           {"nodes", "server", "runner"},
 	"nodes":             {"server", "runner"},

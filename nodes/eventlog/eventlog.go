@@ -70,7 +70,7 @@ const (
 	ToolCalled Type = "tool.called" // a tool was called
 	ToolResult Type = "tool.result" // a tool answered
 
-	HumanQuestion Type = "human.question" // a question was put to the human
+	HumanQuestion Type = "human.question" // a question was put to the human; Data: the tool call to approve (hooks.Approval), when it asks for an approval
 	HumanResponse Type = "human.response" // the human answered
 	HumanNudge    Type = "human.nudge"    // the human intervened unasked
 
@@ -93,6 +93,7 @@ const (
 	CycleCompleted Type = "x.cycle_completed" // a cycle of an infinite agent ended; Text: its number and output
 	NodeRetried    Type = "x.node_retried"    // the human put a failed node back on the board for a new attempt
 	NodeSkipped    Type = "x.node_skipped"    // the human skipped a node; Text: the human's note
+	Hooked         Type = "x.hooked"          // a hook, or the human approving a tool call, refused or changed a model or tool call; Text: what
 )
 
 // TextDelta is a piece of a model's answer as it is generated: Text is the piece, Node and

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -13,6 +14,9 @@ import (
 
 // params translates a canonical request into the SDK's request.
 func (m *Model) params(req providers.Request) (sdk.MessageNewParams, error) {
+	if err := fileLimits.CheckMessages(providerName, m.model, req.Messages); err != nil {
+		return sdk.MessageNewParams{}, err
+	}
 	msgs, err := m.messages(req.Messages)
 	if err != nil {
 		return sdk.MessageNewParams{}, err
@@ -89,6 +93,8 @@ func (m *Model) blocks(parts []providers.Part) ([]sdk.ContentBlockParamUnion, er
 			out = append(out, sdk.NewToolUseBlock(c.ID, toolInput(c.Args), c.Name))
 		case p.Type == providers.ToolResultPart && p.ToolResult != nil:
 			out = append(out, toolResult(p.ToolResult.CallID, p.ToolResult.Content, p.ToolResult.IsError))
+		case p.Type == providers.FilePart:
+			out = append(out, file(p.File))
 		case p.Type == providers.OpaquePart && p.Provider == providerName && len(p.Raw) > 0:
 			if !json.Valid(p.Raw) {
 				return nil, &providers.Error{
@@ -100,6 +106,33 @@ func (m *Model) blocks(parts []providers.Part) ([]sdk.ContentBlockParamUnion, er
 		}
 	}
 	return out, nil
+}
+
+// fileLimits are the files the Messages API takes: images of up to 5 MB and PDFs within the
+// 32 MB a request may have, both counted base64-encoded, as bytes or from a URL.
+var fileLimits = providers.FileLimits{
+	Images: true, PDFs: true, ImageURLs: true, PDFURLs: true,
+	MaxImage: 5 << 20 / 4 * 3, MaxPDF: 32 << 20 / 4 * 3,
+}
+
+// file translates a file that fileLimits took into an image block or a PDF document block
+// (titled with the file's name), of its URL or its bytes base64-encoded.
+func file(f *providers.File) sdk.ContentBlockParamUnion {
+	data := base64.StdEncoding.EncodeToString(f.Data)
+	switch {
+	case f.IsImage() && f.URL != "":
+		return sdk.NewImageBlock(sdk.URLImageSourceParam{URL: f.URL})
+	case f.IsImage():
+		return sdk.NewImageBlockBase64(f.MediaType, data)
+	}
+	b := sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: data})
+	if f.URL != "" {
+		b = sdk.NewDocumentBlock(sdk.URLPDFSourceParam{URL: f.URL})
+	}
+	if f.Name != "" {
+		b.OfDocument.Title = param.NewOpt(f.Name)
+	}
+	return b
 }
 
 // toolInput returns a call's arguments as the tool_use input: {} when empty or not JSON (the

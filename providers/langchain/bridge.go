@@ -22,6 +22,8 @@ type Model struct {
 	recorded bool
 	// legacyMaxTokens sends max_tokens instead of max_completion_tokens.
 	legacyMaxTokens bool
+	// files are the files the model takes (see Service.Files).
+	files providers.FileLimits
 }
 
 var _ providers.Model = (*Model)(nil)
@@ -49,8 +51,12 @@ func New(name string, m llms.Model, opts ...Option) *Model {
 	if err != nil {
 		model = name
 	}
-	return &Model{name: name, provider: provider, model: model, llm: m, prices: c.prices}
+	return &Model{name: name, provider: provider, model: model, llm: m, prices: c.prices, files: anyFiles}
 }
+
+// anyFiles are the files a bridged langchaingo model is given, for it to take or refuse: images
+// (bytes or URL) and PDFs (bytes).
+var anyFiles = providers.FileLimits{Images: true, ImageURLs: true, PDFs: true}
 
 // Name returns the model's "provider/model" name.
 func (m *Model) Name() string { return m.name }
@@ -71,7 +77,13 @@ func (m *Model) Generate(ctx context.Context, req providers.Request) (providers.
 	} else {
 		req = providers.PromptOutput(req) // langchaingo has no structured output of its own
 	}
-	msgs := messages(req)
+	if err := m.files.CheckMessages(m.provider, m.model, req.Messages); err != nil {
+		return providers.Response{}, err
+	}
+	msgs, pdfs := messages(req)
+	if rec != nil {
+		rec.pdfs = pdfs
+	}
 	opts, err := m.callOptions(req)
 	if err != nil {
 		return providers.Response{}, m.fail(providers.ErrBadRequest, err.Error(), nil)

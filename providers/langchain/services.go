@@ -28,6 +28,9 @@ type Service struct {
 	KeyEnv []string
 	// Prices are the prices of the service's models that are known.
 	Prices providers.Prices
+	// Files are the images and PDFs the service's models take; a model sent another file fails
+	// before any request, with an error naming the model and the file.
+	Files providers.FileLimits
 
 	// legacyMaxTokens sends max_tokens rather than max_completion_tokens.
 	legacyMaxTokens bool
@@ -49,18 +52,27 @@ var (
 	}
 )
 
+// The files the services take. OpenAI's Chat Completions takes images (bytes or URL, up to
+// 20 MB) and PDFs (bytes, up to 32 MB), as OpenRouter does; Ollama takes images as bytes; Gemini's
+// OpenAI-compatible endpoint takes images as bytes, within its 20 MB request (base64-encoded).
+var (
+	openAIFiles = providers.FileLimits{Images: true, ImageURLs: true, PDFs: true, MaxImage: 20 << 20, MaxPDF: 32 << 20}
+	ollamaFiles = providers.FileLimits{Images: true}
+	geminiFiles = providers.FileLimits{Images: true, MaxImage: 20 << 20 / 4 * 3}
+)
+
 // Services returns the OpenAI-compatible services: OpenAI, OpenRouter, Ollama and Gemini, in
 // that order. Each call returns fresh values, which the caller may change.
 func Services() []Service {
 	return []Service{
 		{Provider: "openai", BaseURL: "https://api.openai.com/v1", BaseURLEnv: "OPENAI_BASE_URL",
-			KeyEnv: []string{"OPENAI_API_KEY"}, Prices: maps.Clone(openAIPrices)},
+			KeyEnv: []string{"OPENAI_API_KEY"}, Prices: maps.Clone(openAIPrices), Files: openAIFiles},
 		{Provider: "openrouter", BaseURL: "https://openrouter.ai/api/v1",
-			KeyEnv: []string{"OPENROUTER_API_KEY"}, legacyMaxTokens: true},
+			KeyEnv: []string{"OPENROUTER_API_KEY"}, Files: openAIFiles, legacyMaxTokens: true},
 		{Provider: "ollama", BaseURL: "http://localhost:11434/v1", BaseURLEnv: "OLLAMA_HOST",
-			legacyMaxTokens: true},
+			Files: ollamaFiles, legacyMaxTokens: true},
 		{Provider: "gemini", BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai/",
-			KeyEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}, Prices: maps.Clone(geminiPrices), legacyMaxTokens: true},
+			KeyEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}, Prices: maps.Clone(geminiPrices), Files: geminiFiles, legacyMaxTokens: true},
 	}
 }
 
@@ -136,6 +148,7 @@ func NewService(provider, model string, opts ...ServiceOption) (*Model, error) {
 	m := New(provider+"/"+model, llm, WithPrices(svc.Prices))
 	m.recorded = true
 	m.legacyMaxTokens = svc.legacyMaxTokens
+	m.files = svc.Files
 	return m, nil
 }
 

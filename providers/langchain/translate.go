@@ -2,6 +2,7 @@ package langchain
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,20 +20,22 @@ var errEmptySchema = errors.New("tool schema is not a JSON object")
 // errorPrefix marks the content of a tool result that is an error.
 const errorPrefix = "Error: "
 
-// messages translates the system prompt and the conversation.
-func messages(req providers.Request) []llms.MessageContent {
+// messages translates the system prompt and the conversation, and returns the names of the PDFs
+// it holds, in order (see recorder.pdfs).
+func messages(req providers.Request) ([]llms.MessageContent, []string) {
 	var out []llms.MessageContent
 	if req.System != "" {
 		out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, req.System))
 	}
+	var pdfs []string
 	for _, m := range req.Messages {
 		if m.Role == providers.Assistant {
 			out = appendAssistant(out, m)
 		} else {
-			out = appendUser(out, m)
+			out = appendUser(out, m, &pdfs)
 		}
 	}
-	return out
+	return out, pdfs
 }
 
 // appendAssistant appends an assistant message as one AI message of its text and tool calls.
@@ -55,19 +58,27 @@ func appendAssistant(out []llms.MessageContent, m providers.Message) []llms.Mess
 }
 
 // appendUser appends a user message: one tool message per tool result (langchaingo takes
-// exactly one result per tool message), then a human message of its text.
-func appendUser(out []llms.MessageContent, m providers.Message) []llms.MessageContent {
-	var text []llms.ContentPart
+// exactly one result per tool message), then a human message of its text and files. An image
+// is an image_url part (its URL, or its bytes as a data URL); a PDF is langchaingo's binary
+// part, which the transport of a service makes a file part (see recorder.filesOf); its name is
+// appended to pdfs.
+func appendUser(out []llms.MessageContent, m providers.Message, pdfs *[]string) []llms.MessageContent {
+	var parts []llms.ContentPart
 	for _, p := range m.Parts {
 		switch {
 		case p.Type == providers.ToolResultPart && p.ToolResult != nil:
 			out = append(out, toolMessage(*p.ToolResult))
 		case p.Type == providers.TextPart && p.Text != "":
-			text = append(text, llms.TextContent{Text: p.Text})
+			parts = append(parts, llms.TextContent{Text: p.Text})
+		case p.Type == providers.FilePart && p.File.IsImage():
+			parts = append(parts, llms.ImageURLContent{URL: cmp.Or(p.File.URL, p.File.DataURL())})
+		case p.Type == providers.FilePart:
+			parts = append(parts, llms.BinaryContent{MIMEType: p.File.MediaType, Data: p.File.Data})
+			*pdfs = append(*pdfs, cmp.Or(p.File.Name, "document.pdf"))
 		}
 	}
-	if len(text) > 0 {
-		out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: text})
+	if len(parts) > 0 {
+		out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: parts})
 	}
 	return out
 }

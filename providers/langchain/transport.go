@@ -28,6 +28,9 @@ type recorder struct {
 	// responseFormat, when set, is sent as the body's response_format: langchaingo sets one
 	// per client, not per call, and drops most keywords of a schema.
 	responseFormat json.RawMessage
+	// pdfs name the request's PDFs, in order: langchaingo sends each as a "binary" part, which
+	// the API does not know, and the transport makes it a "file" part of that name.
+	pdfs []string
 
 	mu         sync.Mutex
 	status     int
@@ -218,7 +221,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rec == nil {
 		return t.base.RoundTrip(req)
 	}
-	if rec.dropTemperature || rec.responseFormat != nil {
+	if rec.dropTemperature || rec.responseFormat != nil || len(rec.pdfs) > 0 {
 		var err error
 		if req, err = rec.rewrite(req); err != nil {
 			return nil, err
@@ -267,6 +270,9 @@ func (r *recorder) rewrite(req *http.Request) (*http.Request, error) {
 		if r.responseFormat != nil {
 			fields["response_format"] = r.responseFormat
 		}
+		if len(r.pdfs) > 0 {
+			fields["messages"] = r.filesOf(fields["messages"])
+		}
 		if b, err := json.Marshal(fields); err == nil {
 			body = b
 		}
@@ -276,6 +282,37 @@ func (r *recorder) rewrite(req *http.Request) (*http.Request, error) {
 	out.ContentLength = int64(len(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return out, nil
+}
+
+// filesOf returns the messages with each "binary" part made a "file" part named after the next
+// of pdfs: {"type":"file","file":{"filename":…,"file_data":"data:application/pdf;base64,…"}}.
+func (r *recorder) filesOf(raw json.RawMessage) json.RawMessage {
+	var msgs []map[string]any
+	if json.Unmarshal(raw, &msgs) != nil {
+		return raw
+	}
+	next := 0
+	for _, m := range msgs {
+		parts, _ := m["content"].([]any)
+		for i, p := range parts {
+			part, _ := p.(map[string]any)
+			bin, _ := part["binary"].(map[string]any)
+			if part["type"] != "binary" || bin == nil || next >= len(r.pdfs) {
+				continue
+			}
+			data, _ := bin["data"].(string)
+			mime, _ := bin["mime_type"].(string)
+			parts[i] = map[string]any{"type": "file", "file": map[string]any{
+				"filename": r.pdfs[next], "file_data": "data:" + mime + ";base64," + data,
+			}}
+			next++
+		}
+	}
+	out, err := json.Marshal(msgs)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // retryAfter reads a retry-after header: seconds, or an HTTP date.

@@ -173,6 +173,10 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, req Reque
 		anthropicFail(w, req, 400, "invalid_request_error", p, nil)
 		return
 	}
+	if _, p, _ := req.media(); p != "" {
+		anthropicFail(w, req, 400, "invalid_request_error", p, nil)
+		return
+	}
 	reply, ok := s.reply(req)
 	if !ok {
 		anthropicFail(w, req, 500, "api_error", s.scriptEnded(req), nil)

@@ -218,6 +218,10 @@ func serveGemini(s *Server, w http.ResponseWriter, r *http.Request, req Request)
 		geminiFail(w, 400, geminiErrDetail{Status: "INVALID_ARGUMENT", Message: p}, nil)
 		return
 	}
+	if _, p, _ := req.media(); p != "" {
+		geminiFail(w, 400, geminiErrDetail{Status: "INVALID_ARGUMENT", Message: p}, nil)
+		return
+	}
 	reply, ok := s.reply(req)
 	if !ok {
 		geminiFail(w, 500, geminiErrDetail{Status: "INTERNAL", Message: s.scriptEnded(req)}, nil)

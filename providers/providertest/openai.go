@@ -176,7 +176,7 @@ func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request, req Request)
 				return &openAIErrDetail{Type: "invalid_request_error", Param: strp("response_format"), Message: p}
 			}
 		}
-		return nil
+		return mediaDetail(req)
 	}
 	reply, h, ok := openAIAccept(s, w, r, req, "/v1/chat/completions", missing, openAIErrorOf)
 	if !ok {

@@ -155,7 +155,7 @@ func serveResponses(s *Server, w http.ResponseWriter, r *http.Request, req Reque
 				return &openAIErrDetail{Type: "invalid_request_error", Param: strp("text.format"), Message: p}
 			}
 		}
-		return nil
+		return mediaDetail(req)
 	}
 	reply, h, ok := openAIAccept(s, w, r, req, "/v1/responses", missing, responsesErrorOf)
 	if !ok {

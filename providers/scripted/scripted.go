@@ -64,6 +64,10 @@ func (t Turn) Response(model string) providers.Response {
 	return providers.Response{Message: msg, StopReason: stop, Usage: t.Usage, Model: model}
 }
 
+// files are the files a scripted model takes: images and PDFs, as bytes or URLs. A request with
+// another file, or a malformed one, fails as a real provider's would.
+var files = providers.FileLimits{Images: true, ImageURLs: true, PDFs: true, PDFURLs: true}
+
 // Func answers a request; it sees the whole conversation.
 type Func func(ctx context.Context, req providers.Request) (Turn, error)
 
@@ -100,6 +104,9 @@ func (m *Model) Name() string { return "scripted/" + m.name }
 // answers returns the context's error and leaves the script where it was.
 func (m *Model) Generate(ctx context.Context, req providers.Request) (providers.Response, error) {
 	if err := m.wait(ctx); err != nil {
+		return providers.Response{}, err
+	}
+	if err := files.CheckMessages("scripted", m.name, req.Messages); err != nil {
 		return providers.Response{}, err
 	}
 	m.mu.Lock()

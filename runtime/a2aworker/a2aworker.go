@@ -1,6 +1,6 @@
 // Package a2aworker is a runtime adapter that makes a remote A2A agent a worker: it runs an
-// assignment by sending its task to the agent (A2A 0.3, JSON-RPC, message/stream) and maps the
-// task's lifecycle onto the assignment:
+// assignment by sending its task to the agent (JSON-RPC, a streaming message: A2A 1.0 when the
+// agent's card announces it, 0.3 otherwise) and maps the task's lifecycle onto the assignment:
 //
 //   - the agent's messages while it works are Output events; a message whose metadata names a
 //     recipient ("agiraph.to": "coordinator") goes to it through the assignment's mailbox, and
@@ -50,7 +50,8 @@ type Runtime struct {
 	token  string
 
 	mu       sync.Mutex
-	endpoint string // the card's URL, once read
+	endpoint string          // the card's JSON-RPC URL, once read
+	version  a2awire.Version // the version of A2A spoken there
 	ids      atomic.Int64
 }
 
@@ -205,33 +206,21 @@ func decode(data []byte) result {
 	return result{raw: resp.Result}
 }
 
-// event is what a stream's event may hold: a task, a message, a status or artifact update.
-type event struct {
-	Kind      string             `json:"kind"`
-	ID        string             `json:"id"`     // a task's
-	TaskID    string             `json:"taskId"` // an update's
-	ContextID string             `json:"contextId"`
-	Status    a2awire.Status     `json:"status"`
-	Artifacts []a2awire.Artifact `json:"artifacts"`
-	Artifact  a2awire.Artifact   `json:"artifact"`
-	Append    bool               `json:"append"`
-	Parts     []a2awire.Part     `json:"parts"` // a message's
-}
-
 // handle takes an event of the stream; end says the assignment ended, with o and err.
 func (w *work) handle(ctx context.Context, res result) (o runtime.Outcome, end bool, err error) {
 	if res.err != nil {
 		return runtime.Outcome{Status: runtime.Failed}, true, fmt.Errorf("a2aworker: %s: %w", w.r.url, res.err)
 	}
-	var ev event
-	if err := json.Unmarshal(res.raw, &ev); err != nil {
+	ev, err := w.r.version.DecodeEvent(res.raw)
+	if err != nil {
 		return runtime.Outcome{Status: runtime.Failed}, true, fmt.Errorf("a2aworker: %s: an event of the stream: %w", w.r.url, err)
 	}
-	switch ev.Kind {
-	case "message": // an answer without a task
+	var st a2awire.Status
+	switch ev := ev.(type) {
+	case a2awire.Message: // an answer without a task
 		o, err := w.publish(text(ev.Parts))
 		return o, true, err
-	case "task":
+	case a2awire.Task:
 		if err := w.know(ev.ID, ev.ContextID); err != nil {
 			return runtime.Outcome{Status: runtime.Failed}, true, err
 		}
@@ -240,19 +229,19 @@ func (w *work) handle(ctx context.Context, res result) (o runtime.Outcome, end b
 				return runtime.Outcome{Status: runtime.Failed}, true, err
 			}
 		}
-	case "artifact-update":
+		st = ev.Status
+	case a2awire.ArtifactUpdate:
 		if err := w.know(ev.TaskID, ev.ContextID); err != nil {
 			return runtime.Outcome{Status: runtime.Failed}, true, err
 		}
 		return runtime.Outcome{}, false, w.write(ev.Artifact, ev.Append)
-	case "status-update":
+	case a2awire.StatusUpdate:
 		if err := w.know(ev.TaskID, ev.ContextID); err != nil {
 			return runtime.Outcome{Status: runtime.Failed}, true, err
 		}
-	default:
-		return runtime.Outcome{}, false, nil
+		st = ev.Status
 	}
-	return w.status(ctx, ev.Status)
+	return w.status(ctx, st)
 }
 
 // know records the remote task's id and its context's, the first time it is told.
@@ -469,10 +458,12 @@ func (r *Runtime) resolve(ctx context.Context) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("a2aworker: the agent's card at %s: %s", u, resp.Status)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&card); err != nil || card.URL == "" {
-		return "", fmt.Errorf("a2aworker: %s is not an agent card with a url (%v)", u, err)
+	if err := json.NewDecoder(resp.Body).Decode(&card); err != nil {
+		return "", fmt.Errorf("a2aworker: %s is not an agent card: %w", u, err)
 	}
-	r.endpoint = card.URL
+	if r.endpoint, r.version = card.Endpoint(); r.endpoint == "" {
+		return "", fmt.Errorf("a2aworker: the agent card at %s has no JSON-RPC interface of A2A 1.0 or 0.3", u)
+	}
 	return r.endpoint, nil
 }
 
@@ -482,8 +473,11 @@ func (r *Runtime) authorize(req *http.Request) {
 	}
 }
 
-// call posts a JSON-RPC request; a status other than 200 is an error that names it.
+// call posts a JSON-RPC request of method (by its 0.3 name), in the agent's version of A2A; a
+// status other than 200 is an error that names it.
 func (r *Runtime) call(ctx context.Context, endpoint, method string, params any, accept string) (*http.Response, error) {
+	v := r.version
+	params, method = v.Params(method, params), v.Method(method)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": r.ids.Add(1), "method": method, "params": params})
 	if err != nil {
 		return nil, err
@@ -494,6 +488,7 @@ func (r *Runtime) call(ctx context.Context, endpoint, method string, params any,
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", accept)
+	req.Header.Set(a2awire.VersionHeader, string(v))
 	r.authorize(req)
 	resp, err := r.client.Do(req)
 	if err != nil {

@@ -186,6 +186,8 @@ func (w *worker) writeFailureNotes(req providers.Request, cause error) error {
 					status = "error"
 				}
 				fmt.Fprintf(&b, "← %s %s [%s]:\n%s\n", p.ToolResult.Name, status, p.ToolResult.CallID, p.ToolResult.Content)
+			case providers.FilePart:
+				fmt.Fprintf(&b, "[file %s: %s, %d bytes]\n", p.File.Name, p.File.MediaType, len(p.File.Data))
 			}
 		}
 	}

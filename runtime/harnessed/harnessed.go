@@ -22,6 +22,7 @@ import (
 
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/runtime/adapter"
@@ -56,6 +57,7 @@ type config struct {
 	// tracerProvider and traceArgs are WithTracerProvider's and WithTracedArguments'.
 	tracerProvider trace.TracerProvider
 	traceArgs      bool
+	hooks          hooks.Chain
 }
 
 // Option configures a Runtime.
@@ -202,7 +204,7 @@ func (rt *Runtime) worker(ctx context.Context, a runtime.Assignment, rep *adapte
 		}
 		ts = append(ts, w.mcp.Tools()...)
 	}
-	w.reg, err = tools.NewRegistry(rt.traceTools(ts), tools.WithMaxOutput(rt.cfg.maxOutput))
+	w.reg, err = tools.NewRegistry(rt.traceTools(ts), tools.WithMaxOutput(rt.cfg.maxOutput), tools.WithAttachments())
 	if err != nil {
 		return w, fmt.Errorf("harnessed: assignment %s: %w", a.ID, err)
 	}
@@ -230,6 +232,10 @@ type worker struct {
 	// schema, set by the model turn that publishes it.
 	result json.RawMessage
 	mcp    *mcp.Set // the MCP servers' tools, closed when the run ends
+	// files are the bytes of the files attached to the conversation, by digest (see withFiles);
+	// refused, why the model refused some of them (see generateShowing).
+	files   map[string][]byte
+	refused map[string]string
 }
 
 // runs reports whether this Run works on the assignment, rather than only reporting how it
@@ -291,6 +297,9 @@ func (w *worker) outcome(ctx context.Context, s state, runErr error) (runtime.Ou
 	switch {
 	case errors.As(runErr, &in):
 		o.Status, o.Question = runtime.Waiting, fmt.Sprint(in.Interrupts[0].Value)
+		if o.Approval = approvalOf(in.Interrupts[0].Value); o.Approval != nil {
+			o.Question = o.Approval.Question()
+		}
 		return w.rep.End(o, nil)
 	case runErr != nil:
 		o.Status = runtime.StatusOf(ctx, runErr)

@@ -115,18 +115,17 @@ func (w *worker) think(ctx context.Context, s state) (state, error) {
 func (w *worker) act(ctx context.Context, s state) (state, error) {
 	w.report.Restore(s.Report) // the state is the truth: it holds steps saved and not re-run
 	next := s.update()
-	batch := w.batch(s.Pending)
-	results, err := w.call(ctx, batch)
+	results, err := w.call(ctx, w.batch(s.Pending))
 	if err != nil {
 		return next, err
 	}
 	report := w.report.Outcome()
-	next.Ran, next.Report = len(batch), reported(s.Report, report)
+	next.Ran, next.Report = len(results), reported(s.Report, report)
 	var held []runtime.Message
 	if !w.report.Done() { // a worker that has ended leaves its mail for its next turn
 		held = w.receive(fmt.Sprintf("turn%d/result%d", s.Turns, len(s.Results)+len(results)))
 	}
-	if len(batch) < len(s.Pending) {
+	if len(results) < len(s.Pending) {
 		next.Results, next.Held = results, held
 		return next, nil
 	}
@@ -153,13 +152,44 @@ func (w *worker) call(ctx context.Context, batch []tools.Call) ([]tools.Result, 
 		}
 		results = []tools.Result{r}
 	} else {
-		results = w.reg.Run(adapter.WithReport(ctx, w.report), batch)
-		if err := ctx.Err(); err != nil {
-			return nil, context.Cause(ctx) // do not save results cut short by cancellation
+		var err error
+		if results, err = w.runCalls(ctx, batch); err != nil {
+			return nil, err
 		}
 	}
 	for _, r := range results {
 		w.rep.Emit(runtime.Event{Kind: runtime.ToolResult, Tool: &runtime.ToolEvent{ID: r.CallID, Name: r.Name, Result: r.Content, IsError: r.IsError}})
+	}
+	return results, nil
+}
+
+// runCalls runs the calls of batch that the hooks let run now (see guard), and returns their
+// results, the hooks' rejections among them.
+func (w *worker) runCalls(ctx context.Context, batch []tools.Call) ([]tools.Result, error) {
+	calls, done, err := w.guard(ctx, batch)
+	if err != nil {
+		return nil, err
+	}
+	var todo []tools.Call
+	for i, c := range calls {
+		if done[i] == nil {
+			todo = append(todo, c)
+		}
+	}
+	ran := w.reg.Run(adapter.WithReport(ctx, w.report), todo)
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx) // do not save results cut short by cancellation
+	}
+	results := make([]tools.Result, len(calls))
+	for i, c := range calls {
+		if done[i] != nil {
+			results[i] = *done[i]
+			continue
+		}
+		if results[i], err = w.afterTool(ctx, c, ran[0]); err != nil {
+			return nil, err
+		}
+		ran = ran[1:]
 	}
 	return results, nil
 }
@@ -205,7 +235,7 @@ func (w *worker) receive(step string) []runtime.Message {
 // of a graph whose node runs the worker (graph.OnText). When the call fails, the worker's notes on
 // the failure go to failure_notes.md.
 func (w *worker) generate(ctx context.Context, conv []providers.Message) (providers.Response, error) {
-	req := providers.Request{System: w.prompt, Messages: conv, MaxTokens: w.rt.cfg.maxTokens, Tools: w.specs}
+	req := providers.Request{System: w.prompt, Messages: w.withFiles(conv), MaxTokens: w.rt.cfg.maxTokens, Tools: w.specs}
 	if !w.rt.cfg.noStream {
 		toGraph := graph.OnText(ctx, w.rt.model.Name())
 		req.OnText = func(delta string) {
@@ -216,6 +246,9 @@ func (w *worker) generate(ctx context.Context, conv []providers.Message) (provid
 				}
 			}
 		}
+	}
+	if err := w.beforeModel(ctx, &req); err != nil {
+		return providers.Response{}, err
 	}
 	ctx, span := w.traceModel(ctx, req)
 	ctx = providers.OnRetry(ctx, func(attempt int, err error, wait time.Duration) {
@@ -228,7 +261,10 @@ func (w *worker) generate(ctx context.Context, conv []providers.Message) (provid
 		req.Output = &providers.Output{Schema: w.a.OutputSchema}
 		w.result, resp, err = providers.GenerateJSON(ctx, w.rt.model, req)
 	} else {
-		resp, err = w.rt.model.Generate(ctx, req)
+		resp, err = w.generateShowing(ctx, req, conv)
+	}
+	if err == nil {
+		err = w.afterModel(ctx, &req, &resp)
 	}
 	endModel(span, resp, err)
 	if err == nil || ctx.Err() != nil {

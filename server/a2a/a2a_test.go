@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/agiraph/agiraph/internal/a2awire"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
@@ -48,6 +49,8 @@ type fixture struct {
 	srv  *server.Server
 	ts   *httptest.Server
 	root string
+	// version, when set, is sent as the A2A-Version header of the requests.
+	version string
 }
 
 // start starts a server on root (a new one when "").
@@ -114,6 +117,9 @@ func (f *fixture) post(id, method string, params any) *http.Response {
 	require.NoError(f.t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer a2a-test-token-0123456789")
+	if f.version != "" {
+		req.Header.Set("A2A-Version", f.version)
+	}
 	resp, err := f.ts.Client().Do(req)
 	require.NoError(f.t, err)
 	return resp
@@ -205,6 +211,11 @@ func TestCard(t *testing.T) {
 		assert.True(t, card.Capabilities.Streaming)
 		assert.True(t, card.Capabilities.PushNotifications)
 		assert.Equal(t, "bearer", card.SecuritySchemes["bearer"].Scheme)
+		assert.Equal(t, "bearer", card.SecuritySchemes["bearer"].HTTPAuth.Scheme, "as 1.0 says it")
+		assert.Equal(t, []a2awire.Interface{
+			{URL: f.ts.URL + "/a2a/ada/", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
+			{URL: f.ts.URL + "/a2a/ada/", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
+		}, card.SupportedInterfaces, "both versions, at the same endpoint, 1.0 preferred")
 		assert.NotEmpty(t, card.Skills)
 	}
 	resp, err := http.Get(f.ts.URL + "/a2a/nobody/.well-known/agent-card.json")
@@ -403,10 +414,13 @@ func (w *webhook) pushed(text string) map[string]any {
 	return params
 }
 
+// privatePush lets the server post to the tests' webhooks, on 127.0.0.1.
+var privatePush = server.WithA2AOptions(a2a.WithPrivatePush())
+
 func TestPushNotification(t *testing.T) {
 	hook := newWebhook(t)
 	hook.fail.Store(2) // a URL that fails is tried again
-	f := start(t, "")
+	f := start(t, "", privatePush)
 	f.agent("ada")
 	var task a2a.Task
 	require.Nil(t, f.call("ada", "message/send", hook.pushed("Research the history of the kite."), &task))
@@ -427,16 +441,43 @@ func TestPushNotification(t *testing.T) {
 func TestPushAfterRestart(t *testing.T) {
 	hook := newWebhook(t)
 	root := t.TempDir()
-	f := start(t, root)
+	f := start(t, root, privatePush)
 	f.agent("asker")
 	var task a2a.Task
 	require.Nil(t, f.call("asker", "message/send", hook.pushed("Research the history of the kite."), &task))
 	assert.Equal(t, demo.HumanQuestion, text(hook.await(t, a2a.StateInputRequired).Status.Message))
 	f.close()
 
-	g := start(t, root)
+	g := start(t, root, privatePush)
 	var done a2a.Task
 	require.Nil(t, g.call("asker", "message/send", message("Yes.", task.ID), &done))
 	assert.Equal(t, a2a.StateCompleted, done.Status.State)
 	assert.Equal(t, task.ID, hook.await(t, a2a.StateCompleted).ID)
+}
+
+// By default a push URL on the server's own network is refused, the error naming it and why.
+func TestPushURLRefused(t *testing.T) {
+	f := start(t, "")
+	f.agent("ada")
+	run := f.await("ada", host.StatusComplete).Run
+	for url, why := range map[string]string{
+		"http://127.0.0.1:8080/hook":       "127.0.0.1 is a loopback address",
+		"http://localhost/hook":            "localhost is a loopback address",
+		"http://10.0.0.7/hook":             "10.0.0.7 is a private address",
+		"http://169.254.169.254/latest":    "169.254.169.254 is a link-local address",
+		"http://[::]:80/hook":              ":: is the unspecified address",
+		"http://[::ffff:192.168.1.2]/hook": "192.168.1.2 is a private address",
+	} {
+		e := f.call("ada", "tasks/pushNotificationConfig/set", map[string]any{"taskId": run, "pushNotificationConfig": map[string]string{"url": url}}, nil)
+		require.NotNil(t, e, url)
+		assert.Equal(t, -32602, e.Code)
+		assert.Contains(t, e.Message, url)
+		assert.Contains(t, e.Message, why)
+	}
+	params := message("Research the history of the kite.", "")
+	params["configuration"] = map[string]any{"pushNotificationConfig": map[string]string{"url": "http://127.0.0.1:9/hook"}}
+	e := f.call("ada", "message/send", params, nil)
+	require.NotNil(t, e, "in a message's configuration too")
+	assert.Contains(t, e.Message, "loopback")
+	require.Nil(t, f.call("ada", "tasks/pushNotificationConfig/set", map[string]any{"taskId": run, "pushNotificationConfig": map[string]string{"url": "https://hooks.example/a2a"}}, nil))
 }

@@ -15,14 +15,14 @@ import (
 	"github.com/agiraph/agiraph/server/host"
 )
 
-// Handler serves A2A over the agents of a host. It is safe for concurrent use.
+// Handler serves A2A over the agents of a host, or over a graph. It is safe for concurrent use.
 type Handler struct {
-	host    *host.Host
-	path    string
-	bearer  bool
-	log     *slog.Logger
-	client  *http.Client
-	records records
+	backend     backend
+	path        string
+	bearer      bool
+	log         *slog.Logger
+	client      *http.Client
+	privatePush bool // push notifications may go to any address
 
 	ctx    context.Context // ends with Close: push notifications stop
 	cancel context.CancelFunc
@@ -43,30 +43,59 @@ func WithBearer() Option { return func(h *Handler) { h.bearer = true } }
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
 // WithClient sets the HTTP client that posts push notifications (default: one with a
-// 10-second timeout).
+// 10-second timeout that connects to no loopback, link-local, private or unspecified address,
+// unless WithPrivatePush). Its transport dials as it will: the URLs are checked as they are set.
 func WithClient(c *http.Client) Option { return func(h *Handler) { h.client = c } }
 
 // New returns a handler over the agents of hst, mounted at path ("/a2a"): the agent card of
 // agent id is at path/id/.well-known/agent-card.json, and its JSON-RPC endpoint at path/id/.
-// Its A2A records (the push notification configs, the outcome of tasks) are kept in the
-// host's root, under a2a/; the push notifications of the tasks in progress when the host last
-// stopped are sent again from now on.
+// Its A2A records (the push notification configs, the outcome of tasks) are kept in each
+// agent's store (package nodes/store), which the replicas of a fleet share; the push
+// notifications of the tasks in progress when the host last stopped are sent again from now on.
 func New(hst *host.Host, path string, opts ...Option) *Handler {
-	h := &Handler{host: hst, path: strings.TrimSuffix(path, "/"), log: slog.Default(),
-		client: &http.Client{Timeout: pushTimeout}, watching: map[string]bool{}}
-	h.records = records{dir: hst.Root()}
+	return newHandler(&hostBackend{host: hst, legacy: &records{dir: hst.Root()}, ended: map[string]bool{}}, path, opts)
+}
+
+func newHandler(b backend, path string, opts []Option) *Handler {
+	h := &Handler{backend: b, path: strings.TrimSuffix(path, "/"), log: slog.Default(), watching: map[string]bool{}}
 	for _, o := range opts {
 		o(h)
+	}
+	if h.client == nil {
+		h.client = &http.Client{Timeout: pushTimeout}
+		if !h.privatePush {
+			h.client = pushClient()
+		}
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.resume()
 	return h
 }
 
-// Close stops sending push notifications and waits for those being sent.
+// Close stops sending push notifications and waits for those being sent (and, for a graph,
+// cancels its runs and waits for them).
 func (h *Handler) Close() {
 	h.cancel()
+	h.backend.close()
 	h.wg.Wait()
+}
+
+// ServeHTTP serves the agent cards and the JSON-RPC endpoints under the handler's path, for
+// an embedder that mounts the handler itself: GET path/{id}/.well-known/agent-card.json and
+// POST path/{id}/.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, h.path+"/")
+	id, tail, _ := strings.Cut(rest, "/")
+	switch {
+	case !ok || id == "":
+		http.NotFound(w, r)
+	case r.Method == http.MethodGet && tail == ".well-known/agent-card.json":
+		h.ServeCard(w, r, id)
+	case r.Method == http.MethodPost && tail == "":
+		h.ServeRPC(w, r, id)
+	default:
+		http.NotFound(w, r)
+	}
 }
 
 // endpoint returns the URL of agent id's JSON-RPC endpoint, as r reached the server.
@@ -80,47 +109,39 @@ func (h *Handler) endpoint(r *http.Request, id string) string {
 
 // ServeCard answers the agent card of agent id.
 func (h *Handler) ServeCard(w http.ResponseWriter, r *http.Request, id string) {
-	sum, err := h.host.Summary(id)
+	desc, skill, err := h.backend.describe(id)
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf("no agent %q", id)})
 		return
 	}
+	url := h.endpoint(r, id)
 	card := AgentCard{
 		ProtocolVersion:    ProtocolVersion,
-		Name:               sum.ID,
-		Description:        description(sum),
-		URL:                h.endpoint(r, id),
+		Name:               id,
+		Description:        desc,
+		URL:                url,
 		PreferredTransport: "JSONRPC",
 		Version:            "1.0.0",
 		Capabilities:       Capabilities{Streaming: true, PushNotifications: true},
 		DefaultInputModes:  []string{"text/plain"},
 		DefaultOutputModes: []string{"text/plain", "application/octet-stream"},
-		Skills: []Skill{{
-			ID:   "squad",
-			Name: "Work toward a goal",
-			Description: "Send a goal: a coordinator plans the work on a board, workers do it, and the task " +
-				"ends with the squad's output and the files it published. The squad may ask a question " +
-				"(the task is then input-required): answer it with a message on the task.",
-			Tags: []string{"squad", "multi-agent"},
-		}},
+		Skills:             []Skill{skill},
+		SupportedInterfaces: []a2awire.Interface{
+			{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: string(a2awire.V10)},
+			{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: string(a2awire.V03)},
+		},
 	}
 	if h.bearer {
-		card.SecuritySchemes = map[string]SecurityScheme{"bearer": {Type: "http", Scheme: "bearer",
-			Description: "The server's token, as \"Authorization: Bearer <token>\"."}}
+		const about = "The server's token, as \"Authorization: Bearer <token>\"."
+		card.SecuritySchemes = map[string]SecurityScheme{"bearer": {Type: "http", Scheme: "bearer", Description: about,
+			HTTPAuth: &a2awire.HTTPAuth{Scheme: "bearer", Description: about}}}
 		card.Security = []map[string][]string{{"bearer": {}}}
+		card.SecurityRequirements = []a2awire.SecurityRequirement{{Schemes: map[string]a2awire.StringList{"bearer": {List: []string{}}}}}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(card)
-}
-
-// description describes the agent of sum on its card.
-func description(sum host.Summary) string {
-	if sum.Goal == "" {
-		return "An Agiraph squad: a coordinator and workers that take on the goal it is sent."
-	}
-	return "An Agiraph squad whose goal is: " + sum.Goal
 }
 
 // maxRequest bounds a JSON-RPC request, in bytes.
@@ -137,18 +158,23 @@ func (h *Handler) ServeRPC(w http.ResponseWriter, r *http.Request, id string) {
 		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: &a2awire.Error{Code: a2awire.CodeInvalidRequest, Message: `a JSON-RPC 2.0 request has "jsonrpc": "2.0" and a method`}})
 		return
 	}
-	a, err := h.host.Agent(r.Context(), id)
+	method, v, err := methodOf(req.Method, r.Header.Get(a2awire.VersionHeader))
+	if err != nil {
+		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: asRPC(err)})
+		return
+	}
+	a, err := h.backend.agent(r.Context(), id)
 	if err != nil {
 		status, e := http.StatusInternalServerError, &a2awire.Error{Code: a2awire.CodeInternal, Message: err.Error()}
-		if errors.Is(err, host.ErrNotFound) {
+		if errors.Is(err, errNoAgent) {
 			status, e.Code, e.Message = http.StatusNotFound, a2awire.CodeInvalidRequest, fmt.Sprintf("no agent %q", id)
 		}
 		reply(w, status, a2awire.Response{ID: req.ID, Error: e})
 		return
 	}
-	c := &call{h: h, a: a, id: req.ID}
+	c := &call{h: h, a: a, id: req.ID, method: method, v: v}
 	var result any
-	switch req.Method {
+	switch method {
 	case "message/stream":
 		c.stream(w, r, req.Params, false)
 		return
@@ -169,17 +195,43 @@ func (h *Handler) ServeRPC(w http.ResponseWriter, r *http.Request, id string) {
 		result, err = c.listPush(req.Params)
 	case "tasks/pushNotificationConfig/delete":
 		result, err = c.deletePush(req.Params)
-	default:
-		err = &a2awire.Error{Code: a2awire.CodeMethodNotFound, Message: fmt.Sprintf("no method %q: this agent takes message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe and tasks/pushNotificationConfig/set, get, list and delete", req.Method)}
 	}
 	if err != nil {
 		reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Error: asRPC(err)})
 		return
 	}
-	if result == nil { // delete answers null
+	result = v.Result(method, result)
+	if result == nil { // delete answers null in 0.3
 		result = json.RawMessage("null")
 	}
 	reply(w, http.StatusOK, a2awire.Response{ID: req.ID, Result: result})
+}
+
+// methodOf returns the method called name (by its 0.3 name) and the version of A2A the call
+// speaks: the one its A2A-Version header names, or else the one whose method it names.
+func methodOf(name, header string) (string, a2awire.Version, error) {
+	method, v, ok := a2awire.MethodOf(name)
+	if header != "" {
+		hv, err := a2awire.ParseVersion(header)
+		if err != nil {
+			return "", "", err
+		}
+		if ok && v != hv {
+			ok = false
+		}
+		v = hv
+	}
+	if !ok {
+		if v == "" {
+			v = a2awire.V10
+		}
+		names := []string{}
+		for _, m := range a2awire.Methods {
+			names = append(names, v.Method(m))
+		}
+		return "", "", &a2awire.Error{Code: a2awire.CodeMethodNotFound, Message: fmt.Sprintf("no method %q in A2A %s: this agent takes %s", name, v, strings.Join(names, ", "))}
+	}
+	return method, v, nil
 }
 
 // reply writes a JSON-RPC response.
@@ -209,12 +261,12 @@ func invalid(format string, args ...any) error {
 	return &a2awire.Error{Code: a2awire.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
 }
 
-// params decodes a method's params into v.
-func params(raw json.RawMessage, v any) error {
+// params decodes the call's params, as its version sends them, into p.
+func (c *call) params(raw json.RawMessage, p any) error {
 	if len(raw) == 0 {
 		return invalid("the method takes params")
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := c.v.DecodeParams(c.method, raw, p); err != nil {
 		return invalid("bad params: %v", err)
 	}
 	return nil

@@ -6,30 +6,25 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agiraph/agiraph/internal/a2awire"
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
-// record is what the handler keeps of a task, in <root>/a2a/<agent>/<task>.json: how it ended,
-// once it did, and where its push notifications go.
-type record struct {
-	State  string       `json:"state,omitempty"`
-	Output string       `json:"output,omitempty"`
-	Push   []PushConfig `json:"push,omitempty"`
+// pushConfig is a push notification config, with the version of A2A its notifications speak
+// (the version of the call that set it; "" is 0.3).
+type pushConfig struct {
+	PushConfig
+	Version a2awire.Version `json:"version,omitempty"`
 }
 
-// records are the tasks' records under a host's root.
-type records struct {
-	dir string
-	mu  sync.Mutex
-}
+// records are the records of a host's tasks that a server kept before in files under its root,
+// <root>/a2a/<agent>/<task>.json: read, never written.
+type records struct{ dir string }
 
 func (r *records) file(agent, task string) string {
 	return filepath.Join(r.dir, "a2a", agent, task+".json")
@@ -37,38 +32,19 @@ func (r *records) file(agent, task string) string {
 
 // read returns the record of task (an empty one when there is none).
 func (r *records) read(agent, task string) record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var rec record
 	_ = workspace.ReadJSON(r.file(agent, task), &rec)
 	return rec
 }
 
-// update changes the record of task with fn, which reports whether it changed it.
-func (r *records) update(agent, task string, fn func(*record) bool) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var rec record
-	p := r.file(agent, task)
-	_ = workspace.ReadJSON(p, &rec)
-	if !fn(&rec) {
-		return nil
+// tasks returns the tasks of agent that have a record.
+func (r *records) tasks(agent string) []string {
+	files, _ := filepath.Glob(r.file(agent, "*"))
+	var out []string
+	for _, f := range files {
+		out = append(out, strings.TrimSuffix(filepath.Base(f), ".json"))
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return workspace.WriteJSON(p, rec)
-}
-
-// ended records how task ended.
-func (r *records) ended(agent, task, state, output string) {
-	_ = r.update(agent, task, func(rec *record) bool {
-		if rec.State == state && rec.Output == output {
-			return false
-		}
-		rec.State, rec.Output = state, output
-		return true
-	})
+	return out
 }
 
 // The delivery of a push notification: each attempt bounded by pushTimeout, pushAttempts in
@@ -82,10 +58,10 @@ const (
 // setPush is tasks/pushNotificationConfig/set.
 func (c *call) setPush(raw json.RawMessage) (any, error) {
 	var p TaskPushConfig
-	if err := params(raw, &p); err != nil {
+	if err := c.params(raw, &p); err != nil {
 		return nil, err
 	}
-	if _, _, _, err := c.status(p.TaskID); err != nil {
+	if _, _, _, err := c.a.status(p.TaskID); err != nil {
 		return nil, err
 	}
 	return c.setPushOf(p.TaskID, p.Config)
@@ -97,12 +73,15 @@ func (c *call) setPushOf(task string, cfg PushConfig) (TaskPushConfig, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return TaskPushConfig{}, invalid("push notification url %q: want an absolute http or https URL", cfg.URL)
 	}
+	if why := checkPushURL(u); why != "" && !c.h.privatePush {
+		return TaskPushConfig{}, invalid("push notification url %q: %s, where this server sends no notification", cfg.URL, why)
+	}
 	if cfg.ID == "" {
 		cfg.ID = task
 	}
-	err = c.h.records.update(c.a.ID(), task, func(rec *record) bool {
-		rec.Push = slices.DeleteFunc(rec.Push, func(p PushConfig) bool { return p.ID == cfg.ID })
-		rec.Push = append(rec.Push, cfg)
+	err = c.a.update(task, func(rec *record) bool {
+		rec.Push = slices.DeleteFunc(rec.Push, func(p pushConfig) bool { return p.ID == cfg.ID })
+		rec.Push = append(rec.Push, pushConfig{PushConfig: cfg, Version: c.v})
 		return true
 	})
 	if err != nil {
@@ -113,15 +92,15 @@ func (c *call) setPushOf(task string, cfg PushConfig) (TaskPushConfig, error) {
 }
 
 // pushConfigs returns the push notification configs of the task of params raw.
-func (c *call) pushConfigs(raw json.RawMessage) (a2awire.TaskParams, []PushConfig, error) {
+func (c *call) pushConfigs(raw json.RawMessage) (a2awire.TaskParams, []pushConfig, error) {
 	var p a2awire.TaskParams
-	if err := params(raw, &p); err != nil {
+	if err := c.params(raw, &p); err != nil {
 		return p, nil, err
 	}
-	if _, _, _, err := c.status(p.ID); err != nil {
+	if _, _, _, err := c.a.status(p.ID); err != nil {
 		return p, nil, err
 	}
-	return p, c.h.records.read(c.a.ID(), p.ID).Push, nil
+	return p, c.a.record(p.ID).Push, nil
 }
 
 // getPush is tasks/pushNotificationConfig/get: the config named, or the task's first.
@@ -132,7 +111,7 @@ func (c *call) getPush(raw json.RawMessage) (any, error) {
 	}
 	for _, cfg := range cfgs {
 		if p.PushID == "" || cfg.ID == p.PushID {
-			return TaskPushConfig{TaskID: p.ID, Config: cfg}, nil
+			return TaskPushConfig{TaskID: p.ID, Config: cfg.PushConfig}, nil
 		}
 	}
 	return nil, invalid("task %q has no push notification config %q", p.ID, p.PushID)
@@ -146,7 +125,7 @@ func (c *call) listPush(raw json.RawMessage) (any, error) {
 	}
 	out := []TaskPushConfig{}
 	for _, cfg := range cfgs {
-		out = append(out, TaskPushConfig{TaskID: p.ID, Config: cfg})
+		out = append(out, TaskPushConfig{TaskID: p.ID, Config: cfg.PushConfig})
 	}
 	return out, nil
 }
@@ -160,9 +139,9 @@ func (c *call) deletePush(raw json.RawMessage) (any, error) {
 	if p.PushID == "" {
 		return nil, invalid("pushNotificationConfigId: give the id of the config to delete")
 	}
-	return nil, c.h.records.update(c.a.ID(), p.ID, func(rec *record) bool {
+	return nil, c.a.update(p.ID, func(rec *record) bool {
 		n := len(rec.Push)
-		rec.Push = slices.DeleteFunc(rec.Push, func(cfg PushConfig) bool { return cfg.ID == p.PushID })
+		rec.Push = slices.DeleteFunc(rec.Push, func(cfg pushConfig) bool { return cfg.ID == p.PushID })
 		return len(rec.Push) != n
 	})
 }
@@ -197,13 +176,13 @@ func (c *call) notify(task string) {
 			}
 		}()
 		defer func() { close(changed); <-posted }()
-		state, _, _, err := c.status(task)
+		state, _, _, err := c.a.status(task)
 		for err == nil && !a2awire.Terminal(state) && state != StateUnknown {
 			var after int64
-			if after, err = c.lastSeq(); err != nil {
+			if after, err = c.a.cursor(task); err != nil {
 				return
 			}
-			more := c.watch(h.ctx, task, after, state, func(u any) bool {
+			more := c.a.watch(h.ctx, task, after, state, func(u any) bool {
 				if su, ok := u.(StatusUpdate); ok && su.Status.State != state {
 					state = su.Status.State
 					select {
@@ -221,39 +200,36 @@ func (c *call) notify(task string) {
 }
 
 // resume follows again, in the background, the tasks whose push notifications were being sent
-// when the host stopped: those whose end is not recorded.
+// when the backend last stopped.
 func (h *Handler) resume() {
-	dir := filepath.Join(h.records.dir, "a2a")
-	agents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, ag := range agents {
-		files, _ := filepath.Glob(filepath.Join(dir, ag.Name(), "*.json"))
-		for _, f := range files {
-			task := strings.TrimSuffix(filepath.Base(f), ".json")
-			if rec := h.records.read(ag.Name(), task); len(rec.Push) == 0 || rec.State != "" {
+	h.wg.Add(1)
+	go func() { // the agents are read as they are set up
+		defer h.wg.Done()
+		for id, tasks := range h.backend.pending(h.ctx) {
+			a, err := h.backend.agent(h.ctx, id)
+			if err != nil {
 				continue
 			}
-			if a, err := h.host.Agent(h.ctx, ag.Name()); err == nil {
+			for _, task := range tasks {
 				(&call{h: h, a: a}).notify(task)
 			}
 		}
-	}
+	}()
 }
 
-// post posts task as it is now to each of its push notification URLs.
+// post posts task as it is now to each of its push notification URLs, in the version of A2A
+// of each.
 func (c *call) post(task string) {
-	t, err := c.task(task, nil)
+	t, err := taskNow(c.a, task, nil)
 	if err != nil {
 		return
 	}
-	body, err := json.Marshal(t)
-	if err != nil {
-		return
-	}
-	for _, cfg := range c.h.records.read(c.a.ID(), task).Push {
-		c.h.deliver(cfg, body, c.a.ID(), task)
+	for _, cfg := range c.a.record(task).Push {
+		body, err := json.Marshal(cfg.Version.Event(t))
+		if err != nil {
+			return
+		}
+		c.h.deliver(cfg.PushConfig, body, c.a.ID(), task)
 	}
 }
 

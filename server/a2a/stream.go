@@ -16,21 +16,21 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 	var err error
 	if resubscribe {
 		var p a2awire.TaskParams
-		if err = params(raw, &p); err == nil {
+		if err = c.params(raw, &p); err == nil {
 			d.run = p.ID
-			if d.state, _, _, err = c.status(p.ID); err == nil {
-				d.after, err = c.lastSeq()
+			if d.state, _, _, err = c.a.status(p.ID); err == nil {
+				d.after, err = c.a.cursor(p.ID)
 			}
 		}
 	} else {
 		var p a2awire.SendParams
-		if err = params(raw, &p); err == nil {
+		if err = c.params(raw, &p); err == nil {
 			d, err = c.deliver(r.Context(), p)
 		}
 	}
 	var t Task
 	if err == nil {
-		t, err = c.task(d.run, nil)
+		t, err = taskNow(c.a, d.run, nil)
 	}
 	if err != nil {
 		reply(w, http.StatusOK, a2awire.Response{ID: c.id, Error: asRPC(err)})
@@ -46,7 +46,7 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	send := func(v any) bool {
-		data, err := json.Marshal(a2awire.Response{JSONRPC: "2.0", ID: c.id, Result: v})
+		data, err := json.Marshal(a2awire.Response{JSONRPC: "2.0", ID: c.id, Result: c.v.Event(v)})
 		if err != nil {
 			return false
 		}
@@ -58,5 +58,5 @@ func (c *call) stream(w http.ResponseWriter, r *http.Request, raw json.RawMessag
 	if !send(t) || a2awire.Final(t.Status.State) {
 		return
 	}
-	c.watch(r.Context(), d.run, d.after, t.Status.State, send)
+	c.a.watch(r.Context(), d.run, d.after, t.Status.State, send)
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/agiraph/agiraph/nodes"
@@ -50,6 +51,57 @@ func (a *Agent) Resume(id string) (Summary, error) {
 	return a.begin("", id, true)
 }
 
+// Fork starts, in the background, a new run from tick n of the agent's run from (see
+// nodes.Squad.Fork), with what opts change, and returns the agent's summary as it started: its
+// Run is the fork's id. answer, when not "", answers the coordinator's question pending at the
+// tick. [ErrNotFound] when the agent has no run from, or the run no tick n; [ErrInvalid] for an
+// answer where no question was pending.
+func (a *Agent) Fork(ctx context.Context, from string, n int, answer string, opts ...nodes.ForkOption) (Summary, error) {
+	steps, err := a.Steps(ctx, from)
+	if err != nil {
+		return Summary{}, err
+	}
+	i := slices.IndexFunc(steps, func(s nodes.Step) bool { return s.Tick == n })
+	switch {
+	case i < 0:
+		return Summary{}, mark(ErrNotFound, fmt.Errorf("agent %q: run %q has no tick %d (it has %d)", a.id, from, n, len(steps)))
+	case answer != "" && steps[i].Question == "":
+		return Summary{}, mark(ErrInvalid, fmt.Errorf("agent %q: run %q: the coordinator had asked nothing at tick %d; fork at a tick where a question was pending", a.id, from, n))
+	case answer != "":
+		opts = append(opts, nodes.ForkWithAnswer(answer))
+	}
+	id, err := a.newRunID()
+	if err != nil {
+		return Summary{}, err
+	}
+	opts = append(opts, nodes.ForkWithRunID(id))
+	started, err := a.host.startWith(a, "", id, false, func(ctx context.Context, sq *nodes.Squad) (*nodes.Run, error) {
+		return sq.Fork(ctx, from, n, opts...)
+	})
+	if err != nil {
+		return Summary{}, fmt.Errorf("agent %q: %w", a.id, err)
+	}
+	return a.describe(started, true), nil
+}
+
+// Steps returns the steps of the agent's run id, one a tick (see nodes.Squad.Steps), opening
+// the agent's squad to read them when it is at rest. [ErrNotFound] when it has no run id.
+func (a *Agent) Steps(ctx context.Context, id string) ([]nodes.Step, error) {
+	if has, err := a.hasRun(id); workspace.ValidID(id) != nil || err == nil && !has {
+		return nil, mark(ErrNotFound, fmt.Errorf("agent %q has no run %q", a.id, id))
+	}
+	sq, err := a.acquire()
+	if err != nil {
+		return nil, fmt.Errorf("agent %q: %w", a.id, err)
+	}
+	defer a.release()
+	steps, err := sq.Steps(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("agent %q: %w", a.id, err)
+	}
+	return steps, nil
+}
+
 // begin is start, answering the summary of the run as it started.
 func (a *Agent) begin(goal, run string, resume bool) (Summary, error) {
 	started, err := a.host.start(a, goal, run, resume)
@@ -79,7 +131,7 @@ func (a *Agent) Answer(ctx context.Context, to, response string) (string, error)
 				return err
 			}
 			a.scan()
-			if to, _ = a.waiting(b); to == "" {
+			if to, _, _ = a.waiting(b); to == "" {
 				to = bus.Coordinator
 			}
 		}

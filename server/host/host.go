@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/rootlock"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/bus"
@@ -487,10 +488,18 @@ var errGone = mark(ErrNotFound, errors.New("the agent was deleted"))
 // woke the run), else one it opens once it has its place among the runs in progress. It returns
 // the agent's meta as the run started ("working" or "queued"): the run may have ended since.
 func (h *Host) start(a *Agent, goal, runID string, resume bool) (meta, error) {
+	return h.startWith(a, goal, runID, resume, nil)
+}
+
+// launch begins a run of a squad other than by Run or Resume (Squad.Fork).
+type launch func(ctx context.Context, sq *nodes.Squad) (*nodes.Run, error)
+
+// startWith is start; a run it begins with begin, when it is set.
+func (h *Host) startWith(a *Agent, goal, runID string, resume bool, begin launch) (meta, error) {
 	if err := a.hold(); err != nil { // in a fleet, only the replica holding the agent runs it
 		return meta{}, err
 	}
-	started, err := h.startHeld(a, goal, runID, resume)
+	started, err := h.startHeld(a, goal, runID, resume, begin)
 	if err != nil {
 		a.unhold()
 		return meta{}, err
@@ -500,7 +509,7 @@ func (h *Host) start(a *Agent, goal, runID string, resume bool) (meta, error) {
 }
 
 // startHeld is start, once the agent's lease is held; the run lets it go when it ends.
-func (h *Host) startHeld(a *Agent, goal, runID string, resume bool) (meta, error) {
+func (h *Host) startHeld(a *Agent, goal, runID string, resume bool, begin launch) (meta, error) {
 	// What the agent's runs are is asked before a.mu, which readers of the agent take: in a fleet
 	// it is a query of the database. Two starts that race get one id; the second finds the first
 	// running.
@@ -573,6 +582,11 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool) (meta, error
 		}
 		switch {
 		case err != nil:
+		case begin != nil:
+			var run *nodes.Run
+			if run, err = begin(ctx, sq); err == nil {
+				res, err = run.Wait()
+			}
 		case resume:
 			var run *nodes.Run
 			run, err = sq.Resume(ctx, id)
@@ -775,10 +789,13 @@ func (a *Agent) scan() {
 		a.saw(e)
 		switch {
 		case e.Type == eventlog.HumanQuestion && e.Worker == bus.Coordinator:
-			a.asking = e.Text
+			a.asking, a.approval = e.Text, nil
+			if e.Decode(&a.approval) != nil {
+				a.approval = nil
+			}
 		case e.Type == eventlog.HumanResponse && e.Worker == bus.Coordinator,
 			e.Type == eventlog.AgentStarted, e.Type == eventlog.AgentCompleted:
-			a.asking = ""
+			a.asking, a.approval = "", nil
 		}
 		return true
 	})
@@ -854,25 +871,25 @@ func (a *Agent) summaryBoard(running bool) nodes.Snapshot {
 	return b
 }
 
-// waiting returns who waits for the human's answer on the board, and the question: a worker,
-// or the coordinator; "" when no one does.
-func (a *Agent) waiting(b nodes.Snapshot) (who, question string) {
+// waiting returns who waits for the human's answer on the board, and the question, with the
+// tool call it asks to approve if it does: a worker, or the coordinator; "" when no one does.
+func (a *Agent) waiting(b nodes.Snapshot) (who, question string, approval *hooks.Approval) {
 	for _, n := range b.Nodes {
 		if n.Status == nodes.NodeWaiting && n.Question != "" && n.Worker != "" {
-			return n.Worker, n.Question
+			return n.Worker, n.Question, n.Approval
 		}
 	}
 	for _, w := range b.Workers {
 		if w.Status == nodes.WorkerWaiting {
-			return w.ID, ""
+			return w.ID, "", nil
 		}
 	}
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()
 	if a.asking != "" {
-		return bus.Coordinator, a.asking
+		return bus.Coordinator, a.asking, a.approval
 	}
-	return "", ""
+	return "", "", nil
 }
 
 // Summary describes an agent (and is what GET /agents/{id} of package server answers).
@@ -900,6 +917,9 @@ type Summary struct {
 	// and Question what was asked, while the status is waiting_for_human.
 	WaitingFor string `json:"waiting_for,omitempty"`
 	Question   string `json:"question,omitempty"`
+	// Approval, when the question asks the human to approve a tool call, is the call: the
+	// tool, its arguments and who calls (see nodes.WithHooks).
+	Approval *hooks.Approval `json:"approval,omitempty"`
 	// Stalled says what the run waits on when nothing moved in it for a while (the text of
 	// its latest agent.waiting event, until another event comes).
 	Stalled string `json:"stalled,omitempty"`
@@ -959,8 +979,8 @@ func (a *Agent) describe(m meta, live bool) Summary {
 	}
 	if live && m.Status != StatusQueued {
 		sum.Status = StatusWorking
-		if who, q := a.waiting(b); who != "" {
-			sum.Status, sum.WaitingFor, sum.Question = StatusWaiting, who, q
+		if who, q, ap := a.waiting(b); who != "" {
+			sum.Status, sum.WaitingFor, sum.Question, sum.Approval = StatusWaiting, who, q, ap
 		}
 	}
 	a.scanMu.Lock()

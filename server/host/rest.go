@@ -12,9 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/memory"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/triggers"
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
@@ -71,11 +73,12 @@ type Agent struct {
 	starts  int             // the runs started, so that a board read before one is not kept (a.mu)
 
 	scanMu   sync.Mutex
-	scanned  int64         // the offset in events.jsonl up to which scan read
-	restSeen chan struct{} // the moved of the squad's last closing, once scan read the last event since
-	asking   string        // the coordinator's question waiting for the human, if any
-	stalled  string        // what the run waits on, while the last event is an agent.waiting
-	lastTime time.Time     // the time of the last event
+	scanned  int64           // the offset in events.jsonl up to which scan read
+	restSeen chan struct{}   // the moved of the squad's last closing, once scan read the last event since
+	asking   string          // the coordinator's question waiting for the human, if any
+	approval *hooks.Approval // the tool call asking asks to approve, if it does
+	stalled  string          // what the run waits on, while the last event is an agent.waiting
+	lastTime time.Time       // the time of the last event
 
 	// In a fleet, the agent's lease (fleet.go), held while its squad is open or a run is in
 	// progress here: leaseRefs holders, under generation leaseGen, renewed until keepStop.
@@ -410,6 +413,17 @@ func (a *Agent) Memory(fn func(*memory.Store) error) error {
 		return err
 	}
 	return fn(mem)
+}
+
+// Store calls fn with the agent's store (package nodes/store): its open squad's, or the one its
+// files are kept in (in a fleet, the fleet's store of the agent, which every replica reads). An
+// embedder keeps documents of its own there, under keys of their own (the A2A server's: "a2a/…").
+func (a *Agent) Store(fn func(store.Store) error) error {
+	if sq := a.borrow(); sq != nil {
+		defer a.release()
+		return fn(sq.Store())
+	}
+	return a.files.Store(fn)
 }
 
 // subscribe returns the agent's events after seq as they are logged, while its squad is open;

@@ -107,7 +107,7 @@ func TestToolDefinitions(t *testing.T) {
 			t.Errorf("%s: description %q, guidance %q", tl.Name, tl.Description, tl.Guidance)
 		}
 	}
-	for name, safe := range map[string]bool{"read_file": true, "list_files": true, "write_file": false, "edit_file": false} {
+	for name, safe := range map[string]bool{"read_file": true, "list_files": true, "view_file": true, "write_file": false, "edit_file": false} {
 		tl, found := got[name]
 		if !found {
 			t.Errorf("missing tool %s", name)
@@ -115,7 +115,7 @@ func TestToolDefinitions(t *testing.T) {
 			t.Errorf("%s: Safe = %v, want %v", name, tl.Safe, safe)
 		}
 	}
-	if n := len(files.Scope{Root: root, Read: []string{""}}.Tools()); n != 4 {
+	if n := len(files.Scope{Root: root, Read: []string{""}}.Tools()); n != 5 {
 		t.Errorf("Scope.Tools returned %d tools", n)
 	}
 }

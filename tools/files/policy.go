@@ -1,5 +1,5 @@
-// Package files provides file tools for agents — read_file, write_file, edit_file and
-// list_files — confined to a workspace root and to what a [Policy] allows.
+// Package files provides file tools for agents — read_file, write_file, edit_file, list_files
+// and view_file — confined to a workspace root and to what a [Policy] allows.
 //
 // Every path a model sends goes through one resolution step before any file is touched:
 //
@@ -46,7 +46,7 @@ func denied(format string, args ...any) error {
 // path relative to the workspace root ("." for the root itself). A non-nil error refuses the
 // access; its message goes to the model, so it should name the path and say what is allowed.
 //
-// read_file needs CanRead, write_file needs CanWrite, edit_file needs both. list_files needs
+// read_file and view_file need CanRead, write_file needs CanWrite, edit_file needs both. list_files needs
 // CanRead on the directory (or CanList, see [Lister]) and shows only entries that pass the
 // same check. A Policy must be safe for concurrent use.
 type Policy interface {

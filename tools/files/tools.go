@@ -57,9 +57,11 @@ type ListArgs struct {
 	MaxEntries int    `json:"max_entries,omitempty" jsonschema:"minimum=1,maximum=5000" jsonschema_description:"Maximum number of entries to show (default 500)"`
 }
 
-// Tools returns read_file, write_file, edit_file and list_files working on the directory root
-// and confined by p (see the package documentation). read_file and list_files are marked
-// safe to run concurrently; write_file and edit_file are not. A relative root is made absolute
+// Tools returns read_file, write_file, edit_file, list_files and view_file working on the
+// directory root and confined by p (see the package documentation). read_file, list_files and
+// view_file are marked safe to run concurrently; write_file and edit_file are not. view_file
+// attaches the file to its result (see tools.Attach), for a registry built with
+// tools.WithAttachments; elsewhere it says the runtime shows text only. A relative root is made absolute
 // now. Tools panics if p is nil.
 func Tools(root string, p Policy) []tools.Tool {
 	if p == nil {
@@ -78,6 +80,8 @@ func Tools(root string, p Policy) []tools.Tool {
 			tools.WithGuidance(editGuidance)),
 		tools.Func("list_files", "List the files and directories in a workspace directory.", w.listFiles,
 			tools.Safe(), tools.WithGuidance(listGuidance)),
+		tools.Func("view_file", "Look at an image or a PDF from the workspace: it is attached to the result.", w.viewFile,
+			tools.Safe(), tools.WithGuidance(viewGuidance)),
 	}
 }
 
@@ -155,43 +159,53 @@ func splitLines(text string) []string {
 // readText reads an existing text file no larger than MaxFileSize, returning its content
 // and permissions.
 func readText(realRoot string, t target) (string, fs.FileMode, error) {
-	if !t.exists {
-		return "", 0, fmt.Errorf("file %q does not exist; use list_files to see what there is", t.rel)
-	}
-	root, err := os.OpenRoot(realRoot)
+	data, perm, err := readBytes(realRoot, t, MaxFileSize)
 	if err != nil {
-		return "", 0, fmt.Errorf("the workspace root is not available: %v", Cause(err))
-	}
-	defer root.Close()
-	f, err := root.Open(t.real)
-	if err != nil {
-		return "", 0, ioError("open", t.rel, err)
-	}
-	defer func() { _ = f.Close() }() // read only
-	st, err := f.Stat()
-	if err != nil {
-		return "", 0, ioError("stat", t.rel, err)
-	}
-	if st.IsDir() {
-		return "", 0, fmt.Errorf("%q is a directory, not a file; use list_files to see its contents", t.rel)
-	}
-	if !st.Mode().IsRegular() {
-		return "", 0, fmt.Errorf("%q is not a regular file", t.rel)
-	}
-	if st.Size() > MaxFileSize {
-		return "", 0, fmt.Errorf("file %q is too large to read: %d bytes, and the limit is %d bytes (1 MiB)", t.rel, st.Size(), MaxFileSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return "", 0, ioError("read", t.rel, err)
-	}
-	if len(data) > MaxFileSize {
-		return "", 0, fmt.Errorf("file %q is too large to read: over the limit of %d bytes (1 MiB)", t.rel, MaxFileSize)
+		return "", 0, err
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
 		return "", 0, fmt.Errorf("file %q looks binary (it contains NUL bytes); these tools handle text files only", t.rel)
 	}
-	return string(data), st.Mode().Perm(), nil
+	return string(data), perm, nil
+}
+
+// readBytes reads an existing regular file no larger than limit bytes, returning its content
+// and permissions.
+func readBytes(realRoot string, t target, limit int64) ([]byte, fs.FileMode, error) {
+	if !t.exists {
+		return nil, 0, fmt.Errorf("file %q does not exist; use list_files to see what there is", t.rel)
+	}
+	root, err := os.OpenRoot(realRoot)
+	if err != nil {
+		return nil, 0, fmt.Errorf("the workspace root is not available: %v", Cause(err))
+	}
+	defer root.Close()
+	f, err := root.Open(t.real)
+	if err != nil {
+		return nil, 0, ioError("open", t.rel, err)
+	}
+	defer func() { _ = f.Close() }() // read only
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, ioError("stat", t.rel, err)
+	}
+	if st.IsDir() {
+		return nil, 0, fmt.Errorf("%q is a directory, not a file; use list_files to see its contents", t.rel)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%q is not a regular file", t.rel)
+	}
+	if st.Size() > limit {
+		return nil, 0, fmt.Errorf("file %q is too large to read: %d bytes, and the limit is %d bytes (%d MiB)", t.rel, st.Size(), limit, limit>>20)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, 0, ioError("read", t.rel, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, 0, fmt.Errorf("file %q is too large to read: over the limit of %d bytes (%d MiB)", t.rel, limit, limit>>20)
+	}
+	return data, st.Mode().Perm(), nil
 }
 
 // writeFile implements write_file.

@@ -21,7 +21,9 @@ import (
 // Endpoint offers tools to MCP clients: a streamable-HTTP MCP server on a loopback port that
 // answers only requests carrying its token. It is how a CLI agent (Claude Code with
 // --mcp-config) reaches the tools of one assignment. Calls run through a tools.Registry, so
-// arguments are checked against each tool's schema and results capped as for in-process agents.
+// arguments are checked against each tool's schema and results capped as for in-process agents;
+// a file a call attaches (tools.Attach) follows its text, as image content or, for a PDF, as an
+// embedded resource of its bytes.
 type Endpoint struct {
 	// URL is the endpoint's address, http://127.0.0.1:<port>/mcp.
 	URL string
@@ -35,7 +37,7 @@ type Endpoint struct {
 
 // Serve starts an endpoint offering ts (named as they are), under the server name name.
 func Serve(name string, ts []tools.Tool, opts ...tools.RegistryOption) (*Endpoint, error) {
-	reg, err := tools.NewRegistry(ts, opts...)
+	reg, err := tools.NewRegistry(ts, append(opts, tools.WithAttachments())...)
 	if err != nil {
 		return nil, fmt.Errorf("mcp: serve %s: %w", name, err)
 	}
@@ -88,8 +90,25 @@ func serveTool(reg *tools.Registry, name string) sdk.ToolHandler {
 		}
 		id, _ := req.Params.Meta[CallIDMeta].(string)
 		res := reg.Run(ctx, []tools.Call{{ID: id, Name: name, Args: args}})[0]
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Content}}, IsError: res.IsError}, nil
+		out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Content}}, IsError: res.IsError}
+		if a := res.Attachment; a != nil {
+			out.Content = append(out.Content, attachment(*a))
+		}
+		return out, nil
 	}
+}
+
+// attachment is the content of a file a call attached: an image, or an embedded resource of
+// the file's bytes (a PDF); or, when the file cannot be read, a text that says why.
+func attachment(a tools.Attachment) sdk.Content {
+	data, err := a.Read()
+	switch {
+	case err != nil:
+		return &sdk.TextContent{Text: fmt.Sprintf("The attached file cannot be shown: %v.", err)}
+	case strings.HasPrefix(a.MediaType, "image/"):
+		return &sdk.ImageContent{Data: data, MIMEType: a.MediaType}
+	}
+	return &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file://" + a.Path, MIMEType: a.MediaType, Blob: data}}
 }
 
 // guard refuses requests without the token, and requests whose Host is not the loopback

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/tools"
+	"github.com/agiraph/agiraph/tools/files"
 	"github.com/agiraph/agiraph/tools/mcp"
 )
 
@@ -110,6 +113,20 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
+// session serves ts and returns a session of a client connected to the endpoint; both end with
+// the test.
+func session(ctx context.Context, t *testing.T, ts []tools.Tool) *sdk.ClientSession {
+	t.Helper()
+	e, err := mcp.Serve("work", ts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.URL, HTTPClient: &http.Client{Transport: bearer(e.Token)}}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
 // A call's ID, in the handler, is the model's id of the call that the client gives in _meta
 // (as Claude Code does), and empty without one: each call has its own, never one shared by all.
 func TestServeCallID(t *testing.T) {
@@ -121,19 +138,43 @@ func TestServeCallID(t *testing.T) {
 		ids = append(ids, c.ID)
 		return "noted", nil
 	})
-	e, err := mcp.Serve("work", []tools.Tool{note})
-	require.NoError(t, err)
-	defer e.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: e.URL, HTTPClient: &http.Client{Transport: bearer(e.Token)}}, nil)
-	require.NoError(t, err)
-	defer cs.Close()
+	cs := session(ctx, t, []tools.Tool{note})
 	for _, meta := range []sdk.Meta{{mcp.CallIDMeta: "toolu_1"}, {mcp.CallIDMeta: "toolu_2"}, nil} {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "note", Arguments: map[string]any{"text": "x"}, Meta: meta})
 		require.NoError(t, err)
 		require.False(t, res.IsError)
 	}
 	assert.Equal(t, []string{"toolu_1", "toolu_2", ""}, ids)
+}
+
+// A file a call attaches follows its text: an image as image content, a PDF as an embedded
+// resource of its bytes.
+func TestServeAttachments(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x00\x00\x00\x00")
+	pdf := []byte("%PDF-1.4\n%%EOF\n")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "chart.png"), png, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "paper.pdf"), pdf, 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs := session(ctx, t, files.Scope{Root: dir, Read: []string{""}}.Tools())
+	view := func(path string) []sdk.Content {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "view_file", Arguments: map[string]any{"path": path}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%v", res.Content)
+		require.Len(t, res.Content, 2)
+		return res.Content
+	}
+
+	got := view("chart.png")
+	assert.Contains(t, got[0].(*sdk.TextContent).Text, "chart.png (image/png")
+	assert.Equal(t, &sdk.ImageContent{Data: png, MIMEType: "image/png"}, got[1])
+	got = view("paper.pdf")
+	res, ok := got[1].(*sdk.EmbeddedResource)
+	require.True(t, ok, "%T", got[1])
+	assert.Equal(t, "application/pdf", res.Resource.MIMEType)
+	assert.Equal(t, pdf, res.Resource.Blob)
 }

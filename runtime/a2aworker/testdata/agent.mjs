@@ -1,5 +1,6 @@
-// A remote A2A agent built on the official SDK (@a2a-js/sdk), serving A2A 0.3 over JSON-RPC
-// with the SDK's request handler: it prints its URL, then serves until it is killed. Given a
+// A remote A2A agent built on the official SDK (@a2a-js/sdk), serving A2A over JSON-RPC with the
+// SDK's request handler — 1.0 when A2A_VERSION is "1.0", else 0.3 — and a card of that version
+// only: it prints its URL, then serves until it is killed. Given a
 // task, it asks "Which year?" (input-required); given the answer on the task, it writes
 // answer.md as an artifact and completes with "Answered.".
 import http from "node:http";
@@ -7,7 +8,7 @@ import { pathToFileURL } from "node:url";
 
 const dist = process.env.A2A_SDK_DIST;
 const load = (p) => import(pathToFileURL(`${dist}/${p}`).href);
-const { DefaultRequestHandler, InMemoryTaskStore, ServerCallContext } = await load("server/index.js");
+const { DefaultRequestHandler, InMemoryTaskStore, JsonRpcTransportHandler, ServerCallContext } = await load("server/index.js");
 const { LegacyJsonRpcTransportHandler } = await load("compat/v0_3/server/index.js");
 const { Role, TaskState } = await load("index.js");
 
@@ -47,12 +48,14 @@ const executor = {
 };
 
 let base;
-const card = () => ({
-  protocolVersion: "0.3.0", name: "year-asker", description: "Asks which year, then answers.", url: `${base}/rpc`,
-  preferredTransport: "JSONRPC", version: "1.0.0", capabilities: { streaming: true },
-  defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"], skills: [],
-});
-const rpc = new LegacyJsonRpcTransportHandler(new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor));
+const v1 = process.env.A2A_VERSION === "1.0";
+const about = { name: "year-asker", description: "Asks which year, then answers.", version: "1.0.0", capabilities: { streaming: true },
+  defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"], skills: [] };
+const card = () => v1
+  ? { ...about, supportedInterfaces: [{ url: `${base}/rpc`, protocolBinding: "JSONRPC", protocolVersion: "1.0" }] }
+  : { ...about, protocolVersion: "0.3.0", url: `${base}/rpc`, preferredTransport: "JSONRPC" };
+const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), executor);
+const rpc = v1 ? new JsonRpcTransportHandler(handler) : new LegacyJsonRpcTransportHandler(handler);
 
 const server = http.createServer(async (req, res) => {
   if (req.method === "GET" && req.url === "/.well-known/agent-card.json") {

@@ -1,5 +1,5 @@
-// What the scripts share: the official client (@a2a-js/sdk) as a user of a v0.3 agent sets it
-// up, pointed at the server under test, with its token.
+// What the scripts share: the official client (@a2a-js/sdk) as a user sets it up, pointed at
+// the server under test, with its token: speaking A2A 1.0, or 0.3 (legacyCompat).
 import { pathToFileURL } from "node:url";
 import assert from "node:assert/strict";
 
@@ -18,15 +18,43 @@ export function authorized(input, init = {}) {
   return fetch(input, { ...init, headers });
 }
 
-// connect discovers agent id by its card and returns a client of it.
+// connect discovers agent id of the server by its card and returns a client of it, which
+// speaks A2A 1.0.
 export async function connect(id) {
+  return connectTo(`${url}/a2a/${id}/`);
+}
+
+// connectTo discovers the agent at agentURL by its card and returns a client of it, which
+// speaks A2A 1.0.
+export async function connectTo(agentURL) {
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl: authorized })],
+    }),
+  );
+  const client = await factory.createFromUrl(agentURL);
+  assert.equal(client.protocolVersion, "1.0");
+  return client;
+}
+
+// connect03 returns a client of agent id that speaks A2A 0.3, as a client that knows only
+// 0.3 reads the agent's card: its url, protocolVersion and preferredTransport.
+export async function connect03(id) {
+  const res = await fetch(`${url}/a2a/${id}/.well-known/agent-card.json`);
+  assert.equal(res.status, 200);
+  const card = await res.json();
+  assert.ok(card.supportedInterfaces.some((i) => i.protocolVersion === "0.3"), "the card announces 0.3");
+  delete card.supportedInterfaces;
+  delete card.securityRequirements;
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl: authorized, legacyCompat: { enabled: true } })],
       cardResolver: new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }),
     }),
   );
-  return factory.createFromUrl(`${url}/a2a/${id}/`);
+  const client = await factory.createFromAgentCard(card);
+  assert.equal(client.protocolVersion, "0.3");
+  return client;
 }
 
 // message is a user's message.

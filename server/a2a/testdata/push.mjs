@@ -1,5 +1,5 @@
 // Push notifications: a little HTTP server of the script receives the task as its state
-// changes, with the token it gave, until the task completes.
+// changes (A2A 1.0: {"task": …}), with the token it gave, until the task completes.
 import { assert, connect, message } from "./lib.mjs";
 import http from "node:http";
 
@@ -11,10 +11,10 @@ const hook = http.createServer((req, res) => {
   req.on("data", (chunk) => (body += chunk));
   req.on("end", () => {
     assert.equal(req.headers["x-a2a-notification-token"], "hook-secret");
-    const task = JSON.parse(body);
+    const { task } = JSON.parse(body);
     received.push(task.status.state);
     res.writeHead(200).end();
-    if (task.status.state === "completed") completed(task);
+    if (task.status.state === "TASK_STATE_COMPLETED") completed(task);
   });
 });
 await new Promise((resolve) => hook.listen(0, "127.0.0.1", resolve));
@@ -29,5 +29,5 @@ const cfg = await client.getTaskPushNotificationConfig({ taskId: task.id, id: ta
 assert.equal(cfg.url, hookURL);
 const pushed = await done;
 assert.equal(pushed.id, task.id);
-assert.equal(pushed.kind, "task");
+assert.equal(pushed.kind, undefined);
 hook.close();

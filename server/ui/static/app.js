@@ -8,6 +8,7 @@ import { h, clear, debounce, time, usageText, addUsage } from './dom.js';
 import { renderMarkdown, renderText } from './md.js';
 import { renderBoard } from './board.js';
 import { Timeline } from './timeline.js';
+import { stepsView } from './steps.js';
 
 const main = document.getElementById('main');
 const sidebar = document.getElementById('agents');
@@ -241,6 +242,7 @@ function drawSidebarNow() {
       items.push(link(`#/a/${enc(a.id)}/board`, 'Work Board', null, route.agent === a.id && route.kind === 'board'));
       items.push(link(`#/a/${enc(a.id)}/files`, 'Files', null, route.agent === a.id && route.kind === 'files'));
       items.push(link(`#/a/${enc(a.id)}/memory`, 'Memory', null, route.agent === a.id && route.kind === 'memory'));
+      items.push(link(`#/a/${enc(a.id)}/steps`, 'Steps', null, route.agent === a.id && route.kind === 'steps'));
     }
     const details = h('details', { ...(open ? { open: true } : {}), 'data-agent': a.id },
       h('summary', {}, dot(a.status), h('span', { class: 'agent-name', title: a.goal || a.id }, a.goal || a.id),
@@ -610,6 +612,7 @@ function parseRoute() {
     case 'board': return { ...r, kind: 'board', node: parts[3] };
     case 'files': return { ...r, kind: 'files', path: parts.slice(3).join('/') };
     case 'memory': return { ...r, kind: 'memory', path: parts.slice(3).join('/') };
+    case 'steps': return { ...r, kind: 'steps', run: parts[3], tick: Number(parts[4]) || 0 };
   }
   return r;
 }
@@ -649,6 +652,16 @@ async function route() {
     case 'board': page.view = boardView(a, r.node); break;
     case 'files': page.view = treeView(a, 'workspace', r.path); break;
     case 'memory': page.view = treeView(a, 'memory', r.path); break;
+    case 'steps':
+      clear(main).append(agentHeader(a, 'Steps'));
+      page.view = stepsView(main, a, r.run || a.run, r.tick, {
+        toast,
+        forked: () => {
+          refreshAgentsSoon();
+          location.hash = `#/a/${enc(a.id)}`;
+        },
+      });
+      break;
     default: page.view = timelineView(a, null);
   }
   drawSidebar();

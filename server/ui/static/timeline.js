@@ -112,6 +112,7 @@ export class Timeline {
   }
 
   question(item) {
+    if (item.approval && !item.answered) return this.approval(item);
     const input = h('textarea', { rows: 2, 'aria-label': `Answer to ${this.label(item.who)}`, placeholder: 'Your answer' });
     const form = h('form', {
       class: 'answer',
@@ -125,6 +126,24 @@ export class Timeline {
       h('div', { class: 'meta' }, `${this.label(item.who)} asks · ${time(item.time)}`),
       h('div', { class: 'md' }, renderMarkdown(item.text)),
       item.answered ? h('div', { class: 'meta' }, 'Answered: ', item.answered) : form);
+  }
+
+  // approval is a tool call waiting for the person's approval: its arguments, editable, and the
+  // three answers (see hooks.ParseVerdict).
+  approval(item) {
+    const ap = item.approval;
+    const who = this.label(item.who);
+    const args = h('textarea', { rows: 4, class: 'args', 'aria-label': `Arguments of ${ap.tool}` });
+    args.value = JSON.stringify(ap.args ?? {}, null, 2);
+    const reason = h('input', { type: 'text', 'aria-label': 'Reason to reject', placeholder: 'Reason (to reject)' });
+    const button = (label, text) => h('button', { type: 'button', onclick: () => this.answer(item, text()) }, label);
+    return h('div', { class: 'bubble question approval', role: 'group', 'aria-label': `Approval asked by ${who}` },
+      h('div', { class: 'meta' }, `${who} asks to run `, h('span', { class: 'tool-name' }, ap.tool), ` · ${time(item.time)}`),
+      args, reason,
+      h('div', { class: 'answer' },
+        button('Approve', () => 'approve'),
+        button('Run edited', () => `edit ${args.value}`),
+        button('Reject', () => `reject ${reason.value.trim()}`)));
   }
 
   // markAnswered shows the question of who as answered with text.
@@ -199,7 +218,7 @@ export function itemOf(ev) {
     case 'human.response':
       return { ...base, kind: 'chat', who: 'human', text: ev.text };
     case 'human.question':
-      return { ...base, kind: 'question', who: ev.worker || 'coordinator', node: ev.node, text: ev.text };
+      return { ...base, kind: 'question', who: ev.worker || 'coordinator', node: ev.node, text: ev.text, approval: ev.data?.tool ? ev.data : null };
     case 'worker.busy':
     case 'worker.idle':
       return null;

@@ -1,0 +1,351 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/workspace"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// Divergence is the error of a replay whose run made a call the cassette does not have: the
+// first such call, by its participant, kind and sequence number, with the difference between
+// its request and the recorded one (lines with "-" recorded, "+" made now).
+type Divergence struct {
+	Kind string // KindModel or KindTool
+	Who  string
+	Seq  int
+	Diff string
+}
+
+func (d *Divergence) Error() string {
+	return fmt.Sprintf("replay: the run diverged at %s: it differs from the recorded call:\n%s", describe(d.Kind, d.Who, d.Seq), d.Diff)
+}
+
+// Mismatch is the error of a replay that made only recorded calls but ended otherwise than the
+// recorded run: the difference between the recorded facts and the replay's.
+type Mismatch struct {
+	Diff string
+}
+
+func (m *Mismatch) Error() string {
+	return "replay: the run ended otherwise than recorded (- recorded, + replayed):\n" + m.Diff
+}
+
+// Play replays the cassette at path in the agent's home home (a new folder), with no key and no
+// network: the squad runs the recorded goal with the recorded models and options, opts after
+// them (the options of the code under test: tools, contract, prompts), its models and outside
+// tools answered from the cassette, its clock reading the recorded run's start (a microsecond
+// later at each reading), its tick short. It returns
+// the run's result, and an error: a *Divergence at the first call the cassette does not have, a
+// *Mismatch when the run's facts (output, board, messages, published files) are not the
+// recorded ones, or the run's own.
+func Play(ctx context.Context, path, home string, opts ...nodes.Option) (nodes.Result, error) {
+	c, err := Load(path)
+	if err != nil {
+		return nodes.Result{}, err
+	}
+	p := newPlayer(c)
+	p.red = p.red.at(home)
+	info := c.Header.Run
+	var ticks atomic.Int64
+	all := []nodes.Option{nodes.WithModel(info.Model), nodes.WithCoordinatorModel(info.CoordinatorModel),
+		nodes.WithMaxConcurrent(info.MaxConcurrent), nodes.WithMode(info.Mode), nodes.WithTick(replayTick)}
+	for role, model := range info.RoleModels {
+		all = append(all, nodes.WithRoleModel(role, model))
+	}
+	all = append(all, opts...)
+	all = append(all, nodes.WithHome(home), nodes.WithRecorder(p), nodes.WithModelResolver(p.model),
+		nodes.WithClock(func() time.Time { return info.Started.Add(time.Duration(ticks.Add(1)) * time.Microsecond) }))
+	s, err := nodes.New(all...)
+	if err != nil {
+		return nodes.Result{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, unsubscribe := s.Subscribe(0)
+	h, err := s.Start(ctx, info.Goal, nodes.WithRunID(info.ID))
+	var res nodes.Result
+	if err == nil {
+		go p.answer(h, events, cancel)
+		res, err = h.Wait()
+	}
+	unsubscribe()
+	err = errors.Join(err, s.Close())
+	if d := p.divergence(); d != nil {
+		return res, d
+	}
+	if err != nil {
+		return res, err
+	}
+	facts, err := factsOf(workspace.Home(home), res)
+	if err != nil {
+		return res, err
+	}
+	if want, got := indent(c.Facts), indent(facts); want != got {
+		return res, &Mismatch{Diff: diff(want, got)}
+	}
+	return res, nil
+}
+
+// replayTick is a replay's tick: short, since no model is waited for.
+const replayTick = 10 * time.Millisecond
+
+// Run replays the cassette at path in a test (see Play), in a temporary home, and fails the test
+// with Play's error. It returns the run's result.
+func Run(t testing.TB, path string, opts ...nodes.Option) nodes.Result {
+	t.Helper()
+	res, err := Play(t.Context(), path, t.TempDir(), opts...)
+	if err != nil {
+		t.Fatalf("replay %s: %v", path, err)
+	}
+	return res
+}
+
+// player answers a replayed run's calls from a cassette (a nodes.Recorder).
+type player struct {
+	models map[string][]Line // by participant, in order
+	count  counter
+	red    redactor
+
+	answers map[string][]Line // by participant, in order
+	streams map[string][]Line // by participant, in order
+
+	mu    sync.Mutex
+	tools map[string][]Line // by participant, those not yet played
+	// agentCalls are the tool calls of CLI agents to make again, by participant and assignment
+	// (see stream).
+	agentCalls map[string][][]Line
+	diverge    *Divergence // the first
+}
+
+func newPlayer(c *Cassette) *player {
+	p := &player{models: map[string][]Line{}, tools: map[string][]Line{}, answers: map[string][]Line{},
+		streams: map[string][]Line{}, agentCalls: map[string][][]Line{}}
+	pending := map[string][]Line{} // a CLI agent's calls, before its assignment's line
+	for _, l := range c.Lines {
+		switch l.Kind {
+		case KindModel:
+			p.models[l.Who] = append(p.models[l.Who], l)
+		case KindTool:
+			if !outside(tools.Tool{Name: l.Tool}) { // only CLI agents' are recorded
+				pending[l.Who] = append(pending[l.Who], l)
+				continue
+			}
+			p.tools[l.Who] = append(p.tools[l.Who], l)
+		case KindStream:
+			p.streams[l.Who] = append(p.streams[l.Who], l)
+			p.agentCalls[l.Who] = append(p.agentCalls[l.Who], pending[l.Who])
+			pending[l.Who] = nil
+		case KindAnswer:
+			p.answers[l.Who] = append(p.answers[l.Who], l)
+		}
+	}
+	return p
+}
+
+func (p *player) Begin(nodes.RunInfo) {}
+
+// answer answers the questions run h asks, as its events tell them, with the recorded answers,
+// once the run is quiet (no event for quiet): a person answers after the squad has done what it
+// does while a question waits, so the run goes on as it did when it was recorded. A question the
+// cassette has no answer to is a divergence, and the run is cancelled (stop).
+func (p *player) answer(h *nodes.Run, events <-chan eventlog.Event, stop func()) {
+	const quiet = 5 * replayTick
+	var asked []eventlog.Event
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if e.Run == h.ID() && e.Type == eventlog.HumanQuestion {
+				asked = append(asked, e)
+			}
+			timer.Reset(quiet)
+		case <-timer.C:
+			for _, e := range asked {
+				seq := p.count.next(KindAnswer, e.Worker)
+				if recorded := p.answers[e.Worker]; seq <= len(recorded) && h.Answer(e.Worker, recorded[seq-1].Answer) == nil {
+					continue
+				}
+				_ = p.diverged(&Divergence{Kind: KindAnswer, Who: e.Worker, Seq: seq,
+					Diff: diff("", "the question, which the cassette has no answer to: "+e.Text)})
+				stop()
+			}
+			asked = nil
+		}
+	}
+}
+
+// Model leaves m, one of the player's own (see model), as it is.
+func (p *player) Model(m providers.Model) providers.Model { return m }
+
+func (p *player) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
+	if kind != nodes.Harnessed {
+		rt = runtimeFunc(p.stream)
+	}
+	// Only the outside tools are answered from the cassette: a CLI agent's other calls are made
+	// again, with the squad's own tools.
+	return participants{tool: p.tool}.wrap(nodes.Harnessed, rt)
+}
+
+// stream plays a CLI agent's recorded assignment, without the agent: its tool calls made again
+// (with the squad's tools; the outside ones answered from the cassette), its messages sent
+// again, its events reported,
+// its published files written, its outcome returned. An assignment whose task is not the
+// recorded one is a divergence.
+func (p *player) stream(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+	w := whoOf(ctx)
+	seq := p.count.next(KindStream, w)
+	recorded := p.streams[w]
+	got := p.red.clean(a.Task)
+	if seq > len(recorded) || recorded[seq-1].Task != got {
+		want := ""
+		if seq <= len(recorded) {
+			want = recorded[seq-1].Task
+		}
+		return runtime.Outcome{Status: runtime.Failed}, p.diverged(&Divergence{Kind: KindStream, Who: w, Seq: seq, Diff: diff(want, got)})
+	}
+	l := recorded[seq-1]
+	for _, c := range p.agentCalls[w][seq-1] {
+		i := slices.IndexFunc(a.Tools, func(t tools.Tool) bool { return t.Name == c.Tool })
+		if i < 0 {
+			return runtime.Outcome{Status: runtime.Failed}, p.diverged(&Divergence{Kind: KindTool, Who: w, Seq: c.Seq,
+				Diff: diff(c.Tool, "(no such tool now)")})
+		}
+		_, _ = a.Tools[i].Handler(ctx, json.RawMessage(p.red.restore(string(c.Args))))
+	}
+	for _, m := range l.Sent {
+		if a.Mailbox == nil {
+			break
+		}
+		if err := a.Mailbox.Send(ctx, m.Key, m.To, p.red.restore(m.Body)); err != nil {
+			return runtime.Outcome{Status: runtime.Failed}, err
+		}
+	}
+	for _, e := range l.Events {
+		if sink != nil {
+			sink(e)
+		}
+	}
+	for path, content := range l.Files {
+		full := filepath.Join(a.Dir.Published(), filepath.FromSlash(path))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return runtime.Outcome{Status: runtime.Failed}, err
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			return runtime.Outcome{Status: runtime.Failed}, err
+		}
+	}
+	o := *l.Outcome
+	if string(o.Result) == "null" { // none, which JSON wrote as null
+		o.Result = nil
+	}
+	return o, errFromLine(l)
+}
+
+// model is the squad's resolver: a model of that name answered from the cassette.
+func (p *player) model(name string) (providers.Model, error) { return playedModel{name, p}, nil }
+
+func (p *player) divergence() *Divergence {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.diverge
+}
+
+// diverged notes d, if it is the first, and returns it.
+func (p *player) diverged(d *Divergence) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.diverge == nil {
+		p.diverge = d
+	}
+	return d
+}
+
+type playedModel struct {
+	name string
+	p    *player
+}
+
+func (m playedModel) Name() string { return m.name }
+
+// call is what a model call is compared by: the model and the request.
+type call struct {
+	Model   string  `json:"model"`
+	Request Request `json:"request"`
+}
+
+func (m playedModel) Generate(ctx context.Context, req providers.Request) (providers.Response, error) {
+	w := whoOf(ctx)
+	seq := m.p.count.next(KindModel, w)
+	got := m.p.red.clean(indent(call{m.name, request(req)}))
+	recorded := m.p.models[w]
+	if seq > len(recorded) {
+		return providers.Response{}, m.p.diverged(&Divergence{Kind: KindModel, Who: w, Seq: seq,
+			Diff: fmt.Sprintf("(the cassette has %d such calls)\n%s", len(recorded), diff("", got))})
+	}
+	l := recorded[seq-1]
+	if want := indent(call{l.Model, *l.Request}); want != got {
+		return providers.Response{}, m.p.diverged(&Divergence{Kind: KindModel, Who: w, Seq: seq, Diff: diff(want, got)})
+	}
+	if err := errFromLine(l); err != nil {
+		return providers.Response{}, err
+	}
+	resp := *l.Response
+	if text := resp.Message.Text(); req.OnText != nil && text != "" {
+		req.OnText(text)
+	}
+	return resp, nil
+}
+
+// tool returns t answered from the cassette: a call of who's with the same tool and arguments
+// not yet played, whichever its place among who's calls (calls of one answer may run at once).
+func (p *player) tool(who string, t tools.Tool) tools.Tool {
+	t.Handler = func(ctx context.Context, args json.RawMessage) (string, error) {
+		seq := p.count.next(KindTool, who)
+		got := Line{Kind: KindTool, Who: who, Seq: seq, Tool: t.Name, Args: compact(args)}
+		p.mu.Lock()
+		left := p.tools[who]
+		for i, l := range left {
+			if l.Tool == t.Name && string(compact(l.Args)) == p.red.clean(string(got.Args)) {
+				p.tools[who] = append(left[:i:i], left[i+1:]...)
+				p.mu.Unlock()
+				return l.Result, errFromLine(l)
+			}
+		}
+		want := ""
+		if len(left) > 0 {
+			want = indent(Line{Kind: KindTool, Who: who, Seq: left[0].Seq, Tool: left[0].Tool, Args: compact(left[0].Args)})
+		}
+		p.mu.Unlock()
+		return "", p.diverged(&Divergence{Kind: KindTool, Who: who, Seq: seq, Diff: diff(want, indent(got))})
+	}
+	return t
+}
+
+// compact is raw without insignificant space, or raw as it is if it is not JSON.
+func compact(raw json.RawMessage) json.RawMessage {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	b, _ := json.Marshal(v)
+	return b
+}

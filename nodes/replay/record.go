@@ -1,0 +1,263 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/runtime"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// Recorder records one run of a squad into a cassette: give it to the squad with
+// nodes.WithRecorder, start the run, and call Finish with the run's result. It records the
+// first run the squad starts; a later one is refused with an error from Finish. Its methods are
+// safe for concurrent use.
+type Recorder struct {
+	path  string
+	red   redactor
+	count counter
+
+	mu    sync.Mutex
+	f     *os.File
+	begun bool
+	prev  map[string]Request // each participant's last request, whole
+	err   error              // the first write's that failed, or a second run's
+}
+
+// Record returns a Recorder that writes the cassette at path (its folder is made, a file there
+// replaced). Secrets are removed from what it writes: the values of the providers' and search
+// backends' key variables in the environment, and whatever looks like one of their keys or a
+// bearer token.
+func Record(path string) (*Recorder, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return &Recorder{path: path, red: newRedactor(os.Getenv), f: f, prev: map[string]Request{}}, nil
+}
+
+// Begin writes the cassette's header (nodes.Recorder).
+func (r *Recorder) Begin(info nodes.RunInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.begun {
+		r.fail(fmt.Errorf("replay: %s records one run; run %s started after the first", r.path, info.ID))
+		return
+	}
+	r.begun = true
+	r.red = r.red.at(info.Home)
+	r.write(Header{Format: format, Version: Version, Run: info})
+}
+
+// Model wraps m so that its calls are recorded (nodes.Recorder).
+func (r *Recorder) Model(m providers.Model) providers.Model { return recordedModel{m, r} }
+
+// Runtime wraps rt so that its calls know their participant and its outside tools are recorded;
+// a CLI agent's (a kind but harnessed) has its tool calls, events, outcome and published files
+// recorded (nodes.Recorder).
+func (r *Recorder) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
+	rt = participants{tool: r.tool}.wrap(kind, rt)
+	if kind == nodes.Harnessed {
+		return rt
+	}
+	return runtimeFunc(func(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
+		w := who(a)
+		seq := r.count.next(KindStream, w)
+		var events []runtime.Event
+		mb := &sendsOf{Mailbox: a.Mailbox}
+		if a.Mailbox != nil {
+			a.Mailbox = mb
+		}
+		o, err := rt.Run(ctx, a, func(e runtime.Event) {
+			events = append(events, e)
+			if sink != nil {
+				sink(e)
+			}
+		})
+		l := Line{Kind: KindStream, Who: w, Seq: seq, Task: a.Task, Events: events, Outcome: &o, Files: map[string]string{}, Sent: mb.sent()}
+		if err != nil {
+			l.Error = err.Error()
+		}
+		for _, p := range o.Published {
+			b, rerr := os.ReadFile(filepath.Join(a.Dir.Published(), p))
+			if rerr != nil {
+				r.mu.Lock()
+				r.fail(fmt.Errorf("replay: %s's published file: %w", w, rerr))
+				r.mu.Unlock()
+				continue
+			}
+			l.Files[p] = string(b)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.write(l)
+		return o, err
+	})
+}
+
+// Finish writes the human's answers and the facts of the run res ended in squad s, and closes
+// the cassette; call it before s.Close. It returns the first error recording met.
+func (r *Recorder) Finish(s *nodes.Squad, res nodes.Result) error {
+	facts, err := factsOf(s.Home(), res)
+	var answers []Line
+	if err == nil {
+		answers, err = answersOf(s, res.RunID)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err != nil:
+		r.fail(err)
+	case !r.begun:
+		r.fail(fmt.Errorf("replay: %s: no run started with the recorder (is nodes.WithRecorder set?)", r.path))
+	default:
+		for _, l := range answers {
+			r.write(l)
+		}
+		r.write(Line{Kind: KindFacts, Facts: &facts})
+	}
+	return r.close()
+}
+
+// answersOf returns the human's answers in run runID of squad s, in order, as lines.
+func answersOf(s *nodes.Squad, runID string) ([]Line, error) {
+	evs, err := s.Events(0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("replay: the run's answers: %w", err)
+	}
+	var count counter
+	var lines []Line
+	seen := map[string]bool{}
+	for _, e := range evs {
+		if e.Run != runID || e.Type != eventlog.HumanResponse || e.Key != "" && seen[e.Key] {
+			continue
+		}
+		seen[e.Key] = true
+		lines = append(lines, Line{Kind: KindAnswer, Who: e.Worker, Seq: count.next(KindAnswer, e.Worker), Answer: e.Text})
+	}
+	return lines, nil
+}
+
+// Close closes the cassette without its facts, which Load then refuses: for a recording that
+// failed. After Finish it does nothing.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.close()
+}
+
+func (r *Recorder) close() error {
+	if r.f == nil {
+		return r.err
+	}
+	r.fail(r.f.Close())
+	r.f = nil
+	return r.err
+}
+
+func (r *Recorder) fail(err error) {
+	if r.err == nil && err != nil {
+		r.err = err
+	}
+}
+
+// write writes v as a line, its secrets removed; r.mu is held.
+func (r *Recorder) write(v any) {
+	if r.f == nil {
+		r.fail(fmt.Errorf("replay: %s is closed", r.path))
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		r.fail(fmt.Errorf("replay: %s: %w", r.path, err))
+		return
+	}
+	_, err = r.f.WriteString(r.red.clean(string(b)) + "\n")
+	r.fail(err)
+}
+
+type recordedModel struct {
+	providers.Model
+	r *Recorder
+}
+
+func (m recordedModel) Generate(ctx context.Context, req providers.Request) (providers.Response, error) {
+	w := whoOf(ctx)
+	seq := m.r.count.next(KindModel, w)
+	resp, err := m.Model.Generate(ctx, req)
+	l := Line{Kind: KindModel, Who: w, Seq: seq, Model: m.Name()}
+	if err != nil {
+		l.Error = err.Error()
+	} else {
+		l.Response = &resp
+	}
+	m.r.mu.Lock()
+	defer m.r.mu.Unlock()
+	whole := request(req)
+	short := shorten(whole, m.r.prev[w])
+	m.r.prev[w], l.Request = whole, &short
+	m.r.write(l)
+	return resp, err
+}
+
+// tool returns t with its calls recorded as who's.
+func (r *Recorder) tool(who string, t tools.Tool) tools.Tool {
+	h := t.Handler
+	t.Handler = func(ctx context.Context, args json.RawMessage) (string, error) {
+		seq := r.count.next(KindTool, who)
+		out, err := h(ctx, args)
+		l := Line{Kind: KindTool, Who: who, Seq: seq, Tool: t.Name, Args: args, Result: out}
+		if err != nil {
+			l.Error = err.Error()
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.write(l)
+		return out, err
+	}
+	return t
+}
+
+var _ nodes.Recorder = (*Recorder)(nil)
+
+// sendsOf is a mailbox that keeps what is sent through it.
+type sendsOf struct {
+	runtime.Mailbox
+	mu   sync.Mutex
+	list []Sent
+}
+
+func (m *sendsOf) Send(ctx context.Context, key, to, body string) error {
+	err := m.Mailbox.Send(ctx, key, to, body)
+	if err == nil {
+		m.mu.Lock()
+		m.list = append(m.list, Sent{Key: key, To: to, Body: body})
+		m.mu.Unlock()
+	}
+	return err
+}
+
+func (m *sendsOf) sent() []Sent {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.list
+}
+
+// errFromLine is the error a recorded call returned.
+func errFromLine(l Line) error {
+	if l.Error == "" {
+		return nil
+	}
+	return errors.New(l.Error)
+}
