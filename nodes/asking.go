@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -68,8 +69,19 @@ type webhooks struct {
 	wg     sync.WaitGroup
 }
 
-// Check checks that w's URL is an absolute http or https one.
-func (w Webhook) Check() error { return webhook.CheckURL(w.URL) }
+// Check checks that w's URL is an absolute http or https one, and, unless AllowPrivate, that
+// its host is no loopback, private or link-local address as far as the URL shows (the address a
+// name resolves to is checked as each question is posted).
+func (w Webhook) Check() error {
+	if err := webhook.CheckURL(w.URL); err != nil {
+		return err
+	}
+	u, _ := url.Parse(w.URL)
+	if why := webhook.CheckHost(u); why != "" && !w.AllowPrivate {
+		return fmt.Errorf("webhook: url %q: %s (Webhook.AllowPrivate allows it)", w.URL, why)
+	}
+	return nil
+}
 
 func newWebhooks(w Webhook) (*webhooks, error) {
 	if err := w.Check(); err != nil {

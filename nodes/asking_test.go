@@ -112,12 +112,16 @@ func TestQuestionTimeoutAndWebhook(t *testing.T) {
 	assert.Equal(t, 1, answered)
 }
 
-// New refuses a webhook URL that is not an absolute http or https one.
+// New refuses a webhook URL that is not an absolute http or https one, or whose host is a
+// loopback or private address when they are not allowed.
 func TestWebhookURLIsChecked(t *testing.T) {
-	_, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithModelResolver(func(string) (providers.Model, error) { return scripted.New("m"), nil }),
-		nodes.WithWebhook(nodes.Webhook{URL: "hooks.example/x"}))
+	resolve := nodes.WithModelResolver(func(string) (providers.Model, error) { return scripted.New("m"), nil })
+	_, err := nodes.New(nodes.WithHome(t.TempDir()), resolve, nodes.WithWebhook(nodes.Webhook{URL: "hooks.example/x"}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"hooks.example/x"`)
+	_, err = nodes.New(nodes.WithHome(t.TempDir()), resolve, nodes.WithWebhook(nodes.Webhook{URL: "http://10.0.0.7/q"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "10.0.0.7 is a private address")
 }
 
 // The coordinator's question ends the same way when its time is up.

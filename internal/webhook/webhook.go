@@ -1,8 +1,9 @@
-// Package webhook posts JSON to URLs that come from configuration or from other parties
-// (a squad's webhook for the human, A2A push notifications): a few tries, none waiting on
-// another, and no connection to a loopback, private, link-local or otherwise non-public
-// address unless the caller allows them. The check is made on the address dialed, after the
-// name is resolved, so a name that resolves to an internal address is refused too.
+// Package webhook posts JSON to URLs that come from configuration or from other parties (a
+// squad's webhook for the human, A2A push notifications): a few tries, none waiting on another,
+// and no connection to a loopback, link-local, private or unspecified address unless the caller
+// allows them. The address is checked as it is dialed, after the name is resolved, so a name
+// that resolves to such an address is refused too; CheckHost tells it of a URL beforehand, as
+// far as the URL shows.
 package webhook
 
 import (
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -27,7 +29,23 @@ const (
 )
 
 // ErrRefused is wrapped by the error of a post to an address that is not allowed.
-var ErrRefused = errors.New("webhook: the address is not a public one")
+var ErrRefused = errors.New("webhook: refused")
+
+// Refused returns why a post may not go to ip ("a loopback address"...), or "" when it may.
+func Refused(ip netip.Addr) string {
+	ip = ip.Unmap()
+	switch {
+	case ip.IsLoopback():
+		return "a loopback address"
+	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast():
+		return "a link-local address"
+	case ip.IsPrivate():
+		return "a private address"
+	case ip.IsUnspecified():
+		return "the unspecified address"
+	}
+	return ""
+}
 
 // CheckURL checks that raw is an absolute http or https URL.
 func CheckURL(raw string) error {
@@ -38,29 +56,46 @@ func CheckURL(raw string) error {
 	return nil
 }
 
-// Client returns an HTTP client that connects only to public addresses, or to any when
-// allowPrivate; it follows no redirect.
+// CheckHost returns why u may not be posted to, as far as it shows before a post: a host that is
+// a refused address ("10.0.0.7 is a private address"), or localhost; "" when it may. The address
+// a name resolves to is checked as each post is made (Client).
+func CheckHost(u *url.URL) string {
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return "localhost is a loopback address"
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if why := Refused(ip); why != "" {
+			return ip.Unmap().String() + " is " + why
+		}
+	}
+	return ""
+}
+
+// Client returns the HTTP client that posts: it dials no proxy, and unless allowPrivate a
+// connection to a refused address fails, the error (wrapping ErrRefused) naming the address and
+// why — whatever the URL's host resolved to.
 func Client(allowPrivate bool) *http.Client {
-	d := &net.Dialer{Timeout: Timeout}
+	dialer := &net.Dialer{Timeout: Timeout}
 	if !allowPrivate {
-		d.Control = func(_, address string, _ syscall.RawConn) error {
+		dialer.Control = func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return fmt.Errorf("%w: %s", ErrRefused, address)
+				return fmt.Errorf("%w: %s: %w", ErrRefused, address, err)
 			}
-			if a := ap.Addr().Unmap(); !a.IsGlobalUnicast() || a.IsPrivate() {
-				return fmt.Errorf("%w: %s", ErrRefused, address)
+			if why := Refused(ap.Addr()); why != "" {
+				return fmt.Errorf("%w: %s is %s", ErrRefused, ap.Addr().Unmap(), why)
 			}
 			return nil
 		}
 	}
-	return &http.Client{
-		Transport: &http.Transport{DialContext: d.DialContext, Proxy: http.ProxyFromEnvironment, TLSHandshakeTimeout: Timeout},
-		Timeout:   Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	return &http.Client{Timeout: Timeout, Transport: &http.Transport{
+		DialContext:         dialer.DialContext,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        16,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: Timeout,
+	}}
 }
 
 // Post posts body (JSON) to target with c, with header's fields, up to Attempts times until it
