@@ -17,8 +17,9 @@ import (
 )
 
 // WithAnswerTimeout bounds how long a question to the human waits: a worker's, or the
-// coordinator's, that has no answer d after it was asked is answered "no answer within d" by the
-// squad, and the work goes on. A tool call held for approval (WithHooks) waits for its verdict. The deadline is kept with the question, so a run resumed after a
+// coordinator's, that has no answer d after it was asked is answered by the squad with the
+// default its asker gave (ask_human's default, for a harnessed worker or the coordinator), or
+// "no answer within d", and the work goes on. A tool call held for approval (WithHooks) waits for its verdict. The deadline is kept with the question, so a run resumed after a
 // restart keeps it. By default a question waits for as long as it takes.
 func WithAnswerTimeout(d time.Duration) Option { return func(c *config) { c.answerTimeout = d } }
 
@@ -51,8 +52,10 @@ type Question struct {
 	// Key names the question uniquely in the run: a post made again after a crash has the same.
 	Key string `json:"key"`
 	// AnswerBy is when the question ends without an answer (WithAnswerTimeout), if it does; a
-	// tool call waiting for approval has no deadline.
+	// tool call waiting for approval has no deadline. Default is the answer it then takes, when
+	// its asker gave one.
 	AnswerBy *time.Time `json:"answer_by,omitempty"`
+	Default  string     `json:"default,omitempty"`
 }
 
 // WithWebhook posts each question to the human to a webhook too: a few tries in the background,
@@ -105,14 +108,14 @@ func (r *run) answerBy() time.Time {
 	return r.cfg.now().Add(r.cfg.answerTimeout).UTC()
 }
 
-// asked posts the question that key names to the squad's webhook, if it has one.
-func (r *run) asked(key, node, worker, question string, approval *hooks.Approval, by time.Time) {
+// asked posts q, a question asked in the run (its Key the run's), to the squad's webhook, if it
+// has one; by is when it ends without an answer (zero: never).
+func (r *run) asked(q Question, by time.Time) {
 	h := r.s.hooks
 	if h == nil {
 		return
 	}
-	q := Question{Type: string(eventlog.HumanQuestion), Agent: h.cfg.Agent, Run: r.id, Node: node, Worker: worker, Question: question,
-		Approval: approval, Key: r.id + "/" + key}
+	q.Type, q.Agent, q.Run, q.Key = string(eventlog.HumanQuestion), h.cfg.Agent, r.id, r.id+"/"+q.Key
 	if !by.IsZero() {
 		q.AnswerBy = &by
 	}
@@ -130,26 +133,29 @@ func (r *run) asked(key, node, worker, question string, approval *hooks.Approval
 	}()
 }
 
-// expireQuestions answers the questions whose time is up (WithAnswerTimeout) with "no answer
-// within" the timeout; not while the human has the workers stopped, which an answer would undo.
+// expireQuestions answers the questions whose time is up (WithAnswerTimeout) with the default
+// their asker gave, or "no answer within" the timeout; not while the human has the workers stopped, which an answer would undo.
 func (r *run) expireQuestions() {
 	if r.cfg.answerTimeout <= 0 || r.isStopped() {
 		return
 	}
 	now := r.cfg.now()
-	due := map[string]bool{} // who asked
+	due := map[string]string{} // who asked → its default
 	if st := r.board.runState(); st.Question != "" && !st.AnswerBy.IsZero() && !now.Before(st.AnswerBy) {
-		due[bus.Coordinator] = true
+		due[bus.Coordinator] = st.Default
 	}
 	r.board.read(func(rd reader) {
 		for _, n := range rd.nodes() {
 			if n.Status == NodeWaiting && n.Question != "" && n.Answer == "" && !n.AnswerBy.IsZero() && !now.Before(n.AnswerBy) {
-				due[n.Worker] = true
+				due[n.Worker] = n.Default
 			}
 		}
 	})
-	for who := range due {
-		err := r.answer(who, "no answer within "+r.cfg.answerTimeout.String())
+	for who, answer := range due {
+		if answer == "" {
+			answer = "no answer within " + r.cfg.answerTimeout.String()
+		}
+		err := r.answer(who, answer)
 		if err != nil && !errors.Is(err, ErrNoQuestion) {
 			r.emit(context.Background(), eventlog.New(eventlog.Error, fmt.Sprintf("the question of %s could not be ended: %v", who, err), nil))
 		}

@@ -38,9 +38,9 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// A worker's question is posted to the squad's webhook, with its deadline; when the deadline
-// passes with no answer, the question ends with "no answer within" the timeout — in a squad opened
-// again on the home after the first was closed, too — and the work goes on with it.
+// A worker's question is posted to the squad's webhook, with its deadline and default; when the
+// deadline passes with no answer, the question ends with the default the worker gave — in a squad
+// opened again on the home after the first was closed, too — and the work goes on with it.
 func TestQuestionTimeoutAndWebhook(t *testing.T) {
 	scNoSearchEnv(t)
 	posted := make(chan nodes.Question, 4)
@@ -57,7 +57,7 @@ func TestQuestionTimeoutAndWebhook(t *testing.T) {
 		if said, ok := scripted.Results(req)["ask_human"]; ok {
 			return scTurn(req, scripted.Call("publish", map[string]string{"summary": said})), nil
 		}
-		return scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Which colour?"})), nil
+		return scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Which colour?", "default": "teal"})), nil
 	})
 	coord := stageCoordinator("asking-coordinator", map[string]any{"task": "Pick a colour."})
 	clk := &clock{now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
@@ -90,6 +90,7 @@ func TestQuestionTimeoutAndWebhook(t *testing.T) {
 	assert.NotEmpty(t, q.Key)
 	require.NotNil(t, q.AnswerBy)
 	assert.Equal(t, clk.Now().Add(time.Hour), *q.AnswerBy)
+	assert.Equal(t, "teal", q.Default)
 
 	// Closed and opened again: the deadline is kept with the question.
 	require.NoError(t, s.Close())
@@ -102,10 +103,10 @@ func TestQuestionTimeoutAndWebhook(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Finished)
 	n, _ := res.Board.Node("n1")
-	assert.Equal(t, "The human answered: no answer within 1h0m0s", n.Summary)
+	assert.Equal(t, "The human answered: teal", n.Summary)
 	var answered int
 	for _, e := range scEvents(t, s) {
-		if e.Type == eventlog.HumanResponse && e.Text == "no answer within 1h0m0s" {
+		if e.Type == eventlog.HumanResponse && e.Text == "teal" {
 			answered++
 		}
 	}
@@ -124,7 +125,8 @@ func TestWebhookURLIsChecked(t *testing.T) {
 	assert.Contains(t, err.Error(), "10.0.0.7 is a private address")
 }
 
-// The coordinator's question ends the same way when its time is up.
+// The coordinator's question ends the same way when its time is up: with "no answer within" the
+// timeout, having no default.
 func TestCoordinatorQuestionTimeout(t *testing.T) {
 	coord := scripted.NewFunc("asking-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
 		if said, ok := scripted.Results(req)["ask_human"]; ok {

@@ -77,8 +77,10 @@ type Node struct {
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
 	Asked    string `json:"asked,omitempty"`
-	// AnswerBy is when the question ends without an answer (WithAnswerTimeout).
+	// AnswerBy is when the question ends without an answer (WithAnswerTimeout), with Default
+	// when the worker gave one.
 	AnswerBy time.Time `json:"answer_by,omitzero"`
+	Default  string    `json:"default,omitempty"`
 	// Approval is the tool call the question asks the human to approve, when it is one (see
 	// WithHooks).
 	Approval *hooks.Approval `json:"approval,omitempty"`

@@ -144,7 +144,7 @@ func (r *run) record(t *tx, a *applied) error {
 	}
 	retry := a.node.Attempts < r.cfg.maxAttempts
 	n, err := t.node(a.node.ID, func(n *Node) error {
-		n.Applied, n.Question, n.Answer, n.Approval, n.Woken, n.AnswerBy = a.id, "", "", nil, false, time.Time{}
+		n.Applied, n.Question, n.Answer, n.Approval, n.Woken, n.AnswerBy, n.Default = a.id, "", "", nil, false, time.Time{}, ""
 		switch o.Status {
 		case runtime.Published:
 			n.Status, n.Summary, n.Published, n.Result = NodeCompleted, o.Summary, o.Published, o.Result
@@ -156,7 +156,7 @@ func (r *run) record(t *tx, a *applied) error {
 		case runtime.Waiting:
 			n.Status, n.Question, n.Approval, n.Asked = NodeWaiting, o.Question, o.Approval, a.rec.key()+"/question"
 			if o.Approval == nil { // a tool call waits for its verdict
-				n.AnswerBy = r.answerBy()
+				n.AnswerBy, n.Default = r.answerBy(), o.Default
 			}
 		case runtime.Cancelled:
 			n.Status = NodePending // its assignment is kept, to be resumed
@@ -215,7 +215,7 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 		if err := r.toHuman(ctx, key+"/question", worker.Name, o.Question); err != nil {
 			return err
 		}
-		r.asked(key+"/question", node.ID, worker.ID, o.Question, o.Approval, node.AnswerBy)
+		r.asked(Question{Key: key + "/question", Node: node.ID, Worker: worker.ID, Question: o.Question, Approval: o.Approval, Default: node.Default}, node.AnswerBy)
 	case runtime.Cancelled:
 	default:
 		retry := node.Status == NodePending

@@ -523,9 +523,9 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 	case o.Status == runtime.Waiting:
 		key := fmt.Sprintf("coordinator%d/question", o.Turns)
 		st, err := r.updateRun(ctx, func(s *runState) {
-			s.Question, s.Approval, s.Answer, s.Asked, s.AnswerBy = o.Question, o.Approval, "", key, time.Time{}
+			s.Question, s.Approval, s.Answer, s.Asked, s.AnswerBy, s.Default = o.Question, o.Approval, "", key, time.Time{}, ""
 			if o.Approval == nil { // a tool call waits for its verdict
-				s.AnswerBy = r.answerBy()
+				s.AnswerBy, s.Default = r.answerBy(), o.Default
 			}
 		})
 		if err != nil {
@@ -534,7 +534,7 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 		if err := r.toHuman(ctx, key, bus.Coordinator, o.Question); err != nil {
 			return err
 		}
-		r.asked(key, "", bus.Coordinator, o.Question, o.Approval, st.AnswerBy)
+		r.asked(Question{Key: key, Worker: bus.Coordinator, Question: o.Question, Approval: o.Approval, Default: st.Default}, st.AnswerBy)
 		r.emitAt(ctx, eventlog.HumanQuestion, "", bus.Coordinator, o.Question, o.Approval, key)
 	case strings.TrimSpace(o.Summary) != "":
 		if err := r.toHuman(ctx, fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {
