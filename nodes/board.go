@@ -15,6 +15,7 @@ import (
 
 	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/internal/osfile"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/providers"
@@ -33,10 +34,14 @@ const (
 	NodeCheckpointed NodeStatus = "checkpointed" // a stage of it is done; it may be picked up again
 	NodeCompleted    NodeStatus = "completed"    // published
 	NodeFailed       NodeStatus = "failed"
+	NodeSkipped      NodeStatus = "skipped" // the human skipped it (Run.Skip): the nodes after it go on without it
 )
 
-// done reports whether a node with status s satisfies the nodes that depend on it.
+// done reports whether a node with status s did its work: the nodes that depend on it read it.
 func (s NodeStatus) done() bool { return s == NodeCompleted || s == NodeCheckpointed }
+
+// ended reports whether a node with status s is over, done or not.
+func (s NodeStatus) ended() bool { return s.done() || s == NodeFailed || s == NodeSkipped }
 
 // Node is a work node: a piece of work with its own folder of truth.
 type Node struct {
@@ -72,6 +77,10 @@ type Node struct {
 	Question string `json:"question,omitempty"`
 	Answer   string `json:"answer,omitempty"`
 	Asked    string `json:"asked,omitempty"`
+	// AnswerBy is when the question ends without an answer (WithAnswerTimeout), with Default
+	// when the worker gave one.
+	AnswerBy time.Time `json:"answer_by,omitzero"`
+	Default  string    `json:"default,omitempty"`
 	// Approval is the tool call the question asks the human to approve, when it is one (see
 	// WithHooks).
 	Approval *hooks.Approval `json:"approval,omitempty"`
@@ -128,7 +137,9 @@ type Worker struct {
 	// Memory lets the worker write to the agent's long-term memory.
 	Memory bool `json:"agent_memory,omitempty"`
 	// MCP names the MCP servers (among WithMCPServers) whose tools a harnessed worker gets.
-	MCP    []string     `json:"mcp_servers,omitempty"`
+	MCP []string `json:"mcp_servers,omitempty"`
+	// Tools names the built-in tools it may use (see ToolNames); empty: the squad's.
+	Tools  []string     `json:"tools,omitempty"`
 	Status WorkerStatus `json:"status"`
 	// Node is the node it works on, while busy or waiting.
 	Node string `json:"node,omitempty"`
@@ -347,7 +358,26 @@ func (b *board) index(n *Node) {
 type Snapshot struct {
 	Nodes   []Node   `json:"nodes"`
 	Workers []Worker `json:"workers"`
+	// Stage is the run's current stage (0 before the run began), and Stages every stage so
+	// far, the current one last.
+	Stage  int     `json:"stage"`
+	Stages []Stage `json:"stages"`
 }
+
+// Stage is a stage of a run: the work between two of the coordinator's reconvenes.
+type Stage struct {
+	Number int `json:"number"`
+	// Status is StageRunning for the current stage of a run not finished, else StageCompleted.
+	Status string `json:"status"`
+	// Nodes are the ids of the stage's nodes, in creation order.
+	Nodes []string `json:"nodes"`
+}
+
+// The stages' statuses.
+const (
+	StageRunning   = "running"
+	StageCompleted = "completed"
+)
 
 // Node returns the node with id, if there is one.
 func (s Snapshot) Node(id string) (Node, bool) {
@@ -379,7 +409,25 @@ func (b *board) Snapshot() Snapshot {
 		s.Nodes[i] = cloneNode(n)
 	}
 	s.Workers = b.sortedWorkers()
+	s.Stage, s.Stages = b.state.Stage, stages(b.state, s.Nodes)
 	return s
+}
+
+// stages lists the stages of a run in state st whose nodes are ns.
+func stages(st runState, ns []Node) []Stage {
+	out := make([]Stage, st.Stage)
+	for i := range out {
+		out[i] = Stage{Number: i + 1, Status: StageCompleted, Nodes: []string{}}
+	}
+	if st.Stage > 0 && !st.Finished {
+		out[st.Stage-1].Status = StageRunning
+	}
+	for _, n := range ns {
+		if n.Stage >= 1 && n.Stage <= st.Stage {
+			out[n.Stage-1].Nodes = append(out[n.Stage-1].Nodes, n.ID)
+		}
+	}
+	return out
 }
 
 // sortedWorkers returns copies of the workers in the order they were spawned; b.mu is held.
@@ -635,6 +683,17 @@ type tx struct {
 	workers []*Worker
 	forgot  []string // the keys of other documents of the run the change deletes
 	files   []string // the paths of files of the run the change keeps in the store
+	events  []eventlog.Event
+}
+
+// emit logs e with the change: it commits with it, or not at all. Its key is the run's, as
+// run.emit's.
+func (t *tx) emit(e eventlog.Event) {
+	e.Run = t.b.run.ID()
+	if e.Key != "" {
+		e.Key = e.Run + "/" + e.Key
+	}
+	t.events = append(t.events, e)
 }
 
 // forget deletes the store's document key with the change: a record of the run's that the
@@ -660,10 +719,10 @@ func (b *board) change(ctx context.Context, fn func(t *tx) error) error {
 	if err := fn(t); err != nil {
 		return err
 	}
-	if len(t.nodes) == 0 && len(t.workers) == 0 && len(t.forgot) == 0 && len(t.files) == 0 {
+	if len(t.nodes) == 0 && len(t.workers) == 0 && len(t.forgot) == 0 && len(t.files) == 0 && len(t.events) == 0 {
 		return nil
 	}
-	var ch store.Change
+	ch := store.Change{Events: t.events}
 	if b.keep != nil {
 		if err := b.keep(&ch, t.files...); err != nil {
 			return err
@@ -948,6 +1007,7 @@ type workerSpec struct {
 	Identity                string
 	MCP                     []string
 	Budget                  Budget
+	Tools                   []string
 }
 
 // spawn adds a worker, with ctx's step (see change), and makes its folder; a worker of the
@@ -996,7 +1056,7 @@ func (t *tx) spawn(id, name string, nw workerSpec) (_ Worker, created bool, err 
 		return Worker{}, false, fmt.Errorf("%q is reserved", name)
 	}
 	wk := &Worker{ID: id, Name: name, Role: nw.Role, Kind: nw.Kind, Model: nw.Model, Command: nw.Command,
-		Single: nw.Single, Memory: nw.Memory, MCP: nw.MCP, Status: WorkerIdle, Created: b.now(), Budget: nw.Budget}
+		Single: nw.Single, Memory: nw.Memory, MCP: nw.MCP, Tools: nw.Tools, Status: WorkerIdle, Created: b.now(), Budget: nw.Budget}
 	dir := b.run.Worker(id)
 	if err := dir.Create(); err != nil {
 		return Worker{}, false, err

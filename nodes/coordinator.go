@@ -142,6 +142,7 @@ type (
 		Identity string   `json:"identity,omitempty" jsonschema_description:"Who the worker is and what it is good at"`
 		MCP      []string `json:"mcp_servers,omitempty" jsonschema_description:"MCP servers whose tools a harnessed worker gets, by name, among those the run offers"`
 		Budget   Budget   `json:"budget,omitzero" jsonschema_description:"What the worker may spend across its nodes: past it the worker gets no work until set_budget raises it"`
+		Tools    []string `json:"tools,omitempty" jsonschema_description:"The built-in tools the worker may use, by name, among the team's (default all of them); the work tools are always its"`
 	}
 	assignArgs struct {
 		Node   string `json:"node"`
@@ -233,6 +234,9 @@ func (r *run) toolSpawn(ctx context.Context, args spawnArgs) (string, error) {
 	}
 	if len(args.MCP) > 0 && args.Kind != "" && args.Kind != string(Harnessed) {
 		return "", fmt.Errorf("MCP servers are for harnessed workers; a %s worker has the team's tools over MCP already", args.Kind)
+	}
+	if err := checkTools(args.Tools, r.teamToolNames()); err != nil {
+		return "", err
 	}
 	w, created, err := r.spawn(ctx, workerSpec(args))
 	if err != nil {

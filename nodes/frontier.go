@@ -162,7 +162,7 @@ func ready(rd reader, n *Node) bool {
 		return false
 	}
 	for _, d := range n.Deps {
-		if dn := rd.node(d); dn == nil || !dn.Status.done() {
+		if dn := rd.node(d); dn == nil || !dn.Status.done() && dn.Status != NodeSkipped {
 			return false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/nodes/bus"
@@ -51,7 +52,7 @@ func (r *run) answer(worker, text string) error {
 		asked := false
 		st, err := r.updateRun(ctx, func(s *runState) {
 			if asked = s.Question != ""; asked {
-				s.Answer, s.Question, s.Approval = text, "", nil
+				s.Answer, s.Question, s.Approval, s.AnswerBy, s.Default = text, "", nil, time.Time{}, ""
 			}
 		})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -153,7 +154,7 @@ func (r *run) record(t *tx, a *applied) error {
 		a.worker = w
 	}
 	n, err := t.node(a.node.ID, func(n *Node) error {
-		n.Applied, n.Question, n.Answer, n.Approval, n.Woken = a.id, "", "", nil, false
+		n.Applied, n.Question, n.Answer, n.Approval, n.Woken, n.AnswerBy, n.Default = a.id, "", "", nil, false, time.Time{}, ""
 		n.Spent, n.Counted = n.Spent.Add(spent), Spend{Assignment: a.id, Usage: o.Usage}
 		switch o.Status {
 		case runtime.Published:
@@ -165,6 +166,9 @@ func (r *run) record(t *tx, a *applied) error {
 			}
 		case runtime.Waiting:
 			n.Status, n.Question, n.Approval, n.Asked = NodeWaiting, o.Question, o.Approval, a.rec.key()+"/question"
+			if o.Approval == nil { // a tool call waits for its verdict
+				n.AnswerBy, n.Default = r.answerBy(), o.Default
+			}
 		case runtime.Cancelled:
 			n.Status = NodePending // its assignment is kept, to be resumed
 		default:
@@ -222,6 +226,7 @@ func (r *run) announce(ctx context.Context, node Node, worker Worker, rec outcom
 		if err := r.toHuman(ctx, key+"/question", worker.Name, o.Question); err != nil {
 			return err
 		}
+		r.asked(Question{Key: key + "/question", Node: node.ID, Worker: worker.ID, Question: o.Question, Approval: o.Approval, Default: node.Default}, node.AnswerBy)
 	case runtime.Cancelled:
 	default:
 		retry := node.Status == NodePending
@@ -365,7 +370,7 @@ func (r *run) wakeParents(ctx context.Context) error {
 			}
 			all := true
 			for _, c := range n.WaitingFor {
-				if cn := rd.node(c); cn == nil || !(cn.Status.done() || cn.Status == NodeFailed) {
+				if cn := rd.node(c); cn == nil || !cn.Status.ended() {
 					all = false
 				}
 			}
@@ -398,7 +403,7 @@ func (r *run) stageComplete(stage int, policy string) (string, bool) {
 			switch {
 			case n.Stage != stage:
 			case n.Parent != "":
-				if !n.Status.done() && n.Status != NodeFailed {
+				if !n.Status.ended() {
 					open++
 				}
 			default:
@@ -406,7 +411,7 @@ func (r *run) stageComplete(stage int, policy string) (string, bool) {
 				if n.Status.done() {
 					done++
 				}
-				if n.Status.done() || n.Status == NodeFailed {
+				if n.Status.ended() {
 					ended++
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agiraph/agiraph/checkpoint"
@@ -96,6 +97,8 @@ type run struct {
 	cancel  context.CancelCauseFunc // ends the run's context: Pause, or the run returning
 	started time.Time               // when this process took the run up
 	wake    chan struct{}           // something the human did
+	// operated says the human changed the board (Retry, Skip): the frontier is routed again.
+	operated atomic.Bool
 	// takeUp is set when the run resumes at decide_next, which a crash or a pause cut short:
 	// perhaps in a coordinator turn (see decideNext).
 	takeUp bool
@@ -424,8 +427,9 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	seq, quiet, told := r.log.Last(), time.Now(), false
 	for {
+		r.expireQuestions()
 		n.Done = append(n.Done, r.pool.drain()...)
-		if st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToStart() {
+		if st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToStart() || r.operated.Swap(false) {
 			n.Nudged = false
 			return n, nil
 		}
@@ -540,12 +544,19 @@ func (r *run) turn(ctx context.Context, n *tick, wake bool) error {
 	case r.board.runState().Finished:
 	case o.Status == runtime.Waiting:
 		key := fmt.Sprintf("coordinator%d/question", o.Turns)
-		if _, err := r.updateRun(ctx, func(s *runState) { s.Question, s.Approval, s.Answer, s.Asked = o.Question, o.Approval, "", key }); err != nil {
+		st, err := r.updateRun(ctx, func(s *runState) {
+			s.Question, s.Approval, s.Answer, s.Asked, s.AnswerBy, s.Default = o.Question, o.Approval, "", key, time.Time{}, ""
+			if o.Approval == nil { // a tool call waits for its verdict
+				s.AnswerBy, s.Default = r.answerBy(), o.Default
+			}
+		})
+		if err != nil {
 			return err
 		}
 		if err := r.toHuman(ctx, key, bus.Coordinator, o.Question); err != nil {
 			return err
 		}
+		r.asked(Question{Key: key, Worker: bus.Coordinator, Question: o.Question, Approval: o.Approval, Default: st.Default}, st.AnswerBy)
 		r.emitAt(ctx, eventlog.HumanQuestion, "", bus.Coordinator, o.Question, o.Approval, key)
 	case strings.TrimSpace(o.Summary) != "":
 		if err := r.toHuman(ctx, fmt.Sprintf("coordinator%d/reply", o.Turns), bus.Coordinator, o.Summary); err != nil {

@@ -39,6 +39,10 @@ type runState struct {
 	Approval *hooks.Approval `json:"approval,omitempty"`
 	// Asked is the key of the coordinator's last question, which keys the answer's record.
 	Asked string `json:"asked,omitempty"`
+	// AnswerBy is when the question ends without an answer (WithAnswerTimeout), with Default
+	// when the coordinator gave one.
+	AnswerBy time.Time `json:"answer_by,omitzero"`
+	Default  string    `json:"default,omitempty"`
 	// CoordModel is the coordinator's model in this run, when it is not the squad's (a fork
 	// given another: see ForkWithCoordinatorModel).
 	CoordModel string `json:"coordinator_model,omitempty"`

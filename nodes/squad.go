@@ -90,6 +90,9 @@ type config struct {
 	budget        Budget
 	maxAttempts   int
 	tools         func(w Worker, n Node) []tools.Tool
+	toolNames     []string
+	answerTimeout time.Duration
+	webhook       Webhook
 	sandbox       func(w Worker, n Node, scope sandbox.Policy) sandbox.Policy
 	claude        []claudecode.Option
 	auto          []autonomous.Option
@@ -319,6 +322,7 @@ type Squad struct {
 	// the latest run (see fire).
 	sched     *triggers.Scheduler
 	stopSched context.CancelFunc
+	hooks     *webhooks // nil without WithWebhook
 
 	// mu is held while a run starts or ends, or a trigger fires: it decides whether a run is in
 	// progress. cur is the run in progress, read without mu, so that what reads or acts on the run
@@ -382,12 +386,22 @@ func New(opts ...Option) (*Squad, error) {
 			return nil, fmt.Errorf("nodes: %w", err)
 		}
 	}
+	if err := CheckTools(c.toolNames); err != nil {
+		return nil, fmt.Errorf("nodes: WithTools: %w", err)
+	}
 	if c.outputSchema != nil {
 		if err := providers.CheckSchema(c.outputSchema); err != nil {
 			return nil, fmt.Errorf("nodes: WithOutputSchema: %w", err)
 		}
 	}
-	s := &Squad{cfg: c, home: workspace.Home(c.home)}
+	var hooks *webhooks
+	if c.webhook.URL != "" {
+		var err error
+		if hooks, err = newWebhooks(c.webhook); err != nil {
+			return nil, err
+		}
+	}
+	s := &Squad{cfg: c, home: workspace.Home(c.home), hooks: hooks}
 	if err := s.home.Create(); err != nil {
 		return nil, err
 	}
@@ -475,6 +489,9 @@ func (s *Squad) Close() error {
 		<-r.Done()
 	}
 	var errs []error
+	if s.hooks != nil {
+		s.hooks.close()
+	}
 	if s.stopWriter != nil { // first: the events it shows the triggers move those that wait for idleness
 		s.stopWriter()
 		s.stopWriter = nil

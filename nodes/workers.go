@@ -35,6 +35,7 @@ func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
 	if len(n.Refs) > 0 {
 		fmt.Fprintf(&task, "\n\nInputs (paths relative to the run folder, %s):\n%s", r.dir, refsText(n.Refs))
 	}
+	task.WriteString(r.skippedDeps(n))
 	if len(n.Children) > 0 {
 		task.WriteString("\n\nYour sub-tasks have ended:")
 		for _, c := range n.Children {
@@ -55,6 +56,7 @@ func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
 	} else { // a CLI agent, which brings its own file, shell and web tools
 		a.Tools = r.teamTools(n, w, workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)[0])
 	}
+	a.Tools = r.chosenTools(w, a.Tools)
 	return a, nil
 }
 

@@ -108,8 +108,9 @@ type Outcome struct {
 	Suggestions []string
 	// SubNodes are sub-tasks the worker asked for; it checkpoints to wait for them.
 	SubNodes []SubNode
-	// Question is what the worker asked the human, when Status is Waiting.
-	Question string
+	// Question is what the worker asked the human, when Status is Waiting; Default, the answer
+	// the worker goes on with should the human not answer in time, when it gave one.
+	Question, Default string
 	// Approval, when the worker waits for the human's approval of a tool call, is that call;
 	// Question then asks for it in words.
 	Approval *hooks.Approval

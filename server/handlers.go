@@ -52,6 +52,8 @@ func (s *Server) routes() {
 	// What is read from the agent's folder is read where its squad is open, in a fleet whose
 	// replicas may not share their folders.
 	m.HandleFunc("GET /agents/{id}/board/{node}", s.forward(s.withAgent(s.handleNode)))
+	m.HandleFunc("POST /agents/{id}/board/{node}/retry", s.forward(s.withAgent(s.handleRetry)))
+	m.HandleFunc("POST /agents/{id}/board/{node}/skip", s.forward(s.withAgent(s.handleSkip)))
 	m.HandleFunc("GET /agents/{id}/workers", s.withAgent(s.handleWorkers))
 	m.HandleFunc("GET /agents/{id}/workspace", s.forward(s.withAgent(s.handleWorkspace)))
 	m.HandleFunc("GET /agents/{id}/workspace/{path...}", s.forward(s.withAgent(s.handleWorkspace)))
@@ -232,6 +234,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		Model  string       `json:"model"`
 		Mode   string       `json:"mode"`
 		Budget nodes.Budget `json:"budget"`
+		Tools  []string     `json:"tools"`
 	}
 	if !s.decode(w, r, &req, false) {
 		return
@@ -263,7 +266,11 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad field \"mode\": %s; want \"finite\" or \"infinite\"", shown(req.Mode))
 		return
 	}
-	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode), host.WithAgentBudget(req.Budget))
+	if err := nodes.CheckTools(req.Tools); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, "bad field \"tools\": %s", strings.TrimPrefix(err.Error(), "nodes: "))
+		return
+	}
+	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode), host.WithAgentBudget(req.Budget), host.WithAgentTools(req.Tools...))
 	if err != nil {
 		hostError(w, err)
 		return
@@ -410,9 +417,11 @@ func runError(w http.ResponseWriter, a *host.Agent, err error) {
 	case errors.Is(err, nodes.ErrNoRun):
 		status, _ := a.State()
 		writeError(w, http.StatusConflict, "agent %q has no run in progress: %s", a.ID(), nextStep(a.ID(), status))
+	case errors.Is(err, nodes.ErrNoNode):
+		writeError(w, http.StatusNotFound, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
 	case errors.Is(err, hooks.ErrBadVerdict):
 		writeError(w, http.StatusBadRequest, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "hooks: "))
-	case errors.Is(err, nodes.ErrNoQuestion):
+	case errors.Is(err, nodes.ErrNoQuestion), errors.Is(err, nodes.ErrNodeState):
 		writeError(w, http.StatusConflict, "agent %q: %s", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
 	case errors.Is(err, host.ErrUnavailable):
 		writeError(w, http.StatusServiceUnavailable, "agent %q: %s (an I/O failure: nothing was done; try again once the disk is fixed)", a.ID(), strings.TrimPrefix(err.Error(), "nodes: "))
@@ -545,6 +554,9 @@ func boardOf(w http.ResponseWriter, a *host.Agent) (nodes.Snapshot, string, bool
 	if b.Workers == nil {
 		b.Workers = []nodes.Worker{}
 	}
+	if b.Stages == nil {
+		b.Stages = []nodes.Stage{}
+	}
 	return b, run, true
 }
 
@@ -563,7 +575,7 @@ func (s *Server) handleBoard(w http.ResponseWriter, r *http.Request, a *host.Age
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"run": run, "nodes": b.Nodes, "workers": b.Workers})
+	writeJSON(w, http.StatusOK, map[string]any{"run": run, "stage": b.Stage, "stages": b.Stages, "nodes": b.Nodes, "workers": b.Workers})
 }
 
 func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request, a *host.Agent) {
@@ -608,6 +620,37 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request, a *host.Agen
 		published = slices.Clone(n.Published)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"run": run, "node": n, "spec": string(spec), "published": published})
+}
+
+func (s *Server) handleRetry(w http.ResponseWriter, r *http.Request, a *host.Agent) {
+	var req struct{}
+	if !s.decode(w, r, &req, true) {
+		return
+	}
+	n, err := a.Retry(r.Context(), r.PathValue("node"))
+	if err != nil {
+		runError(w, a, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"node": n})
+}
+
+func (s *Server) handleSkip(w http.ResponseWriter, r *http.Request, a *host.Agent) {
+	var req struct {
+		Note string `json:"note"`
+	}
+	if !s.decode(w, r, &req, true) {
+		return
+	}
+	if req.Note != "" && !s.text(w, "note", req.Note) {
+		return
+	}
+	n, err := a.Skip(r.Context(), r.PathValue("node"), req.Note)
+	if err != nil {
+		runError(w, a, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"node": n})
 }
 
 // maxPath bounds a path of a request, in bytes.

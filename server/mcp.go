@@ -28,10 +28,11 @@ type (
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 	}
 	mcpCreate struct {
-		Goal  string `json:"goal" jsonschema:"what the agent should do"`
-		ID    string `json:"id,omitempty" jsonschema:"the agent's id (default: a new one)"`
-		Model string `json:"model,omitempty" jsonschema:"the model, among the ones the server allows (default: the server's)"`
-		Mode  string `json:"mode,omitempty" jsonschema:"finite (finish the goal; the default) or infinite (keep going)"`
+		Goal  string   `json:"goal" jsonschema:"what the agent should do"`
+		ID    string   `json:"id,omitempty" jsonschema:"the agent's id (default: a new one)"`
+		Model string   `json:"model,omitempty" jsonschema:"the model, among the ones the server allows (default: the server's)"`
+		Mode  string   `json:"mode,omitempty" jsonschema:"finite (finish the goal; the default) or infinite (keep going)"`
+		Tools []string `json:"tools,omitempty" jsonschema:"the built-in tools its workers may use, by name (default: all)"`
 	}
 	mcpRun struct {
 		Agent string `json:"agent" jsonschema:"the agent's id"`
@@ -68,6 +69,11 @@ type (
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 		Node  string `json:"node" jsonschema:"the node's id, such as n1"`
 	}
+	mcpSkip struct {
+		Agent string `json:"agent" jsonschema:"the agent's id"`
+		Node  string `json:"node" jsonschema:"the node's id, such as n1"`
+		Note  string `json:"note,omitempty" jsonschema:"why it is skipped, for the workers of the nodes after it"`
+	}
 	mcpSteps struct {
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 		Run   string `json:"run" jsonschema:"the run's id"`
@@ -101,7 +107,14 @@ func (s *Server) mcpHandler() http.Handler {
 		func(mcpNone) (string, string, any) { return http.MethodGet, "/agents", nil })
 	mcpTool(s, srv, "create_agent", "Create an agent with a goal; it starts working on it at once.",
 		func(in mcpCreate) (string, string, any) {
-			return http.MethodPost, "/agents", omitEmpty(map[string]string{"goal": in.Goal, "id": in.ID, "model": in.Model, "mode": in.Mode})
+			body := map[string]any{}
+			for k, v := range omitEmpty(map[string]string{"goal": in.Goal, "id": in.ID, "model": in.Model, "mode": in.Mode}) {
+				body[k] = v
+			}
+			if len(in.Tools) > 0 {
+				body["tools"] = in.Tools
+			}
+			return http.MethodPost, "/agents", body
 		})
 	mcpTool(s, srv, "get_agent", "An agent's status: working, waiting_for_human (with the question and who asks), completed (with the output), failed (with the error)...",
 		func(in mcpAgent) (string, string, any) { return http.MethodGet, agent(in.Agent), nil })
@@ -141,6 +154,14 @@ func (s *Server) mcpHandler() http.Handler {
 	mcpTool(s, srv, "get_node", "One node of an agent's board, with its spec and published files.",
 		func(in mcpNode) (string, string, any) {
 			return http.MethodGet, agent(in.Agent) + "/board/" + url.PathEscape(in.Node), nil
+		})
+	mcpTool(s, srv, "retry_node", "Put a failed node of an agent's run back on the board for a new attempt.",
+		func(in mcpNode) (string, string, any) {
+			return http.MethodPost, agent(in.Agent) + "/board/" + url.PathEscape(in.Node) + "/retry", nil
+		})
+	mcpTool(s, srv, "skip_node", "Skip a pending or failed node of an agent's run: the nodes after it go on without it.",
+		func(in mcpSkip) (string, string, any) {
+			return http.MethodPost, agent(in.Agent) + "/board/" + url.PathEscape(in.Node) + "/skip", omitEmpty(map[string]string{"note": in.Note})
 		})
 	mcpTool(s, srv, "read_file", "Read a file of an agent's run folder, or list a folder.",
 		func(in mcpFile) (string, string, any) {

@@ -80,9 +80,13 @@ func TestSquadOverMCP(t *testing.T) {
 		assert.NotNil(t, tool.InputSchema, tool.Name)
 	}
 	assert.Subset(t, names, []string{"list_agents", "create_agent", "get_agent", "start_run", "send_message", "answer_question",
-		"stop_agent", "resume_agent", "set_budget", "get_board", "get_node", "read_file", "get_conversation", "get_events", "get_steps", "fork_run"})
+		"stop_agent", "resume_agent", "set_budget", "get_board", "get_node", "retry_node", "skip_node", "read_file", "get_conversation", "get_events", "get_steps", "fork_run"})
 
-	text, isErr := mcpCall(t, cs, "create_agent", map[string]any{"id": "tea", "goal": "the history of tea"})
+	text, isErr := mcpCall(t, cs, "create_agent", map[string]any{"id": "picky", "goal": "x", "tools": []string{"teleport"}})
+	assert.True(t, isErr)
+	assert.Contains(t, text, `no tool \"teleport\"`)
+
+	text, isErr = mcpCall(t, cs, "create_agent", map[string]any{"id": "tea", "goal": "the history of tea"})
 	require.False(t, isErr, text)
 	var sum host.Summary
 	require.NoError(t, json.Unmarshal([]byte(text), &sum))
@@ -137,6 +141,9 @@ func TestSquadOverMCP(t *testing.T) {
 	assert.True(t, isErr, text)
 	text, isErr = mcpCall(t, cs, "send_message", map[string]any{"agent": "tea", "to": "*", "message": "and more"})
 	assert.True(t, isErr, "a message to the workers of a finished run: %s", text)
+	text, isErr = mcpCall(t, cs, "skip_node", map[string]any{"agent": "tea", "node": "n1", "note": "late"})
+	assert.True(t, isErr, "a node of a finished run was skipped: %s", text)
+	assert.Contains(t, text, "no run in progress")
 
 	// A question, answered over MCP.
 	text, isErr = mcpCall(t, cs, "create_agent", map[string]any{"id": "asker", "goal": "Study a market."})

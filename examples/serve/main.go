@@ -73,6 +73,10 @@ type options struct {
 	// the sandbox of the agents' workers
 	sandbox, noNetwork bool
 	keepEnv            list
+	// questions to the human
+	webhook        string
+	webhookPrivate bool
+	answerTimeout  time.Duration
 }
 
 // list is a flag that may be given several times, or as a comma-separated list.
@@ -110,6 +114,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.sandbox, "sandbox", true, "sandbox the workers' commands and CLI agents (where bubblewrap runs): write only their scope, no secrets in their environment")
 	fs.BoolVar(&o.noNetwork, "no-network", false, "cut the bash commands of harnessed workers off the network (CLI workers need it for their model)")
 	fs.Var(&o.keepEnv, "keep-env", "an environment variable kept in the workers' sandbox although it looks like a secret; repeatable")
+	fs.StringVar(&o.webhook, "webhook", "", "a URL each question to the human is posted to as well, as JSON (nodes.Question); the answer comes back through POST /agents/{id}/respond")
+	fs.BoolVar(&o.webhookPrivate, "webhook-private", false, "let -webhook be on a loopback or private address")
+	fs.DurationVar(&o.answerTimeout, "answer-timeout", 0, "how long a question to the human waits before it ends with \"no answer within\" it (default: as long as it takes)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -156,6 +163,9 @@ func newServer(o options, getenv func(string) string, log *slog.Logger, extra ..
 		agentOpts = append(agentOpts, nodes.WithEmbedder(o.embedder))
 	}
 	agentOpts = append(agentOpts, o.sandboxOption())
+	if o.answerTimeout > 0 {
+		agentOpts = append(agentOpts, nodes.WithAnswerTimeout(o.answerTimeout))
+	}
 	squadOpts := func(string) []nodes.Option { return agentOpts }
 	allowed := slices.Clone(o.models)
 	if model != "" {
@@ -171,6 +181,9 @@ func newServer(o options, getenv func(string) string, log *slog.Logger, extra ..
 	}
 	if o.record {
 		hostOpts = append(hostOpts, host.WithRecordRuns())
+	}
+	if o.webhook != "" {
+		hostOpts = append(hostOpts, host.WithWebhook(nodes.Webhook{URL: o.webhook, AllowPrivate: o.webhookPrivate}))
 	}
 	opts := []server.Option{server.WithHost(hostOpts...), server.WithToken(token), server.WithAllowedHosts(o.hosts...),
 		server.WithAllowedOrigins(o.origins...), server.WithModels(allowed...), server.WithMaxText(o.maxText)}

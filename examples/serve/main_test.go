@@ -218,3 +218,20 @@ func TestEmbedderFlag(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())
 }
+
+// -webhook is checked at start: a URL that is not an absolute http or https one is refused,
+// naming it.
+func TestWebhookFlags(t *testing.T) {
+	o, err := parse([]string{"-root", t.TempDir(), "-webhook", "hooks.example/q", "-answer-timeout", "1h"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, time.Hour, o.answerTimeout)
+	_, _, err = newServer(o, testEnv, slog.New(slog.DiscardHandler))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"hooks.example/q"`)
+
+	o, err = parse([]string{"-root", t.TempDir(), "-webhook", "http://127.0.0.1:9/q", "-webhook-private"}, io.Discard)
+	require.NoError(t, err)
+	srv, _, err := newServer(o, testEnv, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NoError(t, srv.Close())
+}

@@ -96,6 +96,8 @@ const (
 	Error          Type = "x.error"           // something failed beside a node's work (an answer not handed over, an outcome not saved); Text: what
 	TriggerFired   Type = "x.trigger_fired"   // a trigger fired; Text: its id, what fired it, its action
 	CycleCompleted Type = "x.cycle_completed" // a cycle of an infinite agent ended; Text: its number and output
+	NodeRetried    Type = "x.node_retried"    // the human put a failed node back on the board for a new attempt
+	NodeSkipped    Type = "x.node_skipped"    // the human skipped a node; Text: the human's note
 	Hooked         Type = "x.hooked"          // a hook, or the human approving a tool call, refused or changed a model or tool call; Text: what
 	Budget         Type = "x.budget"          // a run's spending reached the soft limit of its budget; Text: how far; Data: the spending (usage)
 )

@@ -297,6 +297,9 @@ func (w *worker) outcome(ctx context.Context, s state, runErr error) (runtime.Ou
 	switch {
 	case errors.As(runErr, &in):
 		o.Status, o.Question = runtime.Waiting, fmt.Sprint(in.Interrupts[0].Value)
+		if q, ok := questionOf(in.Interrupts[0].Value); ok {
+			o.Question, o.Default = q.Question, q.Default
+		}
 		if o.Approval = approvalOf(in.Interrupts[0].Value); o.Approval != nil {
 			o.Question = o.Approval.Question()
 		}

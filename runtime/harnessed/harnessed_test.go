@@ -664,3 +664,25 @@ func TestMailArrivingAsTheTurnEndsIsHandedBack(t *testing.T) {
 		t.Fatalf("mailbox after the end: %+v, want the late message still there", got)
 	}
 }
+
+// ask_human's default travels with the question: the outcome has it, and so does the outcome of
+// a runtime that reads the waiting assignment back from its checkpoints.
+func TestAskHumanDefault(t *testing.T) {
+	saver, err := sqlite.Open(filepath.Join(t.TempDir(), "cp.db"))
+	require.NoError(t, err)
+	defer saver.Close()
+	a := assignment(t, "a4d", "Pick a colour.")
+	model := scripted.New("w",
+		scripted.Turn{Calls: []tools.Call{call("c1", "ask_human", map[string]string{"question": "Red or blue?", "default": "blue"})}})
+	o, err := harnessed.New(model, harnessed.WithSaver(saver)).Run(context.Background(), a, nil)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Waiting, o.Status)
+	assert.Equal(t, "Red or blue?", o.Question)
+	assert.Equal(t, "blue", o.Default)
+
+	o, err = harnessed.New(model, harnessed.WithSaver(saver)).Run(context.Background(), a, nil)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Waiting, o.Status)
+	assert.Equal(t, "Red or blue?", o.Question)
+	assert.Equal(t, "blue", o.Default)
+}

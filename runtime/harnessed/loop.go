@@ -319,6 +319,35 @@ var askHuman = tools.Func("ask_human", "Ask the human a question. Your work paus
 
 type askArgs struct {
 	Question string `json:"question" jsonschema_description:"The question, with the context the human needs to answer it"`
+	Default  string `json:"default,omitempty" jsonschema_description:"The answer to go on with should the human not answer in time"`
+}
+
+// question is what a question with a default interrupts the assignment with (one without
+// interrupts with its text).
+type question struct {
+	Question string `json:"question"`
+	Default  string `json:"default"`
+}
+
+// questionOf returns the question with a default that v, an interrupt's value (read back from a
+// checkpoint, a JSON object), is, if it is one.
+func questionOf(v any) (question, bool) {
+	switch v := v.(type) {
+	case question:
+		return v, true
+	case string, nil:
+		return question{}, false
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return question{}, false
+	}
+	var fields map[string]json.RawMessage
+	var q question
+	if json.Unmarshal(b, &fields) != nil || len(fields) != 2 || json.Unmarshal(b, &q) != nil {
+		return question{}, false
+	}
+	return q, q.Question != "" && q.Default != ""
 }
 
 // ask stops the assignment to wait for the human's answer to c; run again with the answer, it
@@ -331,7 +360,11 @@ func (w *worker) ask(ctx context.Context, c tools.Call) (tools.Result, error) {
 	if err := json.Unmarshal(c.Args, &args); err != nil {
 		return tools.Result{CallID: c.ID, Name: c.Name, Content: err.Error(), IsError: true}, nil
 	}
-	answer, err := graph.Interrupt[string](ctx, args.Question)
+	var asked any = args.Question
+	if args.Default != "" {
+		asked = question{args.Question, args.Default}
+	}
+	answer, err := graph.Interrupt[string](ctx, asked)
 	if err != nil {
 		w.rep.Emit(runtime.Event{Kind: runtime.AskedHuman, Text: args.Question})
 		return tools.Result{}, err

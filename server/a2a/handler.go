@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/agiraph/agiraph/internal/a2awire"
+	"github.com/agiraph/agiraph/internal/webhook"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/server/host"
 )
@@ -62,10 +63,7 @@ func newHandler(b backend, path string, opts []Option) *Handler {
 		o(h)
 	}
 	if h.client == nil {
-		h.client = &http.Client{Timeout: pushTimeout}
-		if !h.privatePush {
-			h.client = pushClient()
-		}
+		h.client = webhook.Client(h.privatePush)
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.resume()

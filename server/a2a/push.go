@@ -1,18 +1,16 @@
 package a2a
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agiraph/agiraph/internal/a2awire"
+	"github.com/agiraph/agiraph/internal/webhook"
 	"github.com/agiraph/agiraph/nodes/workspace"
 )
 
@@ -60,14 +58,6 @@ func (r *records) agents() []string {
 	return out
 }
 
-// The delivery of a push notification: each attempt bounded by pushTimeout, pushAttempts in
-// all, the n-th retry after n times pushBackoff.
-const (
-	pushTimeout  = 10 * time.Second
-	pushAttempts = 3
-	pushBackoff  = 500 * time.Millisecond
-)
-
 // setPush is tasks/pushNotificationConfig/set.
 func (c *call) setPush(raw json.RawMessage) (any, error) {
 	var p TaskPushConfig
@@ -86,7 +76,7 @@ func (c *call) setPushOf(task string, cfg PushConfig) (TaskPushConfig, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return TaskPushConfig{}, invalid("push notification url %q: want an absolute http or https URL", cfg.URL)
 	}
-	if why := checkPushURL(u); why != "" && !c.h.privatePush {
+	if why := webhook.CheckHost(u); why != "" && !c.h.privatePush {
 		return TaskPushConfig{}, invalid("push notification url %q: %s, where this server sends no notification", cfg.URL, why)
 	}
 	if cfg.ID == "" {
@@ -246,50 +236,21 @@ func (c *call) post(task string) {
 	}
 }
 
-// deliver posts body to cfg's URL, trying pushAttempts times; a failure is logged.
+// deliver posts body to cfg's URL, with its token and credentials, a few times until it is
+// taken (webhook.Post); a failure is logged.
 func (h *Handler) deliver(cfg PushConfig, body []byte, agent, task string) {
-	for attempt := 1; ; attempt++ {
-		err := h.postOnce(cfg, body)
-		if err == nil {
-			return
-		}
-		if attempt == pushAttempts {
-			h.log.Warn("a2a: a push notification could not be delivered", "agent", agent, "task", task,
-				"url", cfg.URL, "attempts", attempt, "err", err)
-			return
-		}
-		select {
-		case <-h.ctx.Done():
-			return
-		case <-time.After(time.Duration(attempt) * pushBackoff):
-		}
-	}
-}
-
-// postOnce posts body to cfg's URL once, with its token and credentials.
-func (h *Handler) postOnce(cfg PushConfig, body []byte) error {
-	req, err := http.NewRequestWithContext(h.ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
+	header := http.Header{}
 	if cfg.Token != "" {
-		req.Header.Set("X-A2A-Notification-Token", cfg.Token)
+		header.Set("X-A2A-Notification-Token", cfg.Token)
 	}
 	if a := cfg.Authentication; a != nil && a.Credentials != "" {
 		for _, s := range a.Schemes {
 			if strings.EqualFold(s, "bearer") {
-				req.Header.Set("Authorization", "Bearer "+a.Credentials)
+				header.Set("Authorization", "Bearer "+a.Credentials)
 			}
 		}
 	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return err
+	if err := webhook.Post(h.ctx, h.client, cfg.URL, header, body); err != nil && h.ctx.Err() == nil {
+		h.log.Warn("a2a: a push notification could not be delivered", "agent", agent, "task", task, "url", cfg.URL, "err", err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s answered %s", cfg.URL, resp.Status)
-	}
-	return nil
 }

@@ -44,7 +44,7 @@ func (a *Agent) Run(goal string) (Summary, error) { return a.run(goal, false) }
 func (a *Agent) RunRecorded(goal string) (Summary, error) { return a.run(goal, true) }
 
 func (a *Agent) run(goal string, record bool) (Summary, error) {
-	if err := checkNew("", goal, ""); err != nil {
+	if err := checkNew("", goal, "", nil); err != nil {
 		return Summary{}, mark(ErrInvalid, err)
 	}
 	if !record || a.host.cfg.record { // under WithRecordRuns, the host records it anyway
@@ -193,6 +193,26 @@ func (a *Agent) Answer(ctx context.Context, to, response string) (string, error)
 		return run.Answer(to, response)
 	})
 	return to, err
+}
+
+// Retry puts a failed node of the run in progress back on the board for a new attempt
+// (nodes.Run.Retry), and returns it as it is then; nodes.ErrNoRun when no run is in progress.
+func (a *Agent) Retry(ctx context.Context, node string) (n nodes.Node, err error) {
+	err = a.withRun(ctx, func(run *nodes.Run) error {
+		n, err = run.Retry(node)
+		return err
+	})
+	return n, err
+}
+
+// Skip skips a pending or failed node of the run in progress, with the human's note
+// (nodes.Run.Skip), and returns it as it is then; nodes.ErrNoRun when no run is in progress.
+func (a *Agent) Skip(ctx context.Context, node, note string) (n nodes.Node, err error) {
+	err = a.withRun(ctx, func(run *nodes.Run) error {
+		n, err = run.Skip(node, note)
+		return err
+	})
+	return n, err
 }
 
 // Stop stops the workers of the run in progress, which stays in progress; nodes.ErrNoRun when

@@ -52,6 +52,7 @@ type config struct {
 	record    bool
 	maxRuns   int
 	baseURL   string
+	webhook   nodes.Webhook
 	// A fleet's (fleet.go).
 	pgURL     string
 	pgPool    *pgxpool.Pool
@@ -91,6 +92,11 @@ func WithMaxRuns(n int) Option { return func(c *config) { c.maxRuns = n } }
 // send there the requests on the runs this one holds (see [Host.Holder]). server.New sets it
 // from server.WithAddr.
 func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
+
+// WithWebhook posts the questions the agents' workers and coordinators ask the human to w.URL
+// too (nodes.WithWebhook), each naming its agent (nodes.Question.Agent); the answer comes back
+// through the API (POST /agents/{id}/respond).
+func WithWebhook(w nodes.Webhook) Option { return func(c *config) { c.webhook = w } }
 
 // WithoutResume keeps New from resuming the runs that were in progress when the host last
 // stopped (see [New]): they stay "interrupted" until [Agent.Resume]. In a fleet
@@ -134,6 +140,11 @@ func New(opts ...Option) (*Host, error) {
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.webhook.URL != "" {
+		if err := c.webhook.Check(); err != nil {
+			return nil, fmt.Errorf("host: WithWebhook: %w", err)
+		}
 	}
 	h := &Host{cfg: c, slots: make(chan struct{}, max(c.maxRuns, 1)), closing: make(chan struct{}), agents: map[string]*Agent{}}
 	h.ctx, h.stop = context.WithCancel(context.Background())
@@ -295,10 +306,11 @@ func (h *Host) Close() error {
 // meta is what the host keeps of an agent: in its home, in agent.json, or in a fleet, in the
 // registry (see readMeta).
 type meta struct {
-	ID    string `json:"id"`
-	Goal  string `json:"goal,omitempty"`
-	Model string `json:"model,omitempty"`
-	Mode  string `json:"mode,omitempty"`
+	ID    string   `json:"id"`
+	Goal  string   `json:"goal,omitempty"`
+	Model string   `json:"model,omitempty"`
+	Mode  string   `json:"mode,omitempty"`
+	Tools []string `json:"tools,omitempty"`
 	// Budget is every run's budget (nodes.WithBudget), unless the run was given its own.
 	Budget  nodes.Budget `json:"budget,omitzero"`
 	Run     string       `json:"run,omitempty"`
@@ -312,6 +324,7 @@ type meta struct {
 	Counted string `json:"counted,omitempty"`
 	Nodes   int    `json:"nodes,omitempty"`
 	Workers int    `json:"workers,omitempty"`
+	Stage   int    `json:"stage,omitempty"`
 	// Deleted marks an agent DELETE forgot: its files stay, and the host does not open it
 	// again (nor resume its run). A fleet's registry says it too (and is what the replicas read).
 	Deleted bool `json:"deleted,omitempty"`
@@ -350,6 +363,13 @@ func (h *Host) squadOptions(a *Agent, m meta) []nodes.Option {
 	}
 	if m.Budget != (nodes.Budget{}) {
 		opts = append(opts, nodes.WithBudget(m.Budget))
+	}
+	if len(m.Tools) > 0 {
+		opts = append(opts, nodes.WithTools(m.Tools...))
+	}
+	if w := h.cfg.webhook; w.URL != "" {
+		w.Agent = id
+		opts = append(opts, nodes.WithWebhook(w))
 	}
 	if h.fleet != nil {
 		// An agent's id names its folder: never empty, never with a "/", which Agent refuses.
@@ -538,7 +558,7 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool, begin launch
 	a.running, a.done, a.cancel, a.ended, a.pausing = true, done, cancel, nil, false
 	a.starts++
 	a.meta.Run, a.meta.Status, a.meta.Error, a.meta.Output = id, StatusWorking, "", ""
-	a.meta.Counted, a.meta.Nodes, a.meta.Workers = "", 0, 0
+	a.meta.Counted, a.meta.Nodes, a.meta.Workers, a.meta.Stage = "", 0, 0, 0
 	if goal != "" {
 		a.meta.Goal = goal
 	}
@@ -622,7 +642,7 @@ func (h *Host) startHeld(a *Agent, goal, runID string, resume bool, begin launch
 			a.log.Error("run failed", "run", id, "err", err)
 		}
 		if err == nil {
-			a.meta.Counted, a.meta.Nodes, a.meta.Workers = id, len(res.Board.Nodes), len(res.Board.Workers)
+			a.meta.Counted, a.meta.Nodes, a.meta.Workers, a.meta.Stage = id, len(res.Board.Nodes), len(res.Board.Workers), res.Board.Stage
 		}
 		save := !errors.Is(err, ErrDamaged) && !lost
 		if save {
@@ -910,9 +930,14 @@ type Summary struct {
 	Goal  string `json:"goal,omitempty"`
 	Model string `json:"model,omitempty"`
 	// Mode is "finite" or "infinite".
-	Mode    string `json:"mode"`
-	Nodes   int    `json:"nodes"`
-	Workers int    `json:"workers"`
+	Mode string `json:"mode"`
+	// Tools are the built-in tools the agent's workers may use; empty: all of them.
+	Tools   []string `json:"tools,omitempty"`
+	Nodes   int      `json:"nodes"`
+	Workers int      `json:"workers"`
+	// Stage is the current stage of the run in progress, or the last stage of the last run (0
+	// before a run began); the board (GET /agents/{id}/board) lists every stage and its nodes.
+	Stage int `json:"stage"`
 	// WaitingFor names who waits for the human's answer (a worker's id, or "coordinator"),
 	// and Question what was asked, while the status is waiting_for_human.
 	WaitingFor string `json:"waiting_for,omitempty"`
@@ -937,7 +962,7 @@ func (a *Agent) summary() Summary {
 	default: // being set up
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return Summary{ID: a.id, Status: a.meta.Status, Run: a.meta.Run, Goal: a.meta.Goal, Model: a.meta.Model, Error: a.meta.Error,
+		return Summary{ID: a.id, Status: a.meta.Status, Run: a.meta.Run, Goal: a.meta.Goal, Model: a.meta.Model, Tools: a.meta.Tools, Error: a.meta.Error,
 			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
 	}
 	held := a.held() // always, without a fleet
@@ -948,7 +973,7 @@ func (a *Agent) summary() Summary {
 	if msg := a.damage(); msg != "" {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		return Summary{ID: a.id, Status: a.meta.Status, Error: msg, Goal: a.meta.Goal, Run: a.meta.Run, Model: a.meta.Model,
+		return Summary{ID: a.id, Status: a.meta.Status, Error: msg, Goal: a.meta.Goal, Run: a.meta.Run, Model: a.meta.Model, Tools: a.meta.Tools,
 			Mode: cmp.Or(a.meta.Mode, string(nodes.Finite)), Created: a.meta.Created, Updated: a.meta.Updated}
 	}
 	a.scan()
@@ -962,7 +987,7 @@ func (a *Agent) summary() Summary {
 
 // describe is the summary of the agent whose meta is m, with its run in progress (live) or not.
 func (a *Agent) describe(m meta, live bool) Summary {
-	sum := Summary{ID: a.id, Status: m.Status, Run: m.Run, Goal: m.Goal, Model: m.Model, Mode: m.Mode,
+	sum := Summary{ID: a.id, Status: m.Status, Run: m.Run, Goal: m.Goal, Model: m.Model, Mode: m.Mode, Tools: m.Tools,
 		Error: m.Error, Output: m.Output, Created: m.Created, Updated: m.Updated}
 	if sum.Mode == "" {
 		sum.Mode = string(nodes.Finite)
@@ -972,10 +997,10 @@ func (a *Agent) describe(m meta, live bool) Summary {
 	}
 	var b nodes.Snapshot
 	if !live && m.Run != "" && m.Counted == m.Run {
-		sum.Nodes, sum.Workers = m.Nodes, m.Workers
+		sum.Nodes, sum.Workers, sum.Stage = m.Nodes, m.Workers, m.Stage
 	} else {
 		b = a.summaryBoard(live)
-		sum.Nodes, sum.Workers = len(b.Nodes), len(b.Workers)
+		sum.Nodes, sum.Workers, sum.Stage = len(b.Nodes), len(b.Workers), b.Stage
 	}
 	if live && m.Status != StatusQueued {
 		sum.Status = StatusWorking
@@ -1006,23 +1031,28 @@ type CreateOption func(*meta)
 // Agent.SetBudget gives a run its own.
 func WithAgentBudget(b nodes.Budget) CreateOption { return func(m *meta) { m.Budget = b } }
 
+// WithAgentTools makes tools the built-in tools the agent's workers may use (nodes.WithTools;
+// by default all of them).
+func WithAgentTools(tools ...string) CreateOption { return func(m *meta) { m.Tools = tools } }
+
 // Create creates agent id (a new id when empty), and starts its first run toward goal; model,
 // if not empty, is its squad's model (nodes.WithModel), and mode is nodes.Finite (the default)
-// or nodes.Infinite. It returns the agent's summary as the run started. The agent is listed at once,
+// or nodes.Infinite; opts give it a budget (WithAgentBudget) or its workers' tools
+// (WithAgentTools). It returns the agent's summary as the run started. The agent is listed at once,
 // "working"; its squad is set up in the background, so that neither this call nor the host
 // waits for it: [Host.Agent] waits until it is ready, and its summary is served meanwhile.
 func (h *Host) Create(id, goal, model string, mode nodes.Mode, opts ...CreateOption) (Summary, error) {
-	var c meta
+	c := meta{ID: id, Goal: goal, Model: model, Mode: string(mode)}
 	for _, o := range opts {
 		o(&c)
 	}
-	if err := checkNew(id, goal, mode); err != nil {
+	if err := checkNew(id, goal, mode, c.Tools); err != nil {
 		return Summary{}, mark(ErrInvalid, err)
 	}
 	if err := c.Budget.Check(); err != nil {
 		return Summary{}, mark(ErrInvalid, err)
 	}
-	a, err := h.add(id, goal, model, string(mode), c.Budget)
+	a, err := h.add(c)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -1083,7 +1113,7 @@ func (h *Host) Create(id, goal, model string, mode nodes.Mode, opts ...CreateOpt
 }
 
 // checkNew checks what Create is given.
-func checkNew(id, goal string, mode nodes.Mode) error {
+func checkNew(id, goal string, mode nodes.Mode, tools []string) error {
 	if id != "" {
 		if err := workspace.ValidID(id); err != nil {
 			return fmt.Errorf("bad agent id: %s", strings.TrimPrefix(err.Error(), "workspace: "))
@@ -1094,14 +1124,16 @@ func checkNew(id, goal string, mode nodes.Mode) error {
 	}
 	switch mode {
 	case "", nodes.Finite, nodes.Infinite:
-		return nil
+	default:
+		return fmt.Errorf("bad mode %q: want %q or %q", mode, nodes.Finite, nodes.Infinite)
 	}
-	return fmt.Errorf("bad mode %q: want %q or %q", mode, nodes.Finite, nodes.Infinite)
+	return nodes.CheckTools(tools)
 }
 
-// add adds agent id (a new id when empty) to the host, not yet set up, and counts its setUp
-// in h.wg.
-func (h *Host) add(id, goal, model, mode string, budget nodes.Budget) (*Agent, error) {
+// add adds the agent m describes (a new id when m.ID is empty) to the host, not yet set up, and
+// counts its setUp in h.wg.
+func (h *Host) add(m meta) (*Agent, error) {
+	id := m.ID
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -1119,7 +1151,8 @@ func (h *Host) add(id, goal, model, mode string, budget nodes.Budget) (*Agent, e
 		return nil, mark(ErrExists, fmt.Errorf("agent %q already exists (its folder %s is there)", id, dir))
 	}
 	now := h.cfg.now().UTC()
-	a := h.newAgent(id, meta{ID: id, Goal: goal, Model: model, Mode: mode, Budget: budget, Status: StatusWorking, Created: now, Updated: now})
+	m.ID, m.Status, m.Created, m.Updated = id, StatusWorking, now, now
+	a := h.newAgent(id, m)
 	a.ready = make(chan struct{})
 	a.checked.Do(func() {}) // its files are the squad's own, from the start
 	run, err := a.newRunID()

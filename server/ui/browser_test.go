@@ -452,6 +452,8 @@ func TestBrowser(t *testing.T) {
 	var usage string
 	step(t, ctx, "read the run's usage", chromedp.Text(".view-head [data-usage=run]", &usage, chromedp.ByQuery))
 	assert.Regexp(t, `^[\d,]+ in · [\d,]+ out · \$\d+\.\d{4}$`, usage)
+	// The run's current stage, in the head: Dana's report ended stage 1.
+	step(t, ctx, "read the run's stage", waitText(".view-head [data-stage]", "stage 1"))
 
 	// Every event of the server's log reached the page once, across the restart.
 	var all struct{ Events []struct{ Seq int64 } }

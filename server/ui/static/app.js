@@ -167,6 +167,12 @@ function drawHeadStatus() {
   if (!a || !status) return;
   status.textContent = (a.status || '').replaceAll('_', ' ');
   status.parentElement.querySelector('.dot').replaceWith(dot(a.status));
+  status.parentElement.querySelector('[data-stage]').textContent = stageText(a);
+}
+
+// stageText names the current stage of the agent's run, once it began.
+function stageText(a) {
+  return a.stage ? `stage ${a.stage}` : '';
 }
 
 function statusClass(status) {
@@ -317,6 +323,7 @@ function agentHeader(a, title) {
   }, label);
   return h('header', { class: 'view-head' },
     h('div', { class: 'title' }, dot(a.status), h('h2', {}, title), h('span', { class: 'status', 'data-status': '' }, (a.status || '').replaceAll('_', ' ')),
+      h('span', { class: 'meta', 'data-stage': '' }, stageText(a)),
       h('span', { id: 'live', class: 'live' }, document.body.dataset.stream || '')),
     h('div', { class: 'controls' },
       act('Stop', 'stop'), act('Pause', 'pause'), act('Resume', 'resume'),
@@ -444,6 +451,26 @@ function timelineView(a, worker) {
   };
 }
 
+// nodeControls are the operator's buttons on a node: Retry a failed one, Skip a pending or
+// failed one (with a note for the nodes after it); done runs after either succeeded.
+function nodeControls(a, id, node, done) {
+  const operate = async (verb, body) => {
+    try {
+      await api(`/agents/${enc(a.id)}/board/${enc(id)}/${verb}`, { method: 'POST', body });
+      done();
+    } catch (err) {
+      toast(`${verb} ${id}: ${err.message}`);
+    }
+  };
+  const canSkip = node.status === 'pending' || node.status === 'failed';
+  if (!canSkip) return null;
+  const note = h('input', { type: 'text', 'aria-label': `Why skip ${id}`, placeholder: 'Why skip it (told to the nodes after it)' });
+  return h('div', { class: 'node-controls' },
+    node.status === 'failed' ? h('button', { type: 'button', 'data-op': 'retry', onclick: () => operate('retry', {}) }, 'Retry') : null,
+    h('form', { class: 'skip', onsubmit: (e) => { e.preventDefault(); operate('skip', { note: note.value.trim() }); } },
+      note, h('button', { type: 'submit', 'data-op': 'skip' }, 'Skip')));
+}
+
 function publishedPath(n, file) {
   return `nodes/${enc(n.node?.id || '')}/published/${file.split('/').map(enc).join('/')}`;
 }
@@ -471,6 +498,7 @@ function boardView(a, nodeID) {
       const log = ag.events.filter((ev) => ev.node === id).slice(-200);
       panel.append(h('div', { class: 'node-detail' },
         h('h3', {}, `${id} · ${node.status}`),
+        nodeControls(a, id, node, () => open(id)),
         h('p', { class: 'meta' }, node.worker ? `Worker ${ag.names().get(node.worker) || node.worker}` : 'Not assigned', ' · stage ', String(node.stage ?? ''), ' · ', usageText(ag.usage.nodes.get(id))),
         node.summary ? h('p', {}, node.summary) : null,
         h('h4', {}, 'Spec'), h('div', { class: 'md' }, renderMarkdown(n.spec || node.task || '')),

@@ -28,6 +28,7 @@ const PALETTE = {
   pending: GREY,
   ready: GREY,
   cancelled: { fill: '#f7f7f8', stroke: '#b8b8bd' },
+  skipped: { fill: '#f7f7f8', stroke: '#b8b8bd' },
 };
 const OTHER = { fill: '#ffffff', stroke: '#9a9aa0' }; // statuses not in the palette
 const INK = '#1d1d1f';
