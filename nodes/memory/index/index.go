@@ -45,12 +45,15 @@ const FileName = ".index.db"
 // schemaVersion is the user_version of an index of this schema; a file of another is rebuilt.
 const schemaVersion = 1
 
+// schema makes an index in one transaction: a process killed while it runs leaves none of it.
 const schema = `
+BEGIN;
 CREATE TABLE files (path TEXT PRIMARY KEY, hash TEXT NOT NULL);
 CREATE VIRTUAL TABLE sections USING fts5(path, body, ord UNINDEXED, header UNINDEXED, hash UNINDEXED,
 	tokenize = 'porter unicode61 remove_diacritics 2');
 CREATE TABLE vectors (hash TEXT NOT NULL, model TEXT NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (hash, model));
 PRAGMA user_version = 1;
+COMMIT;
 `
 
 const (
@@ -145,7 +148,12 @@ func (ix *Index) openFile() error {
 	switch {
 	case err != nil:
 	case version == 0:
-		_, err = db.Exec(schema)
+		var tables int
+		if err = db.QueryRow("SELECT count(*) FROM sqlite_master").Scan(&tables); err == nil && tables > 0 {
+			err = errStale // half made, by a process killed before the schema was in one transaction
+		} else if err == nil {
+			_, err = db.Exec(schema)
+		}
 	case version != schemaVersion:
 		err = errStale
 	default:

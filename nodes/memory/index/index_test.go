@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -290,4 +291,19 @@ func TestHomeWithURICharacters(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ix.Close())
 	assert.FileExists(t, filepath.Join(home.MemoryDir(), index.FileName))
+}
+
+// An index a killed process left half made is made anew.
+func TestHalfMadeIndexIsRebuilt(t *testing.T) {
+	home := workspace.Home(filepath.Join(t.TempDir(), "agent"))
+	require.NoError(t, os.MkdirAll(home.MemoryDir(), 0o755))
+	db, err := sql.Open("sqlite", filepath.Join(home.MemoryDir(), index.FileName))
+	require.NoError(t, err)
+	_, err = db.Exec("CREATE TABLE files (path TEXT PRIMARY KEY, hash TEXT NOT NULL)")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	ix, err := index.Open(home)
+	require.NoError(t, err)
+	require.NoError(t, ix.Close())
 }
