@@ -362,7 +362,7 @@ func (w *worker) ask(ctx context.Context, c tools.Call) (tools.Result, error) {
 	}
 	var asked any = args.Question
 	if args.Default != "" {
-		asked = question{args.Question, args.Default}
+		asked = question(args)
 	}
 	answer, err := graph.Interrupt[string](ctx, asked)
 	if err != nil {
