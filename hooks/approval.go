@@ -19,6 +19,17 @@ type Policy struct {
 	Workers []string `json:"workers,omitempty"`
 }
 
+// Check returns an error naming the first malformed pattern of p, which Approvals would refuse.
+func (p Policy) Check() error {
+	if err := badPattern(p.Tools); err != nil {
+		return fmt.Errorf("hooks: tools: %w", err)
+	}
+	if err := badPattern(p.Workers); err != nil {
+		return fmt.Errorf("hooks: workers: %w", err)
+	}
+	return nil
+}
+
 // Approvals returns a hook that holds the calls the policies cover for a human's approval (see
 // [Approval]). It panics on a malformed pattern, naming it, when the hook is made.
 func Approvals(policies ...Policy) Hook {

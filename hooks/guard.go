@@ -33,11 +33,19 @@ func (d denylist) BeforeTool(_ context.Context, call *tools.Call) (Decision, err
 
 // checkPatterns panics on the first malformed pattern.
 func checkPatterns(who string, patterns []string) {
+	if err := badPattern(patterns); err != nil {
+		panic(who + ": " + err.Error())
+	}
+}
+
+// badPattern returns the error of the first malformed pattern among patterns, naming it.
+func badPattern(patterns []string) error {
 	for _, p := range patterns {
 		if _, err := path.Match(p, ""); err != nil {
-			panic(fmt.Sprintf("%s: pattern %q: %v", who, p, err))
+			return fmt.Errorf("pattern %q: %w", p, err)
 		}
 	}
+	return nil
 }
 
 // matchAny returns the first of patterns that name matches.

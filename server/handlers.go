@@ -229,12 +229,13 @@ func queryInt(w http.ResponseWriter, r *http.Request, name string, def int64) (i
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		ID     string       `json:"id"`
-		Goal   string       `json:"goal"`
-		Model  string       `json:"model"`
-		Mode   string       `json:"mode"`
-		Budget nodes.Budget `json:"budget"`
-		Tools  []string     `json:"tools"`
+		ID        string        `json:"id"`
+		Goal      string        `json:"goal"`
+		Model     string        `json:"model"`
+		Mode      string        `json:"mode"`
+		Budget    nodes.Budget  `json:"budget"`
+		Tools     []string      `json:"tools"`
+		Approvals *hooks.Policy `json:"approvals"`
 	}
 	if !s.decode(w, r, &req, false) {
 		return
@@ -270,7 +271,11 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, "bad field \"tools\": %s", strings.TrimPrefix(err.Error(), "nodes: "))
 		return
 	}
-	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode), host.WithAgentBudget(req.Budget), host.WithAgentTools(req.Tools...))
+	opts := []host.CreateOption{host.WithAgentBudget(req.Budget), host.WithAgentTools(req.Tools...)}
+	if req.Approvals != nil {
+		opts = append(opts, host.WithAgentApprovals(*req.Approvals))
+	}
+	started, err := s.host.Create(req.ID, req.Goal, req.Model, nodes.Mode(req.Mode), opts...)
 	if err != nil {
 		hostError(w, err)
 		return

@@ -311,6 +311,8 @@ type meta struct {
 	Model string   `json:"model,omitempty"`
 	Mode  string   `json:"mode,omitempty"`
 	Tools []string `json:"tools,omitempty"`
+	// Approvals is the agent's approval policy (hooks.Approvals), when it has one.
+	Approvals *hooks.Policy `json:"approvals,omitempty"`
 	// Budget is every run's budget (nodes.WithBudget), unless the run was given its own.
 	Budget  nodes.Budget `json:"budget,omitzero"`
 	Run     string       `json:"run,omitempty"`
@@ -366,6 +368,9 @@ func (h *Host) squadOptions(a *Agent, m meta) []nodes.Option {
 	}
 	if len(m.Tools) > 0 {
 		opts = append(opts, nodes.WithTools(m.Tools...))
+	}
+	if m.Approvals != nil {
+		opts = append(opts, nodes.WithHooks(hooks.Approvals(*m.Approvals)))
 	}
 	if w := h.cfg.webhook; w.URL != "" {
 		w.Agent = id
@@ -1031,14 +1036,18 @@ type CreateOption func(*meta)
 // Agent.SetBudget gives a run its own.
 func WithAgentBudget(b nodes.Budget) CreateOption { return func(m *meta) { m.Budget = b } }
 
+// WithAgentApprovals holds the tool calls policy p covers for the human's approval, in every run
+// of the agent (nodes.WithHooks(hooks.Approvals(p)), beside the hooks of the squad's options).
+func WithAgentApprovals(p hooks.Policy) CreateOption { return func(m *meta) { m.Approvals = &p } }
+
 // WithAgentTools makes tools the built-in tools the agent's workers may use (nodes.WithTools;
 // by default all of them).
 func WithAgentTools(tools ...string) CreateOption { return func(m *meta) { m.Tools = tools } }
 
 // Create creates agent id (a new id when empty), and starts its first run toward goal; model,
 // if not empty, is its squad's model (nodes.WithModel), and mode is nodes.Finite (the default)
-// or nodes.Infinite; opts give it a budget (WithAgentBudget) or its workers' tools
-// (WithAgentTools). It returns the agent's summary as the run started. The agent is listed at once,
+// or nodes.Infinite; opts give it a budget (WithAgentBudget), its workers' tools
+// (WithAgentTools) or an approval policy (WithAgentApprovals). It returns the agent's summary as the run started. The agent is listed at once,
 // "working"; its squad is set up in the background, so that neither this call nor the host
 // waits for it: [Host.Agent] waits until it is ready, and its summary is served meanwhile.
 func (h *Host) Create(id, goal, model string, mode nodes.Mode, opts ...CreateOption) (Summary, error) {
@@ -1051,6 +1060,11 @@ func (h *Host) Create(id, goal, model string, mode nodes.Mode, opts ...CreateOpt
 	}
 	if err := c.Budget.Check(); err != nil {
 		return Summary{}, mark(ErrInvalid, err)
+	}
+	if c.Approvals != nil {
+		if err := c.Approvals.Check(); err != nil {
+			return Summary{}, mark(ErrInvalid, fmt.Errorf("approvals: %w", err))
+		}
 	}
 	a, err := h.add(c)
 	if err != nil {

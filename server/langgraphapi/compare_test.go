@@ -1,3 +1,7 @@
+//go:build unix
+
+// The comparison runs LangGraph's server in a process group of its own, to be stopped whole.
+
 package langgraphapi_test
 
 import (
