@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,4 +153,37 @@ func TestCoordinatorQuestionTimeout(t *testing.T) {
 	res, err := h.Wait()
 	require.NoError(t, err)
 	assert.Equal(t, "The human answered: no answer within 1m0s", res.Output)
+}
+
+// While the coordinator waits for the human's answer, the run is not idle for it: no note that
+// nothing is running reaches it, however long the human takes.
+func TestNoIdleNoteWhileTheCoordinatorAsks(t *testing.T) {
+	var afterAnswer atomic.Value
+	coord := scripted.NewFunc("asking-coordinator", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if said, ok := scripted.Results(req)["ask_human"]; ok {
+			afterAnswer.Store(teamAllText(req))
+			return scTurn(req, scripted.Call("finish", map[string]string{"output": said})), nil
+		}
+		return scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Which market?"})), nil
+	})
+	s := scSquad(t, coord, []providers.Model{coord}, nodes.WithTick(5*time.Millisecond), nodes.WithStall(20*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+	defer cancel()
+	h, err := s.Start(ctx, "A market.")
+	require.NoError(t, err)
+	// The run waits on the human long enough to say so: many idle ticks went by.
+	require.NoError(t, scAwait(ctx, s, func(evs []eventlog.Event) bool {
+		for _, e := range evs {
+			if e.Type == eventlog.AgentWaiting {
+				return true
+			}
+		}
+		return false
+	}))
+	require.NoError(t, h.Answer("coordinator", "Europe"))
+	_, err = h.Wait()
+	require.NoError(t, err)
+	text, _ := afterAnswer.Load().(string)
+	assert.Contains(t, text, "Europe")
+	assert.NotContains(t, text, "Nothing is running")
 }

@@ -433,7 +433,9 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 			n.Nudged = false
 			return n, nil
 		}
-		if r.idle() && !st.Nudged && !st.Sleeping && !r.isStopped() {
+		// No nudge while the coordinator waits for the human's answer: it could do nothing with
+		// one but read it, stale, beside the answer.
+		if r.idle() && !r.coordinatorWaiting() && !st.Nudged && !st.Sleeping && !r.isStopped() {
 			n.Nudged = true
 			_, err := r.bus.SendOnce(ctx, fmt.Sprintf("tick%d/idle", st.Tick), squadName, bus.Coordinator, "Nothing is running and no work is ready. Create work nodes, wait for the human, or finish.")
 			return n, err
