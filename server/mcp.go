@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/agiraph/agiraph/hooks"
+	"github.com/agiraph/agiraph/nodes"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,11 +30,13 @@ type (
 		Agent string `json:"agent" jsonschema:"the agent's id"`
 	}
 	mcpCreate struct {
-		Goal  string   `json:"goal" jsonschema:"what the agent should do"`
-		ID    string   `json:"id,omitempty" jsonschema:"the agent's id (default: a new one)"`
-		Model string   `json:"model,omitempty" jsonschema:"the model, among the ones the server allows (default: the server's)"`
-		Mode  string   `json:"mode,omitempty" jsonschema:"finite (finish the goal; the default) or infinite (keep going)"`
-		Tools []string `json:"tools,omitempty" jsonschema:"the built-in tools its workers may use, by name (default: all)"`
+		Goal      string        `json:"goal" jsonschema:"what the agent should do"`
+		ID        string        `json:"id,omitempty" jsonschema:"the agent's id (default: a new one)"`
+		Model     string        `json:"model,omitempty" jsonschema:"the model, among the ones the server allows (default: the server's)"`
+		Mode      string        `json:"mode,omitempty" jsonschema:"finite (finish the goal; the default) or infinite (keep going)"`
+		Tools     []string      `json:"tools,omitempty" jsonschema:"the built-in tools its workers may use, by name (default: all)"`
+		Budget    *nodes.Budget `json:"budget,omitempty" jsonschema:"what every run of the agent may spend (usd, tokens; soft: the fraction at which the coordinator is told)"`
+		Approvals *hooks.Policy `json:"approvals,omitempty" jsonschema:"the tool calls held for the human's approval: tools and workers, by name pattern (send_*)"`
 	}
 	mcpRun struct {
 		Agent string `json:"agent" jsonschema:"the agent's id"`
@@ -113,6 +117,12 @@ func (s *Server) mcpHandler() http.Handler {
 			}
 			if len(in.Tools) > 0 {
 				body["tools"] = in.Tools
+			}
+			if in.Budget != nil {
+				body["budget"] = in.Budget
+			}
+			if in.Approvals != nil {
+				body["approvals"] = in.Approvals
 			}
 			return http.MethodPost, "/agents", body
 		})

@@ -85,6 +85,12 @@ func TestSquadOverMCP(t *testing.T) {
 	text, isErr := mcpCall(t, cs, "create_agent", map[string]any{"id": "picky", "goal": "x", "tools": []string{"teleport"}})
 	assert.True(t, isErr)
 	assert.Contains(t, text, `no tool \"teleport\"`)
+	text, isErr = mcpCall(t, cs, "create_agent", map[string]any{"id": "careful", "goal": "x", "approvals": map[string]any{"tools": []string{"send_["}}})
+	assert.True(t, isErr)
+	assert.Contains(t, text, `pattern \"send_[\"`, "the policy reaches the API")
+	text, isErr = mcpCall(t, cs, "create_agent", map[string]any{"id": "thrifty", "goal": "x", "budget": map[string]any{"usd": -1}})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "budget", "the budget reaches the API")
 
 	text, isErr = mcpCall(t, cs, "create_agent", map[string]any{"id": "tea", "goal": "the history of tea"})
 	require.False(t, isErr, text)
