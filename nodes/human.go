@@ -139,12 +139,18 @@ func (r *run) stop() {
 	r.mu.Lock()
 	r.stopped = true
 	r.mu.Unlock()
-	r.pool.cancelAll()
-	r.emit(ctx, eventlog.Event{Type: eventlog.AgentPaused, Text: "stopped by the human"})
+	// The busy workers are read before they are cancelled: a cancelled worker may turn idle
+	// before the roster is read again.
+	var busy []string
 	for _, w := range r.board.roster() {
 		if w.Status == WorkerBusy {
-			r.emit(ctx, eventlog.Event{Type: eventlog.WorkerStopped, Worker: w.ID, Text: "stopped by the human"})
+			busy = append(busy, w.ID)
 		}
+	}
+	r.pool.cancelAll()
+	r.emit(ctx, eventlog.Event{Type: eventlog.AgentPaused, Text: "stopped by the human"})
+	for _, id := range busy {
+		r.emit(ctx, eventlog.Event{Type: eventlog.WorkerStopped, Worker: id, Text: "stopped by the human"})
 	}
 	if _, err := r.bus.Send(r.ctxOrBackground(), squadName, bus.Coordinator, "The human stopped all workers; their nodes go back on the board and continue when the human writes again."); err != nil {
 		r.emit(ctx, eventlog.New(eventlog.Error, err.Error(), nil))

@@ -136,6 +136,8 @@ func TestStopAndResumeByMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, events, "agent.paused", func(e eventlog.Event) bool { return e.Type == eventlog.AgentPaused })
+	// The worker busy at the stop is said to be stopped, even though it turns idle at once.
+	waitFor(t, events, "worker.stopped", func(e eventlog.Event) bool { return e.Type == eventlog.WorkerStopped })
 	// The stopped node goes back on the board, keeping its assignment.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
