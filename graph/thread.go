@@ -39,6 +39,11 @@ type TaskState struct {
 	// Done is set when the task finished (its update is in the snapshot's Values, for the
 	// latest checkpoint) and will not run again when the thread is resumed.
 	Done bool
+	// Update is what the task wrote, once Done: the update of the state it returned, an S of the
+	// snapshot's (the fields it set; under the default reducer, those it left zero it did not
+	// write), read from the writes the checkpointer keeps for the checkpoint. It is nil for a task
+	// that has not finished.
+	Update any
 	// Interrupts are the task's requests for input that have no answer yet.
 	Interrupts []InterruptInfo
 	// Subgraph is, for a task of a subgraph with WithSubgraphs given to State or History, the
@@ -155,6 +160,9 @@ func (r *run[S]) snapshot(ctx context.Context, t *checkpoint.Tuple, s S, latest 
 			snap.Next = append(snap.Next, task.node.name)
 		}
 		ts := TaskState{ID: task.id, Node: task.node.name, Done: task.done, Interrupts: asked[task]}
+		if task.done {
+			ts.Update = task.out.Update
+		}
 		if sub, ok := task.node.sub.(subgraph); ok && r.cfg.subgraphs {
 			if ts.Subgraph, err = sub.stateIn(ctx, r.env, taskPath(r.ns, task.node.name, t.Config.CheckpointID, task.id)); err != nil {
 				return Snapshot[S]{}, err
