@@ -73,7 +73,12 @@ var kept = []struct{ path, why string }{
 	{"threads.getState.*/interrupts", "a state lists its pending interrupts, as LangGraph's Python server's does"},
 	{"threads.getState.*/metadata", "a checkpoint's metadata is its source, step, run and what was patched in; LangGraph adds its run config's metadata"},
 	{"threads.getState.*/metadata/*", "as threads.getState.*/metadata"},
-	{"threads.getHistory.interrupted/**", "as threads.getState.*, and one checkpoint less (no step -1)"},
+	{"threads.getHistory.*/1/metadata/source", "the engine has no step -1 (calls.mjs leaves LangGraph's out): step 0 is the input's checkpoint, with no parent"},
+	{"threads.getHistory.*/1/parent_checkpoint", "as threads.getHistory.*/1/metadata/source"},
+	{"threads.getHistory.*/*/checkpoint/checkpoint_map", "as threads.getState.*/checkpoint/checkpoint_map"},
+	{"threads.getHistory.*/*/parent_checkpoint/checkpoint_map", "as threads.getState.*/checkpoint/checkpoint_map"},
+	{"threads.getHistory.*/*/interrupts", "as threads.getState.*/interrupts"},
+	{"threads.getHistory.*/*/metadata/*", "as threads.getState.*/metadata"},
 }
 
 // TestCompare makes the same calls of the official client (testdata/compare/calls.mjs) of our
@@ -148,6 +153,7 @@ func serveCompare(t *testing.T, gate string) string {
 	c, err := b.Compile(graph.WithCheckpointer(st.Saver()))
 	require.NoError(t, err)
 	require.NoError(t, langgraphapi.Register(h, "compare", c, st.Saver()))
+	require.NoError(t, langgraphapi.Register(h, "fanout", fanOut(t, st.Saver()), st.Saver()))
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()

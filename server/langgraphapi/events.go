@@ -105,7 +105,7 @@ func (t *translator) event(ev graph.Event, emit emitFunc) {
 		out("updates", map[string]any{ev.Node: ev.Data})
 		if end, ok := t.finished[ev.Namespace+"\x00"+ev.TaskID]; ok {
 			delete(t.finished, ev.Namespace+"\x00"+ev.TaskID)
-			t.taskResult(end, end.Data.(graph.TaskEvent), ev.Data, out)
+			t.taskResult(end, end.Data.(graph.TaskEvent), written(ev.Data), out)
 		}
 	case graph.ModeCustom:
 		out("custom", ev.Data)

@@ -241,6 +241,25 @@ type taskJSON struct {
 	Result     any             `json:"result"`
 }
 
+// written is what a task wrote, as LangGraph shows a task's result: the fields of its update (a
+// state) that it set, by their names in the state's JSON — those that encode otherwise than in a
+// zero state. An update that does not encode as a JSON object is shown whole; nil stays nil.
+func written(update any) any {
+	var fields, unset map[string]json.RawMessage
+	b, err := json.Marshal(update)
+	if err != nil || json.Unmarshal(b, &fields) != nil || fields == nil {
+		return update
+	}
+	zero, _ := json.Marshal(reflect.Zero(reflect.TypeOf(update)).Interface())
+	_ = json.Unmarshal(zero, &unset)
+	for k, v := range fields {
+		if bytes.Equal(v, unset[k]) {
+			delete(fields, k)
+		}
+	}
+	return fields
+}
+
 // threadState is a thread's state at one checkpoint, as the API shows it.
 type threadState struct {
 	Values           any             `json:"values"`
@@ -278,7 +297,7 @@ func stateOf[S any](s graph.Snapshot[S]) threadState {
 		st.ParentCheckpoint = refOf(checkpoint.Config{ThreadID: s.Config.ThreadID, NS: s.Config.NS, CheckpointID: s.ParentID})
 	}
 	for _, task := range s.Tasks {
-		st.Tasks = append(st.Tasks, taskJSON{ID: task.ID, Name: task.Node, Path: []string{"__pregel_pull", task.Node}, Interrupts: interruptsJSON(task.Interrupts)})
+		st.Tasks = append(st.Tasks, taskJSON{ID: task.ID, Name: task.Node, Path: []string{"__pregel_pull", task.Node}, Interrupts: interruptsJSON(task.Interrupts), Result: written(task.Update)})
 	}
 	return st
 }

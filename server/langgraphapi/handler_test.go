@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/graph"
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
@@ -112,6 +113,30 @@ func review(ctx context.Context, _ chat) (chat, error) {
 		return chat{}, err
 	}
 	return chat{Messages: []string{"review: " + answer}}, nil
+}
+
+// fan is the state of the graph fanout. Its topic is always sent, even when empty: what a task
+// wrote leaves it out.
+type fan struct {
+	Topic  string `json:"topic"`
+	Draft  string `json:"draft,omitempty"`
+	Review string `json:"review,omitempty"`
+}
+
+// fanOut is the graph fanout, the Go twin of testdata/compare/graph.mjs's: drafter and reviewer run in
+// one superstep, each writing a field of its own.
+func fanOut(t *testing.T, saver checkpoint.Saver) *graph.Compiled[fan] {
+	t.Helper()
+	b := graph.New[fan]()
+	b.AddNode("drafter", func(_ context.Context, s fan) (fan, error) { return fan{Draft: "a draft on " + s.Topic}, nil })
+	b.AddNode("reviewer", func(_ context.Context, s fan) (fan, error) { return fan{Review: "a review of " + s.Topic}, nil })
+	b.AddEdge(graph.START, "drafter")
+	b.AddEdge(graph.START, "reviewer")
+	b.AddEdge("drafter", graph.END)
+	b.AddEdge("reviewer", graph.END)
+	c, err := b.Compile(graph.WithCheckpointer(saver))
+	require.NoError(t, err)
+	return c
 }
 
 // api is a test's server with its store.
@@ -472,6 +497,33 @@ func TestTaskEvents(t *testing.T) {
 		{"event": "on_chain_start", "name": "review"},
 		{"event": "on_chain_end", "name": "LangGraph"},
 	}, chains)
+}
+
+func TestTaskResults(t *testing.T) {
+	a := newAPI(t)
+	require.NoError(t, langgraphapi.Register(a.h, "fanout", fanOut(t, a.st.Saver()), a.st.Saver()))
+	id := a.must(200, "POST", "/threads", nil)["thread_id"].(string)
+	wrote := map[string]any{"drafter": obj{"draft": "a draft on go"}, "reviewer": obj{"review": "a review of go"}}
+
+	results := func(tasks []any) map[string]any {
+		out := map[string]any{}
+		for _, task := range tasks {
+			out[task.(obj)["name"].(string)] = task.(obj)["result"]
+		}
+		return out
+	}
+	var streamed []any
+	for _, e := range a.stream("POST", "/threads/"+id+"/runs/stream", obj{"assistant_id": "fanout", "input": obj{"topic": "go"}, "stream_mode": "tasks"}, nil) {
+		if d, ok := e.Data.(obj); ok && d["result"] != nil {
+			streamed = append(streamed, d)
+		}
+	}
+	assert.Equal(t, wrote, results(streamed), "each task's result, as the run streams it, is what it wrote")
+
+	history := a.list("POST", "/threads/"+id+"/history", obj{})
+	require.Len(t, history, 2)
+	assert.Equal(t, wrote, results(history[1]["tasks"].([]any)), "the input's checkpoint lists its tasks with what each wrote")
+	assert.Empty(t, history[0]["tasks"])
 }
 
 func TestMessagesModes(t *testing.T) {

@@ -41,7 +41,9 @@ await call("threads.getState.new", () => client.threads.getState(id));
 await call("runs.wait.interrupt", () => client.runs.wait(id, graph, { input: { topic: "go" } }));
 await call("threads.get.interrupted", () => client.threads.get(id));
 await call("threads.getState.interrupted", () => client.threads.getState(id));
-await call("threads.getHistory.interrupted", () => client.threads.getHistory(id));
+// The history from step 0: the engine has no step -1, whose checkpoint LangGraph's has.
+const fromStep0 = async (thread) => (await client.threads.getHistory(thread)).filter((st) => st.metadata.step >= 0);
+await call("threads.getHistory.interrupted", () => fromStep0(id));
 await call("runs.wait.resume", () => client.runs.wait(id, graph, { command: { resume: "yes" } }));
 await call("threads.get.done", () => client.threads.get(id));
 await call("threads.getState.done", () => client.threads.getState(id));
@@ -50,6 +52,11 @@ const first = [...out["runs.list"]].sort((a, b) => (a.created_at < b.created_at 
 await call("runs.get", () => client.runs.get(id, first.run_id));
 await call("threads.update", () => client.threads.update(id, { metadata: { tag: "x" } }));
 await call("threads.search", () => client.threads.search({ metadata: { owner: "ann" } }));
+
+// A thread of the graph fanout, whose history shows what each task of a superstep wrote.
+const fan = await client.threads.create();
+await client.runs.wait(fan.thread_id, "fanout", { input: { topic: "go" } });
+await call("threads.getHistory.fanout", () => fromStep0(fan.thread_id));
 
 // Each stream mode, on a thread of its own, to the interrupt.
 for (const mode of ["values", "updates", "messages-tuple", "messages", "custom", "tasks", "checkpoints", "debug", "events"]) {

@@ -1,7 +1,8 @@
 // The graph LangGraph's own server runs in TestCompare, the same as the Go graph "compare" of
 // compare_test.go: write asks a model about the topic, streaming its answer word by word, and
 // emits the topic as a custom event (on the topic "hold" it first waits until the file
-// $COMPARE_GATE exists); review asks "publish?" with an interrupt.
+// $COMPARE_GATE exists); review asks "publish?" with an interrupt. And fanout, whose two nodes
+// (drafter, reviewer) run in one superstep, each writing a field of its own.
 import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Annotation, END, START, StateGraph, interrupt } from "@langchain/langgraph";
@@ -51,4 +52,19 @@ export const graph = new StateGraph(State)
   .addEdge(START, "write")
   .addEdge("write", "review")
   .addEdge("review", END)
+  .compile();
+
+const Fan = Annotation.Root({
+  topic: Annotation(),
+  draft: Annotation(),
+  review: Annotation(),
+});
+
+export const fanout = new StateGraph(Fan)
+  .addNode("drafter", async (state) => ({ draft: "a draft on " + state.topic }))
+  .addNode("reviewer", async (state) => ({ review: "a review of " + state.topic }))
+  .addEdge(START, "drafter")
+  .addEdge(START, "reviewer")
+  .addEdge("drafter", END)
+  .addEdge("reviewer", END)
   .compile();
