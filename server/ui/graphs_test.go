@@ -114,3 +114,66 @@ func clickStep(what string) chromedp.Action {
 	return chromedp.Poll(fmt.Sprintf(`(() => { const q = [...document.querySelectorAll('.graph-steps a[data-checkpoint]')].find((a) => a.textContent.includes(%q)); if (q) q.click(); return !!q; })()`, what), nil,
 		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait))
 }
+
+// split is the state of the split graph: a topic, and a draft and a review of it written by two
+// tasks of one superstep.
+type split struct {
+	Topic  string `json:"topic"`
+	Draft  string `json:"draft,omitempty"`
+	Review string `json:"review,omitempty"`
+}
+
+// longReview is the review the split graph writes: longer than the Graphs view shows unfolded.
+const longReview = "A careful review of the draft on kites, which reads well, names its sources and could say more about the wind."
+
+// splitGraph runs drafter and reviewer in one superstep, each writing a field of its own.
+func splitGraph(t *testing.T) server.Option {
+	g := graph.New[split]()
+	g.AddNode("drafter", func(_ context.Context, s split) (split, error) {
+		return split{Draft: "A draft on " + s.Topic + "."}, nil
+	})
+	g.AddNode("reviewer", func(context.Context, split) (split, error) { return split{Review: longReview}, nil })
+	g.AddEdge(graph.START, "drafter")
+	g.AddEdge(graph.START, "reviewer")
+	g.AddEdge("drafter", graph.END)
+	g.AddEdge("reviewer", graph.END)
+	saver := checkpoint.NewMemory()
+	compiled, err := g.Compile(graph.WithCheckpointer(saver))
+	require.NoError(t, err)
+	return server.WithGraph(a2a.Graph[split]{Name: "split", Graph: compiled, Saver: saver,
+		In: func(text string) split { return split{Topic: text} }, Out: func(s split) string { return s.Draft }})
+}
+
+// A person opens the step a superstep of two tasks made and sees, beside what it changed, what
+// each task wrote: the drafter its draft, the reviewer its review, folded for its length until
+// opened.
+func TestBrowserGraphTaskWrites(t *testing.T) {
+	s := &site{t: t, root: t.TempDir(), team: team, opts: []server.Option{splitGraph(t)}}
+	s.start()
+	t.Cleanup(s.stop)
+	var th struct {
+		ThreadID string `json:"thread_id"`
+	}
+	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads", map[string]any{}, &th))
+	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+th.ThreadID+"/runs/wait",
+		map[string]any{"assistant_id": "split", "input": map[string]any{"topic": "kites"}}, nil))
+
+	ctx := browser(t)
+	wrote := `.step-changes .task-writes li[data-task=%q]`
+	step(t, ctx, "open the thread's last step", chromedp.Navigate(s.srv.LoginURL(s.url(""))), chromedp.WaitVisible("#graphs", chromedp.ByQuery),
+		follow("#graphs"), follow(`a[data-graph="split"]`), follow(fmt.Sprintf(`a[data-thread=%q]`, th.ThreadID)),
+		waitText(".step-panel .diff", "task drafter, reviewer"),
+		waitText(fmt.Sprintf(wrote, "drafter"), "draft: A draft on kites."),
+		waitText(fmt.Sprintf(wrote+" details.fold summary", "reviewer"), longReview[:80]+"…"))
+	var keys map[string][]string
+	step(t, ctx, "read the keys each task wrote", chromedp.Evaluate(`Object.fromEntries([...document.querySelectorAll('.step-changes .task-writes > li')].map((li) =>
+		[li.dataset.task, [...li.querySelectorAll('li[data-key]')].map((k) => k.dataset.key)]))`, &keys))
+	assert.Equal(t, map[string][]string{"drafter": {"draft"}, "reviewer": {"review"}}, keys)
+	shot(t, ctx, "graph-task-writes")
+
+	var open bool
+	step(t, ctx, "unfold the review", chromedp.Click(fmt.Sprintf(wrote+" details.fold summary", "reviewer"), chromedp.ByQuery),
+		waitText(fmt.Sprintf(wrote+" details.fold pre", "reviewer"), longReview),
+		chromedp.Evaluate(fmt.Sprintf(`document.querySelector(%q).open`, fmt.Sprintf(wrote+" details.fold", "reviewer")), &open))
+	assert.True(t, open)
+}

@@ -2,6 +2,8 @@
 // it: the assistants, a graph's threads, and a thread's supersteps, one a checkpoint — the state
 // at each, the tasks that ran and what they changed, and "fork from here", which edits the state
 // or gives new input at a checkpoint and runs the graph on from it: a new branch of the thread.
+// Beside what a step changed, each task that made it with what it wrote (its result in the
+// history, as LangGraph gives it).
 // Routes: #/g[/<assistant>[/t/<thread>[/<checkpoint>]]].
 
 import { api } from './api.js';
@@ -20,6 +22,12 @@ export async function servesGraphs() {
   }
 }
 
+// ranBefore returns the tasks that made checkpoint st from its parent's: the parent's next tasks,
+// for a step of the loop (an input, an update or a fork has none).
+function ranBefore(st, parent) {
+  return st.metadata?.source === 'loop' ? parent?.tasks || [] : [];
+}
+
 // changes lists what a checkpoint changed from its parent's values, as diffList shows it: one
 // change, named by the tasks that ran (or the input or update that made it), with the fields
 // whose values differ.
@@ -31,14 +39,33 @@ function changes(st, parent) {
     if (JSON.stringify(was[k]) !== JSON.stringify(is[k])) fields[k] = [was[k], is[k]];
   }
   if (!Object.keys(fields).length) return [];
-  const source = st.metadata?.source || '';
-  const ran = source === 'loop' ? (parent?.tasks || []).map((t) => t.name).join(', ') : '';
-  return [{ kind: ran ? 'task' : source, id: ran, fields }];
+  const ran = ranBefore(st, parent).map((t) => t.name).join(', ');
+  return [{ kind: ran ? 'task' : st.metadata?.source || '', id: ran, fields }];
 }
 
 // json shows a value as indented JSON.
 function json(v) {
   return h('pre', { class: 'graph-values' }, JSON.stringify(v ?? null, null, 2));
+}
+
+// folded is the longest value shown whole in a task's writes; a longer one is folded.
+const folded = 80;
+
+// writes shows what task t wrote: a list of key → value, a long value folded to its start.
+function writes(t) {
+  const entries = Object.entries(t.result ?? {});
+  if (!entries.length) return h('span', { class: 'meta' }, t.result ? ' · wrote nothing' : t.interrupts?.length ? ' · waits for input' : ' · has not run');
+  return h('ul', {}, entries.map(([k, v]) => {
+    const text = typeof v === 'string' ? v : JSON.stringify(v);
+    return h('li', { 'data-key': k }, h('strong', {}, `${k}: `), text.length <= folded
+      ? text
+      : h('details', { class: 'fold' }, h('summary', {}, `${text.slice(0, folded)}…`), h('pre', { class: 'graph-values' }, typeof v === 'string' ? v : JSON.stringify(v, null, 2))));
+  }));
+}
+
+// taskWrites lists tasks, each with what it wrote.
+function taskWrites(tasks) {
+  return h('ul', { class: 'task-writes' }, tasks.map((t) => h('li', { 'data-task': t.name }, h('span', { class: 'task-name' }, t.name), writes(t))));
 }
 
 // graphsView fills root with the view route names: the assistants, an assistant's threads, or a
@@ -118,7 +145,7 @@ async function threadSteps(body, route, toast) {
       h('a', { href: href(st.checkpoint.checkpoint_id), 'aria-current': steps.includes(st) ? 'true' : null }, `step ${st.metadata.step} (${time(st.created_at)})`)])));
   }
   const list = h('ol', { class: 'steps graph-steps', 'aria-label': 'Steps' }, steps.map((st, i) => {
-    const ran = st.metadata.source === 'loop' ? (steps[i - 1]?.tasks || []).map((t) => t.name).join(', ') : st.metadata.source;
+    const ran = st.metadata.source === 'loop' ? ranBefore(st, steps[i - 1]).map((t) => t.name).join(', ') : st.metadata.source;
     const notes = [ran, st.interrupts.length ? 'interrupt' : '', st.next.length ? '' : 'end'].filter(Boolean);
     return h('li', {}, h('a', { href: href(st.checkpoint.checkpoint_id), 'data-checkpoint': st.checkpoint.checkpoint_id, 'data-step': st.metadata.step, 'aria-current': st === cur ? 'page' : null },
       `Step ${st.metadata.step}`, h('span', { class: 'meta' }, ` · ${notes.join(' · ')}`)));
@@ -157,15 +184,18 @@ async function threadSteps(body, route, toast) {
     }
   };
   const tasks = cur.tasks || [];
+  const ran = ranBefore(cur, parent);
   panel.append(h('div', { class: 'step-detail', 'data-checkpoint': cur.checkpoint.checkpoint_id },
     h('h3', {}, `Step ${cur.metadata.step}`, h('span', { class: 'meta' }, ` · ${cur.metadata.source} · ${time(cur.created_at)} · checkpoint ${cur.checkpoint.checkpoint_id}`)),
     cur.interrupts.length ? cur.interrupts.map((i) => h('p', { class: 'question' }, 'Interrupt: ', typeof i.value === 'string' ? i.value : JSON.stringify(i.value))) : null,
-    h('h4', {}, 'What the step changed'),
-    diffList(changes(cur, parent), parent ? 'Nothing in the state.' : 'The first step.'),
+    h('div', { class: 'step-changes' },
+      h('div', {}, h('h4', {}, 'What the step changed'),
+        diffList(changes(cur, parent), parent ? 'Nothing in the state.' : 'The first step.')),
+      ran.length ? h('div', {}, h('h4', {}, 'What each task wrote'), taskWrites(ran)) : null),
     h('h4', {}, 'State'), json(cur.values),
     h('h4', {}, 'Next'),
     tasks.length
-      ? h('ul', { class: 'graph-tasks' }, tasks.map((t) => h('li', {}, t.name, t.interrupts.length ? h('span', { class: 'meta' }, ' · waits for input') : null)))
+      ? h('div', { class: 'graph-tasks' }, taskWrites(tasks))
       : h('p', { class: 'meta' }, 'Nothing: the run ended here.'),
     h('h4', {}, 'Fork from here'),
     h('p', { class: 'meta' }, 'Runs the graph on from this step, after the state edit and with the input given: a new branch of the thread.'),
