@@ -45,11 +45,30 @@ func notesGraph(t *testing.T) server.Option {
 	g.AddEdge("draft", "ask")
 	g.AddEdge("ask", "publish")
 	g.AddEdge("publish", graph.END)
+	return serve(t, "notes", g, func(text string) note { return note{Topic: text} }, func(n note) string { return n.Output })
+}
+
+// serve serves the graph g as name, its checkpoints in memory; in makes its input of a message's
+// text and out an answer of its final state.
+func serve[S any](t *testing.T, name string, g *graph.StateGraph[S], in func(string) S, out func(S) string) server.Option {
+	t.Helper()
 	saver := checkpoint.NewMemory()
 	compiled, err := g.Compile(graph.WithCheckpointer(saver))
 	require.NoError(t, err)
-	return server.WithGraph(a2a.Graph[note]{Name: "notes", Graph: compiled, Saver: saver,
-		In: func(text string) note { return note{Topic: text} }, Out: func(n note) string { return n.Output }})
+	return server.WithGraph(a2a.Graph[S]{Name: name, Graph: compiled, Saver: saver, In: in, Out: out})
+}
+
+// graphSite starts a site with the option that serves a graph, and returns it with a new thread's ID.
+func graphSite(t *testing.T, withGraph server.Option) (*site, string) {
+	t.Helper()
+	s := &site{t: t, root: t.TempDir(), team: team, opts: []server.Option{withGraph}}
+	s.start()
+	t.Cleanup(s.stop)
+	var th struct {
+		ThreadID string `json:"thread_id"`
+	}
+	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads", map[string]any{}, &th))
+	return s, th.ThreadID
 }
 
 // A person opens the Graphs view, finds a thread of a graph waiting for input and sees the
@@ -57,25 +76,19 @@ func notesGraph(t *testing.T) server.Option {
 // forks the thread there with another answer written into the state, and sees the new branch's
 // result; the old branch stays.
 func TestBrowserGraphSteps(t *testing.T) {
-	s := &site{t: t, root: t.TempDir(), team: team, opts: []server.Option{notesGraph(t)}}
-	s.start()
-	t.Cleanup(s.stop)
-	var th struct {
-		ThreadID string `json:"thread_id"`
-	}
-	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads", map[string]any{}, &th))
+	s, thread := graphSite(t, notesGraph(t))
 	var out map[string]any
-	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+th.ThreadID+"/runs/wait",
+	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+thread+"/runs/wait",
 		map[string]any{"assistant_id": "notes", "input": map[string]any{"topic": "kites"}}, &out))
 	require.Contains(t, out, "__interrupt__")
 
 	ctx := browser(t)
 	step(t, ctx, "open the graphs", chromedp.Navigate(s.srv.LoginURL(s.url(""))), chromedp.WaitVisible("#graphs", chromedp.ByQuery),
-		follow("#graphs"), follow(`a[data-graph="notes"]`), follow(fmt.Sprintf(`a[data-thread=%q]`, th.ThreadID)),
+		follow("#graphs"), follow(`a[data-graph="notes"]`), follow(fmt.Sprintf(`a[data-thread=%q]`, thread)),
 		waitText(".step-panel .question", "Publish this? A short note on kites."),
 		waitText(".graph-tasks", "ask · waits for input"))
 
-	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+th.ThreadID+"/runs/wait",
+	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+thread+"/runs/wait",
 		map[string]any{"assistant_id": "notes", "command": map[string]any{"resume": "yes"}}, &out))
 	require.Equal(t, "Published: A short note on kites.", out["output"])
 	step(t, ctx, "see the thread finished", chromedp.Reload(),
@@ -96,10 +109,10 @@ func TestBrowserGraphSteps(t *testing.T) {
 	shot(t, ctx, "graph-fork")
 
 	var state struct{ Values note }
-	require.Equal(t, http.StatusOK, s.api("GET", "/langgraph/threads/"+th.ThreadID+"/state", nil, &state))
+	require.Equal(t, http.StatusOK, s.api("GET", "/langgraph/threads/"+thread+"/state", nil, &state))
 	assert.Equal(t, "Not published (no).", state.Values.Output)
 	var history []struct{ Values note }
-	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+th.ThreadID+"/history", map[string]any{"limit": 100}, &history))
+	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+thread+"/history", map[string]any{"limit": 100}, &history))
 	var outputs []string
 	for _, st := range history {
 		if st.Values.Output != "" {
@@ -137,31 +150,21 @@ func splitGraph(t *testing.T) server.Option {
 	g.AddEdge(graph.START, "reviewer")
 	g.AddEdge("drafter", graph.END)
 	g.AddEdge("reviewer", graph.END)
-	saver := checkpoint.NewMemory()
-	compiled, err := g.Compile(graph.WithCheckpointer(saver))
-	require.NoError(t, err)
-	return server.WithGraph(a2a.Graph[split]{Name: "split", Graph: compiled, Saver: saver,
-		In: func(text string) split { return split{Topic: text} }, Out: func(s split) string { return s.Draft }})
+	return serve(t, "split", g, func(text string) split { return split{Topic: text} }, func(s split) string { return s.Draft })
 }
 
 // A person opens the step a superstep of two tasks made and sees, beside what it changed, what
 // each task wrote: the drafter its draft, the reviewer its review, folded for its length until
 // opened.
 func TestBrowserGraphTaskWrites(t *testing.T) {
-	s := &site{t: t, root: t.TempDir(), team: team, opts: []server.Option{splitGraph(t)}}
-	s.start()
-	t.Cleanup(s.stop)
-	var th struct {
-		ThreadID string `json:"thread_id"`
-	}
-	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads", map[string]any{}, &th))
-	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+th.ThreadID+"/runs/wait",
+	s, thread := graphSite(t, splitGraph(t))
+	require.Equal(t, http.StatusOK, s.api("POST", "/langgraph/threads/"+thread+"/runs/wait",
 		map[string]any{"assistant_id": "split", "input": map[string]any{"topic": "kites"}}, nil))
 
 	ctx := browser(t)
 	wrote := `.step-changes .task-writes li[data-task=%q]`
 	step(t, ctx, "open the thread's last step", chromedp.Navigate(s.srv.LoginURL(s.url(""))), chromedp.WaitVisible("#graphs", chromedp.ByQuery),
-		follow("#graphs"), follow(`a[data-graph="split"]`), follow(fmt.Sprintf(`a[data-thread=%q]`, th.ThreadID)),
+		follow("#graphs"), follow(`a[data-graph="split"]`), follow(fmt.Sprintf(`a[data-thread=%q]`, thread)),
 		waitText(".step-panel .diff", "task drafter, reviewer"),
 		waitText(fmt.Sprintf(wrote, "drafter"), "draft: A draft on kites."),
 		waitText(fmt.Sprintf(wrote+" details.fold summary", "reviewer"), longReview[:80]+"…"))
