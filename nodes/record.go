@@ -31,6 +31,22 @@ func (s *Squad) commit(ctx context.Context, ch store.Change, after func()) error
 	})
 }
 
+// logged returns the Seq of the last event of the agent's event log and of the last line of
+// its conversation, the events noted so far committed first.
+func (s *Squad) logged(ctx context.Context) (events, lines int64, err error) {
+	s.flushNotes()
+	last, err := s.store.LastEvent(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	lines = s.conv.lastSeq()
+	ls, err := s.store.Lines(ctx, lines, 0)
+	if len(ls) > 0 {
+		lines = ls[len(ls)-1].Seq
+	}
+	return last.Seq, lines, err
+}
+
 // changed tells the squad's writer that events or lines committed, for the views.
 func (s *Squad) changed(events, lines bool) {
 	if events {
