@@ -15,7 +15,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
-	"github.com/agiraph/agiraph/nodes/workspace"
+	"github.com/agiraph/agiraph/nodes/memory"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 )
@@ -35,23 +35,16 @@ func rememberingCoordinator() *scripted.Model {
 	})
 }
 
-// memoryFiles returns the memory files of home (MEMORY.md and memory/**, hidden ones left out)
-// and their contents.
-func memoryFiles(t *testing.T, home workspace.Home) map[string]string {
+// memoryFiles returns the memory files of m (see memory.Store.List) and their contents.
+func memoryFiles(t *testing.T, m *memory.Store) map[string]string {
 	t.Helper()
+	paths, err := m.List()
+	require.NoError(t, err)
 	out := map[string]string{}
-	if b, err := os.ReadFile(home.Memory()); err == nil {
-		out["MEMORY.md"] = string(b)
+	for _, p := range paths {
+		out[p], err = m.Read(p)
+		require.NoError(t, err)
 	}
-	require.NoError(t, filepath.WalkDir(home.MemoryDir(), func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(home.MemoryDir(), p)
-		out[rel] = string(b)
-		return err
-	}))
 	return out
 }
 
@@ -76,12 +69,12 @@ func TestForkAgentKeepsMemoryAndEventsAsOfTheTick(t *testing.T) {
 	t.Cleanup(stop)
 	r := start(t, s, "paint a sketch")
 	waitFor(t, events, "human.question", func(e eventlog.Event) bool { return e.Type == eventlog.HumanQuestion })
-	atTick := memoryFiles(t, s.Home())
+	atTick := memoryFiles(t, s.Memory())
 	require.NoError(t, r.Answer(bus.Coordinator, "blue"))
 	res, err := r.Wait()
 	require.NoError(t, err)
 	require.Equal(t, "painted", res.Output)
-	after := memoryFiles(t, s.Home())
+	after := memoryFiles(t, s.Memory())
 	require.NotEqual(t, atTick, after, "the run wrote no memory after the tick")
 
 	tick := questionTick(t, s, r.ID())
@@ -100,7 +93,7 @@ func TestForkAgentKeepsMemoryAndEventsAsOfTheTick(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("%s.fork%d", r.ID(), tick), id)
 
 	// The agent forked is as it was.
-	assert.Equal(t, after, memoryFiles(t, s.Home()))
+	assert.Equal(t, after, memoryFiles(t, s.Memory()))
 	again, err := s.Events(0, 0)
 	require.NoError(t, err)
 	assert.Equal(t, eventLines(all), eventLines(again))
@@ -109,7 +102,7 @@ func TestForkAgentKeepsMemoryAndEventsAsOfTheTick(t *testing.T) {
 		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()))
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
-	assert.Equal(t, atTick, memoryFiles(t, f.Home()))
+	assert.Equal(t, atTick, memoryFiles(t, f.Memory()))
 	forked, err := f.Events(0, 0)
 	require.NoError(t, err)
 	assert.Equal(t, eventLines(all[:last]), eventLines(forked))
@@ -128,7 +121,7 @@ func TestForkAgentKeepsMemoryAndEventsAsOfTheTick(t *testing.T) {
 	n2, ok := fres.Board.Node("n2")
 	require.True(t, ok)
 	assert.Equal(t, "Paint the sketch green", n2.Task)
-	assert.Equal(t, after, memoryFiles(t, s.Home()), "the fork wrote the agent's memory")
+	assert.Equal(t, after, memoryFiles(t, s.Memory()), "the fork wrote the agent's memory")
 }
 
 func TestForkAgentRefuses(t *testing.T) {
