@@ -123,10 +123,12 @@ func (s *Squad) copyLogs(ctx context.Context, st store.Store, t tick) ([]memory.
 	const page = 1000
 	for after := int64(0); after < t.Lines; {
 		ls, err := s.store.Lines(ctx, after, page)
-		if err != nil || len(ls) == 0 {
+		if err != nil {
 			return nil, err
 		}
-		ls = slices.DeleteFunc(ls, func(l store.Line) bool { return l.Seq > t.Lines })
+		if ls = slices.DeleteFunc(ls, func(l store.Line) bool { return l.Seq > t.Lines }); len(ls) == 0 {
+			break // the check below tells
+		}
 		after = ls[len(ls)-1].Seq
 		if err := st.Apply(ctx, store.Change{Lines: ls}); err != nil {
 			return nil, err
