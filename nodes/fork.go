@@ -144,7 +144,7 @@ func (s *Squad) endOfTick(ctx context.Context, id string, n int) (graph.Snapshot
 			if hist[i].Values.Board == 0 {
 				return graph.Snapshot[tick]{}, errors.New("the tick was saved without the board's version, by an older version of the squad: it cannot be forked")
 			}
-			return settledTick(hist, i), nil
+			return hist[i], nil
 		}
 	}
 	last := 0
@@ -152,18 +152,6 @@ func (s *Squad) endOfTick(ctx context.Context, id string, n int) (graph.Snapshot
 		last = hist[0].Values.Tick
 	}
 	return graph.Snapshot[tick]{}, fmt.Errorf("no tick %d: the run's last tick is %d", n, last)
-}
-
-// settledTick returns hist[i], the checkpoint at which a tick ended (hist is a thread's
-// history, newest first), with how far the logs were once it was saved: the events and lines
-// decide_next committed with it are after the values it set, and the next checkpoint, of the
-// same tick, has them (see tick.Events). The run's last tick has no next.
-func settledTick(hist []graph.Snapshot[tick], i int) graph.Snapshot[tick] {
-	at := hist[i]
-	if i > 0 && hist[i-1].Values.Tick == at.Values.Tick && hist[i-1].Values.Events >= at.Values.Events {
-		at.Values.Events, at.Values.Lines = hist[i-1].Values.Events, hist[i-1].Values.Lines
-	}
-	return at
 }
 
 // fork makes run c.id, in the store st of the agent at home (the squad's own, or a new
@@ -555,7 +543,7 @@ func (s *Squad) Steps(ctx context.Context, id string) ([]Step, error) {
 	var ends []graph.Snapshot[tick]
 	for i := len(hist) - 1; i >= 0; i-- {
 		if v := hist[i].Values; v.Board > 0 && (len(ends) == 0 || ends[len(ends)-1].Values.Tick < v.Tick) {
-			ends = append(ends, settledTick(hist, i))
+			ends = append(ends, hist[i])
 		}
 	}
 	versions := make([]int64, len(ends))
@@ -571,7 +559,7 @@ func (s *Squad) Steps(ctx context.Context, id string) ([]Step, error) {
 		b := boards[i]
 		st := Step{Tick: e.Values.Tick, Checkpoint: e.Config.CheckpointID, Time: e.CreatedAt, Stage: b.state.Stage,
 			Finished: b.state.Finished, Question: b.state.Question, Output: b.state.Output, Usage: e.Values.Usage,
-			Messages: e.Values.Bus, Events: e.Values.Events, Changed: b.changed}
+			Messages: e.Values.Bus, Changed: b.changed}
 		for _, n := range b.nodes {
 			st.Nodes = append(st.Nodes, *n)
 		}

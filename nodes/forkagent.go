@@ -117,12 +117,49 @@ func (s *Squad) fillAgent(ctx context.Context, t tick, home workspace.Home, fork
 	return m.Rewind(later)
 }
 
+// logPage is how many events or lines a fork into a new agent reads at a time.
+const logPage = 1000
+
+// logCut returns how far the agent's event log and conversation were once tick t ended: past
+// where they were as decide_next ended, up to the last event and line it committed with the
+// tick's checkpoint, which commits after those of others meanwhile (see tick.Events).
+func (s *Squad) logCut(ctx context.Context, t tick) (events, lines int64, err error) {
+	events, lines = t.Events, t.Lines
+	for after := events; t.LastEvent != nil; {
+		evs, err := s.store.Events(ctx, after, logPage)
+		if err != nil || len(evs) == 0 {
+			return events, lines, err
+		}
+		if i := slices.IndexFunc(evs, func(e eventlog.Event) bool { return t.LastEvent.is(e.Time, e.Key) }); i >= 0 {
+			events = evs[i].Seq
+			break
+		}
+		after = evs[len(evs)-1].Seq
+	}
+	for after := lines; t.LastLine != nil; {
+		ls, err := s.store.Lines(ctx, after, logPage)
+		if err != nil || len(ls) == 0 {
+			return events, lines, err
+		}
+		if i := slices.IndexFunc(ls, func(l store.Line) bool { return t.LastLine.is(l.Time, l.Key) }); i >= 0 {
+			lines = ls[i].Seq
+			break
+		}
+		after = ls[len(ls)-1].Seq
+	}
+	return events, lines, nil
+}
+
 // copyLogs copies into st the events and the conversation's lines the squad's store had when
-// tick t ended, numbered as they were, and returns the memory writes logged since, in order.
+// tick t ended (see logCut), numbered as they were, and returns the memory writes logged since,
+// in order.
 func (s *Squad) copyLogs(ctx context.Context, st store.Store, t tick) ([]memory.Write, error) {
-	const page = 1000
+	var err error
+	if t.Events, t.Lines, err = s.logCut(ctx, t); err != nil {
+		return nil, err
+	}
 	for after := int64(0); after < t.Lines; {
-		ls, err := s.store.Lines(ctx, after, page)
+		ls, err := s.store.Lines(ctx, after, logPage)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +173,7 @@ func (s *Squad) copyLogs(ctx context.Context, st store.Store, t tick) ([]memory.
 	}
 	var later []memory.Write
 	for after := int64(0); ; {
-		evs, err := s.store.Events(ctx, after, page)
+		evs, err := s.store.Events(ctx, after, logPage)
 		if err != nil {
 			return nil, err
 		}
