@@ -399,6 +399,7 @@ func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 func (r *run) routeFrontier(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	n.Launches = nil
+	n.Events, n.Lines, n.LastEvent, n.LastLine = 0, 0, nil, nil // the tick's end keeps them
 	if r.isStopped() {
 		return n, nil
 	}
@@ -503,7 +504,6 @@ func (r *run) reconcile(ctx context.Context, st tick) (tick, error) {
 func (r *run) decideNext(ctx context.Context, st tick) (n tick, err error) {
 	n = next(st)
 	n.Tick++
-	n.LastEvent, n.LastLine = nil, nil
 	if err := r.checkBudget(ctx, st.Usage); err != nil {
 		return n, err
 	}
