@@ -125,29 +125,33 @@ const logPage = 1000
 // tick's checkpoint, which commits after those of others meanwhile (see tick.Events).
 func (s *Squad) logCut(ctx context.Context, t tick) (events, lines int64, err error) {
 	events, lines = t.Events, t.Lines
-	for after := events; t.LastEvent != nil; {
-		evs, err := s.store.Events(ctx, after, logPage)
-		if err != nil || len(evs) == 0 {
-			return events, lines, err
-		}
-		if i := slices.IndexFunc(evs, func(e eventlog.Event) bool { return t.LastEvent.is(e.Time, e.Key) }); i >= 0 {
-			events = evs[i].Seq
-			break
-		}
-		after = evs[len(evs)-1].Seq
+	if t.LastEvent != nil {
+		events, err = seqOf(events, func(after int64) ([]eventlog.Event, error) { return s.store.Events(ctx, after, logPage) },
+			func(e eventlog.Event) (int64, bool) { return e.Seq, t.LastEvent.is(e.Time, e.Key) })
 	}
-	for after := lines; t.LastLine != nil; {
-		ls, err := s.store.Lines(ctx, after, logPage)
-		if err != nil || len(ls) == 0 {
-			return events, lines, err
-		}
-		if i := slices.IndexFunc(ls, func(l store.Line) bool { return t.LastLine.is(l.Time, l.Key) }); i >= 0 {
-			lines = ls[i].Seq
-			break
-		}
-		after = ls[len(ls)-1].Seq
+	if t.LastLine != nil && err == nil {
+		lines, err = seqOf(lines, func(after int64) ([]store.Line, error) { return s.store.Lines(ctx, after, logPage) },
+			func(l store.Line) (int64, bool) { return l.Seq, t.LastLine.is(l.Time, l.Key) })
 	}
-	return events, lines, nil
+	return events, lines, err
+}
+
+// seqOf returns the Seq of the first entry after after that mark names (it returns each
+// entry's Seq, and whether it names it), reading them a page at a time; after when none does.
+func seqOf[T any](after int64, page func(after int64) ([]T, error), mark func(T) (int64, bool)) (int64, error) {
+	for from := after; ; {
+		entries, err := page(from)
+		if err != nil || len(entries) == 0 {
+			return after, err
+		}
+		for _, e := range entries {
+			seq, ok := mark(e)
+			if ok {
+				return seq, nil
+			}
+			from = seq
+		}
+	}
 }
 
 // copyLogs copies into st the events and the conversation's lines the squad's store had when
