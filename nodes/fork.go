@@ -72,25 +72,24 @@ func ForkWithNodeTask(id, task string) ForkOption {
 // The attempts in progress at the tick start again, as their nodes' next attempts. Fork returns
 // the new run's handle, as Resume does (ctx bounds it; ErrRunning while a run is in progress);
 // should the answer of ForkWithAnswer not be taken, the fork runs on, waiting for one, and Fork
-// returns its handle with the error.
+// returns its handle with the error. The fork shares the agent's memory and event log as they
+// are (see ForkAgent for a fork that rewinds them too).
 func (s *Squad) Fork(ctx context.Context, id string, n int, opts ...ForkOption) (*Run, error) {
-	var c forkConfig
-	for _, o := range opts {
-		o(&c)
-	}
-	if c.id == "" {
-		c.id = fmt.Sprintf("%s.fork%d", id, n)
-		for i := 2; fileExists(string(s.home.Run(c.id))); i++ {
-			c.id = fmt.Sprintf("%s.fork%d-%d", id, n, i)
-		}
-	}
+	c := newForkConfig(id, n, s.home, opts)
 	if err := workspace.ValidID(c.id); err != nil {
 		return nil, fmt.Errorf("nodes: fork's run id: %w", err)
 	}
 	if cur := s.cur.Load(); cur != nil {
 		return nil, fmt.Errorf("%w: run %s; wait for it to end, or pause it, before forking", ErrRunning, cur.id)
 	}
-	if err := s.fork(ctx, id, n, c); err != nil {
+	err := func() error {
+		at, err := s.endOfTick(ctx, id, n)
+		if err != nil {
+			return err
+		}
+		return s.fork(ctx, id, at, c, s.store, s.home)
+	}()
+	if err != nil {
 		return nil, fmt.Errorf("nodes: fork run %s at tick %d: %w", id, n, err)
 	}
 	h, err := s.begin(ctx, c.id, "")
@@ -105,14 +104,31 @@ func (s *Squad) Fork(ctx context.Context, id string, n int, opts ...ForkOption) 
 	return h, nil
 }
 
-// tickThread returns the tick graph of run id, to read or write its thread.
-func (s *Squad) tickThread(id string) (*graph.Compiled[tick], error) {
-	return (&run{}).tickGraph().Compile(graph.WithCheckpointer(s.saver), graph.WithThread("squad/"+id))
+// newForkConfig returns the configuration opts make of a fork of run id at tick n into home:
+// its id, unless ForkWithRunID gives one, is made of the run's and the tick's, one home has not.
+func newForkConfig(id string, n int, home workspace.Home, opts []ForkOption) forkConfig {
+	var c forkConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.id == "" {
+		c.id = fmt.Sprintf("%s.fork%d", id, n)
+		for i := 2; fileExists(string(home.Run(c.id))); i++ {
+			c.id = fmt.Sprintf("%s.fork%d-%d", id, n, i)
+		}
+	}
+	return c
+}
+
+// tickThread returns the tick graph of run id whose checkpoints saver keeps, to read or write
+// its thread.
+func tickThread(saver checkpoint.Saver, id string) (*graph.Compiled[tick], error) {
+	return (&run{}).tickGraph().Compile(graph.WithCheckpointer(saver), graph.WithThread("squad/"+id))
 }
 
 // endOfTick returns the checkpoint of run id at which tick n ended: the first whose tick is n.
 func (s *Squad) endOfTick(ctx context.Context, id string, n int) (graph.Snapshot[tick], error) {
-	g, err := s.tickThread(id)
+	g, err := tickThread(s.saver, id)
 	if err != nil {
 		return graph.Snapshot[tick]{}, err
 	}
@@ -138,18 +154,15 @@ func (s *Squad) endOfTick(ctx context.Context, id string, n int) (graph.Snapshot
 	return graph.Snapshot[tick]{}, fmt.Errorf("no tick %d: the run's last tick is %d", n, last)
 }
 
-// fork makes run c.id the copy of run id as tick n ended, with c's changes: its documents in
-// the store, its folder, and the checkpoints of its tick and of its coordinator.
-func (s *Squad) fork(ctx context.Context, id string, n int, c forkConfig) error {
-	if fileExists(string(s.home.Run(c.id))) {
+// fork makes run c.id, in the store st of the agent at home (the squad's own, or a new
+// agent's), the copy of run id as the tick whose end is at ended, with c's changes: its
+// documents in the store, its folder, and the checkpoints of its tick and of its coordinator.
+func (s *Squad) fork(ctx context.Context, id string, at graph.Snapshot[tick], c forkConfig, st store.Store, home workspace.Home) error {
+	if fileExists(string(home.Run(c.id))) {
 		return fmt.Errorf("run %s already exists", c.id)
 	}
-	if d, err := s.store.Doc(ctx, runKey(c.id)); err != nil || d.Value != nil {
+	if d, err := st.Doc(ctx, runKey(c.id)); err != nil || d.Value != nil {
 		return errors.Join(err, fmt.Errorf("run %s already exists", c.id))
-	}
-	at, err := s.endOfTick(ctx, id, n)
-	if err != nil {
-		return err
 	}
 	boards, err := s.boardsAt(ctx, id, []int64{at.Values.Board})
 	if err != nil {
@@ -172,20 +185,20 @@ func (s *Squad) fork(ctx context.Context, id string, n int, c forkConfig) error 
 	}
 	// The checkpoints first, then the folder (beside the run's place), the store, and the folder
 	// in its place: a fork cut short leaves no run that would resume without its checkpoints.
-	if err := copyThread(ctx, s.saver, id+".coordinator", c.id+".coordinator", at.Config.CheckpointID); err != nil {
+	if err := copyThread(ctx, s.saver, st.Saver(), id+".coordinator", c.id+".coordinator", at.Config.CheckpointID); err != nil {
 		return fmt.Errorf("the coordinator's conversation: %w", err)
 	}
-	g, err := s.tickThread(c.id)
+	g, err := tickThread(st.Saver(), c.id)
 	if err != nil {
 		return err
 	}
-	st := at.Values
-	st.Full, st.Launch, st.Launches, st.Done, st.Nudged = true, nil, nil, nil, false
+	t := at.Values
+	t.Full, t.Launch, t.Launches, t.Done, t.Nudged = true, nil, nil, nil, false
 	// Saved as intake's update: its edge leads where decide_next's does, to route_frontier.
-	if _, err := g.UpdateState(ctx, st, intakeNode); err != nil {
+	if _, err := g.UpdateState(ctx, t, intakeNode); err != nil {
 		return err
 	}
-	dir := s.home.Run(c.id)
+	dir := home.Run(c.id)
 	tmp := filepath.Join(filepath.Dir(string(dir)), "."+c.id+".fork")
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
@@ -193,7 +206,7 @@ func (s *Squad) fork(ctx context.Context, id string, n int, c forkConfig) error 
 	if err := b.copyFolder(s.home.Run(id), tmp); err != nil {
 		return errors.Join(err, os.RemoveAll(tmp))
 	}
-	if err := s.store.Apply(ctx, ch); err != nil {
+	if err := st.Apply(ctx, ch); err != nil {
 		return errors.Join(err, os.RemoveAll(tmp))
 	}
 	return os.Rename(tmp, string(dir))
@@ -382,15 +395,22 @@ func (b *forkBoard) copyFolder(from workspace.Run, to string) error {
 	for _, w := range b.workers {
 		workers[w.ID] = true
 	}
-	return filepath.WalkDir(string(from), func(path string, d fs.DirEntry, err error) error {
+	return copyTree(string(from), to, func(rel string) bool { return b.keeps(from, rel, done, workers) })
+}
+
+// copyTree copies the folder from to the folder to: its folders, regular files and symbolic
+// links whose path relative to from (slash-separated) keep reports true, and in a folder kept,
+// what it keeps of it.
+func copyTree(from, to string, keep func(rel string) bool) error {
+	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(string(from), path)
+		rel, err := filepath.Rel(from, path)
 		if err != nil {
 			return err
 		}
-		if !b.keeps(from, filepath.ToSlash(rel), done, workers) {
+		if !keep(filepath.ToSlash(rel)) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -447,19 +467,19 @@ func (b *forkBoard) keeps(from workspace.Run, rel string, done map[string]*Node,
 	return true
 }
 
-// copyThread copies the checkpoints of thread from made before the checkpoint before (a
+// copyThread copies the checkpoints of thread from, in src, made before the checkpoint before (a
 // checkpoint of another thread: ids order checkpoints as they were made), with their writes,
-// into thread to. The writes of the last one that may have come after it — an answer to a
+// into thread to, in dst. The writes of the last one that may have come after it — an answer to a
 // task's interrupt, an input, the update of a task that had paused — stay behind, as do the
 // effects, which the store has applied.
-func copyThread(ctx context.Context, saver checkpoint.Saver, from, to, before string) error {
-	tuples, err := saver.List(ctx, checkpoint.Config{ThreadID: from}, checkpoint.ListOptions{Before: before})
+func copyThread(ctx context.Context, src, dst checkpoint.Saver, from, to, before string) error {
+	tuples, err := src.List(ctx, checkpoint.Config{ThreadID: from}, checkpoint.ListOptions{Before: before})
 	if err != nil {
 		return err
 	}
 	for i := len(tuples) - 1; i >= 0; i-- {
 		t := tuples[i]
-		cfg, err := saver.Put(ctx, checkpoint.Config{ThreadID: to}, t.Checkpoint)
+		cfg, err := dst.Put(ctx, checkpoint.Config{ThreadID: to}, t.Checkpoint)
 		if err != nil {
 			return err
 		}
@@ -477,7 +497,7 @@ func copyThread(ctx context.Context, saver checkpoint.Saver, from, to, before st
 			}
 		}
 		if len(writes) > 0 {
-			if err := saver.PutWrites(ctx, cfg, writes); err != nil {
+			if err := dst.PutWrites(ctx, cfg, writes); err != nil {
 				return err
 			}
 		}
@@ -499,9 +519,12 @@ type Step struct {
 	Output   string          `json:"output,omitempty"`
 	Usage    providers.Usage `json:"usage"`
 	// Messages counts the records of the run's bus (messages sent, read, participants joined).
-	Messages int      `json:"messages"`
-	Nodes    []Node   `json:"nodes"`
-	Workers  []Worker `json:"workers"`
+	Messages int `json:"messages"`
+	// Events is the Seq of the agent's last event when the tick ended (0 for a tick saved
+	// before the squad recorded it): a fork into a new agent keeps the events up to it.
+	Events  int64    `json:"events,omitempty"`
+	Nodes   []Node   `json:"nodes"`
+	Workers []Worker `json:"workers"`
 	// Changed lists the nodes and workers changed during the tick (all of them at the first).
 	Changed []string `json:"changed,omitempty"`
 }
@@ -509,7 +532,7 @@ type Step struct {
 // Steps returns the steps of run id, one a tick, in order: the state of the run, its board and
 // what changed in it, as each tick ended. A run started before the squad recorded them has none.
 func (s *Squad) Steps(ctx context.Context, id string) ([]Step, error) {
-	g, err := s.tickThread(id)
+	g, err := tickThread(s.saver, id)
 	if err != nil {
 		return nil, err
 	}

@@ -19,25 +19,26 @@ import (
 
 // colourCoordinator has a sketch drafted (n1), then asks the human for a colour, has the sketch
 // painted in it (n2), and finishes with "colour: <answer>".
-func colourCoordinator() *scripted.Model {
-	return scripted.NewFunc("colours", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
-		calls := scCalled(req)
-		text, results := scripted.Last(req)
-		answers := scResults(req, "ask_human")
-		switch {
-		case calls["create_work_node"] == 0:
-			return scTurn(req, scripted.Call("create_work_node", map[string]string{"task": "Draft the sketch."})), nil
-		case len(answers) > 0 && calls["create_work_node"] == 1:
-			return scTurn(req, scripted.Call("create_work_node", map[string]string{"task": "Paint the sketch " + strings.TrimPrefix(answers[0].Content, "The human answered: ")})), nil
-		case len(results) > 0:
-			return scTurn(req, scripted.Call("wait", map[string]string{})), nil
-		case strings.Contains(text, "Node n1") && calls["ask_human"] == 0:
-			return scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Which colour?"})), nil
-		case strings.Contains(text, "Node n2"):
-			return scTurn(req, scripted.Call("finish", map[string]string{"output": "colour: " + strings.TrimPrefix(answers[0].Content, "The human answered: ")})), nil
-		}
+func colourCoordinator() *scripted.Model { return scripted.NewFunc("colours", colourTurn) }
+
+// colourTurn is colourCoordinator's turn.
+func colourTurn(_ context.Context, req providers.Request) (scripted.Turn, error) {
+	calls := scCalled(req)
+	text, results := scripted.Last(req)
+	answers := scResults(req, "ask_human")
+	switch {
+	case calls["create_work_node"] == 0:
+		return scTurn(req, scripted.Call("create_work_node", map[string]string{"task": "Draft the sketch."})), nil
+	case len(answers) > 0 && calls["create_work_node"] == 1:
+		return scTurn(req, scripted.Call("create_work_node", map[string]string{"task": "Paint the sketch " + strings.TrimPrefix(answers[0].Content, "The human answered: ")})), nil
+	case len(results) > 0:
 		return scTurn(req, scripted.Call("wait", map[string]string{})), nil
-	})
+	case strings.Contains(text, "Node n1") && calls["ask_human"] == 0:
+		return scTurn(req, scripted.Call("ask_human", map[string]string{"question": "Which colour?"})), nil
+	case strings.Contains(text, "Node n2"):
+		return scTurn(req, scripted.Call("finish", map[string]string{"output": "colour: " + strings.TrimPrefix(answers[0].Content, "The human answered: ")})), nil
+	}
+	return scTurn(req, scripted.Call("wait", map[string]string{})), nil
 }
 
 // taskWorker writes its task's line about the sketch into its node's scratch/work.md and publishes it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -22,6 +23,9 @@ func (s *Squad) commit(ctx context.Context, ch store.Change, after func()) error
 	for i := range ch.Events {
 		s.stamp(&ch.Events[i])
 	}
+	if m, ok := ctx.Value(stepMarksKey{}).(*stepMarks); ok {
+		m.note(ch)
+	}
 	events, lines := len(ch.Events) > 0, len(ch.Lines) > 0
 	return store.Commit(ctx, s.store, ch, func() {
 		if after != nil {
@@ -29,6 +33,67 @@ func (s *Squad) commit(ctx context.Context, ch store.Change, after func()) error
 		}
 		s.changed(events, lines)
 	})
+}
+
+// logged returns the Seq of the last event of the agent's event log and of the last line of
+// its conversation, the events noted so far committed first.
+func (s *Squad) logged(ctx context.Context) (events, lines int64, err error) {
+	s.flushNotes()
+	last, err := s.store.LastEvent(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	lines = s.conv.lastSeq()
+	ls, err := s.store.Lines(ctx, lines, 0)
+	if len(ls) > 0 {
+		lines = ls[len(ls)-1].Seq
+	}
+	return last.Seq, lines, err
+}
+
+// logMark names an event or a line of the conversation by its time and key, to find it among
+// those after a Seq (see logCut).
+type logMark struct {
+	Time time.Time `json:"time"`
+	Key  string    `json:"key,omitempty"`
+}
+
+// is reports whether m names an entry of that time and key.
+func (m *logMark) is(t time.Time, key string) bool { return m.Time.Equal(t) && m.Key == key }
+
+// stepMarks keeps the marks of the last event and line committed with a step (see
+// withStepMarks).
+type stepMarks struct {
+	mu          sync.Mutex
+	event, line *logMark
+}
+
+type stepMarksKey struct{}
+
+// withStepMarks returns ctx, for a step, with the marks Squad.commit keeps of what it commits
+// with ctx (or one derived from it).
+func withStepMarks(ctx context.Context) (context.Context, *stepMarks) {
+	m := new(stepMarks)
+	return context.WithValue(ctx, stepMarksKey{}, m), m
+}
+
+// note marks the last event and line of ch.
+func (m *stepMarks) note(ch store.Change) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := len(ch.Events); n > 0 {
+		m.event = &logMark{Time: ch.Events[n-1].Time, Key: ch.Events[n-1].Key}
+	}
+	if n := len(ch.Lines); n > 0 {
+		m.line = &logMark{Time: ch.Lines[n-1].Time, Key: ch.Lines[n-1].Key}
+	}
+}
+
+// last returns the marks of the last event and line noted, nil where there was none.
+func (m *stepMarks) last() (event, line *logMark) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.event, m.line
 }
 
 // changed tells the squad's writer that events or lines committed, for the views.

@@ -45,8 +45,15 @@ type tick struct {
 	Launch *launch `json:"launch,omitempty"`
 	// Board and Bus say how far the run's board (its version: see board.at) and its bus (the
 	// records it kept) were when decide_next ended the tick: what a fork from the tick keeps.
-	Board int64 `json:"board,omitempty"`
-	Bus   int   `json:"bus,omitempty"`
+	// Events and Lines say how far the agent's event log and its conversation with the human
+	// were (their last Seq) when decide_next ended the tick, before what it committed itself,
+	// with the tick's checkpoint: the last of which LastEvent and LastLine name (see logCut).
+	Board     int64    `json:"board,omitempty"`
+	Bus       int      `json:"bus,omitempty"`
+	Events    int64    `json:"events,omitempty"`
+	Lines     int64    `json:"lines,omitempty"`
+	LastEvent *logMark `json:"last_event,omitempty"`
+	LastLine  *logMark `json:"last_line,omitempty"`
 }
 
 // launch is an assignment route_frontier decided to start.
@@ -392,6 +399,7 @@ func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 func (r *run) routeFrontier(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
 	n.Launches = nil
+	n.Events, n.Lines, n.LastEvent, n.LastLine = 0, 0, nil, nil // the tick's end keeps them
 	if r.isStopped() {
 		return n, nil
 	}
@@ -499,9 +507,15 @@ func (r *run) decideNext(ctx context.Context, st tick) (n tick, err error) {
 	if err := r.checkBudget(ctx, st.Usage); err != nil {
 		return n, err
 	}
+	ctx, marks := withStepMarks(ctx)
 	defer func() {
 		n.Done = append(n.Done, r.pool.drain()...) // for route_frontier to apply
 		n.Board, n.Bus = r.board.at(), r.journal.kept()
+		var lerr error
+		if n.Events, n.Lines, lerr = r.s.logged(ctx); err == nil {
+			err = lerr
+		}
+		n.LastEvent, n.LastLine = marks.last()
 	}()
 	takeUp := r.takeUp
 	r.takeUp = false

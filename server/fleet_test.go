@@ -288,6 +288,9 @@ func TestReplicasServeOneFleet(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.do("GET", "/agents/alpha/board", nil, &board))
 	assert.NotEmpty(t, board["nodes"])
 	assert.NotEmpty(t, done.Output)
+	// A fork into a new agent is refused, saying why: the fleet's store is not in a folder.
+	msg := b.errorOf("POST", "/agents/alpha/runs/"+done.Run+"/fork", map[string]any{"tick": 1, "agent": "alpha-2"}, http.StatusBadRequest)
+	assert.Contains(t, msg, "PostgreSQL")
 
 	// A run started through B, once A has let the agent go (a run is "completed" a moment before
 	// its replica closes its squad and ends the lease), runs in B alone, and its output is the

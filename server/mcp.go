@@ -91,6 +91,7 @@ type (
 		CoordinatorModel string `json:"coordinator_model,omitempty" jsonschema:"another model for the coordinator"`
 		WorkerModel      string `json:"worker_model,omitempty" jsonschema:"another model for the workers (or the one worker names)"`
 		Worker           string `json:"worker,omitempty" jsonschema:"the worker worker_model is for (default: every worker)"`
+		NewAgent         string `json:"new_agent,omitempty" jsonschema:"the id of a new agent to fork into, with the memory, event log and conversation as they were at the tick (default: fork in the agent itself)"`
 	}
 	mcpFile struct {
 		Agent string `json:"agent" jsonschema:"the agent's id"`
@@ -201,10 +202,10 @@ func (s *Server) mcpHandler() http.Handler {
 			}
 			return http.MethodGet, p, nil
 		})
-	mcpTool(s, srv, "fork_run", "Start a new run from a tick of a run, keeping what it had then, with another answer or model.",
+	mcpTool(s, srv, "fork_run", "Start a new run from a tick of a run, keeping what it had then, with another answer or model; with new_agent, in a new agent.",
 		func(in mcpFork) (string, string, any) {
 			body := map[string]any{"tick": in.Tick}
-			for k, v := range omitEmpty(map[string]string{"answer": in.Answer, "coordinator_model": in.CoordinatorModel, "worker_model": in.WorkerModel, "worker": in.Worker}) {
+			for k, v := range omitEmpty(map[string]string{"answer": in.Answer, "coordinator_model": in.CoordinatorModel, "worker_model": in.WorkerModel, "worker": in.Worker, "agent": in.NewAgent}) {
 				body[k] = v
 			}
 			return http.MethodPost, agent(in.Agent) + "/runs/" + url.PathEscape(in.Run) + "/fork", body

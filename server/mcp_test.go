@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +54,7 @@ func TestSquadOverMCP(t *testing.T) {
 		return scripted.Turn{Calls: []tools.Call{scripted.Call("ask_human", map[string]string{"question": "Which market?"})}}, nil
 	})
 	team := func(id string) []nodes.Option {
-		if id != "asker" {
+		if !strings.HasPrefix(id, "asker") {
 			return demoTeam(id)
 		}
 		return []nodes.Option{
@@ -175,6 +176,12 @@ func TestSquadOverMCP(t *testing.T) {
 	forked := c.await("asker", host.StatusComplete)
 	assert.NotEqual(t, asked.Run, forked.Run)
 	assert.Contains(t, forked.Output, "the Asian one")
+	// And into a new agent.
+	text, isErr = mcpCall(t, cs, "fork_run", map[string]any{"agent": "asker", "run": asked.Run, "tick": 1, "answer": "the African one", "new_agent": "asker-2"})
+	require.False(t, isErr, text)
+	other := c.await("asker-2", host.StatusComplete)
+	assert.Contains(t, other.Output, "the African one")
+	assert.Equal(t, forked.Output, c.await("asker", host.StatusComplete).Output, "the agent forked changed")
 
 	// A new run, started and followed over MCP.
 	text, isErr = mcpCall(t, cs, "start_run", map[string]any{"agent": "tea", "goal": "the future of tea"})

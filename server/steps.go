@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/server/host"
 )
 
@@ -152,7 +154,8 @@ func byID(xs []any) (map[string]map[string]any, error) {
 	return out, nil
 }
 
-// handleFork starts a new run from a tick of one of the agent's runs (see host.Agent.Fork).
+// handleFork starts a new run from a tick of one of the agent's runs (see host.Agent.Fork), or,
+// with "agent", a new agent holding it (host.Agent.ForkAgent).
 func (s *Server) handleFork(w http.ResponseWriter, r *http.Request, a *host.Agent) {
 	var req struct {
 		Tick             int    `json:"tick"`
@@ -166,6 +169,8 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request, a *host.Agen
 			Node string `json:"node"`
 			Task string `json:"task"`
 		} `json:"node_spec"`
+		// Agent, when set, is the id of a new agent the fork is made into (see host.Agent.ForkAgent).
+		Agent string `json:"agent"`
 	}
 	if !s.decode(w, r, &req, false) {
 		return
@@ -189,6 +194,19 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request, a *host.Agen
 			return
 		}
 		opts = append(opts, nodes.ForkWithNodeTask(req.NodeSpec.Node, req.NodeSpec.Task))
+	}
+	if req.Agent != "" {
+		if err := workspace.ValidID(req.Agent); err != nil {
+			writeError(w, http.StatusBadRequest, "bad field \"agent\": %s", strings.TrimPrefix(err.Error(), "workspace: "))
+			return
+		}
+		started, err := a.ForkAgent(r.Context(), r.PathValue("run"), req.Tick, req.Agent, req.Answer, opts...)
+		if err != nil {
+			hostError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, started)
+		return
 	}
 	started, err := a.Fork(r.Context(), r.PathValue("run"), req.Tick, req.Answer, opts...)
 	if err != nil {

@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/server/host"
@@ -103,4 +106,72 @@ func TestStepsAndFork(t *testing.T) {
 	var again stepList
 	require.Equal(t, http.StatusOK, c.do("GET", "/agents/asker/runs/"+run+"/steps", nil, &again))
 	assert.Equal(t, list, again, "the run forked changed")
+}
+
+// A fork into a new agent makes an agent listed beside the first, whose run, from the tick
+// where the question was pending, goes on with another answer; its conversation, event log and
+// daily log have what the first agent had then, and nothing of the answer given later.
+func TestForkIntoANewAgent(t *testing.T) {
+	root := t.TempDir()
+	c := start(t, root, askingTeam)
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "asker", "goal": "Study a market."}, nil))
+	c.await("asker", host.StatusWaiting)
+	require.Equal(t, http.StatusOK, c.do("POST", "/agents/asker/respond", map[string]string{"response": "the European one"}, nil))
+	run := c.await("asker", host.StatusComplete).Run
+	asked := askedTick(t, c, "asker", run)
+
+	c.errorOf("POST", "/agents/asker/runs/"+run+"/fork", map[string]any{"tick": asked, "agent": "../x"}, http.StatusBadRequest)
+	c.errorOf("POST", "/agents/asker/runs/"+run+"/fork", map[string]any{"tick": asked, "agent": "asker"}, http.StatusConflict)
+
+	var forked host.Summary
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents/asker/runs/"+run+"/fork", map[string]any{"tick": asked, "answer": "the Asian one", "agent": "asker-2"}, &forked))
+	assert.Equal(t, "asker-2", forked.ID)
+	var list struct{ Agents []host.Summary }
+	require.Equal(t, http.StatusOK, c.do("GET", "/agents", nil, &list))
+	assert.Len(t, list.Agents, 2)
+	done := c.await("asker-2", host.StatusComplete)
+	assert.Equal(t, forked.Run, done.Run)
+	assert.Equal(t, "Looked at: The human answered: the Asian one", done.Output)
+
+	var conv struct {
+		Entries []struct{ Content string } `json:"entries"`
+	}
+	require.Equal(t, http.StatusOK, c.do("GET", "/agents/asker-2/conversation", nil, &conv))
+	var said []string
+	for _, e := range conv.Entries {
+		said = append(said, e.Content)
+	}
+	assert.Contains(t, said, "Which market?")
+	assert.Contains(t, said, "the Asian one")
+	assert.NotContains(t, said, "the European one")
+	var evs struct{ Events []eventlog.Event }
+	require.Equal(t, http.StatusOK, c.do("GET", "/agents/asker-2/events", nil, &evs))
+	require.NotEmpty(t, evs.Events)
+	assert.Equal(t, int64(1), evs.Events[0].Seq)
+	for _, e := range evs.Events {
+		assert.NotContains(t, e.Text+string(e.Data), "European", "event %d", e.Seq)
+	}
+	logs, err := filepath.Glob(filepath.Join(root, "agents", "asker-2", "memory", "2*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, logs)
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "European")
+		assert.Contains(t, string(b), run+" started")
+	}
+}
+
+// askedTick returns the tick of agent's run at which the coordinator's question was pending.
+func askedTick(t *testing.T, c *api, agent, run string) int {
+	t.Helper()
+	var list stepList
+	require.Equal(t, http.StatusOK, c.do("GET", "/agents/"+agent+"/runs/"+run+"/steps", nil, &list))
+	for _, st := range list.Steps {
+		if st.Question != "" {
+			return st.Tick
+		}
+	}
+	t.Fatalf("no step of run %s had a question pending: %+v", run, list.Steps)
+	return 0
 }

@@ -63,11 +63,10 @@ func (s *Store) log(by, entry string, once bool) error {
 				}
 			}
 		}
-		n, err := appendFile(root, name, line)
-		if err != nil {
+		if w, err = appendFile(root, name, line); err != nil {
 			return fmt.Errorf("memory: log to %s: %v", name, files.Cause(err))
 		}
-		w = Write{Path: name, Bytes: n, Append: true, By: by}
+		w.Path, w.By = name, by
 		return nil
 	}()
 	if err != nil || w.Path == "" {

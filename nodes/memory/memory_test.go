@@ -489,10 +489,10 @@ func TestObserver(t *testing.T) {
 	}
 	_ = s.Write("w2", "../x.md", "no", true) // refused: not observed
 	want := []memory.Write{
-		{Path: "knowledge/go.md", Bytes: 6, Append: false, By: "tester"},
-		{Path: "index.md", Bytes: len("- knowledge/go.md: Go\n"), Append: true, By: "tester"},
-		{Path: "MEMORY.md", Bytes: len("essentials\n"), Append: true, By: "w2"},
-		{Path: "2026-02-11.md", Bytes: len("- 10:00 coord: did things\n"), Append: true, By: "coord"},
+		{Path: "knowledge/go.md", Bytes: 6, Append: false, By: "tester", Created: true},
+		{Path: "index.md", Bytes: len("- knowledge/go.md: Go\n"), Append: true, By: "tester", Text: "- knowledge/go.md: Go\n"},
+		{Path: "MEMORY.md", Bytes: len("essentials\n"), Append: true, By: "w2", Text: "essentials\n", Created: true},
+		{Path: "2026-02-11.md", Bytes: len("- 10:00 coord: did things\n"), Append: true, By: "coord", Text: "- 10:00 coord: did things\n", Created: true},
 	}
 	mu.Lock()
 	defer mu.Unlock()

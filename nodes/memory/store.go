@@ -98,6 +98,13 @@ type Write struct {
 	Append bool
 	// By is who wrote (an agent or worker id, as given to the store).
 	By string
+	// Text is, for an append, the text appended (Bytes of it, with the newlines added).
+	Text string `json:",omitempty"`
+	// Before is, for a replacement, the content replaced; nil when the file was new. With
+	// Text and Created, it lets [Store.Rewind] undo the write.
+	Before *string `json:",omitempty"`
+	// Created says the write made the file.
+	Created bool `json:",omitempty"`
 }
 
 // Store is an agent's memory: MEMORY.md (curated long-term memory) and memory/ (daily logs
@@ -250,19 +257,20 @@ func (s *Store) write(by, path, content string, append bool) ([]Write, error) {
 				return fmt.Errorf("memory: write %s: create its folder: %v", t.rel, files.Cause(err))
 			}
 		}
-		var n int
+		var w Write
 		if append {
 			if strings.TrimSpace(content) == "" {
 				return fmt.Errorf("memory: write %s: nothing to append: content is empty", t.rel)
 			}
-			n, err = appendFile(root, t.real, content)
+			w, err = appendFile(root, t.real, content)
 		} else {
-			n, err = replaceFile(root, t.real, content)
+			w, err = replaceFile(root, t.real, content)
 		}
 		if err != nil {
 			return fmt.Errorf("memory: write %s: %v", t.rel, files.Cause(err))
 		}
-		writes = []Write{{Path: t.rel, Bytes: n, Append: append, By: by}}
+		w.Path, w.By = t.rel, by
+		writes = []Write{w}
 		if w, ok, err := s.indexLocked(root, t, content, by); err != nil {
 			return err
 		} else if ok {
@@ -312,24 +320,27 @@ func (s *Store) notify(writes []Write) {
 	}
 }
 
-// appendFile appends content to name in one write, on a new line and ending with one.
-func appendFile(root *os.Root, name, content string) (int, error) {
+// appendFile appends content to name in one write, on a new line and ending with one, and
+// returns the write made (but its path and writer).
+func appendFile(root *os.Root, name, content string) (Write, error) {
 	if !strings.HasSuffix(content, "\n") {
 		content += "\n"
 	}
-	if st, err := root.Stat(name); err == nil && st.Size() > 0 {
+	st, err := root.Stat(name)
+	created := err != nil
+	if err == nil && st.Size() > 0 {
 		if !st.Mode().IsRegular() {
-			return 0, errors.New("not a regular file")
+			return Write{}, errors.New("not a regular file")
 		}
 		f, err := root.Open(name)
 		if err != nil {
-			return 0, err
+			return Write{}, err
 		}
 		last := make([]byte, 1)
 		_, err = f.ReadAt(last, st.Size()-1)
 		_ = f.Close() // read only
 		if err != nil {
-			return 0, err
+			return Write{}, err
 		}
 		if last[0] != '\n' {
 			content = "\n" + content
@@ -337,24 +348,31 @@ func appendFile(root *os.Root, name, content string) (int, error) {
 	}
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
 	if err != nil {
-		return 0, err
+		return Write{}, err
 	}
 	n, err := f.WriteString(content)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return n, err
+	return Write{Bytes: n, Append: true, Text: content[:n], Created: created}, err
 }
 
 // replaceFile replaces name's content atomically: a temporary file in the same folder,
-// synced and renamed over name.
-func replaceFile(root *os.Root, name, content string) (n int, err error) {
+// synced and renamed over name. It returns the write made (but its path and writer).
+func replaceFile(root *os.Root, name, content string) (w Write, err error) {
 	perm := fs.FileMode(filePerm)
 	if st, err := root.Stat(name); err == nil {
 		if !st.Mode().IsRegular() {
-			return 0, errors.New("not a regular file")
+			return Write{}, errors.New("not a regular file")
 		}
 		perm = st.Mode().Perm()
+		before, err := osfile.ReadIn(root, name)
+		if err != nil {
+			return Write{}, err
+		}
+		w.Before = new(string(before))
+	} else {
+		w.Created = true
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
@@ -362,7 +380,7 @@ func replaceFile(root *os.Root, name, content string) (n int, err error) {
 	tmp := filepath.FromSlash(dir + "." + base + ".tmp-" + hex.EncodeToString(rnd[:]))
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
-		return 0, err
+		return Write{}, err
 	}
 	defer func() {
 		if err != nil {
@@ -370,19 +388,19 @@ func replaceFile(root *os.Root, name, content string) (n int, err error) {
 			_ = root.Remove(tmp)
 		}
 	}()
-	if n, err = f.WriteString(content); err != nil {
-		return 0, err
+	if w.Bytes, err = f.WriteString(content); err != nil {
+		return Write{}, err
 	}
 	if err = f.Sync(); err != nil {
-		return 0, err
+		return Write{}, err
 	}
 	if err = f.Close(); err != nil {
-		return 0, err
+		return Write{}, err
 	}
 	if err = root.Rename(tmp, name); err != nil {
-		return 0, err
+		return Write{}, err
 	}
-	return n, nil
+	return w, nil
 }
 
 // indexLocked appends a line for t to index.md if t is a file the index should list and
@@ -402,11 +420,12 @@ func (s *Store) indexLocked(root *os.Root, t target, content, by string) (Write,
 	if title := firstTitle(content); title != "" {
 		line += ": " + title
 	}
-	n, err := appendFile(root, IndexFile, line)
+	w, err := appendFile(root, IndexFile, line)
 	if err != nil {
 		return Write{}, false, fmt.Errorf("memory: wrote %s but could not add it to %s: %v", t.rel, IndexFile, files.Cause(err))
 	}
-	return Write{Path: IndexFile, Bytes: n, Append: true, By: by}, true, nil
+	w.Path, w.By = IndexFile, by
+	return w, true, nil
 }
 
 // mentions reports whether text contains p as a whole path: not as part of a longer one.

@@ -112,24 +112,17 @@ func (a *Agent) SetBudget(ctx context.Context, id string, b nodes.Budget) (strin
 // tick. [ErrNotFound] when the agent has no run from, or the run no tick n; [ErrInvalid] for an
 // answer where no question was pending.
 func (a *Agent) Fork(ctx context.Context, from string, n int, answer string, opts ...nodes.ForkOption) (Summary, error) {
-	steps, err := a.Steps(ctx, from)
-	if err != nil {
+	if err := a.checkFork(ctx, from, n, answer); err != nil {
 		return Summary{}, err
-	}
-	i := slices.IndexFunc(steps, func(s nodes.Step) bool { return s.Tick == n })
-	switch {
-	case i < 0:
-		return Summary{}, mark(ErrNotFound, fmt.Errorf("agent %q: run %q has no tick %d (it has %d)", a.id, from, n, len(steps)))
-	case answer != "" && steps[i].Question == "":
-		return Summary{}, mark(ErrInvalid, fmt.Errorf("agent %q: run %q: the coordinator had asked nothing at tick %d; fork at a tick where a question was pending", a.id, from, n))
-	case answer != "":
-		opts = append(opts, nodes.ForkWithAnswer(answer))
 	}
 	id, err := a.newRunID()
 	if err != nil {
 		return Summary{}, err
 	}
 	opts = append(opts, nodes.ForkWithRunID(id))
+	if answer != "" {
+		opts = append(opts, nodes.ForkWithAnswer(answer))
+	}
 	started, err := a.host.startWith(a, "", id, false, func(ctx context.Context, sq *nodes.Squad) (*nodes.Run, error) {
 		return sq.Fork(ctx, from, n, opts...)
 	})
@@ -137,6 +130,65 @@ func (a *Agent) Fork(ctx context.Context, from string, n int, answer string, opt
 		return Summary{}, fmt.Errorf("agent %q: %w", a.id, err)
 	}
 	return a.describe(started, true), nil
+}
+
+// ForkAgent makes a new agent, id (a new id when empty), of the agent's goal, model, mode,
+// tools, approval policy and budget, holding a fork of the agent's run from at tick n (see
+// nodes.Squad.ForkAgent: the event log, the conversation and the memory as they were then), and
+// starts the fork's run there in the background, as Create starts an agent's first run; answer,
+// when not "", answers the coordinator's question pending at the tick. It returns the new
+// agent's summary. Errors are Fork's and Create's; [ErrBusy] while the agent has a run in
+// progress, and [ErrInvalid] in a fleet, whose agents keep their store in its database, from
+// which no new agent's home is made.
+func (a *Agent) ForkAgent(ctx context.Context, from string, n int, id, answer string, opts ...nodes.ForkOption) (Summary, error) {
+	if a.host.fleet != nil {
+		return Summary{}, mark(ErrInvalid, fmt.Errorf("agent %q: a fleet's agents keep their store in its PostgreSQL database, not in their folder, and a new agent's folder cannot be made of it: fork in the agent itself (leave \"agent\" out)", a.id))
+	}
+	if err := a.checkFork(ctx, from, n, answer); err != nil {
+		return Summary{}, err
+	}
+	a.mu.Lock()
+	c := meta{ID: id, Goal: a.meta.Goal, Model: a.meta.Model, Mode: a.meta.Mode, Tools: a.meta.Tools, Approvals: a.meta.Approvals, Budget: a.meta.Budget}
+	a.mu.Unlock()
+	return a.host.create(c, func(b *Agent) (launch, error) {
+		sq, err := a.acquire()
+		if err != nil {
+			return nil, err
+		}
+		defer a.release()
+		run := b.meta.Run // b is not set up yet: no one else reads it
+		if _, err := sq.ForkAgent(ctx, from, n, string(b.home), slices.Concat(opts, []nodes.ForkOption{nodes.ForkWithRunID(run)})...); err != nil {
+			if errors.Is(err, nodes.ErrRunning) {
+				err = mark(ErrBusy, err)
+			}
+			return nil, err
+		}
+		return func(ctx context.Context, sq *nodes.Squad) (*nodes.Run, error) {
+			h, err := sq.Resume(ctx, run)
+			if err == nil && answer != "" {
+				err = h.Answer(bus.Coordinator, answer)
+			}
+			return h, err
+		}, nil
+	})
+}
+
+// checkFork returns why the agent's run from cannot be forked at tick n with answer, if it
+// cannot: [ErrNotFound] when it has no tick n, [ErrInvalid] for an answer where no question was
+// pending.
+func (a *Agent) checkFork(ctx context.Context, from string, n int, answer string) error {
+	steps, err := a.Steps(ctx, from)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(steps, func(s nodes.Step) bool { return s.Tick == n })
+	switch {
+	case i < 0:
+		return mark(ErrNotFound, fmt.Errorf("agent %q: run %q has no tick %d (it has %d)", a.id, from, n, len(steps)))
+	case answer != "" && steps[i].Question == "":
+		return mark(ErrInvalid, fmt.Errorf("agent %q: run %q: the coordinator had asked nothing at tick %d; fork at a tick where a question was pending", a.id, from, n))
+	}
+	return nil
 }
 
 // Steps returns the steps of the agent's run id, one a tick (see nodes.Squad.Steps), opening

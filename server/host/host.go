@@ -1055,7 +1055,14 @@ func (h *Host) Create(id, goal, model string, mode nodes.Mode, opts ...CreateOpt
 	for _, o := range opts {
 		o(&c)
 	}
-	if err := checkNew(id, goal, mode, c.Tools); err != nil {
+	return h.create(c, nil)
+}
+
+// create is Create, of the agent c describes. With fork set, the agent's folder is the one fork
+// makes (returning the launch that begins the run of its meta), and its first run is that one.
+func (h *Host) create(c meta, fork func(a *Agent) (launch, error)) (Summary, error) {
+	id, goal := c.ID, c.Goal
+	if err := checkNew(id, goal, nodes.Mode(c.Mode), c.Tools); err != nil {
 		return Summary{}, mark(ErrInvalid, err)
 	}
 	if err := c.Budget.Check(); err != nil {
@@ -1094,9 +1101,14 @@ func (h *Host) Create(id, goal, model string, mode nodes.Mode, opts ...CreateOpt
 	holdErr := a.hold()
 	// Before the answer, agent.json: a host killed now finds the agent, and starts its run.
 	made := false
+	var begin launch
 	err = os.MkdirAll(h.agentsDir(), 0o755)
 	if err == nil {
-		err = os.Mkdir(string(a.home), 0o755)
+		if fork != nil {
+			begin, err = fork(a) // it makes the folder only when it has it all
+		} else {
+			err = os.Mkdir(string(a.home), 0o755)
+		}
 		if errors.Is(err, fs.ErrExist) { // since add looked: another's, not to be removed
 			err = mark(ErrExists, errors.New("already exists (its folder was made meanwhile)"))
 		}
@@ -1122,7 +1134,7 @@ func (h *Host) Create(id, goal, model string, mode nodes.Mode, opts ...CreateOpt
 		return Summary{}, fmt.Errorf("agent %q: %w", a.id, err)
 	}
 	started := a.summary() // as written: the run may have ended by the time the answer is
-	go h.setUp(a, goal, holdErr)
+	go h.setUp(a, goal, holdErr, begin)
 	return started, nil
 }
 
@@ -1179,10 +1191,10 @@ func (h *Host) add(m meta) (*Agent, error) {
 	return a, nil
 }
 
-// setUp makes the squad of an agent Create made, and starts its first run toward goal. An
-// agent whose squad cannot be made (a model that cannot be resolved, say), or whose lease
+// setUp makes the squad of an agent Create made, and starts its first run toward goal (with
+// begin, the run of its meta, which begin resumes: a fork's). An agent whose squad cannot be made (a model that cannot be resolved, say), or whose lease
 // Create could not take (holdErr), is failed with the error.
-func (h *Host) setUp(a *Agent, goal string, holdErr error) {
+func (h *Host) setUp(a *Agent, goal string, holdErr error, begin launch) {
 	defer h.wg.Done()
 	if holdErr == nil {
 		defer a.unhold()
@@ -1203,7 +1215,7 @@ func (h *Host) setUp(a *Agent, goal string, holdErr error) {
 		close(a.ready)
 		return
 	}
-	if _, err := h.start(a, goal, m.Run, false); err != nil && !errors.Is(err, errGone) {
+	if _, err := h.startWith(a, goal, m.Run, begin != nil, begin); err != nil && !errors.Is(err, errGone) {
 		a.mu.Lock()
 		a.meta.Status, a.meta.Error = StatusFailed, failure(a.id, err)
 		a.mu.Unlock()

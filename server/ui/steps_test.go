@@ -84,4 +84,24 @@ func TestBrowserStepsAndFork(t *testing.T) {
 	require.Equal(t, http.StatusOK, s.api("GET", "/agents/painter/runs/"+run+"/steps", nil, &steps))
 	require.NotEmpty(t, steps.Steps)
 	assert.Equal(t, "Painted: The human answered: blue", steps.Steps[len(steps.Steps)-1].Output)
+
+	// Forked as a new agent from the same tick, with a third answer: the new agent is listed and
+	// shown, and its run finishes with that answer.
+	step(t, ctx, "open the tick with the question again", chromedp.Navigate(s.url("/#/a/painter/steps/"+run)),
+		chromedp.WaitVisible(`.steps a[data-tick]`, chromedp.ByQuery),
+		chromedp.Poll(`(() => { const q = [...document.querySelectorAll('.steps a[data-tick]')].find((a) => a.textContent.includes('question')); if (q) q.click(); return !!q; })()`, nil,
+			chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait)),
+		waitText(".step-panel .question", "Which colour?"))
+	step(t, ctx, "fork as a new agent",
+		chromedp.SendKeys(`form.fork input[name=answer]`, "red", chromedp.ByQuery),
+		chromedp.SendKeys(`form.fork input[name=agent]`, "painter-2", chromedp.ByQuery),
+		chromedp.Click(`form.fork button[value=agent]`, chromedp.ByQuery),
+		chromedp.Poll(`location.hash === '#/a/painter-2'`, nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait)),
+		chromedp.WaitVisible(`#sidebar a[href="#/a/painter-2"]`, chromedp.ByQuery))
+	shot(t, ctx, "forked-agent")
+	for s.api("GET", "/agents/painter-2", nil, &sum); sum.Status != host.StatusComplete; s.api("GET", "/agents/painter-2", nil, &sum) {
+		require.NotEqual(t, host.StatusFailed, sum.Status, sum.Error)
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Equal(t, "Painted: The human answered: red", sum.Output)
 }

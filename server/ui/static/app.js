@@ -666,9 +666,9 @@ async function route() {
       clear(main).append(agentHeader(a, 'Steps'));
       page.view = stepsView(main, a, r.run || a.run, r.tick, {
         toast,
-        forked: () => {
+        forked: (sum) => {
           refreshAgentsSoon();
-          location.hash = `#/a/${enc(a.id)}`;
+          location.hash = `#/a/${enc(sum.id || a.id)}`;
         },
       });
       break;

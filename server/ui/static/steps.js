@@ -1,6 +1,7 @@
 // The steps of a run, one a tick: a timeline of its ticks; for each, the run's state as the tick
 // ended (its stage, the question pending, the output, the board), what the tick changed, node by
-// node and field by field, and "fork from here", which starts a new run from that tick.
+// node and field by field, and "fork from here", which starts a new run from that tick, in the
+// agent or as a new agent.
 
 import { api } from './api.js';
 import { h, clear, time } from './dom.js';
@@ -23,7 +24,8 @@ export function diffList(changes, none) {
 }
 
 // stepsView fills root with the steps of the agent a's run, showing tick (the last when 0).
-// toast reports an error; forked is called with the agent's summary once a fork has started.
+// toast reports an error; forked is called with the summary of the agent the fork is in (a new
+// one, forked as a new agent) once it has started.
 export function stepsView(root, a, run, tick, { toast, forked }) {
   const list = h('ol', { class: 'steps', 'aria-label': 'Ticks' });
   const panel = h('section', { class: 'step-panel', 'aria-label': 'Step', 'aria-live': 'polite' });
@@ -46,11 +48,19 @@ export function stepsView(root, a, run, tick, { toast, forked }) {
     const s = d.step;
     const answer = h('input', { type: 'text', name: 'answer', 'aria-label': 'Another answer', placeholder: 'Another answer to the question' });
     const model = h('input', { type: 'text', name: 'coordinator_model', 'aria-label': "The fork's coordinator model", placeholder: 'Another coordinator model (optional)' });
+    const agent = h('input', { type: 'text', name: 'agent', 'aria-label': 'The new agent\'s id', placeholder: 'A new agent\'s id, to fork as a new agent' });
     const fork = async (e) => {
       e.preventDefault();
       const body = { tick: n };
       if (answer.value.trim()) body.answer = answer.value.trim();
       if (model.value.trim()) body.coordinator_model = model.value.trim();
+      if (e.submitter?.value === 'agent') {
+        if (!agent.value.trim()) {
+          toast('Fork: give the new agent an id');
+          return;
+        }
+        body.agent = agent.value.trim();
+      }
       try {
         forked(await api(`/agents/${enc(a.id)}/runs/${enc(run)}/fork`, { method: 'POST', body }));
       } catch (err) {
@@ -68,7 +78,8 @@ export function stepsView(root, a, run, tick, { toast, forked }) {
         h('tr', {}, h('th', {}, 'Node'), h('th', {}, 'Status'), h('th', {}, 'Worker'), h('th', {}, 'Task')),
         (s.nodes || []).map((x) => h('tr', { 'data-node': x.id }, h('td', {}, x.id), h('td', {}, x.status), h('td', {}, x.worker || ''), h('td', {}, x.task)))),
       h('h4', {}, 'Fork from here'),
-      h('form', { class: 'fork', onsubmit: fork }, s.question ? answer : null, model, h('button', { type: 'submit' }, 'Fork from here'))));
+      h('form', { class: 'fork', onsubmit: fork }, s.question ? answer : null, model, h('button', { type: 'submit', value: 'here' }, 'Fork from here'),
+        agent, h('button', { type: 'submit', value: 'agent', title: 'A new agent, with the memory, events and conversation as they were at this tick' }, 'Fork as a new agent'))));
   };
 
   (async () => {
