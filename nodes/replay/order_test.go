@@ -1,0 +1,166 @@
+package replay_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agiraph/agiraph/hooks"
+	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/demo"
+	"github.com/agiraph/agiraph/nodes/replay"
+	"github.com/agiraph/agiraph/tools"
+)
+
+// published returns the aspect whose findings a publish call publishes, if it is one of a
+// research node's.
+func published(c tools.Call) (string, bool) {
+	if c.Name != "publish" {
+		return "", false
+	}
+	var args struct{ Summary string }
+	_ = json.Unmarshal(c.Args, &args)
+	aspect, ok := strings.CutPrefix(args.Summary, "findings.md on the ")
+	return aspect, ok
+}
+
+// together holds the research workers' publish calls until all of them have come, so that
+// their assignments end together.
+type together struct {
+	hooks.Base
+	mu   sync.Mutex
+	n    int
+	here chan struct{}
+}
+
+func (h *together) BeforeTool(ctx context.Context, c *tools.Call) (hooks.Decision, error) {
+	if _, ok := published(*c); !ok {
+		return hooks.Run, nil
+	}
+	h.mu.Lock()
+	if h.n++; h.n == len(demo.Aspects) {
+		close(h.here)
+	}
+	h.mu.Unlock()
+	select {
+	case <-h.here:
+		return hooks.Run, nil
+	case <-ctx.Done():
+		return hooks.Run, ctx.Err()
+	}
+}
+
+// lastOf holds the publish call of the research worker on aspect until the others' have run,
+// so that its assignment ends after theirs.
+type lastOf struct {
+	hooks.Base
+	aspect string
+	mu     sync.Mutex
+	n      int
+	others chan struct{}
+}
+
+func (h *lastOf) BeforeTool(ctx context.Context, c *tools.Call) (hooks.Decision, error) {
+	if aspect, ok := published(*c); !ok || aspect != h.aspect {
+		return hooks.Run, nil
+	}
+	select {
+	case <-h.others:
+		return hooks.Run, nil
+	case <-ctx.Done():
+		return hooks.Run, ctx.Err()
+	}
+}
+
+func (h *lastOf) AfterTool(_ context.Context, c tools.Call, _ *tools.Result) error {
+	if aspect, ok := published(c); ok && aspect != h.aspect {
+		h.mu.Lock()
+		if h.n++; h.n == len(demo.Aspects)-1 {
+			close(h.others)
+		}
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+// A run of the demo team whose three researchers end together replays the same every time,
+// whichever of them the replay has end last: each end reaches the coordinator at the point of
+// the tick that took it in the recording, in the recorded order.
+func TestConcurrentEndsReplayInRecordedOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "team.cassette")
+	rec, err := replay.Record(path)
+	require.NoError(t, err)
+	s, err := nodes.New(append(demo.Team(), nodes.WithHome(t.TempDir()), nodes.WithTick(20*time.Millisecond),
+		nodes.WithRecorder(rec), nodes.WithHooks(&together{here: make(chan struct{})}))...)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	res, err := s.Run(ctx, "the state of AI chips")
+	require.NoError(t, err)
+	require.NoError(t, rec.Finish(s, res))
+	require.NoError(t, s.Close())
+
+	c, err := replay.Load(path)
+	require.NoError(t, err)
+	var ended []string
+	for _, l := range c.Lines {
+		if l.Kind == replay.KindTake {
+			ended = append(ended, l.Ended...)
+		}
+	}
+	assert.Len(t, ended, len(demo.Aspects)+1, "the researchers' ends and the synthesis's: %v", ended)
+
+	for i := range 50 {
+		last := &lastOf{aspect: demo.Aspects[i%len(demo.Aspects)], others: make(chan struct{})}
+		got, err := replay.Play(ctx, path, t.TempDir(), nodes.WithHooks(last))
+		require.NoError(t, err, "replay %d, %s last", i, last.aspect)
+		assert.Equal(t, res.Output, got.Output)
+	}
+}
+
+// slowFirst has the worker on n1 write its file after a while: a replay under load.
+type slowFirst struct{ hooks.Base }
+
+func (slowFirst) BeforeTool(_ context.Context, c *tools.Call) (hooks.Decision, error) {
+	if c.Name == "write_file" && strings.Contains(string(c.Args), "nodes/n1/") {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return hooks.Run, nil
+}
+
+// The human's answer is given in a replay at the point of the run it was given in the
+// recording: here after n1, which runs while the question waits, is done — however long n1
+// takes in the replay.
+func TestAnswerGivenAtRecordedPoint(t *testing.T) {
+	path := record(t, squadModel{ask: "In which language?", during: true})
+	c, err := replay.Load(path)
+	require.NoError(t, err)
+	var answer replay.Line
+	took := map[string]int{} // the point that took each end
+	for _, l := range c.Lines {
+		switch l.Kind {
+		case replay.KindAnswer:
+			answer = l
+		case replay.KindTake:
+			for _, id := range l.Ended {
+				took[id] = l.Seq
+			}
+		}
+	}
+	require.Len(t, took, 1)
+	for _, seq := range took {
+		assert.Greater(t, answer.After, seq, "the answer came after n1's end was taken")
+	}
+	for range 3 {
+		res, err := replay.Play(t.Context(), path, t.TempDir(), nodes.WithHooks(slowFirst{}))
+		require.NoError(t, err)
+		assert.Equal(t, "hello.md is published", res.Output)
+	}
+}
