@@ -247,6 +247,9 @@ func Load(path string) (*Cassette, error) {
 
 // describe is a call's name in errors: its participant, kind and sequence number.
 func describe(kind, who string, seq int) string {
+	if kind == KindTake {
+		return fmt.Sprintf("point %d of the run's ticks", seq)
+	}
 	return fmt.Sprintf("%s call %d of %s", kind, seq, who)
 }
 

@@ -156,10 +156,10 @@ func TestAnswerGivenAtRecordedPoint(t *testing.T) {
 	}
 	require.Len(t, took, 1)
 	for _, seq := range took {
-		assert.Greater(t, answer.After, seq, "the answer came after n1's end was taken")
+		assert.GreaterOrEqual(t, answer.After, seq, "the answer came after n1's end was taken")
 	}
-	for range 3 {
-		res, err := replay.Play(t.Context(), path, t.TempDir(), nodes.WithHooks(slowFirst{}))
+	for _, opts := range [][]nodes.Option{nil, {nodes.WithHooks(slowFirst{})}} {
+		res, err := replay.Play(t.Context(), path, t.TempDir(), opts...)
 		require.NoError(t, err)
 		assert.Equal(t, "hello.md is published", res.Output)
 	}
