@@ -51,14 +51,15 @@ func (p *pool) start(ctx context.Context, id string, fn func(ctx context.Context
 // finish reports id as done, once, with its outcome when there is one in memory.
 func (p *pool) finish(id string, rec *outcomeRecord) {
 	p.mu.Lock()
+	if !p.hold {
+		delete(p.live, id)
+	}
 	if rec != nil {
 		p.outcomes[id] = *rec
 	}
 	if !p.ended[id] && (!p.hold || !slices.Contains(p.done, id)) {
+		p.ended[id] = !p.hold
 		p.done = append(p.done, id)
-		if !p.hold {
-			p.end(id)
-		}
 	}
 	p.mu.Unlock()
 	p.signal()

@@ -431,9 +431,9 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 	seq, quiet, told := r.log.Last(), time.Now(), false
 	for {
 		r.expireQuestions()
-		took, step := r.take(Point{Tick: st.Tick, At: PointCollect}, func() Move {
+		took, move := r.take(Point{Tick: st.Tick, At: PointCollect}, func() Move {
 			switch {
-			case st.Tick == 0 || len(r.untaken) > 0 || r.coordinatorHasNews() || r.workToStart() || r.operated.Swap(false):
+			case st.Tick == 0 || len(n.Done)+len(r.untaken) > 0 || r.coordinatorHasNews() || r.workToStart() || r.operated.Swap(false):
 				return MoveGo
 			// No nudge while the coordinator waits for the human's answer: it could do nothing
 			// with one but read it, stale, beside the answer.
@@ -443,7 +443,7 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 			return MoveWait
 		})
 		n.Done = append(n.Done, took...)
-		switch step {
+		switch move {
 		case MoveGo:
 			n.Nudged = false
 			return n, nil

@@ -62,34 +62,34 @@ func (r *run) answered(worker, answer string) {
 	}
 }
 
-// take takes at point at the ends of the assignments that ended, and says what to do, would
-// telling what the run would do: all of them and would, unless a Sequencer decides.
+// take takes at point at the ends of the assignments that ended, and says what it does, would
+// telling what it would do: all of them and would, unless a Sequencer decides.
 func (r *run) take(at Point, would func() Move) ([]string, Move) {
 	if at.At != PointDecide {
 		r.untaken = append(r.untaken, r.pool.drain()...)
 	}
-	step := would()
+	move := would()
 	seq, ok := r.cfg.sequencer()
 	if !ok {
 		took := r.untaken
 		r.untaken = nil
-		return took, step
+		return took, move
 	}
-	took, next := seq.Take(at, slices.Clone(r.untaken), step)
+	took, move := seq.Take(at, slices.Clone(r.untaken), move)
 	r.untaken = slices.DeleteFunc(r.untaken, func(id string) bool { return slices.Contains(took, id) })
 	r.pool.release(took)
-	return took, next
+	return took, move
 }
 
 // await is take at a point outside collect's loop: it waits while the Sequencer says so.
 func (r *run) await(ctx context.Context, at Point, would func() Move) ([]string, Move, error) {
 	for {
-		took, step := r.take(at, would)
-		if step != MoveWait {
-			return took, step, nil
+		took, move := r.take(at, would)
+		if move != MoveWait {
+			return took, move, nil
 		}
 		if err := r.pause(ctx); err != nil {
-			return nil, step, err
+			return nil, move, err
 		}
 	}
 }
