@@ -188,3 +188,20 @@ func TestVersion1Replays(t *testing.T) {
 	n1, _ := replay.Run(t, path).Board.Node("n1")
 	assert.Contains(t, n1.Task, "In French.")
 }
+
+// A replay waiting for what its cassette says comes next, and never does, fails naming it:
+// here the end of an assignment the run never makes.
+func TestReplayStuckNamesWhatItWaitsFor(t *testing.T) {
+	path := record(t, squadModel{})
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	edited := regexp.MustCompile(`"ended":\["([^"]+)"\]`).ReplaceAllString(string(b), `"ended":["$1","x.n9.1"]`)
+	require.NotEqual(t, string(b), edited)
+	require.NoError(t, os.WriteFile(path, []byte(edited), 0o644))
+	defer replay.StuckAfter(200 * time.Millisecond)()
+	_, err = replay.Play(t.Context(), path, t.TempDir())
+	var d *replay.Divergence
+	require.ErrorAs(t, err, &d)
+	assert.Equal(t, replay.KindTake, d.Kind)
+	assert.Contains(t, d.Diff, "- the end of x.n9.1")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,7 @@ import (
 // first such call, by its participant, kind and sequence number, with the difference between
 // its request and the recorded one (lines with "-" recorded, "+" made now).
 type Divergence struct {
-	Kind string // KindModel, KindTool, KindStream, KindAnswer, or KindTake: a point of a tick
+	Kind string // KindModel, KindTool, KindStream, KindAnswer, KindMail, or KindTake: a point of a tick
 	Who  string
 	Seq  int
 	Diff string
@@ -136,6 +137,7 @@ type player struct {
 	taken   int                          // the points passed
 	tools   map[string][]Line            // by participant, those not yet played
 	inboxes map[string][]runtime.Message // the messages a mailbox's owner has not been given yet
+	waits   map[string]*Divergence       // what the run waits for, by who waits: the divergence if it never comes
 	// agentCalls are the tool calls of CLI agents to make again, by participant and assignment
 	// (see stream).
 	agentCalls map[string][][]Line
@@ -144,7 +146,7 @@ type player struct {
 
 func newPlayer(c *Cassette) *player {
 	p := &player{models: map[string][]Line{}, tools: map[string][]Line{}, streams: map[string][]Line{}, agentCalls: map[string][][]Line{},
-		paced: c.Header.Version >= 2, mail: map[string]map[int][]Mail{}, moved: make(chan struct{}, 1), inboxes: map[string][]runtime.Message{},
+		paced: c.Header.Version >= 2, mail: map[string]map[int][]Mail{}, moved: make(chan struct{}, 1), inboxes: map[string][]runtime.Message{}, waits: map[string]*Divergence{},
 		stop: func() {}}
 	pending := map[string][]Line{} // a CLI agent's calls, before its assignment's line
 	for _, l := range c.Lines {
@@ -205,15 +207,20 @@ func (p *player) Take(at nodes.Point, ended []string, would nodes.Move) ([]strin
 		return nil, nodes.MoveWait
 	}
 	l := p.takes[k-1]
+	wait := &Divergence{Kind: KindTake, Who: "squad", Seq: k}
 	if p.given < len(p.answers) && p.answers[p.given].After < k {
+		a := p.answers[p.given]
+		p.waits["squad"], wait.Diff = wait, diff(fmt.Sprintf("the answer to %s's question %d", a.Who, a.Seq), "(not given: the question was not asked)")
 		p.nudge()
 		return nil, nodes.MoveWait
 	}
 	for _, id := range l.Ended {
 		if !slices.Contains(ended, id) {
+			p.waits["squad"], wait.Diff = wait, diff("the end of "+id, "(it did not come)")
 			return nil, nodes.MoveWait
 		}
 	}
+	delete(p.waits, "squad")
 	p.taken = k
 	p.nudge()
 	return l.Ended, l.Move
@@ -238,6 +245,7 @@ func (p *player) answer(h *nodes.Run, events <-chan eventlog.Event) {
 	asked := map[string]int{} // the questions asked, by who asked
 	timer := time.NewTimer(quietFor)
 	defer timer.Stop()
+	last := time.Now() // the last event's
 	for {
 		quiet := false
 		select {
@@ -248,10 +256,16 @@ func (p *player) answer(h *nodes.Run, events <-chan eventlog.Event) {
 			if e.Run == h.ID() && e.Type == eventlog.HumanQuestion {
 				asked[e.Worker]++
 			}
+			last = time.Now()
 			timer.Reset(quietFor)
 		case <-timer.C:
 			quiet = true
+			timer.Reset(quietFor)
 		case <-p.moved:
+		}
+		if d := p.stuck(); d != nil && time.Since(last) >= stuckAfter {
+			_ = p.diverged(d)
+			return
 		}
 		for {
 			p.mu.Lock()
@@ -284,6 +298,21 @@ func (p *player) answer(h *nodes.Run, events <-chan eventlog.Event) {
 			}
 		}
 	}
+}
+
+// stuckAfter is how long a replay waits, with no event, for what the recording says comes next
+// before it fails with a divergence naming it.
+var stuckAfter = time.Minute
+
+// stuck returns what the run waits for, as the divergence it is if it never comes; nil when it
+// waits for nothing the cassette says comes.
+func (p *player) stuck() *Divergence {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, who := range slices.Sorted(maps.Keys(p.waits)) {
+		return p.waits[who]
+	}
+	return nil
 }
 
 // answered returns how many answers to who's questions the cassette has.
@@ -319,6 +348,11 @@ func (m heldMail) Receive(string) []runtime.Message {
 		m.p.mu.Lock()
 		m.p.inboxes[m.name] = append(m.p.inboxes[m.name], came...)
 		got, ok := m.p.pick(m.name, want)
+		if ok {
+			delete(m.p.waits, m.who)
+		} else {
+			m.p.waits[m.who] = &Divergence{Kind: KindMail, Who: m.who, Seq: seq, Diff: diff(indent(want), "(they did not come)")}
+		}
 		m.p.mu.Unlock()
 		if ok || m.ctx.Err() != nil {
 			return got
