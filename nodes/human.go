@@ -53,6 +53,7 @@ func (r *run) answer(worker, text string) error {
 		st, err := r.updateRun(ctx, func(s *runState) {
 			if asked = s.Question != ""; asked {
 				s.Answer, s.Question, s.Approval, s.AnswerBy, s.Default = text, "", nil, time.Time{}, ""
+				r.answered(bus.Coordinator, text)
 			}
 		})
 		if err != nil {
@@ -83,6 +84,7 @@ func (r *run) answer(worker, text string) error {
 			return err
 		}
 		n.Answer = text
+		r.answered(w.ID, text)
 		return nil
 	})
 	if errors.Is(err, ErrNoQuestion) || errors.Is(err, hooks.ErrBadVerdict) {

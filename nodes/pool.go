@@ -2,12 +2,16 @@ package nodes
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
 // pool runs assignments in the background: each on its own goroutine, cancellable, and
 // reported as done (by id) with its outcome once the outcome is saved (or could not be).
 type pool struct {
+	// hold keeps an assignment that ended running, for what asks, until a point of the tick
+	// takes its end (release): under a Sequencer, which decides when that is.
+	hold     bool
 	mu       sync.Mutex
 	live     map[string]context.CancelFunc
 	done     []string
@@ -17,8 +21,9 @@ type pool struct {
 	wg       sync.WaitGroup
 }
 
-func newPool() *pool {
-	return &pool{live: map[string]context.CancelFunc{}, ended: map[string]bool{}, outcomes: map[string]outcomeRecord{}, wake: make(chan struct{}, 1)}
+func newPool(c config) *pool {
+	_, hold := c.sequencer()
+	return &pool{hold: hold, live: map[string]context.CancelFunc{}, ended: map[string]bool{}, outcomes: map[string]outcomeRecord{}, wake: make(chan struct{}, 1)}
 }
 
 // start runs fn for assignment id unless it is already running; ctx is cancelled by cancel.
@@ -46,16 +51,33 @@ func (p *pool) start(ctx context.Context, id string, fn func(ctx context.Context
 // finish reports id as done, once, with its outcome when there is one in memory.
 func (p *pool) finish(id string, rec *outcomeRecord) {
 	p.mu.Lock()
-	delete(p.live, id)
+	if !p.hold {
+		delete(p.live, id)
+	}
 	if rec != nil {
 		p.outcomes[id] = *rec
 	}
-	if !p.ended[id] {
-		p.ended[id] = true
+	if !p.ended[id] && (!p.hold || !slices.Contains(p.done, id)) {
+		p.ended[id] = !p.hold
 		p.done = append(p.done, id)
 	}
 	p.mu.Unlock()
 	p.signal()
+}
+
+// release has the assignments ids, whose ends a point of the tick took, end (see hold).
+func (p *pool) release(ids []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, id := range ids {
+		p.end(id)
+	}
+}
+
+// end has id end: it is no longer running. p.mu is held.
+func (p *pool) end(id string) {
+	delete(p.live, id)
+	p.ended[id] = true
 }
 
 // outcome returns the outcome of assignment id if it ended in this process.

@@ -10,7 +10,8 @@ import (
 // Recorder sees, or stands in for, what a run depends on beyond the squad's own code: the models
 // it calls and the runtimes its coordinator and workers run on (their tools and streams go
 // through them). WithRecorder installs one; package nodes/replay records a run into a cassette
-// with one and plays the cassette back with another.
+// with one and plays the cassette back with another. One that is also a Sequencer sees, or
+// decides, when what runs at once reaches the run's tick.
 type Recorder interface {
 	// Begin is told of each new run as it starts (not as it resumes).
 	Begin(info RunInfo)

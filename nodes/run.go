@@ -114,6 +114,9 @@ type run struct {
 	// coordinator's is kept apart, where the workers' do not push it out.
 	coordConv, workerConvs *harnessed.ConversationCache
 	coordMCP               *mcp.Set // the coordinator's MCP servers, once its first turn connected them
+	// untaken are the assignments that ended and no point of a tick took yet (see take): the
+	// tick's own, read and written by its steps only.
+	untaken []string
 
 	mu      sync.Mutex // guards the signals from outside
 	stopped bool
@@ -179,7 +182,7 @@ func (s *Squad) open(id, goal string) (*run, error) {
 	if err := dir.Create(); err != nil {
 		return nil, err
 	}
-	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, log: s.log, pool: newPool(), wake: make(chan struct{}, 1), started: s.cfg.now(),
+	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, log: s.log, pool: newPool(s.cfg), wake: make(chan struct{}, 1), started: s.cfg.now(),
 		coordConv: harnessed.NewConversationCache(1), workerConvs: harnessed.NewConversationCache(max(s.cfg.maxConcurrent, 1))}
 	if err := board.repairViews(); err != nil {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
@@ -436,14 +439,23 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 	seq, quiet, told := r.log.Last(), time.Now(), false
 	for {
 		r.expireQuestions()
-		n.Done = append(n.Done, r.pool.drain()...)
-		if st.Tick == 0 || len(n.Done) > 0 || r.coordinatorHasNews() || r.workToStart() || r.operated.Swap(false) {
+		took, move := r.take(Point{Tick: st.Tick, At: PointCollect}, func() Move {
+			switch {
+			case st.Tick == 0 || len(n.Done)+len(r.untaken) > 0 || r.coordinatorHasNews() || r.workToStart() || r.operated.Swap(false):
+				return MoveGo
+			// No nudge while the coordinator waits for the human's answer: it could do nothing
+			// with one but read it, stale, beside the answer.
+			case r.idle() && !r.coordinatorWaiting() && !st.Nudged && !st.Sleeping && !r.isStopped():
+				return MoveNudge
+			}
+			return MoveWait
+		})
+		n.Done = append(n.Done, took...)
+		switch move {
+		case MoveGo:
 			n.Nudged = false
 			return n, nil
-		}
-		// No nudge while the coordinator waits for the human's answer: it could do nothing with
-		// one but read it, stale, beside the answer.
-		if r.idle() && !r.coordinatorWaiting() && !st.Nudged && !st.Sleeping && !r.isStopped() {
+		case MoveNudge:
 			n.Nudged = true
 			_, err := r.bus.SendOnce(ctx, fmt.Sprintf("tick%d/idle", st.Tick), squadName, bus.Coordinator, "Nothing is running and no work is ready. Create work nodes, wait for the human, or finish.")
 			return n, err
@@ -455,17 +467,9 @@ func (r *run) collect(ctx context.Context, st tick) (tick, error) {
 			r.emit(context.Background(), eventlog.Event{Type: eventlog.AgentWaiting, Text: r.waitsOn()})
 			seq, told = r.log.Last(), true
 		}
-		timer := time.NewTimer(r.cfg.tick)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return n, context.Cause(ctx)
-		case <-r.pool.wake:
-		case <-r.bus.Notify():
-		case <-r.wake:
-		case <-timer.C:
+		if err := r.pause(ctx); err != nil {
+			return n, err
 		}
-		timer.Stop()
 	}
 }
 
@@ -509,7 +513,11 @@ func (r *run) decideNext(ctx context.Context, st tick) (n tick, err error) {
 	}
 	ctx, marks := withStepMarks(ctx)
 	defer func() {
-		n.Done = append(n.Done, r.pool.drain()...) // for route_frontier to apply
+		if err == nil { // what ended meanwhile, for route_frontier to apply
+			var took []string
+			took, _, err = r.await(ctx, Point{Tick: st.Tick, At: PointDecided}, func() Move { return MoveGo })
+			n.Done = append(n.Done, took...)
+		}
 		n.Board, n.Bus = r.board.at(), r.journal.kept()
 		var lerr error
 		if n.Events, n.Lines, lerr = r.s.logged(ctx); err == nil {
@@ -519,7 +527,16 @@ func (r *run) decideNext(ctx context.Context, st tick) (n tick, err error) {
 	}()
 	takeUp := r.takeUp
 	r.takeUp = false
-	news := st.Tick == 0 || r.coordinatorHasNews() || r.board.runState().Finished
+	_, turn, err := r.await(ctx, Point{Tick: st.Tick, At: PointDecide}, func() Move {
+		if st.Tick == 0 || r.coordinatorHasNews() || r.board.runState().Finished {
+			return MoveGo
+		}
+		return MoveSkip
+	})
+	if err != nil {
+		return n, err
+	}
+	news := turn == MoveGo
 	if !news && !takeUp {
 		return n, nil
 	}

@@ -44,6 +44,8 @@ func outside(t tools.Tool) bool {
 // CLI agent's, whose calls a replay makes again (see player.stream).
 type participants struct {
 	tool func(who string, t tools.Tool) tools.Tool
+	// mail, if set, wraps the assignment's mailbox (ctx is the assignment's).
+	mail func(ctx context.Context, who string, a runtime.Assignment) runtime.Mailbox
 }
 
 func (p participants) wrap(kind string, rt runtime.Runtime) runtime.Runtime {
@@ -58,6 +60,9 @@ func (p participants) wrap(kind string, rt runtime.Runtime) runtime.Runtime {
 			ts[i] = t
 		}
 		a.Tools = ts
+		if p.mail != nil && a.Mailbox != nil {
+			a.Mailbox = p.mail(ctx, w, a)
+		}
 		return rt.Run(ctx, a, sink)
 	})
 }

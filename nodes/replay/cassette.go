@@ -5,13 +5,20 @@
 // A Recorder, given to the squad with nodes.WithRecorder, writes every model request and answer,
 // the calls of the tools that reach outside the run (bash, the web tools, MCP servers), the
 // human's answers and the clock's reading the run's id and prompts are made of; secrets are
-// removed as lines are written. Run (in a test) and Play replay a cassette: the squad runs
-// again, its models and outside tools answered from the cassette, the human's answers given
-// again; the first call the cassette does not have ends the replay with a *Divergence naming it,
-// and a run that ends otherwise than recorded with a *Mismatch.
+// removed as lines are written. As a nodes.Sequencer it also writes what decides the run beside
+// the timing of what runs at once: each point of a tick where the run took the ends of its
+// workers' assignments, in which order, and what it did; the messages each participant's
+// mailbox gave it at each look; the point each answer came after.
+//
+// Run (in a test) and Play replay a cassette: the squad runs again, its models and outside tools
+// answered from the cassette; each end, message and answer is held until the point the
+// recording took it, so that the run is the same whatever the scheduler does. The first call
+// the cassette does not have ends the replay with a *Divergence naming it, and a run that ends
+// otherwise than recorded with a *Mismatch.
 //
 // A cassette is JSON lines: a header (the format's version and the run: goal, models, options),
-// then one line per call or answer, then the run's facts. docs/replay.md describes the format.
+// then one line per call, point, look at a mailbox or answer, then the run's facts.
+// docs/replay.md describes the format.
 package replay
 
 import (
@@ -28,8 +35,10 @@ import (
 	"github.com/agiraph/agiraph/runtime"
 )
 
-// Version is the cassette format's version, in its header.
-const Version = 1
+// Version is the cassette format's version, in its header. Load reads version 1 too: a cassette
+// without the points of its ticks (see KindTake) and mail, whose answers a replay gives when the
+// run has gone quiet.
+const Version = 2
 
 // Header is a cassette's first line.
 type Header struct {
@@ -49,9 +58,15 @@ const (
 	// files it published. Its tool calls, all of them, are KindTool lines.
 	KindStream = "stream"
 	// KindAnswer is the human's answer to a question (ask_human) of the participant: a worker, by
-	// its id, or the coordinator.
+	// its id, or the coordinator, given after the run's After-th point (see KindTake).
 	KindAnswer = "answer"
-	KindFacts  = "facts" // how the run ended: the last line
+	// KindTake is a point of a tick where the run took what happened beside it (a
+	// nodes.Sequencer's Take): the ends of the assignments it took, in order, and what it did.
+	KindTake = "take"
+	// KindMail is the messages a participant's mailbox gave it at its Seq-th look (those that
+	// gave none are not written): a replay gives it the same ones then.
+	KindMail  = "mail"
+	KindFacts = "facts" // how the run ended: the last line
 )
 
 // Line is one line of a cassette after the header. Who names the participant that made the call
@@ -77,9 +92,21 @@ type Line struct {
 	Outcome *runtime.Outcome  `json:"outcome,omitempty"`
 	Files   map[string]string `json:"files,omitempty"`
 	Sent    []Sent            `json:"sent,omitempty"` // the messages it sent, in order
-	// An answer: the human's text.
+	// An answer: the human's text, and how many points of the run's ticks came before it.
 	Answer string `json:"answer,omitempty"`
-	Facts  *Facts `json:"facts,omitempty"`
+	After  int    `json:"after,omitempty"`
+	// A point of a tick: which, the ends taken there, by assignment, and what the run did.
+	Point *nodes.Point `json:"point,omitempty"`
+	Ended []string     `json:"ended,omitempty"`
+	Move  nodes.Move   `json:"move,omitempty"`
+	Mail  []Mail       `json:"mail,omitempty"` // the messages a participant received
+	Facts *Facts       `json:"facts,omitempty"`
+}
+
+// Mail is a message a participant received: its sender and text.
+type Mail struct {
+	From string `json:"from"`
+	Body string `json:"body"`
 }
 
 // Sent is a message a CLI agent sent through its mailbox: the send's key, the recipient and the
@@ -178,8 +205,8 @@ func Load(path string) (*Cassette, error) {
 			if err := json.Unmarshal(sc.Bytes(), &c.Header); err != nil || c.Header.Format != format {
 				return nil, fmt.Errorf("replay: %s is not a cassette: its first line is not a %s header", path, format)
 			}
-			if c.Header.Version != Version {
-				return nil, fmt.Errorf("replay: %s: cassette format version %d; this package reads version %d", path, c.Header.Version, Version)
+			if c.Header.Version < 1 || c.Header.Version > Version {
+				return nil, fmt.Errorf("replay: %s: cassette format version %d; this package reads versions 1 to %d", path, c.Header.Version, Version)
 			}
 			continue
 		}
@@ -197,7 +224,11 @@ func Load(path string) (*Cassette, error) {
 				return nil, fmt.Errorf("replay: %s:%d: %s's request %d %w", path, n, l.Who, l.Seq, err)
 			}
 			prev[l.Who], l.Request = whole, &whole
-		case KindTool, KindAnswer, KindStream:
+		case KindTool, KindAnswer, KindStream, KindMail:
+		case KindTake:
+			if l.Point == nil {
+				return nil, fmt.Errorf("replay: %s:%d: a take without its point", path, n)
+			}
 		case KindFacts:
 			if l.Facts == nil {
 				return nil, fmt.Errorf("replay: %s:%d: a facts line without facts", path, n)
@@ -223,6 +254,9 @@ func Load(path string) (*Cassette, error) {
 
 // describe is a call's name in errors: its participant, kind and sequence number.
 func describe(kind, who string, seq int) string {
+	if kind == KindTake {
+		return fmt.Sprintf("point %d of the run's ticks", seq)
+	}
 	return fmt.Sprintf("%s call %d of %s", kind, seq, who)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,7 @@ import (
 // first such call, by its participant, kind and sequence number, with the difference between
 // its request and the recorded one (lines with "-" recorded, "+" made now).
 type Divergence struct {
-	Kind string // KindModel or KindTool
+	Kind string // KindModel, KindTool, KindStream, KindAnswer, KindMail, or KindTake: a point of a tick
 	Who  string
 	Seq  int
 	Diff string
@@ -76,11 +77,12 @@ func Play(ctx context.Context, path, home string, opts ...nodes.Option) (nodes.R
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	p.stop = cancel
 	events, unsubscribe := s.Subscribe(0)
 	h, err := s.Start(ctx, info.Goal, nodes.WithRunID(info.ID))
 	var res nodes.Result
 	if err == nil {
-		go p.answer(h, events, cancel)
+		go p.answer(h, events)
 		res, err = h.Wait()
 	}
 	unsubscribe()
@@ -115,17 +117,27 @@ func Run(t testing.TB, path string, opts ...nodes.Option) nodes.Result {
 	return res
 }
 
-// player answers a replayed run's calls from a cassette (a nodes.Recorder).
+// player answers a replayed run's calls from a cassette (a nodes.Recorder), and holds what
+// happens beside the run's ticks until the point the recording took it (a nodes.Sequencer).
 type player struct {
 	models map[string][]Line // by participant, in order
 	count  counter
 	red    redactor
+	stop   func() // cancels the run, at a divergence
 
-	answers map[string][]Line // by participant, in order
-	streams map[string][]Line // by participant, in order
+	streams map[string][]Line         // by participant, in order
+	paced   bool                      // the cassette has the points of the run's ticks, and its mail (version 2)
+	takes   []Line                    // the points of the run's ticks, in order
+	mail    map[string]map[int][]Mail // what each participant received, by its look's number
+	moved   chan struct{}             // a point passed, or waits for an answer
 
-	mu    sync.Mutex
-	tools map[string][]Line // by participant, those not yet played
+	mu      sync.Mutex
+	answers []Line                       // in the order they were given
+	given   int                          // how many of them were given
+	taken   int                          // the points passed
+	tools   map[string][]Line            // by participant, those not yet played
+	inboxes map[string][]runtime.Message // the messages a mailbox's owner has not been given yet
+	waits   map[string]*Divergence       // what the run waits for, by who waits: the divergence if it never comes
 	// agentCalls are the tool calls of CLI agents to make again, by participant and assignment
 	// (see stream).
 	agentCalls map[string][][]Line
@@ -133,8 +145,9 @@ type player struct {
 }
 
 func newPlayer(c *Cassette) *player {
-	p := &player{models: map[string][]Line{}, tools: map[string][]Line{}, answers: map[string][]Line{},
-		streams: map[string][]Line{}, agentCalls: map[string][][]Line{}}
+	p := &player{models: map[string][]Line{}, tools: map[string][]Line{}, streams: map[string][]Line{}, agentCalls: map[string][][]Line{},
+		paced: c.Header.Version >= 2, mail: map[string]map[int][]Mail{}, moved: make(chan struct{}, 1), inboxes: map[string][]runtime.Message{}, waits: map[string]*Divergence{},
+		stop: func() {}}
 	pending := map[string][]Line{} // a CLI agent's calls, before its assignment's line
 	for _, l := range c.Lines {
 		switch l.Kind {
@@ -151,7 +164,14 @@ func newPlayer(c *Cassette) *player {
 			p.agentCalls[l.Who] = append(p.agentCalls[l.Who], pending[l.Who])
 			pending[l.Who] = nil
 		case KindAnswer:
-			p.answers[l.Who] = append(p.answers[l.Who], l)
+			p.answers = append(p.answers, l)
+		case KindTake:
+			p.takes = append(p.takes, l)
+		case KindMail:
+			if p.mail[l.Who] == nil {
+				p.mail[l.Who] = map[int][]Mail{}
+			}
+			p.mail[l.Who][l.Seq] = l.Mail
 		}
 	}
 	return p
@@ -159,50 +179,218 @@ func newPlayer(c *Cassette) *player {
 
 func (p *player) Begin(nodes.RunInfo) {}
 
-// answer answers the questions run h asks, as its events tell them, with the recorded answers,
-// once the run is quiet (no event for quiet): a person answers after the squad has done what it
-// does while a question waits, so the run goes on as it did when it was recorded. A question the
-// cassette has no answer to is a divergence, and the run is cancelled (stop).
-func (p *player) answer(h *nodes.Run, events <-chan eventlog.Event, stop func()) {
-	const quiet = 5 * replayTick
-	var asked []eventlog.Event
-	timer := time.NewTimer(quiet)
+// Answered does nothing: the answers a replay gives are the recorded ones (nodes.Sequencer).
+func (p *player) Answered(string, string) {}
+
+// Take gives the run, at its next point, what the recording took there (nodes.Sequencer): once
+// the answers given before that point are given, and the assignments whose ends it took have
+// ended, those ends, in the recorded order, and what the run did; until then it has the run
+// wait. A point that is not the recorded one is a divergence. A cassette of version 1 has no
+// points: the run takes what it would.
+func (p *player) Take(at nodes.Point, ended []string, would nodes.Move) ([]string, nodes.Move) {
+	if !p.paced {
+		return ended, would
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.diverge != nil {
+		return nil, nodes.MoveWait
+	}
+	k := p.taken + 1
+	if k > len(p.takes) || *p.takes[k-1].Point != at {
+		want := fmt.Sprintf("(the cassette has %d points)", len(p.takes))
+		if k <= len(p.takes) {
+			want = indent(p.takes[k-1].Point)
+		}
+		p.diverge = &Divergence{Kind: KindTake, Who: "squad", Seq: k, Diff: diff(want, indent(at))}
+		p.stop()
+		return nil, nodes.MoveWait
+	}
+	l := p.takes[k-1]
+	wait := &Divergence{Kind: KindTake, Who: "squad", Seq: k}
+	if p.given < len(p.answers) && p.answers[p.given].After < k {
+		a := p.answers[p.given]
+		p.waits["squad"], wait.Diff = wait, diff(fmt.Sprintf("the answer to %s's question %d", a.Who, a.Seq), "(not given: the question was not asked)")
+		p.nudge()
+		return nil, nodes.MoveWait
+	}
+	for _, id := range l.Ended {
+		if !slices.Contains(ended, id) {
+			p.waits["squad"], wait.Diff = wait, diff("the end of "+id, "(it did not come)")
+			return nil, nodes.MoveWait
+		}
+	}
+	delete(p.waits, "squad")
+	p.taken = k
+	p.nudge()
+	return l.Ended, l.Move
+}
+
+// nudge wakes answer.
+func (p *player) nudge() {
+	select {
+	case p.moved <- struct{}{}:
+	default:
+	}
+}
+
+// answer gives the recorded answers to the questions run h asks, as its events tell them, in
+// the recorded order: each once its question is asked and the run has passed the point after
+// which it was given (see Take), or, from a cassette of version 1, once the run is quiet (no
+// event for a while): a person answers after the squad has done what it does while a question
+// waits. A question the cassette has no answer to, when the run is quiet, is a divergence, and
+// the run is cancelled.
+func (p *player) answer(h *nodes.Run, events <-chan eventlog.Event) {
+	const quietFor = 5 * replayTick
+	asked := map[string]int{} // the questions asked, by who asked
+	timer := time.NewTimer(quietFor)
 	defer timer.Stop()
+	last := time.Now() // the last event's
 	for {
+		quiet := false
 		select {
 		case e, ok := <-events:
 			if !ok {
 				return
 			}
 			if e.Run == h.ID() && e.Type == eventlog.HumanQuestion {
-				asked = append(asked, e)
+				asked[e.Worker]++
 			}
-			timer.Reset(quiet)
+			last = time.Now()
+			timer.Reset(quietFor)
 		case <-timer.C:
-			for _, e := range asked {
-				seq := p.count.next(KindAnswer, e.Worker)
-				if recorded := p.answers[e.Worker]; seq <= len(recorded) && h.Answer(e.Worker, recorded[seq-1].Answer) == nil {
-					continue
-				}
-				_ = p.diverged(&Divergence{Kind: KindAnswer, Who: e.Worker, Seq: seq,
-					Diff: diff("", "the question, which the cassette has no answer to: "+e.Text)})
-				stop()
+			quiet = true
+			timer.Reset(quietFor)
+		case <-p.moved:
+		}
+		if d := p.stuck(); d != nil && time.Since(last) >= stuckAfter {
+			_ = p.diverged(d)
+			return
+		}
+		for {
+			p.mu.Lock()
+			due := p.given < len(p.answers) && (quiet || p.paced && p.taken >= p.answers[p.given].After)
+			var a Line
+			if due {
+				a = p.answers[p.given]
+				due = asked[a.Who] >= a.Seq
 			}
-			asked = nil
+			p.mu.Unlock()
+			if !due {
+				break
+			}
+			if err := h.Answer(a.Who, a.Answer); err != nil {
+				_ = p.diverged(&Divergence{Kind: KindAnswer, Who: a.Who, Seq: a.Seq, Diff: diff(a.Answer, "(not taken: "+err.Error()+")")})
+				return
+			}
+			p.mu.Lock()
+			p.given++
+			p.mu.Unlock()
+		}
+		if !quiet {
+			continue
+		}
+		for who, n := range asked {
+			if n > p.answered(who) {
+				_ = p.diverged(&Divergence{Kind: KindAnswer, Who: who, Seq: n,
+					Diff: diff("", "the question, which the cassette has no answer to")})
+				return
+			}
 		}
 	}
+}
+
+// stuckAfter is how long a replay waits, with no event, for what the recording says comes next
+// before it fails with a divergence naming it.
+var stuckAfter = time.Minute
+
+// stuck returns what the run waits for, as the divergence it is if it never comes; nil when it
+// waits for nothing the cassette says comes.
+func (p *player) stuck() *Divergence {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, who := range slices.Sorted(maps.Keys(p.waits)) {
+		return p.waits[who]
+	}
+	return nil
+}
+
+// answered returns how many answers to who's questions the cassette has.
+func (p *player) answered(who string) int {
+	n := 0
+	for _, a := range p.answers {
+		if a.Who == who {
+			n++
+		}
+	}
+	return n
+}
+
+// mailbox returns the mailbox of who's assignment a: each of its looks gives the messages the
+// recorded look gave, once they have come, and no others: those wait for the look that took
+// them. The look waits for them as long as a's context lasts.
+func (p *player) mailbox(ctx context.Context, who string, a runtime.Assignment) runtime.Mailbox {
+	return heldMail{a.Mailbox, ctx, p, who, a.Worker}
+}
+
+type heldMail struct {
+	runtime.Mailbox
+	ctx       context.Context
+	p         *player
+	who, name string // the participant, and the mailbox's owner
+}
+
+func (m heldMail) Receive(string) []runtime.Message {
+	seq := m.p.count.next(KindMail, m.who)
+	want := m.p.mail[m.who][seq]
+	for {
+		came := m.Mailbox.Receive("")
+		m.p.mu.Lock()
+		m.p.inboxes[m.name] = append(m.p.inboxes[m.name], came...)
+		got, ok := m.p.pick(m.name, want)
+		if ok {
+			delete(m.p.waits, m.who)
+		} else {
+			m.p.waits[m.who] = &Divergence{Kind: KindMail, Who: m.who, Seq: seq, Diff: diff(indent(want), "(they did not come)")}
+		}
+		m.p.mu.Unlock()
+		if ok || m.ctx.Err() != nil {
+			return got
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pick takes out of name's inbox the messages want, in its order, if all have come; p.mu is
+// held.
+func (p *player) pick(name string, want []Mail) ([]runtime.Message, bool) {
+	inbox := slices.Clone(p.inboxes[name])
+	var got []runtime.Message
+	for _, w := range want {
+		i := slices.IndexFunc(inbox, func(m runtime.Message) bool { return m.From == w.From && p.red.clean(m.Body) == w.Body })
+		if i < 0 {
+			return nil, false
+		}
+		got = append(got, inbox[i])
+		inbox = slices.Delete(inbox, i, i+1)
+	}
+	p.inboxes[name] = inbox
+	return got, true
 }
 
 // Model leaves m, one of the player's own (see model), as it is.
 func (p *player) Model(m providers.Model) providers.Model { return m }
 
 func (p *player) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
+	ps := participants{tool: p.tool}
 	if kind != nodes.Harnessed {
 		rt = runtimeFunc(p.stream)
+	} else if p.paced {
+		ps.mail = p.mailbox
 	}
 	// Only the outside tools are answered from the cassette: a CLI agent's other calls are made
 	// again, with the squad's own tools.
-	return participants{tool: p.tool}.wrap(nodes.Harnessed, rt)
+	return ps.wrap(nodes.Harnessed, rt)
 }
 
 // stream plays a CLI agent's recorded assignment, without the agent: its tool calls made again
@@ -269,12 +457,13 @@ func (p *player) divergence() *Divergence {
 	return p.diverge
 }
 
-// diverged notes d, if it is the first, and returns it.
+// diverged notes d, if it is the first, and cancels the run; it returns d.
 func (p *player) diverged(d *Divergence) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.diverge == nil {
 		p.diverge = d
+		p.stop()
 	}
 	return d
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/agiraph/agiraph/nodes"
-	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 	"github.com/agiraph/agiraph/tools"
@@ -29,6 +28,7 @@ type Recorder struct {
 	f     *os.File
 	begun bool
 	prev  map[string]Request // each participant's last request, whole
+	takes int                // the points of the run's ticks so far
 	err   error              // the first write's that failed, or a second run's
 }
 
@@ -67,10 +67,10 @@ func (r *Recorder) Model(m providers.Model) providers.Model { return recordedMod
 // a CLI agent's (a kind but harnessed) has its tool calls, events, outcome and published files
 // recorded (nodes.Recorder).
 func (r *Recorder) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
-	rt = participants{tool: r.tool}.wrap(kind, rt)
 	if kind == nodes.Harnessed {
-		return rt
+		return participants{tool: r.tool, mail: r.mail}.wrap(kind, rt)
 	}
+	rt = participants{tool: r.tool}.wrap(kind, rt)
 	return runtimeFunc(func(ctx context.Context, a runtime.Assignment, sink runtime.Sink) (runtime.Outcome, error) {
 		w := who(a)
 		seq := r.count.next(KindStream, w)
@@ -106,14 +106,59 @@ func (r *Recorder) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
 	})
 }
 
-// Finish writes the human's answers and the facts of the run res ended in squad s, and closes
-// the cassette; call it before s.Close. It returns the first error recording met.
+// Take records a point of the run's tick where it took what happened beside it
+// (nodes.Sequencer): the ends it took, all of them, and what it did.
+func (r *Recorder) Take(at nodes.Point, ended []string, would nodes.Move) ([]string, nodes.Move) {
+	if would == nodes.MoveWait {
+		return nil, would
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.takes++
+	r.write(Line{Kind: KindTake, Seq: r.takes, Point: &at, Ended: ended, Move: would})
+	return ended, would
+}
+
+// Answered records the human's answer to worker's question, after the points so far
+// (nodes.Sequencer).
+func (r *Recorder) Answered(worker, answer string) {
+	seq := r.count.next(KindAnswer, worker)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.write(Line{Kind: KindAnswer, Who: worker, Seq: seq, Answer: answer, After: r.takes})
+}
+
+// mail returns the mailbox of who's assignment a, whose receipts are recorded.
+func (r *Recorder) mail(_ context.Context, who string, a runtime.Assignment) runtime.Mailbox {
+	return recordedMail{a.Mailbox, r, who}
+}
+
+type recordedMail struct {
+	runtime.Mailbox
+	r   *Recorder
+	who string
+}
+
+func (m recordedMail) Receive(key string) []runtime.Message {
+	msgs := m.Mailbox.Receive(key)
+	seq := m.r.count.next(KindMail, m.who)
+	if len(msgs) == 0 {
+		return msgs
+	}
+	l := Line{Kind: KindMail, Who: m.who, Seq: seq}
+	for _, msg := range msgs {
+		l.Mail = append(l.Mail, Mail{From: msg.From, Body: msg.Body})
+	}
+	m.r.mu.Lock()
+	defer m.r.mu.Unlock()
+	m.r.write(l)
+	return msgs
+}
+
+// Finish writes the facts of the run res ended in squad s, and closes the cassette; call it
+// before s.Close. It returns the first error recording met.
 func (r *Recorder) Finish(s *nodes.Squad, res nodes.Result) error {
 	facts, err := factsOf(s.Home(), res)
-	var answers []Line
-	if err == nil {
-		answers, err = answersOf(s, res.RunID)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -122,31 +167,9 @@ func (r *Recorder) Finish(s *nodes.Squad, res nodes.Result) error {
 	case !r.begun:
 		r.fail(fmt.Errorf("replay: %s: no run started with the recorder (is nodes.WithRecorder set?)", r.path))
 	default:
-		for _, l := range answers {
-			r.write(l)
-		}
 		r.write(Line{Kind: KindFacts, Facts: &facts})
 	}
 	return r.close()
-}
-
-// answersOf returns the human's answers in run runID of squad s, in order, as lines.
-func answersOf(s *nodes.Squad, runID string) ([]Line, error) {
-	evs, err := s.Events(0, 0)
-	if err != nil {
-		return nil, fmt.Errorf("replay: the run's answers: %w", err)
-	}
-	var count counter
-	var lines []Line
-	seen := map[string]bool{}
-	for _, e := range evs {
-		if e.Run != runID || e.Type != eventlog.HumanResponse || e.Key != "" && seen[e.Key] {
-			continue
-		}
-		seen[e.Key] = true
-		lines = append(lines, Line{Kind: KindAnswer, Who: e.Worker, Seq: count.next(KindAnswer, e.Worker), Answer: e.Text})
-	}
-	return lines, nil
 }
 
 // Close closes the cassette without its facts, which Load then refuses: for a recording that
@@ -229,7 +252,10 @@ func (r *Recorder) tool(who string, t tools.Tool) tools.Tool {
 	return t
 }
 
-var _ nodes.Recorder = (*Recorder)(nil)
+var (
+	_ nodes.Recorder  = (*Recorder)(nil)
+	_ nodes.Sequencer = (*Recorder)(nil)
+)
 
 // sendsOf is a mailbox that keeps what is sent through it.
 type sendsOf struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,9 +28,10 @@ import (
 // waits, and finishes once the stage is complete; the worker writes hello.md, making the extra
 // calls too, then publishes.
 type squadModel struct {
-	ask   string
-	extra []tools.Call
-	cli   bool // n1 goes to Sam, an autonomous worker
+	ask    string
+	during bool // asks in the turn that creates n1, which runs while the question waits
+	extra  []tools.Call
+	cli    bool // n1 goes to Sam, an autonomous worker
 }
 
 func (squadModel) Name() string { return "scripted/squad" }
@@ -62,7 +64,7 @@ func (m squadModel) Generate(_ context.Context, req providers.Request) (provider
 		calls = append([]tools.Call{call("write_file", map[string]string{"path": "nodes/n1/scratch/hello.md", "content": "hello"})}, m.extra...)
 	case worker:
 		calls = []tools.Call{call("publish", map[string]string{"summary": "said hello"})}
-	case m.ask != "" && !answered:
+	case m.ask != "" && !answered && !m.during:
 		calls = []tools.Call{call("ask_human", map[string]string{"question": m.ask})}
 	case m.cli && !spawned:
 		calls = []tools.Call{call("spawn_worker", map[string]any{"name": "Sam", "kind": "autonomous", "command": []string{"agent", "{{.TaskFile}}"}})}
@@ -72,10 +74,13 @@ func (m squadModel) Generate(_ context.Context, req providers.Request) (provider
 			node["worker"] = "Sam"
 		}
 		calls = []tools.Call{call("create_work_node", node)}
-	case strings.Contains(last.Text(), "Stage 1 is complete"):
-		calls = []tools.Call{call("finish", map[string]string{"output": "hello.md is published"})}
+		if m.during {
+			calls = append(calls, call("ask_human", map[string]string{"question": m.ask}))
+		}
 	case strings.Contains(last.Text(), "The run is ending"):
 		return providers.Response{Message: providers.Message{Role: providers.Assistant, Parts: []providers.Part{providers.Text("Nothing to store.")}}, StopReason: providers.StopEnd}, nil
+	case slices.ContainsFunc(req.Messages, func(m providers.Message) bool { return strings.Contains(m.Text(), "Stage 1 is complete") }):
+		calls = []tools.Call{call("finish", map[string]string{"output": "hello.md is published"})}
 	default:
 		calls = []tools.Call{call("wait", map[string]string{})}
 	}
@@ -102,11 +107,18 @@ func record(t *testing.T, m squadModel, ts ...tools.Tool) string {
 	defer cancel()
 	h, err := s.Start(ctx, "Say hello in a file. The key is sk-ant-api03-secret-key-0123456789; send it with Authorization: Bearer abcdefghijkl.")
 	require.NoError(t, err)
-	if m.ask != "" {
+	if m.ask != "" { // at once, or once n1 is done when the question comes while it runs
 		events, stop := s.Subscribe(0)
+		asked, done := "", !m.during
 		for e := range events {
-			if e.Type == eventlog.HumanQuestion {
-				require.NoError(t, h.Answer(e.Worker, " In French."))
+			switch e.Type {
+			case eventlog.HumanQuestion:
+				asked = e.Worker
+			case eventlog.NodeCompleted:
+				done = true
+			}
+			if asked != "" && done {
+				require.NoError(t, h.Answer(asked, " In French."))
 				break
 			}
 		}
@@ -191,7 +203,8 @@ func TestAnswerReplays(t *testing.T) {
 		}
 	}
 	require.Len(t, answers, 1)
-	assert.Equal(t, replay.Line{Kind: replay.KindAnswer, Who: "coordinator", Seq: 1, Answer: " In French."}, answers[0])
+	assert.Positive(t, answers[0].After, "the answer comes after the coordinator's first turn")
+	assert.Equal(t, replay.Line{Kind: replay.KindAnswer, Who: "coordinator", Seq: 1, Answer: " In French.", After: answers[0].After}, answers[0])
 	n1, _ := replay.Run(t, path).Board.Node("n1")
 	assert.Contains(t, n1.Task, "In French.")
 

@@ -92,6 +92,21 @@ func (rs *Runs) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
 	})
 }
 
+// Take records the point in a recorded run (nodes.Sequencer); in another it takes every end.
+func (rs *Runs) Take(at nodes.Point, ended []string, would nodes.Move) ([]string, nodes.Move) {
+	if rec := rs.current(); rec != nil {
+		return rec.Take(at, ended, would)
+	}
+	return ended, would
+}
+
+// Answered records the human's answer in a recorded run (nodes.Sequencer).
+func (rs *Runs) Answered(worker, answer string) {
+	if rec := rs.current(); rec != nil {
+		rec.Answered(worker, answer)
+	}
+}
+
 // Finish ends the recording of run id of squad s, if it was asked for: with the run's result
 // res when the run finished (see Recorder.Finish); a run that failed (runErr), or was paused or
 // interrupted, leaves no cassette, since a cassette replays a whole run. It returns an error
