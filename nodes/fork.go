@@ -138,6 +138,35 @@ func (s *Squad) endOfTick(ctx context.Context, id string, n int) (graph.Snapshot
 	return graph.Snapshot[tick]{}, fmt.Errorf("no tick %d: the run's last tick is %d", n, last)
 }
 
+// CheckFork returns the error Fork would return for what opts ask of a fork of run id at tick
+// n — a tick the run has not, an answer where the coordinator had asked nothing, a node or a
+// worker the tick had not, a new task for a node done by then — without forking.
+func (s *Squad) CheckFork(ctx context.Context, id string, n int, opts ...ForkOption) error {
+	var c forkConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if _, _, err := s.forkedBoard(ctx, id, n, c); err != nil {
+		return fmt.Errorf("nodes: fork run %s at tick %d: %w", id, n, err)
+	}
+	return nil
+}
+
+// forkedBoard returns the checkpoint at which tick n of run id ended, and the board the run
+// had then with c's changes.
+func (s *Squad) forkedBoard(ctx context.Context, id string, n int, c forkConfig) (graph.Snapshot[tick], *forkBoard, error) {
+	at, err := s.endOfTick(ctx, id, n)
+	if err != nil {
+		return at, nil, err
+	}
+	boards, err := s.boardsAt(ctx, id, []int64{at.Values.Board})
+	if err != nil {
+		return at, nil, err
+	}
+	b := boards[0]
+	return at, b, b.change(c, id, at.Values.Board)
+}
+
 // fork makes run c.id the copy of run id as tick n ended, with c's changes: its documents in
 // the store, its folder, and the checkpoints of its tick and of its coordinator.
 func (s *Squad) fork(ctx context.Context, id string, n int, c forkConfig) error {
@@ -147,16 +176,8 @@ func (s *Squad) fork(ctx context.Context, id string, n int, c forkConfig) error 
 	if d, err := s.store.Doc(ctx, runKey(c.id)); err != nil || d.Value != nil {
 		return errors.Join(err, fmt.Errorf("run %s already exists", c.id))
 	}
-	at, err := s.endOfTick(ctx, id, n)
+	at, b, err := s.forkedBoard(ctx, id, n, c)
 	if err != nil {
-		return err
-	}
-	boards, err := s.boardsAt(ctx, id, []int64{at.Values.Board})
-	if err != nil {
-		return err
-	}
-	b := boards[0]
-	if err := b.change(c, id, at.Values.Board); err != nil {
 		return err
 	}
 	ch, err := b.docs(c.id)
