@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -125,6 +127,9 @@ func (a *Agent) Fork(ctx context.Context, from string, n int, answer string, opt
 	case answer != "":
 		opts = append(opts, nodes.ForkWithAnswer(answer))
 	}
+	if err := a.checkFork(ctx, from, n, opts); err != nil {
+		return Summary{}, err
+	}
 	id, err := a.newRunID()
 	if err != nil {
 		return Summary{}, err
@@ -137,6 +142,21 @@ func (a *Agent) Fork(ctx context.Context, from string, n int, answer string, opt
 		return Summary{}, fmt.Errorf("agent %q: %w", a.id, err)
 	}
 	return a.describe(started, true), nil
+}
+
+// checkFork refuses ([ErrInvalid]) what opts ask of a fork of run from at tick n that the fork,
+// started in the background, would fail on: a node or a worker the tick had not, a new task for
+// a node done by then.
+func (a *Agent) checkFork(ctx context.Context, from string, n int, opts []nodes.ForkOption) error {
+	sq, err := a.acquire()
+	if err != nil {
+		return fmt.Errorf("agent %q: %w", a.id, err)
+	}
+	defer a.release()
+	if err := sq.CheckFork(ctx, from, n, opts...); err != nil {
+		return mark(ErrInvalid, fmt.Errorf("agent %q: %w", a.id, err))
+	}
+	return nil
 }
 
 // Steps returns the steps of the agent's run id, one a tick (see nodes.Squad.Steps), opening
@@ -179,20 +199,55 @@ func (a *Agent) Send(ctx context.Context, to, message string) error {
 // progress; to "" answers the one waiting, else the coordinator. It returns to whom the answer
 // went; nodes.ErrNoRun when no run is in progress, nodes.ErrNoQuestion when to asked nothing.
 func (a *Agent) Answer(ctx context.Context, to, response string) (string, error) {
+	return a.answer(ctx, to, response, false)
+}
+
+// AnswerVerdict gives the human's verdict on the tool call that to (as for [Agent.Answer]) waits
+// to have approved, and returns to whom it went; nodes.ErrNoQuestion when to waits for no
+// approval: a question is answered with Answer.
+func (a *Agent) AnswerVerdict(ctx context.Context, to string, v hooks.Verdict) (string, error) {
+	return a.answer(ctx, to, v.Answer(), true)
+}
+
+func (a *Agent) answer(ctx context.Context, to, response string, verdict bool) (string, error) {
 	err := a.withRun(ctx, func(run *nodes.Run) error {
-		if to == "" {
+		if to == "" || verdict {
 			b, err := run.Board()
 			if err != nil {
 				return err
 			}
 			a.scan()
-			if to, _, _ = a.waiting(b); to == "" {
-				to = bus.Coordinator
+			if to == "" {
+				if to, _, _ = a.waiting(b); to == "" {
+					to = bus.Coordinator
+				}
+			}
+			if verdict && a.pendingApproval(b, to) == nil {
+				return fmt.Errorf("%w: %s waits for no tool call's approval; answer a question with a response, not a verdict", nodes.ErrNoQuestion, to)
 			}
 		}
 		return run.Answer(to, response)
 	})
 	return to, err
+}
+
+// pendingApproval returns the tool call that who (a worker's id or name, or bus.Coordinator) waits to
+// have approved on board b, nil when it waits for none.
+func (a *Agent) pendingApproval(b nodes.Snapshot, who string) *hooks.Approval {
+	if strings.EqualFold(who, bus.Coordinator) {
+		a.scanMu.Lock()
+		defer a.scanMu.Unlock()
+		return a.approval
+	}
+	for _, w := range b.Workers {
+		if w.ID != who && w.Name != who {
+			continue
+		}
+		if n, ok := b.Node(w.Node); ok && n.Status == nodes.NodeWaiting {
+			return n.Approval
+		}
+	}
+	return nil
 }
 
 // Retry puts a failed node of the run in progress back on the board for a new attempt
