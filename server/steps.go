@@ -174,6 +174,10 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request, a *host.Agen
 		writeError(w, http.StatusBadRequest, "bad field \"tick\": want the tick to fork from, a whole number >= 1")
 		return
 	}
+	if !s.modelAllowed(w, "coordinator_model", req.CoordinatorModel) || !s.modelAllowed(w, "worker_model", req.WorkerModel) ||
+		req.Answer != "" && !s.text(w, "answer", req.Answer) {
+		return
+	}
 	var opts []nodes.ForkOption
 	if req.CoordinatorModel != "" {
 		opts = append(opts, nodes.ForkWithCoordinatorModel(req.CoordinatorModel))
