@@ -75,6 +75,18 @@ func TestHostileRequests(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.do("POST", "/langgraph/threads", map[string]any{"metadata": map[string]any{"graph_id": "echo"}}, &thread))
 	require.Equal(t, http.StatusOK, c.do("POST", "/langgraph/threads/"+thread.ThreadID+"/runs/wait", map[string]any{"assistant_id": "echo", "input": map[string]any{"Text": "hi"}}, nil))
 	state := "/langgraph/threads/" + thread.ThreadID + "/state"
+	var second struct {
+		ThreadID string `json:"thread_id"`
+	}
+	require.Equal(t, http.StatusOK, c.do("POST", "/langgraph/threads", map[string]any{"metadata": map[string]any{"graph_id": "echo"}}, &second))
+	require.Equal(t, http.StatusOK, c.do("POST", "/langgraph/threads/"+second.ThreadID+"/runs/wait", map[string]any{"assistant_id": "echo", "input": map[string]any{"Text": "yo"}}, nil))
+	var secondState struct {
+		Checkpoint struct {
+			CheckpointID string `json:"checkpoint_id"`
+		} `json:"checkpoint"`
+	}
+	require.Equal(t, http.StatusOK, c.do("GET", "/langgraph/threads/"+second.ThreadID+"/state", nil, &secondState))
+	require.NotEmpty(t, secondState.Checkpoint.CheckpointID)
 
 	auth := map[string]string{"Authorization": "Bearer " + tok, "Content-Type": "application/json"}
 	with := func(h map[string]string) map[string]string {
@@ -176,6 +188,10 @@ func TestHostileRequests(t *testing.T) {
 		{"patch metadata huge value", "PATCH", state, map[string]any{"metadata": map[string]any{"k": strings.Repeat("v", 1<<20)}}, nil, 413, "metadata"},
 		{"patch metadata huge object echoed", "PATCH", state, map[string]any{"metadata": map[string]any{"k": map[string]any{"v": strings.Repeat("v", 1<<20)}}}, nil, 422, "metadata"},
 
+		{"patch another thread's checkpoint", "PATCH", state, map[string]any{"metadata": map[string]any{"k": "v"}, "checkpoint_id": secondState.Checkpoint.CheckpointID}, nil, 404, "no checkpoint"},
+		{"patch thread ..", "PATCH", "/langgraph/threads/..%2F" + second.ThreadID + "/state", map[string]any{"metadata": map[string]any{"k": "v"}}, nil, 404, ""},
+		{"patch a thread that is not", "PATCH", "/langgraph/threads/asker/state", map[string]any{"metadata": map[string]any{"k": "v"}}, nil, 404, "no thread"},
+
 		// The token, the origin.
 		{"steps without the token", "GET", asker + "/steps", nil, map[string]string{"Authorization": ""}, 401, "token"},
 		{"cassette without the token", "GET", asker + "/cassette", nil, map[string]string{"Authorization": ""}, 401, "token"},
@@ -237,6 +253,9 @@ func TestHostileRequests(t *testing.T) {
 	require.Equal(t, http.StatusOK, c.do("GET", state, nil, &st))
 	_, patched := st.Metadata["k"]
 	assert.False(t, patched, "a refused patch set nothing")
+	require.Equal(t, http.StatusOK, c.do("GET", "/langgraph/threads/"+second.ThreadID+"/state", nil, &st))
+	_, patched = st.Metadata["k"]
+	assert.False(t, patched, "another thread's state was patched")
 
 	// A cassette served holds neither the provider's key nor the server's token.
 	resp, err := c.ts.Client().Get(c.ts.URL + "/agents/other/runs/" + other + "/cassette")
