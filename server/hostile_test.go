@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,8 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
 	"github.com/agiraph/agiraph/server"
 	"github.com/agiraph/agiraph/server/host"
+	"github.com/agiraph/agiraph/tools"
 )
 
 // hostileTeam is the team of each agent of TestHostileRequests by its id: "mailer" holds its
@@ -312,4 +317,38 @@ func TestWebhookOnAPrivateAddressIsRefused(t *testing.T) {
 	srv, err := server.New(server.WithHost(host.WithRoot(t.TempDir()), host.WithWebhook(nodes.Webhook{URL: "http://127.0.0.1:9/q", AllowPrivate: true})))
 	require.NoError(t, err)
 	require.NoError(t, srv.Close())
+}
+
+// A worker's view_file of a path out of the run's folder — up with "..", absolute, the server's
+// token file — attaches nothing: each call is refused, naming why, and the run goes on.
+func TestViewFileOutOfTheWorkspace(t *testing.T) {
+	paths := []string{"../../../../../../token", "/etc/passwd", "nodes/../../../token"}
+	team := stageTeam([]map[string]any{{"task": "Look."}}, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		_, results := scripted.Last(req)
+		if len(results) == 0 {
+			var calls []tools.Call
+			for _, p := range paths {
+				calls = append(calls, scripted.Call("view_file", map[string]string{"path": p}))
+			}
+			return turn(req, calls...), nil
+		}
+		var said []string
+		for _, r := range results {
+			said = append(said, fmt.Sprintf("%v %s", r.IsError, r.Content))
+		}
+		return turn(req, scripted.Call("publish", map[string]string{"summary": strings.Join(said, "\n")})), nil
+	})
+	c := start(t, t.TempDir(), team)
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]string{"id": "looker", "goal": "Look."}, nil))
+	c.await("looker", host.StatusComplete)
+	var node struct{ Node nodes.Node }
+	require.Equal(t, http.StatusOK, c.do("GET", "/agents/looker/board/n1", nil, &node))
+	lines := strings.Split(node.Node.Summary, "\n")
+	require.Len(t, lines, len(paths), node.Node.Summary)
+	for i, line := range lines {
+		assert.True(t, strings.HasPrefix(line, "true "), "%s: %s", paths[i], line)
+		assert.Contains(t, line, []string{"leads outside the workspace", "is absolute", "leads outside the workspace"}[i], paths[i])
+		assert.NotContains(t, line, "attached", paths[i])
+	}
+	assert.NotContains(t, node.Node.Summary, c.srv.Token())
 }
