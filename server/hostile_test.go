@@ -352,3 +352,29 @@ func TestViewFileOutOfTheWorkspace(t *testing.T) {
 	}
 	assert.NotContains(t, node.Node.Summary, c.srv.Token())
 }
+
+// A verdict goes to the worker whose tool call waits for approval, named or not; one sent to
+// the coordinator, who waits for nothing, is refused and leaves the call waiting.
+func TestVerdictForAWorkersCall(t *testing.T) {
+	team := stageTeam([]map[string]any{{"task": "Write."}}, func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		if _, results := scripted.Last(req); len(results) == 1 && results[0].Name == "write_file" {
+			return turn(req, scripted.Call("publish", map[string]string{"summary": results[0].Content})), nil
+		}
+		return turn(req, scripted.Call("write_file", map[string]string{"path": "a.txt", "content": "x"})), nil
+	})
+	c := start(t, t.TempDir(), team)
+	require.Equal(t, http.StatusCreated, c.do("POST", "/agents", map[string]any{"id": "w", "goal": "Write.",
+		"approvals": map[string]any{"tools": []string{"write_*"}}}, nil))
+	s := c.await("w", host.StatusWaiting)
+	require.NotNil(t, s.Approval, "%+v", s)
+	require.NotEqual(t, "coordinator", s.WaitingFor)
+	assert.Contains(t, c.errorOf("POST", "/agents/w/respond", map[string]any{"worker": "coordinator", "verdict": map[string]any{"approve": true}}, http.StatusConflict),
+		"coordinator waits for no tool call's approval")
+	require.NotNil(t, c.summary("w").Approval, "the call waits still")
+	require.Equal(t, http.StatusOK, c.do("POST", "/agents/w/respond", map[string]any{"worker": s.WaitingFor,
+		"verdict": map[string]any{"approve": false, "reason": "not now"}}, nil))
+	c.await("w", host.StatusComplete)
+	var node struct{ Node nodes.Node }
+	require.Equal(t, http.StatusOK, c.do("GET", "/agents/w/board/n1", nil, &node))
+	assert.Contains(t, node.Node.Summary, "not now")
+}
