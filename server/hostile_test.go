@@ -150,6 +150,7 @@ func TestHostileRequests(t *testing.T) {
 		{"fork node_spec no node", "POST", asker + "/fork", map[string]any{"tick": 1, "node_spec": map[string]any{"task": "t"}}, nil, 400, "node_spec.node"},
 		{"fork node_spec unknown node", "POST", asker + "/fork", map[string]any{"tick": last, "node_spec": map[string]any{"node": "n99", "task": "t"}}, nil, 400, "no node n99"},
 		{"fork node_spec for a done node", "POST", painter + "/fork", map[string]any{"tick": painterSteps.Steps[len(painterSteps.Steps)-1].Tick, "node_spec": map[string]any{"node": "n1", "task": "t"}}, nil, 400, "node n1 was"},
+		{"fork worker without a model", "POST", asker + "/fork", map[string]any{"tick": 1, "worker": "ann"}, nil, 400, "worker_model"},
 		{"fork model of an unknown worker", "POST", painter + "/fork", map[string]any{"tick": 1, "worker": "nobody", "worker_model": "scripted/worker"}, nil, 400, "no worker nobody"},
 		{"fork body oversized", "POST", asker + "/fork", `{"tick": 1, "answer": "` + strings.Repeat("y", 10000) + `"}`, nil, 413, "over"},
 		{"fork unknown field", "POST", asker + "/fork", map[string]any{"tick": 1, "goal": "x"}, nil, 400, `"goal"`},

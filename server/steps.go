@@ -178,6 +178,10 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request, a *host.Agen
 		req.Answer != "" && !s.text(w, "answer", req.Answer) {
 		return
 	}
+	if req.Worker != "" && req.WorkerModel == "" {
+		writeError(w, http.StatusBadRequest, "bad field \"worker\": it names the worker that worker_model is for; give worker_model too")
+		return
+	}
 	var opts []nodes.ForkOption
 	if req.CoordinatorModel != "" {
 		opts = append(opts, nodes.ForkWithCoordinatorModel(req.CoordinatorModel))
