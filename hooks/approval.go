@@ -138,6 +138,9 @@ func ParseVerdict(a Approval, answer string) (Verdict, error) {
 		if !json.Valid(args) {
 			return Verdict{}, fmt.Errorf("%w: the edited arguments of %s are not JSON: %s", ErrBadVerdict, a.Tool, rest)
 		}
+		if !strings.HasPrefix(rest, "{") {
+			return Verdict{}, fmt.Errorf("%w: the edited arguments of %s are not a JSON object: %s", ErrBadVerdict, a.Tool, rest)
+		}
 		if a.Schema != nil {
 			if err := tools.Validate(a.Schema, args); err != nil {
 				return Verdict{}, fmt.Errorf("%w: the edited arguments of %s: %v", ErrBadVerdict, a.Tool, err)

@@ -91,4 +91,11 @@ func TestParseVerdict(t *testing.T) {
 		require.ErrorIs(t, err, hooks.ErrBadVerdict, answer)
 		assert.Contains(t, err.Error(), msg, answer)
 	}
+	// A tool without a schema still takes an object of arguments, never another JSON value.
+	a.Schema = nil
+	for _, args := range []string{`"rm -rf /"`, "null", "[1]", "7"} {
+		_, err := hooks.ParseVerdict(a, "edit "+args)
+		require.ErrorIs(t, err, hooks.ErrBadVerdict, args)
+		assert.Contains(t, err.Error(), "the edited arguments of send are not a JSON object: "+args, args)
+	}
 }

@@ -154,6 +154,34 @@ func (s *Squad) endOfTick(ctx context.Context, id string, n int) (graph.Snapshot
 	return graph.Snapshot[tick]{}, fmt.Errorf("no tick %d: the run's last tick is %d", n, last)
 }
 
+// CheckFork returns the error Fork would return for what opts ask of a fork of run id at tick
+// n — a tick the run has not, an answer where the coordinator had asked nothing, a node or a
+// worker the tick had not, a new task for a node done by then — without forking.
+func (s *Squad) CheckFork(ctx context.Context, id string, n int, opts ...ForkOption) error {
+	var c forkConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	at, err := s.endOfTick(ctx, id, n)
+	if err == nil {
+		_, err = s.forkedBoard(ctx, id, at, c)
+	}
+	if err != nil {
+		return fmt.Errorf("nodes: fork run %s at tick %d: %w", id, n, err)
+	}
+	return nil
+}
+
+// forkedBoard returns the board run id had as the tick whose end is at ended, with c's changes.
+func (s *Squad) forkedBoard(ctx context.Context, id string, at graph.Snapshot[tick], c forkConfig) (*forkBoard, error) {
+	boards, err := s.boardsAt(ctx, id, []int64{at.Values.Board})
+	if err != nil {
+		return nil, err
+	}
+	b := boards[0]
+	return b, b.change(c, id, at.Values.Board)
+}
+
 // fork makes run c.id, in the store st of the agent at home (the squad's own, or a new
 // agent's), the copy of run id as the tick whose end is at ended, with c's changes: its
 // documents in the store, its folder, and the checkpoints of its tick and of its coordinator.
@@ -164,12 +192,8 @@ func (s *Squad) fork(ctx context.Context, id string, at graph.Snapshot[tick], c 
 	if d, err := st.Doc(ctx, runKey(c.id)); err != nil || d.Value != nil {
 		return errors.Join(err, fmt.Errorf("run %s already exists", c.id))
 	}
-	boards, err := s.boardsAt(ctx, id, []int64{at.Values.Board})
+	b, err := s.forkedBoard(ctx, id, at, c)
 	if err != nil {
-		return err
-	}
-	b := boards[0]
-	if err := b.change(c, id, at.Values.Board); err != nil {
 		return err
 	}
 	ch, err := b.docs(c.id)

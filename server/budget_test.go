@@ -18,7 +18,8 @@ import (
 )
 
 // An agent created with a budget: its run that reaches the budget is over_budget, with an error naming the limit and
-// what was spent; POST /budget raises it, and POST /resume then finishes the run.
+// what was spent; POST /budget raises it, and POST /resume then finishes the run. A budget
+// lowered below what was spent is taken, and pauses the run resumed before its next model call.
 func TestBudgetRoute(t *testing.T) {
 	team := func(string) []nodes.Option {
 		coord := scripted.NewFunc("budgeted", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
@@ -58,6 +59,13 @@ func TestBudgetRoute(t *testing.T) {
 
 	assert.Contains(t, c.errorOf("POST", "/agents/b/budget", map[string]any{"tokens": -5}, http.StatusBadRequest), "must not be negative")
 	assert.Contains(t, c.errorOf("POST", "/agents/b/budget", map[string]any{"run": "nope", "tokens": 5}, http.StatusNotFound), `no run "nope"`)
+	// A budget lowered below what was spent is taken; the run resumed makes no model call.
+	require.Equal(t, http.StatusOK, c.do("POST", "/agents/b/budget", map[string]any{"tokens": 50}, nil))
+	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/b/resume", nil, nil))
+	respond()
+	again := c.await("b", host.StatusOverBudget, host.StatusComplete)
+	require.Equal(t, host.StatusOverBudget, again.Status)
+	assert.Contains(t, again.Error, "spent 200 tokens of 50", "no model call was made past the budget")
 	var set struct {
 		Run    string
 		Budget nodes.Budget
@@ -66,7 +74,6 @@ func TestBudgetRoute(t *testing.T) {
 	assert.Equal(t, over.Run, set.Run)
 	assert.Equal(t, nodes.Budget{Tokens: 1000}, set.Budget)
 	require.Equal(t, http.StatusAccepted, c.do("POST", "/agents/b/resume", nil, nil))
-	respond()
-	done := c.await("b", host.StatusComplete)
+	done := c.await("b", host.StatusComplete) // the answer was given before the pause
 	assert.Equal(t, "done", done.Output)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -253,12 +254,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if !s.text(w, "goal", req.Goal) {
 		return
 	}
-	if req.Model != "" && !slices.Contains(s.cfg.models, req.Model) {
-		allowed := "none: agents use the server's own models"
-		if len(s.cfg.models) > 0 {
-			allowed = strings.Join(s.cfg.models, ", ")
-		}
-		writeError(w, http.StatusForbidden, "bad field \"model\": %s is not allowed on this server (allowed: %s; server.WithModels)", shown(req.Model), allowed)
+	if !s.modelAllowed(w, "model", req.Model) {
 		return
 	}
 	switch nodes.Mode(req.Mode) {
@@ -342,9 +338,17 @@ func (s *Server) handleCassette(w http.ResponseWriter, r *http.Request, a *host.
 		return
 	}
 	defer func() { _ = f.Close() }() // read only
+	data, err := io.ReadAll(f)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "agent %q: the cassette of run %q: %v", a.ID(), r.PathValue("run"), err)
+		return
+	}
+	if s.token != "" { // the recording removed the API keys; a model or a tool may have met the token
+		data = bytes.ReplaceAll(data, []byte(s.token), []byte("[REDACTED]"))
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", r.PathValue("run")+".cassette"))
-	_, _ = io.Copy(w, f)
+	_, _ = w.Write(data)
 }
 
 func (s *Server) handleResume(w http.ResponseWriter, r *http.Request, a *host.Agent) {
@@ -504,17 +508,23 @@ func (s *Server) handleRespond(w http.ResponseWriter, r *http.Request, a *host.A
 	if !s.decode(w, r, &req, false) {
 		return
 	}
-	if req.Verdict != nil {
-		if req.Response != "" {
+	answer := func() (string, error) { return a.Answer(r.Context(), req.Worker, req.Response) }
+	if v := req.Verdict; v != nil {
+		switch {
+		case req.Response != "":
 			writeError(w, http.StatusBadRequest, "give either a response or a verdict, not both")
 			return
+		case !v.Approve && v.Args != nil:
+			writeError(w, http.StatusBadRequest, "bad field \"verdict\": args are for a call approved with them; a rejection (approve false) takes a reason")
+			return
 		}
-		req.Response = req.Verdict.Answer()
+		req.Response = v.Answer()
+		answer = func() (string, error) { return a.AnswerVerdict(r.Context(), req.Worker, *v) }
 	}
 	if !s.text(w, "response", req.Response) {
 		return
 	}
-	to, err := a.Answer(r.Context(), req.Worker, req.Response)
+	to, err := answer()
 	if err != nil {
 		runError(w, a, err)
 		return
@@ -955,6 +965,20 @@ func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request) {
 		info["langgraph"] = LangGraphPath
 	}
 	writeJSON(w, http.StatusOK, info)
+}
+
+// modelAllowed checks a request's model field: empty (the server's own) or one of WithModels
+// (403 otherwise). It reports whether the model is allowed, after answering when it is not.
+func (s *Server) modelAllowed(w http.ResponseWriter, field, model string) bool {
+	if model == "" || slices.Contains(s.cfg.models, model) {
+		return true
+	}
+	allowed := "none: agents use the server's own models"
+	if len(s.cfg.models) > 0 {
+		allowed = strings.Join(s.cfg.models, ", ")
+	}
+	writeError(w, http.StatusForbidden, "bad field %q: %s is not allowed on this server (allowed: %s; server.WithModels)", field, shown(model), allowed)
+	return false
 }
 
 // handleModels lists the models a request may name for a new agent; the first entry, "", is

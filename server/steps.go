@@ -179,6 +179,14 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request, a *host.Agen
 		writeError(w, http.StatusBadRequest, "bad field \"tick\": want the tick to fork from, a whole number >= 1")
 		return
 	}
+	if !s.modelAllowed(w, "coordinator_model", req.CoordinatorModel) || !s.modelAllowed(w, "worker_model", req.WorkerModel) ||
+		req.Answer != "" && !s.text(w, "answer", req.Answer) {
+		return
+	}
+	if req.Worker != "" && req.WorkerModel == "" {
+		writeError(w, http.StatusBadRequest, "bad field \"worker\": it names the worker that worker_model is for; give worker_model too")
+		return
+	}
 	var opts []nodes.ForkOption
 	if req.CoordinatorModel != "" {
 		opts = append(opts, nodes.ForkWithCoordinatorModel(req.CoordinatorModel))

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
@@ -112,7 +114,7 @@ func (a *Agent) SetBudget(ctx context.Context, id string, b nodes.Budget) (strin
 // tick. [ErrNotFound] when the agent has no run from, or the run no tick n; [ErrInvalid] for an
 // answer where no question was pending.
 func (a *Agent) Fork(ctx context.Context, from string, n int, answer string, opts ...nodes.ForkOption) (Summary, error) {
-	if err := a.checkFork(ctx, from, n, answer); err != nil {
+	if err := a.checkFork(ctx, from, n, answer, opts); err != nil {
 		return Summary{}, err
 	}
 	id, err := a.newRunID()
@@ -144,7 +146,7 @@ func (a *Agent) ForkAgent(ctx context.Context, from string, n int, id, answer st
 	if a.host.fleet != nil {
 		return Summary{}, mark(ErrInvalid, fmt.Errorf("agent %q: a fleet's agents keep their store in its PostgreSQL database, not in their folder, and a new agent's folder cannot be made of it: fork in the agent itself (leave \"agent\" out)", a.id))
 	}
-	if err := a.checkFork(ctx, from, n, answer); err != nil {
+	if err := a.checkFork(ctx, from, n, answer, opts); err != nil {
 		return Summary{}, err
 	}
 	a.mu.Lock()
@@ -173,10 +175,11 @@ func (a *Agent) ForkAgent(ctx context.Context, from string, n int, id, answer st
 	})
 }
 
-// checkFork returns why the agent's run from cannot be forked at tick n with answer, if it
-// cannot: [ErrNotFound] when it has no tick n, [ErrInvalid] for an answer where no question was
-// pending.
-func (a *Agent) checkFork(ctx context.Context, from string, n int, answer string) error {
+// checkFork returns why the agent's run from cannot be forked at tick n with answer and what
+// opts ask, if it cannot, before anything starts in the background: [ErrNotFound] when it has no
+// tick n, [ErrInvalid] for an answer where no question was pending, a node or a worker the tick
+// had not, or a new task for a node done by then.
+func (a *Agent) checkFork(ctx context.Context, from string, n int, answer string, opts []nodes.ForkOption) error {
 	steps, err := a.Steps(ctx, from)
 	if err != nil {
 		return err
@@ -187,6 +190,14 @@ func (a *Agent) checkFork(ctx context.Context, from string, n int, answer string
 		return mark(ErrNotFound, fmt.Errorf("agent %q: run %q has no tick %d (it has %d)", a.id, from, n, len(steps)))
 	case answer != "" && steps[i].Question == "":
 		return mark(ErrInvalid, fmt.Errorf("agent %q: run %q: the coordinator had asked nothing at tick %d; fork at a tick where a question was pending", a.id, from, n))
+	}
+	sq, err := a.acquire()
+	if err != nil {
+		return fmt.Errorf("agent %q: %w", a.id, err)
+	}
+	defer a.release()
+	if err := sq.CheckFork(ctx, from, n, opts...); err != nil {
+		return mark(ErrInvalid, fmt.Errorf("agent %q: %w", a.id, err))
 	}
 	return nil
 }
@@ -231,20 +242,55 @@ func (a *Agent) Send(ctx context.Context, to, message string) error {
 // progress; to "" answers the one waiting, else the coordinator. It returns to whom the answer
 // went; nodes.ErrNoRun when no run is in progress, nodes.ErrNoQuestion when to asked nothing.
 func (a *Agent) Answer(ctx context.Context, to, response string) (string, error) {
+	return a.answer(ctx, to, response, false)
+}
+
+// AnswerVerdict gives the human's verdict on the tool call that to (as for [Agent.Answer]) waits
+// to have approved, and returns to whom it went; nodes.ErrNoQuestion when to waits for no
+// approval: a question is answered with Answer.
+func (a *Agent) AnswerVerdict(ctx context.Context, to string, v hooks.Verdict) (string, error) {
+	return a.answer(ctx, to, v.Answer(), true)
+}
+
+func (a *Agent) answer(ctx context.Context, to, response string, verdict bool) (string, error) {
 	err := a.withRun(ctx, func(run *nodes.Run) error {
-		if to == "" {
+		if to == "" || verdict {
 			b, err := run.Board()
 			if err != nil {
 				return err
 			}
 			a.scan()
-			if to, _, _ = a.waiting(b); to == "" {
-				to = bus.Coordinator
+			if to == "" {
+				if to, _, _ = a.waiting(b); to == "" {
+					to = bus.Coordinator
+				}
+			}
+			if verdict && a.pendingApproval(b, to) == nil {
+				return fmt.Errorf("%w: %s waits for no tool call's approval; answer a question with a response, not a verdict", nodes.ErrNoQuestion, to)
 			}
 		}
 		return run.Answer(to, response)
 	})
 	return to, err
+}
+
+// pendingApproval returns the tool call that who (a worker's id or name, or bus.Coordinator) waits to
+// have approved on board b, nil when it waits for none.
+func (a *Agent) pendingApproval(b nodes.Snapshot, who string) *hooks.Approval {
+	if strings.EqualFold(who, bus.Coordinator) {
+		a.scanMu.Lock()
+		defer a.scanMu.Unlock()
+		return a.approval
+	}
+	for _, w := range b.Workers {
+		if w.ID != who && w.Name != who {
+			continue
+		}
+		if n, ok := b.Node(w.Node); ok && n.Status == nodes.NodeWaiting {
+			return n.Approval
+		}
+	}
+	return nil
 }
 
 // Retry puts a failed node of the run in progress back on the board for a new attempt

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -218,8 +219,15 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else {
 		slog.Error("langgraphapi", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	writeJSON(w, status, map[string]string{"detail": err.Error()})
+	msg := err.Error()
+	if len(msg) > maxMessage { // what a request sent is never echoed whole
+		msg = fmt.Sprintf("%s… (%d bytes more)", strings.ToValidUTF8(msg[:maxMessage], ""), len(msg)-maxMessage)
+	}
+	writeJSON(w, status, map[string]string{"detail": msg})
 }
+
+// maxMessage bounds an error message, in bytes.
+const maxMessage = 4 << 10
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

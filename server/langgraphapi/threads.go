@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -329,6 +330,10 @@ func (h *Handler) updateState(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// maxPatch bounds the metadata a state patch sets, keys and values, in bytes: a checkpoint's
+// metadata is read with every state of the thread's history.
+const maxPatch = 64 << 10
+
 // patchState merges metadata into that of the thread's latest state (or of the state at
 // checkpoint_id), as the SDK's threads.patchState asks. Checkpoints keep text metadata: a value
 // that is not a string is refused.
@@ -344,6 +349,7 @@ func (h *Handler) patchState(w http.ResponseWriter, r *http.Request) error {
 		return invalid("metadata: give the keys to set")
 	}
 	meta := make(map[string]string, len(q.Metadata))
+	size := 0
 	for k, v := range q.Metadata {
 		s, ok := v.(string)
 		if !ok {
@@ -351,6 +357,10 @@ func (h *Handler) patchState(w http.ResponseWriter, r *http.Request) error {
 			return invalid("metadata %q: a state's metadata holds strings, not %s", k, b)
 		}
 		meta[k] = s
+		size += len(k) + len(s)
+	}
+	if size > maxPatch {
+		return &apiError{http.StatusRequestEntityTooLarge, fmt.Sprintf("metadata: %d bytes of keys and values, over the limit of %d a patch may set", size, maxPatch)}
 	}
 	t, e, cp, err := h.target(r, q.stateChange)
 	if err != nil {
