@@ -141,3 +141,28 @@ func pageCount(t *testing.T, path string) int {
 	require.NoError(t, db.QueryRow(`PRAGMA page_count`).Scan(&n))
 	return n
 }
+
+// An event's row holds its number and key once, in their columns: not again in the event's JSON.
+// Rows kept before, which held them, read the same.
+func TestEventRowsHoldSeqAndKeyOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	require.NoError(t, s.Apply(ctx, store.Change{Events: []eventlog.Event{{Type: eventlog.AgentStarted, Text: "new", Key: "r1/started"}}}))
+	db := s.Saver().(*sqlite.Saver).DB()
+	var stored string
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT event FROM squad_events`).Scan(&stored))
+	assert.NotContains(t, stored, `"seq"`)
+	assert.NotContains(t, stored, `"key"`)
+
+	require.NoError(t, s.Saver().(*sqlite.Saver).Write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO squad_events (key, event) VALUES ('r1/done', '{"seq":0,"time":"2026-11-27T10:00:00Z","type":"agent.completed","text":"old","key":"r1/done"}')`)
+		return err
+	}))
+	evs, err := s.Events(ctx, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 2)
+	assert.Equal(t, []string{"new", "old"}, []string{evs[0].Text, evs[1].Text})
+	assert.Equal(t, []string{"r1/started", "r1/done"}, []string{evs[0].Key, evs[1].Key})
+	assert.Equal(t, []int64{1, 2}, []int64{evs[0].Seq, evs[1].Seq})
+}
