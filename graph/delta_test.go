@@ -242,3 +242,32 @@ func TestDeltas_InputIsAnUpdate(t *testing.T) {
 	require.ErrorAs(t, err, &corrupt)
 	assert.Equal(t, second.ID, corrupt.CheckpointID)
 }
+
+// TestDeltas_SmallStateStoredOnce: a thread whose state stays small stores it whole in its first
+// checkpoint only, over a few steps, and rebuilds it from there.
+func TestDeltas_SmallStateStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	saver := &countingSaver{Saver: checkpoint.NewMemory()}
+	g := graph.New[dlState]()
+	g.AddNode("turn", func(_ context.Context, s dlState) (dlState, error) {
+		return dlState{Log: []string{fmt.Sprintf("turn %d", len(s.Log))}}, nil
+	})
+	g.AddEdge(graph.START, "turn")
+	g.AddConditionalEdges("turn", func(_ context.Context, s dlState) string {
+		if len(s.Log) < 6 {
+			return "turn"
+		}
+		return graph.END
+	}, "turn", graph.END)
+	c, err := g.Compile(graph.WithCheckpointer(saver))
+	require.NoError(t, err)
+	thread := graph.WithThread("small")
+	_, err = c.Invoke(ctx, dlState{Log: []string{"input"}}, thread)
+	require.NoError(t, err)
+
+	_, snapshots := saver.stored()
+	assert.Equal(t, 1, snapshots, "checkpoints that hold the whole state")
+	snap, err := c.State(ctx, thread)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"input", "turn 1", "turn 2", "turn 3", "turn 4", "turn 5"}, snap.Values.Log)
+}

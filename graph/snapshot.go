@@ -7,16 +7,22 @@ import (
 )
 
 // snapshotRatio is how many times the size of the last snapshot must be saved (checkpoints, task
-// writes, inputs) before the next checkpoint stores the full state again, by default.
-const snapshotRatio = 2
+// writes, inputs) before the next checkpoint stores the full state again, by default; and
+// snapshotFloor how many bytes at least, so that a small state — a checkpoint's own record
+// is counted as about 300 bytes — is not stored whole every other step.
+const (
+	snapshotRatio = 2
+	snapshotFloor = 4 << 10
+)
 
 // snapshots decides which checkpoints of a run store the full state.
 //
 // By default a checkpoint does once the bytes saved since the last snapshot reach snapshotRatio
-// times that snapshot's size. Every snapshot is then paid for by twice its size in other records,
-// so the snapshots of a thread take at most half of what the rest takes (plus the latest state),
-// however large its state grows; and rebuilding a state reads one snapshot and records worth at
-// most twice its size, each record counted with its overhead, which bounds how many it reads.
+// times that snapshot's size, and snapshotFloor. Every snapshot is then paid for by twice its
+// size in other records, so the snapshots of a thread take at most half of what the rest takes
+// (plus the latest state), however large its state grows; and rebuilding a state reads one
+// snapshot and records worth at most twice its size or snapshotFloor, each record counted with
+// its overhead, which bounds how many it reads.
 // WithSnapshotEvery makes it every n supersteps instead.
 type snapshots struct {
 	every int // WithSnapshotEvery; 0 places snapshots by size
@@ -31,7 +37,7 @@ func (s *snapshots) due() bool {
 	if s.every > 0 {
 		return s.steps >= s.every
 	}
-	return s.since.Load() >= snapshotRatio*int64(s.size)
+	return s.since.Load() >= max(snapshotRatio*int64(s.size), snapshotFloor)
 }
 
 // saved counts n bytes saved.

@@ -181,6 +181,9 @@ type board struct {
 	state   runState // the run's own state (see runstate.go)
 	// version is the version of the latest change of the board or of the run's state.
 	version int64
+	// recorded are the documents of the latest records committed (see record), by key.
+	hmu      sync.Mutex
+	recorded map[string]recordedDoc
 
 	// The views the committed changes left to write (see flushViews): a node's id, and whether
 	// its spec and refs are due as well as its status. viewsDue, when set, is told that some are.
@@ -203,7 +206,7 @@ const (
 // the store does not have but whose folder does (kept in files before the store held boards)
 // has it copied into the store first.
 func openBoard(ctx context.Context, st store.Store, run workspace.Run, now func() time.Time) (*board, error) {
-	b := &board{run: run, now: now, nodes: map[string]*Node{}, byRun: map[string]*Node{}, byKey: map[string]*Node{}, workers: map[string]*Worker{}}
+	b := &board{run: run, now: now, nodes: map[string]*Node{}, byRun: map[string]*Node{}, byKey: map[string]*Node{}, workers: map[string]*Worker{}, recorded: map[string]recordedDoc{}}
 	// One read, so that the board is as one moment left it: a node waiting for the human's
 	// answer with its worker, not the worker waiting beside the node as it was before.
 	docs, err := st.Docs(ctx, runKey(run.ID()), nodeKey(run.ID(), ""), workerKey(run.ID(), ""))
@@ -744,31 +747,16 @@ func (b *board) change(ctx context.Context, fn func(t *tx) error) error {
 	for _, k := range t.forgot {
 		ch.Delete(k)
 	}
-	if err := b.record(&ch); err != nil {
+	recorded, err := b.record(&ch)
+	if err != nil {
 		return err
 	}
 	undo := b.apply(t)
-	if err := b.save(ctx, ch, func() { b.viewsChanged(created) }); err != nil {
+	if err := b.save(ctx, ch, func() { recorded(); b.viewsChanged(created) }); err != nil {
 		undo()
 		return err
 	}
 	return nil
-}
-
-// histKey is the store's key of the record of version v of run's board: the documents of the
-// board and of the run's state that v put. The records are how a fork reads the board as it was
-// at a tick (see Squad.Fork); the key's number is padded, so that they sort in version order.
-func histKey(run string, v int64) string { return fmt.Sprintf("hist/%s/%020d", run, v) }
-
-// record adds to ch, a change of version b.version, its record (see histKey); b.wmu is held.
-func (b *board) record(ch *store.Change) error {
-	var docs []store.Doc
-	for _, d := range ch.Docs {
-		if d.Version == b.version {
-			docs = append(docs, d)
-		}
-	}
-	return ch.Put(histKey(b.run.ID(), b.version), docs)
 }
 
 // at returns the board's version: that of its latest change, or of the run's state's.

@@ -182,20 +182,38 @@ func (s *Squad) SetBudget(ctx context.Context, id string, b Budget) error {
 	if err := ch.Put(budgetKey(id), b); err != nil {
 		return err
 	}
-	return s.store.Apply(ctx, ch)
+	s.budgetsMu.Lock()
+	defer s.budgetsMu.Unlock()
+	if err := s.store.Apply(ctx, ch); err != nil {
+		return err
+	}
+	s.budgets[id] = &b
+	return nil
 }
 
 // BudgetOf returns the budget of run id: SetBudget's, or else WithBudget's.
+// The store is read once a run.
 func (s *Squad) BudgetOf(ctx context.Context, id string) (Budget, error) {
-	d, err := s.store.Doc(ctx, budgetKey(id))
-	if err != nil || d.Value == nil {
-		return s.cfg.budget, err
+	s.budgetsMu.Lock()
+	defer s.budgetsMu.Unlock()
+	b, ok := s.budgets[id]
+	if !ok {
+		d, err := s.store.Doc(ctx, budgetKey(id))
+		if err != nil {
+			return Budget{}, err
+		}
+		if d.Value != nil {
+			b = new(Budget)
+			if err := json.Unmarshal(d.Value, b); err != nil {
+				return Budget{}, fmt.Errorf("nodes: run %s: its budget in the store is damaged: %w", id, err)
+			}
+		}
+		s.budgets[id] = b
 	}
-	var b Budget
-	if err := json.Unmarshal(d.Value, &b); err != nil {
-		return Budget{}, fmt.Errorf("nodes: run %s: its budget in the store is damaged: %w", id, err)
+	if b == nil {
+		return s.cfg.budget, nil
 	}
-	return b, nil
+	return *b, nil
 }
 
 // checkBudget holds the run to its budget, given what it spent: past a soft limit it tells the

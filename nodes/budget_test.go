@@ -12,6 +12,7 @@ import (
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
 )
@@ -197,4 +198,34 @@ func TestWorkerBudget(t *testing.T) {
 		told = told || (e.Type == eventlog.MessageSent && strings.Contains(e.Text, "Worker Ann reached its budget: it spent 200 tokens of 150"))
 	}
 	assert.True(t, told, "the coordinator was told")
+}
+
+// budgetReads counts the reads of runs' budgets in the store it wraps.
+type budgetReads struct {
+	store.Store
+	n atomic.Int32
+}
+
+func (b *budgetReads) Doc(ctx context.Context, key string) (store.Doc, error) {
+	if strings.HasPrefix(key, "budget/") {
+		b.n.Add(1)
+	}
+	return b.Store.Doc(ctx, key)
+}
+
+// A run's ticks do not read its budget from the store: it is read once, and a budget set while
+// the run goes on is the one that holds.
+func TestBudgetReadOnceARun(t *testing.T) {
+	st := &budgetReads{Store: store.NewMemory()}
+	s := newSquad(t, nodes.WithStore(st))
+	res := run(t, s, "AI chips")
+	require.True(t, res.Finished)
+	assert.Equal(t, int32(1), st.n.Load(), "reads of the run's budget")
+
+	raised := nodes.Budget{Tokens: 1 << 20}
+	require.NoError(t, s.SetBudget(context.Background(), res.RunID, raised))
+	got, err := s.BudgetOf(context.Background(), res.RunID)
+	require.NoError(t, err)
+	assert.Equal(t, raised, got)
+	assert.Equal(t, int32(1), st.n.Load(), "reads of the run's budget")
 }

@@ -263,11 +263,12 @@ func (s *Squad) boardsAt(ctx context.Context, id string, versions []int64) ([]*f
 		changed = map[string]bool{}
 		return err
 	}
+	var hr histReader
 	for _, r := range recs {
 		var ds []store.Doc
 		rv, err := strconv.ParseInt(strings.TrimPrefix(r.Key, "hist/"+id+"/"), 10, 64)
 		if err == nil {
-			err = json.Unmarshal(r.Value, &ds)
+			ds, err = hr.read(r.Value)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the board's record %s is damaged: %w", r.Key, err)

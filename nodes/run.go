@@ -31,14 +31,15 @@ import (
 // board (both in its folder) and its messages in the bus.
 type tick struct {
 	// Full marks an update that replaces the state; dispatch tasks return empty updates.
+	// Its JSON, kept with each of the tick graph's steps, leaves out the fields that are zero.
 	Full bool `json:"full,omitempty"`
-	Tick int  `json:"tick"`
+	Tick int  `json:"tick,omitempty"`
 	// Nudged is set once the coordinator was told the board is idle.
 	Nudged   bool            `json:"nudged,omitempty"`
 	Sleeping bool            `json:"sleeping,omitempty"` // an infinite run between cycles
-	Usage    providers.Usage `json:"usage"`
+	Usage    providers.Usage `json:"usage,omitzero"`
 	// CoordUsage is the coordinator's conversation's usage so far, to add only what is new.
-	CoordUsage providers.Usage `json:"coord_usage"`
+	CoordUsage providers.Usage `json:"coord_usage,omitzero"`
 	Launches   []launch        `json:"launches,omitempty"`
 	Done       []string        `json:"done,omitempty"`
 	// Launch is the one launch of a dispatch task (a Send's argument).

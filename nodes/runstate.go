@@ -117,11 +117,12 @@ func (r *run) updateRun(ctx context.Context, fn func(st *runState)) (runState, e
 	if err := ch.PutVersion(runKey(r.id), b.version, st); err != nil {
 		return old, err
 	}
-	if err := b.record(&ch); err != nil {
+	recorded, err := b.record(&ch)
+	if err != nil {
 		return old, err
 	}
 	b.setState(st)
-	if err := b.save(ctx, ch, nil); err != nil {
+	if err := b.save(ctx, ch, recorded); err != nil {
 		b.setState(old)
 		return old, err
 	}

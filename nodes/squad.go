@@ -323,6 +323,10 @@ type Squad struct {
 	sched     *triggers.Scheduler
 	stopSched context.CancelFunc
 	hooks     *webhooks // nil without WithWebhook
+	// budgets are the runs' budgets SetBudget kept, as read from the store or set (nil: none),
+	// so that a run's ticks do not read the store for it: the squad is the home's one writer.
+	budgetsMu sync.Mutex
+	budgets   map[string]*Budget
 
 	// mu is held while a run starts or ends, or a trigger fires: it decides whether a run is in
 	// progress. cur is the run in progress, read without mu, so that what reads or acts on the run
@@ -401,7 +405,7 @@ func New(opts ...Option) (*Squad, error) {
 			return nil, err
 		}
 	}
-	s := &Squad{cfg: c, home: workspace.Home(c.home), hooks: hooks}
+	s := &Squad{cfg: c, home: workspace.Home(c.home), hooks: hooks, budgets: map[string]*Budget{}}
 	if err := s.home.Create(); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package nodes_test
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -180,4 +182,29 @@ func TestTickSnapshotsAreFew(t *testing.T) {
 	}
 	require.Greater(t, len(cps), 10, "a run of a few ticks")
 	assert.LessOrEqual(t, snapshots, 1+len(cps)/64, "snapshots among %d checkpoints", len(cps))
+}
+
+// The updates the tick graph's steps keep leave out what is zero: a dispatch step, which only
+// starts an assignment, keeps an empty update, and no update holds a usage of nothing.
+func TestTickUpdatesLeaveOutZeros(t *testing.T) {
+	s := newSquad(t)
+	run(t, s, "AI chips")
+	db, err := sql.Open("sqlite", filepath.Join(string(s.Home()), "state.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.Query(`SELECT node, value FROM writes WHERE kind = 'update' AND node IN ('dispatch', 'collect', 'decide_next')`)
+	require.NoError(t, err)
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var node, value string
+		require.NoError(t, rows.Scan(&node, &value))
+		seen++
+		assert.NotContains(t, value, `"input_tokens":0,"output_tokens":0}`, "a %s update", node)
+		if node == "dispatch" {
+			assert.JSONEq(t, `{"update":{}}`, value)
+		}
+	}
+	require.NoError(t, rows.Err())
+	assert.NotZero(t, seen)
 }

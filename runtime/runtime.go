@@ -94,33 +94,34 @@ const (
 	Cancelled    Status = "cancelled"    // the context was cancelled
 )
 
-// Outcome is what an assignment produced.
+// Outcome is what an assignment produced. Its JSON leaves out the fields that are zero.
 type Outcome struct {
-	Status  Status
-	Summary string // the worker's summary of what it did, or why it failed
-	Usage   providers.Usage
+	Status  Status          `json:",omitempty"`
+	Summary string          `json:",omitempty"` // the worker's summary of what it did, or why it failed
+	Usage   providers.Usage `json:",omitzero"`
 	// Published lists the files moved to published/, relative to it, sorted.
-	Published []string
+	Published []string `json:",omitempty"`
 	// Result is the result the worker published, valid against Assignment.OutputSchema; nil
 	// when the assignment has none. It is also published, as ResultFile.
-	Result json.RawMessage
+	Result json.RawMessage `json:",omitempty"`
 	// Suggestions are follow-up work the worker proposes to the coordinator.
-	Suggestions []string
+	Suggestions []string `json:",omitempty"`
 	// SubNodes are sub-tasks the worker asked for; it checkpoints to wait for them.
-	SubNodes []SubNode
+	SubNodes []SubNode `json:",omitempty"`
 	// Question is what the worker asked the human, when Status is Waiting; Default, the answer
 	// the worker goes on with should the human not answer in time, when it gave one.
-	Question, Default string
+	Question string `json:",omitempty"`
+	Default  string `json:",omitempty"`
 	// Approval, when the worker waits for the human's approval of a tool call, is that call;
 	// Question then asks for it in words.
-	Approval *hooks.Approval
+	Approval *hooks.Approval `json:",omitempty"`
 	// Session, when the runtime has sessions, continues this one (Assignment.Session).
-	Session string
+	Session string `json:",omitempty"`
 	// Turns counts the model turns the assignment took, where the runtime knows.
-	Turns int
+	Turns int `json:",omitempty"`
 	// Unread are messages the worker received but had no turn left to read: they arrived as
 	// its last turn ended. Whoever runs it next should hand them over again.
-	Unread []Message
+	Unread []Message `json:",omitempty"`
 }
 
 // ResultFile is the file in published/ that holds a node's result (Outcome.Result), for the

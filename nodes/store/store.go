@@ -179,34 +179,64 @@ func Commit(ctx context.Context, s Store, ch Change, done func()) error {
 }
 
 // EncodeEvent returns e as a store implementation keeps it: JSON, its data compacted, without
-// its Seq, which is the row's. e must have passed Change.Check.
+// its Seq and its Key, which are the row's. e must have passed Change.Check.
 func EncodeEvent(e eventlog.Event) ([]byte, error) {
 	e, err := eventlog.Check(e)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	e.Seq = 0
-	return json.Marshal(e)
+	return json.Marshal(storedEvent(e))
 }
 
-// DecodeEvent reads an event EncodeEvent made, numbered seq.
-func DecodeEvent(seq int64, b []byte) (eventlog.Event, error) {
+// storedEvent is an event as EncodeEvent encodes it.
+type storedEvent struct {
+	Seq    int64           `json:"-"`
+	Time   time.Time       `json:"time"`
+	Type   eventlog.Type   `json:"type"`
+	Agent  string          `json:"agent,omitempty"`
+	Run    string          `json:"run,omitempty"`
+	Node   string          `json:"node,omitempty"`
+	Worker string          `json:"worker,omitempty"`
+	Text   string          `json:"text,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
+	Key    string          `json:"-"`
+}
+
+// DecodeEvent reads an event EncodeEvent made, numbered seq, with its key ("" for none).
+func DecodeEvent(seq int64, key string, b []byte) (eventlog.Event, error) {
 	var e eventlog.Event
-	err := json.Unmarshal(b, &e)
+	err := json.Unmarshal(b, &e) // events kept before held their Seq and Key
 	e.Seq = seq
+	if key != "" {
+		e.Key = key
+	}
 	return e, err
 }
 
-// EncodeLine returns l as a store implementation keeps it: JSON without its Seq.
+// EncodeLine returns l as a store implementation keeps it: JSON without its Seq and its Key,
+// which are the row's.
 func EncodeLine(l Line) ([]byte, error) {
-	l.Seq = 0
-	return json.Marshal(l)
+	return json.Marshal(storedLine(l))
 }
 
-// DecodeLine reads a line EncodeLine made, numbered seq.
-func DecodeLine(seq int64, b []byte) (Line, error) {
+// storedLine is a line as EncodeLine encodes it.
+type storedLine struct {
+	Seq     int64     `json:"-"`
+	Time    time.Time `json:"time"`
+	Run     string    `json:"run,omitempty"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Content string    `json:"content"`
+	Key     string    `json:"-"`
+}
+
+// DecodeLine reads a line EncodeLine made, numbered seq, with its key ("" for none).
+func DecodeLine(seq int64, key string, b []byte) (Line, error) {
 	var l Line
-	err := json.Unmarshal(b, &l)
+	err := json.Unmarshal(b, &l) // lines kept before held their Seq and Key
 	l.Seq = seq
+	if key != "" {
+		l.Key = key
+	}
 	return l, err
 }

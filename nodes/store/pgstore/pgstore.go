@@ -247,15 +247,16 @@ func (s *Store) Events(ctx context.Context, after int64, limit int) ([]eventlog.
 // LastEvent returns the agent's last event; its Seq is 0 when there is none.
 func (s *Store) LastEvent(ctx context.Context) (eventlog.Event, error) {
 	var seq int64
+	var key *string
 	var b []byte
-	err := s.pg.Pool().QueryRow(ctx, `SELECT seq, event FROM squad_events WHERE agent = $1 ORDER BY seq DESC LIMIT 1`, s.agent).Scan(&seq, &b)
+	err := s.pg.Pool().QueryRow(ctx, `SELECT seq, key, event FROM squad_events WHERE agent = $1 ORDER BY seq DESC LIMIT 1`, s.agent).Scan(&seq, &key, &b)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return eventlog.Event{}, nil
 	}
 	if err != nil {
 		return eventlog.Event{}, fmt.Errorf("nodes/store/pgstore: read the last event: %w", err)
 	}
-	e, err := store.DecodeEvent(seq, b)
+	e, err := store.DecodeEvent(seq, deref(key), b)
 	if err != nil {
 		return eventlog.Event{}, fmt.Errorf("nodes/store/pgstore: read events: row %d: %w", seq, err)
 	}
@@ -268,27 +269,36 @@ func (s *Store) Lines(ctx context.Context, after int64, limit int) ([]store.Line
 }
 
 // page reads up to limit (0: all) of the agent's rows of table after seq after.
-func page[T any](ctx context.Context, s *Store, table, col string, after int64, limit int, dec func(int64, []byte) (T, error)) ([]T, error) {
+func page[T any](ctx context.Context, s *Store, table, col string, after int64, limit int, dec func(int64, string, []byte) (T, error)) ([]T, error) {
 	var lim any // NULL: no limit
 	if limit > 0 {
 		lim = limit
 	}
 	what := strings.TrimPrefix(table, "squad_")
-	rows, err := s.pg.Pool().Query(ctx, `SELECT seq, `+col+` FROM `+table+` WHERE agent = $1 AND seq > $2 ORDER BY seq LIMIT $3`, s.agent, after, lim)
+	rows, err := s.pg.Pool().Query(ctx, `SELECT seq, key, `+col+` FROM `+table+` WHERE agent = $1 AND seq > $2 ORDER BY seq LIMIT $3`, s.agent, after, lim)
 	if err != nil {
 		return nil, fmt.Errorf("nodes/store/pgstore: read %s: %w", what, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) {
 		var seq int64
+		var key *string
 		var b []byte
-		if err := r.Scan(&seq, &b); err != nil {
+		if err := r.Scan(&seq, &key, &b); err != nil {
 			var zero T
 			return zero, err
 		}
-		return dec(seq, b)
+		return dec(seq, deref(key), b)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nodes/store/pgstore: read %s: %w", what, err)
 	}
 	return out, nil
+}
+
+// deref is the key a row holds, "" for NULL.
+func deref(key *string) string {
+	if key == nil {
+		return ""
+	}
+	return *key
 }

@@ -128,15 +128,16 @@ func (r reads) Events(ctx context.Context, after int64, limit int) ([]eventlog.E
 // LastEvent returns the last event; its Seq is 0 when there is none.
 func (r reads) LastEvent(ctx context.Context) (eventlog.Event, error) {
 	var seq int64
+	var key sql.NullString
 	var b []byte
-	err := r.db.QueryRowContext(ctx, `SELECT seq, event FROM squad_events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &b)
+	err := r.db.QueryRowContext(ctx, `SELECT seq, key, event FROM squad_events ORDER BY seq DESC LIMIT 1`).Scan(&seq, &key, &b)
 	if errors.Is(err, sql.ErrNoRows) {
 		return eventlog.Event{}, nil
 	}
 	if err != nil {
 		return eventlog.Event{}, fmt.Errorf("nodes/store/sqlitestore: read the last event: %w", err)
 	}
-	e, err := store.DecodeEvent(seq, b)
+	e, err := store.DecodeEvent(seq, key.String, b)
 	if err != nil {
 		return eventlog.Event{}, fmt.Errorf("nodes/store/sqlitestore: read events: row %d: %w", seq, err)
 	}
@@ -149,12 +150,12 @@ func (r reads) Lines(ctx context.Context, after int64, limit int) ([]store.Line,
 }
 
 // page reads up to limit (0: all) rows of table after seq after, decoding column col with dec.
-func page[T any](ctx context.Context, db *sql.DB, table, col string, after int64, limit int, dec func(int64, []byte) (T, error)) ([]T, error) {
+func page[T any](ctx context.Context, db *sql.DB, table, col string, after int64, limit int, dec func(int64, string, []byte) (T, error)) ([]T, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
 	what := strings.TrimPrefix(table, "squad_")
-	rows, err := db.QueryContext(ctx, `SELECT seq, `+col+` FROM `+table+` WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	rows, err := db.QueryContext(ctx, `SELECT seq, key, `+col+` FROM `+table+` WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("nodes/store/sqlitestore: read %s: %w", what, err)
 	}
@@ -162,11 +163,12 @@ func page[T any](ctx context.Context, db *sql.DB, table, col string, after int64
 	var out []T
 	for rows.Next() {
 		var seq int64
+		var key sql.NullString
 		var b []byte
-		if err := rows.Scan(&seq, &b); err != nil {
+		if err := rows.Scan(&seq, &key, &b); err != nil {
 			return nil, fmt.Errorf("nodes/store/sqlitestore: read %s: %w", what, err)
 		}
-		x, err := dec(seq, b)
+		x, err := dec(seq, key.String, b)
 		if err != nil {
 			return nil, fmt.Errorf("nodes/store/sqlitestore: read %s: row %d: %w", what, seq, err)
 		}

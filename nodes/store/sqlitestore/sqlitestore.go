@@ -24,11 +24,13 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// schema creates the store's tables beside the checkpoints'. Events and lines are kept as their
-// JSON without the Seq, which is the row's; a key is unique where there is one (and only those
-// that have one are indexed).
+// schema creates the store's tables beside the checkpoints'. Documents are rows of a table with
+// rowids, whose rows of up to about 1,000 bytes fit in a page of the saver's small pages (a table
+// without rowids keeps at most about 230 bytes of a row in its page and the rest on a page of
+// its own). Events and lines are kept as their JSON without the Seq, which is the row's; a key is
+// unique where there is one (and only those that have one are indexed).
 var schema = []string{
-	`CREATE TABLE IF NOT EXISTS squad_docs (key TEXT PRIMARY KEY, version INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS squad_docs (key TEXT PRIMARY KEY, version INTEGER NOT NULL, value BLOB NOT NULL)`,
 	`CREATE TABLE IF NOT EXISTS squad_events (seq INTEGER PRIMARY KEY, key TEXT, event BLOB NOT NULL)`,
 	`CREATE UNIQUE INDEX IF NOT EXISTS squad_events_key ON squad_events (key) WHERE key IS NOT NULL`,
 	`CREATE TABLE IF NOT EXISTS squad_lines (seq INTEGER PRIMARY KEY, key TEXT, line BLOB NOT NULL)`,
@@ -45,6 +47,9 @@ func Open(path string, opts ...sqlite.Option) (*Store, error) {
 	}
 	st.saver, st.reads = saver, reads{saver.DB()}
 	err = saver.Write(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		if err := rowidDocs(ctx, tx); err != nil {
+			return err
+		}
 		for _, q := range schema {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err
@@ -73,6 +78,27 @@ func Open(path string, opts ...sqlite.Option) (*Store, error) {
 		}
 	}
 	return st, nil
+}
+
+// rowidDocs moves the documents of a database made when they were kept in a table without
+// rowids into one with rowids (see schema).
+func rowidDocs(ctx context.Context, tx *sql.Tx) error {
+	var old int
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'squad_docs' AND sql LIKE '%WITHOUT ROWID'`).Scan(&old)
+	if err != nil || old == 0 {
+		return err
+	}
+	for _, q := range []string{
+		`ALTER TABLE squad_docs RENAME TO squad_docs_without_rowid`,
+		schema[0],
+		`INSERT INTO squad_docs (key, version, value) SELECT key, version, value FROM squad_docs_without_rowid`,
+		`DROP TABLE squad_docs_without_rowid`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("move the documents to a table with rowids: %w", err)
+		}
+	}
+	return nil
 }
 
 // Saver returns the checkpoint saver the store's tables live beside.

@@ -271,9 +271,15 @@ func testKeyed(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Len(t, evs, 2, "one event per key, ever")
 	assert.Equal(t, []int64{1, 2}, []int64{evs[0].Seq, evs[1].Seq}, "no gaps")
+	assert.Equal(t, []string{"r1/started", ""}, []string{evs[0].Key, evs[1].Key}, "the events' keys")
 	lines, err := s.Lines(ctx, 0, 0)
 	require.NoError(t, err)
-	assert.Len(t, lines, 1)
+	require.Len(t, lines, 1)
+	assert.Equal(t, "k", lines[0].Key)
+	apply(t, s, store.Change{Events: []eventlog.Event{{Type: eventlog.AgentStarted, Key: "r2/started"}}})
+	last, err := s.LastEvent(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "r2/started", last.Key)
 }
 
 func testInvalid(t *testing.T, s store.Store) {

@@ -1,0 +1,52 @@
+package nodes_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The records of a run's board (from which its steps and forks read the board as a tick left
+// it) hold a change of a node as what changed, not the node again: they take less than 2.25 times the
+// board they lead to, and the board of the last step is the board the run ended with.
+func TestBoardRecordsHoldChanges(t *testing.T) {
+	ctx := context.Background()
+	s := newSquad(t)
+	res := run(t, s, "AI chips")
+	require.True(t, res.Finished)
+
+	recs, err := s.Store().Docs(ctx, "hist/"+res.RunID+"/")
+	require.NoError(t, err)
+	recorded := 0
+	for _, r := range recs {
+		recorded += len(r.Value)
+	}
+	docs, err := s.Store().Docs(ctx, "node/"+res.RunID+"/", "worker/"+res.RunID+"/", "run/"+res.RunID)
+	require.NoError(t, err)
+	board := 0
+	for _, d := range docs {
+		if strings.HasSuffix(d.Key, res.RunID) || strings.Contains(d.Key, res.RunID+"/") {
+			board += len(d.Value)
+		}
+	}
+	t.Logf("%d records of %d bytes; the board's documents %d bytes", len(recs), recorded, board)
+	assert.Less(t, recorded, board*9/4, "bytes of the records")
+
+	steps, err := s.Steps(ctx, res.RunID)
+	require.NoError(t, err)
+	require.NotEmpty(t, steps)
+	last := steps[len(steps)-1]
+	assert.JSONEq(t, jsonOf(t, res.Board.Nodes), jsonOf(t, last.Nodes))
+	assert.JSONEq(t, jsonOf(t, res.Board.Workers), jsonOf(t, last.Workers))
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
