@@ -48,17 +48,30 @@ const (
 	MoveSkip  Move = "skip"  // at PointDecide: the coordinator has no news and no turn
 )
 
-// sequencer returns the squad's recorder as a Sequencer, if it is one.
-func (c config) sequencer() (Sequencer, bool) {
-	s, ok := c.recorder.(Sequencer)
-	return s, ok
+// RunSequencer is a Recorder of many runs that sequences only some of them, as package
+// nodes/replay's Runs does: SequencerOf returns the Sequencer of run id, or nil for a run that
+// then runs as under a Recorder that is not a Sequencer.
+type RunSequencer interface {
+	SequencerOf(id string) Sequencer
 }
 
-// answered tells the squad's Sequencer, if it has one, of the human's answer to worker's
+// sequencer returns the Sequencer of run id: the squad's recorder if it is one, or the one it
+// gives for the run; nil when there is none.
+func (c config) sequencer(id string) Sequencer {
+	switch rec := c.recorder.(type) {
+	case RunSequencer:
+		return rec.SequencerOf(id)
+	case Sequencer:
+		return rec
+	}
+	return nil
+}
+
+// answered tells the run's Sequencer, if it has one, of the human's answer to worker's
 // question: before the answer is saved, so that no point of a tick sees it first.
 func (r *run) answered(worker, answer string) {
-	if seq, ok := r.cfg.sequencer(); ok {
-		seq.Answered(worker, answer)
+	if r.seq != nil {
+		r.seq.Answered(worker, answer)
 	}
 }
 
@@ -69,13 +82,12 @@ func (r *run) take(at Point, would func() Move) ([]string, Move) {
 		r.untaken = append(r.untaken, r.pool.drain()...)
 	}
 	move := would()
-	seq, ok := r.cfg.sequencer()
-	if !ok {
+	if r.seq == nil {
 		took := r.untaken
 		r.untaken = nil
 		return took, move
 	}
-	took, move := seq.Take(at, slices.Clone(r.untaken), move)
+	took, move := r.seq.Take(at, slices.Clone(r.untaken), move)
 	r.untaken = slices.DeleteFunc(r.untaken, func(id string) bool { return slices.Contains(took, id) })
 	r.pool.release(took)
 	return took, move
