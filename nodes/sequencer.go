@@ -15,7 +15,7 @@ import (
 type Sequencer interface {
 	// Take is asked at each point of a tick where the run takes what happened: ended are the
 	// assignments (by id) that ended and were not taken before, in the order they ended (none at
-	// PointDecide), would what the run would do. It returns the ones to take now, in order —
+	// PointDecide; at PointRoute, the workers whose mail has come), would what the run would do. It returns the ones to take now, in order —
 	// the others are offered again at the next point — and what to do: MoveWait has the run wait
 	// for something to happen and ask again.
 	Take(at Point, ended []string, would Move) ([]string, Move)
@@ -35,6 +35,10 @@ const (
 	PointCollect = "collect" // collect: the ends to reconcile, and whether the tick goes on
 	PointDecide  = "decide"  // decide_next, before the coordinator's turn: whether it has one
 	PointDecided = "decided" // decide_next, after it: the ends the next route_frontier applies
+	// PointRoute is route_frontier's, when an idle worker's node waits for its mail (it
+	// checkpointed): offered are the workers (by id) whose mail has come, and the run wakes
+	// those it takes, as many as it has room for, in order.
+	PointRoute = "route"
 )
 
 // Move is what the run does at a Point.
@@ -91,6 +95,23 @@ func (r *run) take(at Point, would func() Move) ([]string, Move) {
 	r.untaken = slices.DeleteFunc(r.untaken, func(id string) bool { return slices.Contains(took, id) })
 	r.pool.release(took)
 	return took, move
+}
+
+// choose returns, of what offer gives, what the run takes at point at: all of it, unless a
+// Sequencer decides; it waits while the Sequencer says so, offering again.
+func (r *run) choose(ctx context.Context, at Point, offer func() []string) ([]string, error) {
+	for {
+		offered := offer()
+		if r.seq == nil {
+			return offered, nil
+		}
+		if took, move := r.seq.Take(at, offered, MoveGo); move != MoveWait {
+			return took, nil
+		}
+		if err := r.pause(ctx); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // await is take at a point outside collect's loop: it waits while the Sequencer says so.

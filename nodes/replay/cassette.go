@@ -35,10 +35,11 @@ import (
 	"github.com/agiraph/agiraph/runtime"
 )
 
-// Version is the cassette format's version, in its header. Load reads version 1 too: a cassette
-// without the points of its ticks (see KindTake) and mail, whose answers a replay gives when the
-// run has gone quiet.
-const Version = 2
+// Version is the cassette format's version, in its header. Load reads versions 1 and 2 too: a
+// cassette of version 2 has no points at route_frontier (see nodes.PointRoute), and a replay of
+// it wakes a worker when its mail comes; one of version 1 has no points at all (see KindTake)
+// and no mail, and a replay of it gives the answers when the run has gone quiet.
+const Version = 3
 
 // Header is a cassette's first line.
 type Header struct {
@@ -95,9 +96,11 @@ type Line struct {
 	// An answer: the human's text, and how many points of the run's ticks came before it.
 	Answer string `json:"answer,omitempty"`
 	After  int    `json:"after,omitempty"`
-	// A point of a tick: which, the ends taken there, by assignment, and what the run did.
+	// A point of a tick: which, the ends taken there, by assignment, or at route_frontier the
+	// workers whose mail had come (Woken), and what the run did.
 	Point *nodes.Point `json:"point,omitempty"`
 	Ended []string     `json:"ended,omitempty"`
+	Woken []string     `json:"woken,omitempty"`
 	Move  nodes.Move   `json:"move,omitempty"`
 	Mail  []Mail       `json:"mail,omitempty"` // the messages a participant received
 	Facts *Facts       `json:"facts,omitempty"`

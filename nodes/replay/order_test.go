@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -178,7 +179,7 @@ func TestVersion1Replays(t *testing.T) {
 		if strings.HasPrefix(l, `{"kind":"take"`) || strings.HasPrefix(l, `{"kind":"mail"`) {
 			continue
 		}
-		l = strings.Replace(l, `"version":2,`, `"version":1,`, 1)
+		l = strings.Replace(l, fmt.Sprintf(`"version":%d,`, replay.Version), `"version":1,`, 1)
 		v1 = append(v1, regexp.MustCompile(`,"after":\d+`).ReplaceAllString(l, ""))
 	}
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(v1, "\n")+"\n"), 0o644))
