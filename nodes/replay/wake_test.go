@@ -14,6 +14,7 @@ import (
 
 	"github.com/agiraph/agiraph/hooks"
 	"github.com/agiraph/agiraph/nodes"
+	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/replay"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
@@ -22,7 +23,8 @@ import (
 
 // The notes team: the coordinator gives n1 to Ann, who checkpoints to wait for Ben's note, and
 // n2 to Ben, who sends Ann the note and publishes; Ben's mail wakes Ann back into n1, where she
-// writes the note down and publishes. The run finishes once n1 is completed.
+// writes the note down and publishes. Crowded, the team has two more nodes, n3 for Cy and n4 for
+// Dan, who publish at once. The run finishes once every node is completed.
 const (
 	annTask = "Wait for Ben's note, then write it to note.md and publish."
 	benTask = "Send Ann the note, then publish."
@@ -31,19 +33,31 @@ const (
 
 var workerIs = regexp.MustCompile(`^You are ([^.\s]+)\.`)
 
-func notesCoordinator(_ context.Context, req providers.Request) (scripted.Turn, error) {
+var completed = regexp.MustCompile(`Node (n\d+) \(\w+\) completed`)
+
+func (crowded notesTeam) coordinator(_ context.Context, req providers.Request) (scripted.Turn, error) {
 	text, _ := scripted.Last(req)
+	nodes := map[string]string{"Ann": annTask, "Ben": benTask}
+	if crowded {
+		nodes["Cy"], nodes["Dan"] = "Publish at once.", "Publish at once, too."
+	}
+	done := map[string]bool{}
+	for _, m := range req.Messages {
+		for _, c := range completed.FindAllStringSubmatch(m.Text(), -1) {
+			done[c[1]] = true
+		}
+	}
 	switch {
 	case len(req.Messages) == 1:
-		return scripted.Turn{Calls: []tools.Call{
-			scripted.Call("spawn_worker", map[string]any{"name": "Ann"}),
-			scripted.Call("spawn_worker", map[string]any{"name": "Ben"}),
-			scripted.Call("create_work_node", map[string]any{"task": annTask, "worker": "Ann"}),
-			scripted.Call("create_work_node", map[string]any{"task": benTask, "worker": "Ben"}),
-		}}, nil
+		var calls []tools.Call
+		for _, name := range []string{"Ann", "Ben", "Cy", "Dan"}[:len(nodes)] {
+			calls = append(calls, scripted.Call("spawn_worker", map[string]any{"name": name}),
+				scripted.Call("create_work_node", map[string]any{"task": nodes[name], "worker": name}))
+		}
+		return scripted.Turn{Calls: calls}, nil
 	case strings.Contains(text, "The run is ending"):
 		return scripted.Turn{Text: "Nothing to store."}, nil
-	case slices.ContainsFunc(req.Messages, func(m providers.Message) bool { return strings.Contains(m.Text(), "Node n1 (Ann) completed") }):
+	case len(done) == len(nodes):
 		return scripted.Turn{Calls: []tools.Call{scripted.Call("finish", map[string]string{"output": "the note is written"})}}, nil
 	}
 	return scripted.Turn{Calls: []tools.Call{scripted.Call("wait", map[string]string{})}}, nil
@@ -68,6 +82,8 @@ func notesWorker(_ context.Context, req providers.Request) (scripted.Turn, error
 		return call("send_message", map[string]string{"to": "Ann", "content": note})
 	case name == "Ben":
 		return call("publish", map[string]string{"summary": "sent Ann the note"})
+	case name != "Ann":
+		return call("publish", map[string]string{"summary": name + " published"})
 	case !got:
 		return call("checkpoint", map[string]string{"summary": "waiting for Ben's note"})
 	case !slices.Contains(did, "write_file"):
@@ -76,23 +92,22 @@ func notesWorker(_ context.Context, req providers.Request) (scripted.Turn, error
 	return call("publish", map[string]string{"summary": "wrote the note down"})
 }
 
-// afterAnnSleeps holds Ben's message until Ann has checkpointed n1 and is idle: in the
-// recording, her mail wakes her.
-type afterAnnSleeps struct {
+// holdUntil holds the calls of tool whose arguments hold arg until the board of the squad's
+// run is ready: in a recording, so that its run goes as the test wants.
+type holdUntil struct {
 	hooks.Base
-	squad *nodes.Squad
+	squad     *nodes.Squad
+	tool, arg string
+	ready     func(nodes.Snapshot) bool
 }
 
-func (h *afterAnnSleeps) BeforeTool(ctx context.Context, c *tools.Call) (hooks.Decision, error) {
-	if c.Name != "send_message" {
+func (h *holdUntil) BeforeTool(ctx context.Context, c *tools.Call) (hooks.Decision, error) {
+	if c.Name != h.tool || !strings.Contains(string(c.Args), h.arg) {
 		return hooks.Run, nil
 	}
 	for {
-		if snap, err := h.squad.Current().Board(); err == nil {
-			n1, _ := snap.Node("n1")
-			if ann, ok := snap.Worker("Ann"); ok && n1.Status == nodes.NodeCheckpointed && ann.Status == nodes.WorkerIdle {
-				return hooks.Run, nil
-			}
+		if snap, err := h.squad.Current().Board(); err == nil && h.ready(snap) {
+			return hooks.Run, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -100,6 +115,13 @@ func (h *afterAnnSleeps) BeforeTool(ctx context.Context, c *tools.Call) (hooks.D
 		case <-time.After(time.Millisecond):
 		}
 	}
+}
+
+// is says whether node id and worker name of snap have the given statuses.
+func is(snap nodes.Snapshot, id string, node nodes.NodeStatus, name string, worker nodes.WorkerStatus) bool {
+	n, _ := snap.Node(id)
+	w, _ := snap.Worker(name)
+	return n.Status == node && w.Status == worker
 }
 
 // lateSend delays Ben's message: in a replay, it comes after the tick that woke Ann in the
@@ -116,9 +138,12 @@ func (h lateSend) BeforeTool(_ context.Context, c *tools.Call) (hooks.Decision, 
 	return hooks.Run, nil
 }
 
-func notesTeam() []nodes.Option {
-	coord, worker := scripted.NewFunc("notes-coordinator", notesCoordinator), scripted.NewFunc("notes-worker", notesWorker)
-	return []nodes.Option{nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+// notesTeam plays the notes team, crowded or not.
+type notesTeam bool
+
+func (crowded notesTeam) options() []nodes.Option {
+	coord, worker := scripted.NewFunc("notes-coordinator", crowded.coordinator), scripted.NewFunc("notes-worker", notesWorker)
+	return []nodes.Option{nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()), nodes.WithMaxConcurrent(2),
 		nodes.WithModelResolver(func(name string) (providers.Model, error) {
 			if name == coord.Name() {
 				return coord, nil
@@ -127,38 +152,98 @@ func notesTeam() []nodes.Option {
 		})}
 }
 
-// A worker woken back into its checkpointed node by mail is woken in a replay at the point of
-// the run its mail woke it in the recording, however late the mail comes.
-func TestWakeByMailReplaysAtRecordedPoint(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "notes.cassette")
+// recording is a run of the notes team that was recorded.
+type recording struct {
+	path    string // the cassette's
+	res     nodes.Result
+	started []string // the nodes in the order their assignments started
+}
+
+// recordNotes records a run of the notes team, its calls held by holds; it returns the
+// recording and the workers their mail woke.
+func recordNotes(t *testing.T, team notesTeam, holds ...*holdUntil) (recording, []string) {
+	t.Helper()
+	path, home := filepath.Join(t.TempDir(), "notes.cassette"), t.TempDir()
 	rec, err := replay.Record(path)
 	require.NoError(t, err)
-	sleeps := &afterAnnSleeps{}
-	s, err := nodes.New(append(notesTeam(), nodes.WithHome(t.TempDir()), nodes.WithTick(20*time.Millisecond), nodes.WithRecorder(rec),
-		nodes.WithHooks(sleeps))...)
+	opts := append(team.options(), nodes.WithHome(home), nodes.WithTick(20*time.Millisecond), nodes.WithRecorder(rec))
+	for _, h := range holds {
+		opts = append(opts, nodes.WithHooks(h))
+	}
+	s, err := nodes.New(opts...)
 	require.NoError(t, err)
-	sleeps.squad = s
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	res, err := s.Run(ctx, "Write down Ben's note.")
+	for _, h := range holds {
+		h.squad = s
+	}
+	res, err := s.Run(t.Context(), "Write down Ben's note.")
 	require.NoError(t, err)
 	require.NoError(t, rec.Finish(s, res))
 	require.NoError(t, s.Close())
 	c, err := replay.Load(path)
 	require.NoError(t, err)
-	require.Equal(t, map[string]string{"nodes/n1/published/note.md": note}, c.Facts.Files)
+	require.Equal(t, note, c.Facts.Files["nodes/n1/published/note.md"])
 	var woken []string
 	for _, l := range c.Lines {
 		if l.Kind == replay.KindTake && l.Point.At == nodes.PointRoute {
 			woken = append(woken, l.Woken...)
 		}
 	}
-	require.Equal(t, []string{"ann"}, woken, "Ben's mail woke Ann once")
+	return recording{path, res, startedIn(t, home)}, woken
+}
 
+// startedIn returns the nodes of the run of the agent at home in the order their assignments
+// started; the first two, which start at once, sorted.
+func startedIn(t *testing.T, home string) []string {
+	evs, err := nodes.ReadFiles(nodes.WithHome(home)).Events(0, 0)
+	require.NoError(t, err)
+	var started []string
+	for _, e := range evs {
+		if e.Type == eventlog.NodeStarted {
+			started = append(started, e.Node)
+		}
+	}
+	slices.Sort(started[:min(2, len(started))])
+	return started
+}
+
+// replayNotes replays a recording of the notes team 30 times, Ben's message later or sooner
+// each time: the same run, its assignments started in the same order.
+func replayNotes(t *testing.T, r recording) {
 	defer replay.StuckAfter(5 * time.Second)()
 	for i := range 30 {
-		got, err := replay.Play(ctx, path, t.TempDir(), nodes.WithHooks(lateSend{by: time.Duration(i%3) * 25 * time.Millisecond}))
+		home := t.TempDir()
+		got, err := replay.Play(t.Context(), r.path, home, nodes.WithHooks(lateSend{by: time.Duration(i%3) * 25 * time.Millisecond}))
 		require.NoError(t, err, "replay %d", i)
-		assert.Equal(t, res.Output, got.Output)
+		assert.Equal(t, r.res.Output, got.Output)
+		require.Equal(t, r.started, startedIn(t, home), "replay %d", i)
 	}
+}
+
+// A worker woken back into its checkpointed node by mail is woken in a replay at the point of
+// the run its mail woke it in the recording, however late the mail comes. Ben's message comes,
+// in the recording, once Ann has checkpointed n1.
+func TestWakeByMailReplaysAtRecordedPoint(t *testing.T) {
+	r, woken := recordNotes(t, false, &holdUntil{tool: "send_message", arg: note, ready: func(snap nodes.Snapshot) bool {
+		return is(snap, "n1", nodes.NodeCheckpointed, "Ann", nodes.WorkerIdle)
+	}})
+	require.Equal(t, []string{"ann"}, woken, "Ben's mail woke Ann once")
+	require.Equal(t, []string{"n1", "n2", "n1"}, r.started)
+	replayNotes(t, r)
+}
+
+// At the limit of assignments running at once (two), a worker woken by mail takes the free
+// place before a ready node, in a replay as in the recording. In the recording Ben's message
+// comes once Ann has checkpointed n1 and Cy took her place on n3, and Cy publishes once Ann is
+// back on n1: Ann takes the place Ben leaves, and n4 waits for Cy's.
+func TestWakeByMailAtTheLimitReplays(t *testing.T) {
+	r, woken := recordNotes(t, true,
+		&holdUntil{tool: "send_message", arg: note, ready: func(snap nodes.Snapshot) bool {
+			return is(snap, "n1", nodes.NodeCheckpointed, "Ann", nodes.WorkerIdle) && is(snap, "n3", nodes.NodeRunning, "Cy", nodes.WorkerBusy)
+		}},
+		&holdUntil{tool: "publish", arg: "Cy published", ready: func(snap nodes.Snapshot) bool {
+			return is(snap, "n1", nodes.NodeRunning, "Ann", nodes.WorkerBusy)
+		}})
+	require.Equal(t, []string{"ann"}, woken)
+	require.Equal(t, []string{"n1", "n2", "n3", "n1", "n4"}, r.started)
+	replayNotes(t, r)
 }
