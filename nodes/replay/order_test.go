@@ -206,3 +206,45 @@ func TestReplayStuckNamesWhatItWaitsFor(t *testing.T) {
 	assert.Equal(t, replay.KindTake, d.Kind)
 	assert.Contains(t, d.Diff, "- the end of x.n9.1")
 }
+
+// slowPublish has the research worker on aspect publish after a while: a replay whose workers
+// end in another order than recorded.
+type slowPublish struct {
+	hooks.Base
+	aspect string
+}
+
+func (h slowPublish) BeforeTool(_ context.Context, c *tools.Call) (hooks.Decision, error) {
+	if aspect, ok := published(*c); ok && aspect == h.aspect {
+		time.Sleep(30 * time.Millisecond)
+	}
+	return hooks.Run, nil
+}
+
+// A run of the demo team whose researcher on the current state asks for a sub-node, and waits
+// for it, replays the same every time, however its workers' ends are ordered, with as many
+// assignments at once as it likes or fewer than its nodes: a worker's sub-nodes go on the board
+// when its end is taken, at the recorded point.
+func TestSubNodesReplay(t *testing.T) {
+	for _, most := range []int{1, 2, 4} {
+		path := filepath.Join(t.TempDir(), "team.cassette")
+		rec, err := replay.Record(path)
+		require.NoError(t, err)
+		s, err := nodes.New(append(demo.Team(demo.WithSubNodes()), nodes.WithHome(t.TempDir()), nodes.WithTick(20*time.Millisecond),
+			nodes.WithMaxConcurrent(most), nodes.WithRecorder(rec))...)
+		require.NoError(t, err)
+		res, err := s.Run(t.Context(), "the state of AI chips")
+		require.NoError(t, err)
+		require.NoError(t, rec.Finish(s, res))
+		require.NoError(t, s.Close())
+		c, err := replay.Load(path)
+		require.NoError(t, err)
+		require.Contains(t, c.Facts.Files, "nodes/n4/published/details.md", "the sub-node n4 published its details")
+
+		for i := range 10 {
+			got, err := replay.Play(t.Context(), path, t.TempDir(), nodes.WithHooks(slowPublish{aspect: demo.Aspects[i%len(demo.Aspects)]}))
+			require.NoError(t, err, "at most %d at once, replay %d", most, i)
+			assert.Equal(t, res.Output, got.Output)
+		}
+	}
+}
