@@ -7,12 +7,12 @@
 // human's answers and the clock's reading the run's id and prompts are made of; secrets are
 // removed as lines are written. As a nodes.Sequencer it also writes what decides the run beside
 // the timing of what runs at once: each point of a tick where the run took the ends of its
-// workers' assignments, in which order, and what it did; the messages each participant's
-// mailbox gave it at each look; the point each answer came after.
+// workers' assignments, in which order, and what it did; the workers their mail woke; the
+// messages each participant's mailbox gave it at each look; the point each answer came after.
 //
 // Run (in a test) and Play replay a cassette: the squad runs again, its models and outside tools
-// answered from the cassette; each end, message and answer is held until the point the
-// recording took it, so that the run is the same whatever the scheduler does. The first call
+// answered from the cassette; each end, message, waking and answer is held until the point
+// the recording took it, so that the run is the same whatever the scheduler does. The first call
 // the cassette does not have ends the replay with a *Divergence naming it, and a run that ends
 // otherwise than recorded with a *Mismatch.
 //
