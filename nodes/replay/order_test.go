@@ -97,23 +97,9 @@ func (h *lastOf) AfterTool(_ context.Context, c tools.Call, _ *tools.Result) err
 // whichever of them the replay has end last: each end reaches the coordinator at the point of
 // the tick that took it in the recording, in the recorded order.
 func TestConcurrentEndsReplayInRecordedOrder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "team.cassette")
-	rec, err := replay.Record(path)
-	require.NoError(t, err)
-	s, err := nodes.New(append(demo.Team(), nodes.WithHome(t.TempDir()), nodes.WithTick(20*time.Millisecond),
-		nodes.WithRecorder(rec), nodes.WithHooks(&together{here: make(chan struct{})}))...)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	res, err := s.Run(ctx, "the state of AI chips")
-	require.NoError(t, err)
-	require.NoError(t, rec.Finish(s, res))
-	require.NoError(t, s.Close())
-
-	c, err := replay.Load(path)
-	require.NoError(t, err)
+	r := recordRun(t, "the state of AI chips", nil, append(demo.Team(), nodes.WithHooks(&together{here: make(chan struct{})}))...)
 	var ended []string
-	for _, l := range c.Lines {
+	for _, l := range r.c.Lines {
 		if l.Kind == replay.KindTake {
 			ended = append(ended, l.Ended...)
 		}
@@ -122,9 +108,9 @@ func TestConcurrentEndsReplayInRecordedOrder(t *testing.T) {
 
 	for i := range 50 {
 		last := &lastOf{aspect: demo.Aspects[i%len(demo.Aspects)], others: make(chan struct{})}
-		got, err := replay.Play(ctx, path, t.TempDir(), nodes.WithHooks(last))
+		got, err := replay.Play(t.Context(), r.path, t.TempDir(), nodes.WithHooks(last))
 		require.NoError(t, err, "replay %d, %s last", i, last.aspect)
-		assert.Equal(t, res.Output, got.Output)
+		assert.Equal(t, r.res.Output, got.Output)
 	}
 }
 
@@ -227,24 +213,43 @@ func (h slowPublish) BeforeTool(_ context.Context, c *tools.Call) (hooks.Decisio
 // when its end is taken, at the recorded point.
 func TestSubNodesReplay(t *testing.T) {
 	for _, most := range []int{1, 2, 4} {
-		path := filepath.Join(t.TempDir(), "team.cassette")
-		rec, err := replay.Record(path)
-		require.NoError(t, err)
-		s, err := nodes.New(append(demo.Team(demo.WithSubNodes()), nodes.WithHome(t.TempDir()), nodes.WithTick(20*time.Millisecond),
-			nodes.WithMaxConcurrent(most), nodes.WithRecorder(rec))...)
-		require.NoError(t, err)
-		res, err := s.Run(t.Context(), "the state of AI chips")
-		require.NoError(t, err)
-		require.NoError(t, rec.Finish(s, res))
-		require.NoError(t, s.Close())
-		c, err := replay.Load(path)
-		require.NoError(t, err)
-		require.Contains(t, c.Facts.Files, "nodes/n4/published/details.md", "the sub-node n4 published its details")
-
+		r := recordRun(t, "the state of AI chips", nil, append(demo.Team(demo.WithSubNodes()), nodes.WithMaxConcurrent(most))...)
+		require.Contains(t, r.c.Facts.Files, "nodes/n4/published/details.md", "the sub-node n4 published its details")
 		for i := range 10 {
-			got, err := replay.Play(t.Context(), path, t.TempDir(), nodes.WithHooks(slowPublish{aspect: demo.Aspects[i%len(demo.Aspects)]}))
+			got, err := replay.Play(t.Context(), r.path, t.TempDir(), nodes.WithHooks(slowPublish{aspect: demo.Aspects[i%len(demo.Aspects)]}))
 			require.NoError(t, err, "at most %d at once, replay %d", most, i)
-			assert.Equal(t, res.Output, got.Output)
+			assert.Equal(t, r.res.Output, got.Output)
 		}
 	}
+}
+
+// recording is a run that was recorded.
+type recording struct {
+	path string // the cassette's
+	c    *replay.Cassette
+	res  nodes.Result
+	home string // the agent's
+}
+
+// recordRun records a run toward goal of a squad of opts, with a short tick, in a new home;
+// opened, if set, is given the squad before the run starts.
+func recordRun(t *testing.T, goal string, opened func(*nodes.Squad), opts ...nodes.Option) recording {
+	t.Helper()
+	r := recording{path: filepath.Join(t.TempDir(), "run.cassette"), home: t.TempDir()}
+	rec, err := replay.Record(r.path)
+	require.NoError(t, err)
+	s, err := nodes.New(append(opts, nodes.WithHome(r.home), nodes.WithTick(20*time.Millisecond), nodes.WithRecorder(rec))...)
+	require.NoError(t, err)
+	if opened != nil {
+		opened(s)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r.res, err = s.Run(ctx, goal)
+	require.NoError(t, err)
+	require.NoError(t, rec.Finish(s, r.res))
+	require.NoError(t, s.Close())
+	r.c, err = replay.Load(r.path)
+	require.NoError(t, err)
+	return r
 }

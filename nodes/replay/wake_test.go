@@ -2,7 +2,6 @@ package replay_test
 
 import (
 	"context"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -152,43 +151,27 @@ func (crowded notesTeam) options() []nodes.Option {
 		})}
 }
 
-// recording is a run of the notes team that was recorded.
-type recording struct {
-	path    string // the cassette's
-	res     nodes.Result
-	started []string // the nodes in the order their assignments started
-}
-
 // recordNotes records a run of the notes team, its calls held by holds; it returns the
 // recording and the workers their mail woke.
 func recordNotes(t *testing.T, team notesTeam, holds ...*holdUntil) (recording, []string) {
 	t.Helper()
-	path, home := filepath.Join(t.TempDir(), "notes.cassette"), t.TempDir()
-	rec, err := replay.Record(path)
-	require.NoError(t, err)
-	opts := append(team.options(), nodes.WithHome(home), nodes.WithTick(20*time.Millisecond), nodes.WithRecorder(rec))
+	opts := team.options()
 	for _, h := range holds {
 		opts = append(opts, nodes.WithHooks(h))
 	}
-	s, err := nodes.New(opts...)
-	require.NoError(t, err)
-	for _, h := range holds {
-		h.squad = s
-	}
-	res, err := s.Run(t.Context(), "Write down Ben's note.")
-	require.NoError(t, err)
-	require.NoError(t, rec.Finish(s, res))
-	require.NoError(t, s.Close())
-	c, err := replay.Load(path)
-	require.NoError(t, err)
-	require.Equal(t, note, c.Facts.Files["nodes/n1/published/note.md"])
+	r := recordRun(t, "Write down Ben's note.", func(s *nodes.Squad) {
+		for _, h := range holds {
+			h.squad = s
+		}
+	}, opts...)
+	require.Equal(t, note, r.c.Facts.Files["nodes/n1/published/note.md"])
 	var woken []string
-	for _, l := range c.Lines {
+	for _, l := range r.c.Lines {
 		if l.Kind == replay.KindTake && l.Point.At == nodes.PointRoute {
 			woken = append(woken, l.Woken...)
 		}
 	}
-	return recording{path, res, startedIn(t, home)}, woken
+	return r, woken
 }
 
 // startedIn returns the nodes of the run of the agent at home in the order their assignments
@@ -215,7 +198,7 @@ func replayNotes(t *testing.T, r recording) {
 		got, err := replay.Play(t.Context(), r.path, home, nodes.WithHooks(lateSend{by: time.Duration(i%3) * 25 * time.Millisecond}))
 		require.NoError(t, err, "replay %d", i)
 		assert.Equal(t, r.res.Output, got.Output)
-		require.Equal(t, r.started, startedIn(t, home), "replay %d", i)
+		require.Equal(t, startedIn(t, r.home), startedIn(t, home), "replay %d", i)
 	}
 }
 
@@ -227,7 +210,7 @@ func TestWakeByMailReplaysAtRecordedPoint(t *testing.T) {
 		return is(snap, "n1", nodes.NodeCheckpointed, "Ann", nodes.WorkerIdle)
 	}})
 	require.Equal(t, []string{"ann"}, woken, "Ben's mail woke Ann once")
-	require.Equal(t, []string{"n1", "n2", "n1"}, r.started)
+	require.Equal(t, []string{"n1", "n2", "n1"}, startedIn(t, r.home))
 	replayNotes(t, r)
 }
 
@@ -244,6 +227,6 @@ func TestWakeByMailAtTheLimitReplays(t *testing.T) {
 			return is(snap, "n1", nodes.NodeRunning, "Ann", nodes.WorkerBusy)
 		}})
 	require.Equal(t, []string{"ann"}, woken)
-	require.Equal(t, []string{"n1", "n2", "n3", "n1", "n4"}, r.started)
+	require.Equal(t, []string{"n1", "n2", "n3", "n1", "n4"}, startedIn(t, r.home))
 	replayNotes(t, r)
 }
