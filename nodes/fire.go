@@ -45,7 +45,7 @@ func (s *Squad) deliver(f triggers.Firing) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, board: board, log: s.log, sched: s.sched, pool: newPool(s.cfg), wake: make(chan struct{}, 1)}
+	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, board: board, log: s.log, sched: s.sched, pool: newPool(false), wake: make(chan struct{}, 1)}
 	b, err := s.openBus(r)
 	if err != nil {
 		return "", err

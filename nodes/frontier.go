@@ -29,8 +29,8 @@ func (r *run) plan(ctx context.Context, st tick) ([]launch, error) {
 	free := r.cfg.maxConcurrent - r.pool.size()
 	var out []launch
 	taken := map[string]bool{}
-	add := func(n Node, worker, assignment string, wake bool) {
-		out = append(out, launch{Node: n.ID, Worker: worker, Assignment: assignment, Wake: wake})
+	add := func(node, worker, assignment string, wake bool) {
+		out = append(out, launch{Node: node, Worker: worker, Assignment: assignment, Wake: wake})
 		taken[worker] = true
 		free--
 	}
@@ -42,15 +42,16 @@ func (r *run) plan(ctx context.Context, st tick) ([]launch, error) {
 		case collectIt:
 			r.pool.finish(n.Assignment, nil)
 		case runIt:
-			add(n, n.Worker, n.Assignment, n.Woken)
+			add(n.ID, n.Worker, n.Assignment, n.Woken)
 		}
 	}
-	for _, w := range r.board.roster() {
-		if free <= 0 {
-			break
+	if free > 0 {
+		woken, err := r.revivals(ctx, st.Tick, taken)
+		if err != nil {
+			return nil, err
 		}
-		if n, ok := r.revivable(w); ok && !taken[w.ID] {
-			add(n, w.ID, w.Last, true)
+		for _, l := range woken[:min(free, len(woken))] {
+			add(l.Node, l.Worker, l.Assignment, true)
 		}
 	}
 	if free <= 0 {
@@ -103,7 +104,7 @@ func (r *run) plan(ctx context.Context, st tick) ([]launch, error) {
 		if assignment == "" {
 			assignment = attemptID(r.id, n.ID, n.Attempts+1)
 		}
-		add(n, worker, assignment, false)
+		add(n.ID, worker, assignment, false)
 	}
 	return out, r.assignAll(ctx, out)
 }
@@ -145,7 +146,14 @@ func (r *run) resumption(n Node) int {
 // revivable returns the node a worker's mail wakes it back into: an idle worker with mail,
 // whose last assignment checkpointed its node.
 func (r *run) revivable(w Worker) (Node, bool) {
-	if w.Status != WorkerIdle || w.Last == "" || r.bus.Pending(w.Name) == 0 || w.overBudget() != "" {
+	n, ok := r.asleep(w)
+	return n, ok && r.bus.Pending(w.Name) > 0
+}
+
+// asleep returns the node an idle worker's mail would wake it back into: the node its last
+// assignment checkpointed.
+func (r *run) asleep(w Worker) (Node, bool) {
+	if w.Status != WorkerIdle || w.Last == "" || w.overBudget() != "" {
 		return Node{}, false
 	}
 	n, ok := r.board.nodeOf(w.Last)
@@ -153,6 +161,37 @@ func (r *run) revivable(w Worker) (Node, bool) {
 		return n, true
 	}
 	return Node{}, false
+}
+
+// revivals returns the launches of the workers, but those taken, that their mail wakes back
+// into their nodes in tick, in the roster's order: those whose mail has come, or, under a
+// Sequencer, those it gives at the tick's PointRoute (asked when a worker is asleep).
+func (r *run) revivals(ctx context.Context, tick int, taken map[string]bool) ([]launch, error) {
+	var asleep []Worker
+	for _, w := range r.board.roster() {
+		if _, ok := r.asleep(w); ok && !taken[w.ID] {
+			asleep = append(asleep, w)
+		}
+	}
+	if len(asleep) == 0 {
+		return nil, nil
+	}
+	ids, err := r.choose(ctx, Point{Tick: tick, At: PointRoute}, func() []string {
+		var ids []string
+		for _, w := range asleep {
+			if r.bus.Pending(w.Name) > 0 {
+				ids = append(ids, w.ID)
+			}
+		}
+		return ids
+	})
+	var out []launch
+	for _, w := range asleep {
+		if n, ok := r.asleep(w); ok && slices.Contains(ids, w.ID) {
+			out = append(out, launch{Node: n.ID, Worker: w.ID, Assignment: w.Last, Wake: true})
+		}
+	}
+	return out, err
 }
 
 // ready reports whether n can start: pending, not waiting for sub-nodes, within its budget,

@@ -21,8 +21,8 @@ type pool struct {
 	wg       sync.WaitGroup
 }
 
-func newPool(c config) *pool {
-	_, hold := c.sequencer()
+// newPool returns a pool that holds what ended when hold is set (see pool.hold).
+func newPool(hold bool) *pool {
 	return &pool{hold: hold, live: map[string]context.CancelFunc{}, ended: map[string]bool{}, outcomes: map[string]outcomeRecord{}, wake: make(chan struct{}, 1)}
 }
 

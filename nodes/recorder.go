@@ -11,7 +11,8 @@ import (
 // it calls and the runtimes its coordinator and workers run on (their tools and streams go
 // through them). WithRecorder installs one; package nodes/replay records a run into a cassette
 // with one and plays the cassette back with another. One that is also a Sequencer sees, or
-// decides, when what runs at once reaches the run's tick.
+// decides, when what runs at once reaches the run's tick; one that is a RunSequencer does so
+// for the runs it gives a Sequencer for.
 type Recorder interface {
 	// Begin is told of each new run as it starts (not as it resumes).
 	Begin(info RunInfo)

@@ -115,6 +115,8 @@ type run struct {
 	// coordinator's is kept apart, where the workers' do not push it out.
 	coordConv, workerConvs *harnessed.ConversationCache
 	coordMCP               *mcp.Set // the coordinator's MCP servers, once its first turn connected them
+	// seq is the run's Sequencer, if it has one (see config.sequencer).
+	seq Sequencer
 	// untaken are the assignments that ended and no point of a tick took yet (see take): the
 	// tick's own, read and written by its steps only.
 	untaken []string
@@ -183,7 +185,8 @@ func (s *Squad) open(id, goal string) (*run, error) {
 	if err := dir.Create(); err != nil {
 		return nil, err
 	}
-	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, log: s.log, pool: newPool(s.cfg), wake: make(chan struct{}, 1), started: s.cfg.now(),
+	seq := s.cfg.sequencer(id)
+	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, log: s.log, seq: seq, pool: newPool(seq != nil), wake: make(chan struct{}, 1), started: s.cfg.now(),
 		coordConv: harnessed.NewConversationCache(1), workerConvs: harnessed.NewConversationCache(max(s.cfg.maxConcurrent, 1))}
 	if err := board.repairViews(); err != nil {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)

@@ -15,7 +15,7 @@ import (
 type Sequencer interface {
 	// Take is asked at each point of a tick where the run takes what happened: ended are the
 	// assignments (by id) that ended and were not taken before, in the order they ended (none at
-	// PointDecide), would what the run would do. It returns the ones to take now, in order —
+	// PointDecide; at PointRoute, the workers whose mail has come), would what the run would do. It returns the ones to take now, in order —
 	// the others are offered again at the next point — and what to do: MoveWait has the run wait
 	// for something to happen and ask again.
 	Take(at Point, ended []string, would Move) ([]string, Move)
@@ -35,6 +35,10 @@ const (
 	PointCollect = "collect" // collect: the ends to reconcile, and whether the tick goes on
 	PointDecide  = "decide"  // decide_next, before the coordinator's turn: whether it has one
 	PointDecided = "decided" // decide_next, after it: the ends the next route_frontier applies
+	// PointRoute is route_frontier's, when an idle worker's node waits for its mail (it
+	// checkpointed): offered are the workers (by id) whose mail has come, and the run wakes
+	// those it takes, as many as it has room for, in order.
+	PointRoute = "route"
 )
 
 // Move is what the run does at a Point.
@@ -48,17 +52,30 @@ const (
 	MoveSkip  Move = "skip"  // at PointDecide: the coordinator has no news and no turn
 )
 
-// sequencer returns the squad's recorder as a Sequencer, if it is one.
-func (c config) sequencer() (Sequencer, bool) {
-	s, ok := c.recorder.(Sequencer)
-	return s, ok
+// RunSequencer is a Recorder of many runs that sequences only some of them, as package
+// nodes/replay's Runs does: SequencerOf returns the Sequencer of run id, or nil for a run that
+// then runs as under a Recorder that is not a Sequencer.
+type RunSequencer interface {
+	SequencerOf(id string) Sequencer
 }
 
-// answered tells the squad's Sequencer, if it has one, of the human's answer to worker's
+// sequencer returns the Sequencer of run id: the squad's recorder if it is one, or the one it
+// gives for the run; nil when there is none.
+func (c config) sequencer(id string) Sequencer {
+	switch rec := c.recorder.(type) {
+	case RunSequencer:
+		return rec.SequencerOf(id)
+	case Sequencer:
+		return rec
+	}
+	return nil
+}
+
+// answered tells the run's Sequencer, if it has one, of the human's answer to worker's
 // question: before the answer is saved, so that no point of a tick sees it first.
 func (r *run) answered(worker, answer string) {
-	if seq, ok := r.cfg.sequencer(); ok {
-		seq.Answered(worker, answer)
+	if r.seq != nil {
+		r.seq.Answered(worker, answer)
 	}
 }
 
@@ -69,16 +86,32 @@ func (r *run) take(at Point, would func() Move) ([]string, Move) {
 		r.untaken = append(r.untaken, r.pool.drain()...)
 	}
 	move := would()
-	seq, ok := r.cfg.sequencer()
-	if !ok {
+	if r.seq == nil {
 		took := r.untaken
 		r.untaken = nil
 		return took, move
 	}
-	took, move := seq.Take(at, slices.Clone(r.untaken), move)
+	took, move := r.seq.Take(at, slices.Clone(r.untaken), move)
 	r.untaken = slices.DeleteFunc(r.untaken, func(id string) bool { return slices.Contains(took, id) })
 	r.pool.release(took)
 	return took, move
+}
+
+// choose returns, of what offer gives, what the run takes at point at: all of it, unless a
+// Sequencer decides; it waits while the Sequencer says so, offering again.
+func (r *run) choose(ctx context.Context, at Point, offer func() []string) ([]string, error) {
+	for {
+		offered := offer()
+		if r.seq == nil {
+			return offered, nil
+		}
+		if took, move := r.seq.Take(at, offered, MoveGo); move != MoveWait {
+			return took, nil
+		}
+		if err := r.pause(ctx); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // await is take at a point outside collect's loop: it waits while the Sequencer says so.

@@ -15,6 +15,7 @@ import (
 	"github.com/agiraph/agiraph/models"
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/nodes/eventlog"
+	"github.com/agiraph/agiraph/nodes/replay"
 	"github.com/agiraph/agiraph/nodes/store"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/providers/scripted"
@@ -24,8 +25,26 @@ import (
 // that follows, before the coordinator's next turn: route_frontier applies what ended during
 // decide_next before it plans, rather than leave it to the next collect. Ben's first node, n2,
 // ends while the coordinator is in the turn n1's completion woke it for; n3, Ben's next node,
-// must start before the coordinator's following turn.
+// must start before the coordinator's following turn. A squad whose recorder records other runs
+// than this one (a server's replay.Runs) does the same as one without a recorder: n2 counts as
+// ended as soon as it ends, not once a point of a tick takes it.
 func TestWorkerFinishedDuringTurnStartsInNextTick(t *testing.T) {
+	for name, opts := range map[string][]nodes.Option{
+		"no recorder":            nil,
+		"runs recording another": {nodes.WithRecorder(runsRecording(t, "another"))},
+	} {
+		t.Run(name, func(t *testing.T) { workerFinishedDuringTurn(t, opts...) })
+	}
+}
+
+// runsRecording returns a server's recorder asked to record run id only.
+func runsRecording(t *testing.T, id string) *replay.Runs {
+	var rs replay.Runs
+	rs.Record(id, filepath.Join(t.TempDir(), id+".cassette"))
+	return &rs
+}
+
+func workerFinishedDuringTurn(t *testing.T, opts ...nodes.Option) {
 	release := make(chan struct{})
 	var squad *nodes.Squad
 	coord := scripted.NewFunc("tick-coordinator", func(ctx context.Context, req providers.Request) (scripted.Turn, error) {
@@ -63,8 +82,8 @@ func TestWorkerFinishedDuringTurnStartsInNextTick(t *testing.T) {
 			return ctx.Err()
 		}
 	})
-	s, err := nodes.New(nodes.WithHome(t.TempDir()), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
-		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20*time.Millisecond))
+	s, err := nodes.New(append([]nodes.Option{nodes.WithHome(t.TempDir()), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+		nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20 * time.Millisecond)}, opts...)...)
 	require.NoError(t, err)
 	defer s.Close()
 	squad = s

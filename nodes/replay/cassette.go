@@ -7,12 +7,12 @@
 // human's answers and the clock's reading the run's id and prompts are made of; secrets are
 // removed as lines are written. As a nodes.Sequencer it also writes what decides the run beside
 // the timing of what runs at once: each point of a tick where the run took the ends of its
-// workers' assignments, in which order, and what it did; the messages each participant's
-// mailbox gave it at each look; the point each answer came after.
+// workers' assignments, in which order, and what it did; the workers their mail woke; the
+// messages each participant's mailbox gave it at each look; the point each answer came after.
 //
 // Run (in a test) and Play replay a cassette: the squad runs again, its models and outside tools
-// answered from the cassette; each end, message and answer is held until the point the
-// recording took it, so that the run is the same whatever the scheduler does. The first call
+// answered from the cassette; each end, message, waking and answer is held until the point
+// the recording took it, so that the run is the same whatever the scheduler does. The first call
 // the cassette does not have ends the replay with a *Divergence naming it, and a run that ends
 // otherwise than recorded with a *Mismatch.
 //
@@ -35,10 +35,11 @@ import (
 	"github.com/agiraph/agiraph/runtime"
 )
 
-// Version is the cassette format's version, in its header. Load reads version 1 too: a cassette
-// without the points of its ticks (see KindTake) and mail, whose answers a replay gives when the
-// run has gone quiet.
-const Version = 2
+// Version is the cassette format's version, in its header. Load reads versions 1 and 2 too: a
+// cassette of version 2 has no points at route_frontier (see nodes.PointRoute), and a replay of
+// it wakes a worker when its mail comes; one of version 1 has no points at all (see KindTake)
+// and no mail, and a replay of it gives the answers when the run has gone quiet.
+const Version = 3
 
 // Header is a cassette's first line.
 type Header struct {
@@ -95,9 +96,11 @@ type Line struct {
 	// An answer: the human's text, and how many points of the run's ticks came before it.
 	Answer string `json:"answer,omitempty"`
 	After  int    `json:"after,omitempty"`
-	// A point of a tick: which, the ends taken there, by assignment, and what the run did.
+	// A point of a tick: which, the ends taken there, by assignment, or at route_frontier the
+	// workers whose mail had come (Woken), and what the run did.
 	Point *nodes.Point `json:"point,omitempty"`
 	Ended []string     `json:"ended,omitempty"`
+	Woken []string     `json:"woken,omitempty"`
 	Move  nodes.Move   `json:"move,omitempty"`
 	Mail  []Mail       `json:"mail,omitempty"` // the messages a participant received
 	Facts *Facts       `json:"facts,omitempty"`

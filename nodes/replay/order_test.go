@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -96,23 +97,9 @@ func (h *lastOf) AfterTool(_ context.Context, c tools.Call, _ *tools.Result) err
 // whichever of them the replay has end last: each end reaches the coordinator at the point of
 // the tick that took it in the recording, in the recorded order.
 func TestConcurrentEndsReplayInRecordedOrder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "team.cassette")
-	rec, err := replay.Record(path)
-	require.NoError(t, err)
-	s, err := nodes.New(append(demo.Team(), nodes.WithHome(t.TempDir()), nodes.WithTick(20*time.Millisecond),
-		nodes.WithRecorder(rec), nodes.WithHooks(&together{here: make(chan struct{})}))...)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	res, err := s.Run(ctx, "the state of AI chips")
-	require.NoError(t, err)
-	require.NoError(t, rec.Finish(s, res))
-	require.NoError(t, s.Close())
-
-	c, err := replay.Load(path)
-	require.NoError(t, err)
+	r := recordRun(t, "the state of AI chips", nil, append(demo.Team(), nodes.WithHooks(&together{here: make(chan struct{})}))...)
 	var ended []string
-	for _, l := range c.Lines {
+	for _, l := range r.c.Lines {
 		if l.Kind == replay.KindTake {
 			ended = append(ended, l.Ended...)
 		}
@@ -121,9 +108,9 @@ func TestConcurrentEndsReplayInRecordedOrder(t *testing.T) {
 
 	for i := range 50 {
 		last := &lastOf{aspect: demo.Aspects[i%len(demo.Aspects)], others: make(chan struct{})}
-		got, err := replay.Play(ctx, path, t.TempDir(), nodes.WithHooks(last))
+		got, err := replay.Play(t.Context(), r.path, t.TempDir(), nodes.WithHooks(last))
 		require.NoError(t, err, "replay %d, %s last", i, last.aspect)
-		assert.Equal(t, res.Output, got.Output)
+		assert.Equal(t, r.res.Output, got.Output)
 	}
 }
 
@@ -178,7 +165,7 @@ func TestVersion1Replays(t *testing.T) {
 		if strings.HasPrefix(l, `{"kind":"take"`) || strings.HasPrefix(l, `{"kind":"mail"`) {
 			continue
 		}
-		l = strings.Replace(l, `"version":2,`, `"version":1,`, 1)
+		l = strings.Replace(l, fmt.Sprintf(`"version":%d,`, replay.Version), `"version":1,`, 1)
 		v1 = append(v1, regexp.MustCompile(`,"after":\d+`).ReplaceAllString(l, ""))
 	}
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(v1, "\n")+"\n"), 0o644))
@@ -204,4 +191,65 @@ func TestReplayStuckNamesWhatItWaitsFor(t *testing.T) {
 	require.ErrorAs(t, err, &d)
 	assert.Equal(t, replay.KindTake, d.Kind)
 	assert.Contains(t, d.Diff, "- the end of x.n9.1")
+}
+
+// slowPublish has the research worker on aspect publish after a while: a replay whose workers
+// end in another order than recorded.
+type slowPublish struct {
+	hooks.Base
+	aspect string
+}
+
+func (h slowPublish) BeforeTool(_ context.Context, c *tools.Call) (hooks.Decision, error) {
+	if aspect, ok := published(*c); ok && aspect == h.aspect {
+		time.Sleep(30 * time.Millisecond)
+	}
+	return hooks.Run, nil
+}
+
+// A run of the demo team whose researcher on the current state asks for a sub-node, and waits
+// for it, replays the same every time, however its workers' ends are ordered, with as many
+// assignments at once as it likes or fewer than its nodes: a worker's sub-nodes go on the board
+// when its end is taken, at the recorded point.
+func TestSubNodesReplay(t *testing.T) {
+	for _, most := range []int{1, 2, 4} {
+		r := recordRun(t, "the state of AI chips", nil, append(demo.Team(demo.WithSubNodes()), nodes.WithMaxConcurrent(most))...)
+		require.Contains(t, r.c.Facts.Files, "nodes/n4/published/details.md", "the sub-node n4 published its details")
+		for i := range 10 {
+			got, err := replay.Play(t.Context(), r.path, t.TempDir(), nodes.WithHooks(slowPublish{aspect: demo.Aspects[i%len(demo.Aspects)]}))
+			require.NoError(t, err, "at most %d at once, replay %d", most, i)
+			assert.Equal(t, r.res.Output, got.Output)
+		}
+	}
+}
+
+// recording is a run that was recorded.
+type recording struct {
+	path string // the cassette's
+	c    *replay.Cassette
+	res  nodes.Result
+	home string // the agent's
+}
+
+// recordRun records a run toward goal of a squad of opts, with a short tick, in a new home;
+// opened, if set, is given the squad before the run starts.
+func recordRun(t *testing.T, goal string, opened func(*nodes.Squad), opts ...nodes.Option) recording {
+	t.Helper()
+	r := recording{path: filepath.Join(t.TempDir(), "run.cassette"), home: t.TempDir()}
+	rec, err := replay.Record(r.path)
+	require.NoError(t, err)
+	s, err := nodes.New(append(opts, nodes.WithHome(r.home), nodes.WithTick(20*time.Millisecond), nodes.WithRecorder(rec))...)
+	require.NoError(t, err)
+	if opened != nil {
+		opened(s)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r.res, err = s.Run(ctx, goal)
+	require.NoError(t, err)
+	require.NoError(t, rec.Finish(s, r.res))
+	require.NoError(t, s.Close())
+	r.c, err = replay.Load(r.path)
+	require.NoError(t, err)
+	return r
 }

@@ -127,6 +127,7 @@ type player struct {
 
 	streams map[string][]Line         // by participant, in order
 	paced   bool                      // the cassette has the points of the run's ticks, and its mail (version 2)
+	routed  bool                      // and its points at route_frontier (version 3)
 	takes   []Line                    // the points of the run's ticks, in order
 	mail    map[string]map[int][]Mail // what each participant received, by its look's number
 	moved   chan struct{}             // a point passed, or waits for an answer
@@ -146,7 +147,7 @@ type player struct {
 
 func newPlayer(c *Cassette) *player {
 	p := &player{models: map[string][]Line{}, tools: map[string][]Line{}, streams: map[string][]Line{}, agentCalls: map[string][][]Line{},
-		paced: c.Header.Version >= 2, mail: map[string]map[int][]Mail{}, moved: make(chan struct{}, 1), inboxes: map[string][]runtime.Message{}, waits: map[string]*Divergence{},
+		paced: c.Header.Version >= 2, routed: c.Header.Version >= 3, mail: map[string]map[int][]Mail{}, moved: make(chan struct{}, 1), inboxes: map[string][]runtime.Message{}, waits: map[string]*Divergence{},
 		stop: func() {}}
 	pending := map[string][]Line{} // a CLI agent's calls, before its assignment's line
 	for _, l := range c.Lines {
@@ -185,10 +186,11 @@ func (p *player) Answered(string, string) {}
 // Take gives the run, at its next point, what the recording took there (nodes.Sequencer): once
 // the answers given before that point are given, and the assignments whose ends it took have
 // ended, those ends, in the recorded order, and what the run did; until then it has the run
-// wait. A point that is not the recorded one is a divergence. A cassette of version 1 has no
-// points: the run takes what it would.
+// wait. At route_frontier it gives the workers whose mail woke them, once their mail has come.
+// A point that is not the recorded one is a divergence. A cassette of version 1 has no points,
+// one of version 2 none at route_frontier: there the run takes what it would.
 func (p *player) Take(at nodes.Point, ended []string, would nodes.Move) ([]string, nodes.Move) {
-	if !p.paced {
+	if !p.paced || !p.routed && at.At == nodes.PointRoute {
 		return ended, would
 	}
 	p.mu.Lock()
@@ -214,16 +216,24 @@ func (p *player) Take(at nodes.Point, ended []string, would nodes.Move) ([]strin
 		p.nudge()
 		return nil, nodes.MoveWait
 	}
-	for _, id := range l.Ended {
-		if !slices.Contains(ended, id) {
-			p.waits["squad"], wait.Diff = wait, diff("the end of "+id, "(it did not come)")
+	took, what := l.Ended, "the end of "
+	came := func(id string) bool { return slices.Contains(ended, id) }
+	if at.At == nodes.PointRoute {
+		// A worker's mail came when the squad has it, or a look of the worker's took it early
+		// (see heldMail): it waits in the worker's inbox.
+		took, what = l.Woken, "mail for "
+		came = func(id string) bool { return slices.Contains(ended, id) || len(p.inboxes[id]) > 0 }
+	}
+	for _, id := range took {
+		if !came(id) {
+			p.waits["squad"], wait.Diff = wait, diff(what+id, "(it did not come)")
 			return nil, nodes.MoveWait
 		}
 	}
 	delete(p.waits, "squad")
 	p.taken = k
 	p.nudge()
-	return l.Ended, l.Move
+	return took, l.Move
 }
 
 // nudge wakes answer.

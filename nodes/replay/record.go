@@ -107,7 +107,8 @@ func (r *Recorder) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
 }
 
 // Take records a point of the run's tick where it took what happened beside it
-// (nodes.Sequencer): the ends it took, all of them, and what it did.
+// (nodes.Sequencer): the ends it took, all of them (at route_frontier, the workers whose mail
+// had come), and what it did.
 func (r *Recorder) Take(at nodes.Point, ended []string, would nodes.Move) ([]string, nodes.Move) {
 	if would == nodes.MoveWait {
 		return nil, would
@@ -115,7 +116,11 @@ func (r *Recorder) Take(at nodes.Point, ended []string, would nodes.Move) ([]str
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.takes++
-	r.write(Line{Kind: KindTake, Seq: r.takes, Point: &at, Ended: ended, Move: would})
+	l := Line{Kind: KindTake, Seq: r.takes, Point: &at, Ended: ended, Move: would}
+	if at.At == nodes.PointRoute {
+		l.Ended, l.Woken = nil, ended
+	}
+	r.write(l)
 	return ended, would
 }
 

@@ -92,19 +92,16 @@ func (rs *Runs) Runtime(kind string, rt runtime.Runtime) runtime.Runtime {
 	})
 }
 
-// Take records the point in a recorded run (nodes.Sequencer); in another it takes every end.
-func (rs *Runs) Take(at nodes.Point, ended []string, would nodes.Move) ([]string, nodes.Move) {
-	if rec := rs.current(); rec != nil {
-		return rec.Take(at, ended, would)
+// SequencerOf returns the recorder of run id if it is the run being recorded, which notes the
+// points of its ticks and its answers; nil for another run, which runs as without a Sequencer
+// (nodes.RunSequencer).
+func (rs *Runs) SequencerOf(id string) nodes.Sequencer {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.cur == nil || rs.curID != id {
+		return nil
 	}
-	return ended, would
-}
-
-// Answered records the human's answer in a recorded run (nodes.Sequencer).
-func (rs *Runs) Answered(worker, answer string) {
-	if rec := rs.current(); rec != nil {
-		rec.Answered(worker, answer)
-	}
+	return rs.cur
 }
 
 // Finish ends the recording of run id of squad s, if it was asked for: with the run's result
@@ -135,3 +132,5 @@ func (rs *Runs) Finish(s *nodes.Squad, id string, res nodes.Result, runErr error
 	}
 	return rec.Finish(s, res)
 }
+
+var _ nodes.RunSequencer = (*Runs)(nil)
