@@ -92,12 +92,14 @@ func (c *counter) next(kind, who string) int {
 // secrets match the providers' and search backends' API keys and bearer tokens.
 var secrets = regexp.MustCompile(`sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,}|gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|tvly-[A-Za-z0-9_-]{10,}|(?i:bearer\s+)[A-Za-z0-9._~+/=-]{8,}`)
 
-// keyVars are the environment variables that hold keys: their values are removed wherever they appear.
-var keyVars = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
-	"BRAVE_API_KEY", "SERPER_API_KEY", "TAVILY_API_KEY"}
+// keyName matches the names of the environment variables that hold keys and tokens
+// (ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN, AGIRAPH_TOKEN, AWS_SECRET_ACCESS_KEY, ...): their
+// values are removed wherever they appear.
+var keyName = regexp.MustCompile(`(?i)((^|_)(API_?KEY|KEY|TOKEN|SECRET|SECRET_ACCESS_KEY|CREDENTIALS?)|PASSWORD|PASSWD)$`)
 
-// redactor removes secrets from text: the values of keyVars and whatever matches secrets. It
-// also writes the agent's home folder, which differs from a recording to its replay, as {home}.
+// redactor removes secrets from text: the values of the key variables and whatever matches
+// secrets. It also writes the agent's home folder, which differs from a recording to its
+// replay, as {home}.
 type redactor struct{ values, home []string }
 
 // at returns r writing home as {home}: as given, and as an absolute path.
@@ -109,11 +111,14 @@ func (r redactor) at(home string) redactor {
 	return r
 }
 
-func newRedactor(getenv func(string) string) redactor {
+// newRedactor returns a redactor of the values of environ's ("NAME=value", as os.Environ
+// gives them) key variables.
+func newRedactor(environ []string) redactor {
 	var r redactor
-	for _, v := range keyVars {
-		if s := getenv(v); len(s) >= 4 {
-			r.values = append(r.values, s)
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if keyName.MatchString(name) && len(value) >= 4 {
+			r.values = append(r.values, value)
 		}
 	}
 	return r

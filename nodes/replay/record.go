@@ -44,7 +44,7 @@ func Record(path string) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	return &Recorder{path: path, red: newRedactor(os.Getenv), f: f, prev: map[string]Request{}}, nil
+	return &Recorder{path: path, red: newRedactor(os.Environ()), f: f, prev: map[string]Request{}}, nil
 }
 
 // Begin writes the cassette's header (nodes.Recorder).
