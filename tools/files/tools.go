@@ -228,11 +228,22 @@ func (w *workspace) writeFile(ctx context.Context, a WriteArgs) (string, error) 
 		return "", fmt.Errorf("the workspace root is not available: %v", Cause(err))
 	}
 	defer root.Close()
+	dir, err := root.OpenRoot(path.Dir(t.real))
+	if err != nil && !t.exists {
+		if err := w.makeParents(root, path.Dir(t.real)); err != nil {
+			return "", err
+		}
+		dir, err = root.OpenRoot(path.Dir(t.real))
+	}
+	if err != nil {
+		return "", ioError("open the folder of", t.rel, err)
+	}
+	defer dir.Close()
 
 	perm := fs.FileMode(0o644)
 	prev := int64(-1)
 	if t.exists {
-		st, err := root.Stat(t.real)
+		st, err := dir.Stat(path.Base(t.real))
 		if err != nil {
 			return "", ioError("stat", t.rel, err)
 		}
@@ -243,10 +254,8 @@ func (w *workspace) writeFile(ctx context.Context, a WriteArgs) (string, error) 
 			return "", fmt.Errorf("%q is not a regular file and cannot be written", t.rel)
 		}
 		perm, prev = st.Mode().Perm(), st.Size()
-	} else if err := w.makeParents(root, path.Dir(t.real)); err != nil {
-		return "", err
 	}
-	if err := writeAtomic(root, t, []byte(a.Content), perm); err != nil {
+	if err := writeAtomic(dir, t, []byte(a.Content), perm); err != nil {
 		return "", err
 	}
 	if prev < 0 {
@@ -284,19 +293,21 @@ func (w *workspace) makeParents(root *os.Root, dir string) error {
 	return nil
 }
 
-// writeAtomic writes data to a temporary file in the target's directory, makes it durable and
-// renames it over the target, so readers never see a partial file, nor a crash an empty one.
-func writeAtomic(root *os.Root, t target, data []byte, perm fs.FileMode) (err error) {
-	dir, base := path.Split(t.real)
-	tmp := dir + "." + base + ".tmp-" + rand.Text()[:12]
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+// writeAtomic writes data to a temporary file in dir, the target's folder, makes it durable and
+// renames it over the target, so readers never see a partial file, nor a crash an empty one. It
+// works in the folder by names alone: an os.Root given a longer path opens every folder on the
+// way again, at each call.
+func writeAtomic(dir *os.Root, t target, data []byte, perm fs.FileMode) (err error) {
+	base := path.Base(t.real)
+	tmp := "." + base + ".tmp-" + rand.Text()[:12]
+	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return ioError("create a temporary file for", t.rel, err)
 	}
 	defer func() {
 		if err != nil {
 			_ = f.Close()
-			_ = root.Remove(tmp)
+			_ = dir.Remove(tmp)
 		}
 	}()
 	if _, err = f.Write(data); err != nil {
@@ -311,7 +322,7 @@ func writeAtomic(root *os.Root, t target, data []byte, perm fs.FileMode) (err er
 	if err = f.Close(); err != nil {
 		return ioError("write", t.rel, err)
 	}
-	if err = root.Rename(tmp, t.real); err != nil {
+	if err = dir.Rename(tmp, base); err != nil {
 		return ioError("replace", t.rel, err)
 	}
 	return nil
@@ -354,7 +365,12 @@ func (w *workspace) editFile(ctx context.Context, a EditArgs) (string, error) {
 		return "", fmt.Errorf("the workspace root is not available: %v", Cause(err))
 	}
 	defer root.Close()
-	if err := writeAtomic(root, t, []byte(updated), perm); err != nil {
+	dir, err := root.OpenRoot(path.Dir(t.real))
+	if err != nil {
+		return "", ioError("open the folder of", t.rel, err)
+	}
+	defer dir.Close()
+	if err := writeAtomic(dir, t, []byte(updated), perm); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("edited %q: replaced 1 occurrence starting at line %d (file is now %d bytes)", t.rel, line, len(updated)), nil
