@@ -6,14 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/agiraph/agiraph/internal/osfile"
 	"github.com/agiraph/agiraph/nodes/bus"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
-	"github.com/agiraph/agiraph/nodes/workspace"
 	"github.com/agiraph/agiraph/providers"
 	"github.com/agiraph/agiraph/runtime"
 )
@@ -294,14 +295,30 @@ func (r *run) setNode(ctx context.Context, id string, fn func(n *Node)) (Node, e
 	return r.board.update(ctx, id, func(n *Node) error { fn(n); return nil })
 }
 
-// wroteBefore reports whether the latest lines of the file at path (its last 64 KiB) hold
-// what: a line that an outcome recorded again after a crash wrote the first time.
-func wroteBefore(path string, what []byte) (bool, error) {
-	tail, err := workspace.ReadTail(path, 64<<10)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, err
+// appendOnce appends line to the file at path, which it creates if need be — a file of a
+// worker's own (its memory, its history), read by the worker, not by the squad — unless the
+// file's latest lines (its last 64 KiB) hold mark: the line an outcome recorded again after a
+// crash wrote the first time. One open serves both.
+func appendOnce(path string, mark, line []byte) (err error) {
+	f, err := osfile.OpenRegular(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
 	}
-	return bytes.Contains(tail, what), nil
+	defer func() { err = errors.Join(err, f.Close()) }()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	off := max(st.Size()-64<<10, 0)
+	tail := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(tail, off); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if bytes.Contains(tail, mark) {
+		return nil
+	}
+	_, err = f.Write(line)
+	return err
 }
 
 // addHistory adds a node's outcome that published or checkpointed to its worker's
@@ -319,14 +336,11 @@ func (r *run) addHistory(t *tx, w Worker, n Node, rec outcomeRecord) error {
 		return err
 	}
 	t.keep(path)
-	if done, err := wroteBefore(path, key[1:len(key)-1]); err != nil || done { // "outcome":"<key>"
-		return err
-	}
 	line, err := json.Marshal(entry)
 	if err != nil {
 		return err
 	}
-	return appendLine(path, append(line, '\n'))
+	return appendOnce(path, key[1:len(key)-1], append(line, '\n')) // "outcome":"<key>"
 }
 
 // remember adds the node's outcome to the worker's memory, once, and keeps the file in the
@@ -335,10 +349,7 @@ func (r *run) remember(ctx context.Context, w Worker, n Node, rec outcomeRecord)
 	dir := r.dir.Worker(w.ID)
 	o := rec.Outcome
 	line := fmt.Sprintf("- %s (%s): %s\n", n.ID, o.Status, firstLine(o.Summary))
-	if done, err := wroteBefore(dir.Memory(), []byte(line)); err != nil || done {
-		return err
-	}
-	if err := appendLine(dir.Memory(), []byte(line)); err != nil {
+	if err := appendOnce(dir.Memory(), []byte(line), []byte(line)); err != nil {
 		return err
 	}
 	var ch store.Change
@@ -346,17 +357,6 @@ func (r *run) remember(ctx context.Context, w Worker, n Node, rec outcomeRecord)
 		return err
 	}
 	return r.s.commit(ctx, ch, nil)
-}
-
-// appendLine appends line to the file at path, which it creates if need be: a file of a worker's
-// own (its memory, its history), read by the worker, not by the squad.
-func appendLine(path string, line []byte) error {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(line)
-	return errors.Join(werr, f.Close())
 }
 
 // wakeParents puts nodes whose sub-nodes are all done (or failed) back on the board, for a new
