@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -170,25 +169,6 @@ func WriteJSON(path string, v any) error {
 		return fmt.Errorf("workspace: write %s: %w", path, err)
 	}
 	return WriteFile(path, append(data, '\n'))
-}
-
-// ReadTail returns the last n bytes of the file at path, or all of it when it is shorter.
-func ReadTail(path string, n int64) ([]byte, error) {
-	f, err := osfile.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
-	}
-	defer func() { _ = f.Close() }() // read only
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
-	}
-	off := max(st.Size()-n, 0)
-	b := make([]byte, st.Size()-off)
-	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("workspace: read %s: %w", path, files.Cause(err))
-	}
-	return b, nil
 }
 
 // ReadJSON reads the JSON in path into v. Errors name the file; a missing file's error
