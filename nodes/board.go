@@ -732,12 +732,14 @@ func (b *board) change(ctx context.Context, fn func(t *tx) error) error {
 		}
 	}
 	b.version++
-	created := map[string]bool{}
+	views := map[string]bool{} // the nodes whose views change: created (true), or of a new status text
 	for _, n := range t.nodes {
 		if err := ch.PutVersion(nodeKey(b.run.ID(), n.ID), b.version, n); err != nil {
 			return err
 		}
-		created[n.ID] = b.nodes[n.ID] == nil
+		if old := b.nodes[n.ID]; old == nil || statusText(old) != statusText(n) {
+			views[n.ID] = old == nil
+		}
 	}
 	for _, w := range t.workers {
 		if err := ch.PutVersion(workerKey(b.run.ID(), w.ID), b.version, w); err != nil {
@@ -752,7 +754,7 @@ func (b *board) change(ctx context.Context, fn func(t *tx) error) error {
 		return err
 	}
 	undo := b.apply(t)
-	if err := b.save(ctx, ch, func() { recorded(); b.viewsChanged(created) }); err != nil {
+	if err := b.save(ctx, ch, func() { recorded(); b.viewsChanged(views) }); err != nil {
 		undo()
 		return err
 	}
@@ -823,8 +825,12 @@ func (b *board) apply(t *tx) (undo func()) {
 
 // viewsChanged has the views of the nodes in ids written: those of the nodes it says were
 // created (their spec, refs and status) now, for a worker to read as soon as it starts; the status
-// of the others by viewsDue's caller, soon, or now when there is none.
+// of the others by viewsDue's caller, soon, or now when there is none. A change of a node that
+// leaves its status's text as it was (its attempts, its usage, its times) writes nothing.
 func (b *board) viewsChanged(ids map[string]bool) {
+	if len(ids) == 0 {
+		return
+	}
 	var created []string
 	b.vmu.Lock()
 	if b.due == nil {

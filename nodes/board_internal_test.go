@@ -267,6 +267,31 @@ func TestViewsWrittenByFlush(t *testing.T) {
 	assert.NoFileExists(t, workspace.Status(run.Node(n1.ID)), "a flush writes what changed since the last")
 }
 
+// A change of a node that leaves its status's text as it was writes no view: a view removed
+// stays removed until the text changes.
+func TestViewsWrittenWhenTheirTextChanges(t *testing.T) {
+	b, run, _ := newTestBoard(t)
+	told := 0
+	b.viewsDue = func() { told++ }
+	n, _, err := b.create(bg, nodeSpec{Task: "count"})
+	require.NoError(t, err)
+	path := workspace.Status(run.Node(n.ID))
+	require.NoError(t, os.Remove(path))
+	_, err = b.update(bg, n.ID, func(n *Node) error { n.Attempts++; return nil })
+	require.NoError(t, err)
+	b.flushViews()
+	assert.Zero(t, told)
+	assert.NoFileExists(t, path, "the same text is not written again")
+
+	_, err = b.update(bg, n.ID, func(n *Node) error { n.Status = NodeRunning; return nil })
+	require.NoError(t, err)
+	b.flushViews()
+	assert.Equal(t, 1, told)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "RUNNING\n", string(got))
+}
+
 // A run whose state was in its _run.json has it copied into the store when it is opened, so
 // that the squad finds it among its runs (the latest, for a trigger) without reading files.
 func TestRunStateInAFileIsCopiedIntoTheStore(t *testing.T) {
