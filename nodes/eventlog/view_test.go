@@ -1,6 +1,7 @@
 package eventlog_test
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,13 +13,20 @@ import (
 // A view has no file: it reads the events before it was made from its record, hands those Put
 // to the subscribers, and leaves the numbering to the record.
 func TestViewReadsItsRecord(t *testing.T) {
-	var record []eventlog.Event
+	var (
+		mu     sync.Mutex // the record is read by the subscriber's goroutine, as a store would be
+		record []eventlog.Event
+	)
 	add := func(ty eventlog.Type, text string) eventlog.Event {
+		mu.Lock()
+		defer mu.Unlock()
 		e := eventlog.Event{Seq: int64(len(record) + 1), Type: ty, Text: text}
 		record = append(record, e)
 		return e
 	}
 	source := func(after int64, limit int) ([]eventlog.Event, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		var out []eventlog.Event
 		for _, e := range record {
 			if e.Seq > after && (limit <= 0 || len(out) < limit) {
