@@ -48,7 +48,7 @@ func (s *Squad) Start(ctx context.Context, goal string, opts ...RunOption) (*Run
 		}
 	}
 	if rec := s.cfg.recorder; rec != nil {
-		rec.Begin(RunInfo{ID: c.id, Home: string(s.home), Goal: goal, Started: now, Model: s.cfg.model, CoordinatorModel: s.cfg.coordModel,
+		rec.Begin(RunInfo{ID: c.id, Home: string(s.home), Goal: goal, Started: now, Clock: s.cfg.now, Model: s.cfg.model, CoordinatorModel: s.cfg.coordModel,
 			RoleModels: s.cfg.roleModels, MaxConcurrent: s.cfg.maxConcurrent, Mode: s.cfg.mode})
 	}
 	return s.begin(ctx, c.id, goal)

@@ -36,6 +36,9 @@ type RunInfo struct {
 	RoleModels       map[string]string `json:"role_models,omitempty"`
 	MaxConcurrent    int               `json:"max_concurrent"`
 	Mode             Mode              `json:"mode"`
+	// Clock is the squad's clock (WithClock's), which a recorder reads to note when what it
+	// records happened.
+	Clock func() time.Time `json:"-"`
 }
 
 // WithRecorder has rec see the squad's models and runtimes (see Recorder).

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agiraph/agiraph/nodes"
@@ -81,6 +82,10 @@ type Line struct {
 	Model    string              `json:"model,omitempty"`
 	Request  *Request            `json:"request,omitempty"`
 	Response *providers.Response `json:"response,omitempty"`
+	// At is when the model's answer came, by the squad's clock: a replay's clock reads it from
+	// then on, so that what the run writes with the time (its memory's daily log, read into
+	// later prompts) says the recorded minute.
+	At *time.Time `json:"at,omitempty"`
 	// A tool call: the tool's name, its arguments and its result, or its error.
 	Tool   string          `json:"tool,omitempty"`
 	Args   json.RawMessage `json:"args,omitempty"`

@@ -70,7 +70,7 @@ func Play(ctx context.Context, path, home string, opts ...nodes.Option) (nodes.R
 	}
 	all = append(all, opts...)
 	all = append(all, nodes.WithHome(home), nodes.WithRecorder(p), nodes.WithModelResolver(p.model),
-		nodes.WithClock(func() time.Time { return info.Started.Add(time.Duration(ticks.Add(1)) * time.Microsecond) }))
+		nodes.WithClock(func() time.Time { return p.readClock(info.Started).Add(time.Duration(ticks.Add(1)) * time.Microsecond) }))
 	s, err := nodes.New(all...)
 	if err != nil {
 		return nodes.Result{}, err
@@ -121,6 +121,7 @@ func Run(t testing.TB, path string, opts ...nodes.Option) nodes.Result {
 // happens beside the run's ticks until the point the recording took it (a nodes.Sequencer).
 type player struct {
 	models map[string][]Line // by participant, in order
+	at     atomic.Int64      // the clock's reading (Unix ns) of the last model answer played that has one
 	count  counter
 	red    redactor
 	stop   func() // cancels the run, at a divergence
@@ -478,6 +479,25 @@ func (p *player) diverged(d *Divergence) error {
 	return d
 }
 
+// clockAt moves the clock on to t, the time a played model answer came in the recording.
+func (p *player) clockAt(t time.Time) {
+	for {
+		old := p.at.Load()
+		if t.UnixNano() <= old || p.at.CompareAndSwap(old, t.UnixNano()) {
+			return
+		}
+	}
+}
+
+// readClock returns the clock's base: the time of the last model answer played, or the run's
+// start before one.
+func (p *player) readClock(started time.Time) time.Time {
+	if at := p.at.Load(); at > started.UnixNano() {
+		return time.Unix(0, at).In(started.Location())
+	}
+	return started
+}
+
 type playedModel struct {
 	name string
 	p    *player
@@ -506,6 +526,9 @@ func (m playedModel) Generate(ctx context.Context, req providers.Request) (provi
 	}
 	if err := errFromLine(l); err != nil {
 		return providers.Response{}, err
+	}
+	if l.At != nil {
+		m.p.clockAt(*l.At)
 	}
 	resp := *l.Response
 	if text := resp.Message.Text(); req.OnText != nil && text != "" {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/agiraph/agiraph/nodes"
 	"github.com/agiraph/agiraph/providers"
@@ -27,6 +28,7 @@ type Recorder struct {
 	mu    sync.Mutex
 	f     *os.File
 	begun bool
+	clock func() time.Time   // the squad's, once the run has begun
 	prev  map[string]Request // each participant's last request, whole
 	takes int                // the points of the run's ticks so far
 	err   error              // the first write's that failed, or a second run's
@@ -57,11 +59,23 @@ func (r *Recorder) Begin(info nodes.RunInfo) {
 	}
 	r.begun = true
 	r.red = r.red.at(info.Home)
+	r.clock = info.Clock
 	r.write(Header{Format: format, Version: Version, Run: info})
 }
 
 // Model wraps m so that its calls are recorded (nodes.Recorder).
 func (r *Recorder) Model(m providers.Model) providers.Model { return recordedModel{m, r} }
+
+// now reads the squad's clock, once the run has begun.
+func (r *Recorder) now() time.Time {
+	r.mu.Lock()
+	clock := r.clock
+	r.mu.Unlock()
+	if clock == nil {
+		return time.Now()
+	}
+	return clock()
+}
 
 // Runtime wraps rt so that its calls know their participant and its outside tools are recorded;
 // a CLI agent's (a kind but harnessed) has its tool calls, events, outcome and published files
@@ -224,7 +238,8 @@ func (m recordedModel) Generate(ctx context.Context, req providers.Request) (pro
 	w := whoOf(ctx)
 	seq := m.r.count.next(KindModel, w)
 	resp, err := m.Model.Generate(ctx, req)
-	l := Line{Kind: KindModel, Who: w, Seq: seq, Model: m.Name()}
+	at := m.r.now()
+	l := Line{Kind: KindModel, Who: w, Seq: seq, Model: m.Name(), At: &at}
 	if err != nil {
 		l.Error = err.Error()
 	} else {
