@@ -190,11 +190,21 @@ type board struct {
 	vmu      sync.Mutex
 	due      map[string]bool
 	viewsDue func()
+	// noted is what the store noted, when the board was read, of the views (see noteViews).
+	noted viewsNote
 }
 
 // The store's keys of a run's documents.
 func nodeKey(run, id string) string   { return "node/" + run + "/" + id }
 func workerKey(run, id string) string { return "worker/" + run + "/" + id }
+func viewsKey(run string) string      { return "views/" + run }
+
+// A viewsNote says that the views of a run's nodes in the home Home said what its board did at
+// Version (see noteViews). Home is the home's id, "" for a home whose store is its own.
+type viewsNote struct {
+	Version int64  `json:"version"`
+	Home    string `json:"home"`
+}
 
 // The files a node's and a worker's records were kept in before the store held them.
 const (
@@ -209,7 +219,7 @@ func openBoard(ctx context.Context, st store.Store, run workspace.Run, now func(
 	b := &board{run: run, now: now, nodes: map[string]*Node{}, byRun: map[string]*Node{}, byKey: map[string]*Node{}, workers: map[string]*Worker{}, recorded: map[string]recordedDoc{}}
 	// One read, so that the board is as one moment left it: a node waiting for the human's
 	// answer with its worker, not the worker waiting beside the node as it was before.
-	docs, err := st.Docs(ctx, runKey(run.ID()), nodeKey(run.ID(), ""), workerKey(run.ID(), ""))
+	docs, err := st.Docs(ctx, runKey(run.ID()), nodeKey(run.ID(), ""), workerKey(run.ID(), ""), viewsKey(run.ID()))
 	if err != nil {
 		return nil, fmt.Errorf("nodes: run %s: %w", run.ID(), err)
 	}
@@ -219,6 +229,8 @@ func openBoard(ctx context.Context, st store.Store, run workspace.Run, now func(
 		switch {
 		case d.Key == stateDoc.Key:
 			stateDoc = d
+		case d.Key == viewsKey(run.ID()):
+			_ = json.Unmarshal(d.Value, &b.noted) // a note that cannot be read notes nothing: the views are read back
 		case strings.HasPrefix(d.Key, nodeKey(run.ID(), "")):
 			nodes = append(nodes, d)
 		case strings.HasPrefix(d.Key, workerKey(run.ID(), "")):
@@ -857,7 +869,8 @@ func (b *board) viewsChanged(ids map[string]bool) {
 // flushViews writes the views that committed changes left to write — of the nodes in ids, or of
 // all when there are none — as the board has them now: a node's status that changed three times
 // meanwhile is written once. One flush writes at a time, so a view never goes back to an older
-// text. A view that cannot be written is rewritten when the run opens next (see repairViews).
+// text. A view that cannot be written stays due: the next flush tries it again, and the run's
+// views are not noted as written (see noteViews) until it is.
 func (b *board) flushViews(ids ...string) {
 	b.vmu.Lock()
 	defer b.vmu.Unlock()
@@ -873,17 +886,21 @@ func (b *board) flushViews(ids ...string) {
 			}
 		}
 	}
-	var vs []view
+	vs := map[string][]view{}
 	b.read(func(rd reader) {
 		for id, created := range todo {
 			if n := rd.node(id); n != nil {
-				vs = append(vs, nodeViews(b.run, created, n)...)
+				vs[id] = nodeViews(b.run, created, n)
 			}
 			delete(b.due, id)
 		}
 	})
-	for _, v := range vs {
-		_ = workspace.WriteView(v.path, []byte(v.text))
+	for id, views := range vs {
+		for _, v := range views {
+			if err := workspace.WriteView(v.path, []byte(v.text)); err != nil {
+				b.due[id] = b.due[id] || todo[id] // tried again at the next flush
+			}
+		}
 	}
 }
 
@@ -953,10 +970,36 @@ func (t *tx) worker(idOrName string, fn func(w *Worker)) (Worker, error) {
 	return c, nil
 }
 
+// noteViews notes in the store that the views of the board's nodes in home say what the board
+// does now, if none is left to write; it is for a run that has ended, no step of it in flight. A
+// run opened again in the same home with the board at the same version need not read its views
+// back (see repairViews); any change after the note gives the board a newer version.
+func (b *board) noteViews(ctx context.Context, home string) error {
+	if b.save == nil {
+		return nil
+	}
+	version := b.at() // before the views due are looked at: a change after it is not noted
+	b.vmu.Lock()
+	due := len(b.due)
+	b.vmu.Unlock()
+	if due > 0 {
+		return nil
+	}
+	var ch store.Change
+	if err := ch.Put(viewsKey(b.run.ID()), viewsNote{Version: version, Home: home}); err != nil {
+		return err
+	}
+	return b.save(ctx, ch, nil)
+}
+
 // repairViews rewrites the views of the nodes that do not say what their records in the store
-// do: a crash may come between a change's commit and its views. It is for a run being opened,
-// before its board changes.
-func (b *board) repairViews() error {
+// do: a crash may come between a change's commit and its views. It is for a run being opened in
+// home, before its board changes. Views noted as written in home at the board's version (see
+// noteViews) are not read back: a run paused and resumed starts without reading a file a node.
+func (b *board) repairViews(home string) error {
+	if b.noted.Version > 0 && b.noted.Home == home && b.noted.Version == b.version {
+		return nil
+	}
 	var stale []view
 	b.read(func(rd reader) {
 		for _, n := range rd.nodes() {

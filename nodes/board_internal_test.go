@@ -121,7 +121,7 @@ func TestOpenedRunRepairsViews(t *testing.T) {
 
 	again, err := openBoard(bg, st, run, time.Now)
 	require.NoError(t, err)
-	require.NoError(t, again.repairViews())
+	require.NoError(t, again.repairViews("home"))
 	for _, id := range ids {
 		n, ok := again.node(id)
 		require.True(t, ok)
@@ -138,6 +138,54 @@ func TestOpenedRunRepairsViews(t *testing.T) {
 	after, err := os.Stat(status(ids[2]))
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(fine, after), "a view that was right was written again")
+}
+
+// Views noted as written (a run that ended) are not read back when the board opens again in the
+// same home at the same version; in another home, after a later change, or with a view that could
+// not be written, they are, and a stale one is rewritten.
+func TestNotedViewsAreNotReadBack(t *testing.T) {
+	b, run, st := newTestBoard(t)
+	n, _, err := b.create(bg, nodeSpec{Task: "write"})
+	require.NoError(t, err)
+	_, err = b.update(bg, n.ID, func(n *Node) error { n.Status = NodeCompleted; return nil })
+	require.NoError(t, err)
+	status := workspace.Status(run.Node(n.ID))
+	damage := func() { require.NoError(t, os.WriteFile(status, []byte("stale\n"), 0o644)) }
+	reopen := func(home string) string {
+		again, err := openBoard(bg, st, run, time.Now)
+		require.NoError(t, err)
+		require.NoError(t, again.repairViews(home))
+		got, err := os.ReadFile(status)
+		require.NoError(t, err)
+		return string(got)
+	}
+
+	require.NoError(t, b.noteViews(bg, "home"))
+	damage()
+	assert.Equal(t, "stale\n", reopen("home"), "noted views are not read back")
+	now, ok := b.node(n.ID)
+	require.True(t, ok)
+	assert.Equal(t, statusText(&now), reopen("elsewhere"), "another home reads them back")
+
+	damage()
+	require.NoError(t, b.noteViews(bg, "home"))
+	_, err = b.update(bg, n.ID, func(n *Node) error { n.Summary = "done"; return nil })
+	require.NoError(t, err)
+	damage() // the change's view lost, as a crash before it was written would
+	assert.Contains(t, reopen("home"), "done", "a change after the note has the views read back")
+
+	// A view that cannot be written stays due, and the views are not noted.
+	require.NoError(t, os.RemoveAll(string(run.Node(n.ID))))
+	require.NoError(t, os.WriteFile(string(run.Node(n.ID)), nil, 0o644)) // a file where the folder was
+	_, err = b.update(bg, n.ID, func(n *Node) error { n.Summary = "again"; return nil })
+	require.NoError(t, err)
+	b.vmu.Lock()
+	assert.Contains(t, b.due, n.ID, "the view that could not be written is still due")
+	b.vmu.Unlock()
+	require.NoError(t, b.noteViews(bg, "home"))
+	again, err := openBoard(bg, st, run, time.Now)
+	require.NoError(t, err)
+	assert.NotEqual(t, again.version, again.noted.Version, "the views were noted with one due")
 }
 
 // A run whose board was kept in its folder (_node.json, worker.json) before the store held

@@ -108,6 +108,10 @@ func (r *run) runToEnd() {
 	r.endMu.Lock() // waits for the verbs acting on the run now
 	r.ended = true
 	r.endMu.Unlock()
+	r.s.settle() // the views of what the workers changed as they stopped
+	if nerr := r.board.noteViews(context.Background(), r.s.homeID); nerr != nil {
+		r.cfg.logger.Error("views not noted as written; the run reads them back when it opens next", "run", r.id, "err", nerr)
+	}
 	r.s.mu.Lock() // a trigger firing now waits, then finds no run in progress
 	defer r.s.mu.Unlock()
 	r.s.cur.Store(nil)

@@ -188,7 +188,10 @@ func (s *Squad) open(id, goal string) (*run, error) {
 	seq := s.cfg.sequencer(id)
 	r := &run{s: s, cfg: s.cfg, id: id, dir: dir, log: s.log, seq: seq, pool: newPool(seq != nil), wake: make(chan struct{}, 1), started: s.cfg.now(),
 		coordConv: harnessed.NewConversationCache(1), workerConvs: harnessed.NewConversationCache(max(s.cfg.maxConcurrent, 1))}
-	if err := board.repairViews(); err != nil {
+	if lost { // the views went with the folder, whatever the store noted of them
+		board.noted = viewsNote{}
+	}
+	if err := board.repairViews(s.homeID); err != nil {
 		return nil, fmt.Errorf("nodes: run %s: %w", id, err)
 	}
 	r.board = board
