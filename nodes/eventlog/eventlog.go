@@ -184,6 +184,26 @@ func New(t Type, text string, data any) Event {
 	return e
 }
 
+// ToolText returns the text of a tool event of type t: for ToolCalled the tool's name and its
+// arguments, for ToolResult its name and result, the detail clipped to 200 bytes. A store may
+// keep such an event without its text and make it again from the event's data with ToolText:
+// the format is part of what it stored, and does not change.
+func ToolText(t Type, name, detail string) string {
+	if t == ToolResult {
+		return name + ": " + Clip(detail, 200)
+	}
+	return name + " " + Clip(detail, 200)
+}
+
+// Clip returns s cut to its first n bytes, followed by "…" when it was longer: an event's text
+// holds the start of what may be long.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
 // Decode unmarshals e.Data into v. An event without data leaves v unchanged and returns nil.
 func (e Event) Decode(v any) error {
 	if len(e.Data) == 0 {
