@@ -71,8 +71,8 @@ const (
 	MessageSent     Type = "message.sent"     // a message was sent
 	MessageReceived Type = "message.received" // a message was delivered
 
-	ToolCalled Type = "tool.called" // a tool was called
-	ToolResult Type = "tool.result" // a tool answered
+	ToolCalled Type = "tool.called" // a tool was called; Text: ToolText of its name and arguments
+	ToolResult Type = "tool.result" // a tool answered; Text: ToolText of its name and result
 
 	HumanQuestion Type = "human.question" // a question was put to the human; Data: the tool call to approve (hooks.Approval), when it asks for an approval
 	HumanResponse Type = "human.response" // the human answered
