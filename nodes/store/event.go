@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -82,30 +83,34 @@ func DecodeEvent(seq int64, key string, b []byte) (eventlog.Event, error) {
 
 // decodeRow reads an event of the form EncodeEvent makes.
 func decodeRow(b []byte) (eventlog.Event, error) {
-	var row []json.RawMessage
-	if err := json.Unmarshal(b, &row); err != nil {
+	var (
+		e    eventlog.Event
+		form int
+		at   json.RawMessage
+		text *string // nil: null, the text its data gives
+		data = &e.Data
+	)
+	// Each element decodes into what its pointer points to; a tenth is there to be left nil.
+	row := [10]any{&form, &at, &e.Type, &e.Agent, &e.Run, &e.Node, &e.Worker, &text, &data, nil}
+	err := json.Unmarshal(b, &row)
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &syntax):
 		return eventlog.Event{}, err
+	case form != eventForm:
+		return eventlog.Event{}, fmt.Errorf("a form other than %d: %.20s", eventForm, b)
+	case err != nil:
+		return eventlog.Event{}, err
+	case row[7] == nil || row[9] != nil:
+		return eventlog.Event{}, fmt.Errorf("not 8 or 9 elements: %.40s", b)
 	}
-	if len(row) > 0 && string(row[0]) != strconv.Itoa(eventForm) {
-		return eventlog.Event{}, fmt.Errorf("unknown form %.10s (this version reads form %d)", row[0], eventForm)
-	}
-	if len(row) < 8 || len(row) > 9 {
-		return eventlog.Event{}, fmt.Errorf("%d elements, want 8 or 9", len(row))
-	}
-	var e eventlog.Event
-	if ns, err := strconv.ParseInt(string(row[1]), 10, 64); err == nil {
+	if ns, err := strconv.ParseInt(string(at), 10, 64); err == nil {
 		e.Time = time.Unix(0, ns).UTC()
-	} else if err := json.Unmarshal(row[1], &e.Time); err != nil {
+	} else if err := json.Unmarshal(at, &e.Time); err != nil {
 		return eventlog.Event{}, fmt.Errorf("time: %w", err)
 	}
-	var text *string
-	for i, v := range []any{&e.Type, &e.Agent, &e.Run, &e.Node, &e.Worker, &text} {
-		if err := json.Unmarshal(row[2+i], v); err != nil {
-			return eventlog.Event{}, fmt.Errorf("element %d: %w", 2+i, err)
-		}
-	}
-	if len(row) == 9 {
-		e.Data = row[8]
+	if data == nil {
+		e.Data = json.RawMessage("null") // the data was null, not left out
 	}
 	if text != nil {
 		e.Text = *text

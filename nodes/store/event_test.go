@@ -217,7 +217,11 @@ func TestEventTextNotUTF8(t *testing.T) {
 // A stored event of a form this version does not know, or cut short, is refused, saying so.
 func TestEventUnknownForm(t *testing.T) {
 	_, err := store.DecodeEvent(1, "", []byte(`[2,0,"agent.started","","","","",""]`))
-	assert.ErrorContains(t, err, "unknown form 2")
+	assert.ErrorContains(t, err, "a form other than 1: [2,0")
+	_, err = store.DecodeEvent(1, "", []byte(`[1,0,"agent.started"`))
+	assert.ErrorContains(t, err, "unexpected end of JSON input")
 	_, err = store.DecodeEvent(1, "", []byte(`[1,0,"agent.started"]`))
-	assert.ErrorContains(t, err, "3 elements, want 8 or 9")
+	assert.ErrorContains(t, err, "not 8 or 9 elements")
+	_, err = store.DecodeEvent(1, "", []byte(`[1,0,"agent.started","","","","","","",{},""]`))
+	assert.ErrorContains(t, err, "not 8 or 9 elements")
 }
