@@ -525,28 +525,21 @@ func translate(e runtime.Event) (eventlog.Event, bool) {
 	case runtime.Started:
 		return eventlog.New(eventlog.RuntimeStarted, e.Text, nil), true
 	case runtime.ToolCalled:
-		return eventlog.New(eventlog.ToolCalled, e.Tool.Name+" "+clip(string(e.Tool.Args), 200), e.Tool), true
+		return eventlog.New(eventlog.ToolCalled, eventlog.ToolText(eventlog.ToolCalled, e.Tool.Name, string(e.Tool.Args)), e.Tool), true
 	case runtime.ToolResult:
-		return eventlog.New(eventlog.ToolResult, e.Tool.Name+": "+clip(e.Tool.Result, 200), e.Tool), true
+		return eventlog.New(eventlog.ToolResult, eventlog.ToolText(eventlog.ToolResult, e.Tool.Name, e.Tool.Result), e.Tool), true
 	case runtime.Compacted:
 		return eventlog.New(eventlog.MemoryCompacted, e.Text, nil), true
 	case runtime.ModelTurn:
-		return eventlog.New(eventlog.ModelTurn, clip(e.Text, 500), e.Usage), true
+		return eventlog.New(eventlog.ModelTurn, eventlog.Clip(e.Text, 500), e.Usage), true
 	case runtime.Retrying:
 		return eventlog.New(eventlog.Retrying, e.Text, nil), true
 	case runtime.Hooked:
-		return eventlog.New(eventlog.Hooked, clip(e.Text, 500), nil), true
+		return eventlog.New(eventlog.Hooked, eventlog.Clip(e.Text, 500), nil), true
 	case runtime.Output:
-		return eventlog.New(eventlog.Output, clip(e.Text, 500), nil), true
+		return eventlog.New(eventlog.Output, eventlog.Clip(e.Text, 500), nil), true
 	}
 	return eventlog.Event{}, false
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // refsText lists a node's refs for its worker.

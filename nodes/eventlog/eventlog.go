@@ -71,8 +71,8 @@ const (
 	MessageSent     Type = "message.sent"     // a message was sent
 	MessageReceived Type = "message.received" // a message was delivered
 
-	ToolCalled Type = "tool.called" // a tool was called
-	ToolResult Type = "tool.result" // a tool answered
+	ToolCalled Type = "tool.called" // a tool was called; Text: ToolText of its name and arguments
+	ToolResult Type = "tool.result" // a tool answered; Text: ToolText of its name and result
 
 	HumanQuestion Type = "human.question" // a question was put to the human; Data: the tool call to approve (hooks.Approval), when it asks for an approval
 	HumanResponse Type = "human.response" // the human answered
@@ -182,6 +182,26 @@ func New(t Type, text string, data any) Event {
 		e.Data = b
 	}
 	return e
+}
+
+// ToolText returns the text of a tool event of type t: for ToolCalled the tool's name and its
+// arguments, for ToolResult its name and result, the detail clipped to 200 bytes. A store may
+// keep such an event without its text and make it again from the event's data with ToolText:
+// the format is part of what it stored, and does not change.
+func ToolText(t Type, name, detail string) string {
+	if t == ToolResult {
+		return name + ": " + Clip(detail, 200)
+	}
+	return name + " " + Clip(detail, 200)
+}
+
+// Clip returns s cut to its first n bytes, followed by "…" when it was longer: an event's text
+// holds the start of what may be long.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // Decode unmarshals e.Data into v. An event without data leaves v unchanged and returns nil.

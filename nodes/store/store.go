@@ -178,41 +178,6 @@ func Commit(ctx context.Context, s Store, ch Change, done func()) error {
 	return nil
 }
 
-// EncodeEvent returns e as a store implementation keeps it: JSON, its data compacted, without
-// its Seq and its Key, which are the row's. e must have passed Change.Check.
-func EncodeEvent(e eventlog.Event) ([]byte, error) {
-	e, err := eventlog.Check(e)
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	return json.Marshal(storedEvent(e))
-}
-
-// storedEvent is an event as EncodeEvent encodes it.
-type storedEvent struct {
-	Seq    int64           `json:"-"`
-	Time   time.Time       `json:"time"`
-	Type   eventlog.Type   `json:"type"`
-	Agent  string          `json:"agent,omitempty"`
-	Run    string          `json:"run,omitempty"`
-	Node   string          `json:"node,omitempty"`
-	Worker string          `json:"worker,omitempty"`
-	Text   string          `json:"text,omitempty"`
-	Data   json.RawMessage `json:"data,omitempty"`
-	Key    string          `json:"-"`
-}
-
-// DecodeEvent reads an event EncodeEvent made, numbered seq, with its key ("" for none).
-func DecodeEvent(seq int64, key string, b []byte) (eventlog.Event, error) {
-	var e eventlog.Event
-	err := json.Unmarshal(b, &e) // events kept before held their Seq and Key
-	e.Seq = seq
-	if key != "" {
-		e.Key = key
-	}
-	return e, err
-}
-
 // EncodeLine returns l as a store implementation keeps it: JSON without its Seq and its Key,
 // which are the row's.
 func EncodeLine(l Line) ([]byte, error) {
