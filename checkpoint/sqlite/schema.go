@@ -56,6 +56,50 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		// The same tables, in fewer bytes: IDs that are UUIDs as their 16 bytes, sources and
+		// kinds as small integers (see encoding.go). The columns that hold them have no type, so
+		// that SQLite keeps each value as it is given. The tables are made again, as SQLite
+		// changes no column's type; the rows keep their pk and seq.
+		name: "IDs as bytes, sources and kinds as codes",
+		stmts: []string{
+			`ALTER TABLE writes RENAME TO writes_1`,
+			`ALTER TABLE checkpoints RENAME TO checkpoints_1`, // writes_1 now refers to it
+			`CREATE TABLE checkpoints (
+				pk         INTEGER PRIMARY KEY,
+				thread_id  TEXT    NOT NULL,
+				ns         TEXT    NOT NULL,
+				id         BLOB    NOT NULL, -- BLOB: no conversion of what is stored (encoding.go)
+				parent_id  BLOB    NOT NULL,
+				step       INTEGER NOT NULL,
+				source     BLOB    NOT NULL,
+				run_id     BLOB    NOT NULL,
+				format     INTEGER NOT NULL,
+				created_at INTEGER,  -- Unix microseconds; NULL for the zero time
+				next       BLOB,     -- the frontier, in the encoding of checkpoint/internal/codec; NULL when empty
+				joins      BLOB,     -- join progress, likewise
+				meta       BLOB,     -- metadata, likewise
+				state      BLOB,     -- the encoded state, as given; NULL when the checkpoint has no snapshot
+				UNIQUE (thread_id, ns, id)
+			)`,
+			`CREATE TABLE writes (
+				seq        INTEGER PRIMARY KEY,
+				checkpoint INTEGER NOT NULL REFERENCES checkpoints (pk) ON DELETE CASCADE,
+				task_id    TEXT    NOT NULL,
+				kind       BLOB    NOT NULL,
+				idx        INTEGER NOT NULL,
+				node       TEXT    NOT NULL,
+				value      BLOB,     -- the encoded value, as given
+				UNIQUE (checkpoint, task_id, kind, idx)
+			)`,
+			`INSERT INTO checkpoints SELECT pk, thread_id, ns, ` + idSQL("id") + `, ` + idSQL("parent_id") + `, step, ` +
+				sources.sql("source") + `, ` + idSQL("run_id") + `, format, created_at, next, joins, meta, state
+				FROM checkpoints_1 ORDER BY pk`,
+			`INSERT INTO writes SELECT seq, checkpoint, task_id, ` + kinds.sql("kind") + `, idx, node, value FROM writes_1 ORDER BY seq`,
+			`DROP TABLE writes_1`,
+			`DROP TABLE checkpoints_1`,
+		},
+	},
 }
 
 // schemaVersion is the version of the schema this package writes.

@@ -400,7 +400,7 @@ func putArgs(cfg checkpoint.Config, cp checkpoint.Checkpoint) []any {
 	if !cp.CreatedAt.IsZero() {
 		created = cp.CreatedAt.UnixMicro()
 	}
-	return []any{cfg.ThreadID, cfg.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.RunID,
+	return []any{cfg.ThreadID, cfg.NS, idArg(cp.ID), idArg(cp.ParentID), cp.Step, sources.arg(string(cp.Source)), idArg(cp.RunID),
 		cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), blob(cp.State)}
 }
 
@@ -493,7 +493,7 @@ func (s *Saver) insertWrites(ctx context.Context, tx *sql.Tx, cfg checkpoint.Con
 	if len(writes) == 1 {
 		// The common case, one statement: the checkpoint is looked up while inserting.
 		w := writes[0]
-		res, err := bind(ctx, tx, s.putWriteSelect).ExecContext(ctx, w.TaskID, string(w.Kind), w.Idx, w.Node, value(w), cfg.ThreadID, cfg.NS, cfg.CheckpointID)
+		res, err := bind(ctx, tx, s.putWriteSelect).ExecContext(ctx, w.TaskID, kinds.arg(string(w.Kind)), w.Idx, w.Node, value(w), cfg.ThreadID, cfg.NS, idArg(cfg.CheckpointID))
 		if err != nil {
 			return err
 		}
@@ -513,7 +513,7 @@ func (s *Saver) insertWrites(ctx context.Context, tx *sql.Tx, cfg checkpoint.Con
 	}
 	stmt := bind(ctx, tx, s.putWrite)
 	for _, w := range writes {
-		res, err := stmt.ExecContext(ctx, pk, w.TaskID, string(w.Kind), w.Idx, w.Node, value(w))
+		res, err := stmt.ExecContext(ctx, pk, w.TaskID, kinds.arg(string(w.Kind)), w.Idx, w.Node, value(w))
 		if err != nil {
 			return err
 		}
@@ -634,7 +634,7 @@ func checkExists(ctx context.Context, lookup *sql.Stmt, cfg checkpoint.Config) e
 // lookupPK returns the row of the checkpoint cfg addresses, or checkpoint.ErrNotFound.
 func lookupPK(ctx context.Context, lookup *sql.Stmt, cfg checkpoint.Config) (int64, error) {
 	var pk int64
-	err := lookup.QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID).Scan(&pk)
+	err := lookup.QueryRowContext(ctx, cfg.ThreadID, cfg.NS, idArg(cfg.CheckpointID)).Scan(&pk)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, checkpoint.ErrNotFound
 	}
@@ -662,7 +662,7 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.Tup
 	if cfg.CheckpointID == "" {
 		row = tx.StmtContext(ctx, s.getLatest).QueryRowContext(ctx, cfg.ThreadID, cfg.NS)
 	} else {
-		row = tx.StmtContext(ctx, s.getByID).QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID)
+		row = tx.StmtContext(ctx, s.getByID).QueryRowContext(ctx, cfg.ThreadID, cfg.NS, idArg(cfg.CheckpointID))
 	}
 	var r cpRow
 	if err := r.scan(row); err != nil {
@@ -695,7 +695,9 @@ func (s *Saver) getError(cfg checkpoint.Config, err error) error {
 // List returns the checkpoints of cfg's thread and namespace, newest (greatest ID) first, with
 // their writes, read in one transaction of two queries (the checkpoints, then all their writes),
 // so a page of a long thread is cheap to read. Before, Source and RunID are applied by SQLite,
-// Meta by ListOptions.Match; Limit counts the checkpoints that pass every filter.
+// Meta by ListOptions.Match; Limit counts the checkpoints that pass every filter. IDs order
+// byte-wise, except that an ID that is a UUID in its canonical text (as the graph engine makes
+// them) is greater than every ID that is not one: see idArg.
 func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint.ListOptions) ([]checkpoint.Tuple, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -703,15 +705,15 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 	variant, args := 0, []any{cfg.ThreadID, cfg.NS}
 	if opts.Before != "" {
 		variant |= listBefore
-		args = append(args, opts.Before)
+		args = append(args, idArg(opts.Before))
 	}
 	if opts.Source != "" {
 		variant |= listSource
-		args = append(args, string(opts.Source))
+		args = append(args, sources.arg(string(opts.Source)))
 	}
 	if opts.RunID != "" {
 		variant |= listRunID
-		args = append(args, opts.RunID)
+		args = append(args, idArg(opts.RunID))
 	}
 	limit := opts.Limit
 	if limit <= 0 || len(opts.Meta) > 0 {
@@ -801,7 +803,7 @@ func (s *Saver) PatchMetadata(ctx context.Context, cfg checkpoint.Config, meta m
 	}
 	query, args := `SELECT pk, meta FROM checkpoints WHERE thread_id = ? AND ns = ? ORDER BY id DESC LIMIT 1`, []any{cfg.ThreadID, cfg.NS}
 	if cfg.CheckpointID != "" {
-		query, args = `SELECT pk, meta FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`, append(args, cfg.CheckpointID)
+		query, args = `SELECT pk, meta FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`, append(args, idArg(cfg.CheckpointID))
 	}
 	err := s.c.do(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		var (
@@ -855,7 +857,7 @@ func (s *Saver) writes(ctx context.Context, tx *sql.Tx, cfg checkpoint.Config, t
 		d := rowDecoder{cfg: cfg, id: t.Checkpoint.ID, table: "writes"}
 		w := checkpoint.Write{
 			TaskID: d.text(v[1], "task_id"),
-			Kind:   checkpoint.WriteKind(d.text(v[2], "kind")),
+			Kind:   checkpoint.WriteKind(d.code(kinds, v[2], "kind")),
 			Idx:    d.integer(v[3], "idx"),
 			Node:   d.text(v[4], "node"),
 			Value:  d.blob(v[5], v[6], "value"),
@@ -898,15 +900,15 @@ func (r *cpRow) scan(sc interface{ Scan(...any) error }) error {
 
 // tuple decodes the row; it also returns the row's pk.
 func (r *cpRow) tuple(cfg checkpoint.Config) (*checkpoint.Tuple, int64, error) {
-	id, _ := r[1].(string) // for the error messages; checked below
-	d := rowDecoder{cfg: cfg, id: id, table: "checkpoints"}
+	d := rowDecoder{cfg: cfg, table: "checkpoints"}
+	d.id = d.checkpointID(r[1], "id") // first, for the error messages
 	pk := d.integer64(r[0], "pk")
 	cp := checkpoint.Checkpoint{
-		ID:       d.text(r[1], "id"),
-		ParentID: d.text(r[2], "parent_id"),
+		ID:       d.id,
+		ParentID: d.checkpointID(r[2], "parent_id"),
 		Step:     d.integer(r[3], "step"),
-		Source:   checkpoint.Source(d.text(r[4], "source")),
-		RunID:    d.text(r[5], "run_id"),
+		Source:   checkpoint.Source(d.code(sources, r[4], "source")),
+		RunID:    d.checkpointID(r[5], "run_id"),
 		Format:   d.integer(r[6], "format"),
 		State:    d.blob(r[11], r[12], "state"),
 	}
@@ -968,6 +970,29 @@ func (d *rowDecoder) text(v any, column string) string {
 	}
 	d.fail(column, fmt.Errorf("holds %s, not text", describe(v)))
 	return ""
+}
+
+// checkpointID is the ID an ID column holds (see idArg).
+func (d *rowDecoder) checkpointID(v any, column string) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		if len(v) == 16 {
+			return uuidText(v)
+		}
+	}
+	d.fail(column, fmt.Errorf("holds %s, not an ID", describe(v)))
+	return ""
+}
+
+// code is the name a column of c holds (see code).
+func (d *rowDecoder) code(c code, v any, column string) string {
+	name, ok := c.name(v)
+	if !ok {
+		d.fail(column, fmt.Errorf("holds %s, not a name", describe(v)))
+	}
+	return name
 }
 
 func (d *rowDecoder) integer64(v any, column string) int64 {
