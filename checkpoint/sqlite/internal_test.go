@@ -62,13 +62,14 @@ var seeds = map[int]func(t *testing.T, db *sql.DB){
 	},
 	2: func(t *testing.T, db *sql.DB) {
 		execAll(t, db,
-			`INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
-			 VALUES ('old', '', 'c1', '', 3, 0, 'run', 1, 1700000000000000, x'0101013001610200', NULL, x'0101016b0176', x'7b7d')`,
+			`INSERT INTO checkpoint_threads (id, name) VALUES (1, 'old'), (2, 'uuids')`,
+			`INSERT INTO checkpoints (thread, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
+			 VALUES (1, '', 'c1', '', 3, 0, 'run', 1, 1700000000000000, x'0101013001610200', NULL, x'0101016b0176', x'7b7d')`,
 			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = 'c1'), '0', 0, 0, 'a', x'31')`,
 			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = 'c1'), '0', 5, -1, 'a', NULL)`,
-			`INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
-			 VALUES ('uuids', '', x'01a22060f3e071afa58b0495c6d01b71', '01A22060-F3DE-7B8B-89CA-62173B24975F', 0, 1, x'8cb770b9307a4feb84ae5dceddae56f1', 1, NULL, NULL, NULL, NULL, NULL),
-			        ('uuids', '', x'01a22060f3e073d6bdaac2e4136e1a96', x'01a22060f3e071afa58b0495c6d01b71', 1, 'custom', x'8cb770b9307a4feb84ae5dceddae56f1', 1, NULL, NULL, NULL, NULL, NULL)`,
+			`INSERT INTO checkpoints (thread, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
+			 VALUES (2, '', x'01a22060f3e071afa58b0495c6d01b71', '01A22060-F3DE-7B8B-89CA-62173B24975F', 0, 1, x'8cb770b9307a4feb84ae5dceddae56f1', 1, NULL, NULL, NULL, NULL, NULL),
+			        (2, '', x'01a22060f3e073d6bdaac2e4136e1a96', x'01a22060f3e071afa58b0495c6d01b71', 1, 'custom', x'8cb770b9307a4feb84ae5dceddae56f1', 1, NULL, NULL, NULL, NULL, NULL)`,
 			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = x'01a22060f3e071afa58b0495c6d01b71'), '1', 1, 0, 'b', NULL)`,
 		)
 	},
@@ -118,10 +119,13 @@ func checkSeed(t *testing.T, s *Saver) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{first}, tupleIDs(before))
 
-	// Stored as bytes and codes.
+	// Stored as bytes and codes, each thread's ID once.
+	var threads string
+	require.NoError(t, s.rdb.QueryRow(`SELECT group_concat(name, ' ') FROM (SELECT name FROM checkpoint_threads ORDER BY name)`).Scan(&threads))
+	assert.Equal(t, "old uuids", threads)
 	var ids, sources string
 	require.NoError(t, s.rdb.QueryRow(`SELECT group_concat(typeof(id) || '/' || typeof(parent_id) || '/' || typeof(run_id), ' '),
-		group_concat(typeof(source), ' ') FROM checkpoints WHERE thread_id = 'uuids'`).Scan(&ids, &sources))
+		group_concat(typeof(source), ' ') FROM checkpoints WHERE thread = (SELECT id FROM checkpoint_threads WHERE name = 'uuids')`).Scan(&ids, &sources))
 	assert.Equal(t, "blob/text/blob blob/blob/blob", ids)
 	assert.Equal(t, "integer text", sources)
 	var kinds string
@@ -375,9 +379,9 @@ func TestLogCopiedInBackground(t *testing.T) {
 	assert.Less(t, s.log.behind(), 16)
 }
 
-// IDs that are UUIDs are stored as their 16 bytes, other IDs as their text, sources and kinds the
-// Saver knows as small integers, others as their text; each reads back as the string put, and
-// is found by it.
+// A thread's ID is stored once, its checkpoints refer to it by number; IDs that are UUIDs are
+// stored as their 16 bytes, other IDs as their text, sources and kinds the Saver knows as small
+// integers, others as their text; each reads back as the string put, and is found by it.
 func TestCompactColumns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -431,4 +435,15 @@ func TestCompactColumns(t *testing.T) {
 	got, err = s.Get(ctx, at)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"k": "v"}, got.Checkpoint.Meta)
+
+	// A thread's ID is kept once, while it has checkpoints.
+	_, err = s.Put(ctx, checkpoint.Config{ThreadID: "u"}, checkpoint.Checkpoint{ID: a})
+	require.NoError(t, err)
+	threads := func() (names string) {
+		require.NoError(t, s.rdb.QueryRow(`SELECT coalesce(group_concat(name, ' '), '') FROM (SELECT name FROM checkpoint_threads ORDER BY name)`).Scan(&names))
+		return names
+	}
+	assert.Equal(t, "t u", threads())
+	require.NoError(t, s.DeleteThread(ctx, "t"))
+	assert.Equal(t, "u", threads())
 }

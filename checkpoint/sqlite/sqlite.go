@@ -119,9 +119,10 @@ type Saver struct {
 
 	effects EffectHandler // nil: effect writes are refused
 
-	putCheckpoint, putWriteSelect, putWrite, lookup, deleteWrites, deleteCheckpoints *sql.Stmt
-	getByID, getLatest, getWrites                                                    *sql.Stmt
-	list                                                                             [8]*sql.Stmt // by the bits of listBefore, listSource, listRunID
+	putThread, putCheckpoint, putWriteSelect, putWrite, lookup *sql.Stmt
+	deleteWrites, deleteCheckpoints, deleteThread              *sql.Stmt
+	getByID, getLatest, getWrites                              *sql.Stmt
+	list                                                       [8]*sql.Stmt // by the bits of listBefore, listSource, listRunID
 }
 
 var _ checkpoint.StepSaver = (*Saver)(nil)
@@ -283,8 +284,11 @@ func notADatabase(path string, err error) error {
 
 const cpColumns = `pk, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state, state IS NULL`
 
+// threadIs is the condition that a checkpoint is of the thread whose ID is the parameter.
+const threadIs = `thread = (SELECT id FROM checkpoint_threads WHERE name = ?)`
+
 // The list statements, one per combination of the filters SQL applies (these bits), so that each
-// uses the (thread_id, ns, id) index for its range and its order.
+// uses the (thread, ns, id) index for its range and its order.
 const (
 	listBefore = 1 << iota
 	listSource
@@ -292,7 +296,7 @@ const (
 )
 
 func listQuery(variant int) string {
-	q := `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ?`
+	q := `SELECT ` + cpColumns + ` FROM checkpoints WHERE ` + threadIs + ` AND ns = ?`
 	if variant&listBefore != 0 {
 		q += ` AND id < ?`
 	}
@@ -314,21 +318,23 @@ func (s *Saver) prepare(ctx context.Context) error {
 		text string
 	}
 	stmts := []stmt{
-		{s.wdb, &s.putCheckpoint, `INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (thread_id, ns, id) DO UPDATE SET parent_id = excluded.parent_id, step = excluded.step,
+		{s.wdb, &s.putThread, `INSERT INTO checkpoint_threads (name) VALUES (?) ON CONFLICT (name) DO NOTHING`},
+		{s.wdb, &s.putCheckpoint, `INSERT INTO checkpoints (thread, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
+			VALUES ((SELECT id FROM checkpoint_threads WHERE name = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (thread, ns, id) DO UPDATE SET parent_id = excluded.parent_id, step = excluded.step,
 				source = excluded.source, run_id = excluded.run_id, format = excluded.format, created_at = excluded.created_at,
 				next = excluded.next, joins = excluded.joins, meta = excluded.meta, state = excluded.state`},
 		{s.wdb, &s.putWriteSelect, `INSERT INTO writes (checkpoint, task_id, kind, idx, node, value)
-			SELECT pk, ?, ?, ?, ?, ? FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?
+			SELECT pk, ?, ?, ?, ?, ? FROM checkpoints WHERE ` + threadIs + ` AND ns = ? AND id = ?
 			ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING`},
 		{s.wdb, &s.putWrite, `INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING`},
-		{s.wdb, &s.lookup, `SELECT pk FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`},
-		{s.wdb, &s.deleteWrites, `DELETE FROM writes WHERE checkpoint IN (SELECT pk FROM checkpoints WHERE thread_id = ?)`},
-		{s.wdb, &s.deleteCheckpoints, `DELETE FROM checkpoints WHERE thread_id = ?`},
-		{s.rdb, &s.getByID, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`},
-		{s.rdb, &s.getLatest, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ? ORDER BY id DESC LIMIT 1`},
+		{s.wdb, &s.lookup, `SELECT pk FROM checkpoints WHERE ` + threadIs + ` AND ns = ? AND id = ?`},
+		{s.wdb, &s.deleteWrites, `DELETE FROM writes WHERE checkpoint IN (SELECT pk FROM checkpoints WHERE ` + threadIs + `)`},
+		{s.wdb, &s.deleteCheckpoints, `DELETE FROM checkpoints WHERE ` + threadIs},
+		{s.wdb, &s.deleteThread, `DELETE FROM checkpoint_threads WHERE name = ?`},
+		{s.rdb, &s.getByID, `SELECT ` + cpColumns + ` FROM checkpoints WHERE ` + threadIs + ` AND ns = ? AND id = ?`},
+		{s.rdb, &s.getLatest, `SELECT ` + cpColumns + ` FROM checkpoints WHERE ` + threadIs + ` AND ns = ? ORDER BY id DESC LIMIT 1`},
 		{s.rdb, &s.getWrites, `SELECT checkpoint, task_id, kind, idx, node, value, value IS NULL FROM writes
 			WHERE checkpoint IN (SELECT value FROM json_each(?)) ORDER BY seq`},
 	}
@@ -352,8 +358,8 @@ func (s *Saver) prepare(ctx context.Context) error {
 // SQLite copies the write-ahead log into the database and removes it.
 func (s *Saver) Close() error {
 	var errs []error
-	for _, st := range append([]*sql.Stmt{s.putCheckpoint, s.putWriteSelect, s.putWrite, s.lookup, s.deleteWrites,
-		s.deleteCheckpoints, s.getByID, s.getLatest, s.getWrites}, s.list[:]...) {
+	for _, st := range append([]*sql.Stmt{s.putThread, s.putCheckpoint, s.putWriteSelect, s.putWrite, s.lookup, s.deleteWrites,
+		s.deleteCheckpoints, s.deleteThread, s.getByID, s.getLatest, s.getWrites}, s.list[:]...) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -384,9 +390,8 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Ch
 	if cfg.ThreadID == "" || cp.ID == "" {
 		return checkpoint.Config{}, fmt.Errorf("checkpoint/sqlite: put needs a thread ID and a checkpoint ID (thread %q, checkpoint %q)", cfg.ThreadID, cp.ID)
 	}
-	err := s.c.do(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := bind(ctx, tx, s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...)
-		return err
+	err := s.c.do(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		return s.put(ctx, tx, cfg, cp)
 	})
 	if err != nil {
 		return checkpoint.Config{}, putError(cfg, cp, err)
@@ -394,14 +399,18 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Ch
 	return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
 }
 
-// putArgs are the arguments of the statement that puts cp under cfg.
-func putArgs(cfg checkpoint.Config, cp checkpoint.Checkpoint) []any {
+// put puts cp under cfg in tx, and cfg's thread first if it is new.
+func (s *Saver) put(ctx context.Context, tx *sql.Tx, cfg checkpoint.Config, cp checkpoint.Checkpoint) error {
+	if _, err := tx.StmtContext(ctx, s.putThread).ExecContext(ctx, cfg.ThreadID); err != nil {
+		return err
+	}
 	var created any
 	if !cp.CreatedAt.IsZero() {
 		created = cp.CreatedAt.UnixMicro()
 	}
-	return []any{cfg.ThreadID, cfg.NS, idArg(cp.ID), idArg(cp.ParentID), cp.Step, sources.arg(string(cp.Source)), idArg(cp.RunID),
-		cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), blob(cp.State)}
+	_, err := tx.StmtContext(ctx, s.putCheckpoint).ExecContext(ctx, cfg.ThreadID, cfg.NS, idArg(cp.ID), idArg(cp.ParentID), cp.Step, sources.arg(string(cp.Source)), idArg(cp.RunID),
+		cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), blob(cp.State))
+	return err
 }
 
 func putError(cfg checkpoint.Config, cp checkpoint.Checkpoint, err error) error {
@@ -429,8 +438,7 @@ func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []
 			return err
 		}
 		wrote = true
-		_, err := bind(ctx, tx, s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...)
-		return err
+		return s.put(ctx, tx, cfg, cp)
 	})
 	switch {
 	case err == nil:
@@ -785,7 +793,10 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 		if _, err := bind(ctx, tx, s.deleteWrites).ExecContext(ctx, threadID); err != nil {
 			return err
 		}
-		_, err := bind(ctx, tx, s.deleteCheckpoints).ExecContext(ctx, threadID)
+		if _, err := bind(ctx, tx, s.deleteCheckpoints).ExecContext(ctx, threadID); err != nil {
+			return err
+		}
+		_, err := bind(ctx, tx, s.deleteThread).ExecContext(ctx, threadID)
 		return err
 	})
 	if err != nil {
@@ -801,9 +812,9 @@ func (s *Saver) PatchMetadata(ctx context.Context, cfg checkpoint.Config, meta m
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	query, args := `SELECT pk, meta FROM checkpoints WHERE thread_id = ? AND ns = ? ORDER BY id DESC LIMIT 1`, []any{cfg.ThreadID, cfg.NS}
+	query, args := `SELECT pk, meta FROM checkpoints WHERE `+threadIs+` AND ns = ? ORDER BY id DESC LIMIT 1`, []any{cfg.ThreadID, cfg.NS}
 	if cfg.CheckpointID != "" {
-		query, args = `SELECT pk, meta FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`, append(args, idArg(cfg.CheckpointID))
+		query, args = `SELECT pk, meta FROM checkpoints WHERE `+threadIs+` AND ns = ? AND id = ?`, append(args, idArg(cfg.CheckpointID))
 	}
 	err := s.c.do(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		var (
