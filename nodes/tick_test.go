@@ -211,7 +211,8 @@ func TestTickUpdatesLeaveOutZeros(t *testing.T) {
 	db, err := sql.Open("sqlite", filepath.Join(string(s.Home()), "state.db"))
 	require.NoError(t, err)
 	defer db.Close()
-	rows, err := db.Query(`SELECT node, value FROM writes WHERE kind = 'update' AND node IN ('dispatch', 'collect', 'decide_next')`)
+	// kind 0: an update (checkpoint/sqlite stores the kinds it knows as small integers)
+	rows, err := db.Query(`SELECT node, value FROM writes WHERE kind = 0 AND node IN ('dispatch', 'collect', 'decide_next')`)
 	require.NoError(t, err)
 	defer rows.Close()
 	seen := 0

@@ -77,7 +77,7 @@ func TestGroupCommitsTogether(t *testing.T) {
 	})
 	wg.Go(func() { // a write that fails after it changed something
 		errs[4] = s.c.do(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
-			if _, err := bind(ctx, tx, s.putCheckpoint).ExecContext(ctx, putArgs(thread, testCheckpoint("c3"))...); err != nil {
+			if err := s.put(ctx, tx, thread, testCheckpoint("c3")); err != nil {
 				return err
 			}
 			return errors.New("half done")
@@ -125,8 +125,7 @@ func TestGroupLosesAllWhenTheTransactionIsGone(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, fn := range []writeFunc{
 		func(ctx context.Context, tx *sql.Tx) error {
-			_, err := bind(ctx, tx, s.putCheckpoint).ExecContext(ctx, putArgs(checkpoint.Config{ThreadID: "t"}, testCheckpoint("c1"))...)
-			return err
+			return s.put(ctx, tx, checkpoint.Config{ThreadID: "t"}, testCheckpoint("c1"))
 		},
 		func(ctx context.Context, tx *sql.Tx) error {
 			_, err := bind(ctx, tx, rollback).ExecContext(ctx)

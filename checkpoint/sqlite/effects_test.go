@@ -33,8 +33,8 @@ func board(ctx context.Context, tx *sql.Tx, threadID string, w checkpoint.Write)
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS board (thread TEXT, task TEXT, idx INTEGER, value TEXT, updates INTEGER)`); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO board SELECT ?, ?, ?, ?, count(*) FROM writes WHERE task_id = ? AND kind = 'update'`,
-		threadID, w.TaskID, w.Idx, string(w.Value), w.TaskID)
+	_, err := tx.ExecContext(ctx, `INSERT INTO board SELECT ?, ?, ?, ?, count(*) FROM writes WHERE task_id = ? AND kind = ?`,
+		threadID, w.TaskID, w.Idx, string(w.Value), w.TaskID, kinds.arg(string(checkpoint.WriteUpdate)))
 	if err == nil && string(w.Value) == "fail" {
 		err = errRefused
 	}

@@ -42,28 +42,52 @@ func userVersion(t *testing.T, db *sql.DB) int {
 	return v
 }
 
-// seeds write a checkpoint with two writes into a database at a schema version, with plain SQL of
-// that version, as an older program would have. A new migration that changes these tables adds the
-// seed of its version, so that TestMigrateFromEveryVersion keeps proving that old data survives.
+// seeds write checkpoints with their writes into a database at a schema version, with plain SQL of
+// that version, as an older program would have: the thread "old", a checkpoint with two writes,
+// and the thread "uuids", two checkpoints whose IDs are UUIDs, with an effect write. A new
+// migration that changes these tables adds the seed of its version, so that
+// TestMigrateFromEveryVersion keeps proving that old data survives.
 var seeds = map[int]func(t *testing.T, db *sql.DB){
 	1: func(t *testing.T, db *sql.DB) {
-		for _, q := range []string{
+		execAll(t, db,
 			`INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
 			 VALUES ('old', '', 'c1', '', 3, 'loop', 'run', 1, 1700000000000000, x'0101013001610200', NULL, x'0101016b0176', x'7b7d')`,
 			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = 'c1'), '0', 'update', 0, 'a', x'31')`,
 			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = 'c1'), '0', 'resume', -1, 'a', NULL)`,
-		} {
-			if _, err := db.Exec(q); err != nil {
-				t.Fatalf("seed: %s: %v", q, err)
-			}
-		}
+			`INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
+			 VALUES ('uuids', '', '01a22060-f3e0-71af-a58b-0495c6d01b71', '01A22060-F3DE-7B8B-89CA-62173B24975F', 0, 'input', '8cb770b9-307a-4feb-84ae-5dceddae56f1', 1, NULL, NULL, NULL, NULL, NULL),
+			        ('uuids', '', '01a22060-f3e0-73d6-bdaa-c2e4136e1a96', '01a22060-f3e0-71af-a58b-0495c6d01b71', 1, 'custom', '8cb770b9-307a-4feb-84ae-5dceddae56f1', 1, NULL, NULL, NULL, NULL, NULL)`,
+			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = '01a22060-f3e0-71af-a58b-0495c6d01b71'), '1', 'effect', 0, 'b', NULL)`,
+		)
 	},
+	2: func(t *testing.T, db *sql.DB) {
+		execAll(t, db,
+			`INSERT INTO checkpoint_threads (id, name) VALUES (1, 'old'), (2, 'uuids')`,
+			`INSERT INTO checkpoints (thread, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
+			 VALUES (1, '', 'c1', '', 3, 0, 'run', 1, 1700000000000000, x'0101013001610200', NULL, x'0101016b0176', x'7b7d')`,
+			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = 'c1'), '0', 0, 0, 'a', x'31')`,
+			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = 'c1'), '0', 5, -1, 'a', NULL)`,
+			`INSERT INTO checkpoints (thread, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
+			 VALUES (2, '', x'01a22060f3e071afa58b0495c6d01b71', '01A22060-F3DE-7B8B-89CA-62173B24975F', 0, 1, x'8cb770b9307a4feb84ae5dceddae56f1', 1, NULL, NULL, NULL, NULL, NULL),
+			        (2, '', x'01a22060f3e073d6bdaac2e4136e1a96', x'01a22060f3e071afa58b0495c6d01b71', 1, 'custom', x'8cb770b9307a4feb84ae5dceddae56f1', 1, NULL, NULL, NULL, NULL, NULL)`,
+			`INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES ((SELECT pk FROM checkpoints WHERE id = x'01a22060f3e071afa58b0495c6d01b71'), '1', 1, 0, 'b', NULL)`,
+		)
+	},
+}
+
+func execAll(t *testing.T, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		_, err := db.Exec(q)
+		require.NoError(t, err, "seed: %s", q)
+	}
 }
 
 // checkSeed checks what a seed wrote, read by a Saver of the current version.
 func checkSeed(t *testing.T, s *Saver) {
 	t.Helper()
-	tu, err := s.Get(context.Background(), checkpoint.Config{ThreadID: "old"})
+	ctx := context.Background()
+	tu, err := s.Get(ctx, checkpoint.Config{ThreadID: "old"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,9 +100,45 @@ func checkSeed(t *testing.T, s *Saver) {
 	if got := fmt.Sprintf("%+v", tu.Checkpoint); got != fmt.Sprintf("%+v", want) {
 		t.Errorf("the old checkpoint reads as\n%s\nwant\n%+v", got, want)
 	}
-	if len(tu.Writes) != 2 || string(tu.Writes[0].Value) != "1" || tu.Writes[1].Idx != -1 || tu.Writes[1].Value != nil {
+	if len(tu.Writes) != 2 || string(tu.Writes[0].Value) != "1" || tu.Writes[1].Idx != -1 || tu.Writes[1].Value != nil ||
+		tu.Writes[0].Kind != checkpoint.WriteUpdate || tu.Writes[1].Kind != checkpoint.WriteResume {
 		t.Errorf("the old writes read as %+v", tu.Writes)
 	}
+
+	// The UUIDs are found by their text and read back as it.
+	const first, second, run = "01a22060-f3e0-71af-a58b-0495c6d01b71", "01a22060-f3e0-73d6-bdaa-c2e4136e1a96", "8cb770b9-307a-4feb-84ae-5dceddae56f1"
+	uuids := checkpoint.Config{ThreadID: "uuids"}
+	latest, err := s.Get(ctx, uuids)
+	require.NoError(t, err)
+	assert.Equal(t, checkpoint.Checkpoint{ID: second, ParentID: first, Step: 1, Source: "custom", RunID: run, Format: 1}, latest.Checkpoint)
+	parent, err := s.Get(ctx, checkpoint.Config{ThreadID: "uuids", CheckpointID: latest.Checkpoint.ParentID})
+	require.NoError(t, err)
+	assert.Equal(t, checkpoint.Checkpoint{ID: first, ParentID: "01A22060-F3DE-7B8B-89CA-62173B24975F", Source: checkpoint.SourceInput, RunID: run, Format: 1}, parent.Checkpoint)
+	assert.Equal(t, []checkpoint.Write{{TaskID: "1", Kind: checkpoint.WriteEffect, Node: "b"}}, parent.Writes)
+	before, err := s.List(ctx, uuids, checkpoint.ListOptions{Before: second, RunID: run, Source: checkpoint.SourceInput})
+	require.NoError(t, err)
+	assert.Equal(t, []string{first}, tupleIDs(before))
+
+	// Stored as bytes and codes, each thread's ID once.
+	var threads string
+	require.NoError(t, s.rdb.QueryRow(`SELECT group_concat(name, ' ') FROM (SELECT name FROM checkpoint_threads ORDER BY name)`).Scan(&threads))
+	assert.Equal(t, "old uuids", threads)
+	var ids, sources string
+	require.NoError(t, s.rdb.QueryRow(`SELECT group_concat(typeof(id) || '/' || typeof(parent_id) || '/' || typeof(run_id), ' '),
+		group_concat(typeof(source), ' ') FROM checkpoints WHERE thread = (SELECT id FROM checkpoint_threads WHERE name = 'uuids')`).Scan(&ids, &sources))
+	assert.Equal(t, "blob/text/blob blob/blob/blob", ids)
+	assert.Equal(t, "integer text", sources)
+	var kinds string
+	require.NoError(t, s.rdb.QueryRow(`SELECT group_concat(typeof(kind) || ' ' || kind, ', ') FROM (SELECT kind FROM writes ORDER BY seq)`).Scan(&kinds))
+	assert.Equal(t, "integer 0, integer 5, integer 1", kinds, "update, resume, effect")
+}
+
+func tupleIDs(ts []checkpoint.Tuple) []string {
+	var ids []string
+	for _, t := range ts {
+		ids = append(ids, t.Checkpoint.ID)
+	}
+	return ids
 }
 
 // TestMigrateFromEveryVersion: a database left at any older schema version, with data written at
@@ -127,7 +187,7 @@ func TestMigrateToANewVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seeds[1](t, s.wdb)
+	seeds[schemaVersion()](t, s.wdb)
 	s.Close()
 
 	next := append(slices.Clone(migrations), migration{
@@ -317,4 +377,73 @@ func TestLogCopiedInBackground(t *testing.T) {
 	i++
 	put(i) // the log restarts; what it holds now is this commit's
 	assert.Less(t, s.log.behind(), 16)
+}
+
+// A thread's ID is stored once, its checkpoints refer to it by number; IDs that are UUIDs are
+// stored as their 16 bytes, other IDs as their text, sources and kinds the Saver knows as small
+// integers, others as their text; each reads back as the string put, and is found by it.
+func TestCompactColumns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openSaver(t, WithEffects(func(context.Context, *sql.Tx, string, checkpoint.Write) error { return nil }))
+	const a, b, run = "01a22060-f3e0-71af-a58b-0495c6d01b71", "01a22060-f3e0-73d6-bdaa-c2e4136e1a96", "8cb770b9-307a-4feb-84ae-5dceddae56f1"
+	const upper = "01A22060-F3E0-73D6-BDAA-C2E4136E1A97" // not the canonical text: kept as it is
+	thread := checkpoint.Config{ThreadID: "t"}
+	put := []checkpoint.Checkpoint{
+		{ID: a, Source: checkpoint.SourceInput, RunID: run},
+		{ID: b, ParentID: a, Step: 1, Source: checkpoint.SourceLoop, RunID: run},
+		{ID: upper, ParentID: b, Step: 2, Source: "elsewhere", RunID: "r2"},
+	}
+	for _, cp := range put {
+		_, err := s.Put(ctx, thread, cp)
+		require.NoError(t, err)
+	}
+	at := checkpoint.Config{ThreadID: "t", CheckpointID: b}
+	writes := []checkpoint.Write{{TaskID: "0", Kind: checkpoint.WriteUpdate, Node: "n", Value: []byte("1")},
+		{TaskID: "0", Kind: checkpoint.WriteEffect, Node: "n"}, {TaskID: "1", Kind: "note", Node: "m", Value: []byte("2")}}
+	require.NoError(t, s.PutWrites(ctx, at, writes))
+	require.NoError(t, s.PutWrites(ctx, at, writes[1:2]), "a write put again")
+
+	var stored string
+	require.NoError(t, s.rdb.QueryRow(`SELECT group_concat(typeof(id) || ' ' || typeof(parent_id) || ' ' || typeof(source) || ' ' || typeof(run_id), ', ')
+		FROM (SELECT * FROM checkpoints ORDER BY pk)`).Scan(&stored))
+	assert.Equal(t, "blob text integer blob, blob blob integer blob, text blob text text", stored)
+	require.NoError(t, s.rdb.QueryRow(`SELECT group_concat(typeof(kind), ' ') FROM (SELECT kind FROM writes ORDER BY seq)`).Scan(&stored))
+	assert.Equal(t, "integer integer text", stored)
+
+	got, err := s.Get(ctx, at)
+	require.NoError(t, err)
+	assert.Equal(t, put[1], got.Checkpoint)
+	assert.Equal(t, []checkpoint.Write{writes[0], writes[1], writes[2]}, got.Writes)
+	list, err := s.List(ctx, thread, checkpoint.ListOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{b, a, upper}, tupleIDs(list), "UUIDs order as their text, after other IDs")
+	for _, tc := range []struct {
+		opts checkpoint.ListOptions
+		want []string
+	}{
+		{checkpoint.ListOptions{Before: b}, []string{a, upper}},
+		{checkpoint.ListOptions{RunID: run}, []string{b, a}},
+		{checkpoint.ListOptions{Source: checkpoint.SourceLoop}, []string{b}},
+		{checkpoint.ListOptions{Source: "elsewhere", RunID: "r2"}, []string{upper}},
+	} {
+		list, err := s.List(ctx, thread, tc.opts)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, tupleIDs(list), "%+v", tc.opts)
+	}
+	require.NoError(t, s.PatchMetadata(ctx, at, map[string]string{"k": "v"}))
+	got, err = s.Get(ctx, at)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"k": "v"}, got.Checkpoint.Meta)
+
+	// A thread's ID is kept once, while it has checkpoints.
+	_, err = s.Put(ctx, checkpoint.Config{ThreadID: "u"}, checkpoint.Checkpoint{ID: a})
+	require.NoError(t, err)
+	threads := func() (names string) {
+		require.NoError(t, s.rdb.QueryRow(`SELECT coalesce(group_concat(name, ' '), '') FROM (SELECT name FROM checkpoint_threads ORDER BY name)`).Scan(&names))
+		return names
+	}
+	assert.Equal(t, "t u", threads())
+	require.NoError(t, s.DeleteThread(ctx, "t"))
+	assert.Equal(t, "u", threads())
 }

@@ -56,6 +56,56 @@ var migrations = []migration{
 			)`,
 		},
 	},
+	{
+		// The same tables, in fewer bytes: a thread's ID once, in checkpoint_threads, its
+		// checkpoints referring to it by number; IDs that are UUIDs as their 16 bytes, sources
+		// and kinds as small integers (see encoding.go), in columns that have no type, so that
+		// SQLite keeps each value as it is given. The tables are made again, as SQLite changes
+		// no column's type; the rows keep their pk and seq.
+		name: "threads by number, IDs as bytes, sources and kinds as codes",
+		stmts: []string{
+			`ALTER TABLE writes RENAME TO writes_1`,
+			`ALTER TABLE checkpoints RENAME TO checkpoints_1`, // writes_1 now refers to it
+			`CREATE TABLE checkpoint_threads (
+				id   INTEGER PRIMARY KEY,
+				name TEXT    NOT NULL UNIQUE -- the thread's ID
+			)`,
+			`CREATE TABLE checkpoints (
+				pk         INTEGER PRIMARY KEY,
+				thread     INTEGER NOT NULL REFERENCES checkpoint_threads (id),
+				ns         TEXT    NOT NULL,
+				id         BLOB    NOT NULL, -- BLOB: no conversion of what is stored (encoding.go)
+				parent_id  BLOB    NOT NULL,
+				step       INTEGER NOT NULL,
+				source     BLOB    NOT NULL,
+				run_id     BLOB    NOT NULL,
+				format     INTEGER NOT NULL,
+				created_at INTEGER,  -- Unix microseconds; NULL for the zero time
+				next       BLOB,     -- the frontier, in the encoding of checkpoint/internal/codec; NULL when empty
+				joins      BLOB,     -- join progress, likewise
+				meta       BLOB,     -- metadata, likewise
+				state      BLOB,     -- the encoded state, as given; NULL when the checkpoint has no snapshot
+				UNIQUE (thread, ns, id)
+			)`,
+			`CREATE TABLE writes (
+				seq        INTEGER PRIMARY KEY,
+				checkpoint INTEGER NOT NULL REFERENCES checkpoints (pk) ON DELETE CASCADE,
+				task_id    TEXT    NOT NULL,
+				kind       BLOB    NOT NULL,
+				idx        INTEGER NOT NULL,
+				node       TEXT    NOT NULL,
+				value      BLOB,     -- the encoded value, as given
+				UNIQUE (checkpoint, task_id, kind, idx)
+			)`,
+			`INSERT INTO checkpoint_threads (name) SELECT DISTINCT thread_id FROM checkpoints_1 ORDER BY thread_id`,
+			`INSERT INTO checkpoints SELECT pk, (SELECT id FROM checkpoint_threads WHERE name = thread_id), ns, ` + idSQL("id") + `, ` + idSQL("parent_id") + `, step, ` +
+				sources.sql("source") + `, ` + idSQL("run_id") + `, format, created_at, next, joins, meta, state
+				FROM checkpoints_1 ORDER BY pk`,
+			`INSERT INTO writes SELECT seq, checkpoint, task_id, ` + kinds.sql("kind") + `, idx, node, value FROM writes_1 ORDER BY seq`,
+			`DROP TABLE writes_1`,
+			`DROP TABLE checkpoints_1`,
+		},
+	},
 }
 
 // schemaVersion is the version of the schema this package writes.

@@ -119,9 +119,10 @@ type Saver struct {
 
 	effects EffectHandler // nil: effect writes are refused
 
-	putCheckpoint, putWriteSelect, putWrite, lookup, deleteWrites, deleteCheckpoints *sql.Stmt
-	getByID, getLatest, getWrites                                                    *sql.Stmt
-	list                                                                             [8]*sql.Stmt // by the bits of listBefore, listSource, listRunID
+	putThread, putCheckpoint, putWriteSelect, putWrite, lookup *sql.Stmt
+	deleteWrites, deleteCheckpoints, deleteThread              *sql.Stmt
+	getByID, getLatest, getWrites                              *sql.Stmt
+	list                                                       [8]*sql.Stmt // by the bits of listBefore, listSource, listRunID
 }
 
 var _ checkpoint.StepSaver = (*Saver)(nil)
@@ -283,8 +284,11 @@ func notADatabase(path string, err error) error {
 
 const cpColumns = `pk, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state, state IS NULL`
 
+// threadIs is the condition that a checkpoint is of the thread whose ID is the parameter.
+const threadIs = `thread = (SELECT id FROM checkpoint_threads WHERE name = ?)`
+
 // The list statements, one per combination of the filters SQL applies (these bits), so that each
-// uses the (thread_id, ns, id) index for its range and its order.
+// uses the (thread, ns, id) index for its range and its order.
 const (
 	listBefore = 1 << iota
 	listSource
@@ -292,7 +296,7 @@ const (
 )
 
 func listQuery(variant int) string {
-	q := `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ?`
+	q := `SELECT ` + cpColumns + ` FROM checkpoints WHERE ` + threadIs + ` AND ns = ?`
 	if variant&listBefore != 0 {
 		q += ` AND id < ?`
 	}
@@ -314,21 +318,23 @@ func (s *Saver) prepare(ctx context.Context) error {
 		text string
 	}
 	stmts := []stmt{
-		{s.wdb, &s.putCheckpoint, `INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (thread_id, ns, id) DO UPDATE SET parent_id = excluded.parent_id, step = excluded.step,
+		{s.wdb, &s.putThread, `INSERT INTO checkpoint_threads (name) VALUES (?) ON CONFLICT (name) DO NOTHING`},
+		{s.wdb, &s.putCheckpoint, `INSERT INTO checkpoints (thread, ns, id, parent_id, step, source, run_id, format, created_at, next, joins, meta, state)
+			VALUES ((SELECT id FROM checkpoint_threads WHERE name = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (thread, ns, id) DO UPDATE SET parent_id = excluded.parent_id, step = excluded.step,
 				source = excluded.source, run_id = excluded.run_id, format = excluded.format, created_at = excluded.created_at,
 				next = excluded.next, joins = excluded.joins, meta = excluded.meta, state = excluded.state`},
 		{s.wdb, &s.putWriteSelect, `INSERT INTO writes (checkpoint, task_id, kind, idx, node, value)
-			SELECT pk, ?, ?, ?, ?, ? FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?
+			SELECT pk, ?, ?, ?, ?, ? FROM checkpoints WHERE ` + threadIs + ` AND ns = ? AND id = ?
 			ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING`},
 		{s.wdb, &s.putWrite, `INSERT INTO writes (checkpoint, task_id, kind, idx, node, value) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (checkpoint, task_id, kind, idx) DO NOTHING`},
-		{s.wdb, &s.lookup, `SELECT pk FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`},
-		{s.wdb, &s.deleteWrites, `DELETE FROM writes WHERE checkpoint IN (SELECT pk FROM checkpoints WHERE thread_id = ?)`},
-		{s.wdb, &s.deleteCheckpoints, `DELETE FROM checkpoints WHERE thread_id = ?`},
-		{s.rdb, &s.getByID, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`},
-		{s.rdb, &s.getLatest, `SELECT ` + cpColumns + ` FROM checkpoints WHERE thread_id = ? AND ns = ? ORDER BY id DESC LIMIT 1`},
+		{s.wdb, &s.lookup, `SELECT pk FROM checkpoints WHERE ` + threadIs + ` AND ns = ? AND id = ?`},
+		{s.wdb, &s.deleteWrites, `DELETE FROM writes WHERE checkpoint IN (SELECT pk FROM checkpoints WHERE ` + threadIs + `)`},
+		{s.wdb, &s.deleteCheckpoints, `DELETE FROM checkpoints WHERE ` + threadIs},
+		{s.wdb, &s.deleteThread, `DELETE FROM checkpoint_threads WHERE name = ?`},
+		{s.rdb, &s.getByID, `SELECT ` + cpColumns + ` FROM checkpoints WHERE ` + threadIs + ` AND ns = ? AND id = ?`},
+		{s.rdb, &s.getLatest, `SELECT ` + cpColumns + ` FROM checkpoints WHERE ` + threadIs + ` AND ns = ? ORDER BY id DESC LIMIT 1`},
 		{s.rdb, &s.getWrites, `SELECT checkpoint, task_id, kind, idx, node, value, value IS NULL FROM writes
 			WHERE checkpoint IN (SELECT value FROM json_each(?)) ORDER BY seq`},
 	}
@@ -352,8 +358,8 @@ func (s *Saver) prepare(ctx context.Context) error {
 // SQLite copies the write-ahead log into the database and removes it.
 func (s *Saver) Close() error {
 	var errs []error
-	for _, st := range append([]*sql.Stmt{s.putCheckpoint, s.putWriteSelect, s.putWrite, s.lookup, s.deleteWrites,
-		s.deleteCheckpoints, s.getByID, s.getLatest, s.getWrites}, s.list[:]...) {
+	for _, st := range append([]*sql.Stmt{s.putThread, s.putCheckpoint, s.putWriteSelect, s.putWrite, s.lookup, s.deleteWrites,
+		s.deleteCheckpoints, s.deleteThread, s.getByID, s.getLatest, s.getWrites}, s.list[:]...) {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -384,9 +390,8 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Ch
 	if cfg.ThreadID == "" || cp.ID == "" {
 		return checkpoint.Config{}, fmt.Errorf("checkpoint/sqlite: put needs a thread ID and a checkpoint ID (thread %q, checkpoint %q)", cfg.ThreadID, cp.ID)
 	}
-	err := s.c.do(ctx, true, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := bind(ctx, tx, s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...)
-		return err
+	err := s.c.do(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
+		return s.put(ctx, tx, cfg, cp)
 	})
 	if err != nil {
 		return checkpoint.Config{}, putError(cfg, cp, err)
@@ -394,14 +399,18 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Ch
 	return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
 }
 
-// putArgs are the arguments of the statement that puts cp under cfg.
-func putArgs(cfg checkpoint.Config, cp checkpoint.Checkpoint) []any {
+// put puts cp under cfg in tx, and cfg's thread first if it is new.
+func (s *Saver) put(ctx context.Context, tx *sql.Tx, cfg checkpoint.Config, cp checkpoint.Checkpoint) error {
+	if _, err := tx.StmtContext(ctx, s.putThread).ExecContext(ctx, cfg.ThreadID); err != nil {
+		return err
+	}
 	var created any
 	if !cp.CreatedAt.IsZero() {
 		created = cp.CreatedAt.UnixMicro()
 	}
-	return []any{cfg.ThreadID, cfg.NS, cp.ID, cp.ParentID, cp.Step, string(cp.Source), cp.RunID,
-		cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), blob(cp.State)}
+	_, err := tx.StmtContext(ctx, s.putCheckpoint).ExecContext(ctx, cfg.ThreadID, cfg.NS, idArg(cp.ID), idArg(cp.ParentID), cp.Step, sources.arg(string(cp.Source)), idArg(cp.RunID),
+		cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), blob(cp.State))
+	return err
 }
 
 func putError(cfg checkpoint.Config, cp checkpoint.Checkpoint, err error) error {
@@ -429,8 +438,7 @@ func (s *Saver) PutStep(ctx context.Context, parent checkpoint.Config, writes []
 			return err
 		}
 		wrote = true
-		_, err := bind(ctx, tx, s.putCheckpoint).ExecContext(ctx, putArgs(cfg, cp)...)
-		return err
+		return s.put(ctx, tx, cfg, cp)
 	})
 	switch {
 	case err == nil:
@@ -493,7 +501,7 @@ func (s *Saver) insertWrites(ctx context.Context, tx *sql.Tx, cfg checkpoint.Con
 	if len(writes) == 1 {
 		// The common case, one statement: the checkpoint is looked up while inserting.
 		w := writes[0]
-		res, err := bind(ctx, tx, s.putWriteSelect).ExecContext(ctx, w.TaskID, string(w.Kind), w.Idx, w.Node, value(w), cfg.ThreadID, cfg.NS, cfg.CheckpointID)
+		res, err := bind(ctx, tx, s.putWriteSelect).ExecContext(ctx, w.TaskID, kinds.arg(string(w.Kind)), w.Idx, w.Node, value(w), cfg.ThreadID, cfg.NS, idArg(cfg.CheckpointID))
 		if err != nil {
 			return err
 		}
@@ -513,7 +521,7 @@ func (s *Saver) insertWrites(ctx context.Context, tx *sql.Tx, cfg checkpoint.Con
 	}
 	stmt := bind(ctx, tx, s.putWrite)
 	for _, w := range writes {
-		res, err := stmt.ExecContext(ctx, pk, w.TaskID, string(w.Kind), w.Idx, w.Node, value(w))
+		res, err := stmt.ExecContext(ctx, pk, w.TaskID, kinds.arg(string(w.Kind)), w.Idx, w.Node, value(w))
 		if err != nil {
 			return err
 		}
@@ -634,7 +642,7 @@ func checkExists(ctx context.Context, lookup *sql.Stmt, cfg checkpoint.Config) e
 // lookupPK returns the row of the checkpoint cfg addresses, or checkpoint.ErrNotFound.
 func lookupPK(ctx context.Context, lookup *sql.Stmt, cfg checkpoint.Config) (int64, error) {
 	var pk int64
-	err := lookup.QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID).Scan(&pk)
+	err := lookup.QueryRowContext(ctx, cfg.ThreadID, cfg.NS, idArg(cfg.CheckpointID)).Scan(&pk)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, checkpoint.ErrNotFound
 	}
@@ -662,7 +670,7 @@ func (s *Saver) Get(ctx context.Context, cfg checkpoint.Config) (*checkpoint.Tup
 	if cfg.CheckpointID == "" {
 		row = tx.StmtContext(ctx, s.getLatest).QueryRowContext(ctx, cfg.ThreadID, cfg.NS)
 	} else {
-		row = tx.StmtContext(ctx, s.getByID).QueryRowContext(ctx, cfg.ThreadID, cfg.NS, cfg.CheckpointID)
+		row = tx.StmtContext(ctx, s.getByID).QueryRowContext(ctx, cfg.ThreadID, cfg.NS, idArg(cfg.CheckpointID))
 	}
 	var r cpRow
 	if err := r.scan(row); err != nil {
@@ -695,7 +703,9 @@ func (s *Saver) getError(cfg checkpoint.Config, err error) error {
 // List returns the checkpoints of cfg's thread and namespace, newest (greatest ID) first, with
 // their writes, read in one transaction of two queries (the checkpoints, then all their writes),
 // so a page of a long thread is cheap to read. Before, Source and RunID are applied by SQLite,
-// Meta by ListOptions.Match; Limit counts the checkpoints that pass every filter.
+// Meta by ListOptions.Match; Limit counts the checkpoints that pass every filter. IDs order
+// byte-wise, except that an ID that is a UUID in its canonical text (as the graph engine makes
+// them) is greater than every ID that is not one: see idArg.
 func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint.ListOptions) ([]checkpoint.Tuple, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -703,15 +713,15 @@ func (s *Saver) List(ctx context.Context, cfg checkpoint.Config, opts checkpoint
 	variant, args := 0, []any{cfg.ThreadID, cfg.NS}
 	if opts.Before != "" {
 		variant |= listBefore
-		args = append(args, opts.Before)
+		args = append(args, idArg(opts.Before))
 	}
 	if opts.Source != "" {
 		variant |= listSource
-		args = append(args, string(opts.Source))
+		args = append(args, sources.arg(string(opts.Source)))
 	}
 	if opts.RunID != "" {
 		variant |= listRunID
-		args = append(args, opts.RunID)
+		args = append(args, idArg(opts.RunID))
 	}
 	limit := opts.Limit
 	if limit <= 0 || len(opts.Meta) > 0 {
@@ -783,7 +793,10 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 		if _, err := bind(ctx, tx, s.deleteWrites).ExecContext(ctx, threadID); err != nil {
 			return err
 		}
-		_, err := bind(ctx, tx, s.deleteCheckpoints).ExecContext(ctx, threadID)
+		if _, err := bind(ctx, tx, s.deleteCheckpoints).ExecContext(ctx, threadID); err != nil {
+			return err
+		}
+		_, err := bind(ctx, tx, s.deleteThread).ExecContext(ctx, threadID)
 		return err
 	})
 	if err != nil {
@@ -799,9 +812,9 @@ func (s *Saver) PatchMetadata(ctx context.Context, cfg checkpoint.Config, meta m
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	query, args := `SELECT pk, meta FROM checkpoints WHERE thread_id = ? AND ns = ? ORDER BY id DESC LIMIT 1`, []any{cfg.ThreadID, cfg.NS}
+	query, args := `SELECT pk, meta FROM checkpoints WHERE `+threadIs+` AND ns = ? ORDER BY id DESC LIMIT 1`, []any{cfg.ThreadID, cfg.NS}
 	if cfg.CheckpointID != "" {
-		query, args = `SELECT pk, meta FROM checkpoints WHERE thread_id = ? AND ns = ? AND id = ?`, append(args, cfg.CheckpointID)
+		query, args = `SELECT pk, meta FROM checkpoints WHERE `+threadIs+` AND ns = ? AND id = ?`, append(args, idArg(cfg.CheckpointID))
 	}
 	err := s.c.do(ctx, false, func(ctx context.Context, tx *sql.Tx) error {
 		var (
@@ -855,7 +868,7 @@ func (s *Saver) writes(ctx context.Context, tx *sql.Tx, cfg checkpoint.Config, t
 		d := rowDecoder{cfg: cfg, id: t.Checkpoint.ID, table: "writes"}
 		w := checkpoint.Write{
 			TaskID: d.text(v[1], "task_id"),
-			Kind:   checkpoint.WriteKind(d.text(v[2], "kind")),
+			Kind:   checkpoint.WriteKind(d.code(kinds, v[2], "kind")),
 			Idx:    d.integer(v[3], "idx"),
 			Node:   d.text(v[4], "node"),
 			Value:  d.blob(v[5], v[6], "value"),
@@ -898,15 +911,15 @@ func (r *cpRow) scan(sc interface{ Scan(...any) error }) error {
 
 // tuple decodes the row; it also returns the row's pk.
 func (r *cpRow) tuple(cfg checkpoint.Config) (*checkpoint.Tuple, int64, error) {
-	id, _ := r[1].(string) // for the error messages; checked below
-	d := rowDecoder{cfg: cfg, id: id, table: "checkpoints"}
+	d := rowDecoder{cfg: cfg, table: "checkpoints"}
+	d.id = d.checkpointID(r[1], "id") // first, for the error messages
 	pk := d.integer64(r[0], "pk")
 	cp := checkpoint.Checkpoint{
-		ID:       d.text(r[1], "id"),
-		ParentID: d.text(r[2], "parent_id"),
+		ID:       d.id,
+		ParentID: d.checkpointID(r[2], "parent_id"),
 		Step:     d.integer(r[3], "step"),
-		Source:   checkpoint.Source(d.text(r[4], "source")),
-		RunID:    d.text(r[5], "run_id"),
+		Source:   checkpoint.Source(d.code(sources, r[4], "source")),
+		RunID:    d.checkpointID(r[5], "run_id"),
 		Format:   d.integer(r[6], "format"),
 		State:    d.blob(r[11], r[12], "state"),
 	}
@@ -968,6 +981,29 @@ func (d *rowDecoder) text(v any, column string) string {
 	}
 	d.fail(column, fmt.Errorf("holds %s, not text", describe(v)))
 	return ""
+}
+
+// checkpointID is the ID an ID column holds (see idArg).
+func (d *rowDecoder) checkpointID(v any, column string) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		if len(v) == 16 {
+			return uuidText(v)
+		}
+	}
+	d.fail(column, fmt.Errorf("holds %s, not an ID", describe(v)))
+	return ""
+}
+
+// code is the name a column of c holds (see code).
+func (d *rowDecoder) code(c code, v any, column string) string {
+	name, ok := c.name(v)
+	if !ok {
+		d.fail(column, fmt.Errorf("holds %s, not a name", describe(v)))
+	}
+	return name
 }
 
 func (d *rowDecoder) integer64(v any, column string) int64 {

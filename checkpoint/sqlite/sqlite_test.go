@@ -539,6 +539,10 @@ func TestCorruptRows(t *testing.T) {
 		{"checkpoints.created_at", "UPDATE checkpoints SET created_at = 'yesterday' WHERE id = 'c2'"},
 		{"checkpoints.state", "UPDATE checkpoints SET state = 1.5 WHERE id = 'c2'"},
 		{"writes.idx", "UPDATE writes SET idx = 'x' WHERE task_id = '1' AND checkpoint = (SELECT pk FROM checkpoints WHERE id = 'c2')"},
+		{"writes.kind", "UPDATE writes SET kind = 99 WHERE task_id = '1' AND checkpoint = (SELECT pk FROM checkpoints WHERE id = 'c2')"},
+		{"checkpoints.source", "UPDATE checkpoints SET source = -1 WHERE id = 'c2'"},
+		{"checkpoints.parent_id", "UPDATE checkpoints SET parent_id = x'0102' WHERE id = 'c2'"},
+		{"checkpoints.run_id", "UPDATE checkpoints SET run_id = 7 WHERE id = 'c2'"},
 	} {
 		t.Run(tc.damage, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.db")
