@@ -192,7 +192,7 @@ func startedIn(t *testing.T, home string) []string {
 // replayNotes replays a recording of the notes team 30 times, Ben's message later or sooner
 // each time: the same run, its assignments started in the same order.
 func replayNotes(t *testing.T, r recording) {
-	defer replay.StuckAfter(5 * time.Second)()
+	defer replay.StuckAfter(30 * time.Second)() // a loaded machine under -race can be quiet for seconds
 	for i := range 30 {
 		home := t.TempDir()
 		got, err := replay.Play(t.Context(), r.path, home, nodes.WithHooks(lateSend{by: time.Duration(i%3) * 25 * time.Millisecond}))
