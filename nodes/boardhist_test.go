@@ -50,3 +50,17 @@ func jsonOf(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// A node whose assignments spent nothing keeps no count of what they spent.
+func TestNodeKeepsNoCountOfNothingSpent(t *testing.T) {
+	s := newSquad(t)
+	res := run(t, s, "AI chips")
+	require.True(t, res.Finished)
+	docs, err := s.Store().Docs(context.Background(), "node/"+res.RunID+"/")
+	require.NoError(t, err)
+	require.NotEmpty(t, docs)
+	for _, d := range docs {
+		assert.Contains(t, string(d.Value), `"applied"`, d.Key)
+		assert.NotContains(t, string(d.Value), `"counted"`, d.Key)
+	}
+}
