@@ -227,3 +227,28 @@ func TestTickUpdatesLeaveOutZeros(t *testing.T) {
 	require.NoError(t, rows.Err())
 	assert.NotZero(t, seen)
 }
+
+// A tick's launches are in route_frontier's update, for the dispatch tasks its router sends: the
+// updates of the steps after it hold none.
+func TestTickLaunchesOnlyInRouteFrontier(t *testing.T) {
+	s := newSquad(t)
+	run(t, s, "AI chips")
+	db, err := sql.Open("sqlite", filepath.Join(string(s.Home()), "state.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.Query(`SELECT node, value FROM writes WHERE kind = 'update'`)
+	require.NoError(t, err)
+	defer rows.Close()
+	launched := 0
+	for rows.Next() {
+		var node, value string
+		require.NoError(t, rows.Scan(&node, &value))
+		if node == "route_frontier" {
+			launched += strings.Count(value, `"launches"`)
+		} else {
+			assert.NotContains(t, value, `"launches"`, "a %s update", node)
+		}
+	}
+	require.NoError(t, rows.Err())
+	assert.NotZero(t, launched)
+}
