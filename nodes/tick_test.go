@@ -208,23 +208,17 @@ func TestTickSnapshotsAreFew(t *testing.T) {
 func TestTickUpdatesLeaveOutZeros(t *testing.T) {
 	s := newSquad(t)
 	run(t, s, "AI chips")
-	db, err := sql.Open("sqlite", filepath.Join(string(s.Home()), "state.db"))
-	require.NoError(t, err)
-	defer db.Close()
-	rows, err := db.Query(`SELECT node, value FROM writes WHERE kind = 'update' AND node IN ('dispatch', 'collect', 'decide_next')`)
-	require.NoError(t, err)
-	defer rows.Close()
 	seen := 0
-	for rows.Next() {
-		var node, value string
-		require.NoError(t, rows.Scan(&node, &value))
+	for _, u := range tickUpdates(t, s) {
+		if u.node != "dispatch" && u.node != "collect" && u.node != "decide_next" {
+			continue
+		}
 		seen++
-		assert.NotContains(t, value, `"input_tokens":0,"output_tokens":0}`, "a %s update", node)
-		if node == "dispatch" {
-			assert.JSONEq(t, `{"update":{}}`, value)
+		assert.NotContains(t, u.value, `"input_tokens":0,"output_tokens":0}`, "a %s update", u.node)
+		if u.node == "dispatch" {
+			assert.JSONEq(t, `{"update":{}}`, u.value)
 		}
 	}
-	require.NoError(t, rows.Err())
 	assert.NotZero(t, seen)
 }
 
@@ -233,22 +227,33 @@ func TestTickUpdatesLeaveOutZeros(t *testing.T) {
 func TestTickLaunchesOnlyInRouteFrontier(t *testing.T) {
 	s := newSquad(t)
 	run(t, s, "AI chips")
+	launched := 0
+	for _, u := range tickUpdates(t, s) {
+		if u.node == "route_frontier" {
+			launched += strings.Count(u.value, `"launches"`)
+		} else {
+			assert.NotContains(t, u.value, `"launches"`, "a %s update", u.node)
+		}
+	}
+	assert.NotZero(t, launched)
+}
+
+// tickUpdates returns the updates the steps of the squad's graphs kept in its state.db, with
+// their nodes.
+func tickUpdates(t *testing.T, s *nodes.Squad) []struct{ node, value string } {
+	t.Helper()
 	db, err := sql.Open("sqlite", filepath.Join(string(s.Home()), "state.db"))
 	require.NoError(t, err)
 	defer db.Close()
 	rows, err := db.Query(`SELECT node, value FROM writes WHERE kind = 'update'`)
 	require.NoError(t, err)
 	defer rows.Close()
-	launched := 0
+	var us []struct{ node, value string }
 	for rows.Next() {
-		var node, value string
-		require.NoError(t, rows.Scan(&node, &value))
-		if node == "route_frontier" {
-			launched += strings.Count(value, `"launches"`)
-		} else {
-			assert.NotContains(t, value, `"launches"`, "a %s update", node)
-		}
+		var u struct{ node, value string }
+		require.NoError(t, rows.Scan(&u.node, &u.value))
+		us = append(us, u)
 	}
 	require.NoError(t, rows.Err())
-	assert.NotZero(t, launched)
+	return us
 }
