@@ -89,7 +89,8 @@ type Node struct {
 	// Budget bounds what the node's assignments spend (see Budget): past its limit the node
 	// does not start again until the budget is raised. Spent is what they spent, counted as each
 	// assignment's outcome is applied; Counted is what the assignment last applied had spent
-	// then, since a woken assignment reports what it spent in all its runs.
+	// then, since a woken assignment reports what it spent in all its runs (zero when it had
+	// spent nothing: all it spends is then new).
 	Budget    Budget          `json:"budget,omitzero"`
 	Spent     providers.Usage `json:"spent,omitzero"`
 	Counted   Spend           `json:"counted,omitzero"`

@@ -2,8 +2,10 @@ package nodes
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/agiraph/agiraph/nodes/store"
 )
@@ -16,13 +18,40 @@ func histKey(run string, v int64) string { return fmt.Sprintf("hist/%s/%020d", r
 // A histDoc is a document of a record: whole (Value), or as what changed from the version Base
 // of the same document, field by field (Set, Unset), where a record of that version committed
 // before this one was made. Records written before changes were kept are whole documents.
+//
+// Its key is Rel, the document's key without its run's id (see wholeDoc), or, when the key holds
+// none or the record was written before, Key. The document's version is the record's: records
+// written before hold it (Version) too.
 type histDoc struct {
-	Key     string                     `json:"key"`
+	Key     string                     `json:"key,omitempty"`
+	Rel     string                     `json:"k,omitempty"`
 	Version int64                      `json:"version,omitempty"`
 	Value   json.RawMessage            `json:"value,omitempty"`
 	Base    int64                      `json:"base,omitempty"`
 	Set     map[string]json.RawMessage `json:"set,omitempty"`
 	Unset   []string                   `json:"unset,omitempty"`
+}
+
+// wholeDoc returns d, a document of run's board, as a record of run holds it whole: its key
+// (kind/run or kind/run/id) without run's id (kind or kind/id).
+func wholeDoc(run string, d store.Doc) histDoc {
+	kind, rest, _ := strings.Cut(d.Key, "/")
+	if kind == "" || rest != run && !strings.HasPrefix(rest, run+"/") {
+		return histDoc{Key: d.Key, Value: d.Value}
+	}
+	return histDoc{Rel: kind + strings.TrimPrefix(rest, run), Value: d.Value}
+}
+
+// key returns the key of h, a document of a record of run.
+func (h histDoc) key(run string) string {
+	if h.Rel == "" {
+		return h.Key
+	}
+	kind, id, ok := strings.Cut(h.Rel, "/")
+	if !ok {
+		return kind + "/" + run
+	}
+	return kind + "/" + run + "/" + id
 }
 
 // recordedDoc is a document of a committed record, by field.
@@ -42,12 +71,12 @@ func (b *board) record(ch *store.Change) (committed func(), err error) {
 		if d.Version != b.version {
 			continue
 		}
-		h := histDoc{Key: d.Key, Version: d.Version, Value: d.Value}
+		h := wholeDoc(b.run.ID(), d)
 		var fields map[string]json.RawMessage
 		if json.Unmarshal(d.Value, &fields) == nil && fields != nil {
 			done[d.Key] = recordedDoc{d.Version, fields}
 			if base, ok := b.recorded[d.Key]; ok {
-				h = changeOf(d, base, fields)
+				h = h.changeFrom(base, fields)
 			}
 		}
 		rec = append(rec, h)
@@ -67,10 +96,10 @@ func (b *board) record(ch *store.Change) (committed func(), err error) {
 	}, nil
 }
 
-// changeOf returns d, whose fields are to, recorded as what changed from base, a version of
+// changeFrom returns h, whose fields are to, recorded as what changed from base, a version of
 // the same document.
-func changeOf(d store.Doc, base recordedDoc, to map[string]json.RawMessage) histDoc {
-	h := histDoc{Key: d.Key, Version: d.Version, Base: base.version, Set: map[string]json.RawMessage{}}
+func (h histDoc) changeFrom(base recordedDoc, to map[string]json.RawMessage) histDoc {
+	h.Value, h.Base, h.Set = nil, base.version, map[string]json.RawMessage{}
 	for k, v := range to {
 		if !bytes.Equal(base.fields[k], v) {
 			h.Set[k] = v
@@ -84,13 +113,14 @@ func changeOf(d store.Doc, base recordedDoc, to map[string]json.RawMessage) hist
 	return h
 }
 
-// histReader reads a run's records in version order, and returns their documents whole.
+// histReader reads the records of run in version order, and returns their documents whole.
 type histReader struct {
+	run      string
 	versions map[string]map[int64]json.RawMessage // the documents read, by key and version
 }
 
-// read returns the documents of rec, a record's value.
-func (r *histReader) read(rec []byte) ([]store.Doc, error) {
+// read returns the documents of rec, the value of the record of version v.
+func (r *histReader) read(v int64, rec []byte) ([]store.Doc, error) {
 	var hs []histDoc
 	if err := json.Unmarshal(rec, &hs); err != nil {
 		return nil, err
@@ -100,15 +130,15 @@ func (r *histReader) read(rec []byte) ([]store.Doc, error) {
 	}
 	docs := make([]store.Doc, len(hs))
 	for i, h := range hs {
-		d := store.Doc{Key: h.Key, Version: h.Version, Value: h.Value}
+		d := store.Doc{Key: h.key(r.run), Version: cmp.Or(h.Version, v), Value: h.Value}
 		if h.Base != 0 {
-			base, ok := r.versions[h.Key][h.Base]
+			base, ok := r.versions[d.Key][h.Base]
 			if !ok {
-				return nil, fmt.Errorf("%s version %d changes version %d, which no record before holds", h.Key, h.Version, h.Base)
+				return nil, fmt.Errorf("%s version %d changes version %d, which no record before holds", d.Key, d.Version, h.Base)
 			}
 			fields := map[string]json.RawMessage{}
 			if err := json.Unmarshal(base, &fields); err != nil {
-				return nil, fmt.Errorf("%s version %d: %w", h.Key, h.Base, err)
+				return nil, fmt.Errorf("%s version %d: %w", d.Key, h.Base, err)
 			}
 			for k, v := range h.Set {
 				fields[k] = v
@@ -121,10 +151,10 @@ func (r *histReader) read(rec []byte) ([]store.Doc, error) {
 				return nil, err
 			}
 		}
-		if r.versions[h.Key] == nil {
-			r.versions[h.Key] = map[int64]json.RawMessage{}
+		if r.versions[d.Key] == nil {
+			r.versions[d.Key] = map[int64]json.RawMessage{}
 		}
-		r.versions[h.Key][h.Version] = d.Value
+		r.versions[d.Key][d.Version] = d.Value
 		docs[i] = d
 	}
 	return docs, nil

@@ -11,8 +11,9 @@ import (
 )
 
 // The records of a run's board (from which its steps and forks read the board as a tick left
-// it) hold a change of a node as what changed, not the node again: they take less than 2.25 times the
-// board they lead to, and the board of the last step is the board the run ended with.
+// it) hold a change of a node as what changed, not the node again, and key their documents
+// without the run's id or version, which the record's key gives: they take less than 2.25 times
+// the board they lead to, and the board of the last step is the board the run ended with.
 func TestBoardRecordsHoldChanges(t *testing.T) {
 	ctx := context.Background()
 	s := newSquad(t)
@@ -24,6 +25,12 @@ func TestBoardRecordsHoldChanges(t *testing.T) {
 	recorded := 0
 	for _, r := range recs {
 		recorded += len(r.Value)
+		var docs []map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(r.Value, &docs))
+		for _, d := range docs {
+			assert.NotContains(t, d, "version", "a record's version is its key's")
+			assert.NotContains(t, d, "key", "a record's documents are keyed without their run's id")
+		}
 	}
 	docs, err := s.Store().Docs(ctx, "node/"+res.RunID+"/", "worker/"+res.RunID+"/", "run/"+res.RunID)
 	require.NoError(t, err)
@@ -49,4 +56,18 @@ func jsonOf(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// A node whose assignments spent nothing keeps no count of what they spent.
+func TestNodeKeepsNoCountOfNothingSpent(t *testing.T) {
+	s := newSquad(t)
+	res := run(t, s, "AI chips")
+	require.True(t, res.Finished)
+	docs, err := s.Store().Docs(context.Background(), "node/"+res.RunID+"/")
+	require.NoError(t, err)
+	require.NotEmpty(t, docs)
+	for _, d := range docs {
+		assert.Contains(t, string(d.Value), `"applied"`, d.Key)
+		assert.NotContains(t, string(d.Value), `"counted"`, d.Key)
+	}
 }

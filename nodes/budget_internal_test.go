@@ -1,9 +1,11 @@
 package nodes
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agiraph/agiraph/providers"
 )
@@ -22,4 +24,19 @@ func TestBudgetReached(t *testing.T) {
 	assert.Error(t, Budget{Soft: 1}.Check())
 	assert.Error(t, Budget{USD: -1}.Check())
 	assert.NoError(t, Budget{USD: 1, Tokens: 10, Soft: 0.5}.Check())
+}
+
+// A node written with a count of nothing spent (as nodes were before such a count was left
+// out) counts what its assignment spends next as a node without one does.
+func TestNodeCountsOnlyWhatWasSpent(t *testing.T) {
+	var old Node
+	require.NoError(t, json.Unmarshal([]byte(`{"id":"n1","task":"Write note 1.","stage":1,"status":"completed","worker":"w1",`+
+		`"assignment":"r.n1.1","attempts":1,"applied":"r.n1.1","counted":{"assignment":"r.n1.1","usage":{"input_tokens":0,"output_tokens":0}},`+
+		`"created_by":"coordinator","created":"2026-11-28T04:09:41Z","updated":"2026-11-28T04:09:41Z"}`), &old))
+	now := old
+	now.Counted = Spend{}
+	u := providers.Usage{InputTokens: 10, OutputTokens: 2}
+	assert.Equal(t, u, old.newSpend("r.n1.1", u))
+	assert.Equal(t, u, now.newSpend("r.n1.1", u))
+
 }

@@ -263,12 +263,12 @@ func (s *Squad) boardsAt(ctx context.Context, id string, versions []int64) ([]*f
 		changed = map[string]bool{}
 		return err
 	}
-	var hr histReader
+	hr := histReader{run: id}
 	for _, r := range recs {
 		var ds []store.Doc
 		rv, err := strconv.ParseInt(strings.TrimPrefix(r.Key, "hist/"+id+"/"), 10, 64)
 		if err == nil {
-			ds, err = hr.read(r.Value)
+			ds, err = hr.read(rv, r.Value)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the board's record %s is damaged: %w", r.Key, err)
@@ -398,7 +398,11 @@ func (b *forkBoard) docs(id string) (store.Change, error) {
 		err = errors.Join(err, ch.PutVersion(workerKey(id, w.ID), b.version, w))
 	}
 	if err == nil {
-		err = ch.Put(histKey(id, b.version), ch.Docs)
+		rec := make([]histDoc, len(ch.Docs))
+		for i, d := range ch.Docs {
+			rec[i] = wholeDoc(id, d)
+		}
+		err = ch.Put(histKey(id, b.version), rec)
 	}
 	return ch, err
 }

@@ -156,7 +156,10 @@ func (r *run) record(t *tx, a *applied) error {
 	}
 	n, err := t.node(a.node.ID, func(n *Node) error {
 		n.Applied, n.Question, n.Answer, n.Approval, n.Woken, n.AnswerBy, n.Default = a.id, "", "", nil, false, time.Time{}, ""
-		n.Spent, n.Counted = n.Spent.Add(spent), Spend{Assignment: a.id, Usage: o.Usage}
+		n.Spent, n.Counted = n.Spent.Add(spent), Spend{}
+		if o.Usage != (providers.Usage{}) {
+			n.Counted = Spend{Assignment: a.id, Usage: o.Usage}
+		}
 		switch o.Status {
 		case runtime.Published:
 			n.Status, n.Summary, n.Published, n.Result = NodeCompleted, o.Summary, o.Published, o.Result

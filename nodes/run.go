@@ -40,8 +40,9 @@ type tick struct {
 	Usage    providers.Usage `json:"usage,omitzero"`
 	// CoordUsage is the coordinator's conversation's usage so far, to add only what is new.
 	CoordUsage providers.Usage `json:"coord_usage,omitzero"`
-	Launches   []launch        `json:"launches,omitempty"`
-	Done       []string        `json:"done,omitempty"`
+	// Launches are the assignments route_frontier starts (see next).
+	Launches []launch `json:"launches,omitempty"`
+	Done     []string `json:"done,omitempty"`
 	// Launch is the one launch of a dispatch task (a Send's argument).
 	Launch *launch `json:"launch,omitempty"`
 	// Board and Bus say how far the run's board (its version: see board.at) and its bus (the
@@ -376,9 +377,11 @@ func (r *run) reportDamage(ctx context.Context) error {
 	return err
 }
 
-// next returns st as the base of a full update.
+// next returns st as the base of a full update. It holds no launches: route_frontier's are for
+// the dispatch tasks its router sends (which the checkpoint's frontier keeps with their
+// launch), not for the steps after.
 func next(st tick) tick {
-	st.Full, st.Launch = true, nil
+	st.Full, st.Launch, st.Launches = true, nil, nil
 	return st
 }
 
@@ -408,7 +411,6 @@ func (r *run) intake(ctx context.Context, st tick) (tick, error) {
 // then starts again in this tick, not the next.
 func (r *run) routeFrontier(ctx context.Context, st tick) (tick, error) {
 	n := next(st)
-	n.Launches = nil
 	n.Events, n.Lines, n.LastEvent, n.LastLine = 0, 0, nil, nil // the tick's end keeps them
 	if r.isStopped() {
 		return n, nil

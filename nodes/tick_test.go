@@ -208,23 +208,53 @@ func TestTickSnapshotsAreFew(t *testing.T) {
 func TestTickUpdatesLeaveOutZeros(t *testing.T) {
 	s := newSquad(t)
 	run(t, s, "AI chips")
+	seen := 0
+	for _, u := range tickUpdates(t, s) {
+		if u.node != "dispatch" && u.node != "collect" && u.node != "decide_next" {
+			continue
+		}
+		seen++
+		assert.NotContains(t, u.value, `"input_tokens":0,"output_tokens":0}`, "a %s update", u.node)
+		if u.node == "dispatch" {
+			assert.JSONEq(t, `{"update":{}}`, u.value)
+		}
+	}
+	assert.NotZero(t, seen)
+}
+
+// A tick's launches are in route_frontier's update, for the dispatch tasks its router sends: the
+// updates of the steps after it hold none.
+func TestTickLaunchesOnlyInRouteFrontier(t *testing.T) {
+	s := newSquad(t)
+	run(t, s, "AI chips")
+	launched := 0
+	for _, u := range tickUpdates(t, s) {
+		if u.node == "route_frontier" {
+			launched += strings.Count(u.value, `"launches"`)
+		} else {
+			assert.NotContains(t, u.value, `"launches"`, "a %s update", u.node)
+		}
+	}
+	assert.NotZero(t, launched)
+}
+
+// tickUpdates returns the updates the steps of the squad's graphs kept in its state.db, with
+// their nodes.
+func tickUpdates(t *testing.T, s *nodes.Squad) []struct{ node, value string } {
+	t.Helper()
 	db, err := sql.Open("sqlite", filepath.Join(string(s.Home()), "state.db"))
 	require.NoError(t, err)
 	defer db.Close()
 	// kind 0: an update (checkpoint/sqlite stores the kinds it knows as small integers)
-	rows, err := db.Query(`SELECT node, value FROM writes WHERE kind = 0 AND node IN ('dispatch', 'collect', 'decide_next')`)
+	rows, err := db.Query(`SELECT node, value FROM writes WHERE kind = 0`)
 	require.NoError(t, err)
 	defer rows.Close()
-	seen := 0
+	var us []struct{ node, value string }
 	for rows.Next() {
-		var node, value string
-		require.NoError(t, rows.Scan(&node, &value))
-		seen++
-		assert.NotContains(t, value, `"input_tokens":0,"output_tokens":0}`, "a %s update", node)
-		if node == "dispatch" {
-			assert.JSONEq(t, `{"update":{}}`, value)
-		}
+		var u struct{ node, value string }
+		require.NoError(t, rows.Scan(&u.node, &u.value))
+		us = append(us, u)
 	}
 	require.NoError(t, rows.Err())
-	assert.NotZero(t, seen)
+	return us
 }

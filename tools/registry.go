@@ -30,7 +30,8 @@ type Call struct {
 	Args json.RawMessage
 }
 
-// Result is the outcome of one call, to send back to the model.
+// Result is the outcome of one call, to send back to the model. Its JSON leaves out the flags
+// that are false.
 type Result struct {
 	// CallID and Name repeat the call's ID and Name.
 	CallID string
@@ -39,9 +40,9 @@ type Result struct {
 	Content string
 	// IsError says the call failed: unknown tool, invalid arguments, handler error or panic,
 	// or a call not run because the context ended.
-	IsError bool
+	IsError bool `json:",omitempty"`
 	// Truncated says Content was cut to the registry's output cap.
-	Truncated bool
+	Truncated bool `json:",omitempty"`
 	// Attachment is the file the call showed the model besides Content, if any (see Attach).
 	Attachment *Attachment `json:",omitempty"`
 }
