@@ -46,13 +46,15 @@ func (s Synchronous) pragma() string {
 // Defaults of the options.
 const (
 	DefaultBusyTimeout       = 5 * time.Second
-	DefaultWALAutocheckpoint = 256 // pages, so a log of about 256 KiB in a new database
+	DefaultWALAutocheckpoint = 256 // pages, so a log of about 512 KiB in a new database
 )
 
 // pageSize is the page size of new databases. Each commit appends every page it changed to the
-// write-ahead log, so small pages keep a step's log writes, and the log, small; states of many
-// pages are rare, and SQLite handles them with overflow pages.
-const pageSize = 1024
+// write-ahead log, so small pages keep a step's log writes, and the log, small; but a page too
+// small for a few rows leaves much of itself unused as rows grow. Half SQLite's usual 4 KiB
+// keeps both small (see docs/checkpoints.md); states of many pages are rare, and SQLite handles
+// them with overflow pages.
+const pageSize = 2048
 
 // Option configures Open.
 type Option func(*options)
@@ -83,7 +85,7 @@ func WithSynchronous(s Synchronous) Option {
 	return func(o *options) { o.sync = s }
 }
 
-// WithWALAutocheckpoint sets after how many pages (of 1 KiB in a database this package created)
+// WithWALAutocheckpoint sets after how many pages (of 2 KiB in a database this package created)
 // not yet copied the write-ahead log is copied into the database, in the background (default
 // DefaultWALAutocheckpoint; a commit copies it itself at eight times that, PRAGMA
 // wal_autocheckpoint); a log file that grew larger than a quarter more than that is truncated when

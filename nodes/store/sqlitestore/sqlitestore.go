@@ -25,9 +25,8 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // schema creates the store's tables beside the checkpoints'. Documents are rows of a table with
-// rowids, whose rows of up to about 1,000 bytes fit in a page of the saver's small pages (a table
-// without rowids keeps at most about 230 bytes of a row in its page and the rest on a page of
-// its own). Events and lines are kept as their JSON without the Seq, which is the row's; a key is
+// rowids, whose rows of up to almost a page fit in it (a table without rowids keeps at most about
+// a quarter of a page of a row in it, and the rest on a page of its own). Events and lines are kept as their JSON without the Seq, which is the row's; a key is
 // unique where there is one (and only those that have one are indexed).
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS squad_docs (key TEXT PRIMARY KEY, version INTEGER NOT NULL, value BLOB NOT NULL)`,
