@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/nodes/store/sqlitestore"
 	"github.com/agiraph/agiraph/server/host"
 )
 
@@ -46,8 +48,14 @@ func TestAgentFilesThatAreNotFilesAreRefused(t *testing.T) {
 	replace(filepath.Join(model, "nodes", "n1", "_status.md"), func(p string) error { return syscall.Mkfifo(p, 0o644) })
 	require.NoError(t, os.MkdirAll(at("model", "memory"), 0o755))
 	require.NoError(t, syscall.Mkfifo(at("model", "memory/pipe.md"), 0o644))
-	// The model's run was in progress when the server stopped, as if it crashed: the next server
-	// resumes it, and reads the run's files.
+	// The model's run was in progress when the server stopped, as if it crashed (before its end
+	// noted its views as written): the next server resumes it, and reads the run's files.
+	st, err := sqlitestore.Open(at("model", "state.db"))
+	require.NoError(t, err)
+	var forget store.Change
+	forget.Delete("views/" + run)
+	require.NoError(t, st.Apply(t.Context(), forget))
+	require.NoError(t, st.Close())
 	var meta map[string]any
 	data, err := os.ReadFile(at("model", "agent.json"))
 	require.NoError(t, err)
