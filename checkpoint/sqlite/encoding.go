@@ -1,10 +1,11 @@
 package sqlite
 
 import (
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // How the columns that hold IDs and names store them, in fewer bytes than their text, each value
@@ -16,55 +17,10 @@ import (
 // as its 16 bytes, any other ID as text. The order of UUIDs is kept (their bytes compare as their
 // texts do), and that of other IDs; an ID that is not a UUID orders before every UUID.
 func idArg(id string) any {
-	if b, ok := uuidBytes(id); ok {
-		return b
+	if u, err := uuid.Parse(id); err == nil && u.String() == id {
+		return u[:]
 	}
 	return id
-}
-
-// uuidBytes returns the 16 bytes of s when s is a UUID in its canonical text.
-func uuidBytes(s string) ([]byte, bool) {
-	if len(s) != 36 {
-		return nil, false
-	}
-	b := make([]byte, 0, 16)
-	for i := 0; i < len(s); i += 2 {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if s[i] != '-' {
-				return nil, false
-			}
-			i++
-		}
-		hi, ok1 := lowerHex(s[i])
-		lo, ok2 := lowerHex(s[i+1])
-		if !ok1 || !ok2 {
-			return nil, false
-		}
-		b = append(b, hi<<4|lo)
-	}
-	return b, true
-}
-
-func lowerHex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
-}
-
-// uuidText is the canonical text of the UUID of 16 bytes b.
-func uuidText(b []byte) string {
-	var s [36]byte
-	hex.Encode(s[0:8], b[0:4])
-	hex.Encode(s[9:13], b[4:6])
-	hex.Encode(s[14:18], b[6:8])
-	hex.Encode(s[19:23], b[8:10])
-	hex.Encode(s[24:36], b[10:16])
-	s[8], s[13], s[18], s[23] = '-', '-', '-', '-'
-	return string(s[:])
 }
 
 // uuidGlob matches the canonical text of a UUID in SQL (GLOB is case-sensitive).

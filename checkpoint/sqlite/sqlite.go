@@ -20,6 +20,7 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/internal/codec"
 	"github.com/agiraph/agiraph/internal/sqliteuri"
+	"github.com/google/uuid"
 )
 
 // Synchronous is how hard SQLite works to make a commit survive a power failure (PRAGMA
@@ -991,8 +992,8 @@ func (d *rowDecoder) checkpointID(v any, column string) string {
 	case string:
 		return v
 	case []byte:
-		if len(v) == 16 {
-			return uuidText(v)
+		if u, err := uuid.FromBytes(v); err == nil {
+			return u.String()
 		}
 	}
 	d.fail(column, fmt.Errorf("holds %s, not an ID", describe(v)))
