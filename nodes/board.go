@@ -191,6 +191,7 @@ type board struct {
 	vmu      sync.Mutex
 	due      map[string]bool
 	viewsDue func()
+	views    *workspace.Views // writes them
 	// noted is what the store noted, when the board was read, of the views (see noteViews).
 	noted viewsNote
 }
@@ -217,7 +218,7 @@ const (
 // the store does not have but whose folder does (kept in files before the store held boards)
 // has it copied into the store first.
 func openBoard(ctx context.Context, st store.Store, run workspace.Run, now func() time.Time) (*board, error) {
-	b := &board{run: run, now: now, nodes: map[string]*Node{}, byRun: map[string]*Node{}, byKey: map[string]*Node{}, workers: map[string]*Worker{}, recorded: map[string]recordedDoc{}}
+	b := &board{run: run, views: run.Views(), now: now, nodes: map[string]*Node{}, byRun: map[string]*Node{}, byKey: map[string]*Node{}, workers: map[string]*Worker{}, recorded: map[string]recordedDoc{}}
 	// One read, so that the board is as one moment left it: a node waiting for the human's
 	// answer with its worker, not the worker waiting beside the node as it was before.
 	docs, err := st.Docs(ctx, runKey(run.ID()), nodeKey(run.ID(), ""), workerKey(run.ID(), ""), viewsKey(run.ID()))
@@ -898,7 +899,7 @@ func (b *board) flushViews(ids ...string) {
 	})
 	for id, views := range vs {
 		for _, v := range views {
-			if err := workspace.WriteView(v.path, []byte(v.text)); err != nil {
+			if err := b.views.Write(v.path, []byte(v.text)); err != nil {
 				b.due[id] = b.due[id] || todo[id] // tried again at the next flush
 			}
 		}
@@ -1020,7 +1021,7 @@ func (b *board) repairViews(home string) error {
 			err = errors.Join(err, merr)
 			continue
 		}
-		err = errors.Join(err, workspace.WriteView(v.path, []byte(v.text)))
+		err = errors.Join(err, b.views.Write(v.path, []byte(v.text)))
 	}
 	return err
 }

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/agiraph/agiraph/internal/osfile"
@@ -78,11 +77,9 @@ func syncDir(dir string) {
 	_ = d.Close()
 }
 
-// Internal reports whether a file name is one of a write's temporary files (see WriteFile),
-// which listings of a folder leave out.
-func Internal(name string) bool {
-	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
-}
+// Internal reports whether a file name is one of a write's temporary files (see WriteFile) or
+// a run's spare view (see Views), which listings of a folder leave out (see files.Temporary).
+func Internal(name string) bool { return files.Temporary(name) }
 
 // jsonLine returns v as one line of compact JSON (newlines in strings are escaped), for path.
 func jsonLine(path string, v any) ([]byte, error) {

@@ -147,6 +147,7 @@ func TestHappyPath(t *testing.T) {
 	if out != `wrote 1 bytes to "sub/dir/new.txt" (replaced 17 bytes)` {
 		t.Errorf("overwrite: %q", out)
 	}
+	must(t, os.WriteFile(filepath.Join(root, ".top.txt.tmp-3QZ7"), []byte("half"), 0o644)) // a write in progress
 	out = ok(t, reg, "list_files", m{})
 	if out != "nodes/\nsub/\ntop.txt\nworkers/\n" {
 		t.Errorf("list root: %q", out)

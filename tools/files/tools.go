@@ -293,13 +293,23 @@ func (w *workspace) makeParents(root *os.Root, dir string) error {
 	return nil
 }
 
+// tmpInfix marks the names of temporary files: ".{name}.tmp-{random}" (see Temporary).
+const tmpInfix = ".tmp-"
+
+// Temporary reports whether a file name is one of a write's temporary files — write_file's and
+// edit_file's, named ".{name}.tmp-{random}", and those of writers that name theirs alike — which
+// list_files leaves out.
+func Temporary(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, tmpInfix)
+}
+
 // writeAtomic writes data to a temporary file in dir, the target's folder, makes it durable and
 // renames it over the target, so readers never see a partial file, nor a crash an empty one. It
 // works in the folder by names alone: an os.Root given a longer path opens every folder on the
 // way again, at each call.
 func writeAtomic(dir *os.Root, t target, data []byte, perm fs.FileMode) (err error) {
 	base := path.Base(t.real)
-	tmp := "." + base + ".tmp-" + rand.Text()[:12]
+	tmp := "." + base + tmpInfix + rand.Text()[:12]
 	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return ioError("create a temporary file for", t.rel, err)
@@ -468,6 +478,9 @@ func (l *lister) walk(rel, real string, depth int) error {
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, e := range entries {
+		if Temporary(e.Name()) {
+			continue // a write in progress, not a file of the workspace yet
+		}
 		erel, ereal := join(rel, e.Name()), join(real, e.Name())
 		isDir, isLink := e.IsDir(), e.Type()&fs.ModeSymlink != 0
 		if isLink {
