@@ -30,7 +30,7 @@ import (
 // stage, contract, output, the coordinator's question) live in its runState, its work in its
 // board (both in its folder) and its messages in the bus.
 type tick struct {
-	// Full marks an update that replaces the state; dispatch tasks return empty updates.
+	// Full marks an update that replaces the state; dispatch returns an empty update.
 	// Its JSON, kept with each of the tick graph's steps, leaves out the fields that are zero.
 	Full bool `json:"full,omitempty"`
 	Tick int  `json:"tick,omitempty"`
@@ -43,7 +43,8 @@ type tick struct {
 	// Launches are the assignments route_frontier starts (see next).
 	Launches []launch `json:"launches,omitempty"`
 	Done     []string `json:"done,omitempty"`
-	// Launch is the one launch of a dispatch task (a Send's argument).
+	// Launch is the one launch of a dispatch task, a Send's argument, in a run saved when
+	// dispatch was a task a launch; dispatch now starts the tick's Launches, one task.
 	Launch *launch `json:"launch,omitempty"`
 	// Board and Bus say how far the run's board (its version: see board.at) and its bus (the
 	// records it kept) were when decide_next ended the tick: what a fork from the tick keeps.
@@ -256,15 +257,11 @@ func (r *run) tickGraph() *graph.StateGraph[tick] {
 	g.AddNode(decideNode, r.decideNext)
 	g.AddEdge(graph.START, intakeNode)
 	g.AddEdge(intakeNode, routeNode)
-	g.AddRouter(routeNode, func(_ context.Context, st tick) graph.Next[tick] {
+	g.AddConditionalEdges(routeNode, func(_ context.Context, st tick) string {
 		if len(st.Launches) == 0 {
-			return graph.Goto[tick](collectNode)
+			return collectNode
 		}
-		var next graph.Next[tick]
-		for i := range st.Launches {
-			next.Sends = append(next.Sends, graph.Send[tick]{Node: dispatchNode, Arg: tick{Launch: &st.Launches[i]}})
-		}
-		return next
+		return dispatchNode
 	}, dispatchNode, collectNode)
 	g.AddEdge(dispatchNode, collectNode)
 	g.AddEdge(collectNode, reconcileNode)
@@ -433,12 +430,21 @@ func (r *run) routeFrontier(ctx context.Context, st tick) (tick, error) {
 	return n, nil
 }
 
-// dispatch starts one assignment; it runs on after the tick.
+// dispatch starts the tick's assignments, one after the other, in one task, whose update and
+// events commit with its step in one transaction; the assignments run on after the tick.
+// Starting one is quick (its worker runs on its own), and a crash before the step is saved
+// starts them again: an attempt already running is resumed where its checkpoints left it.
 func (r *run) dispatch(ctx context.Context, st tick) (tick, error) {
-	if st.Launch == nil {
-		return tick{}, nil
+	launches := st.Launches
+	if st.Launch != nil { // a dispatch task of one launch, of a run saved before they were one task
+		launches = []launch{*st.Launch}
 	}
-	return tick{}, r.start(ctx, *st.Launch)
+	for _, l := range launches {
+		if err := r.start(ctx, l); err != nil {
+			return tick{}, err
+		}
+	}
+	return tick{}, nil
 }
 
 // collect waits for the first thing that needs attention. When nothing moves for the stall
