@@ -31,10 +31,23 @@ func WithDurability(d Durability) Option { return func(c *config) { c.durability
 // flushTimeout bounds the final saves of a run whose context was cancelled.
 const flushTimeout = 30 * time.Second
 
+// WithInputSavedAside has a new thread's first checkpoint, the one its input makes, saved while
+// the first step runs rather than before it (with DurabilitySync, the default; other modes save it
+// as they save any): the step's own save waits for it, and reports its failure. A crash before it
+// is saved leaves the thread without checkpoints, to be run from its input again — what a crash
+// during the first step leaves otherwise, since that step's task runs again from the input. For a
+// run whose first step is quick, as a worker's first model turn is against a fake model, it
+// takes a commit off the run's path.
+func WithInputSavedAside() Option { return func(c *config) { c.inputAside = true } }
+
 // writer is a run's way to the saver, honouring its durability mode.
 type writer struct {
 	saver checkpoint.Saver
 	mode  Durability
+
+	// WithInputSavedAside: closed once the input's checkpoint is saved, with asideErr set.
+	aside    chan struct{}
+	asideErr error
 
 	// DurabilityAsync: operations run in order by one goroutine.
 	ops  chan func(context.Context) error
@@ -53,9 +66,34 @@ func newWriter(saver checkpoint.Saver, mode Durability) *writer {
 	return &writer{saver: saver, mode: mode}
 }
 
+// putAside saves cp, a new thread's first checkpoint, under ns in the background (see
+// WithInputSavedAside) and returns the config addressing it; the writer's next save waits for it.
+func (w *writer) putAside(ctx context.Context, ns checkpoint.Config, cp checkpoint.Checkpoint) checkpoint.Config {
+	w.aside = make(chan struct{})
+	go func() {
+		defer close(w.aside)
+		if _, err := w.saver.Put(ctx, ns, cp); err != nil {
+			w.asideErr = err
+		}
+	}()
+	return checkpoint.Config{ThreadID: ns.ThreadID, NS: ns.NS, CheckpointID: cp.ID}
+}
+
+// waitAside waits for the checkpoint putAside saves, if any, and returns its error.
+func (w *writer) waitAside() error {
+	if w.aside == nil {
+		return nil
+	}
+	<-w.aside
+	return w.asideErr
+}
+
 // put saves cp under ns (thread and namespace) and returns the config addressing it.
 func (w *writer) put(ctx context.Context, ns checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
 	cfg := checkpoint.Config{ThreadID: ns.ThreadID, NS: ns.NS, CheckpointID: cp.ID}
+	if err := w.waitAside(); err != nil {
+		return checkpoint.Config{}, err
+	}
 	switch w.mode {
 	case DurabilityAsync:
 		return cfg, w.enqueue(func(ctx context.Context) error {
@@ -85,6 +123,9 @@ func (w *writer) savesSteps() bool {
 // putStep saves writes of the checkpoint parent addresses, then cp under ns: in one call when the
 // saver is a checkpoint.StepSaver.
 func (w *writer) putStep(ctx context.Context, parent checkpoint.Config, writes []checkpoint.Write, ns checkpoint.Config, cp checkpoint.Checkpoint) (checkpoint.Config, error) {
+	if err := w.waitAside(); err != nil {
+		return checkpoint.Config{}, err
+	}
 	if len(writes) == 0 || !w.savesSteps() {
 		if len(writes) > 0 {
 			if err := w.putWrites(ctx, parent, writes); err != nil {
@@ -108,6 +149,9 @@ func (w *writer) putStep(ctx context.Context, parent checkpoint.Config, writes [
 
 // putWrites saves writes of tasks of the checkpoint cfg addresses.
 func (w *writer) putWrites(ctx context.Context, cfg checkpoint.Config, writes []checkpoint.Write) error {
+	if err := w.waitAside(); err != nil {
+		return err
+	}
 	switch w.mode {
 	case DurabilityAsync:
 		return w.enqueue(func(ctx context.Context) error { return w.saver.PutWrites(ctx, cfg, writes) })
@@ -166,6 +210,9 @@ func (w *writer) failed() error {
 func (w *writer) flush(ctx context.Context, latest checkpoint.Config, state func() ([]byte, error)) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
+	if err := w.waitAside(); err != nil {
+		return err
+	}
 	switch w.mode {
 	case DurabilityAsync:
 		w.mu.Lock()

@@ -25,6 +25,7 @@ type config struct {
 	interruptBefore map[string]bool
 	interruptAfter  map[string]bool
 	durability      Durability
+	inputAside      bool // WithInputSavedAside
 	checkpointID    string
 	cache           any // a *StateCache[S] (WithStateCache)
 	nodeCache       NodeCache

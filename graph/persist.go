@@ -185,7 +185,12 @@ func (r *run[S]) save(ctx context.Context, source checkpoint.Source, full bool, 
 	}
 	writes, saved := r.stepWrites, r.stepSaved
 	r.stepWrites, r.stepSaved = nil, nil
-	cfg, err := r.w.putStep(ctx, r.cp, writes, r.nsConfig(""), cp)
+	var cfg checkpoint.Config
+	if source == checkpoint.SourceInput && cp.ParentID == "" && r.cfg.inputAside && r.cfg.durability == DurabilitySync && len(writes) == 0 {
+		cfg = r.w.putAside(ctx, r.nsConfig(""), cp)
+	} else {
+		cfg, err = r.w.putStep(ctx, r.cp, writes, r.nsConfig(""), cp)
+	}
 	if err != nil {
 		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
 	}

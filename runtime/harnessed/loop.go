@@ -40,7 +40,9 @@ func (w *worker) graph() (*graph.Compiled[state], error) {
 	}
 	g.AddConditionalEdges(modelNode, next, toolsNode, modelNode, graph.END)
 	g.AddConditionalEdges(toolsNode, next, toolsNode, modelNode, graph.END)
-	return g.Compile(graph.WithCheckpointer(w.rt.cfg.saver), graph.WithThread(w.a.ID),
+	// An assignment's input is saved while its first model turn runs: a crash before it is saved
+	// starts the assignment again from its input (see Runtime.worker), as a crash in that turn would.
+	return g.Compile(graph.WithCheckpointer(w.rt.cfg.saver), graph.WithThread(w.a.ID), graph.WithInputSavedAside(),
 		graph.WithRecursionLimit(1<<30), graph.WithStateCache(w.rt.cfg.cache.states), graph.WithTracerProvider(w.rt.cfg.tracerProvider))
 }
 
