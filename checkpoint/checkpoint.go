@@ -175,6 +175,24 @@ type Saver interface {
 	DeleteThread(ctx context.Context, threadID string) error
 }
 
+// A CommitSyncer is a saver that says whether a commit is on the disk when it returns, so that
+// it survives a power failure: checkpoint/sqlite's with SyncFull, PostgreSQL's. An application
+// whose steps write elsewhere too (files, say) syncs those writes before the step commits when
+// its saver does, so that no checkpoint names a write a power failure lost (see SyncsCommits).
+type CommitSyncer interface {
+	Saver
+	// SyncsCommits reports whether each commit is synced to the disk before it returns.
+	SyncsCommits() bool
+}
+
+// SyncsCommits reports whether s is a CommitSyncer whose commits are synced to the disk before
+// they return. A saver that does not say is taken not to sync them (the memory saver keeps
+// nothing across a restart, let alone a power failure).
+func SyncsCommits(s Saver) bool {
+	cs, ok := s.(CommitSyncer)
+	return ok && cs.SyncsCommits()
+}
+
 // A StepSaver saves a superstep in one call: the writes of the step's tasks, which belong to
 // the checkpoint the step started from, and the checkpoint the step made. A saver that talks to a
 // server implements it so that a step costs one round trip, not two; the graph package uses it

@@ -196,7 +196,7 @@ func (r *run) coordinatorTools(a runtime.Assignment) []tools.Tool {
 	ts = append(ts, r.s.mem.Tools(memory.ToolOptions{By: bus.Coordinator, CanWrite: true})...)
 	ts = append(ts, r.sched.ToolsFor(bus.Coordinator, a.ID)...)
 	ts = append(ts, r.cfg.coordTools...)
-	return append(ts, workspace.CoordinatorScope().Tools(r.dir)...)
+	return append(ts, workspace.CoordinatorScope().Tools(r.dir, r.s.fileOptions()...)...)
 }
 
 func endTurn(ctx context.Context, summary string) error {

@@ -36,3 +36,6 @@ func RunBus(home, runID string) (b *bus.Bus, done func(), err error) {
 	}
 	return b, func() { b.Close(); st.Close() }, nil
 }
+
+// FileToolsSynced reports whether the squad's agents' file tools sync the files they write.
+func FileToolsSynced(s *Squad) bool { return len(s.fileOptions()) > 0 }

@@ -43,6 +43,7 @@ import (
 	"github.com/agiraph/agiraph/runtime/claudecode"
 	"github.com/agiraph/agiraph/sandbox"
 	"github.com/agiraph/agiraph/tools"
+	"github.com/agiraph/agiraph/tools/files"
 	"github.com/agiraph/agiraph/tools/mcp"
 )
 
@@ -483,6 +484,18 @@ func New(opts ...Option) (*Squad, error) {
 	sched.Start(ctx)
 	ok = true
 	return s, nil
+}
+
+// fileOptions are the options of the agents' file tools: with a store whose commits survive a
+// power failure (checkpoint.SyncsCommits), each file a tool writes is synced before its step
+// commits, so that no step the store keeps names a file the failure lost; with the default
+// store, whose latest commits a power failure may lose, files are left to the system to write
+// out, as the commits are (see docs/store.md).
+func (s *Squad) fileOptions() []files.Option {
+	if checkpoint.SyncsCommits(s.saver) {
+		return []files.Option{files.Synced()}
+	}
+	return nil
 }
 
 // Close pauses the run in progress, if there is one, and waits for it to end (see Run.Pause:

@@ -54,7 +54,7 @@ func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
 	if w.Kind == Harnessed || r.cfg.runtimes[w.Kind] != nil {
 		a.Tools = r.workerTools(n, w, a.Sandbox)
 	} else { // a CLI agent, which brings its own file, shell and web tools
-		a.Tools = r.teamTools(n, w, workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)[0])
+		a.Tools = r.teamTools(n, w, workspace.WorkerScope(n.ID, w.ID).Tools(r.dir, r.s.fileOptions()...)[0])
 	}
 	a.Tools = r.chosenTools(w, a.Tools)
 	return a, nil
@@ -105,7 +105,7 @@ func (r *run) sandbox(n Node, w Worker) sandbox.Policy {
 // touch, the team's tools, bash in its scratch folder within policy, the web tools, and the
 // squad's extra tools.
 func (r *run) workerTools(n Node, w Worker, policy sandbox.Policy) []tools.Tool {
-	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir)
+	ts := workspace.WorkerScope(n.ID, w.ID).Tools(r.dir, r.s.fileOptions()...)
 	ts = append(ts, r.teamTools(n, w, ts[0])...)
 	ts = append(ts, shell.Bash(shell.Dir(r.dir.Node(n.ID).Scratch()), shell.Sandbox(policy)))
 	var extra []tools.Tool

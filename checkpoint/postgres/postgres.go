@@ -47,7 +47,14 @@ func WithEffects(fn EffectHandler) Option {
 	return func(s *Saver) { s.effects = fn }
 }
 
-var _ checkpoint.StepSaver = (*Saver)(nil)
+var (
+	_ checkpoint.StepSaver    = (*Saver)(nil)
+	_ checkpoint.CommitSyncer = (*Saver)(nil)
+)
+
+// SyncsCommits reports true: PostgreSQL syncs a commit to its disk before it returns (unless
+// its synchronous_commit setting is turned off, which gives that up for the whole server).
+func (s *Saver) SyncsCommits() bool { return true }
 
 // errClosed is the error of calls on a closed Saver.
 var errClosed = errors.New("the saver is closed")

@@ -126,9 +126,14 @@ type Saver struct {
 	deleteWrites, deleteCheckpoints, deleteThread              *sql.Stmt
 	getByID, getLatest, getWrites                              *sql.Stmt
 	list                                                       [8]*sql.Stmt // by the bits of listBefore, listSource, listRunID
+
+	sync Synchronous
 }
 
-var _ checkpoint.StepSaver = (*Saver)(nil)
+var (
+	_ checkpoint.StepSaver    = (*Saver)(nil)
+	_ checkpoint.CommitSyncer = (*Saver)(nil)
+)
 
 // Open opens the checkpoint database at path, creating the file and its parent directories if
 // they are missing, and brings its schema up to date. It fails with an error wrapping
@@ -165,7 +170,7 @@ func Open(path string, opts ...Option) (*Saver, error) {
 		return nil, fmt.Errorf("checkpoint/sqlite: open %s: %w", path, err)
 	}
 
-	s := &Saver{path: path, effects: o.effects}
+	s := &Saver{path: path, effects: o.effects, sync: o.sync}
 	if err := s.open(abs, o); err != nil {
 		_ = s.Close() // the open's error is the one to report
 		return nil, err
@@ -630,6 +635,10 @@ func (s *Saver) Prepare(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	return st, nil
 }
+
+// SyncsCommits reports whether the saver syncs each commit to the disk before it returns: with
+// SyncFull (see checkpoint.CommitSyncer).
+func (s *Saver) SyncsCommits() bool { return s.sync == SyncFull }
 
 // DB returns the Saver's pool of read-only connections to the database, for reading what an
 // owner keeps beside the checkpoints. Its connections refuse to write: writes go through Write,

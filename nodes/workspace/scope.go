@@ -87,8 +87,10 @@ func (s Scope) String() string {
 }
 
 // Tools returns the file tools (read_file, write_file, edit_file, list_files) rooted at run
-// and confined by s; see [files.Tools].
-func (s Scope) Tools(run Run) []tools.Tool { return files.Tools(string(run), s) }
+// and confined by s, with opts; see [files.Tools].
+func (s Scope) Tools(run Run, opts ...files.Option) []tools.Tool {
+	return files.Tools(string(run), s, opts...)
+}
 
 // deniedError is a refusal for the model; it matches files.ErrDenied.
 type deniedError struct{ msg string }

@@ -16,6 +16,11 @@
 //
 // Refusals and failures are returned as tool errors phrased for the model: what was refused,
 // why, and what is allowed. [Scope] is a ready policy built from path prefixes.
+//
+// write_file and edit_file write a temporary file and rename it over the target: readers, and a
+// process killed meanwhile, see the old file or the new one. They sync nothing unless told to
+// ([Synced]), for an application that records their results in a store whose commits survive a
+// power failure.
 package files
 
 import (
@@ -80,7 +85,7 @@ type Scope struct {
 }
 
 // Tools returns the file tools for s.Root confined by s; see [Tools].
-func (s Scope) Tools() []tools.Tool { return Tools(s.Root, s) }
+func (s Scope) Tools(opts ...Option) []tools.Tool { return Tools(s.Root, s, opts...) }
 
 // CanRead allows rel if it is under one of s.Read.
 func (s Scope) CanRead(rel string) error {

@@ -27,6 +27,7 @@ const (
 type workspace struct {
 	root   string // absolute, possibly through symlinks
 	policy Policy
+	synced bool // Synced
 
 	mu     sync.Mutex
 	real   string      // the root's real path, when it was last resolved

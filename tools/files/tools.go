@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -57,13 +58,24 @@ type ListArgs struct {
 	MaxEntries int    `json:"max_entries,omitempty" jsonschema:"minimum=1,maximum=5000" jsonschema_description:"Maximum number of entries to show (default 500)"`
 }
 
+// An Option changes what Tools returns.
+type Option func(*workspace)
+
+// Synced has write_file and edit_file sync each file they write to the disk before they return,
+// with the folders that name it: a write they reported survives a power failure. An application
+// that records what its tools did in a store whose commits survive one (checkpoint/sqlite's
+// SyncFull, PostgreSQL) needs it, so that no record it keeps names a file the failure lost.
+// Without it a write is atomic (readers see the old file or the new one) and the system writes it
+// out in its own time, as it does most programs' writes.
+func Synced() Option { return func(w *workspace) { w.synced = true } }
+
 // Tools returns read_file, write_file, edit_file, list_files and view_file working on the
 // directory root and confined by p (see the package documentation). read_file, list_files and
 // view_file are marked safe to run concurrently; write_file and edit_file are not. view_file
 // attaches the file to its result (see tools.Attach), for a registry built with
 // tools.WithAttachments; elsewhere it says the runtime shows text only. A relative root is made absolute
 // now. Tools panics if p is nil.
-func Tools(root string, p Policy) []tools.Tool {
+func Tools(root string, p Policy, opts ...Option) []tools.Tool {
 	if p == nil {
 		panic("files.Tools: nil Policy")
 	}
@@ -71,6 +83,9 @@ func Tools(root string, p Policy) []tools.Tool {
 		root = abs
 	}
 	w := &workspace{root: root, policy: p}
+	for _, o := range opts {
+		o(w)
+	}
 	return []tools.Tool{
 		tools.Func("read_file", "Read a text file from the workspace, with line numbers.", w.readFile,
 			tools.Safe(), tools.WithGuidance(readGuidance)),
@@ -229,8 +244,9 @@ func (w *workspace) writeFile(ctx context.Context, a WriteArgs) (string, error) 
 	}
 	defer root.Close()
 	dir, err := root.OpenRoot(path.Dir(t.real))
+	var made []string
 	if err != nil && !t.exists {
-		if err := w.makeParents(root, path.Dir(t.real)); err != nil {
+		if made, err = w.makeParents(root, path.Dir(t.real)); err != nil {
 			return "", err
 		}
 		dir, err = root.OpenRoot(path.Dir(t.real))
@@ -255,8 +271,16 @@ func (w *workspace) writeFile(ctx context.Context, a WriteArgs) (string, error) 
 		}
 		perm, prev = st.Mode().Perm(), st.Size()
 	}
-	if err := writeAtomic(dir, t, []byte(a.Content), perm); err != nil {
+	if err := w.writeAtomic(dir, t, []byte(a.Content), perm); err != nil {
 		return "", err
+	}
+	if w.synced {
+		// The folders made for the file are named by their parents, which a sync of them writes.
+		for _, d := range made {
+			if err := syncFolder(root, path.Dir(d)); err != nil {
+				return "", ioError("sync the folder of", d, err)
+			}
+		}
 	}
 	if prev < 0 {
 		return fmt.Sprintf("wrote %d bytes to %q (new file)", len(a.Content), t.rel), nil
@@ -265,10 +289,10 @@ func (w *workspace) writeFile(ctx context.Context, a WriteArgs) (string, error) 
 }
 
 // makeParents creates the missing directories of dir (a real, slash-separated path relative
-// to the root), each of which the policy must allow writing.
-func (w *workspace) makeParents(root *os.Root, dir string) error {
+// to the root), each of which the policy must allow writing, and returns those it made.
+func (w *workspace) makeParents(root *os.Root, dir string) (made []string, err error) {
 	if dir == "." {
-		return nil
+		return nil, nil
 	}
 	parts := strings.Split(dir, "/")
 	for i := range parts {
@@ -276,21 +300,22 @@ func (w *workspace) makeParents(root *os.Root, dir string) error {
 		st, err := root.Stat(d)
 		if err == nil {
 			if !st.IsDir() {
-				return fmt.Errorf("cannot create %q: %q is a file, not a directory", dir, d)
+				return made, fmt.Errorf("cannot create %q: %q is a file, not a directory", dir, d)
 			}
 			continue
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return ioError("stat", d, err)
+			return made, ioError("stat", d, err)
 		}
 		if err := w.policy.CanWrite(d); err != nil {
-			return fmt.Errorf("cannot create directory %q: %w", d, err)
+			return made, fmt.Errorf("cannot create directory %q: %w", d, err)
 		}
 		if err := root.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return ioError("create directory", d, err)
+			return made, ioError("create directory", d, err)
 		}
+		made = append(made, d)
 	}
-	return nil
+	return made, nil
 }
 
 // tmpInfix marks the names of temporary files: ".{name}.tmp-{random}" (see Temporary).
@@ -303,11 +328,12 @@ func Temporary(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, tmpInfix)
 }
 
-// writeAtomic writes data to a temporary file in dir, the target's folder, makes it durable and
-// renames it over the target, so readers never see a partial file, nor a crash an empty one. It
-// works in the folder by names alone: an os.Root given a longer path opens every folder on the
-// way again, at each call.
-func writeAtomic(dir *os.Root, t target, data []byte, perm fs.FileMode) (err error) {
+// writeAtomic writes data to a temporary file in dir, the target's folder, and renames it over
+// the target, so readers never see a partial file, nor a crash of the process an empty one; when
+// synced (Synced), the file is synced before the rename and the folder after it, so that a
+// crash of the system keeps what was written too. It works in the folder by names alone: an
+// os.Root given a longer path opens every folder on the way again, at each call.
+func (w *workspace) writeAtomic(dir *os.Root, t target, data []byte, perm fs.FileMode) (err error) {
 	base := path.Base(t.real)
 	tmp := "." + base + tmpInfix + rand.Text()[:12]
 	f, err := dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
@@ -326,8 +352,10 @@ func writeAtomic(dir *os.Root, t target, data []byte, perm fs.FileMode) (err err
 	if err = f.Chmod(perm); err != nil {
 		return ioError("set permissions of", t.rel, err)
 	}
-	if err = f.Sync(); err != nil {
-		return ioError("sync", t.rel, err)
+	if w.synced {
+		if err = syncFile(f); err != nil {
+			return ioError("sync", t.rel, err)
+		}
 	}
 	if err = f.Close(); err != nil {
 		return ioError("write", t.rel, err)
@@ -335,7 +363,32 @@ func writeAtomic(dir *os.Root, t target, data []byte, perm fs.FileMode) (err err
 	if err = dir.Rename(tmp, base); err != nil {
 		return ioError("replace", t.rel, err)
 	}
+	if w.synced {
+		if err := syncFolder(dir, "."); err != nil {
+			return ioError("sync the folder of", t.rel, err)
+		}
+	}
 	return nil
+}
+
+// syncFile syncs f to the disk (a variable, for tests to count the syncs).
+var syncFile = (*os.File).Sync
+
+// syncFolder syncs the folder name in root, so that the names it holds survive a power failure.
+// A system that cannot sync a folder (Windows) needs nothing more.
+func syncFolder(root *os.Root, name string) error {
+	d, err := root.Open(name)
+	if err != nil {
+		return err
+	}
+	err = syncFile(d)
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && (errors.Is(err, errors.ErrUnsupported) || runtime.GOOS == "windows") {
+		return nil
+	}
+	return err
 }
 
 // editFile implements edit_file.
@@ -380,7 +433,7 @@ func (w *workspace) editFile(ctx context.Context, a EditArgs) (string, error) {
 		return "", ioError("open the folder of", t.rel, err)
 	}
 	defer dir.Close()
-	if err := writeAtomic(dir, t, []byte(updated), perm); err != nil {
+	if err := w.writeAtomic(dir, t, []byte(updated), perm); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("edited %q: replaced 1 occurrence starting at line %d (file is now %d bytes)", t.rel, line, len(updated)), nil

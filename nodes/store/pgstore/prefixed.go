@@ -23,6 +23,9 @@ func (p prefixed) in(cfg checkpoint.Config) checkpoint.Config {
 	return cfg
 }
 
+// SyncsCommits says what the shared saver says (see checkpoint.CommitSyncer).
+func (p prefixed) SyncsCommits() bool { return checkpoint.SyncsCommits(p.StepSaver) }
+
 func (p prefixed) out(cfg checkpoint.Config) checkpoint.Config {
 	cfg.ThreadID = cfg.ThreadID[len(p.prefix):]
 	return cfg
