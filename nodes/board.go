@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -652,9 +653,11 @@ func (t *tx) create(nn nodeSpec) (_ Node, created bool, err error) {
 		Parent: nn.Parent, Stage: nn.Stage, Status: NodePending, Worker: worker,
 		CreatedBy: nn.By, Key: nn.Key, Created: now, Updated: now, OutputSchema: nn.OutputSchema, Budget: nn.Budget,
 	}
+	// The node's folder, for its views; its scratch/ and published/ come with its first
+	// assignment (see run.start), off the turn that may create a thousand nodes at once.
 	dir := b.run.Node(node.ID)
-	if err := dir.Create(); err != nil {
-		return Node{}, false, err
+	if err := os.Mkdir(string(dir), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return Node{}, false, fmt.Errorf("nodes: node folder %s: %w", dir, err)
 	}
 	t.nodes = append(t.nodes, node)
 	return cloneNode(node), true, t.adopt(node)

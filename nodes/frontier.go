@@ -440,6 +440,9 @@ func (r *run) start(ctx context.Context, l launch) error {
 			defer cancel()
 		}
 		a := a
+		if err := a.Dir.Create(); err != nil { // its scratch/ and published/, for any runtime
+			return r.saveOutcome(ctx, n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
+		}
 		if len(w.MCP) > 0 && w.Kind == Harnessed {
 			set, err := r.connectMCP(ctx, w.MCP)
 			if err != nil {
