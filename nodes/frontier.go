@@ -403,9 +403,6 @@ func (r *run) start(ctx context.Context, l launch) error {
 	if n.Assignment != l.Assignment || r.pool.running(l.Assignment) {
 		return nil
 	}
-	a, aerr := r.assignment(n, w)
-	a.ID, a.Wake = l.Assignment, l.Wake
-	rt, rerr := r.runtimeFor(w)
 	if n.Answer != "" {
 		if err := r.heard(ctx, n.Asked, w.ID, n.Answer); err != nil {
 			return err
@@ -423,26 +420,31 @@ func (r *run) start(ctx context.Context, l launch) error {
 		}
 	}
 	started := fmt.Sprintf("%s (%s) on %s", w.Name, w.Kind, n.ID)
-	if weak := proc.Weakness(a.Sandbox); weak != "" && aerr == nil {
+	if weak := proc.Weakness(r.sandbox(n, w)); weak != "" {
 		started += "; containment is weaker here: " + weak
 	}
 	r.emit(ctx, eventlog.Event{Type: eventlog.NodeStarted, Node: n.ID, Worker: w.ID, Text: started})
-	if err := errors.Join(aerr, rerr); err != nil {
-		rec := r.saveOutcome(ctx, n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
-		r.pool.finish(l.Assignment, &rec)
-		return nil
-	}
 	timeout := r.board.runState().Contract.Timeout
+	// The assignment is made by its own goroutine, not the tick's: a tick starting fifty of them
+	// does not read fifty workers' files before its step commits.
 	r.pool.start(r.ctx, l.Assignment, func(ctx context.Context) outcomeRecord {
 		if timeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
-		a := a
-		if err := a.Dir.Create(); err != nil { // its scratch/ and published/, for any runtime
+		a, err := r.assignment(n, w)
+		var rt runtime.Runtime
+		if err == nil {
+			rt, err = r.runtimeFor(w)
+		}
+		if err == nil {
+			err = a.Dir.Create() // its scratch/ and published/, for any runtime
+		}
+		if err != nil {
 			return r.saveOutcome(ctx, n.ID, l.Assignment, runtime.Outcome{Status: runtime.Failed, Summary: err.Error()}, err)
 		}
+		a.ID, a.Wake = l.Assignment, l.Wake
 		if len(w.MCP) > 0 && w.Kind == Harnessed {
 			set, err := r.connectMCP(ctx, w.MCP)
 			if err != nil {
