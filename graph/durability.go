@@ -35,9 +35,8 @@ const flushTimeout = 30 * time.Second
 // the first step runs rather than before it (with DurabilitySync, the default; other modes save it
 // as they save any): the step's own save waits for it, and reports its failure. A crash before it
 // is saved leaves the thread without checkpoints, to be run from its input again — what a crash
-// during the first step leaves otherwise, since that step's task runs again from the input. For a
-// run whose first step is quick, as a worker's first model turn is against a fake model, it
-// takes a commit off the run's path.
+// during the first step leaves otherwise, since that step's task runs again from the input. It
+// takes a commit off the run's path, which shows when the first step is quick.
 func WithInputSavedAside() Option { return func(c *config) { c.inputAside = true } }
 
 // writer is a run's way to the saver, honouring its durability mode.

@@ -15,7 +15,8 @@ import (
 // renameat2 RENAME_EXCHANGE on Linux), and its old content becomes the spare for the next
 // write. A rewrite thus neither makes a file nor frees one, which on some file systems costs far
 // more than writing one: ext4 without a journal, making a file, skips every inode freed in the
-// last half minute, so that a run rewriting thousands of views slows down as it goes.
+// last minute (six, when the inode table is not written out yet), so that a run rewriting
+// thousands of views slows down as it goes.
 //
 // Readers see the old content or the new, never a mix: the spare is written only when no one
 // else has it open (a reader that opened a view before it became the spare keeps what it read),
