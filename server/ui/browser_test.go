@@ -252,8 +252,9 @@ func turn(_ providers.Request, text string, calls ...tools.Call) scripted.Turn {
 type site struct {
 	t    *testing.T
 	root string
-	team func(string) []nodes.Option // the agents' squad options (default: team)
-	opts []server.Option             // the server's other options
+	team func(string) []nodes.Option     // the agents' squad options (default: team)
+	opts []server.Option                 // the server's other options
+	wrap func(http.Handler) http.Handler // set: what stands between the browser and the server
 	addr string
 	srv  *server.Server
 	hs   *httptest.Server
@@ -270,7 +271,11 @@ func (s *site) start() {
 	s.t.Helper()
 	srv, err := server.New(append([]server.Option{server.WithHost(host.WithRoot(s.root), host.WithSquadOptions(s.team))}, s.opts...)...)
 	require.NoError(s.t, err)
-	hs := httptest.NewUnstartedServer(srv)
+	var handler http.Handler = srv
+	if s.wrap != nil {
+		handler = s.wrap(srv)
+	}
+	hs := httptest.NewUnstartedServer(handler)
 	if s.addr != "" {
 		var l net.Listener
 		for i := 0; ; i++ { // the old listener's port may take a moment to be free

@@ -481,42 +481,58 @@ function boardView(a, nodeID) {
   const panel = h('aside', { class: 'node-panel', 'aria-label': 'Node' });
   clear(main).append(agentHeader(a, 'Work Board'), h('div', { class: 'board-wrap' }, canvas, panel));
   let selected = nodeID;
+  let opened = 0; // the number of the panel's latest load (shown as its data-loaded): an answer to an older one is dropped
+  // The panel's detail: its head (the title and the operator's controls) is redrawn only when the
+  // node or its status changes, so a note being typed survives the node's other events.
+  const head = h('div', { class: 'node-head' });
+  const body = h('div', { class: 'node-body' });
+  let shown = ''; // the node and status the head shows
   const draw = (board) => {
     if (!board) return;
     renderBoard(canvas, board, { selected, onOpenNode: (id) => { location.hash = `#/a/${enc(a.id)}/board/${enc(id)}`; } });
   };
+  const say = (p) => {
+    shown = '';
+    clear(panel).append(p);
+  };
   const open = async (id) => {
-    clear(panel);
+    const mine = ++opened;
     if (!id) {
-      panel.append(h('p', { class: 'meta' }, 'Choose a node to see its spec, references, files and log.'));
+      say(h('p', { class: 'meta' }, 'Choose a node to see its spec, references, files and log.'));
       return;
     }
     try {
       const n = await api(`/agents/${enc(a.id)}/board/${enc(id)}`);
+      if (mine !== opened) return;
       const node = n.node || {};
       const refs = Object.entries(node.refs || {});
       const log = ag.events.filter((ev) => ev.node === id).slice(-200);
-      panel.append(h('div', { class: 'node-detail' },
-        h('h3', {}, `${id} · ${node.status}`),
-        nodeControls(a, id, node, () => open(id)),
+      panel.dataset.loaded = String(mine);
+      if (!shown) clear(panel).append(h('div', { class: 'node-detail' }, head, body));
+      if (shown !== `${id} ${node.status}`) {
+        shown = `${id} ${node.status}`;
+        clear(head).append(h('h3', {}, `${id} · ${node.status}`), nodeControls(a, id, node, () => open(id)) || '');
+      }
+      clear(body).append(
         h('p', { class: 'meta' }, node.worker ? `Worker ${ag.names().get(node.worker) || node.worker}` : 'Not assigned', ' · stage ', String(node.stage ?? ''), ' · ', usageText(ag.usage.nodes.get(id))),
-        node.summary ? h('p', {}, node.summary) : null,
+        node.summary ? h('p', {}, node.summary) : '',
         h('h4', {}, 'Spec'), h('div', { class: 'md' }, renderMarkdown(n.spec || node.task || '')),
-        refs.length ? [h('h4', {}, 'References'), h('ul', {}, refs.map(([k, v]) => h('li', {}, `${k}: `, h('a', { href: `#/a/${enc(a.id)}/board/${enc(String(v).split('/')[0])}` }, String(v)))))] : null,
+        ...(refs.length ? [h('h4', {}, 'References'), h('ul', {}, refs.map(([k, v]) => h('li', {}, `${k}: `, h('a', { href: `#/a/${enc(a.id)}/board/${enc(String(v).split('/')[0])}` }, String(v)))))] : []),
         h('h4', {}, 'Published'),
         (n.published || []).length ? h('ul', {}, n.published.map((p) => h('li', {}, h('a', { href: `#/a/${enc(a.id)}/files/${publishedPath(n, p)}` }, p)))) : h('p', { class: 'meta' }, 'Nothing yet.'),
         h('h4', {}, 'Scratch'), h('p', {}, h('a', { href: `#/a/${enc(a.id)}/files/nodes/${enc(id)}/scratch` }, `nodes/${id}/scratch`)),
-        h('h4', {}, 'Log'), h('ol', { class: 'log' }, log.map((ev) => h('li', {}, h('span', { class: 'meta' }, time(ev.time)), ` ${ev.type} `, ev.text ? ev.text.split('\n')[0].slice(0, 200) : '')))));
+        h('h4', {}, 'Log'), h('ol', { class: 'log' }, log.map((ev) => h('li', {}, h('span', { class: 'meta' }, time(ev.time)), ` ${ev.type} `, ev.text ? ev.text.split('\n')[0].slice(0, 200) : ''))));
     } catch (err) {
-      panel.append(h('p', { class: 'error' }, err.message));
+      if (mine === opened) say(h('p', { class: 'error' }, err.message));
     }
   };
+  const reopen = debounce(() => open(selected), 100); // a replayed history asks once, not once an event
   draw(ag.board);
   open(selected);
   return {
     board: draw,
     event: (ev) => {
-      if (selected && ev.node === selected && (ev.type.startsWith('node.') || ev.type === 'tool.called')) open(selected);
+      if (selected && ev.node === selected && (ev.type.startsWith('node.') || ev.type === 'tool.called')) reopen();
       return false;
     },
     summary: () => {},
