@@ -141,14 +141,7 @@ func TestCoordinatorQuestionTimeout(t *testing.T) {
 	defer cancel()
 	h, err := s.Start(ctx, "A market.")
 	require.NoError(t, err)
-	require.NoError(t, scAwait(ctx, s, func(evs []eventlog.Event) bool {
-		for _, e := range evs {
-			if e.Type == eventlog.HumanQuestion {
-				return true
-			}
-		}
-		return false
-	}))
+	require.NoError(t, scAwaitEvent(ctx, s, func(e eventlog.Event) bool { return e.Type == eventlog.HumanQuestion }))
 	clk.add(time.Minute)
 	res, err := h.Wait()
 	require.NoError(t, err)
@@ -172,14 +165,7 @@ func TestNoIdleNoteWhileTheCoordinatorAsks(t *testing.T) {
 	h, err := s.Start(ctx, "A market.")
 	require.NoError(t, err)
 	// The run waits on the human long enough to say so: many idle ticks went by.
-	require.NoError(t, scAwait(ctx, s, func(evs []eventlog.Event) bool {
-		for _, e := range evs {
-			if e.Type == eventlog.AgentWaiting {
-				return true
-			}
-		}
-		return false
-	}))
+	require.NoError(t, scAwaitEvent(ctx, s, func(e eventlog.Event) bool { return e.Type == eventlog.AgentWaiting }))
 	require.NoError(t, h.Answer("coordinator", "Europe"))
 	_, err = h.Wait()
 	require.NoError(t, err)

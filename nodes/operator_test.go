@@ -61,14 +61,7 @@ func awaitFailed(t *testing.T, s *nodes.Squad) *nodes.Run {
 	t.Cleanup(cancel)
 	h, err := s.Start(ctx, "Two steps.")
 	require.NoError(t, err)
-	require.NoError(t, scAwait(ctx, s, func(evs []eventlog.Event) bool {
-		for _, e := range evs {
-			if e.Type == eventlog.NodeFailed && e.Node == "n1" {
-				return true
-			}
-		}
-		return false
-	}))
+	require.NoError(t, scAwaitEvent(ctx, s, func(e eventlog.Event) bool { return e.Type == eventlog.NodeFailed && e.Node == "n1" }))
 	return h
 }
 

@@ -243,6 +243,11 @@ func scAwait(ctx context.Context, s *nodes.Squad, cond func([]eventlog.Event) bo
 	}
 }
 
+// scAwaitEvent waits, as scAwait, until one of the squad's events is one match accepts.
+func scAwaitEvent(ctx context.Context, s *nodes.Squad, match func(eventlog.Event) bool) error {
+	return scAwait(ctx, s, func(evs []eventlog.Event) bool { return slices.ContainsFunc(evs, match) })
+}
+
 // scSent counts the messages from → to among the bus's deliveries in evs.
 func scSent(evs []eventlog.Event, from, to string) int {
 	n := 0
@@ -745,10 +750,8 @@ func TestMixedTeamMessaging(t *testing.T) {
 			return scTurn(req, scripted.Call("write_file", map[string]string{"path": scratch + "test_strutils.sh", "content": scTests})), nil
 		case called["send_message"] == 0:
 			// Report the bug once Coder's first assignment has ended, so the mail wakes it.
-			if err := scAwait(ctx, s, func(evs []eventlog.Event) bool {
-				return slices.ContainsFunc(evs, func(e eventlog.Event) bool {
-					return e.Type == eventlog.NodeCompleted && e.Node == "n1" && strings.HasPrefix(e.Text, "checkpointed:")
-				})
+			if err := scAwaitEvent(ctx, s, func(e eventlog.Event) bool {
+				return e.Type == eventlog.NodeCompleted && e.Node == "n1" && strings.HasPrefix(e.Text, "checkpointed:")
 			}); err != nil {
 				return scripted.Turn{}, err
 			}

@@ -69,13 +69,5 @@ func TestBrowserApproval(t *testing.T) {
 		chromedp.SetValue(`.bubble.approval textarea`, `{"to": "ops@example.com"}`, chromedp.ByQuery),
 		chromedp.Click(`.bubble.approval button:nth-of-type(2)`, chromedp.ByQuery),
 		waitText(".timeline", "Answered: edit"))
-	for end := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
-		var sum host.Summary
-		s.api("GET", "/agents/mailer", nil, &sum)
-		if sum.Status == host.StatusComplete {
-			assert.Equal(t, "sent to ops@example.com", sum.Output)
-			break
-		}
-		require.True(t, time.Now().Before(end), "the agent did not complete: %+v", sum)
-	}
+	assert.Equal(t, "sent to ops@example.com", s.awaitAgent("mailer", wait, reached(host.StatusComplete)).Output)
 }

@@ -305,6 +305,28 @@ func (s *site) stop() {
 
 func (s *site) url(path string) string { return "http://" + s.addr + path }
 
+// awaitAgent polls agent id until done accepts its summary, and returns that summary; the agent
+// failing, or within passing first, fails the test.
+func (s *site) awaitAgent(id string, within time.Duration, done func(host.Summary) bool) host.Summary {
+	s.t.Helper()
+	end := time.Now().Add(within)
+	for {
+		var sum host.Summary
+		require.Equal(s.t, http.StatusOK, s.api("GET", "/agents/"+id, nil, &sum))
+		if done(sum) {
+			return sum
+		}
+		require.NotEqual(s.t, host.StatusFailed, sum.Status, sum.Error)
+		require.True(s.t, time.Now().Before(end), "agent %s is %s", id, sum.Status)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// reached is a test of an agent's summary for status, for awaitAgent.
+func reached(status string) func(host.Summary) bool {
+	return func(sum host.Summary) bool { return sum.Status == status }
+}
+
 // api sends a request to the server with its token.
 func (s *site) api(method, path string, body any, out any) int {
 	s.t.Helper()

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -62,12 +61,7 @@ func TestModelPagesAreInert(t *testing.T) {
 	s.start()
 	t.Cleanup(s.stop)
 	require.Equal(t, http.StatusCreated, s.api("POST", "/agents", map[string]string{"id": "m", "goal": "a page"}, nil))
-	var sum host.Summary
-	for end := time.Now().Add(wait); sum.Status != host.StatusComplete; time.Sleep(10 * time.Millisecond) {
-		require.Equal(t, http.StatusOK, s.api("GET", "/agents/m", nil, &sum))
-		require.NotEqual(t, host.StatusFailed, sum.Status, sum.Error)
-		require.True(t, time.Now().Before(end), "the agent is %s", sum.Status)
-	}
+	s.awaitAgent("m", wait, reached(host.StatusComplete))
 	ctx := browser(t)
 	step(t, ctx, "log in", chromedp.Navigate(s.srv.LoginURL("http://"+s.addr)), chromedp.WaitReady("body", chromedp.ByQuery))
 

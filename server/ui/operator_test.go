@@ -66,13 +66,7 @@ func TestSkipANodeFromTheBoard(t *testing.T) {
 		chromedp.SendKeys(`.node-panel form.skip input`, "not needed", chromedp.ByQuery),
 		chromedp.Click(`.node-panel button[data-op=skip]`, chromedp.ByQuery),
 		waitText(".node-panel h3", "n1 · skipped"))
-	end := time.Now().Add(wait)
-	var sum host.Summary
-	for sum.Status != host.StatusComplete && time.Now().Before(end) {
-		time.Sleep(20 * time.Millisecond)
-		s.api("GET", "/agents/ops", nil, &sum)
-	}
-	require.Equal(t, host.StatusComplete, sum.Status)
+	s.awaitAgent("ops", wait, reached(host.StatusComplete))
 	var n struct{ Node nodes.Node }
 	s.api("GET", "/agents/ops/board/n1", nil, &n)
 	assert.Equal(t, "skipped by the human: not needed", n.Node.Summary)

@@ -93,17 +93,7 @@ func TestBrowserAtScale(t *testing.T) {
 	s.start()
 	t.Cleanup(s.stop)
 	require.Equal(t, 201, s.api("POST", "/agents", map[string]string{"id": "big", "goal": "A big run."}, nil))
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		var sum host.Summary
-		s.api("GET", "/agents/big", nil, &sum)
-		if sum.Status == host.StatusComplete {
-			break
-		}
-		require.NotEqual(t, host.StatusFailed, sum.Status, sum.Error)
-		require.False(t, time.Now().After(deadline), "the run did not finish: %+v", sum)
-		time.Sleep(200 * time.Millisecond)
-	}
+	s.awaitAgent("big", 5*time.Minute, reached(host.StatusComplete))
 	var all struct{ Events []struct{ Seq int64 } }
 	s.api("GET", "/agents/big/events?limit=100000", nil, &all)
 	last := all.Events[len(all.Events)-1].Seq

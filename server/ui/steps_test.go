@@ -41,17 +41,9 @@ func TestBrowserStepsAndFork(t *testing.T) {
 	s.start()
 	t.Cleanup(s.stop)
 	require.Equal(t, http.StatusCreated, s.api("POST", "/agents", map[string]string{"id": "painter", "goal": "Paint."}, nil))
-	var sum host.Summary
-	for s.api("GET", "/agents/painter", nil, &sum); sum.Status != host.StatusWaiting; s.api("GET", "/agents/painter", nil, &sum) {
-		require.NotEqual(t, host.StatusFailed, sum.Status, sum.Error)
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.awaitAgent("painter", wait, reached(host.StatusWaiting))
 	require.Equal(t, http.StatusOK, s.api("POST", "/agents/painter/respond", map[string]string{"response": "blue"}, nil))
-	for s.api("GET", "/agents/painter", nil, &sum); sum.Status != host.StatusComplete; s.api("GET", "/agents/painter", nil, &sum) {
-		require.NotEqual(t, host.StatusFailed, sum.Status, sum.Error)
-		time.Sleep(20 * time.Millisecond)
-	}
-	run := sum.Run
+	run := s.awaitAgent("painter", wait, reached(host.StatusComplete)).Run
 
 	ctx := browser(t)
 	step(t, ctx, "open the steps", chromedp.Navigate(s.srv.LoginURL(s.url(""))), chromedp.WaitVisible("#sidebar", chromedp.ByQuery),
@@ -74,10 +66,7 @@ func TestBrowserStepsAndFork(t *testing.T) {
 		chromedp.SendKeys(`form.fork input[name=answer]`, "green", chromedp.ByQuery),
 		chromedp.Click(`form.fork button[type=submit]`, chromedp.ByQuery),
 		chromedp.Poll(`location.hash === '#/a/painter'`, nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait)))
-	for s.api("GET", "/agents/painter", nil, &sum); sum.Status != host.StatusComplete || sum.Run == run; s.api("GET", "/agents/painter", nil, &sum) {
-		require.NotEqual(t, host.StatusFailed, sum.Status, sum.Error)
-		time.Sleep(20 * time.Millisecond)
-	}
+	sum := s.awaitAgent("painter", wait, func(sum host.Summary) bool { return sum.Status == host.StatusComplete && sum.Run != run })
 	assert.Equal(t, "Painted: The human answered: green", sum.Output)
 
 	var steps struct{ Steps []struct{ Output string } }
@@ -99,9 +88,6 @@ func TestBrowserStepsAndFork(t *testing.T) {
 		chromedp.Poll(`location.hash === '#/a/painter-2'`, nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait)),
 		chromedp.WaitVisible(`#sidebar a[href="#/a/painter-2"]`, chromedp.ByQuery))
 	shot(t, ctx, "forked-agent")
-	for s.api("GET", "/agents/painter-2", nil, &sum); sum.Status != host.StatusComplete; s.api("GET", "/agents/painter-2", nil, &sum) {
-		require.NotEqual(t, host.StatusFailed, sum.Status, sum.Error)
-		time.Sleep(20 * time.Millisecond)
-	}
+	sum = s.awaitAgent("painter-2", wait, reached(host.StatusComplete))
 	assert.Equal(t, "Painted: The human answered: red", sum.Output)
 }
