@@ -420,7 +420,8 @@ func (r *run) start(ctx context.Context, l launch) error {
 		}
 	}
 	started := fmt.Sprintf("%s (%s) on %s", w.Name, w.Kind, n.ID)
-	if weak := proc.Weakness(r.sandbox(n, w)); weak != "" {
+	policy := r.sandbox(n, w)
+	if weak := proc.Weakness(policy); weak != "" {
 		started += "; containment is weaker here: " + weak
 	}
 	r.emit(ctx, eventlog.Event{Type: eventlog.NodeStarted, Node: n.ID, Worker: w.ID, Text: started})
@@ -433,7 +434,7 @@ func (r *run) start(ctx context.Context, l launch) error {
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
-		a, err := r.assignment(n, w)
+		a, err := r.assignment(n, w, policy)
 		var rt runtime.Runtime
 		if err == nil {
 			rt, err = r.runtimeFor(w)

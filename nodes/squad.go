@@ -285,7 +285,9 @@ func WithWake(fn func(runID string)) Option { return func(c *config) { c.wake = 
 // writable: the node's scratch folder and the worker's own folder (notes, memory), and a /tmp
 // of their own; the run folder readable; the network; no secrets in the environment — and
 // returns the policy to use: the default changed (say NoNetwork, or an API key kept), or
-// sandbox.Policy{Off: true}. A CLI worker needs the network: NoNetwork fails its runs.
+// sandbox.Policy{Off: true}. A CLI worker needs the network: NoNetwork fails its runs. fn is
+// called once for each assignment: the node.started event names what the policy it returned
+// leaves weaker than asked, and the worker runs under it.
 func WithSandbox(fn func(w Worker, n Node, scope sandbox.Policy) sandbox.Policy) Option {
 	return func(c *config) { c.sandbox = fn }
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 	"github.com/agiraph/agiraph/nodes/demo"
 	"github.com/agiraph/agiraph/nodes/eventlog"
 	"github.com/agiraph/agiraph/nodes/store"
+	"github.com/agiraph/agiraph/providers"
+	"github.com/agiraph/agiraph/providers/scripted"
+	"github.com/agiraph/agiraph/sandbox"
+	"github.com/agiraph/agiraph/tools"
 )
 
 // newSquad returns a squad in a temporary home playing the demo team, plus options.
@@ -326,4 +331,25 @@ func TestTeamDoesNotGrowWhileWorkersAreReleased(t *testing.T) {
 		}
 	}
 	assert.Equal(t, n, done)
+}
+
+// nodes.WithSandbox is asked once for each assignment: the node.started event and the worker's
+// processes go by the same answer.
+func TestSandboxChosenOnceAnAssignment(t *testing.T) {
+	var asked atomic.Int32
+	worker := scripted.NewFunc("policy-worker", func(_ context.Context, req providers.Request) (scripted.Turn, error) {
+		return scTurn(req, scripted.Call("publish", map[string]string{"summary": "done"})), nil
+	})
+	plan := func() []tools.Call {
+		return []tools.Call{scripted.Call("create_work_node", map[string]any{"task": "One."}),
+			scripted.Call("create_work_node", map[string]any{"task": "Two.", "deps": []string{"n1"}})}
+	}
+	coord := scCoordinator("policy-coord", plan, "nodes/n2/_spec.md", func(c string) string { return c })
+	s := scSquad(t, coord, []providers.Model{worker}, nodes.WithSandbox(func(_ nodes.Worker, _ nodes.Node, scope sandbox.Policy) sandbox.Policy {
+		asked.Add(1)
+		return scope
+	}))
+	res := scRun(t, s, "two nodes")
+	assert.Contains(t, res.Output, "Two.")
+	assert.Equal(t, int32(2), asked.Load())
 }

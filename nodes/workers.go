@@ -23,8 +23,9 @@ import (
 
 // assignment builds what worker w needs to work on node n: the task (the spec, the inputs, the
 // results of its sub-nodes), its standing instructions (identity, memory, the rules of the
-// folders), its tools, its mailbox, and the human's answer if it asked.
-func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
+// folders), its tools, its mailbox, the human's answer if it asked, and policy, the sandbox its
+// processes run in (see run.sandbox).
+func (r *run) assignment(n Node, w Worker, policy sandbox.Policy) (runtime.Assignment, error) {
 	dir := r.dir.Node(n.ID)
 	spec, err := osfile.ReadFile(workspace.Spec(dir))
 	if err != nil {
@@ -49,7 +50,7 @@ func (r *run) assignment(n Node, w Worker) (runtime.Assignment, error) {
 	}
 	a := runtime.Assignment{
 		Run: r.id, Node: n.ID, Worker: w.ID, Task: task.String(), System: r.workerSystem(n, w), Dir: dir,
-		Mailbox: r.bus.Mailbox(w.Name), Answer: n.Answer, Sandbox: r.sandbox(n, w), OutputSchema: n.OutputSchema,
+		Mailbox: r.bus.Mailbox(w.Name), Answer: n.Answer, Sandbox: policy, OutputSchema: n.OutputSchema,
 	}
 	if w.Kind == Harnessed || r.cfg.runtimes[w.Kind] != nil {
 		a.Tools = r.workerTools(n, w, a.Sandbox)
