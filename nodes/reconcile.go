@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agiraph/agiraph/internal/osfile"
@@ -298,6 +299,13 @@ func (r *run) setNode(ctx context.Context, id string, fn func(n *Node)) (Node, e
 	return r.board.update(ctx, id, func(n *Node) error { fn(n); return nil })
 }
 
+// appendTail is how much of a file appendOnce reads for its mark.
+const appendTail = 64 << 10
+
+// appendTails holds the buffers appendOnce reads into: a worker's history outgrows one of them
+// in some hundred nodes, and each of its outcomes reads that much (BenchmarkSquad's B/op).
+var appendTails = sync.Pool{New: func() any { return new([appendTail]byte) }}
+
 // appendOnce appends line to the file at path, which it creates if need be — a file of a
 // worker's own (its memory, its history), read by the worker, not by the squad — unless the
 // file's latest lines (its last 64 KiB) hold mark: the line an outcome recorded again after a
@@ -312,8 +320,10 @@ func appendOnce(path string, mark, line []byte) (err error) {
 	if err != nil {
 		return err
 	}
-	off := max(st.Size()-64<<10, 0)
-	tail := make([]byte, st.Size()-off)
+	off := max(st.Size()-appendTail, 0)
+	buf := appendTails.Get().(*[appendTail]byte)
+	defer appendTails.Put(buf)
+	tail := buf[:st.Size()-off]
 	if _, err := f.ReadAt(tail, off); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}

@@ -67,6 +67,7 @@ func (r *run) workerSystem(n Node, w Worker) string {
 	identity := readText(wd.Identity())
 	memory := readText(wd.Memory())
 	var b strings.Builder
+	b.Grow(len(w.Name) + len(identity) + len(memory) + 1024 + 3*len(r.dir)) // the text below, in one allocation
 	fmt.Fprintf(&b, "You are %s. %s\n", w.Name, identity)
 	if memory != "" {
 		fmt.Fprintf(&b, "\nYOUR MEMORY (from past work):\n%s\n", memory)

@@ -286,6 +286,11 @@ func (w *worker) generate(ctx context.Context, conv []providers.Message) (provid
 // system is the system prompt: the assignment's, the runtime's protocol and the tools' guidance.
 func (w *worker) system() string {
 	var b strings.Builder
+	var guidance string
+	if !w.rt.cfg.single {
+		guidance = w.reg.Guidance()
+	}
+	b.Grow(len(w.a.System) + 2 + len(protocol) + len(w.a.Dir.Scratch()) + 2 + len(guidance)) // one allocation
 	if w.a.System != "" {
 		b.WriteString(w.a.System)
 		b.WriteString("\n\n")
@@ -298,7 +303,7 @@ func (w *worker) system() string {
 		fmt.Fprintf(&b, protocol, w.a.Dir.Scratch())
 		b.WriteString("\n\n")
 	}
-	b.WriteString(w.reg.Guidance())
+	b.WriteString(guidance)
 	return b.String()
 }
 
