@@ -47,7 +47,7 @@ func (s Synchronous) pragma() string {
 // Defaults of the options.
 const (
 	DefaultBusyTimeout       = 5 * time.Second
-	DefaultWALAutocheckpoint = 256 // pages, so a log of about 512 KiB in a new database
+	DefaultWALAutocheckpoint = 2048 // pages, so a log of about 4 MiB in a new database, as SQLite's own default
 )
 
 // pageSize is the page size of new databases. Each commit appends every page it changed to the
