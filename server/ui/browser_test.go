@@ -206,27 +206,34 @@ func team(string) []nodes.Option {
 	}
 }
 
-// gate holds the coordinator's first answer half-written: once listening is closed (the page
-// follows the agent) the model streams its first words, and it finishes when release is closed.
-var gate struct {
+// modelGate holds the coordinator's first answer half-written: once listening is closed (the
+// page follows the agent) the model streams its first words, and it finishes when release is
+// closed.
+type modelGate struct {
 	listening, release chan struct{}
 	once               sync.Once
 }
 
-// gatedModel is a model whose first answer streams through the gate.
+// gate is the gate of the test that set one, for the first answer after it was set; nil for
+// the other tests.
+var gate atomic.Pointer[modelGate]
+
+// gatedModel is a model whose first answer after a gate was set streams through it.
 type gatedModel struct{ providers.Model }
 
 func (m *gatedModel) Generate(ctx context.Context, req providers.Request) (providers.Response, error) {
-	first := false
-	gate.once.Do(func() { first = true })
-	if first && gate.listening != nil && req.OnText != nil {
-		for _, ch := range []chan struct{}{gate.listening, gate.release} {
+	g, first := gate.Load(), false
+	if g != nil {
+		g.once.Do(func() { first = true })
+	}
+	if first && req.OnText != nil {
+		for _, ch := range []chan struct{}{g.listening, g.release} {
 			select {
 			case <-ch:
 			case <-ctx.Done():
 				return providers.Response{}, ctx.Err()
 			}
-			if ch == gate.listening {
+			if ch == g.listening {
 				req.OnText("Let me think about this… ")
 			}
 		}
@@ -356,7 +363,9 @@ func (s *site) api(method, path string, body any, out any) int {
 // to the coordinator, answers the worker's question, reads the published report (whose script
 // stays text), and sees the stream carry on across a server restart.
 func TestBrowser(t *testing.T) {
-	gate.listening, gate.release = make(chan struct{}), make(chan struct{})
+	g := &modelGate{listening: make(chan struct{}), release: make(chan struct{})}
+	gate.Store(g)
+	t.Cleanup(func() { gate.Store(nil) })
 	s := newSite(t)
 	ctx := browser(t)
 	onFailure = func() {
@@ -402,10 +411,10 @@ func TestBrowser(t *testing.T) {
 
 	// The coordinator's words appear as the model writes them.
 	step(t, ctx, "follow the agent", waitAttr("body", "stream", "live"))
-	close(gate.listening)
+	close(g.listening)
 	step(t, ctx, "see the words as they come", waitText(".bubble.streaming", "Let me think about this"))
 	shot(t, ctx, "streaming")
-	close(gate.release)
+	close(g.release)
 
 	// The run is seen live: the coordinator's words (its markup inert), Dana in the sidebar, her
 	// question as a toast.
