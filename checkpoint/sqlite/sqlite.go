@@ -407,18 +407,31 @@ func (s *Saver) Put(ctx context.Context, cfg checkpoint.Config, cp checkpoint.Ch
 	return checkpoint.Config{ThreadID: cfg.ThreadID, NS: cfg.NS, CheckpointID: cp.ID}, nil
 }
 
-// put puts cp under cfg in tx, and cfg's thread first if it is new.
+// put puts cp under cfg in tx, and cfg's thread first if it is new. A checkpoint with a parent
+// is put first as one of a thread that exists, which it nearly always is: that saves a statement
+// a checkpoint. A thread row it lacks fails the statement alone (its thread is NOT NULL), and
+// then the thread is put and the checkpoint again.
 func (s *Saver) put(ctx context.Context, tx *sql.Tx, cfg checkpoint.Config, cp checkpoint.Checkpoint) error {
-	if _, err := tx.StmtContext(ctx, s.putThread).ExecContext(ctx, cfg.ThreadID); err != nil {
-		return err
-	}
 	var created any
 	if !cp.CreatedAt.IsZero() {
 		created = cp.CreatedAt.UnixMicro()
 	}
-	_, err := tx.StmtContext(ctx, s.putCheckpoint).ExecContext(ctx, cfg.ThreadID, cfg.NS, idArg(cp.ID), idArg(cp.ParentID), cp.Step, sources.arg(string(cp.Source)), idArg(cp.RunID),
-		cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), blob(cp.State))
-	return err
+	stmt := tx.StmtContext(ctx, s.putCheckpoint)
+	putCheckpoint := func() error {
+		_, err := stmt.ExecContext(ctx, cfg.ThreadID, cfg.NS, idArg(cp.ID), idArg(cp.ParentID), cp.Step, sources.arg(string(cp.Source)), idArg(cp.RunID),
+			cp.Format, created, codec.EncodeNext(cp.Next), codec.EncodeJoins(cp.Joins), codec.EncodeMeta(cp.Meta), blob(cp.State))
+		return err
+	}
+	if cp.ParentID != "" {
+		var se *sqlitedrv.Error
+		if err := putCheckpoint(); err == nil || !errors.As(err, &se) || se.Code() != sqlite3.SQLITE_CONSTRAINT_NOTNULL {
+			return err
+		}
+	}
+	if _, err := tx.StmtContext(ctx, s.putThread).ExecContext(ctx, cfg.ThreadID); err != nil {
+		return err
+	}
+	return putCheckpoint()
 }
 
 func putError(cfg checkpoint.Config, cp checkpoint.Checkpoint, err error) error {

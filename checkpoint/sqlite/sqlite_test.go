@@ -20,6 +20,8 @@ import (
 	"github.com/agiraph/agiraph/checkpoint"
 	"github.com/agiraph/agiraph/checkpoint/checkpointtest"
 	"github.com/agiraph/agiraph/checkpoint/sqlite"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func open(t *testing.T, path string, opts ...sqlite.Option) *sqlite.Saver {
@@ -655,4 +657,36 @@ func TestClosedSaver(t *testing.T) {
 	if err := s.DeleteThread(ctx, "t"); err == nil {
 		t.Error("DeleteThread after Close succeeded")
 	}
+}
+
+// TestPutWithAParentOnANewThread: a checkpoint with a parent is put as one of a thread that
+// exists; on a thread the database does not have (a copied checkpoint, a thread deleted since),
+// the thread is added, alone and in a step with writes.
+func TestPutWithAParentOnANewThread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	s := open(t, path)
+	_, err := s.Put(ctx, checkpoint.Config{ThreadID: "copy"}, cp("c2", "c1", 1, []byte(`{"n":1}`)))
+	require.NoError(t, err, "a checkpoint with a parent on a new thread")
+	got, err := s.Get(ctx, checkpoint.Config{ThreadID: "copy"})
+	require.NoError(t, err)
+	assert.Equal(t, "c2", got.Checkpoint.ID)
+	assert.Equal(t, "c1", got.Checkpoint.ParentID)
+
+	require.NoError(t, s.DeleteThread(ctx, "copy"))
+	_, err = s.Put(ctx, checkpoint.Config{ThreadID: "copy"}, cp("c1", "", 0, []byte(`{}`)))
+	require.NoError(t, err)
+	require.NoError(t, s.DeleteThread(ctx, "copy"))
+	_, err = s.Put(ctx, checkpoint.Config{ThreadID: "copy"}, cp("c3", "c2", 2, nil))
+	require.NoError(t, err, "a checkpoint with a parent on a thread deleted since")
+	_, err = s.PutStep(ctx, checkpoint.Config{ThreadID: "copy", CheckpointID: "c3"}, []checkpoint.Write{upd("0", "x"), upd("1", "y")},
+		checkpoint.Config{ThreadID: "copy"}, cp("c4", "c3", 3, nil))
+	require.NoError(t, err)
+	got, err = s.Get(ctx, checkpoint.Config{ThreadID: "copy"})
+	require.NoError(t, err)
+	assert.Equal(t, "c4", got.Checkpoint.ID)
+	n := 0
+	require.NoError(t, rawDB(t, path).QueryRow(`SELECT count(*) FROM checkpoint_threads WHERE name = 'copy'`).Scan(&n))
+	assert.Equal(t, 1, n, "one row for the thread")
 }
