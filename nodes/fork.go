@@ -217,7 +217,7 @@ func (s *Squad) fork(ctx context.Context, id string, at graph.Snapshot[tick], c 
 		return err
 	}
 	t := at.Values
-	t.Full, t.Launch, t.Launches, t.Done, t.Nudged = true, nil, nil, nil, false
+	t.Full, t.Launches, t.Done, t.Nudged = true, nil, nil, false
 	// Saved as intake's update: its edge leads where decide_next's does, to route_frontier.
 	if _, err := g.UpdateState(ctx, t, intakeNode); err != nil {
 		return err

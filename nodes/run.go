@@ -43,9 +43,6 @@ type tick struct {
 	// Launches are the assignments route_frontier starts (see next).
 	Launches []launch `json:"launches,omitempty"`
 	Done     []string `json:"done,omitempty"`
-	// Launch is the one launch of a dispatch task, a Send's argument, in a run saved when
-	// dispatch was a task a launch; dispatch now starts the tick's Launches, one task.
-	Launch *launch `json:"launch,omitempty"`
 	// Board and Bus say how far the run's board (its version: see board.at) and its bus (the
 	// records it kept) were when decide_next ended the tick: what a fork from the tick keeps.
 	// Events and Lines say how far the agent's event log and its conversation with the human
@@ -375,10 +372,9 @@ func (r *run) reportDamage(ctx context.Context) error {
 }
 
 // next returns st as the base of a full update. It holds no launches: route_frontier's are for
-// the dispatch tasks its router sends (which the checkpoint's frontier keeps with their
-// launch), not for the steps after.
+// the dispatch step after it, not for the steps after that.
 func next(st tick) tick {
-	st.Full, st.Launch, st.Launches = true, nil, nil
+	st.Full, st.Launches = true, nil
 	return st
 }
 
@@ -433,13 +429,12 @@ func (r *run) routeFrontier(ctx context.Context, st tick) (tick, error) {
 // dispatch starts the tick's assignments, one after the other, in one task, whose update and
 // events commit with its step in one transaction; the assignments run on after the tick.
 // Starting one is quick (its worker runs on its own), and a crash before the step is saved
-// starts them again: an attempt already running is resumed where its checkpoints left it.
+// starts them again: an attempt already running is resumed where its checkpoints left it. A
+// dispatch task without launches (one of a run saved when dispatch was a task a launch, whose
+// launch was its argument) starts none: the next route_frontier starts the attempts its board
+// says are running and no worker runs (see resumption).
 func (r *run) dispatch(ctx context.Context, st tick) (tick, error) {
-	launches := st.Launches
-	if st.Launch != nil { // a dispatch task of one launch, of a run saved before they were one task
-		launches = []launch{*st.Launch}
-	}
-	for _, l := range launches {
+	for _, l := range st.Launches {
 		if err := r.start(ctx, l); err != nil {
 			return tick{}, err
 		}

@@ -3,6 +3,8 @@ package nodes_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -257,4 +259,70 @@ func tickUpdates(t *testing.T, s *nodes.Squad) []struct{ node, value string } {
 	}
 	require.NoError(t, rows.Err())
 	return us
+}
+
+// A run saved when dispatch was a task a launch (route_frontier's router sent one dispatch task
+// for each launch, its launch in the task's argument) resumes and finishes: such a task runs and
+// starts nothing, and the next route_frontier starts the attempts the board says are running.
+// The run's dispatch step fails to save, so its latest checkpoint is route_frontier's, whose
+// one dispatch task is then made into the tasks of that format before the run is resumed.
+func TestResumeDispatchTasksOfOneLaunch(t *testing.T) {
+	st, home := store.NewMemory(), t.TempDir()
+	open := func(st store.Store) *nodes.Squad {
+		coord, worker := benchCoordinator(2, 2), benchWorker()
+		s, err := nodes.New(nodes.WithHome(home), nodes.WithStore(st), nodes.WithCoordinatorModel(coord.Name()), nodes.WithModel(worker.Name()),
+			nodes.WithModelOptions(models.WithModels(coord, worker), models.WithoutRetry()), nodes.WithTick(20*time.Millisecond))
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scTimeout)
+	defer cancel()
+	s := open(failingDispatch{st})
+	_, err := s.Run(ctx, "Write the notes.", nodes.WithRunID("r1"))
+	require.ErrorIs(t, err, errStoreAway)
+	require.NoError(t, s.Close())
+
+	saver, thread := st.Saver(), checkpoint.Config{ThreadID: "squad/r1"}
+	latest, err := saver.Get(ctx, thread)
+	require.NoError(t, err)
+	require.Len(t, latest.Checkpoint.Next, 1)
+	require.Equal(t, "dispatch", latest.Checkpoint.Next[0].Node)
+	parent, err := saver.Get(ctx, checkpoint.Config{ThreadID: thread.ThreadID, CheckpointID: latest.Checkpoint.ParentID})
+	require.NoError(t, err)
+	var routed struct {
+		Update struct {
+			Launches []json.RawMessage `json:"launches"`
+		} `json:"update"`
+	}
+	for _, w := range parent.Writes {
+		if w.Node == "route_frontier" && w.Kind == checkpoint.WriteUpdate {
+			require.NoError(t, json.Unmarshal(w.Value, &routed))
+		}
+	}
+	require.Len(t, routed.Update.Launches, 2, "route_frontier launched both nodes")
+	old := latest.Checkpoint
+	old.Next = nil
+	for i, l := range routed.Update.Launches {
+		old.Next = append(old.Next, checkpoint.Task{ID: fmt.Sprintf("old-dispatch-%d", i), Node: "dispatch", Push: true, Arg: []byte(`{"launch":` + string(l) + `}`)})
+	}
+	_, err = saver.Put(ctx, thread, old)
+	require.NoError(t, err)
+
+	h, err := open(st).Resume(ctx, "r1")
+	require.NoError(t, err)
+	res, err := h.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, "all notes written", res.Output)
+	require.Len(t, res.Board.Nodes, 2)
+	for _, n := range res.Board.Nodes {
+		assert.Equal(t, nodes.NodeCompleted, n.Status, "node %s", n.ID)
+	}
+	resumed, err := saver.Get(ctx, checkpoint.Config{ThreadID: thread.ThreadID, CheckpointID: old.ID})
+	require.NoError(t, err)
+	ran := map[string]bool{}
+	for _, w := range resumed.Writes {
+		ran[w.TaskID] = true
+	}
+	assert.True(t, ran["old-dispatch-0"] && ran["old-dispatch-1"], "the dispatch tasks of one launch ran: %v", ran)
 }
