@@ -190,8 +190,7 @@ func (s *Squad) viewsDue(b *board) {
 // viewLag is how long the squad's writer lets commits and noted events gather before it brings
 // the views up to the store: one transaction commits the events noted meanwhile, one query reads
 // back what many commits added, and a view that changed many times is written once. Subscribers
-// and the views are that much behind the store; a squad running at full speed commits the noted
-// events several times less often than it would at 2 ms (see docs/performance.md).
+// and the views are that much behind the store (what it saves against 2 ms: docs/performance.md).
 const viewLag = 10 * time.Millisecond
 
 // write is the squad's writer: when poked, it commits the events noted and brings the views up
