@@ -365,6 +365,13 @@ func (h *Handler) execute(a *activeRun) json.RawMessage {
 	kw := a.rec.Kwargs
 	tr := newTranslator(a.e.id(), a.rec, kw.StreamMode, kw.Subgraphs)
 	var runErr error
+	if h.ctx.Err() != nil {
+		// The handler is closing: it cancels its runs' contexts one after the other, and the
+		// run that ended before this one may have come here before this run's turn. This run
+		// waits for its own cancellation, and so stays queued in the records like the others,
+		// rather than start (and, quick, finish) after Close.
+		<-a.ctx.Done()
+	}
 	if a.ctx.Err() == nil {
 		a.rec.Status = runRunning
 		runErr = h.saveRun(a)
