@@ -366,10 +366,9 @@ func (h *Handler) execute(a *activeRun) json.RawMessage {
 	tr := newTranslator(a.e.id(), a.rec, kw.StreamMode, kw.Subgraphs)
 	var runErr error
 	if h.ctx.Err() != nil {
-		// The handler is closing: it cancels its runs' contexts one after the other, and the
-		// run that ended before this one may have come here before this run's turn. This run
-		// waits for its own cancellation, and so stays queued in the records like the others,
-		// rather than start (and, quick, finish) after Close.
+		// The handler is closing. It cancels its runs' contexts one after the other, so the lane
+		// may reach this run before its cancellation has: the run waits for it, and stays
+		// pending in the records for the next handler, rather than start after Close.
 		<-a.ctx.Done()
 	}
 	if a.ctx.Err() == nil {
