@@ -531,12 +531,8 @@ func TestBrowser(t *testing.T) {
 	assert.Empty(t, unnamed, "controls without a name")
 	var hash string
 	step(t, ctx, "go to the board by keyboard",
-		chromedp.Focus(`#sidebar a[href$="/board"]`, chromedp.ByQuery),
-		chromedp.KeyEvent("\r"),
-		chromedp.WaitVisible(`g.node[data-node="n1"]`, chromedp.ByQuery),
-		chromedp.Focus(`g.node[data-node="n1"]`, chromedp.ByQuery),
-		chromedp.KeyEvent("\r"),
-		waitText(".node-panel", "Spec"),
+		pressEnter(`#sidebar a[href$="/board"]`, `!!document.querySelector('g.node[data-node="n1"]')`),
+		pressEnter(`g.node[data-node="n1"]`, `(document.querySelector('.node-panel') || {textContent: ''}).textContent.includes('Spec')`),
 		chromedp.Evaluate(`location.hash`, &hash))
 	assert.Equal(t, "#/a/"+id+"/board/n1", hash)
 
@@ -656,6 +652,38 @@ func follow(sel string) chromedp.Action {
 func waitText(sel, text string) chromedp.Action {
 	return chromedp.Poll(fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.includes(%q); })()`, sel, text), nil,
 		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait))
+}
+
+// pressEnter focuses the element matching sel and presses Enter on it, until the expression
+// done is true. The page may draw the element again (the board does, as its events come): one
+// focused just before is then gone, and the focus and the key are given again. The element is
+// found and focused in the page, in one go, so that a redraw cannot leave a stale reference.
+func pressEnter(sel, done string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		focus := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.focus(); return document.activeElement === e; })()`, sel)
+		for {
+			var focused bool
+			if err := chromedp.Evaluate(focus, &focused).Do(ctx); err != nil {
+				return err
+			}
+			if focused {
+				if err := chromedp.KeyEvent("\r").Do(ctx); err != nil {
+					return err
+				}
+				tctx, cancel := context.WithTimeout(ctx, time.Second)
+				err := chromedp.Poll(done, nil, chromedp.WithPollingInterval(50*time.Millisecond)).Do(tctx)
+				cancel()
+				if err == nil {
+					return nil
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("Enter on %s: %w", sel, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
 }
 
 // waitAttr waits until the element matching sel has data-<key> = value.
