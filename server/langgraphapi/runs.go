@@ -834,8 +834,8 @@ func queryModes(r *http.Request) ([]string, error) {
 
 // threadStream streams the runs of a thread, one after the other as they run, until the client
 // goes away: from the next event of the run in flight when it is asked (or after the event the
-// Last-Event-ID names, "<run>:<n>", when the run is still in flight), and whole the runs after.
-// stream_mode leaves out the events of other modes.
+// Last-Event-ID names, "<run>:<n>", while the handler keeps that run's events), and whole the
+// runs after. stream_mode leaves out the events of other modes.
 func (h *Handler) threadStream(w http.ResponseWriter, r *http.Request) error {
 	t, err := h.thread(r.Context(), r.PathValue("thread"))
 	if err != nil {
@@ -855,7 +855,8 @@ func (h *Handler) threadStream(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	// The thread's runs ended before the client came are left out; the one in flight streams
-	// from its next event, those after whole (or, after a Last-Event-ID, from there on).
+	// from its next event, those after whole. After a Last-Event-ID, the stream goes on from
+	// that event: the rest of its run, then the runs after it whole, ended or not.
 	ctx := r.Context()
 	runs, err := list[run](ctx, h.rec, runPrefix+t.ThreadID+"/")
 	if err != nil {
@@ -865,14 +866,16 @@ func (h *Handler) threadStream(w http.ResponseWriter, r *http.Request) error {
 	seen := map[string]bool{} // the runs streamed or left out
 	from := map[string]int{}  // where to start a run's events, when not at its first
 	last, n, resumed := strings.Cut(r.Header.Get("Last-Event-ID"), ":")
+	after := false // past the run the Last-Event-ID names
 	for _, rec := range runs {
 		switch l := h.logOf(rec.RunID); {
 		case resumed && rec.RunID == last:
 			from[last], _ = strconv.Atoi(n)
-			resumed = false
+			resumed, after = false, true
 		case resumed, l == nil:
 			seen[rec.RunID] = true
-		case !resumed && rec.Status == runRunning:
+		case after:
+		case rec.Status == runRunning:
 			from[rec.RunID] = l.len()
 		case rec.Status != runPending:
 			seen[rec.RunID] = true
