@@ -27,9 +27,9 @@ import (
 // is the squad's own overhead: it reports ms per node, the bytes the agent's home holds after
 // the run and those of its checkpoints (state.db, with its log), and allocations. The homes of
 // its runs are removed when it ends, not between runs: on ext4 a file created soon after
-// thousands were deleted nearby costs ten times more (the file system does not hand out an
-// inode deleted in the last minute or so, and reads each such candidate), which would measure
-// the cleanup of the run before.
+// thousands were deleted nearby costs ten times more (without a journal, the file system does not
+// hand out an inode deleted in the last minute, or six while its inode table's block is unwritten,
+// and reads each such candidate), which would measure the cleanup of the run before.
 func BenchmarkSquad(b *testing.B) {
 	homes := b.TempDir()
 	for _, size := range []struct{ nodes, workers int }{{100, 5}, {100, 50}, {300, 5}, {300, 50}, {1000, 5}, {1000, 50}} {
