@@ -6,7 +6,8 @@ const dropped = new AbortController();
 let id;
 try {
   for await (const event of client.sendMessageStream({ message: message("Research the history of the kite.") }, { signal: dropped.signal })) {
-    id = event.payload.value.id;
+    // The first event is the task. Events the stream had read before the abort may still come.
+    id ??= event.payload.value.id;
     dropped.abort();
   }
 } catch (err) {
