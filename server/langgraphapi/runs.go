@@ -874,7 +874,7 @@ func (h *Handler) threadStream(w http.ResponseWriter, r *http.Request) error {
 			resumed, after = false, true
 		case resumed, l == nil:
 			seen[rec.RunID] = true
-		case after:
+		case after: // streamed whole
 		case rec.Status == runRunning:
 			from[rec.RunID] = l.len()
 		case rec.Status != runPending:

@@ -531,8 +531,8 @@ func TestBrowser(t *testing.T) {
 	assert.Empty(t, unnamed, "controls without a name")
 	var hash string
 	step(t, ctx, "go to the board by keyboard",
-		pressEnter(`#sidebar a[href$="/board"]`, `!!document.querySelector('g.node[data-node="n1"]')`),
-		pressEnter(`g.node[data-node="n1"]`, `(document.querySelector('.node-panel') || {textContent: ''}).textContent.includes('Spec')`),
+		pressEnter(`#sidebar a[href$="/board"]`, hasText(`g.node[data-node="n1"]`, "")),
+		pressEnter(`g.node[data-node="n1"]`, hasText(".node-panel", "Spec")),
 		chromedp.Evaluate(`location.hash`, &hash))
 	assert.Equal(t, "#/a/"+id+"/board/n1", hash)
 
@@ -650,8 +650,12 @@ func follow(sel string) chromedp.Action {
 
 // waitText waits until the element matching sel holds text.
 func waitText(sel, text string) chromedp.Action {
-	return chromedp.Poll(fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.includes(%q); })()`, sel, text), nil,
-		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait))
+	return chromedp.Poll(hasText(sel, text), nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(wait))
+}
+
+// hasText is the expression that the element matching sel is there and holds text (any, for "").
+func hasText(sel, text string) string {
+	return fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.includes(%q); })()`, sel, text)
 }
 
 // pressEnter focuses the element matching sel and presses Enter on it, until the expression
